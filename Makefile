@@ -1,0 +1,60 @@
+# Makefile — the two commands of the README, and nothing clever.
+#
+# `make demo` and `make test` each install what is missing, configure, build
+# and then do their job, so a fresh Debian machine needs nothing else. CMake
+# owns the real build; this file only sequences set-up and the two builds
+# (a normal one with gcc and -Werror, and one with clang under ASan/UBSan
+# that also carries the libFuzzer targets).
+
+DEBIAN_PACKAGES := cmake pkg-config zstd libzstd-dev libsqlite3-dev libcairo2-dev \
+                   libunwind-dev libdw-dev clang libclang-rt-14-dev python3 fonts-dejavu-core
+MAKEFLAGS  += --no-print-directory
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO_DIR   ?= $(BUILD)/demo
+
+.PHONY: all deps build build-asan test demo clean
+
+all: build
+
+# Installs the Debian packages that are missing. As root it runs apt-get;
+# otherwise it prints the exact command and stops, as the README promises.
+deps:
+	@missing=""; \
+	for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing Debian packages; run:"; \
+	    echo "  sudo apt-get install -y$$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGMT_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# The suite twice: a normal build, then clang with ASan/UBSan (+ fuzzers).
+test: build build-asan
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@mkdir -p $(DEMO_DIR)
+	@$(BUILD)/samples/synth/synth --steps 50 --leak 262144 --seed 1 -o $(DEMO_DIR)/train.zst
+	@$(BUILD)/analyzer/memanalyze info $(DEMO_DIR)/train.zst
+	@echo
+	@echo "demo trace: $(DEMO_DIR)/train.zst"
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,246 @@
+/* alloc_model.h — a model of PyTorch's CUDA caching allocator for one device.
+ *
+ * One model, two ways to drive it, one data structure underneath:
+ *
+ *  - decide mode (the synthetic trace generator): am_malloc / am_free_request / am_free /
+ *    am_empty_cache. The model chooses addresses exactly as PyTorch's DeviceCachingAllocator
+ *    would (rounding, small/large pools, best fit per stream, split, merge, cache release and
+ *    retry, OOM) and reports what the allocator did through an effect callback.
+ *  - apply mode (the analyzer's replay of a real trace or snapshot): addresses are given.
+ *    am_segment_insert / _remove / _map / _unmap, am_block_place / _release / _mark_pending.
+ *    An operation that does not fit the current layout returns an error and changes nothing.
+ *
+ * The layout can be walked at any time (segments by address, each with blocks that tile it
+ * exactly, free gaps being AM_BLOCK_INACTIVE blocks), and am_stats is O(1).
+ *
+ * PyTorch's rules, with its defaults:
+ *  - round_size(s) = s < 512 ? 512 : 512 * ceil(s / 512)
+ *  - rounded <= 1 MiB: small pool, segments of 2 MiB; larger: large pool, segments of 20 MiB
+ *    when rounded < 10 MiB, else rounded up to a multiple of 2 MiB.
+ *  - best fit: the smallest free block of the pool with the same stream that is large enough,
+ *    ties by lowest address. With max_split_size: a request below it never gets a block of at
+ *    least that size; a request at or above it never gets a block 20 MiB (or more) larger.
+ *  - split: the block is cut (allocated part at the lower address) when the rest is >= 512 in
+ *    the small pool, > 1 MiB in the large pool (and the request is below max_split_size).
+ *  - a freed block merges with inactive neighbours of its segment; a pending-free block
+ *    (free requested, a stream still uses it) stays allocated until its free completes.
+ *
+ * The modes may be mixed on one model (e.g. seed from a snapshot, then decide), but decide mode
+ * never creates expandable segments and treats free space in them like any other.
+ *
+ * Ownership: the model owns all its memory; handles (am_segment, am_block) returned by the
+ * walk functions point into it and stay valid until the next call that changes the model.
+ * A model is not thread-safe; distinct models are independent (no globals). Nothing prints.
+ * Every operation is O(log n) expected in the number of blocks, except am_empty_cache and an
+ * am_malloc that has to release the cache (both visit every free block of the pools, as
+ * PyTorch does) and am_validate. */
+#ifndef GMT_ALLOC_MODEL_H
+#define GMT_ALLOC_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define AM_MIN_BLOCK_SIZE 512ULL             /* kMinBlockSize: rounding granule */
+#define AM_SMALL_SIZE (1ULL << 20)           /* kSmallSize: largest small-pool request */
+#define AM_SMALL_BUFFER (2ULL << 20)         /* kSmallBuffer: small-pool segment size */
+#define AM_LARGE_BUFFER (20ULL << 20)        /* kLargeBuffer: segment for 1..10 MiB requests */
+#define AM_MIN_LARGE_ALLOC (10ULL << 20)     /* kMinLargeAlloc */
+#define AM_ROUND_LARGE (2ULL << 20)          /* kRoundLarge: larger segments round to this */
+#define AM_MAX_REQUEST (1ULL << 62)          /* larger requests are AM_ERR_INVALID_ARG */
+#define AM_DEFAULT_VA_BASE 0x7f0000000000ULL /* where decide mode starts placing segments */
+
+typedef enum am_error {
+    AM_OK = 0,
+    AM_ERR_INVALID_ARG,     /* NULL model, zero size, size too large, address range overflows */
+    AM_ERR_NOMEM,           /* the host ran out of memory; the model is unchanged */
+    AM_ERR_OOM,             /* am_malloc: the device cannot hold it even after freeing the cache */
+    AM_ERR_NO_SEGMENT,      /* no segment contains the address */
+    AM_ERR_NOT_FREE,        /* the range is not inside one inactive block */
+    AM_ERR_UNKNOWN_BLOCK,   /* no allocated or pending-free block starts at the address */
+    AM_ERR_ALREADY_PENDING, /* the block is already pending-free */
+    AM_ERR_UNKNOWN_SEGMENT, /* no segment starts at the address */
+    AM_ERR_SEGMENT_OVERLAP, /* the new range overlaps an existing segment */
+    AM_ERR_SEGMENT_IN_USE,  /* the segment still holds allocated or pending-free blocks */
+    AM_ERR_NOT_EXPANDABLE,  /* unmap of a segment that was not created by am_segment_map */
+    AM_ERR_CORRUPT          /* am_validate found a broken invariant (a bug in the model) */
+} am_error;
+
+/* A static English description of `error` ("unknown error" for values outside the enum). */
+const char *am_strerror(am_error error);
+
+/* --- configuration and lifetime --------------------------------------------------------- */
+
+typedef struct am_config {
+    uint64_t device_capacity; /* bytes the driver can hand out (decide mode); 0 = unlimited */
+    uint64_t max_split_size;  /* PYTORCH_CUDA_ALLOC_CONF max_split_size_mb in bytes; UINT64_MAX
+                                 = off (PyTorch's default); otherwise must exceed 20 MiB */
+    uint64_t va_base;         /* decide mode places segments first-fit, 2 MiB aligned, from here */
+} am_config;
+
+/* device_capacity 0, max_split_size UINT64_MAX, va_base AM_DEFAULT_VA_BASE. */
+am_config am_config_default(void);
+
+typedef struct am_model am_model;
+
+/* A new, empty model; cfg NULL means am_config_default(). NULL when out of memory or when
+ * cfg->max_split_size is <= 20 MiB (PyTorch refuses such a setting too). */
+am_model *am_model_new(const am_config *cfg);
+
+/* Frees the model and everything it holds; NULL is fine. */
+void am_model_free(am_model *model);
+
+/* --- PyTorch's size rules (pure functions) ------------------------------------------------ */
+
+uint64_t am_round_size(uint64_t requested);    /* round_size */
+bool am_is_small(uint64_t rounded);            /* rounded <= AM_SMALL_SIZE */
+uint64_t am_allocation_size(uint64_t rounded); /* get_allocation_size: the segment size */
+
+/* --- what the layout holds ------------------------------------------------------------------ */
+
+typedef enum am_block_state {
+    AM_BLOCK_INACTIVE = 0,    /* free space inside a segment */
+    AM_BLOCK_ALLOCATED = 1,   /* live */
+    AM_BLOCK_PENDING_FREE = 2 /* free requested, still used by a stream: live until completed */
+} am_block_state;
+
+typedef struct am_block_info {
+    uint64_t addr, size;   /* size as the allocator accounts it (rounded) */
+    uint64_t requested;    /* what the program asked for; 0 for inactive blocks */
+    uint64_t stream;       /* the allocating stream; the segment's stream for inactive blocks */
+    uint64_t tag;          /* the caller's payload; 0 for inactive blocks */
+    uint64_t segment_addr; /* base of the segment holding the block: set by am_block_lookup
+                              only (0 elsewhere, to keep the hot paths free of a search) */
+    am_block_state state;
+} am_block_info;
+
+typedef struct am_segment_info {
+    uint64_t addr, size, stream;
+    uint64_t tag;       /* decide mode: the tag of the am_malloc that created it */
+    bool is_small;      /* small pool (2 MiB segments) or large pool */
+    bool is_expandable; /* created by am_segment_map */
+} am_segment_info;
+
+typedef struct am_stats_info {
+    uint64_t reserved_bytes;  /* sum of segment sizes */
+    uint64_t allocated_bytes; /* sum of sizes of allocated and pending-free blocks */
+    uint64_t requested_bytes; /* sum of their requested sizes */
+    uint64_t segment_count;
+    uint64_t allocated_block_count; /* allocated + pending-free */
+    uint64_t pending_block_count;   /* pending-free only */
+    uint64_t inactive_block_count;
+    uint64_t largest_inactive_bytes; /* the largest free block, any pool, any stream */
+} am_stats_info;
+
+/* The running totals; O(1). */
+am_stats_info am_stats(const am_model *model);
+
+/* --- decide mode --------------------------------------------------------------------------- */
+
+typedef enum am_effect_kind {
+    AM_EFFECT_SEGMENT_ALLOC, /* cudaMalloc succeeded: addr, size, stream, is_small, tag */
+    AM_EFFECT_SEGMENT_FREE,  /* a cached segment went back to the driver: addr, size, stream,
+                                is_small, tag (the segment's) */
+    AM_EFFECT_ALLOC_FAILED,  /* cudaMalloc of `size` bytes failed: size, stream, is_small */
+    AM_EFFECT_OOM,           /* the allocator gave up: requested, size (rounded), stream,
+                                device_free (capacity - reserved; 0 when unlimited) */
+    AM_EFFECT_FREE_COMPLETED /* a pending-free block was completed because the allocator
+                                synchronized (empty_cache, or the retry after a failed
+                                cudaMalloc): addr, size, requested, stream, tag (the block's) */
+} am_effect_kind;
+
+typedef struct am_effect {
+    am_effect_kind kind;
+    uint64_t addr, size, requested, stream, tag, device_free;
+    bool is_small;
+} am_effect;
+
+/* Called once per effect, in the order the allocator performs them, after the model reflects
+ * the effect. `effect` lives for the call only. The callback must not call into the model. */
+typedef void (*am_effect_fn)(void *ctx, const am_effect *effect);
+
+/* Allocates `requested` bytes (1..AM_MAX_REQUEST) on `stream`, as PyTorch's malloc would, and
+ * describes the block in *out (may be NULL). `effect_fn` may be NULL. Returns AM_OK, or
+ * AM_ERR_OOM after the effects ALLOC_FAILED, (FREE_COMPLETED, SEGMENT_FREE)..., ALLOC_FAILED,
+ * OOM: the model then keeps the cache release but holds no new block. Releasing the cache may
+ * complete pending frees (FREE_COMPLETED): the caller must forget those blocks. */
+am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_t tag,
+                   am_effect_fn effect_fn, void *ctx, am_block_info *out);
+
+/* Frees the allocated or pending-free block starting at `addr` (completing a pending free):
+ * it becomes inactive and merges with inactive neighbours. AM_ERR_UNKNOWN_BLOCK otherwise. */
+am_error am_free(am_model *model, uint64_t addr);
+
+/* Marks the allocated block at `addr` pending-free (PyTorch's free_requested while a stream
+ * still uses it): it stays live and unmerged until am_free. AM_ERR_UNKNOWN_BLOCK, or
+ * AM_ERR_ALREADY_PENDING. */
+am_error am_free_request(am_model *model, uint64_t addr);
+
+/* torch.cuda.empty_cache(): completes every pending free (FREE_COMPLETED effects, oldest
+ * request first), then releases every non-expandable segment that is one inactive block
+ * (SEGMENT_FREE effects, large pool then small pool, each by (stream, size, address)). */
+am_error am_empty_cache(am_model *model, am_effect_fn effect_fn, void *ctx);
+
+/* --- apply mode ---------------------------------------------------------------------------- */
+
+/* Adds a segment [addr, addr+size) holding one inactive block. Its pool is small when size
+ * <= AM_SMALL_BUFFER. AM_ERR_SEGMENT_OVERLAP when it overlaps a segment. */
+am_error am_segment_insert(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                           uint64_t tag);
+
+/* Removes the segment starting at `addr`: AM_ERR_UNKNOWN_SEGMENT when none starts there,
+ * AM_ERR_SEGMENT_IN_USE when it holds allocated or pending-free blocks. */
+am_error am_segment_remove(am_model *model, uint64_t addr);
+
+/* Expandable segments (PyTorch's cuMemMap/cuMemUnmap). A segment here is one contiguous
+ * mapped range, as in PyTorch's snapshot. am_segment_map makes [addr, addr+size) inactive
+ * memory: it extends an expandable segment of the same stream (and pool) that ends at addr
+ * and/or one that starts at addr+size (joining them), keeping that segment's tag and pool (the
+ * lower one's when joining), or else creates a new expandable segment with `tag` (small pool
+ * when size <= AM_SMALL_BUFFER). A plain segment is never extended. */
+am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                        uint64_t tag);
+
+/* Unmaps [addr, addr+size), which must lie inside one inactive block of an expandable
+ * segment: the segment shrinks, splits in two (a hole in the middle; the upper part keeps the
+ * tag) or disappears. AM_ERR_NO_SEGMENT, AM_ERR_NOT_EXPANDABLE, AM_ERR_NOT_FREE. */
+am_error am_segment_unmap(am_model *model, uint64_t addr, uint64_t size);
+
+/* Makes [addr, addr+size) an allocated block, cutting it out of the inactive block that holds
+ * it (free space before and after stays inactive). AM_ERR_NO_SEGMENT when no segment holds
+ * addr, AM_ERR_NOT_FREE when the range is not inside one inactive block. */
+am_error am_block_place(am_model *model, uint64_t addr, uint64_t size, uint64_t requested,
+                        uint64_t stream, uint64_t tag);
+
+/* The same operations as am_free and am_free_request, named for the replay. */
+am_error am_block_release(am_model *model, uint64_t addr);
+am_error am_block_mark_pending(am_model *model, uint64_t addr);
+
+/* --- queries and walking ------------------------------------------------------------------- */
+
+/* The block (of any state) containing `addr`; AM_ERR_NO_SEGMENT when no segment holds it. */
+am_error am_block_lookup(const am_model *model, uint64_t addr, am_block_info *out);
+
+/* The segment containing `addr`; AM_ERR_NO_SEGMENT when none. */
+am_error am_segment_lookup(const am_model *model, uint64_t addr, am_segment_info *out);
+
+/* Walking the layout, e.g.
+ *     for (const am_segment *s = am_first_segment(m); s; s = am_next_segment(s))
+ *         for (const am_block *b = am_segment_first_block(m, s); b; b = am_next_block(b))
+ * visits segments in address order and each segment's blocks in address order. Handles are
+ * invalidated by any call that changes the model. am_segment_first_block is O(log n), the
+ * other steps O(1). */
+typedef struct am_segment am_segment;
+typedef struct am_block am_block;
+
+const am_segment *am_first_segment(const am_model *model);
+const am_segment *am_next_segment(const am_segment *segment);
+void am_segment_get(const am_segment *segment, am_segment_info *out);
+const am_block *am_segment_first_block(const am_model *model, const am_segment *segment);
+const am_block *am_next_block(const am_block *block);         /* NULL after the segment's last */
+void am_block_get(const am_block *block, am_block_info *out); /* segment_addr is left 0 */
+
+/* Checks every internal invariant (indexes, tiling, merging, totals); AM_OK or AM_ERR_CORRUPT.
+ * O(n log n): for tests and debugging. */
+am_error am_validate(const am_model *model);
+
+#endif

@@ -1,0 +1,11 @@
+/* commands.h — the memanalyze subcommands, one file each (cmd_*.c).
+ *
+ * Each takes the arguments after its name (argv[0] is the command name) and
+ * returns the process exit status: 0 success, 2 for a user error (bad input,
+ * bad option), with the one-line message already printed to stderr. */
+#ifndef GMT_COMMANDS_H
+#define GMT_COMMANDS_H
+
+int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,38 @@
+/* memanalyze.c — the command-line entry point: finds the subcommand and
+ * hands it the rest of argv. Each command parses its own options (they
+ * differ), prints its own errors, and returns the exit status. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: memanalyze COMMAND [options] INPUT\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`memanalyze COMMAND --help` describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "memanalyze: unknown command '%s' (try memanalyze --help)\n", argv[1]);
+    return 2;
+}

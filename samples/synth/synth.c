@@ -1,0 +1,126 @@
+/* synth.c — command line for the synthetic trace generator.
+ *
+ *   synth -o train.zst [--steps N | --events N] [--seed S] [--leak BYTES]
+ *         [--fragment] [--devices D] [--streams K] [--layers L] [--hidden H]
+ *         [--tokens T] [--device-memory BYTES] [--level Z] [--chunk-bytes B]
+ *
+ * The demo's input and the benchmarks' workload; see training_sim.h. */
+#include "training_sim.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: synth -o OUT.zst [options]\n"
+                 "Writes a realistic trace of a simulated PyTorch training job.\n"
+                 "  --steps N          training steps (default 20)\n"
+                 "  --events N         stop after N memory events (overrides --steps)\n"
+                 "  --seed S           random seed (default 1); same seed, same bytes\n"
+                 "  --leak BYTES       leak BYTES per step at train.py:88 (default 0)\n"
+                 "  --fragment         variable-length batches that fragment memory\n"
+                 "  --devices D        GPUs, 1-8 (default 1)\n"
+                 "  --streams K        streams, 1-4 (default 2)\n"
+                 "  --layers L         transformer blocks (default 12)\n"
+                 "  --hidden H         hidden size (default 1024)\n"
+                 "  --tokens T         tokens per step (default 4096)\n"
+                 "  --device-memory B  bytes per GPU (default 80 GiB)\n"
+                 "  --level Z          zstd level (default 1)\n"
+                 "  --chunk-bytes B    uncompressed bytes per zstd frame (default 256 KiB)\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *s == '-')
+        return -1;
+    uint64_t mult = 1;
+    if (*end == 'k' || *end == 'K')
+        mult = 1024, end++;
+    else if (*end == 'M')
+        mult = 1024 * 1024, end++;
+    else if (*end == 'G')
+        mult = 1024ULL * 1024 * 1024, end++;
+    if (*end)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sim_config cfg = sim_config_default();
+    trace_writer_options wopt = {0};
+    const char *out = NULL;
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},  {"steps", required_argument, 0, 's'},
+        {"events", required_argument, 0, 'e'},  {"seed", required_argument, 0, 'r'},
+        {"leak", required_argument, 0, 'l'},    {"fragment", no_argument, 0, 'f'},
+        {"devices", required_argument, 0, 'd'}, {"streams", required_argument, 0, 'k'},
+        {"layers", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
+        {"tokens", required_argument, 0, 't'},  {"device-memory", required_argument, 0, 'm'},
+        {"level", required_argument, 0, 'z'},   {"chunk-bytes", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        uint64_t v = 0;
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c == '?' || (c != 'o' && c != 'f' && parse_u64(optarg, &v) != 0)) {
+            if (c != '?')
+                fprintf(stderr, "synth: bad number '%s'\n", optarg);
+            usage(stderr);
+            return 2;
+        }
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 's': cfg.steps = (uint32_t)v; break;
+        case 'e': cfg.max_events = v; break;
+        case 'r': cfg.seed = v; break;
+        case 'l': cfg.leak_bytes = v; break;
+        case 'f': cfg.fragment = 1; break;
+        case 'd': cfg.devices = (uint32_t)v; break;
+        case 'k': cfg.streams = (uint32_t)v; break;
+        case 'L': cfg.layers = (uint32_t)v; break;
+        case 'H': cfg.hidden = v; break;
+        case 't': cfg.tokens = v; break;
+        case 'm': cfg.device_memory = v; break;
+        case 'z': wopt.zstd_level = (int)v; break;
+        case 'c': wopt.chunk_bytes = (size_t)v; break;
+        }
+    }
+    if (!out || optind != argc) {
+        fprintf(stderr, "synth: %s\n", out ? "unexpected argument" : "-o OUT.zst is required");
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    trace_writer *w = trace_writer_open(out, &wopt, err, sizeof err);
+    if (!w) {
+        fprintf(stderr, "synth: %s\n", err);
+        return 2;
+    }
+    sim_result res;
+    int rc = sim_run(&cfg, w, &res, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "synth: %s\n", err);
+        trace_writer_close(w, NULL, NULL, 0);
+        return 2;
+    }
+    uint64_t events = trace_writer_events(w);
+    if (trace_writer_close(w, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "synth: %s\n", err);
+        return 2;
+    }
+    fprintf(stderr, "synth: wrote %s: %llu events, %llu steps, %llu OOMs, %llu bytes leaked\n", out,
+            (unsigned long long)events, (unsigned long long)res.steps_completed,
+            (unsigned long long)res.ooms, (unsigned long long)res.leaked_bytes);
+    return 0;
+}

@@ -1,0 +1,518 @@
+-- schema.sql — the SQLite database that `memanalyze` fills when it replays a trace.
+--
+-- This file is a public contract: table, view and column names, their units and the meaning of
+-- NULL are what users' queries (`memanalyze sql`, sqlite3, notebooks) depend on. Definitions
+-- (reserved, allocated, requested, fragmentation, live, step, WHEN) are those of DESIGN.md,
+-- section "The SQLite database" and "Time, steps and WHEN"; this file refers to them, it does not
+-- redefine them.
+--
+-- The file has two parts, split at the line that starts with `-- @@ indexes`:
+--   1. tables, lookup rows and views: run before the bulk load;
+--   2. indexes: run after the bulk load (building an index once is far cheaper than keeping it
+--      up to date row by row). Everything in part 1 works without part 2, only slower.
+-- The whole file also loads in one go (`sqlite3 trace.db < schema/schema.sql`), which is what the
+-- tests do. Bulk-load pragmas (journal_mode, synchronous) are the loader's business, not the
+-- schema's, and are not set here.
+--
+-- DESIGN DECISIONS
+--
+-- Rows. SQLite writes about 1.5 M rows/s, so the loader writes ONE narrow row per recorded
+-- memory event (table `event_rows`) and everything per-event is derived from it by views:
+--   * `events`      = event_rows with names instead of codes;
+--   * `timeline`    = the running per-device totals each event_rows row already carries;
+--   * `allocations` = alloc rows LEFT JOIN the free row that ends them (the free row carries
+--                     `alloc_event_id`, known to the replay when it sees the free, so no row is
+--                     ever updated) — a block lifetime costs no extra row.
+-- `segments` is a TABLE, not a view: segments are few (hundreds to thousands per run), and one
+-- segment can be reported twice (PyTorch's segment_alloc and CUPTI's cuMemAlloc for the same
+-- memory: joined by address, both stacks kept, counted once) — a row per lifetime written by the
+-- replay says that directly, where a view would have to re-do the join. Steps, markers, counters,
+-- frames and stacks are tables: they are small or are what the trace itself records.
+--
+-- Codes. `op`, `level`, `kind` and `source` are stored in event_rows as small integers (codes 0
+-- and 1 take no bytes in a SQLite record, the others one byte). Measured on 1 M synthetic events
+-- with these columns: text values make the file 19 % larger (17 bytes per row) and filters on
+-- them slower (a text compare per row), integers plus a CASE in the view are as fast as raw
+-- integers. Users never see the codes: the `events`, `allocations` and `segments` surfaces expose
+-- names, so `SELECT … FROM events WHERE op = 'alloc'` works as one expects. The code→name
+-- tables `ops`, `levels`, `memory_kinds` and `sources` list every valid value with a description;
+-- codes are stable forever (never renumbered, never reused). The tools themselves may query
+-- event_rows with codes. The small tables (segments, markers, counters) store names as TEXT
+-- directly: they hold far fewer rows than event_rows, and a marker row is dominated by its name.
+--
+-- Time. Every `*_ts_ns` column is in nanoseconds on one clock and one origin: ts_ns = 0 is the
+-- first recorded memory event (the first record of any kind in a trace without one), so
+-- `time:1.5s` is ts_ns = 1500000000. Markers and counters before it are negative.
+-- meta 't0_unix_ns' maps ts_ns = 0 to wall-clock time.
+--
+-- Event ids and the seed. event_id is the replay order. Recorded events are numbered 1, 2, 3…
+-- so event_id N is exactly `event:N`. Rows with event_id <= 0 are the seed, synthesized by the
+-- replay, not recorded: first one alloc (or map) row per block/segment that was already live when
+-- the recording began (a PyTorch snapshot's ring buffer, walked backwards from its final
+-- `segments`), then one row with op 'seed' per device, the last of which has event_id 0. Like
+-- every row, a seed row carries its device's totals after it: the seeded start state. With one
+-- device the seeded state is therefore the row event_id = 0, op = 'seed'; with several devices
+-- their 'seed' rows are 1-n, …, -1, 0. Seed rows have ts_ns = 0.
+-- The state of device D after event N (`event:N`; N = 0 is the seeded start) is the `timeline`
+-- row of device D with the greatest event_id <= N. A block is live after event N when
+--   alloc_id <= N AND (free_event_id IS NULL OR free_event_id > N)
+-- (compare event ids, not timestamps: several events can share one ts_ns).
+--
+-- Other choices: strings are stored inline as TEXT (frames, markers and steps are small next to
+-- event_rows; a `strings` table would only cost a join). No STRICT tables: sqlite3 clients older
+-- than 3.37 could not open the file. REFERENCES clauses document the relations and are not
+-- enforced (an id interned in a lost trace frame is an "unknown stack/string", not an error).
+-- `stack_frames` needs the JSON functions (built into SQLite >= 3.38; enabled in most earlier
+-- distribution builds).
+--
+-- Compatibility: meta 'schema_version' (also PRAGMA user_version) is 1. Adding tables, views,
+-- columns, op/kind codes or meta keys keeps version 1; renaming or removing any of them, or
+-- changing a unit or a meaning, increments it. The database is a cache derived from the trace:
+-- memanalyze rebuilds one whose schema_version differs from its own rather than migrating it.
+-- Queries should name their columns rather than rely on SELECT * column order.
+
+PRAGMA user_version = 1;
+
+-- meta: one row per fact about the recording and the analysis (key → value).
+-- Keys written by the loader, each absent when unknown:
+--   schema_version (1, written here), format_version (trace format version),
+--   input_format ('gpumemtrace' | 'pytorch_snapshot'), input_path, input_size, input_mtime_ns,
+--   pid, rank, host, command_line, clock_source, t0_unix_ns (wall-clock ns of ts_ns = 0),
+--   recorded_events (count of event_rows rows with event_id > 0), dropped_events (the recorder's
+--   count from the end record), clean_shutdown (1 when the end record was read, else 0),
+--   truncated_after_events (set when the trace ended early), corrupt_frames (count skipped),
+--   analyzer_version, step_rule (the regular expression used for step names).
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
+  value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
+);
+INSERT INTO meta (key, value) VALUES ('schema_version', 1);
+
+-- devices: one row per GPU the process used (from the trace's device-info records).
+CREATE TABLE devices (
+  device                  INTEGER PRIMARY KEY, -- CUDA device ordinal as the process saw it (0, 1, …)
+  name                    TEXT,                -- product name, e.g. 'NVIDIA H100 80GB HBM3'; NULL: unknown (e.g. snapshot input)
+  total_bytes             INTEGER,             -- device memory size in bytes (driver's total); NULL: unknown
+  uuid                    TEXT,                -- device UUID 'GPU-…' to tell identical cards apart; NULL: unknown
+  peak_allocated_bytes    INTEGER,             -- highest allocated_bytes of this device over the run (bytes); NULL: no events
+  peak_allocated_event_id INTEGER,             -- first event_id at which it was reached: WHEN 'peak' of this device; NULL: no events
+  peak_reserved_bytes     INTEGER,             -- highest reserved_bytes of this device (bytes); NULL: no events
+  peak_reserved_event_id  INTEGER              -- first event_id at which it was reached; NULL: no events
+);
+
+-- ops: one row per memory-event operation; code → name (the `op` column of event_rows).
+CREATE TABLE ops (
+  op          INTEGER PRIMARY KEY, -- code stored in event_rows.op; stable, never reused
+  name        TEXT NOT NULL UNIQUE, -- name exposed by the views, e.g. 'alloc'
+  description TEXT NOT NULL         -- what the event means and what its addr/size say
+);
+INSERT INTO ops (op, name, description) VALUES
+  (0,  'alloc',          'memory handed out: a segment from the driver (cuMemAlloc*, pool reserve, PyTorch segment_alloc) or a block inside a segment (a tensor, a region); addr/size = the allocation, size as the allocator accounts it (pitch x height for cuMemAllocPitch)'),
+  (1,  'free',           'the allocation ends (for blocks: PyTorch''s free_completed); size = the bytes of its alloc, never the free record''s size field'),
+  (2,  'free_requested', 'a block freed by the program but still used by a stream: stays live until its free; size = the bytes of its alloc'),
+  (3,  'map',            'cuMemMap: a VMM address range becomes a mapped segment; addr/size = the range'),
+  (4,  'unmap',          'cuMemUnmap: the mapped range ends'),
+  (5,  'pool_trim',      'cuMemPoolTrimTo on pool `pool`; size = the minBytesToKeep argument, addr NULL; what it released shows in the next pool counters'),
+  (6,  'alloc_failed',   'a driver allocation returned an error (not yet an OOM: PyTorch frees its cache and retries); size = bytes asked for, addr NULL'),
+  (7,  'oom',            'the allocator gave up (PyTorch''s oom entry); size = bytes asked for, addr NULL'),
+  (8,  'phys_create',    'cuMemCreate: physical memory reserved; size = its bytes, addr NULL'),
+  (9,  'phys_release',   'cuMemRelease: that physical memory is released'),
+  (10, 'va_reserve',     'cuMemAddressReserve: an address range only, no memory; addr/size = the range'),
+  (11, 'va_free',        'cuMemAddressFree: the address range is given back'),
+  (12, 'seed',           'synthesized, not recorded: the seeded start state of `device` (event_id <= 0, one per device); addr/size NULL');
+
+-- levels: one row per event level; code → name (the `level` column of event_rows).
+CREATE TABLE levels (
+  level       INTEGER PRIMARY KEY,  -- code stored in event_rows.level; stable, never reused
+  name        TEXT NOT NULL UNIQUE, -- name exposed by the views
+  description TEXT NOT NULL         -- which memory the level describes
+);
+INSERT INTO levels (level, name, description) VALUES
+  (0, 'segment', 'memory the process got from the driver: cuMemAlloc*, a pool''s reserve, a VMM range or physical handle; counted in reserved'),
+  (1, 'block',   'memory an allocator handed to the program inside a segment: a PyTorch tensor, an NVTX-mem region, a memrec.h region; counted in allocated');
+
+-- memory_kinds: one row per memory kind; code → name (the `kind` column of event_rows).
+CREATE TABLE memory_kinds (
+  kind        INTEGER PRIMARY KEY,  -- code stored in event_rows.kind; stable, never reused
+  name        TEXT NOT NULL UNIQUE, -- name exposed by the views
+  description TEXT NOT NULL         -- what memory it is; only 'device' counts in the totals
+);
+INSERT INTO memory_kinds (kind, name, description) VALUES
+  (0, 'device',      'device memory; the only kind summed into reserved/allocated/requested'),
+  (1, 'managed',     'unified memory (cuMemAllocManaged): recorded, not summed'),
+  (2, 'pinned_host', 'page-locked host memory (cuMemHostAlloc, cudaMallocHost): recorded, not summed');
+
+-- sources: one row per producer of events; code → name (the `source` column of event_rows).
+CREATE TABLE sources (
+  source      INTEGER PRIMARY KEY,  -- code stored in event_rows.source; stable, never reused
+  name        TEXT NOT NULL UNIQUE, -- name exposed by the views
+  description TEXT NOT NULL         -- who reported the event
+);
+INSERT INTO sources (source, name, description) VALUES
+  (0, 'cupti',  'a CUDA driver/runtime API call seen by the CUPTI callback'),
+  (1, 'torch',  'PyTorch''s caching-allocator history (live through memrec, or an imported snapshot pickle)'),
+  (2, 'nvtx',   'an NVTX memory-region annotation'),
+  (3, 'memrec', 'the program itself through memrec.h');
+
+-- modules: one row per loaded binary in the recording process (the trace's module map), kept so
+-- that native frames can be re-symbolized offline.
+CREATE TABLE modules (
+  module_id INTEGER PRIMARY KEY, -- id of the module record in the trace
+  path      TEXT NOT NULL,       -- file path on the recording host; frames.module holds this path
+  build_id  TEXT,                -- GNU build-id as lowercase hex; NULL: the binary has none
+  load_base INTEGER              -- address the module was loaded at; ip - load_base = file offset; NULL: unknown
+);
+
+-- frames: one row per distinct frame (native, already symbolized on the recording host, or a
+-- Python/imported frame).
+CREATE TABLE frames (
+  frame_id INTEGER PRIMARY KEY, -- id of the frame as interned in the trace
+  name     TEXT,                -- function name (demangled) or Python qualified name; NULL: not symbolized
+  file     TEXT,                -- source file; NULL: unknown
+  line     INTEGER,             -- 1-based source line; NULL: unknown
+  module   TEXT,                -- path of the binary holding a native frame (= modules.path); NULL for Python/imported frames
+  ip       INTEGER,             -- native instruction pointer (return address) in the recording process; NULL for Python/imported frames
+  inlined  INTEGER NOT NULL DEFAULT 0 -- 1: a function inlined at this ip (the next outer frame has the same ip); 0 otherwise
+);
+
+-- stacks: one row per node of the stack trie. A stack is identified by the node of its innermost
+-- frame; following parent_id walks outward to the outermost frame. Events carry one stack_id.
+CREATE TABLE stacks (
+  stack_id  INTEGER PRIMARY KEY,                 -- node id = id of the stack that ends (innermost) at this frame
+  parent_id INTEGER REFERENCES stacks(stack_id), -- the stack of the caller (one frame shorter); NULL: outermost frame
+  frame_id  INTEGER REFERENCES frames(frame_id)  -- this node's frame; NULL or a missing frame: unknown (lost trace frame)
+);
+
+-- stack_frames: one row per (stack, depth): the frames of every stack, innermost first. The walk
+-- is a recursive CTE run per stack (through json_each), so `WHERE stack_id = ?` or a join on
+-- stack_id only walks the stacks asked for; always `ORDER BY depth`.
+CREATE VIEW stack_frames AS
+SELECT
+  s.stack_id                AS stack_id, -- the stack (stacks.stack_id)
+  CAST(walk.key AS INTEGER) AS depth,    -- 0 = innermost frame (the allocation site), +1 per caller outward
+  walk.value                AS frame_id, -- frames.frame_id of that frame; NULL: unknown
+  f.name                    AS name,     -- function name (frames.name); NULL: unknown
+  f.file                    AS file,     -- source file (frames.file); NULL: unknown
+  f.line                    AS line,     -- source line (frames.line); NULL: unknown
+  f.module                  AS module    -- binary of a native frame (frames.module); NULL otherwise
+FROM stacks AS s
+JOIN json_each((
+  WITH RECURSIVE up(node, d) AS (
+    SELECT s.stack_id, 0
+    UNION ALL
+    SELECT st.parent_id, up.d + 1
+    FROM up JOIN stacks AS st ON st.stack_id = up.node
+    WHERE st.parent_id IS NOT NULL AND up.d < 65536
+  )
+  SELECT json_group_object(up.d, n.frame_id)
+  FROM up JOIN stacks AS n ON n.stack_id = up.node
+)) AS walk
+LEFT JOIN frames AS f ON f.frame_id = walk.value;
+
+-- event_rows: one row per memory event, in replay order — the one narrow row per event of the
+-- row budget. Stores codes; query the `events` view for names. Besides what was recorded, each
+-- row carries the running totals of its device AFTER the event (DESIGN.md definitions; device
+-- memory only: managed and pinned_host events leave them unchanged).
+CREATE TABLE event_rows (
+  event_id           INTEGER PRIMARY KEY,    -- replay order; >= 1: the N of `event:N`; <= 0: seed rows (see the top of the file)
+  ts_ns              INTEGER NOT NULL,       -- when, in ns since the first recorded event (seed rows: 0)
+  device             INTEGER NOT NULL REFERENCES devices(device), -- device ordinal whose context made the call; the totals below are this device's
+  op                 INTEGER NOT NULL REFERENCES ops(op), -- operation code (ops)
+  level              INTEGER REFERENCES levels(level), -- level code (levels); NULL only on 'seed' rows
+  kind               INTEGER REFERENCES memory_kinds(kind), -- memory kind code (memory_kinds); NULL only on 'seed' rows
+  source             INTEGER REFERENCES sources(source), -- who reported it (sources); NULL: synthesized by the replay (seed rows)
+  addr               INTEGER,                -- start address (device VA, or host address for pinned_host); NULL when the op has none (see ops)
+  size               INTEGER,                -- bytes, as ops describes per op (frees: the bytes of their alloc); NULL when the op has none
+  requested_size     INTEGER,                -- bytes the program asked for (before the allocator's rounding); NULL: not reported (then counted as size in requested_bytes)
+  stream             INTEGER,                -- CUstream handle value (0 = the legacy default stream); NULL: not stream-ordered or unknown
+  pool               INTEGER,                -- memory pool: CUmemoryPool handle value, or a PyTorch private pool id; NULL: no pool / the allocator's default pool
+  tid                INTEGER,                -- OS thread id of the caller; NULL: unknown (e.g. snapshot input)
+  stack_id           INTEGER REFERENCES stacks(stack_id), -- stack of the call (stacks / stack_frames); NULL: none recorded
+  segment_id         INTEGER,                -- segments.segment_id: for blocks the segment holding them, for segment events the segment itself; NULL: none or unknown
+  alloc_event_id     INTEGER,                -- on an event that ends or advances a lifetime (free, free_requested, unmap, phys_release, va_free): event_id of the row that began it; exactly one row ends a lifetime; NULL otherwise or when its start was never seen (see warnings)
+  allocated_bytes    INTEGER NOT NULL,       -- after this event: sum of live block sizes on `device` (allocated), bytes
+  requested_bytes    INTEGER NOT NULL,       -- after this event: sum of live blocks' requested sizes (requested), bytes
+  reserved_bytes     INTEGER NOT NULL,       -- after this event: sum of live segment sizes (reserved; VMM: created physical memory), bytes
+  segments           INTEGER NOT NULL,       -- after this event: number of live segments on `device`
+  largest_free_bytes INTEGER                 -- after this event: largest free range inside a live segment of `device` (the biggest request that fits without a new segment), bytes; NULL: not computed
+);
+
+-- events: one row per memory event (event_rows), with names instead of codes. The user-facing
+-- way to read events: `WHERE op = 'alloc' AND level = 'block'`.
+CREATE VIEW events AS
+SELECT
+  e.event_id AS event_id, -- replay order; >= 1: `event:N`; <= 0: seed rows
+  e.ts_ns    AS ts_ns,    -- ns since the first recorded event
+  e.device   AS device,   -- device ordinal (devices.device); the totals are this device's
+  CASE e.op WHEN 0 THEN 'alloc' WHEN 1 THEN 'free' WHEN 2 THEN 'free_requested'
+            WHEN 3 THEN 'map' WHEN 4 THEN 'unmap' WHEN 5 THEN 'pool_trim'
+            WHEN 6 THEN 'alloc_failed' WHEN 7 THEN 'oom' WHEN 8 THEN 'phys_create'
+            WHEN 9 THEN 'phys_release' WHEN 10 THEN 'va_reserve' WHEN 11 THEN 'va_free'
+            WHEN 12 THEN 'seed' END
+             AS op,       -- operation name (ops.name), e.g. 'alloc', 'free', 'oom'
+  CASE e.level WHEN 0 THEN 'segment' WHEN 1 THEN 'block' END
+             AS level,    -- 'segment' or 'block' (levels.name); NULL on seed rows
+  CASE e.kind WHEN 0 THEN 'device' WHEN 1 THEN 'managed' WHEN 2 THEN 'pinned_host' END
+             AS kind,     -- 'device', 'managed' or 'pinned_host' (memory_kinds.name); NULL on seed rows
+  CASE e.source WHEN 0 THEN 'cupti' WHEN 1 THEN 'torch' WHEN 2 THEN 'nvtx' WHEN 3 THEN 'memrec' END
+             AS source,   -- who reported it (sources.name); NULL: synthesized (seed)
+  e.addr               AS addr,               -- start address; NULL when the op has none
+  e.size               AS size,               -- bytes (frees: the bytes of their alloc); NULL when the op has none
+  e.requested_size     AS requested_size,     -- bytes asked for; NULL: not reported
+  e.stream             AS stream,             -- CUstream handle value; NULL: none/unknown
+  e.pool               AS pool,               -- pool id; NULL: none / default pool
+  e.tid                AS tid,                -- OS thread id; NULL: unknown
+  e.stack_id           AS stack_id,           -- stack (stack_frames.stack_id); NULL: none
+  e.segment_id         AS segment_id,         -- segments.segment_id; NULL: none/unknown
+  e.alloc_event_id     AS alloc_event_id,     -- on frees etc.: event_id of the alloc/map/create they end; NULL otherwise
+  e.allocated_bytes    AS allocated_bytes,    -- device's allocated bytes after the event
+  e.requested_bytes    AS requested_bytes,    -- device's requested bytes after the event
+  e.reserved_bytes     AS reserved_bytes,     -- device's reserved bytes after the event
+  e.segments           AS segments,           -- device's live segment count after the event
+  e.largest_free_bytes AS largest_free_bytes  -- device's largest free range after the event, bytes; NULL: not computed
+FROM event_rows AS e;
+
+-- segments: one row per segment lifetime (memory from the driver, or a VMM mapped range), as the
+-- replay reconstructs it: two reports of the same memory (PyTorch's segment_alloc and CUPTI's
+-- cuMemAlloc) are one row. Written by the loader when the segment is freed or at the end; small.
+-- Device-kind live segments sum to reserved_bytes (VMM: physical memory created but not mapped
+-- counts in reserved_bytes and has no row here).
+CREATE TABLE segments (
+  segment_id      INTEGER PRIMARY KEY,     -- event_id of the event_rows row that created it (< 0: seeded, live before the recording began)
+  device          INTEGER NOT NULL REFERENCES devices(device), -- device ordinal
+  kind            TEXT NOT NULL,           -- memory kind name: 'device', 'managed' or 'pinned_host' (memory_kinds.name)
+  addr            INTEGER NOT NULL,        -- start address
+  size            INTEGER NOT NULL,        -- bytes (cuMemAllocPitch: pitch x height)
+  requested_size  INTEGER,                 -- bytes the caller asked for; NULL: same as size / not reported
+  stream          INTEGER,                 -- stream the segment belongs to (PyTorch segments, async pools); NULL: none/unknown
+  pool            INTEGER,                 -- pool id as in event_rows.pool; NULL: none / default pool
+  mapped          INTEGER NOT NULL DEFAULT 0, -- 1: a VMM range made by cuMemMap (e.g. PyTorch expandable segments); 0: an allocation
+  whole_block     INTEGER NOT NULL DEFAULT 0, -- 1: no allocator sub-allocates it, so the segment is itself one block (a plain cudaMalloc) and appears in `allocations`; 0: blocks are recorded inside it
+  tid             INTEGER,                 -- OS thread that created it; NULL: unknown
+  alloc_ts_ns     INTEGER NOT NULL,        -- creation time, ns since the first recorded event (seeded: 0)
+  free_ts_ns      INTEGER,                 -- time of its free/unmap; NULL: live at the end of the trace
+  free_event_id   INTEGER,                 -- event_id of that free/unmap row; NULL: live at the end
+  stack_id        INTEGER REFERENCES stacks(stack_id), -- stack of the creation as the allocator saw it (PyTorch's, with Python frames) or else the driver call's; NULL: none
+  driver_stack_id INTEGER REFERENCES stacks(stack_id), -- native stack of the driver call (CUPTI) when the allocator also reported it; NULL: none or same as stack_id
+  free_stack_id   INTEGER REFERENCES stacks(stack_id)  -- stack of the free/unmap; NULL: live at the end or none recorded
+);
+
+-- steps: one row per training step (DESIGN.md "Time, steps and WHEN": step rule, global
+-- interval [begin_ts_ns, end_ts_ns), numbered by the number in the name or 0, 1, 2… by begin).
+CREATE TABLE steps (
+  step           INTEGER PRIMARY KEY, -- step number N of `step:N`
+  name           TEXT,                -- the marker name it came from, e.g. 'ProfilerStep#3'; NULL: an explicit memrec.h step without a name
+  begin_ts_ns    INTEGER NOT NULL,    -- step start, ns since the first recorded event (inclusive)
+  end_ts_ns      INTEGER,             -- step end (exclusive); NULL: still open when the trace ended
+  begin_event_id INTEGER,             -- last event_id with ts_ns < begin_ts_ns: the state when the step starts (<= 0: the seed)
+  end_event_id   INTEGER              -- last event_id with ts_ns < end_ts_ns (or the last event when open): `step:N` is `event:end_event_id`
+);
+
+-- markers: one row per NVTX call or annotation (range push/pop, start/end, mark; a snapshot's
+-- external_annotations START/END; memrec.h markers).
+CREATE TABLE markers (
+  marker_id       INTEGER PRIMARY KEY, -- order of the marker in the trace
+  ts_ns           INTEGER NOT NULL,    -- when, ns since the first recorded event (may be negative)
+  tid             INTEGER,             -- OS thread that made the call; NULL: process-wide or unknown (snapshot annotations)
+  kind            TEXT NOT NULL,       -- 'push' / 'pop' (nvtxRangePush/Pop), 'start' / 'end' (nvtxRangeStart/End, snapshot START/END), 'mark'
+  name            TEXT,                -- message; on 'pop'/'end' rows the name of the range they close; NULL: none
+  domain          TEXT,                -- NVTX domain name; NULL: the default domain
+  begin_marker_id INTEGER              -- on 'pop'/'end': marker_id of the 'push'/'start' it closes; NULL otherwise or unmatched
+);
+
+-- ranges: one row per NVTX range ('push' or 'start' marker) with its end.
+CREATE VIEW ranges AS
+SELECT
+  b.marker_id AS marker_id,   -- marker_id of the 'push'/'start' row
+  b.kind      AS kind,        -- 'push' (thread range) or 'start' (process range)
+  b.tid       AS tid,         -- thread that opened it; NULL: process-wide/unknown
+  b.name      AS name,        -- range name
+  b.domain    AS domain,      -- NVTX domain; NULL: default
+  b.ts_ns     AS begin_ts_ns, -- opened at, ns
+  e.ts_ns     AS end_ts_ns    -- closed at, ns; NULL: still open at the end of the trace
+FROM markers AS b
+LEFT JOIN markers AS e ON e.begin_marker_id = b.marker_id
+WHERE b.kind IN ('push', 'start');
+
+-- counters: one row per counter sample: the driver's free/total (cuMemGetInfo) per device, and
+-- for async pools their reserved/used bytes (sampled after pool operations).
+CREATE TABLE counters (
+  ts_ns  INTEGER NOT NULL, -- sample time, ns since the first recorded event
+  device INTEGER NOT NULL REFERENCES devices(device), -- device ordinal
+  kind   TEXT NOT NULL,    -- 'driver_free', 'driver_total' (cuMemGetInfo), 'pool_reserved', 'pool_used' (CU_MEMPOOL_ATTR_*_MEM_CURRENT)
+  pool   INTEGER,          -- pool handle for 'pool_*' samples; NULL for 'driver_*'
+  value  INTEGER NOT NULL  -- bytes
+);
+
+-- timeline: one row per recorded event (event_id >= 1) plus each device's seeded start state
+-- (the op 'seed' rows, event_id <= 0; event_id 0 with one device): the device totals after it.
+-- The state of device D at `event:N` is its row with the greatest event_id <= N.
+CREATE VIEW timeline AS
+SELECT
+  e.event_id           AS event_id,           -- `event:N`; <= 0: the seeded start state (event:0) of `device`
+  e.ts_ns              AS ts_ns,              -- ns since the first recorded event
+  e.device             AS device,             -- device ordinal the totals belong to
+  e.allocated_bytes    AS allocated_bytes,    -- allocated after the event, bytes
+  e.requested_bytes    AS requested_bytes,    -- requested after the event, bytes
+  e.reserved_bytes     AS reserved_bytes,     -- reserved after the event, bytes
+  e.segments           AS segments,           -- live segments after the event
+  e.largest_free_bytes AS largest_free_bytes, -- largest free range in a live segment, bytes; NULL: not computed
+  CAST(e.reserved_bytes - e.allocated_bytes AS REAL) / NULLIF(e.reserved_bytes, 0)
+                       AS fragmentation       -- (reserved - allocated) / reserved, 0..1; NULL when reserved is 0
+FROM event_rows AS e
+WHERE e.event_id > 0 OR e.op = 12;
+
+-- allocations: one row per block lifetime: every block-level alloc, plus every segment that is
+-- itself one block (segments.whole_block = 1, e.g. a plain cudaMalloc), each joined to the free
+-- that ends it. Blocks of every memory kind; filter kind = 'device' for the summed ones.
+CREATE VIEW allocations AS
+SELECT
+  a.event_id       AS alloc_id,       -- event_id of the alloc row (< 0: seeded, live before the recording began)
+  a.device         AS device,         -- device ordinal
+  CASE a.kind WHEN 0 THEN 'device' WHEN 1 THEN 'managed' WHEN 2 THEN 'pinned_host' END
+                   AS kind,           -- memory kind name
+  a.addr           AS addr,           -- start address
+  a.size           AS size,           -- bytes as the allocator accounts them (counted in allocated)
+  a.requested_size AS requested_size, -- bytes the program asked for; NULL: not reported
+  a.stream         AS stream,         -- stream; NULL: none/unknown
+  a.segment_id     AS segment_id,     -- segments.segment_id holding the block; NULL: unknown
+  a.tid            AS alloc_tid,      -- OS thread that allocated; NULL: unknown
+  a.ts_ns          AS alloc_ts_ns,    -- alloc time, ns (seeded: 0)
+  (SELECT q.ts_ns FROM event_rows AS q WHERE q.alloc_event_id = a.event_id AND q.op = 2)
+                   AS free_requested_ts_ns, -- when the program freed it while streams still used it; NULL: no free_requested event
+  f.ts_ns          AS free_ts_ns,     -- when the free completed (end of life); NULL: live at the end of the trace
+  f.event_id       AS free_event_id,  -- event_id of that free; NULL: live at the end
+  a.stack_id       AS alloc_stack_id, -- stack of the alloc; NULL: none recorded
+  f.stack_id       AS free_stack_id,  -- stack of the free; NULL: live at the end or none recorded
+  (SELECT CASE WHEN s.end_ts_ns IS NULL OR a.ts_ns < s.end_ts_ns THEN s.step END
+   FROM steps AS s WHERE s.begin_ts_ns <= a.ts_ns ORDER BY s.begin_ts_ns DESC LIMIT 1)
+                   AS alloc_step,     -- step whose [begin, end) holds alloc_ts_ns; NULL: outside every step
+  (SELECT CASE WHEN s.end_ts_ns IS NULL OR f.ts_ns < s.end_ts_ns THEN s.step END
+   FROM steps AS s WHERE s.begin_ts_ns <= f.ts_ns ORDER BY s.begin_ts_ns DESC LIMIT 1)
+                   AS free_step       -- step whose [begin, end) holds free_ts_ns; NULL: live at the end or outside every step
+FROM event_rows AS a
+LEFT JOIN event_rows AS f ON f.alloc_event_id = a.event_id AND f.op IN (1, 4)
+WHERE (a.level = 1 AND a.op = 0)
+   OR (a.level = 0 AND a.op IN (0, 3)
+       AND a.event_id IN (SELECT segment_id FROM segments WHERE whole_block = 1));
+
+-- timeline_buckets: one row per (device, bucket width, bucket) that holds at least one event:
+-- the min/max summaries that pictures read instead of raw rows, built by the loader at import.
+-- A bucket without events is absent: the state carries over from the previous one.
+CREATE TABLE timeline_buckets (
+  device                 INTEGER NOT NULL, -- device ordinal
+  bucket_ns              INTEGER NOT NULL, -- bucket width in ns (several resolutions may coexist)
+  bucket                 INTEGER NOT NULL, -- bucket index: the bucket covers [bucket * bucket_ns, (bucket + 1) * bucket_ns)
+  first_event_id         INTEGER NOT NULL, -- first event_id of this device in the bucket
+  last_event_id          INTEGER NOT NULL, -- last event_id of this device in the bucket (its row is the state at the bucket's end)
+  events                 INTEGER NOT NULL, -- number of this device's events in the bucket
+  min_allocated_bytes    INTEGER NOT NULL, -- lowest allocated_bytes after any of them, bytes
+  max_allocated_bytes    INTEGER NOT NULL, -- highest allocated_bytes, bytes
+  min_reserved_bytes     INTEGER NOT NULL, -- lowest reserved_bytes, bytes
+  max_reserved_bytes     INTEGER NOT NULL, -- highest reserved_bytes, bytes
+  max_requested_bytes    INTEGER NOT NULL, -- highest requested_bytes, bytes
+  min_largest_free_bytes INTEGER,          -- lowest largest_free_bytes, bytes; NULL: not computed
+  PRIMARY KEY (device, bucket_ns, bucket)
+) WITHOUT ROWID;
+
+-- warnings: one row per anomaly met while decoding or replaying (a free of unknown memory, a
+-- double free, a corrupt or truncated trace frame, an unknown stack/string id, …).
+CREATE TABLE warnings (
+  warning_id INTEGER PRIMARY KEY, -- order in which the warnings were raised
+  event_id   INTEGER,             -- the event it concerns; NULL: not tied to one event (e.g. a corrupt frame)
+  code       TEXT NOT NULL,       -- short stable identifier, e.g. 'free_unknown', 'double_free', 'corrupt_frame', 'truncated'
+  message    TEXT NOT NULL        -- human-readable explanation (byte offsets, addresses, counts)
+);
+
+-- @@ indexes (run after the bulk load)
+-- Everything below only makes queries faster. Index names are not part of the contract.
+-- After building them the loader may run `PRAGMA optimize;` (or ANALYZE) for the planner.
+
+-- time windows (`time:`, steps, --from/--to) on events and timeline
+CREATE INDEX event_rows_ts ON event_rows (ts_ns);
+-- the free/unmap/... row that ends a lifetime: the join behind `allocations`
+CREATE INDEX event_rows_alloc_event ON event_rows (alloc_event_id) WHERE alloc_event_id IS NOT NULL;
+-- step of a timestamp (allocations.alloc_step / free_step)
+CREATE INDEX steps_begin ON steps (begin_ts_ns);
+CREATE INDEX markers_ts ON markers (ts_ns);
+CREATE INDEX markers_begin ON markers (begin_marker_id) WHERE begin_marker_id IS NOT NULL;
+CREATE INDEX counters_device_ts ON counters (device, ts_ns);
+-- children of a trie node (top-down flame graphs)
+CREATE INDEX stacks_parent ON stacks (parent_id);
+CREATE INDEX segments_device_addr ON segments (device, addr);
+CREATE INDEX warnings_event ON warnings (event_id) WHERE event_id IS NOT NULL;
+
+-- @@ examples
+-- Queries a user would run (each one runs as written; tests/test_schema_sql.py checks that).
+-- Sizes are bytes: divide by 1048576.0 for MiB.
+--
+-- 1. What held memory at the peak: the top allocation stacks live at the moment of the highest
+--    allocated bytes (on the device with the highest peak), with their innermost frames.
+--   WITH peak AS (
+--     SELECT event_id, device FROM timeline ORDER BY allocated_bytes DESC, event_id LIMIT 1)
+--   SELECT a.alloc_stack_id, COUNT(*) AS blocks, SUM(a.size) AS bytes,
+--          (SELECT group_concat(name, ' <- ') FROM
+--             (SELECT name FROM stack_frames WHERE stack_id = a.alloc_stack_id
+--              ORDER BY depth LIMIT 6)) AS innermost_frames
+--   FROM allocations AS a JOIN peak AS p ON a.device = p.device
+--   WHERE a.kind = 'device' AND a.alloc_id <= p.event_id
+--     AND (a.free_event_id IS NULL OR a.free_event_id > p.event_id)
+--   GROUP BY a.alloc_stack_id ORDER BY bytes DESC LIMIT 10;
+--
+-- 2. The 20 largest allocations, with their lifetime and steps.
+--   SELECT alloc_id, device, size / 1048576.0 AS mib, printf('0x%x', addr) AS address,
+--          alloc_ts_ns / 1e9 AS alloc_s, (free_ts_ns - alloc_ts_ns) / 1e6 AS lifetime_ms,
+--          alloc_step, free_step
+--   FROM allocations ORDER BY size DESC LIMIT 20;
+--
+-- 3. Blocks allocated during the recording and never freed, grouped by allocation site.
+--   SELECT a.alloc_stack_id, COUNT(*) AS blocks, SUM(a.size) AS bytes,
+--          MIN(a.alloc_step) AS first_step, MAX(a.alloc_step) AS last_step,
+--          (SELECT name FROM stack_frames WHERE stack_id = a.alloc_stack_id AND depth = 0) AS site
+--   FROM allocations AS a
+--   WHERE a.free_ts_ns IS NULL AND a.alloc_id > 0
+--   GROUP BY a.alloc_stack_id ORDER BY bytes DESC LIMIT 20;
+--
+-- 4. Peak allocated and reserved bytes per step and device (the state entering the step included).
+--   SELECT s.step, t.device, MAX(t.allocated_bytes) AS peak_allocated,
+--          MAX(t.reserved_bytes) AS peak_reserved, MAX(t.fragmentation) AS worst_fragmentation
+--   FROM steps AS s JOIN timeline AS t
+--     ON t.event_id BETWEEN s.begin_event_id AND s.end_event_id
+--   GROUP BY s.step, t.device ORDER BY s.step, t.device;
+--
+-- 5. Fragmentation over time, one row per device and second, rated as in DESIGN.md.
+--   SELECT device, ts_ns / 1000000000 AS second,
+--          MAX(reserved_bytes) AS reserved, MIN(largest_free_bytes) AS min_largest_free,
+--          MAX(fragmentation) AS fragmentation,
+--          CASE WHEN MAX(fragmentation) < 0.15 THEN 'good'
+--               WHEN MAX(fragmentation) < 0.30 THEN 'moderate'
+--               WHEN MAX(fragmentation) < 0.40 THEN 'serious' ELSE 'severe' END AS rating
+--   FROM timeline WHERE event_id > 0
+--   GROUP BY device, second ORDER BY device, second;
+--
+-- 6. What changed between the end of step 10 and the end of step 11, by allocation site.
+--   WITH w AS (SELECT (SELECT end_event_id FROM steps WHERE step = 10) AS a,
+--                     (SELECT end_event_id FROM steps WHERE step = 11) AS b),
+--   live AS (
+--     SELECT al.alloc_stack_id AS stack_id, al.size AS size,
+--            (al.alloc_id <= w.a AND (al.free_event_id IS NULL OR al.free_event_id > w.a)) AS at_a,
+--            (al.alloc_id <= w.b AND (al.free_event_id IS NULL OR al.free_event_id > w.b)) AS at_b
+--     FROM allocations AS al, w WHERE al.alloc_id <= max(w.a, w.b))
+--   SELECT stack_id, SUM(CASE WHEN at_b AND NOT at_a THEN size ELSE 0 END) AS added_bytes,
+--          SUM(CASE WHEN at_a AND NOT at_b THEN size ELSE 0 END) AS removed_bytes
+--   FROM live GROUP BY stack_id HAVING added_bytes <> removed_bytes
+--   ORDER BY added_bytes - removed_bytes DESC LIMIT 20;
+--
+-- 7. OOMs and failed driver allocations, with the state they met.
+--   SELECT event_id, ts_ns / 1e9 AS s, device, op, size AS asked_bytes,
+--          allocated_bytes, reserved_bytes, largest_free_bytes, stack_id
+--   FROM events WHERE op IN ('oom', 'alloc_failed') ORDER BY event_id;
+--
+-- 8. Untracked memory (context, libraries, other processes) at each driver sample.
+--   SELECT c.ts_ns / 1e9 AS s, c.device, d.total_bytes - c.value AS driver_used,
+--          r.reserved_bytes, d.total_bytes - c.value - r.reserved_bytes AS untracked
+--   FROM counters AS c JOIN devices AS d ON d.device = c.device
+--   JOIN timeline AS r ON r.event_id = (
+--     SELECT t.event_id FROM timeline AS t WHERE t.device = c.device AND t.ts_ns <= c.ts_ns
+--     ORDER BY t.ts_ns DESC, t.event_id DESC LIMIT 1)
+--   WHERE c.kind = 'driver_free' ORDER BY c.device, c.ts_ns;

@@ -1,0 +1,326 @@
+/* trace_format.h — the one codec for gpumemtrace traces: record types, the
+ * streaming writer and the streaming reader.
+ *
+ * Everyone who touches a trace goes through this header: the recorder, the
+ * synthetic generator, the importers, the analyzer and the tests. The byte
+ * layout it implements is specified in schema/TRACE_FORMAT.md; this header is
+ * the C view of the same records.
+ *
+ * Ownership: a trace_writer / trace_reader is created by *_open and owned by
+ * the caller until *_close. Pointers inside a record returned by the reader
+ * (strings, build-ids, symbol entries) point into the reader's buffers and
+ * stay valid only until the next trace_reader_next() call.
+ *
+ * Errors are returned, never printed: functions return 0 on success and -1 on
+ * failure, with a one-line message in trace_writer_error()/the err buffer. */
+#ifndef GMT_TRACE_FORMAT_H
+#define GMT_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The format version this build writes and the newest it reads. */
+#define TRACE_FORMAT_VERSION 1
+
+/* ---- record vocabulary ------------------------------------------------ */
+
+/* What happened to memory. Numeric values are part of the file format. */
+typedef enum trace_op {
+    TRACE_OP_ALLOC = 0,          /* memory handed out (segment or block) */
+    TRACE_OP_FREE = 1,           /* memory given back (for blocks: free completed) */
+    TRACE_OP_FREE_REQUESTED = 2, /* block freed by the program, still used by a stream */
+    TRACE_OP_MAP = 3,            /* VMM range mapped: becomes (part of) a segment */
+    TRACE_OP_UNMAP = 4,          /* VMM range unmapped */
+    TRACE_OP_POOL_TRIM = 5,      /* async pool trimmed to `size` bytes kept */
+    TRACE_OP_ALLOC_FAILED = 6,   /* a driver allocation returned an error */
+    TRACE_OP_OOM = 7,            /* the allocator gave up (PyTorch's `oom`) */
+    TRACE_OP_PHYS_CREATE = 8,    /* cuMemCreate: physical memory, not yet mapped */
+    TRACE_OP_PHYS_RELEASE = 9,   /* cuMemRelease */
+    TRACE_OP_VA_RESERVE = 10,    /* cuMemAddressReserve: address space only, no memory */
+    TRACE_OP_VA_FREE = 11,       /* cuMemAddressFree */
+    TRACE_OP_COUNT
+} trace_op;
+
+/* Segment: memory the process got from the driver. Block: memory an
+ * allocator handed to the program inside a segment. */
+typedef enum trace_level { TRACE_LEVEL_SEGMENT = 0, TRACE_LEVEL_BLOCK = 1 } trace_level;
+
+/* Only device memory counts towards reserved/allocated sums. */
+typedef enum trace_mem_kind {
+    TRACE_KIND_DEVICE = 0,
+    TRACE_KIND_MANAGED = 1,
+    TRACE_KIND_PINNED_HOST = 2,
+    TRACE_KIND_COUNT
+} trace_mem_kind;
+
+typedef enum trace_marker_kind {
+    TRACE_MARK_RANGE_PUSH = 0,  /* NVTX push: nested range on one thread opens */
+    TRACE_MARK_RANGE_POP = 1,   /* NVTX pop */
+    TRACE_MARK_RANGE_START = 2, /* NVTX start/end range: `range_id` pairs them */
+    TRACE_MARK_RANGE_END = 3,
+    TRACE_MARK_MARK = 4,       /* instantaneous mark */
+    TRACE_MARK_STEP_BEGIN = 5, /* explicit step boundary (memrec.h); value = step */
+    TRACE_MARK_STEP_END = 6,
+    TRACE_MARK_COUNT
+} trace_marker_kind;
+
+typedef enum trace_counter_kind {
+    TRACE_COUNTER_DRIVER_FREE = 0,   /* cuMemGetInfo free bytes */
+    TRACE_COUNTER_DRIVER_TOTAL = 1,  /* cuMemGetInfo total bytes */
+    TRACE_COUNTER_POOL_RESERVED = 2, /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT; key = pool */
+    TRACE_COUNTER_POOL_USED = 3,     /* CU_MEMPOOL_ATTR_USED_MEM_CURRENT; key = pool */
+    TRACE_COUNTER_COUNT
+} trace_counter_kind;
+
+typedef enum trace_frame_kind {
+    TRACE_FRAME_NATIVE = 0, /* ip in a module; names come from SYMBOL records */
+    TRACE_FRAME_PYTHON = 1, /* Python frame: function, file, line known */
+    TRACE_FRAME_OTHER = 2,  /* already symbolized frame from an importer (e.g. a snapshot) */
+    TRACE_FRAME_COUNT
+} trace_frame_kind;
+
+typedef enum trace_record_kind {
+    TRACE_REC_PROCESS = 2,
+    TRACE_REC_DEVICE = 3,
+    TRACE_REC_MODULE = 4,
+    TRACE_REC_STRING = 5,
+    TRACE_REC_FRAME = 6,
+    TRACE_REC_SYMBOL = 7,
+    TRACE_REC_STACK = 8,
+    TRACE_REC_MARKER = 9,
+    TRACE_REC_COUNTER = 10,
+    TRACE_REC_THREAD = 11,
+    TRACE_REC_END = 12,
+    TRACE_REC_EVENT = 128, /* memory event: the hot record, tag bytes 0x80..0xFF */
+} trace_record_kind;
+
+/* Bytes as stored in a record: not NUL-terminated in the file; the reader
+ * NUL-terminates its copy, so `ptr` is also a C string. */
+typedef struct trace_bytes {
+    const char *ptr;
+    uint32_t len;
+} trace_bytes;
+
+/* One memory event. `size` is the allocator's accounted (rounded) size;
+ * `requested` what the program asked for (equal to size when unknown). */
+typedef struct trace_event {
+    uint64_t ts_ns;
+    uint64_t addr;
+    uint64_t size;
+    uint64_t requested;
+    uint64_t stream;   /* CUstream handle or allocator stream id; 0 = default */
+    uint64_t pool;     /* async pool handle / allocator pool id; 0 = none */
+    uint32_t stack_id; /* 0 = no stack */
+    uint32_t tid;
+    uint32_t device;
+    uint8_t op;    /* trace_op */
+    uint8_t level; /* trace_level */
+    uint8_t kind;  /* trace_mem_kind */
+} trace_event;
+
+typedef struct trace_process {
+    uint32_t pid, ppid;
+    int32_t rank;             /* -1 = unknown */
+    uint64_t wall_anchor_ns;  /* Unix time (ns) at trace time `clock_anchor_ns` */
+    uint64_t clock_anchor_ns; /* trace clock reading taken with wall_anchor_ns */
+    trace_bytes host, cmdline, clock_source, producer; /* producer: "memrec 0.1", "synth", ... */
+} trace_process;
+
+typedef struct trace_device {
+    uint32_t device;
+    uint64_t total_bytes;
+    trace_bytes name;
+} trace_device;
+
+typedef struct trace_module {
+    uint32_t module_id; /* 1-based */
+    uint64_t base, size;
+    trace_bytes path;
+    trace_bytes build_id; /* raw bytes of the GNU build-id note; may be empty */
+} trace_module;
+
+typedef struct trace_string {
+    uint32_t string_id; /* 1-based; 0 means "no string" everywhere */
+    trace_bytes text;
+} trace_string;
+
+typedef struct trace_frame {
+    uint32_t frame_id;             /* 1-based */
+    uint8_t kind;                  /* trace_frame_kind */
+    uint32_t module_id;            /* native: module of ip; 0 = unknown */
+    uint64_t ip;                   /* native: absolute instruction pointer */
+    uint32_t function_id, file_id; /* string ids; 0 = unknown (native before symbolization) */
+    uint32_t line;
+} trace_frame;
+
+/* Symbolization of a native frame: the inline chain at its ip, innermost
+ * (the inlined callee) first, the function that really holds the ip last. */
+#define TRACE_SYMBOL_MAX_INLINE 32
+typedef struct trace_symbol_entry {
+    uint32_t function_id, file_id, line;
+} trace_symbol_entry;
+
+typedef struct trace_symbol {
+    uint32_t frame_id;
+    uint32_t count;
+    const trace_symbol_entry *entries;
+} trace_symbol;
+
+/* A stack is a node of a trie: the path from the node to the root, read
+ * innermost first, is the call stack. 0 is the empty stack (the root). */
+typedef struct trace_stack {
+    uint32_t stack_id, parent_id, frame_id;
+} trace_stack;
+
+typedef struct trace_marker {
+    uint64_t ts_ns;
+    uint64_t range_id; /* pairs RANGE_START/END; 0 otherwise */
+    int64_t value;     /* step number for STEP_BEGIN/END; payload otherwise */
+    uint32_t tid;
+    uint32_t domain_id, name_id; /* string ids */
+    uint8_t kind;                /* trace_marker_kind */
+} trace_marker;
+
+typedef struct trace_counter {
+    uint64_t ts_ns;
+    uint64_t key; /* pool handle for pool counters, 0 otherwise */
+    uint64_t value;
+    uint32_t device;
+    uint8_t kind; /* trace_counter_kind */
+} trace_counter;
+
+typedef struct trace_thread {
+    uint32_t tid, name_id;
+} trace_thread;
+
+#define TRACE_END_CLEAN 1u /* written by an orderly shutdown */
+typedef struct trace_end {
+    uint64_t ts_ns;
+    uint64_t events;  /* memory events the writer wrote */
+    uint64_t dropped; /* events the producer could not record (buffers full) */
+    uint32_t flags;
+} trace_end;
+
+typedef struct trace_record {
+    trace_record_kind kind;
+    union {
+        trace_event event;
+        trace_process process;
+        trace_device device;
+        trace_module module;
+        trace_string string;
+        trace_frame frame;
+        trace_symbol symbol;
+        trace_stack stack;
+        trace_marker marker;
+        trace_counter counter;
+        trace_thread thread;
+        trace_end end;
+    } u;
+} trace_record;
+
+/* Names used in text, JSON and SQL ("alloc", "segment", "device", ...). */
+const char *trace_op_name(unsigned op);
+const char *trace_level_name(unsigned level);
+const char *trace_kind_name(unsigned kind);
+const char *trace_marker_kind_name(unsigned kind);
+const char *trace_counter_kind_name(unsigned kind);
+const char *trace_record_kind_name(unsigned kind);
+
+/* ---- writer ------------------------------------------------------------ */
+
+typedef struct trace_writer trace_writer;
+
+typedef struct trace_writer_options {
+    int zstd_level;     /* default 1 (the recorder's speed setting) */
+    size_t chunk_bytes; /* uncompressed bytes per zstd frame; default 256 KiB */
+} trace_writer_options;
+
+/* Opens `path` for writing ("-" is not accepted: a trace must be seekable for
+ * nothing, but we keep it a file so a killed process leaves a usable one).
+ * `opt` may be NULL. On failure returns NULL and fills err. */
+trace_writer *trace_writer_open(const char *path, const trace_writer_options *opt, char *err,
+                                size_t errlen);
+/* Same, on an already open file descriptor, which the writer then owns. */
+trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char *err,
+                                   size_t errlen);
+
+/* Each returns 0 or -1 (error in trace_writer_error; once failed, the writer
+ * stays failed and every later call returns -1 without writing). */
+int trace_writer_event(trace_writer *w, const trace_event *ev);
+int trace_writer_process(trace_writer *w, const trace_process *p);
+int trace_writer_device(trace_writer *w, const trace_device *d);
+int trace_writer_module(trace_writer *w, const trace_module *m);
+int trace_writer_symbol(trace_writer *w, const trace_symbol *s);
+int trace_writer_marker(trace_writer *w, const trace_marker *m);
+int trace_writer_counter(trace_writer *w, const trace_counter *c);
+int trace_writer_thread(trace_writer *w, const trace_thread *t);
+
+/* Interning: each returns the id of an equal earlier value, or writes the
+ * definition record and returns a new id. 0 on error (and for the empty
+ * stack: trace_writer_stack(w, 0, 0) is never needed, 0 is the root). */
+uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len);
+uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f); /* f->frame_id ignored */
+uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_id);
+
+/* Ends the current zstd frame and writes it out (explicit flush: the
+ * recorder calls it at least once a second). A no-op when nothing is pending. */
+int trace_writer_flush(trace_writer *w);
+
+/* Writes the END record, flushes, closes the file and frees the writer.
+ * `end` may be NULL (an END record with the writer's own counts is written).
+ * Returns 0, or -1 when anything failed along the way (err filled). The
+ * writer is freed in both cases. */
+int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen);
+
+const char *trace_writer_error(const trace_writer *w);
+uint64_t trace_writer_events(const trace_writer *w);
+uint64_t trace_writer_bytes_written(const trace_writer *w); /* compressed bytes */
+
+/* ---- reader ------------------------------------------------------------ */
+
+typedef struct trace_reader trace_reader;
+
+/* What went wrong while reading, for `memanalyze info` and friends. */
+typedef struct trace_reader_stats {
+    uint64_t file_bytes;
+    uint64_t frames;         /* zstd frames decoded */
+    uint64_t corrupt_frames; /* frames skipped (reported as warnings) */
+    uint64_t events;         /* memory events returned */
+    uint64_t records;        /* records of any kind returned */
+    uint64_t lost_events;    /* events in skipped frames, known from later frames */
+    int truncated;           /* the file ends inside a frame */
+    int clean_end;           /* an END record with TRACE_END_CLEAN was read */
+} trace_reader_stats;
+
+/* Opens and checks the start of a trace. Fails (NULL, err filled, one line)
+ * for: a missing or unreadable file, an empty file, a file that is not a
+ * gpumemtrace trace, and a trace of a newer format version. */
+trace_reader *trace_reader_open(const char *path, char *err, size_t errlen);
+
+/* Returns 1 and fills *rec, 0 at the end of the data, -1 on an I/O error
+ * (message in trace_reader_error). Damage in the file is not an error: the
+ * reader skips a corrupt frame, records a warning and goes on. */
+int trace_reader_next(trace_reader *r, trace_record *rec);
+
+const trace_reader_stats *trace_reader_get_stats(const trace_reader *r);
+uint32_t trace_reader_version(const trace_reader *r);
+
+/* Warnings collected so far ("corrupt zstd frame at byte 1234: ..."; the
+ * truncation warning "truncated after N events" once the end is reached).
+ * At most TRACE_READER_MAX_WARNINGS are kept; the count keeps counting. */
+#define TRACE_READER_MAX_WARNINGS 64
+size_t trace_reader_warning_count(const trace_reader *r);
+const char *trace_reader_warning(const trace_reader *r, size_t i);
+const char *trace_reader_error(const trace_reader *r);
+
+void trace_reader_close(trace_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

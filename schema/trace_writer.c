@@ -1,0 +1,497 @@
+/* trace_writer.c — the streaming trace writer.
+ *
+ * Records are encoded into one in-memory chunk; when the chunk reaches
+ * `chunk_bytes` (or on an explicit flush) it is compressed as one
+ * independent zstd frame and written out. So memory stays bounded (one
+ * chunk, one compression buffer, the intern tables), records never straddle
+ * frames, and a process killed at any moment leaves complete frames behind.
+ *
+ * Delta state (previous timestamp, previous address, event context) is
+ * reset at the start of every chunk, which is what makes frames
+ * independently decodable. See TRACE_FORMAT.md for the byte layout. */
+#include "trace_format.h"
+#include "trace_intern.h"
+#include "trace_varint.h"
+#include "trace_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+/* The largest record: PROCESS with four strings at the cap, or a SYMBOL
+ * with a full inline chain. The chunk keeps this much room past its target. */
+#define RECORD_MAX (4 * (TRACE_WIRE_MAX_STRING + 10) + 256)
+
+/* Context fields of a memory event; repeated ones are not written again. */
+typedef struct event_context {
+    uint64_t stream, pool;
+    uint32_t device, tid;
+    uint8_t kind;
+} event_context;
+
+struct trace_writer {
+    int fd;
+    ZSTD_CCtx *cctx;
+    uint8_t *chunk; /* uncompressed records of the current frame */
+    size_t chunk_len, chunk_target, chunk_cap;
+    uint8_t *times; /* the frame's time column: one svarint per timestamped record */
+    size_t times_len;
+    int chunk_open;
+    uint8_t *zbuf; /* compressed frame */
+    size_t zbuf_cap;
+
+    /* delta state, reset per chunk */
+    uint64_t prev_ts, prev_addr;
+    event_context ctx;
+
+    uint64_t chunks, events, bytes_written;
+    uint64_t chunk_events_before;
+    int header_written;
+
+    key_table frames, stacks;
+    string_table strings;
+    uint32_t next_string, next_frame, next_stack;
+
+    int failed;
+    char error[256];
+};
+
+static int fail(trace_writer *w, const char *fmt, ...)
+{
+    if (!w->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->error, sizeof w->error, fmt, ap);
+        va_end(ap);
+        w->failed = 1;
+    }
+    return -1;
+}
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+}
+
+trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char *err,
+                                   size_t errlen)
+{
+    trace_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        set_err(err, errlen, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    w->fd = fd;
+    int level = opt && opt->zstd_level ? opt->zstd_level : 1;
+    w->chunk_target = opt && opt->chunk_bytes ? opt->chunk_bytes : 256 * 1024;
+    if (w->chunk_target < 1024)
+        w->chunk_target = 1024;
+    w->chunk_cap = w->chunk_target + RECORD_MAX;
+    w->chunk = malloc(w->chunk_cap);
+    w->times = malloc(w->chunk_cap);
+    w->zbuf_cap = ZSTD_compressBound(2 * w->chunk_cap + 64);
+    w->zbuf = malloc(w->zbuf_cap);
+    w->cctx = ZSTD_createCCtx();
+    if (!w->chunk || !w->times || !w->zbuf || !w->cctx) {
+        set_err(err, errlen, "out of memory");
+        trace_writer_close(w, NULL, NULL, 0);
+        return NULL;
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    w->next_string = w->next_frame = w->next_stack = 1;
+    return w;
+}
+
+trace_writer *trace_writer_open(const char *path, const trace_writer_options *opt, char *err,
+                                size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    return trace_writer_open_fd(fd, opt, err, errlen);
+}
+
+static int write_all(trace_writer *w, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return fail(w, "writing trace: %s", strerror(errno));
+        }
+        p += k;
+        n -= (size_t)k;
+        w->bytes_written += (uint64_t)k;
+    }
+    return 0;
+}
+
+/* A frame's content is: [file header, first frame only] CHUNK record, the
+ * time column, the records. The CHUNK record carries the column's length,
+ * known only now, so the three parts are fed to zstd as one frame here. */
+int trace_writer_flush(trace_writer *w)
+{
+    if (w->failed)
+        return -1;
+    if (!w->chunk_open)
+        return 0;
+    uint8_t prefix[64], *p = prefix;
+    if (!w->header_written) {
+        memcpy(p, TRACE_WIRE_MAGIC, TRACE_WIRE_MAGIC_LEN);
+        p = varint_put(p + TRACE_WIRE_MAGIC_LEN, TRACE_FORMAT_VERSION);
+        p = varint_put(p, 0); /* flags: none defined */
+        w->header_written = 1;
+    }
+    *p++ = TRACE_WIRE_TAG_CHUNK;
+    p = varint_put(p, w->chunks);
+    p = varint_put(p, w->chunk_events_before);
+    p = varint_put(p, w->times_len);
+    const struct {
+        const void *ptr;
+        size_t len;
+    } parts[3] = {
+        {prefix, (size_t)(p - prefix)}, {w->times, w->times_len}, {w->chunk, w->chunk_len}};
+    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(w->cctx, parts[0].len + parts[1].len + parts[2].len);
+    ZSTD_outBuffer out = {w->zbuf, w->zbuf_cap, 0};
+    for (int i = 0; i < 3; i++) {
+        ZSTD_inBuffer in = {parts[i].ptr, parts[i].len, 0};
+        ZSTD_EndDirective mode = i == 2 ? ZSTD_e_end : ZSTD_e_continue;
+        size_t left;
+        do {
+            left = ZSTD_compressStream2(w->cctx, &out, &in, mode);
+            if (ZSTD_isError(left))
+                return fail(w, "compressing trace: %s", ZSTD_getErrorName(left));
+        } while (mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
+    }
+    w->chunk_len = w->times_len = 0;
+    w->chunk_open = 0;
+    w->chunks++;
+    return write_all(w, w->zbuf, out.pos);
+}
+
+/* Returns the write position for one record, opening a frame (with its
+ * delta state reset) when none is open; NULL once the writer has failed. */
+static uint8_t *record_begin(trace_writer *w)
+{
+    if (w->failed)
+        return NULL;
+    if (!w->chunk_open) {
+        w->chunk_open = 1;
+        w->chunk_events_before = w->events;
+        w->prev_ts = w->prev_addr = 0;
+        memset(&w->ctx, 0, sizeof w->ctx);
+    }
+    return w->chunk + w->chunk_len;
+}
+
+/* Commits a record that ends at p; closes the frame once it is full. */
+static int record_end(trace_writer *w, uint8_t *p)
+{
+    w->chunk_len = (size_t)(p - w->chunk);
+    if (w->chunk_len + w->times_len >= w->chunk_target)
+        return trace_writer_flush(w);
+    return 0;
+}
+
+/* Timestamps go to the time column, not the record: see TRACE_FORMAT.md. */
+static void put_ts(trace_writer *w, uint64_t ts)
+{
+    uint8_t *t = varint_put(w->times + w->times_len, zigzag_encode((int64_t)(ts - w->prev_ts)));
+    w->times_len = (size_t)(t - w->times);
+    w->prev_ts = ts;
+}
+
+static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len)
+{
+    if (!s)
+        len = 0;
+    if (len > TRACE_WIRE_MAX_STRING)
+        len = TRACE_WIRE_MAX_STRING;
+    p = varint_put(p, len);
+    if (len)
+        memcpy(p, s, len);
+    return p + len;
+}
+
+static uint8_t *put_tb(uint8_t *p, trace_bytes b)
+{
+    return put_bytes(p, b.ptr, b.len);
+}
+
+int trace_writer_event(trace_writer *w, const trace_event *ev)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    uint8_t *tag = p++;
+    unsigned bits = TRACE_WIRE_TAG_EVENT | (ev->op & TRACE_WIRE_OP_MASK) |
+                    (ev->level ? TRACE_WIRE_LEVEL_BIT : 0);
+    if (ev->device != w->ctx.device || ev->tid != w->ctx.tid || ev->stream != w->ctx.stream ||
+        ev->pool != w->ctx.pool || ev->kind != w->ctx.kind) {
+        bits |= TRACE_WIRE_CTX_BIT;
+        p = varint_put(p, ev->device);
+        p = varint_put(p, ev->tid);
+        p = varint_put(p, ev->stream);
+        p = varint_put(p, ev->pool);
+        *p++ = ev->kind;
+        w->ctx = (event_context){ev->stream, ev->pool, ev->device, ev->tid, ev->kind};
+    }
+    put_ts(w, ev->ts_ns);
+    p = varint_put(p, zigzag_encode((int64_t)(ev->addr - w->prev_addr)));
+    w->prev_addr = ev->addr;
+    p = varint_put(p, ev->size);
+    if (ev->requested != ev->size) {
+        bits |= TRACE_WIRE_REQ_BIT;
+        p = varint_put(p, zigzag_encode((int64_t)(ev->size - ev->requested)));
+    }
+    p = varint_put(p, ev->stack_id);
+    *tag = (uint8_t)bits;
+    w->events++;
+    return record_end(w, p);
+}
+
+int trace_writer_process(trace_writer *w, const trace_process *pr)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_PROCESS;
+    p = varint_put(p, pr->pid);
+    p = varint_put(p, pr->ppid);
+    p = varint_put(p, zigzag_encode(pr->rank));
+    p = varint_put(p, pr->wall_anchor_ns);
+    p = varint_put(p, pr->clock_anchor_ns);
+    p = put_tb(p, pr->host);
+    p = put_tb(p, pr->cmdline);
+    p = put_tb(p, pr->clock_source);
+    p = put_tb(p, pr->producer);
+    return record_end(w, p);
+}
+
+int trace_writer_device(trace_writer *w, const trace_device *d)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_DEVICE;
+    p = varint_put(p, d->device);
+    p = varint_put(p, d->total_bytes);
+    p = put_tb(p, d->name);
+    return record_end(w, p);
+}
+
+int trace_writer_module(trace_writer *w, const trace_module *m)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_MODULE;
+    p = varint_put(p, m->module_id);
+    p = varint_put(p, m->base);
+    p = varint_put(p, m->size);
+    p = put_tb(p, m->path);
+    p = put_tb(p, m->build_id);
+    return record_end(w, p);
+}
+
+int trace_writer_symbol(trace_writer *w, const trace_symbol *s)
+{
+    if (s->count > TRACE_SYMBOL_MAX_INLINE)
+        return fail(w, "symbol of frame %u has %u inline entries (max %d)", s->frame_id, s->count,
+                    TRACE_SYMBOL_MAX_INLINE);
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_SYMBOL;
+    p = varint_put(p, s->frame_id);
+    p = varint_put(p, s->count);
+    for (uint32_t i = 0; i < s->count; i++) {
+        p = varint_put(p, s->entries[i].function_id);
+        p = varint_put(p, s->entries[i].file_id);
+        p = varint_put(p, s->entries[i].line);
+    }
+    return record_end(w, p);
+}
+
+int trace_writer_marker(trace_writer *w, const trace_marker *m)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_MARKER;
+    *p++ = m->kind;
+    put_ts(w, m->ts_ns);
+    p = varint_put(p, m->tid);
+    p = varint_put(p, m->range_id);
+    p = varint_put(p, zigzag_encode(m->value));
+    p = varint_put(p, m->domain_id);
+    p = varint_put(p, m->name_id);
+    return record_end(w, p);
+}
+
+int trace_writer_counter(trace_writer *w, const trace_counter *c)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_COUNTER;
+    *p++ = c->kind;
+    put_ts(w, c->ts_ns);
+    p = varint_put(p, c->device);
+    p = varint_put(p, c->key);
+    p = varint_put(p, c->value);
+    return record_end(w, p);
+}
+
+int trace_writer_thread(trace_writer *w, const trace_thread *t)
+{
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return -1;
+    *p++ = TRACE_REC_THREAD;
+    p = varint_put(p, t->tid);
+    p = varint_put(p, t->name_id);
+    return record_end(w, p);
+}
+
+uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len)
+{
+    if (w->failed)
+        return 0;
+    if (len > TRACE_WIRE_MAX_STRING)
+        len = TRACE_WIRE_MAX_STRING; /* interned under its truncated value */
+    int added;
+    uint32_t id = string_table_intern(&w->strings, s ? s : "", s ? len : 0, w->next_string, &added);
+    if (!id)
+        return fail(w, "out of memory interning a string"), 0;
+    if (!added)
+        return id;
+    w->next_string++;
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return 0;
+    *p++ = TRACE_REC_STRING;
+    p = varint_put(p, id);
+    p = put_bytes(p, s, len);
+    return record_end(w, p) == 0 ? id : 0;
+}
+
+uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f)
+{
+    if (w->failed)
+        return 0;
+    /* Native frames are identified by where they are, the others by what
+     * they say; the kind sits in the top bits so the two never collide. */
+    uint64_t a, b;
+    if (f->kind == TRACE_FRAME_NATIVE) {
+        a = f->ip;
+        b = (uint64_t)f->module_id;
+    } else {
+        a = (uint64_t)f->function_id << 32 | f->file_id;
+        b = (uint64_t)f->kind << 62 | f->line;
+    }
+    uint32_t id = key_table_intern(&w->frames, a, b, w->next_frame);
+    if (!id)
+        return fail(w, "out of memory interning a frame"), 0;
+    if (id != w->next_frame)
+        return id;
+    w->next_frame++;
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return 0;
+    *p++ = TRACE_REC_FRAME;
+    p = varint_put(p, id);
+    *p++ = f->kind;
+    p = varint_put(p, f->module_id);
+    p = varint_put(p, f->ip);
+    p = varint_put(p, f->function_id);
+    p = varint_put(p, f->file_id);
+    p = varint_put(p, f->line);
+    return record_end(w, p) == 0 ? id : 0;
+}
+
+uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_id)
+{
+    if (w->failed)
+        return 0;
+    uint32_t id = key_table_intern(&w->stacks, parent_id, frame_id, w->next_stack);
+    if (!id)
+        return fail(w, "out of memory interning a stack"), 0;
+    if (id != w->next_stack)
+        return id;
+    w->next_stack++;
+    uint8_t *p = record_begin(w);
+    if (!p)
+        return 0;
+    *p++ = TRACE_REC_STACK;
+    p = varint_put(p, id);
+    p = varint_put(p, parent_id);
+    p = varint_put(p, frame_id);
+    return record_end(w, p) == 0 ? id : 0;
+}
+
+int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen)
+{
+    if (!w)
+        return 0;
+    if (!w->failed && w->cctx) {
+        trace_end e = end ? *end : (trace_end){.flags = TRACE_END_CLEAN};
+        if (!end)
+            e.ts_ns = w->prev_ts;
+        if (!e.events)
+            e.events = w->events;
+        uint8_t *p = record_begin(w);
+        if (p) {
+            *p++ = TRACE_REC_END;
+            put_ts(w, e.ts_ns);
+            p = varint_put(p, e.events);
+            p = varint_put(p, e.dropped);
+            p = varint_put(p, e.flags);
+            w->chunk_len = (size_t)(p - w->chunk);
+            trace_writer_flush(w);
+        }
+    }
+    if (w->fd >= 0 && close(w->fd) != 0)
+        fail(w, "closing trace: %s", strerror(errno));
+    int rc = w->failed ? -1 : 0;
+    if (rc)
+        set_err(err, errlen, w->error);
+    ZSTD_freeCCtx(w->cctx);
+    free(w->chunk);
+    free(w->times);
+    free(w->zbuf);
+    key_table_free(&w->frames);
+    key_table_free(&w->stacks);
+    string_table_free(&w->strings);
+    free(w);
+    return rc;
+}
+
+const char *trace_writer_error(const trace_writer *w)
+{
+    return w->failed ? w->error : "";
+}
+
+uint64_t trace_writer_events(const trace_writer *w)
+{
+    return w->events;
+}
+
+uint64_t trace_writer_bytes_written(const trace_writer *w)
+{
+    return w->bytes_written;
+}

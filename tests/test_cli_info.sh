@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# test_cli_info.sh — `synth` and `memanalyze info` end to end, as a user runs
+# them: known counts, damage warnings, one-line errors with exit status 2,
+# determinism by seed, and `zstd -t` on what the writer made.
+# usage: test_cli_info.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+expect_grep() { grep -qF -- "$2" "$1" || { fail "$3: '$2' not in output:"; cat "$1" >&2; }; }
+
+# A known trace: 20 steps, a leak.
+"$SYNTH" -o "$T/a.zst" --steps 20 --leak 1M --seed 7 2>"$T/synth.err" || fail "synth failed"
+events=$(sed -n 's/.*: \([0-9]*\) events,.*/\1/p' "$T/synth.err")
+[ -n "$events" ] || fail "synth did not report its event count"
+"$MA" info "$T/a.zst" >"$T/info.out" 2>"$T/info.err"; rc=$?
+[ $rc -eq 0 ] || fail "info exit $rc"
+expect_grep "$T/info.out" "steps: 20 (step 0 .. step 19)" "steps"
+expect_grep "$T/info.out" "end: clean shutdown, $events events written, 0 dropped" "end record"
+expect_grep "$T/info.out" "  event    $events" "event count"
+expect_grep "$T/info.out" "device 0 (Simulated GPU, 80.0 GiB)" "device"
+grep -q "^warning" "$T/info.out" && fail "warnings on an intact trace"
+
+# Deterministic by seed; a different seed gives a different trace.
+"$SYNTH" -o "$T/b.zst" --steps 20 --leak 1M --seed 7 2>/dev/null
+cmp -s "$T/a.zst" "$T/b.zst" || fail "same seed, different bytes"
+"$SYNTH" -o "$T/c.zst" --steps 20 --leak 1M --seed 8 2>/dev/null
+cmp -s "$T/a.zst" "$T/c.zst" && fail "different seeds, same bytes"
+
+if command -v zstd >/dev/null; then
+  zstd -q -t "$T/a.zst" || fail "zstd -t rejects the trace"
+  # the version check: a well-formed header of a future version
+  printf 'GPUMEMTR\002\000\001\000\000\000' | zstd -q -c >"$T/v2.zst"
+  "$MA" info "$T/v2.zst" >/dev/null 2>"$T/v2.err"; rc=$?
+  [ $rc -eq 2 ] || fail "newer version: exit $rc, want 2"
+  expect_grep "$T/v2.err" "version 2" "newer version message"
+fi
+
+# A multi-frame trace cut in the middle: a prefix and the warning.
+"$SYNTH" -o "$T/m.zst" --events 20000 --chunk-bytes 8192 2>/dev/null
+size=$(stat -c %s "$T/m.zst")
+head -c $((size / 2)) "$T/m.zst" >"$T/cut.zst"
+"$MA" info "$T/cut.zst" >"$T/cut.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "truncated trace: exit $rc, want 0"
+expect_grep "$T/cut.out" "warning: truncated after" "truncation warning"
+expect_grep "$T/cut.out" "end: no end record" "missing end record"
+
+# One corrupted byte in the middle: the frame's offset, and the rest read.
+cp "$T/m.zst" "$T/bad.zst"
+printf '\377\377\377\377' | dd of="$T/bad.zst" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+"$MA" info "$T/bad.zst" >"$T/bad.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "corrupt trace: exit $rc, want 0"
+expect_grep "$T/bad.out" "warning: corrupt data at byte offset" "corruption warning"
+expect_grep "$T/bad.out" "end: clean shutdown" "frames after the damage are read"
+grep -q "^lost: [1-9]" "$T/bad.out" || fail "lost events not counted"
+
+# Bad inputs: one line on stderr, exit 2.
+check_error() { # file, expected text
+  "$MA" info "$1" >"$T/e.out" 2>"$T/e.err"; rc=$?
+  [ $rc -eq 2 ] || fail "$1: exit $rc, want 2"
+  [ "$(wc -l <"$T/e.err")" -eq 1 ] || fail "$1: error is not one line"
+  expect_grep "$T/e.err" "$2" "$1 error"
+}
+: >"$T/empty"
+check_error "$T/empty" "is empty"
+echo "hello" >"$T/text"
+check_error "$T/text" "not a gpumemtrace trace"
+check_error "$T/missing.zst" "cannot open"
+
+"$MA" >/dev/null 2>&1; [ $? -eq 2 ] || fail "no arguments: want exit 2"
+"$MA" frobnicate x >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown command: want exit 2"
+"$MA" --help | grep -q "info" || fail "--help lists info"
+"$MA" info --help | grep -q "usage: memanalyze info" || fail "info --help"
+"$SYNTH" -o "$T/x.zst" --layers nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "synth bad number"
+"$SYNTH" -o /nonexistent/dir/x.zst >/dev/null 2>"$T/s.err"; [ $? -eq 2 ] || fail "synth bad path"
+expect_grep "$T/s.err" "cannot create" "synth bad path message"
+
+[ $fails -eq 0 ] && echo "test_cli_info: ok" || { echo "test_cli_info: $fails failure(s)"; exit 1; }

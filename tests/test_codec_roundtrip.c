@@ -1,0 +1,375 @@
+/* test_codec_roundtrip.c — every record kind, and seeded random event
+ * streams, come back from the reader exactly as they were written; open
+ * errors (empty, not a trace, newer version) are clear one-liners. */
+#include "check.h"
+#include "trace_format.h"
+
+#include <stdint.h>
+#include <unistd.h>
+#include <zstd.h>
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static char tmpdir[] = "/tmp/gmt-codec-XXXXXX";
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static trace_bytes tb(const char *s)
+{
+    return (trace_bytes){s, (uint32_t)strlen(s)};
+}
+
+static int bytes_eq(trace_bytes a, trace_bytes b)
+{
+    return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0 && a.ptr[a.len] == 0;
+}
+
+/* Random events that look like a trace: monotone-ish time, clustered
+ * addresses, repeated contexts, sizes with and without a requested size. */
+static trace_event random_event(void)
+{
+    static uint64_t ts = 1000000000ULL;
+    trace_event ev = {0};
+    ts += rnd() % 5000;
+    if (rnd() % 50 == 0)
+        ts -= rnd() % 3000; /* threads' buffers interleave: time may go back */
+    ev.ts_ns = ts;
+    ev.addr = 0x7f0000000000ULL + (rnd() % 4096) * 512;
+    if (rnd() % 100 == 0)
+        ev.addr = rnd(); /* anything at all must survive, too */
+    ev.size = (rnd() % 8 == 0) ? rnd() : (rnd() % 100000) * 512;
+    ev.requested = (rnd() % 3) ? ev.size - (ev.size ? rnd() % 512 % ev.size : 0) : ev.size;
+    if (rnd() % 200 == 0)
+        ev.requested = ev.size + 7; /* requested > size is odd, but must round trip */
+    ev.stream = rnd() % 4 == 0 ? rnd() : rnd() % 3;
+    ev.pool = rnd() % 10 == 0 ? rnd() % 5 : 0;
+    ev.stack_id = (uint32_t)(rnd() % 20000);
+    ev.tid = (uint32_t)(1000 + rnd() % 4);
+    ev.device = (uint32_t)(rnd() % 3);
+    ev.op = (uint8_t)(rnd() % TRACE_OP_COUNT);
+    ev.level = (uint8_t)(rnd() % 2);
+    ev.kind = (uint8_t)(rnd() % TRACE_KIND_COUNT);
+    return ev;
+}
+
+static int event_eq(const trace_event *a, const trace_event *b)
+{
+    return a->ts_ns == b->ts_ns && a->addr == b->addr && a->size == b->size &&
+           a->requested == b->requested && a->stream == b->stream && a->pool == b->pool &&
+           a->stack_id == b->stack_id && a->tid == b->tid && a->device == b->device &&
+           a->op == b->op && a->level == b->level && a->kind == b->kind;
+}
+
+static void test_random_streams(void)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        rng_state = seed * 0x9E3779B97F4A7C15ULL;
+        size_t n = 20000 + seed * 7919;
+        trace_event *evs = malloc(n * sizeof *evs);
+        for (size_t i = 0; i < n; i++)
+            evs[i] = random_event();
+        /* Small chunks force many frames, so the delta reset is exercised. */
+        trace_writer_options opt = {.zstd_level = (int)(seed % 3) + 1,
+                                    .chunk_bytes = seed % 2 ? 4096 : 0};
+        char err[256];
+        trace_writer *w = trace_writer_open(tmp_path("random.zst"), &opt, err, sizeof err);
+        CHECK(w != NULL);
+        for (size_t i = 0; i < n; i++)
+            CHECK(trace_writer_event(w, &evs[i]) == 0);
+        CHECK_EQ_U64(trace_writer_events(w), n);
+        CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
+
+        trace_reader *r = trace_reader_open(tmp_path("random.zst"), err, sizeof err);
+        CHECK(r != NULL);
+        if (!r) {
+            fprintf(stderr, "open: %s\n", err);
+            free(evs);
+            return;
+        }
+        trace_record rec;
+        size_t got = 0, mismatches = 0, ends = 0;
+        while (trace_reader_next(r, &rec) == 1) {
+            if (rec.kind == TRACE_REC_EVENT) {
+                if (got >= n || !event_eq(&rec.u.event, &evs[got]))
+                    mismatches++;
+                got++;
+            } else if (rec.kind == TRACE_REC_END) {
+                ends++;
+                CHECK_EQ_U64(rec.u.end.events, n);
+                CHECK(rec.u.end.flags & TRACE_END_CLEAN);
+            }
+        }
+        CHECK_EQ_U64(got, n);
+        CHECK_EQ_U64(mismatches, 0);
+        CHECK_EQ_U64(ends, 1);
+        const trace_reader_stats *st = trace_reader_get_stats(r);
+        CHECK(!st->truncated);
+        CHECK_EQ_U64(st->corrupt_frames, 0);
+        CHECK(st->clean_end);
+        CHECK_EQ_U64(trace_reader_warning_count(r), 0);
+        if (opt.chunk_bytes == 4096)
+            CHECK(st->frames > 10);
+        trace_reader_close(r);
+        free(evs);
+    }
+}
+
+/* One of each record kind, with edge values, read back field by field. */
+static void test_every_record_kind(void)
+{
+    char err[256];
+    trace_writer *w = trace_writer_open(tmp_path("kinds.zst"), NULL, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    char build_id[20];
+    for (int i = 0; i < 20; i++)
+        build_id[i] = (char)(i * 13); /* includes a NUL byte */
+    trace_process proc = {.pid = 4242,
+                          .ppid = 1,
+                          .rank = -1,
+                          .wall_anchor_ns = 1795000000000000000ULL,
+                          .clock_anchor_ns = 123456789,
+                          .host = tb("node-7"),
+                          .cmdline = tb("python train.py --lr 3e-4"),
+                          .clock_source = tb("CLOCK_MONOTONIC"),
+                          .producer = tb("test")};
+    CHECK(trace_writer_process(w, &proc) == 0);
+    trace_device dev = {.device = 1, .total_bytes = 85899345920ULL, .name = tb("NVIDIA H100")};
+    CHECK(trace_writer_device(w, &dev) == 0);
+    trace_module mod = {.module_id = 3,
+                        .base = 0x7f1200000000ULL,
+                        .size = 1 << 20,
+                        .path = tb("/usr/lib/libtorch_cuda.so"),
+                        .build_id = {build_id, sizeof build_id}};
+    CHECK(trace_writer_module(w, &mod) == 0);
+    uint32_t s_fn = trace_writer_string(w, "forward", 7);
+    uint32_t s_file = trace_writer_string(w, "model.py", 8);
+    uint32_t s_step = trace_writer_string(w, "step 3", 6);
+    CHECK_EQ_U64(s_fn, 1);
+    CHECK_EQ_U64(s_file, 2);
+    CHECK_EQ_U64(trace_writer_string(w, "forward", 7), s_fn); /* interned once */
+    trace_frame native = {.kind = TRACE_FRAME_NATIVE, .module_id = 3, .ip = 0x7f1200001234ULL};
+    trace_frame py = {
+        .kind = TRACE_FRAME_PYTHON, .function_id = s_fn, .file_id = s_file, .line = 54};
+    uint32_t f1 = trace_writer_frame(w, &native);
+    uint32_t f2 = trace_writer_frame(w, &py);
+    CHECK_EQ_U64(f1, 1);
+    CHECK_EQ_U64(f2, 2);
+    CHECK_EQ_U64(trace_writer_frame(w, &py), f2);
+    trace_frame py_other_line = py;
+    py_other_line.line = 55;
+    CHECK_EQ_U64(trace_writer_frame(w, &py_other_line), 3);
+    uint32_t st1 = trace_writer_stack(w, 0, f2);
+    uint32_t st2 = trace_writer_stack(w, st1, f1);
+    CHECK_EQ_U64(st1, 1);
+    CHECK_EQ_U64(st2, 2);
+    CHECK_EQ_U64(trace_writer_stack(w, st1, f1), st2);
+    trace_symbol_entry entries[2] = {{s_fn, s_file, 10}, {s_file, s_fn, 20}};
+    trace_symbol sym = {.frame_id = f1, .count = 2, .entries = entries};
+    CHECK(trace_writer_symbol(w, &sym) == 0);
+    trace_thread th = {.tid = 77, .name_id = s_fn};
+    CHECK(trace_writer_thread(w, &th) == 0);
+    trace_marker mk = {.ts_ns = 5000,
+                       .range_id = 9,
+                       .value = -3,
+                       .tid = 77,
+                       .domain_id = 0,
+                       .name_id = s_step,
+                       .kind = TRACE_MARK_RANGE_START};
+    CHECK(trace_writer_marker(w, &mk) == 0);
+    trace_counter ct = {.ts_ns = 4000,
+                        .key = 0xabc,
+                        .value = UINT64_MAX,
+                        .device = 1,
+                        .kind = TRACE_COUNTER_POOL_USED};
+    CHECK(trace_writer_counter(w, &ct) == 0);
+    trace_event ev = {.ts_ns = UINT64_MAX,
+                      .addr = 0,
+                      .size = UINT64_MAX,
+                      .requested = 1,
+                      .stream = UINT64_MAX,
+                      .pool = 1,
+                      .stack_id = UINT32_MAX,
+                      .tid = UINT32_MAX,
+                      .device = 1,
+                      .op = TRACE_OP_VA_FREE,
+                      .level = TRACE_LEVEL_BLOCK,
+                      .kind = TRACE_KIND_PINNED_HOST};
+    CHECK(trace_writer_event(w, &ev) == 0);
+    trace_end end = {.ts_ns = 6000, .events = 1, .dropped = 17, .flags = 0};
+    CHECK(trace_writer_close(w, &end, err, sizeof err) == 0);
+
+    trace_reader *r = trace_reader_open(tmp_path("kinds.zst"), err, sizeof err);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    CHECK_EQ_U64(trace_reader_version(r), TRACE_FORMAT_VERSION);
+    trace_record rec;
+    int seen[256] = {0};
+    while (trace_reader_next(r, &rec) == 1) {
+        seen[rec.kind & 0xff]++;
+        switch (rec.kind) {
+        case TRACE_REC_PROCESS: {
+            const trace_process *p = &rec.u.process;
+            CHECK(p->pid == 4242 && p->ppid == 1 && p->rank == -1);
+            CHECK_EQ_U64(p->wall_anchor_ns, proc.wall_anchor_ns);
+            CHECK_EQ_U64(p->clock_anchor_ns, 123456789);
+            CHECK(bytes_eq(p->host, proc.host) && bytes_eq(p->cmdline, proc.cmdline));
+            CHECK(bytes_eq(p->clock_source, proc.clock_source));
+            CHECK(bytes_eq(p->producer, proc.producer));
+            break;
+        }
+        case TRACE_REC_DEVICE:
+            CHECK(rec.u.device.device == 1 && rec.u.device.total_bytes == dev.total_bytes);
+            CHECK_STR_EQ(rec.u.device.name.ptr, "NVIDIA H100");
+            break;
+        case TRACE_REC_MODULE:
+            CHECK(rec.u.module.module_id == 3 && rec.u.module.base == mod.base);
+            CHECK_EQ_U64(rec.u.module.size, mod.size);
+            CHECK(bytes_eq(rec.u.module.path, mod.path));
+            CHECK(bytes_eq(rec.u.module.build_id, mod.build_id));
+            break;
+        case TRACE_REC_STRING:
+            if (rec.u.string.string_id == s_step)
+                CHECK_STR_EQ(rec.u.string.text.ptr, "step 3");
+            CHECK(rec.u.string.string_id >= 1 && rec.u.string.string_id <= 3);
+            break;
+        case TRACE_REC_FRAME:
+            if (rec.u.frame.frame_id == 1)
+                CHECK(rec.u.frame.kind == TRACE_FRAME_NATIVE && rec.u.frame.ip == native.ip &&
+                      rec.u.frame.module_id == 3);
+            if (rec.u.frame.frame_id == 2)
+                CHECK(rec.u.frame.kind == TRACE_FRAME_PYTHON && rec.u.frame.line == 54 &&
+                      rec.u.frame.function_id == s_fn && rec.u.frame.file_id == s_file);
+            break;
+        case TRACE_REC_STACK:
+            if (rec.u.stack.stack_id == 2)
+                CHECK(rec.u.stack.parent_id == 1 && rec.u.stack.frame_id == f1);
+            break;
+        case TRACE_REC_SYMBOL:
+            CHECK(rec.u.symbol.frame_id == f1 && rec.u.symbol.count == 2);
+            CHECK(rec.u.symbol.entries[1].line == 20 && rec.u.symbol.entries[0].file_id == s_file);
+            break;
+        case TRACE_REC_THREAD: CHECK(rec.u.thread.tid == 77 && rec.u.thread.name_id == s_fn); break;
+        case TRACE_REC_MARKER:
+            CHECK(rec.u.marker.ts_ns == 5000 && rec.u.marker.range_id == 9);
+            CHECK(rec.u.marker.value == -3 && rec.u.marker.kind == TRACE_MARK_RANGE_START);
+            CHECK(rec.u.marker.name_id == s_step && rec.u.marker.tid == 77);
+            break;
+        case TRACE_REC_COUNTER:
+            CHECK(rec.u.counter.ts_ns == 4000 && rec.u.counter.key == 0xabc);
+            CHECK(rec.u.counter.value == UINT64_MAX && rec.u.counter.device == 1);
+            CHECK(rec.u.counter.kind == TRACE_COUNTER_POOL_USED);
+            break;
+        case TRACE_REC_EVENT: CHECK(event_eq(&rec.u.event, &ev)); break;
+        case TRACE_REC_END:
+            CHECK(rec.u.end.ts_ns == 6000 && rec.u.end.events == 1);
+            CHECK(rec.u.end.dropped == 17 && rec.u.end.flags == 0);
+            break;
+        }
+    }
+    CHECK_EQ_U64(seen[TRACE_REC_STRING], 3);
+    CHECK_EQ_U64(seen[TRACE_REC_FRAME], 3);
+    CHECK_EQ_U64(seen[TRACE_REC_STACK], 2);
+    static const unsigned once[] = {TRACE_REC_PROCESS, TRACE_REC_DEVICE,       TRACE_REC_MODULE,
+                                    TRACE_REC_SYMBOL,  TRACE_REC_THREAD,       TRACE_REC_MARKER,
+                                    TRACE_REC_COUNTER, TRACE_REC_EVENT & 0xff, TRACE_REC_END};
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++)
+        CHECK_EQ_U64(seen[once[i]], 1);
+    CHECK(!trace_reader_get_stats(r)->clean_end); /* flags were 0 */
+    trace_reader_close(r);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    if (len)
+        CHECK(fwrite(data, 1, len, f) == len);
+    fclose(f);
+}
+
+static void expect_open_error(const char *path, const char *needle)
+{
+    char err[512] = "";
+    trace_reader *r = trace_reader_open(path, err, sizeof err);
+    CHECK(r == NULL);
+    if (r) {
+        trace_reader_close(r);
+        return;
+    }
+    if (!strstr(err, needle))
+        fprintf(stderr, "error '%s' lacks '%s'\n", err, needle);
+    CHECK(strstr(err, needle) != NULL);
+    CHECK(strchr(err, '\n') == NULL);
+}
+
+static void test_open_errors(void)
+{
+    write_file(tmp_path("empty"), "", 0);
+    expect_open_error(tmp_path("empty"), "is empty");
+    write_file(tmp_path("text"), "hello, world\n", 13);
+    expect_open_error(tmp_path("text"), "not a gpumemtrace trace");
+    expect_open_error(tmp_path("does-not-exist"), "cannot open");
+    expect_open_error(tmpdir, "is a directory");
+
+    /* zstd data, but not ours */
+    uint8_t z[256];
+    size_t n = ZSTD_compress(z, sizeof z, "just some text", 14, 1);
+    write_file(tmp_path("other.zst"), z, n);
+    expect_open_error(tmp_path("other.zst"), "without a trace header");
+
+    /* our header with version 2: newer than this build */
+    const uint8_t v2[] = {'G', 'P', 'U', 'M', 'E', 'M', 'T', 'R', 2, 0, 0x01, 0, 0};
+    n = ZSTD_compress(z, sizeof z, v2, sizeof v2, 1);
+    write_file(tmp_path("v2.zst"), z, n);
+    expect_open_error(tmp_path("v2.zst"), "version 2");
+}
+
+static void test_writer_errors(void)
+{
+    char err[256] = "";
+    CHECK(trace_writer_open("/nonexistent-dir/x.zst", NULL, err, sizeof err) == NULL);
+    CHECK(strstr(err, "cannot create") != NULL);
+    /* Disk full: /dev/full accepts the open and fails every write. */
+    trace_writer *w = trace_writer_open("/dev/full", NULL, err, sizeof err);
+    if (!w)
+        return;
+    trace_event ev = {.size = 512, .requested = 512};
+    CHECK(trace_writer_event(w, &ev) == 0); /* buffered */
+    CHECK(trace_writer_flush(w) == -1);
+    CHECK(strstr(trace_writer_error(w), "No space") != NULL);
+    CHECK(trace_writer_event(w, &ev) == -1); /* stays failed */
+    CHECK(trace_writer_close(w, NULL, err, sizeof err) == -1);
+    CHECK(strstr(err, "No space") != NULL);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir))
+        return 1;
+    test_every_record_kind();
+    test_random_streams();
+    test_open_errors();
+    test_writer_errors();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0)
+        return 1;
+    return check_finish("test_codec_roundtrip");
+}
