@@ -57,6 +57,16 @@ typedef enum trace_mem_kind {
     TRACE_KIND_COUNT
 } trace_mem_kind;
 
+/* Who reported an event. Numeric values are part of the file format and
+ * match schema.sql's `sources` table. */
+typedef enum trace_source {
+    TRACE_SOURCE_CUPTI = 0,  /* a CUDA driver/runtime call seen through CUPTI */
+    TRACE_SOURCE_TORCH = 1,  /* PyTorch's caching-allocator history (live or a snapshot) */
+    TRACE_SOURCE_NVTX = 2,   /* an NVTX memory-region annotation */
+    TRACE_SOURCE_MEMREC = 3, /* the program itself, through memrec.h */
+    TRACE_SOURCE_COUNT
+} trace_source;
+
 typedef enum trace_marker_kind {
     TRACE_MARK_RANGE_PUSH = 0,  /* NVTX push: nested range on one thread opens */
     TRACE_MARK_RANGE_POP = 1,   /* NVTX pop */
@@ -65,6 +75,10 @@ typedef enum trace_marker_kind {
     TRACE_MARK_MARK = 4,       /* instantaneous mark */
     TRACE_MARK_STEP_BEGIN = 5, /* explicit step boundary (memrec.h); value = step */
     TRACE_MARK_STEP_END = 6,
+    /* The memory events before this marker are the seed: the state that
+     * existed when the recording began (e.g. a snapshot's blocks allocated
+     * before its history starts), not things that happened. At most one. */
+    TRACE_MARK_SEED_END = 7,
     TRACE_MARK_COUNT
 } trace_marker_kind;
 
@@ -117,9 +131,10 @@ typedef struct trace_event {
     uint32_t stack_id; /* 0 = no stack */
     uint32_t tid;
     uint32_t device;
-    uint8_t op;    /* trace_op */
-    uint8_t level; /* trace_level */
-    uint8_t kind;  /* trace_mem_kind */
+    uint8_t op;     /* trace_op */
+    uint8_t level;  /* trace_level */
+    uint8_t kind;   /* trace_mem_kind */
+    uint8_t source; /* trace_source */
 } trace_event;
 
 typedef struct trace_process {
@@ -227,6 +242,7 @@ typedef struct trace_record {
 const char *trace_op_name(unsigned op);
 const char *trace_level_name(unsigned level);
 const char *trace_kind_name(unsigned kind);
+const char *trace_source_name(unsigned source);
 const char *trace_marker_kind_name(unsigned kind);
 const char *trace_counter_kind_name(unsigned kind);
 const char *trace_record_kind_name(unsigned kind);

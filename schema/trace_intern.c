@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix64(uint64_t x)
-{
+static uint64_t mix64(uint64_t x) {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;
@@ -18,16 +17,14 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
+static uint64_t hash_bytes(const char *s, size_t len) {
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a final mix */
     for (size_t i = 0; i < len; i++)
         h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
     return mix64(h ^ len);
 }
 
-static int key_table_grow(key_table *t)
-{
+static int key_table_grow(key_table *t) {
     size_t cap = t->slots ? (t->mask + 1) * 2 : 1024;
     key_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
@@ -47,8 +44,7 @@ static int key_table_grow(key_table *t)
     return 0;
 }
 
-uint32_t key_table_intern(key_table *t, uint64_t a, uint64_t b, uint32_t new_id)
-{
+uint32_t key_table_intern(key_table *t, uint64_t a, uint64_t b, uint32_t new_id) {
     if ((!t->slots || (t->count + 1) * 2 > t->mask + 1) && key_table_grow(t) != 0)
         return 0;
     size_t j = mix64(a ^ mix64(b)) & t->mask;
@@ -66,14 +62,12 @@ uint32_t key_table_intern(key_table *t, uint64_t a, uint64_t b, uint32_t new_id)
     }
 }
 
-void key_table_free(key_table *t)
-{
+void key_table_free(key_table *t) {
     free(t->slots);
     memset(t, 0, sizeof *t);
 }
 
-static int string_table_grow(string_table *t)
-{
+static int string_table_grow(string_table *t) {
     size_t cap = t->slots ? (t->mask + 1) * 2 : 1024;
     string_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
@@ -92,8 +86,7 @@ static int string_table_grow(string_table *t)
     return 0;
 }
 
-static int string_table_store(string_table *t, const char *s, size_t len, uint32_t id)
-{
+static int string_table_store(string_table *t, const char *s, size_t len, uint32_t id) {
     if (t->arena_len + len > t->arena_cap) {
         size_t cap = t->arena_cap ? t->arena_cap : 65536;
         while (cap < t->arena_len + len)
@@ -121,8 +114,7 @@ static int string_table_store(string_table *t, const char *s, size_t len, uint32
 }
 
 uint32_t string_table_intern(string_table *t, const char *s, size_t len, uint32_t new_id,
-                             int *added)
-{
+                             int *added) {
     *added = 0;
     if ((!t->slots || (t->count + 1) * 2 > t->mask + 1) && string_table_grow(t) != 0)
         return 0;
@@ -147,8 +139,7 @@ uint32_t string_table_intern(string_table *t, const char *s, size_t len, uint32_
     return new_id;
 }
 
-void string_table_free(string_table *t)
-{
+void string_table_free(string_table *t) {
     free(t->slots);
     free(t->arena);
     free(t->spans);

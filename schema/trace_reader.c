@@ -45,7 +45,7 @@ struct trace_reader {
     /* delta state, reset by every CHUNK record */
     uint64_t prev_ts, prev_addr, ctx_stream, ctx_pool;
     uint32_t ctx_device, ctx_tid;
-    uint8_t ctx_kind;
+    uint8_t ctx_kind, ctx_source;
 
     uint32_t version;
     int in_damage; /* inside a corrupt region: one warning per region */
@@ -61,8 +61,7 @@ struct trace_reader {
     char error[256];
 };
 
-static void warn(trace_reader *r, const char *fmt, ...)
-{
+static void warn(trace_reader *r, const char *fmt, ...) {
     if (r->warning_count < TRACE_READER_MAX_WARNINGS) {
         char buf[256];
         va_list ap;
@@ -78,8 +77,7 @@ static void warn(trace_reader *r, const char *fmt, ...)
 
 /* ---- input: a forward-reading window over the file, seekable ---------- */
 
-static void input_seek(trace_reader *r, uint64_t off)
-{
+static void input_seek(trace_reader *r, uint64_t off) {
     r->in_off = off;
     r->in_pos = r->in_len = 0;
     r->in_eof = 0;
@@ -87,8 +85,7 @@ static void input_seek(trace_reader *r, uint64_t off)
 
 /* Reads more of the file after what is buffered; returns bytes added, 0 at
  * the end of the file, -1 on an I/O error. */
-static ssize_t input_refill(trace_reader *r)
-{
+static ssize_t input_refill(trace_reader *r) {
     if (r->in_pos > 0) {
         memmove(r->in, r->in + r->in_pos, r->in_len - r->in_pos);
         r->in_off += r->in_pos;
@@ -114,8 +111,7 @@ static ssize_t input_refill(trace_reader *r)
 }
 
 /* Makes at least `need` bytes available if the file has them. */
-static int input_ensure(trace_reader *r, size_t need)
-{
+static int input_ensure(trace_reader *r, size_t need) {
     while (r->in_len - r->in_pos < need) {
         ssize_t n = input_refill(r);
         if (n < 0)
@@ -128,8 +124,7 @@ static int input_ensure(trace_reader *r, size_t need)
 
 /* Positions the input at the next zstd frame magic at or after `from`.
  * Returns 1 when found, 0 at the end of the file, -1 on an I/O error. */
-static int input_find_magic(trace_reader *r, uint64_t from)
-{
+static int input_find_magic(trace_reader *r, uint64_t from) {
     input_seek(r, from);
     for (;;) {
         if (input_ensure(r, 4) < 0)
@@ -156,8 +151,7 @@ static int input_find_magic(trace_reader *r, uint64_t from)
 
 /* ---- frames ---------------------------------------------------------- */
 
-static void damage(trace_reader *r, uint64_t off, const char *why)
-{
+static void damage(trace_reader *r, uint64_t off, const char *why) {
     if (!r->in_damage) {
         r->stats.corrupt_frames++;
         warn(r, "corrupt data at byte offset %llu (%s); skipped to the next frame",
@@ -168,8 +162,7 @@ static void damage(trace_reader *r, uint64_t off, const char *why)
 
 /* Decodes the next complete frame into r->out. Returns 1, 0 at the end of
  * the data (clean or truncated), -1 on an I/O error. */
-static int decode_frame(trace_reader *r)
-{
+static int decode_frame(trace_reader *r) {
     for (;;) {
         if (input_ensure(r, 4) < 0)
             return -1;
@@ -251,24 +244,21 @@ typedef struct cursor {
     int bad;
 } cursor;
 
-static uint64_t get_u64(cursor *c)
-{
+static uint64_t get_u64(cursor *c) {
     uint64_t v = 0;
     if (!c->bad && varint_get(&c->p, c->end, &v) != 0)
         c->bad = 1;
     return v;
 }
 
-static uint32_t get_u32(cursor *c)
-{
+static uint32_t get_u32(cursor *c) {
     uint64_t v = get_u64(c);
     if (v > UINT32_MAX)
         c->bad = 1;
     return (uint32_t)v;
 }
 
-static uint8_t get_byte(cursor *c)
-{
+static uint8_t get_byte(cursor *c) {
     if (c->bad || c->p >= c->end) {
         c->bad = 1;
         return 0;
@@ -276,8 +266,7 @@ static uint8_t get_byte(cursor *c)
     return *c->p++;
 }
 
-static trace_bytes get_bytes(trace_reader *r, cursor *c)
-{
+static trace_bytes get_bytes(trace_reader *r, cursor *c) {
     trace_bytes b = {"", 0};
     uint64_t len = get_u64(c);
     if (c->bad || len > (uint64_t)(c->end - c->p) || len > TRACE_WIRE_MAX_STRING) {
@@ -301,8 +290,7 @@ static trace_bytes get_bytes(trace_reader *r, cursor *c)
 }
 
 /* Timestamps come from the frame's time column, in record order. */
-static uint64_t get_ts(trace_reader *r, cursor *c)
-{
+static uint64_t get_ts(trace_reader *r, cursor *c) {
     uint64_t delta = 0;
     if (!c->bad && varint_get(&r->tpos, r->tend, &delta) != 0)
         c->bad = 1;
@@ -310,14 +298,14 @@ static uint64_t get_ts(trace_reader *r, cursor *c)
     return r->prev_ts;
 }
 
-static void parse_event(trace_reader *r, cursor *c, unsigned tag, trace_event *ev)
-{
+static void parse_event(trace_reader *r, cursor *c, unsigned tag, trace_event *ev) {
     if (tag & TRACE_WIRE_CTX_BIT) {
         r->ctx_device = get_u32(c);
         r->ctx_tid = get_u32(c);
         r->ctx_stream = get_u64(c);
         r->ctx_pool = get_u64(c);
         r->ctx_kind = get_byte(c);
+        r->ctx_source = get_byte(c);
     }
     ev->op = tag & TRACE_WIRE_OP_MASK;
     ev->level = (tag & TRACE_WIRE_LEVEL_BIT) ? TRACE_LEVEL_BLOCK : TRACE_LEVEL_SEGMENT;
@@ -326,6 +314,7 @@ static void parse_event(trace_reader *r, cursor *c, unsigned tag, trace_event *e
     ev->stream = r->ctx_stream;
     ev->pool = r->ctx_pool;
     ev->kind = r->ctx_kind;
+    ev->source = r->ctx_source;
     ev->ts_ns = get_ts(r, c);
     r->prev_addr += (uint64_t)zigzag_decode(get_u64(c));
     ev->addr = r->prev_addr;
@@ -334,13 +323,13 @@ static void parse_event(trace_reader *r, cursor *c, unsigned tag, trace_event *e
     if (tag & TRACE_WIRE_REQ_BIT)
         ev->requested = ev->size - (uint64_t)zigzag_decode(get_u64(c));
     ev->stack_id = get_u32(c);
-    if (ev->op >= TRACE_OP_COUNT || ev->kind >= TRACE_KIND_COUNT)
+    if (ev->op >= TRACE_OP_COUNT || ev->kind >= TRACE_KIND_COUNT ||
+        ev->source >= TRACE_SOURCE_COUNT)
         c->bad = 1;
 }
 
 /* Decodes one record at c into rec. Returns 0, or -1 when it is malformed. */
-static int parse_record(trace_reader *r, cursor *c, trace_record *rec)
-{
+static int parse_record(trace_reader *r, cursor *c, trace_record *rec) {
     unsigned tag = get_byte(c);
     if (tag & TRACE_WIRE_TAG_EVENT) {
         rec->kind = TRACE_REC_EVENT;
@@ -446,7 +435,8 @@ static int parse_record(trace_reader *r, cursor *c, trace_record *rec)
         rec->u.end.dropped = get_u64(c);
         rec->u.end.flags = get_u32(c);
         break;
-    default: c->bad = 1;
+    default:
+        c->bad = 1;
     }
     return c->bad ? -1 : 0;
 }
@@ -454,8 +444,7 @@ static int parse_record(trace_reader *r, cursor *c, trace_record *rec)
 /* Reads the start of a frame's content: the file header (first frame) and
  * the CHUNK record and the time column; resets the delta state. Returns 0
  * or -1 (malformed). */
-static int parse_chunk_header(trace_reader *r)
-{
+static int parse_chunk_header(trace_reader *r) {
     cursor c = {r->pos, r->end, 0};
     if ((size_t)(c.end - c.p) >= TRACE_WIRE_MAGIC_LEN &&
         memcmp(c.p, TRACE_WIRE_MAGIC, TRACE_WIRE_MAGIC_LEN) == 0) {
@@ -481,15 +470,14 @@ static int parse_chunk_header(trace_reader *r)
         r->stats.lost_events += events_before - seen;
     r->prev_ts = r->prev_addr = r->ctx_stream = r->ctx_pool = 0;
     r->ctx_device = r->ctx_tid = 0;
-    r->ctx_kind = 0;
+    r->ctx_kind = r->ctx_source = 0;
     r->pos = c.p;
     return 0;
 }
 
 /* Starts reading a freshly decoded frame; a frame without a proper start is
  * reported and skipped whole (the next call decodes the next frame). */
-static void begin_chunk(trace_reader *r)
-{
+static void begin_chunk(trace_reader *r) {
     if (parse_chunk_header(r) == 0)
         return;
     warn(r, "malformed frame at byte offset %llu: no chunk header; frame skipped",
@@ -498,8 +486,7 @@ static void begin_chunk(trace_reader *r)
     r->tpos = r->tend = NULL;
 }
 
-int trace_reader_next(trace_reader *r, trace_record *rec)
-{
+int trace_reader_next(trace_reader *r, trace_record *rec) {
     r->scratch_len = 0;
     for (;;) {
         if (r->finished)
@@ -560,8 +547,7 @@ int trace_reader_next(trace_reader *r, trace_record *rec)
 
 /* ---- open / close ------------------------------------------------------ */
 
-static trace_reader *open_fail(trace_reader *r, char *err, size_t errlen, const char *fmt, ...)
-{
+static trace_reader *open_fail(trace_reader *r, char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -572,8 +558,7 @@ static trace_reader *open_fail(trace_reader *r, char *err, size_t errlen, const 
     return NULL;
 }
 
-trace_reader *trace_reader_open(const char *path, char *err, size_t errlen)
-{
+trace_reader *trace_reader_open(const char *path, char *err, size_t errlen) {
     trace_reader *r = calloc(1, sizeof *r);
     if (!r)
         return open_fail(NULL, err, errlen, "out of memory");
@@ -635,8 +620,7 @@ trace_reader *trace_reader_open(const char *path, char *err, size_t errlen)
     return r;
 }
 
-void trace_reader_close(trace_reader *r)
-{
+void trace_reader_close(trace_reader *r) {
     if (!r)
         return;
     if (r->fd >= 0)
@@ -650,29 +634,16 @@ void trace_reader_close(trace_reader *r)
     free(r);
 }
 
-const trace_reader_stats *trace_reader_get_stats(const trace_reader *r)
-{
-    return &r->stats;
-}
+const trace_reader_stats *trace_reader_get_stats(const trace_reader *r) { return &r->stats; }
 
-uint32_t trace_reader_version(const trace_reader *r)
-{
-    return r->version;
-}
+uint32_t trace_reader_version(const trace_reader *r) { return r->version; }
 
-size_t trace_reader_warning_count(const trace_reader *r)
-{
-    return r->warning_count;
-}
+size_t trace_reader_warning_count(const trace_reader *r) { return r->warning_count; }
 
-const char *trace_reader_warning(const trace_reader *r, size_t i)
-{
+const char *trace_reader_warning(const trace_reader *r, size_t i) {
     if (i >= r->warning_count || i >= TRACE_READER_MAX_WARNINGS)
         return NULL;
     return r->warnings[i] ? r->warnings[i] : "";
 }
 
-const char *trace_reader_error(const trace_reader *r)
-{
-    return r->error;
-}
+const char *trace_reader_error(const trace_reader *r) { return r->error; }

@@ -10,19 +10,12 @@
 
 #include <stdint.h>
 
-static inline uint64_t zigzag_encode(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
+static inline uint64_t zigzag_encode(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
-static inline int64_t zigzag_decode(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
+static inline int64_t zigzag_decode(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
 /* Writes v at p (room for 10 bytes is the caller's job); returns the end. */
-static inline uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
+static inline uint8_t *varint_put(uint8_t *p, uint64_t v) {
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -33,8 +26,7 @@ static inline uint8_t *varint_put(uint8_t *p, uint64_t v)
 
 /* Reads one varint from *pp (not past end) into *out and advances *pp.
  * Returns 0, or -1 on a varint that runs past end or is over 10 bytes. */
-static inline int varint_get(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
+static inline int varint_get(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
     const uint8_t *p = *pp;
     if (p < end && *p < 0x80) { /* the common one-byte case */
         *out = *p;

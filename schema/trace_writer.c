@@ -31,7 +31,7 @@
 typedef struct event_context {
     uint64_t stream, pool;
     uint32_t device, tid;
-    uint8_t kind;
+    uint8_t kind, source;
 } event_context;
 
 struct trace_writer {
@@ -61,8 +61,7 @@ struct trace_writer {
     char error[256];
 };
 
-static int fail(trace_writer *w, const char *fmt, ...)
-{
+static int fail(trace_writer *w, const char *fmt, ...) {
     if (!w->failed) {
         va_list ap;
         va_start(ap, fmt);
@@ -73,15 +72,13 @@ static int fail(trace_writer *w, const char *fmt, ...)
     return -1;
 }
 
-static void set_err(char *err, size_t errlen, const char *msg)
-{
+static void set_err(char *err, size_t errlen, const char *msg) {
     if (err && errlen)
         snprintf(err, errlen, "%s", msg);
 }
 
 trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char *err,
-                                   size_t errlen)
-{
+                                   size_t errlen) {
     trace_writer *w = calloc(1, sizeof *w);
     if (!w) {
         set_err(err, errlen, "out of memory");
@@ -112,8 +109,7 @@ trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char
 }
 
 trace_writer *trace_writer_open(const char *path, const trace_writer_options *opt, char *err,
-                                size_t errlen)
-{
+                                size_t errlen) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         if (err && errlen)
@@ -123,8 +119,7 @@ trace_writer *trace_writer_open(const char *path, const trace_writer_options *op
     return trace_writer_open_fd(fd, opt, err, errlen);
 }
 
-static int write_all(trace_writer *w, const uint8_t *p, size_t n)
-{
+static int write_all(trace_writer *w, const uint8_t *p, size_t n) {
     while (n) {
         ssize_t k = write(w->fd, p, n);
         if (k < 0) {
@@ -142,8 +137,7 @@ static int write_all(trace_writer *w, const uint8_t *p, size_t n)
 /* A frame's content is: [file header, first frame only] CHUNK record, the
  * time column, the records. The CHUNK record carries the column's length,
  * known only now, so the three parts are fed to zstd as one frame here. */
-int trace_writer_flush(trace_writer *w)
-{
+int trace_writer_flush(trace_writer *w) {
     if (w->failed)
         return -1;
     if (!w->chunk_open)
@@ -185,8 +179,7 @@ int trace_writer_flush(trace_writer *w)
 
 /* Returns the write position for one record, opening a frame (with its
  * delta state reset) when none is open; NULL once the writer has failed. */
-static uint8_t *record_begin(trace_writer *w)
-{
+static uint8_t *record_begin(trace_writer *w) {
     if (w->failed)
         return NULL;
     if (!w->chunk_open) {
@@ -199,8 +192,7 @@ static uint8_t *record_begin(trace_writer *w)
 }
 
 /* Commits a record that ends at p; closes the frame once it is full. */
-static int record_end(trace_writer *w, uint8_t *p)
-{
+static int record_end(trace_writer *w, uint8_t *p) {
     w->chunk_len = (size_t)(p - w->chunk);
     if (w->chunk_len + w->times_len >= w->chunk_target)
         return trace_writer_flush(w);
@@ -208,15 +200,13 @@ static int record_end(trace_writer *w, uint8_t *p)
 }
 
 /* Timestamps go to the time column, not the record: see TRACE_FORMAT.md. */
-static void put_ts(trace_writer *w, uint64_t ts)
-{
+static void put_ts(trace_writer *w, uint64_t ts) {
     uint8_t *t = varint_put(w->times + w->times_len, zigzag_encode((int64_t)(ts - w->prev_ts)));
     w->times_len = (size_t)(t - w->times);
     w->prev_ts = ts;
 }
 
-static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len)
-{
+static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len) {
     if (!s)
         len = 0;
     if (len > TRACE_WIRE_MAX_STRING)
@@ -227,13 +217,9 @@ static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len)
     return p + len;
 }
 
-static uint8_t *put_tb(uint8_t *p, trace_bytes b)
-{
-    return put_bytes(p, b.ptr, b.len);
-}
+static uint8_t *put_tb(uint8_t *p, trace_bytes b) { return put_bytes(p, b.ptr, b.len); }
 
-int trace_writer_event(trace_writer *w, const trace_event *ev)
-{
+int trace_writer_event(trace_writer *w, const trace_event *ev) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -241,14 +227,15 @@ int trace_writer_event(trace_writer *w, const trace_event *ev)
     unsigned bits = TRACE_WIRE_TAG_EVENT | (ev->op & TRACE_WIRE_OP_MASK) |
                     (ev->level ? TRACE_WIRE_LEVEL_BIT : 0);
     if (ev->device != w->ctx.device || ev->tid != w->ctx.tid || ev->stream != w->ctx.stream ||
-        ev->pool != w->ctx.pool || ev->kind != w->ctx.kind) {
+        ev->pool != w->ctx.pool || ev->kind != w->ctx.kind || ev->source != w->ctx.source) {
         bits |= TRACE_WIRE_CTX_BIT;
         p = varint_put(p, ev->device);
         p = varint_put(p, ev->tid);
         p = varint_put(p, ev->stream);
         p = varint_put(p, ev->pool);
         *p++ = ev->kind;
-        w->ctx = (event_context){ev->stream, ev->pool, ev->device, ev->tid, ev->kind};
+        *p++ = ev->source;
+        w->ctx = (event_context){ev->stream, ev->pool, ev->device, ev->tid, ev->kind, ev->source};
     }
     put_ts(w, ev->ts_ns);
     p = varint_put(p, zigzag_encode((int64_t)(ev->addr - w->prev_addr)));
@@ -264,8 +251,7 @@ int trace_writer_event(trace_writer *w, const trace_event *ev)
     return record_end(w, p);
 }
 
-int trace_writer_process(trace_writer *w, const trace_process *pr)
-{
+int trace_writer_process(trace_writer *w, const trace_process *pr) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -282,8 +268,7 @@ int trace_writer_process(trace_writer *w, const trace_process *pr)
     return record_end(w, p);
 }
 
-int trace_writer_device(trace_writer *w, const trace_device *d)
-{
+int trace_writer_device(trace_writer *w, const trace_device *d) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -294,8 +279,7 @@ int trace_writer_device(trace_writer *w, const trace_device *d)
     return record_end(w, p);
 }
 
-int trace_writer_module(trace_writer *w, const trace_module *m)
-{
+int trace_writer_module(trace_writer *w, const trace_module *m) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -308,8 +292,7 @@ int trace_writer_module(trace_writer *w, const trace_module *m)
     return record_end(w, p);
 }
 
-int trace_writer_symbol(trace_writer *w, const trace_symbol *s)
-{
+int trace_writer_symbol(trace_writer *w, const trace_symbol *s) {
     if (s->count > TRACE_SYMBOL_MAX_INLINE)
         return fail(w, "symbol of frame %u has %u inline entries (max %d)", s->frame_id, s->count,
                     TRACE_SYMBOL_MAX_INLINE);
@@ -327,8 +310,7 @@ int trace_writer_symbol(trace_writer *w, const trace_symbol *s)
     return record_end(w, p);
 }
 
-int trace_writer_marker(trace_writer *w, const trace_marker *m)
-{
+int trace_writer_marker(trace_writer *w, const trace_marker *m) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -343,8 +325,7 @@ int trace_writer_marker(trace_writer *w, const trace_marker *m)
     return record_end(w, p);
 }
 
-int trace_writer_counter(trace_writer *w, const trace_counter *c)
-{
+int trace_writer_counter(trace_writer *w, const trace_counter *c) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -357,8 +338,7 @@ int trace_writer_counter(trace_writer *w, const trace_counter *c)
     return record_end(w, p);
 }
 
-int trace_writer_thread(trace_writer *w, const trace_thread *t)
-{
+int trace_writer_thread(trace_writer *w, const trace_thread *t) {
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -368,8 +348,7 @@ int trace_writer_thread(trace_writer *w, const trace_thread *t)
     return record_end(w, p);
 }
 
-uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len)
-{
+uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len) {
     if (w->failed)
         return 0;
     if (len > TRACE_WIRE_MAX_STRING)
@@ -390,8 +369,7 @@ uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len)
     return record_end(w, p) == 0 ? id : 0;
 }
 
-uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f)
-{
+uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f) {
     if (w->failed)
         return 0;
     /* Native frames are identified by where they are, the others by what
@@ -424,8 +402,7 @@ uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f)
     return record_end(w, p) == 0 ? id : 0;
 }
 
-uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_id)
-{
+uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_id) {
     if (w->failed)
         return 0;
     uint32_t id = key_table_intern(&w->stacks, parent_id, frame_id, w->next_stack);
@@ -444,8 +421,7 @@ uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_
     return record_end(w, p) == 0 ? id : 0;
 }
 
-int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen)
-{
+int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen) {
     if (!w)
         return 0;
     if (!w->failed && w->cctx) {
@@ -481,17 +457,8 @@ int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t 
     return rc;
 }
 
-const char *trace_writer_error(const trace_writer *w)
-{
-    return w->failed ? w->error : "";
-}
+const char *trace_writer_error(const trace_writer *w) { return w->failed ? w->error : ""; }
 
-uint64_t trace_writer_events(const trace_writer *w)
-{
-    return w->events;
-}
+uint64_t trace_writer_events(const trace_writer *w) { return w->events; }
 
-uint64_t trace_writer_bytes_written(const trace_writer *w)
-{
-    return w->bytes_written;
-}
+uint64_t trace_writer_bytes_written(const trace_writer *w) { return w->bytes_written; }

@@ -27,16 +27,14 @@ static size_t original_count;
 static size_t frame_start[256], frame_events_before[256], frame_count;
 
 static uint64_t rng = 0x243F6A8885A308D3ULL;
-static uint64_t rnd(void)
-{
+static uint64_t rnd(void) {
     rng ^= rng << 13;
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
 }
 
-static void make_trace(void)
-{
+static void make_trace(void) {
     char err[256];
     trace_writer_options opt = {.chunk_bytes = 1024};
     trace_writer *w = trace_writer_open(trace_path, &opt, err, sizeof err);
@@ -89,8 +87,7 @@ static void make_trace(void)
     frame_start[frame_count] = file_len;
 }
 
-static void write_bytes(const char *path, const uint8_t *data, size_t len)
-{
+static void write_bytes(const char *path, const uint8_t *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (len)
         fwrite(data, 1, len, f);
@@ -108,14 +105,12 @@ typedef struct read_result {
     char first_warning[256];
 } read_result;
 
-static int event_eq(const trace_event *a, const trace_event *b)
-{
+static int event_eq(const trace_event *a, const trace_event *b) {
     return a->ts_ns == b->ts_ns && a->addr == b->addr && a->size == b->size && a->op == b->op &&
            a->stack_id == b->stack_id;
 }
 
-static read_result read_all(const char *path)
-{
+static read_result read_all(const char *path) {
     read_result res = {.prefix_ok = 1, .subsequence_ok = 1};
     char err[256];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
@@ -156,8 +151,7 @@ static read_result read_all(const char *path)
     return res;
 }
 
-static void test_frame_layout(void)
-{
+static void test_frame_layout(void) {
     /* Each frame decodes on its own: reading frames [0, k) gives the event
      * counts per frame boundary that the cut test below expects. */
     CHECK(frame_count > 5);
@@ -175,8 +169,7 @@ static void test_frame_layout(void)
     CHECK_EQ_U64(frame_events_before[frame_count], original_count);
 }
 
-static void test_cut_at_every_byte(void)
-{
+static void test_cut_at_every_byte(void) {
     size_t bad = 0;
     for (size_t cut = 0; cut < file_len; cut++) {
         write_bytes(cut_path, file_data, cut);
@@ -202,8 +195,7 @@ static void test_cut_at_every_byte(void)
     CHECK_EQ_U64(bad, 0);
 }
 
-static void test_flip_every_byte(void)
-{
+static void test_flip_every_byte(void) {
     uint8_t *copy = malloc(file_len);
     size_t bad = 0, lossy = 0;
     for (size_t off = 0; off < file_len; off++) {
@@ -235,8 +227,7 @@ static void test_flip_every_byte(void)
     free(copy);
 }
 
-static void test_random_damage(void)
-{
+static void test_random_damage(void) {
     uint8_t *copy = malloc(file_len + 64);
     for (int iter = 0; iter < 1500; iter++) {
         memcpy(copy, file_data, file_len);
@@ -259,8 +250,7 @@ static void test_random_damage(void)
     free(copy);
 }
 
-static void test_zstd_cli_accepts(void)
-{
+static void test_zstd_cli_accepts(void) {
     if (system("zstd --version >/dev/null 2>&1") != 0) {
         fprintf(stderr, "note: zstd CLI not installed; zstd -t check not run\n");
         return;
@@ -273,8 +263,7 @@ static void test_zstd_cli_accepts(void)
     CHECK(system(cmd) == 0);
 }
 
-int main(void)
-{
+int main(void) {
     if (!mkdtemp(tmpdir))
         return 1;
     snprintf(trace_path, sizeof trace_path, "%s/t.zst", tmpdir);

@@ -9,8 +9,7 @@
 #include <zstd.h>
 
 static uint64_t rng_state;
-static uint64_t rnd(void)
-{
+static uint64_t rnd(void) {
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
@@ -19,27 +18,21 @@ static uint64_t rnd(void)
 
 static char tmpdir[] = "/tmp/gmt-codec-XXXXXX";
 
-static const char *tmp_path(const char *name)
-{
+static const char *tmp_path(const char *name) {
     static char buf[256];
     snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
     return buf;
 }
 
-static trace_bytes tb(const char *s)
-{
-    return (trace_bytes){s, (uint32_t)strlen(s)};
-}
+static trace_bytes tb(const char *s) { return (trace_bytes){s, (uint32_t)strlen(s)}; }
 
-static int bytes_eq(trace_bytes a, trace_bytes b)
-{
+static int bytes_eq(trace_bytes a, trace_bytes b) {
     return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0 && a.ptr[a.len] == 0;
 }
 
 /* Random events that look like a trace: monotone-ish time, clustered
  * addresses, repeated contexts, sizes with and without a requested size. */
-static trace_event random_event(void)
-{
+static trace_event random_event(void) {
     static uint64_t ts = 1000000000ULL;
     trace_event ev = {0};
     ts += rnd() % 5000;
@@ -61,19 +54,18 @@ static trace_event random_event(void)
     ev.op = (uint8_t)(rnd() % TRACE_OP_COUNT);
     ev.level = (uint8_t)(rnd() % 2);
     ev.kind = (uint8_t)(rnd() % TRACE_KIND_COUNT);
+    ev.source = (uint8_t)(rnd() % 7 == 0 ? rnd() % TRACE_SOURCE_COUNT : TRACE_SOURCE_TORCH);
     return ev;
 }
 
-static int event_eq(const trace_event *a, const trace_event *b)
-{
+static int event_eq(const trace_event *a, const trace_event *b) {
     return a->ts_ns == b->ts_ns && a->addr == b->addr && a->size == b->size &&
            a->requested == b->requested && a->stream == b->stream && a->pool == b->pool &&
            a->stack_id == b->stack_id && a->tid == b->tid && a->device == b->device &&
-           a->op == b->op && a->level == b->level && a->kind == b->kind;
+           a->op == b->op && a->level == b->level && a->kind == b->kind && a->source == b->source;
 }
 
-static void test_random_streams(void)
-{
+static void test_random_streams(void) {
     for (uint64_t seed = 1; seed <= 5; seed++) {
         rng_state = seed * 0x9E3779B97F4A7C15ULL;
         size_t n = 20000 + seed * 7919;
@@ -127,8 +119,7 @@ static void test_random_streams(void)
 }
 
 /* One of each record kind, with edge values, read back field by field. */
-static void test_every_record_kind(void)
-{
+static void test_every_record_kind(void) {
     char err[256];
     trace_writer *w = trace_writer_open(tmp_path("kinds.zst"), NULL, err, sizeof err);
     CHECK(w != NULL);
@@ -263,7 +254,9 @@ static void test_every_record_kind(void)
             CHECK(rec.u.symbol.frame_id == f1 && rec.u.symbol.count == 2);
             CHECK(rec.u.symbol.entries[1].line == 20 && rec.u.symbol.entries[0].file_id == s_file);
             break;
-        case TRACE_REC_THREAD: CHECK(rec.u.thread.tid == 77 && rec.u.thread.name_id == s_fn); break;
+        case TRACE_REC_THREAD:
+            CHECK(rec.u.thread.tid == 77 && rec.u.thread.name_id == s_fn);
+            break;
         case TRACE_REC_MARKER:
             CHECK(rec.u.marker.ts_ns == 5000 && rec.u.marker.range_id == 9);
             CHECK(rec.u.marker.value == -3 && rec.u.marker.kind == TRACE_MARK_RANGE_START);
@@ -274,7 +267,9 @@ static void test_every_record_kind(void)
             CHECK(rec.u.counter.value == UINT64_MAX && rec.u.counter.device == 1);
             CHECK(rec.u.counter.kind == TRACE_COUNTER_POOL_USED);
             break;
-        case TRACE_REC_EVENT: CHECK(event_eq(&rec.u.event, &ev)); break;
+        case TRACE_REC_EVENT:
+            CHECK(event_eq(&rec.u.event, &ev));
+            break;
         case TRACE_REC_END:
             CHECK(rec.u.end.ts_ns == 6000 && rec.u.end.events == 1);
             CHECK(rec.u.end.dropped == 17 && rec.u.end.flags == 0);
@@ -293,8 +288,7 @@ static void test_every_record_kind(void)
     trace_reader_close(r);
 }
 
-static void write_file(const char *path, const void *data, size_t len)
-{
+static void write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL);
     if (!f)
@@ -304,8 +298,7 @@ static void write_file(const char *path, const void *data, size_t len)
     fclose(f);
 }
 
-static void expect_open_error(const char *path, const char *needle)
-{
+static void expect_open_error(const char *path, const char *needle) {
     char err[512] = "";
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     CHECK(r == NULL);
@@ -319,8 +312,7 @@ static void expect_open_error(const char *path, const char *needle)
     CHECK(strchr(err, '\n') == NULL);
 }
 
-static void test_open_errors(void)
-{
+static void test_open_errors(void) {
     write_file(tmp_path("empty"), "", 0);
     expect_open_error(tmp_path("empty"), "is empty");
     write_file(tmp_path("text"), "hello, world\n", 13);
@@ -341,8 +333,7 @@ static void test_open_errors(void)
     expect_open_error(tmp_path("v2.zst"), "version 2");
 }
 
-static void test_writer_errors(void)
-{
+static void test_writer_errors(void) {
     char err[256] = "";
     CHECK(trace_writer_open("/nonexistent-dir/x.zst", NULL, err, sizeof err) == NULL);
     CHECK(strstr(err, "cannot create") != NULL);
@@ -359,8 +350,7 @@ static void test_writer_errors(void)
     CHECK(strstr(err, "No space") != NULL);
 }
 
-int main(void)
-{
+int main(void) {
     if (!mkdtemp(tmpdir))
         return 1;
     test_every_record_kind();

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
-{
+static void usage(FILE *out) {
     fprintf(out, "usage: synth -o OUT.zst [options]\n"
                  "Writes a realistic trace of a simulated PyTorch training job.\n"
                  "  --steps N          training steps (default 20)\n"
@@ -32,8 +31,7 @@ static void usage(FILE *out)
                  "  --chunk-bytes B    uncompressed bytes per zstd frame (default 256 KiB)\n");
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
+static int parse_u64(const char *s, uint64_t *out) {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
@@ -52,8 +50,7 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     sim_config cfg = sim_config_default();
     trace_writer_options wopt = {0};
     const char *out = NULL;
@@ -80,20 +77,48 @@ int main(int argc, char **argv)
             return 2;
         }
         switch (c) {
-        case 'o': out = optarg; break;
-        case 's': cfg.steps = (uint32_t)v; break;
-        case 'e': cfg.max_events = v; break;
-        case 'r': cfg.seed = v; break;
-        case 'l': cfg.leak_bytes = v; break;
-        case 'f': cfg.fragment = 1; break;
-        case 'd': cfg.devices = (uint32_t)v; break;
-        case 'k': cfg.streams = (uint32_t)v; break;
-        case 'L': cfg.layers = (uint32_t)v; break;
-        case 'H': cfg.hidden = v; break;
-        case 't': cfg.tokens = v; break;
-        case 'm': cfg.device_memory = v; break;
-        case 'z': wopt.zstd_level = (int)v; break;
-        case 'c': wopt.chunk_bytes = (size_t)v; break;
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            cfg.steps = (uint32_t)v;
+            break;
+        case 'e':
+            cfg.max_events = v;
+            break;
+        case 'r':
+            cfg.seed = v;
+            break;
+        case 'l':
+            cfg.leak_bytes = v;
+            break;
+        case 'f':
+            cfg.fragment = 1;
+            break;
+        case 'd':
+            cfg.devices = (uint32_t)v;
+            break;
+        case 'k':
+            cfg.streams = (uint32_t)v;
+            break;
+        case 'L':
+            cfg.layers = (uint32_t)v;
+            break;
+        case 'H':
+            cfg.hidden = v;
+            break;
+        case 't':
+            cfg.tokens = v;
+            break;
+        case 'm':
+            cfg.device_memory = v;
+            break;
+        case 'z':
+            wopt.zstd_level = (int)v;
+            break;
+        case 'c':
+            wopt.chunk_bytes = (size_t)v;
+            break;
         }
     }
     if (!out || optind != argc) {

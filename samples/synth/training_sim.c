@@ -138,26 +138,22 @@ typedef struct sim {
 
 enum { TID_MAIN = 4100, TID_AUTOGRAD = 4117 };
 
-static uint64_t rnd(sim *s)
-{
+static uint64_t rnd(sim *s) {
     s->rng ^= s->rng << 13;
     s->rng ^= s->rng >> 7;
     s->rng ^= s->rng << 17;
     return s->rng;
 }
 
-static void tick(sim *s)
-{
+static void tick(sim *s) {
     s->ts += 800 + rnd(s) % 24000; /* 0.8 .. 25 us between allocator calls */
 }
 
-static uint32_t str(sim *s, const char *text)
-{
+static uint32_t str(sim *s, const char *text) {
     return trace_writer_string(s->w, text, strlen(text));
 }
 
-static uint32_t native(sim *s, const struct native_frame *nf)
-{
+static uint32_t native(sim *s, const struct native_frame *nf) {
     trace_frame f = {.kind = TRACE_FRAME_NATIVE,
                      .module_id = nf->module + 1,
                      .ip = modules[nf->module].base + nf->offset};
@@ -172,8 +168,7 @@ static uint32_t native(sim *s, const struct native_frame *nf)
     return id;
 }
 
-static uint32_t python(sim *s, const char *function, const char *file, uint32_t line)
-{
+static uint32_t python(sim *s, const char *function, const char *file, uint32_t line) {
     trace_frame f = {.kind = TRACE_FRAME_PYTHON,
                      .function_id = str(s, function),
                      .file_id = str(s, file),
@@ -183,8 +178,7 @@ static uint32_t python(sim *s, const char *function, const char *file, uint32_t 
 
 /* Builds the stack of one site from the outermost frame in: the trie wants
  * parents first. Python frames each sit on an interpreter frame. */
-static uint32_t build_stack(sim *s, const site_desc *d, int autograd_thread)
-{
+static uint32_t build_stack(sim *s, const site_desc *d, int autograd_thread) {
     uint32_t node = 0;
     if (autograd_thread) {
         /* The autograd engine's own thread: no Python below it. */
@@ -231,8 +225,7 @@ static uint32_t build_stack(sim *s, const site_desc *d, int autograd_thread)
 /* ---- events ------------------------------------------------------------ */
 
 static void emit(sim *s, uint32_t device, trace_op op, trace_level level, uint64_t addr,
-                 uint64_t size, uint64_t requested, uint64_t stream, uint32_t stack, uint32_t tid)
-{
+                 uint64_t size, uint64_t requested, uint64_t stream, uint32_t stack, uint32_t tid) {
     if (s->done)
         return;
     tick(s);
@@ -255,8 +248,7 @@ static void emit(sim *s, uint32_t device, trace_op op, trace_level level, uint64
         s->done = 1;
 }
 
-static void driver_sample(sim *s, device_sim *d)
-{
+static void driver_sample(sim *s, device_sim *d) {
     if (s->done)
         return;
     const uint64_t context_bytes = 534ULL << 20; /* CUDA context + cuBLAS workspaces */
@@ -278,8 +270,7 @@ typedef struct effect_ctx {
     uint32_t stack, tid;
 } effect_ctx;
 
-static void forget_pending(device_sim *d, uint64_t addr)
-{
+static void forget_pending(device_sim *d, uint64_t addr) {
     for (size_t i = 0; i < d->pending_len; i++)
         if (d->pending[i].addr == addr) {
             d->pending[i] = d->pending[--d->pending_len];
@@ -289,8 +280,7 @@ static void forget_pending(device_sim *d, uint64_t addr)
 
 /* The allocator model's effects are what the driver-level recorder and the
  * allocator's own history would show: segments, failures, OOM. */
-static void on_effect(void *ctx, const am_effect *e)
-{
+static void on_effect(void *ctx, const am_effect *e) {
     effect_ctx *x = ctx;
     sim *s = x->s;
     uint32_t dev = x->d->device;
@@ -323,8 +313,7 @@ static void on_effect(void *ctx, const am_effect *e)
 
 /* Allocates like torch.empty(); an OOM yields a block of size 0. */
 static block sim_alloc(sim *s, device_sim *d, uint64_t requested, uint64_t stream, int site,
-                       uint32_t tid)
-{
+                       uint32_t tid) {
     block b = {0};
     if (s->done)
         return b;
@@ -342,8 +331,7 @@ static block sim_alloc(sim *s, device_sim *d, uint64_t requested, uint64_t strea
 /* Frees like a tensor's last reference going away. A block used on a side
  * stream is only free_requested: its free completes after the stream's
  * event, which the simulation models as a few allocations later. */
-static void sim_free(sim *s, device_sim *d, block *b, uint32_t tid)
-{
+static void sim_free(sim *s, device_sim *d, block *b, uint32_t tid) {
     if (!b->size || s->done) {
         b->size = 0;
         return;
@@ -360,8 +348,7 @@ static void sim_free(sim *s, device_sim *d, block *b, uint32_t tid)
     b->size = 0;
 }
 
-static void complete_pending_frees(sim *s, device_sim *d)
-{
+static void complete_pending_frees(sim *s, device_sim *d) {
     while (d->pending_len && !s->done) {
         block b = d->pending[--d->pending_len];
         if (am_free(d->model, b.addr) == AM_OK)
@@ -374,8 +361,7 @@ static void complete_pending_frees(sim *s, device_sim *d)
 
 enum { WEIGHTS_PER_LAYER = 6 };
 
-static void setup_device(sim *s, device_sim *d)
-{
+static void setup_device(sim *s, device_sim *d) {
     uint64_t h = s->cfg->hidden;
     size_t n = (size_t)s->cfg->layers * WEIGHTS_PER_LAYER;
     for (size_t i = 0; i < n; i++) {
@@ -388,8 +374,7 @@ static void setup_device(sim *s, device_sim *d)
     }
 }
 
-static void train_step(sim *s, device_sim *d, uint64_t step)
-{
+static void train_step(sim *s, device_sim *d, uint64_t step) {
     const sim_config *c = s->cfg;
     uint64_t h = c->hidden, tokens = c->tokens;
     size_t nparams = (size_t)c->layers * WEIGHTS_PER_LAYER;
@@ -468,16 +453,14 @@ static void train_step(sim *s, device_sim *d, uint64_t step)
     driver_sample(s, d);
 }
 
-static void marker(sim *s, trace_marker_kind kind, uint32_t name)
-{
+static void marker(sim *s, trace_marker_kind kind, uint32_t name) {
     if (s->done)
         return;
     trace_marker m = {.ts_ns = s->ts, .tid = TID_MAIN, .name_id = name, .kind = (uint8_t)kind};
     trace_writer_marker(s->w, &m);
 }
 
-static void write_preamble(sim *s)
-{
+static void write_preamble(sim *s) {
     const sim_config *c = s->cfg;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "synth --seed %llu --steps %u --devices %u --layers %u%s",
@@ -519,8 +502,7 @@ static void write_preamble(sim *s)
     }
 }
 
-sim_config sim_config_default(void)
-{
+sim_config sim_config_default(void) {
     return (sim_config){.seed = 1,
                         .steps = 20,
                         .devices = 1,
@@ -531,8 +513,7 @@ sim_config sim_config_default(void)
                         .device_memory = 80ULL << 30};
 }
 
-static int free_devices(sim *s, int rc)
-{
+static int free_devices(sim *s, int rc) {
     for (uint32_t i = 0; s->devs && i < s->cfg->devices; i++) {
         device_sim *d = &s->devs[i];
         am_model_free(d->model);
@@ -546,8 +527,7 @@ static int free_devices(sim *s, int rc)
     return rc;
 }
 
-int sim_run(const sim_config *cfg, trace_writer *w, sim_result *result, char *err, size_t errlen)
-{
+int sim_run(const sim_config *cfg, trace_writer *w, sim_result *result, char *err, size_t errlen) {
     if (cfg->devices < 1 || cfg->devices > 8 || cfg->streams < 1 || cfg->streams > 4 ||
         cfg->layers < 1 || cfg->layers > 1000 || cfg->hidden < 64 || cfg->tokens < 64) {
         snprintf(err, errlen,
