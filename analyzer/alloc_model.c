@@ -410,6 +410,31 @@ am_error am_block_place(am_model *model, uint64_t addr, uint64_t size, uint64_t 
     return AM_OK;
 }
 
+am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t requested,
+                                  uint64_t stream, uint64_t tag, am_block_info *out) {
+    if (!model || requested == 0 || requested > AM_MAX_REQUEST)
+        return AM_ERR_INVALID_ARG;
+    am_block *block = aml_block_containing(model, addr);
+    if (!block)
+        return AM_ERR_NO_SEGMENT;
+    uint64_t size = am_round_size(requested);
+    if (block->state != AM_BLOCK_INACTIVE || size > aml_block_end(block) - addr)
+        return AM_ERR_NOT_FREE;
+    /* PyTorch handed out the start of a free block and split off the rest only when
+     * should_split allowed it; otherwise the block kept the whole free block. What lies
+     * from addr on is that free block (before addr it may have merged with a neighbour
+     * freed since). */
+    uint64_t remaining = aml_block_end(block) - addr - size;
+    bool split = block->is_small ? remaining >= AM_MIN_BLOCK_SIZE
+                                 : size < model->config.max_split_size && remaining > AM_SMALL_SIZE;
+    if (!split)
+        size += remaining;
+    am_error e = am_block_place(model, addr, size, requested, stream, tag);
+    if (e == AM_OK && out)
+        am_block_lookup(model, addr, out);
+    return e;
+}
+
 am_error am_block_release(am_model *model, uint64_t addr) { return am_free(model, addr); }
 
 am_error am_block_mark_pending(am_model *model, uint64_t addr) {

@@ -193,10 +193,10 @@ am_error am_segment_remove(am_model *model, uint64_t addr);
 
 /* Expandable segments (PyTorch's cuMemMap/cuMemUnmap). A segment here is one contiguous
  * mapped range, as in PyTorch's snapshot. am_segment_map makes [addr, addr+size) inactive
- * memory: it extends an expandable segment of the same stream (and pool) that ends at addr
- * and/or one that starts at addr+size (joining them), keeping that segment's tag and pool (the
- * lower one's when joining), or else creates a new expandable segment with `tag` (small pool
- * when size <= AM_SMALL_BUFFER). A plain segment is never extended. */
+ * memory: it extends an expandable segment of the same stream that ends at addr, or one that
+ * starts at addr+size, or joins two such segments when they are in the same pool; the segment
+ * keeps its tag and pool (the lower one's when joining). Otherwise it creates a new expandable
+ * segment with `tag` (small pool when size <= AM_SMALL_BUFFER). Plain segments never grow. */
 am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
                         uint64_t tag);
 
@@ -210,6 +210,14 @@ am_error am_segment_unmap(am_model *model, uint64_t addr, uint64_t size);
  * addr, AM_ERR_NOT_FREE when the range is not inside one inactive block. */
 am_error am_block_place(am_model *model, uint64_t addr, uint64_t size, uint64_t requested,
                         uint64_t stream, uint64_t tag);
+
+/* Places a block as PyTorch's malloc did when only the request is known (its history records
+ * requested sizes): the block starts at `addr` inside an inactive block and takes
+ * round_size(requested), or everything up to the end of that inactive block when the rest is
+ * too small to split (should_split). *out (may be NULL) gets the block as placed. Errors as
+ * am_block_place. */
+am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t requested,
+                                  uint64_t stream, uint64_t tag, am_block_info *out);
 
 /* The same operations as am_free and am_free_request, named for the replay. */
 am_error am_block_release(am_model *model, uint64_t addr);

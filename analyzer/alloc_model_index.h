@@ -1,4 +1,5 @@
-/* alloc_model_index.h — the ordered index under the caching-allocator model (alloc_model.c).
+/* alloc_model_index.h — the ordered index under the caching-allocator model's layout
+ * (alloc_model_layout.c).
  *
  * Internal to the model: not a public API. An intrusive treap: the caller embeds an ami_node in
  * its own struct (a block can sit in two trees at once through two embedded nodes), so the
@@ -22,7 +23,7 @@
  *
  * Keys must be unique within a tree. A caller may change a node's key in place when the change
  * keeps the node between its neighbours (e.g. a block growing downwards into a range nobody
- * else holds); any other key change is remove, edit, insert. */
+ * else holds); any other key change goes through ami_update. */
 #ifndef GMT_ALLOC_MODEL_INDEX_H
 #define GMT_ALLOC_MODEL_INDEX_H
 

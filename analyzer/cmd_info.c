@@ -41,8 +41,7 @@ typedef struct info {
     int have_end;
 } info;
 
-static void note_ts(info *in, uint64_t ts)
-{
+static void note_ts(info *in, uint64_t ts) {
     if (!in->any_ts || ts < in->first_ts)
         in->first_ts = ts;
     if (!in->any_ts || ts > in->last_ts)
@@ -50,8 +49,7 @@ static void note_ts(info *in, uint64_t ts)
     in->any_ts = 1;
 }
 
-static int keep_string(info *in, const trace_string *s)
-{
+static int keep_string(info *in, const trace_string *s) {
     if (s->string_id >= in->strings_cap) {
         size_t cap = in->strings_cap ? in->strings_cap : 256;
         while (cap <= s->string_id)
@@ -68,15 +66,13 @@ static int keep_string(info *in, const trace_string *s)
     return in->strings[s->string_id] ? 0 : -1;
 }
 
-static const char *string_of(const info *in, uint32_t id)
-{
+static const char *string_of(const info *in, uint32_t id) {
     return id < in->strings_cap && in->strings[id] ? in->strings[id] : NULL;
 }
 
 /* Steps open with a range or a mark whose name follows the step rule, or
  * with an explicit STEP_BEGIN; info only counts them. */
-static void note_marker(info *in, const trace_marker *m)
-{
+static void note_marker(info *in, const trace_marker *m) {
     note_ts(in, m->ts_ns);
     int64_t number = -1;
     int is_step = 0;
@@ -97,8 +93,7 @@ static void note_marker(info *in, const trace_marker *m)
     in->steps++;
 }
 
-static void note_event(info *in, const trace_event *ev)
-{
+static void note_event(info *in, const trace_event *ev) {
     note_ts(in, ev->ts_ns);
     if (ev->device >= MAX_DEVICES) {
         in->other_device_events++;
@@ -111,14 +106,21 @@ static void note_event(info *in, const trace_event *ev)
     d->by_level[ev->level]++;
 }
 
-static void note_record(info *in, const trace_record *rec)
-{
+static void note_record(info *in, const trace_record *rec) {
     in->by_kind[rec->kind & 0xff]++;
     switch (rec->kind) {
-    case TRACE_REC_EVENT: note_event(in, &rec->u.event); break;
-    case TRACE_REC_STRING: keep_string(in, &rec->u.string); break;
-    case TRACE_REC_MARKER: note_marker(in, &rec->u.marker); break;
-    case TRACE_REC_COUNTER: note_ts(in, rec->u.counter.ts_ns); break;
+    case TRACE_REC_EVENT:
+        note_event(in, &rec->u.event);
+        break;
+    case TRACE_REC_STRING:
+        keep_string(in, &rec->u.string);
+        break;
+    case TRACE_REC_MARKER:
+        note_marker(in, &rec->u.marker);
+        break;
+    case TRACE_REC_COUNTER:
+        note_ts(in, rec->u.counter.ts_ns);
+        break;
     case TRACE_REC_DEVICE:
         if (rec->u.device.device < MAX_DEVICES) {
             device_tally *d = &in->devices[rec->u.device.device];
@@ -138,12 +140,12 @@ static void note_record(info *in, const trace_record *rec)
         in->end = rec->u.end;
         in->have_end = 1;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
-static void print_info(const char *path, const info *in, const trace_reader *r)
-{
+static void print_info(const char *path, const info *in, const trace_reader *r) {
     const trace_reader_stats *st = trace_reader_get_stats(r);
     char b1[32];
     printf("trace: %s (%s, format v%u, %llu zstd frames)\n", path,
@@ -206,15 +208,13 @@ static void print_info(const char *path, const info *in, const trace_reader *r)
         printf("warning: ... and %zu more\n", nw - TRACE_READER_MAX_WARNINGS);
 }
 
-static void info_usage(FILE *out)
-{
+static void info_usage(FILE *out) {
     fprintf(out, "usage: memanalyze info TRACE\n"
                  "Prints what a trace holds: record counts by kind, events per device and op,\n"
                  "time span, steps, how the recording ended, and any damage found.\n");
 }
 
-int cmd_info(int argc, char **argv)
-{
+int cmd_info(int argc, char **argv) {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     optind = 1;

@@ -7,5 +7,7 @@
 #define GMT_COMMANDS_H
 
 int cmd_info(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_sql(int argc, char **argv);
 
 #endif

@@ -14,18 +14,18 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
+    {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
+    {"sql", cmd_sql, "run an SQL query on the replayed database"},
 };
 
-static void usage(FILE *out)
-{
+static void usage(FILE *out) {
     fprintf(out, "usage: memanalyze COMMAND [options] INPUT\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`memanalyze COMMAND --help` describes a command.\n");
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

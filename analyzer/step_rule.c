@@ -12,8 +12,7 @@
 #include <ctype.h>
 #include <string.h>
 
-static const char *find_word(const char *name, const char *word, size_t wlen)
-{
+static const char *find_word(const char *name, const char *word, size_t wlen) {
     for (const char *p = name; *p; p++) {
         size_t i = 0;
         while (i < wlen && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)word[i]))
@@ -24,8 +23,7 @@ static const char *find_word(const char *name, const char *word, size_t wlen)
     return NULL;
 }
 
-int step_rule_match(const char *name, const char *word, int64_t *number)
-{
+int step_rule_match(const char *name, const char *word, int64_t *number) {
     if (!word || !*word)
         word = "step";
     size_t wlen = strlen(word);

@@ -4,8 +4,7 @@
 
 #include <stdio.h>
 
-const char *units_bytes(uint64_t bytes, char *buf, size_t len)
-{
+const char *units_bytes(uint64_t bytes, char *buf, size_t len) {
     static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     if (bytes < 1024) {
         snprintf(buf, len, "%llu B", (unsigned long long)bytes);
@@ -21,8 +20,7 @@ const char *units_bytes(uint64_t bytes, char *buf, size_t len)
     return buf;
 }
 
-const char *units_duration(uint64_t ns, char *buf, size_t len)
-{
+const char *units_duration(uint64_t ns, char *buf, size_t len) {
     if (ns < 1000)
         snprintf(buf, len, "%llu ns", (unsigned long long)ns);
     else if (ns < 1000000)

@@ -21,15 +21,13 @@ typedef struct stored {
     trace_symbol_entry *entries;
 } stored;
 
-static double now(void)
-{
+static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int encode(const stored *recs, size_t n, const char *path)
-{
+static int encode(const stored *recs, size_t n, const char *path) {
     char err[256];
     trace_writer *w = trace_writer_open(path, NULL, err, sizeof err);
     if (!w)
@@ -37,24 +35,38 @@ static int encode(const stored *recs, size_t n, const char *path)
     for (size_t i = 0; i < n; i++) {
         const trace_record *r = &recs[i].rec;
         switch (r->kind) {
-        case TRACE_REC_EVENT: trace_writer_event(w, &r->u.event); break;
-        case TRACE_REC_STRING: trace_writer_string(w, recs[i].text, r->u.string.text.len); break;
-        case TRACE_REC_FRAME: trace_writer_frame(w, &r->u.frame); break;
+        case TRACE_REC_EVENT:
+            trace_writer_event(w, &r->u.event);
+            break;
+        case TRACE_REC_STRING:
+            trace_writer_string(w, recs[i].text, r->u.string.text.len);
+            break;
+        case TRACE_REC_FRAME:
+            trace_writer_frame(w, &r->u.frame);
+            break;
         case TRACE_REC_STACK:
             trace_writer_stack(w, r->u.stack.parent_id, r->u.stack.frame_id);
             break;
-        case TRACE_REC_MARKER: trace_writer_marker(w, &r->u.marker); break;
-        case TRACE_REC_COUNTER: trace_writer_counter(w, &r->u.counter); break;
-        case TRACE_REC_SYMBOL: trace_writer_symbol(w, &r->u.symbol); break;
-        case TRACE_REC_THREAD: trace_writer_thread(w, &r->u.thread); break;
-        default: break; /* process/device/module/end: a handful, strings omitted */
+        case TRACE_REC_MARKER:
+            trace_writer_marker(w, &r->u.marker);
+            break;
+        case TRACE_REC_COUNTER:
+            trace_writer_counter(w, &r->u.counter);
+            break;
+        case TRACE_REC_SYMBOL:
+            trace_writer_symbol(w, &r->u.symbol);
+            break;
+        case TRACE_REC_THREAD:
+            trace_writer_thread(w, &r->u.thread);
+            break;
+        default:
+            break; /* process/device/module/end: a handful, strings omitted */
         }
     }
     return trace_writer_close(w, NULL, err, sizeof err);
 }
 
-static uint64_t decode(const char *path)
-{
+static uint64_t decode(const char *path) {
     char err[256];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
@@ -73,8 +85,7 @@ static uint64_t decode(const char *path)
     return events;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_codec TRACE [repeats]\n");
         return 2;

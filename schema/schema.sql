@@ -314,7 +314,7 @@ CREATE TABLE markers (
   marker_id       INTEGER PRIMARY KEY, -- order of the marker in the trace
   ts_ns           INTEGER NOT NULL,    -- when, ns since the first recorded event (may be negative)
   tid             INTEGER,             -- OS thread that made the call; NULL: process-wide or unknown (snapshot annotations)
-  kind            TEXT NOT NULL,       -- 'push' / 'pop' (nvtxRangePush/Pop), 'start' / 'end' (nvtxRangeStart/End, snapshot START/END), 'mark'
+  kind            TEXT NOT NULL,       -- 'push' / 'pop' (nvtxRangePush/Pop), 'start' / 'end' (nvtxRangeStart/End, snapshot START/END), 'mark', 'step_begin' / 'step_end' (memrec.h explicit steps)
   name            TEXT,                -- message; on 'pop'/'end' rows the name of the range they close; NULL: none
   domain          TEXT,                -- NVTX domain name; NULL: the default domain
   begin_marker_id INTEGER              -- on 'pop'/'end': marker_id of the 'push'/'start' it closes; NULL otherwise or unmatched

@@ -239,7 +239,8 @@ static void emit(sim *s, uint32_t device, trace_op op, trace_level level, uint64
                       .device = device,
                       .op = (uint8_t)op,
                       .level = (uint8_t)level,
-                      .kind = TRACE_KIND_DEVICE};
+                      .kind = TRACE_KIND_DEVICE,
+                      .source = TRACE_SOURCE_TORCH};
     if (trace_writer_event(s->w, &ev) != 0) {
         s->failed = s->done = 1;
         return;

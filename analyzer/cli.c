@@ -1,0 +1,47 @@
+/* cli.c — shared plumbing of the memanalyze commands (see cli.h). */
+#include "cli.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memanalyze: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
+    char path[PATH_MAX + 64], err[1024];
+    if (input_database(input, opt, path, sizeof path, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        cli_error("cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
+        sqlite3_close(*db);
+        *db = NULL;
+        return 2;
+    }
+    /* A database made by someone else must still be ours. */
+    long long version = cli_query_int(*db, "SELECT value FROM meta WHERE key='schema_version'", -1);
+    if (version != 1) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return cli_error("%s is not a memanalyze database (schema version %lld)", path, version);
+    }
+    return 0;
+}
+
+long long cli_query_int(sqlite3 *db, const char *sql, long long dflt) {
+    sqlite3_stmt *st;
+    long long v = dflt;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dflt;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}

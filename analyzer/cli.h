@@ -1,0 +1,22 @@
+/* cli.h — what every memanalyze command does the same way: print an error
+ * as one line, and get a read-only SQLite handle on the database of any
+ * input (building it on first use, see input.h). */
+#ifndef GMT_CLI_H
+#define GMT_CLI_H
+
+#include "input.h"
+
+#include <sqlite3.h>
+
+/* Prints "memanalyze: <message>" on stderr and returns 2 (the exit status
+ * for a user error), so commands can `return cli_error(...)`. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Opens the database of `input` read-only into *db. Returns 0, or prints
+ * the error and returns 2. */
+int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);
+
+/* Runs a query that returns one integer (or NULL -> dflt). */
+long long cli_query_int(sqlite3 *db, const char *sql, long long dflt);
+
+#endif

@@ -1,0 +1,220 @@
+/* cmd_sql.c — `memanalyze sql INPUT "SELECT ..."`: a query on the input's
+ * database, printed as an aligned table (bytes in binary units where the
+ * column holds bytes), CSV or JSON. */
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "units.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_MAX_ROWS 10000
+
+enum format { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
+
+static void sql_usage(FILE *out) {
+    fprintf(out, "usage: memanalyze sql INPUT \"SELECT ...\" [--csv | --json] [--raw]\n"
+                 "Runs one SQL query on the input's database (see schema/schema.sql).\n"
+                 "  --csv    comma-separated values with a header line\n"
+                 "  --json   an array of objects\n"
+                 "  --raw    table output without byte units\n");
+}
+
+/* A column holds bytes when its name says so: *_bytes, size, *_size, bytes. */
+static int is_bytes_column(const char *name) {
+    size_t n = strlen(name);
+    return strstr(name, "bytes") != NULL || !strcmp(name, "size") ||
+           (n > 5 && !strcmp(name + n - 5, "_size"));
+}
+
+static void csv_field(FILE *out, const char *s) {
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static char *cell_text(sqlite3_stmt *st, int i, int human) {
+    char buf[64];
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_NULL:
+        return strdup("NULL");
+    case SQLITE_INTEGER:
+        if (human && sqlite3_column_int64(st, i) >= 0)
+            return strdup(units_bytes((uint64_t)sqlite3_column_int64(st, i), buf, sizeof buf));
+        snprintf(buf, sizeof buf, "%lld", (long long)sqlite3_column_int64(st, i));
+        return strdup(buf);
+    case SQLITE_FLOAT:
+        snprintf(buf, sizeof buf, "%.6g", sqlite3_column_double(st, i));
+        return strdup(buf);
+    default:
+        return strdup((const char *)sqlite3_column_text(st, i));
+    }
+}
+
+static int print_table(sqlite3_stmt *st, int raw) {
+    int ncol = sqlite3_column_count(st);
+    size_t rows = 0, cap = 64, more = 0;
+    char **cells = malloc(cap * (size_t)ncol * sizeof *cells);
+    size_t *width = calloc((size_t)ncol, sizeof *width);
+    int *human = calloc((size_t)ncol, sizeof *human);
+    for (int i = 0; i < ncol; i++) {
+        width[i] = strlen(sqlite3_column_name(st, i));
+        human[i] = !raw && is_bytes_column(sqlite3_column_name(st, i));
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (rows == TABLE_MAX_ROWS) {
+            more++;
+            continue;
+        }
+        if (rows == cap)
+            cells = realloc(cells, (cap *= 2) * (size_t)ncol * sizeof *cells);
+        for (int i = 0; i < ncol; i++) {
+            char *t = cell_text(st, i, human[i]);
+            cells[rows * (size_t)ncol + (size_t)i] = t;
+            if (strlen(t) > width[i])
+                width[i] = strlen(t);
+        }
+        rows++;
+    }
+    for (int i = 0; i < ncol; i++)
+        printf("%s%-*s", i ? "  " : "", (int)width[i], sqlite3_column_name(st, i));
+    putchar('\n');
+    for (int i = 0; i < ncol; i++) {
+        printf("%s", i ? "  " : "");
+        for (size_t k = 0; k < width[i]; k++)
+            putchar('-');
+    }
+    putchar('\n');
+    for (size_t r = 0; r < rows; r++) {
+        for (int i = 0; i < ncol; i++) {
+            char *t = cells[r * (size_t)ncol + (size_t)i];
+            int right = sqlite3_column_decltype(st, i) == NULL || human[i] || t[0] == '-' ||
+                        (t[0] >= '0' && t[0] <= '9');
+            printf(right ? "%s%*s" : "%s%-*s", i ? "  " : "", (int)width[i], t);
+            free(t);
+        }
+        putchar('\n');
+    }
+    printf("(%zu row%s)\n", rows + more, rows + more == 1 ? "" : "s");
+    if (more)
+        printf("(showing the first %d; use --csv or --json for all)\n", TABLE_MAX_ROWS);
+    free(cells);
+    free(width);
+    free(human);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int print_stream(sqlite3_stmt *st, enum format f) {
+    int ncol = sqlite3_column_count(st);
+    if (f == FORMAT_CSV) {
+        for (int i = 0; i < ncol; i++) {
+            if (i)
+                putchar(',');
+            csv_field(stdout, sqlite3_column_name(st, i));
+        }
+        putchar('\n');
+    } else {
+        putchar('[');
+    }
+    int rc, first = 1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (f == FORMAT_JSON)
+            printf(first ? "\n  {" : ",\n  {");
+        first = 0;
+        for (int i = 0; i < ncol; i++) {
+            int type = sqlite3_column_type(st, i);
+            if (f == FORMAT_CSV) {
+                if (i)
+                    putchar(',');
+                csv_field(stdout,
+                          type == SQLITE_NULL ? NULL : (const char *)sqlite3_column_text(st, i));
+                continue;
+            }
+            printf(i ? ", " : "");
+            json_string(stdout, sqlite3_column_name(st, i));
+            putchar(':');
+            if (type == SQLITE_NULL)
+                fputs("null", stdout);
+            else if (type == SQLITE_INTEGER)
+                printf("%lld", (long long)sqlite3_column_int64(st, i));
+            else if (type == SQLITE_FLOAT)
+                json_number(stdout, sqlite3_column_double(st, i));
+            else
+                json_string(stdout, (const char *)sqlite3_column_text(st, i));
+        }
+        if (f == FORMAT_CSV)
+            putchar('\n');
+        else
+            putchar('}');
+    }
+    if (f == FORMAT_JSON)
+        printf(first ? "]\n" : "\n]\n");
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int cmd_sql(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"csv", no_argument, 0, 'c'},  {"json", no_argument, 0, 'j'},
+        {"raw", no_argument, 0, 'r'},  {"step-rule", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    enum format f = FORMAT_TABLE;
+    int raw = 0, c;
+    input_options io = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            f = FORMAT_CSV;
+            break;
+        case 'j':
+            f = FORMAT_JSON;
+            break;
+        case 'r':
+            raw = 1;
+            break;
+        case 's':
+            io.step_word = optarg;
+            break;
+        case 'h':
+            sql_usage(stdout);
+            return 0;
+        default:
+            sql_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 2) {
+        sql_usage(stderr);
+        return 2;
+    }
+    sqlite3 *db;
+    int status = cli_open_db(argv[optind], &io, &db);
+    if (status)
+        return status;
+    sqlite3_stmt *st;
+    const char *tail;
+    if (sqlite3_prepare_v2(db, argv[optind + 1], -1, &st, &tail) != SQLITE_OK) {
+        status = cli_error("SQL error: %s", sqlite3_errmsg(db));
+    } else {
+        int rc = f == FORMAT_TABLE ? print_table(st, raw) : print_stream(st, f);
+        if (rc != 0)
+            status = cli_error("SQL error: %s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return status;
+}

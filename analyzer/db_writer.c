@@ -1,0 +1,558 @@
+/* db_writer.c — bulk loading of the replay into SQLite.
+ *
+ * Shaped by the row budget of DESIGN.md: SQLite takes ~1.5 M narrow rows/s
+ * when it is one transaction, statements are prepared once, the journal is
+ * off and no index exists during the load. So: the schema's first part
+ * (tables, views) runs at open, rows go through one prepared statement per
+ * table, and the schema's index part runs once at the end. The database is
+ * written under a temporary name and renamed into place by finish, so a
+ * crash or an abort never leaves a half-built database where a later run
+ * would take it for a finished one.
+ *
+ * Event rows, the bulk, are inserted on a thread of their own: the replay
+ * fills a batch, hands it over and goes on with the next while this thread
+ * binds the rows, MULTI_ROWS per statement (one statement per row costs
+ * SQLite more than the columns do). The few other rows are written by the
+ * caller's thread directly. One connection serves both, so every use of it
+ * holds `lock`; a bounded queue of batches keeps memory flat. */
+#include "db_writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BATCH_ROWS 4096
+#define MULTI_ROWS 16 /* rows per INSERT statement on the event thread */
+#define QUEUE_BATCHES 4
+#define EVENT_COLUMNS 21
+#define INDEX_MARK "\n-- @@ indexes" /* at the start of a line */
+
+enum statement {
+    ST_EVENT,
+    ST_SEGMENT,
+    ST_MARKER,
+    ST_STEP,
+    ST_DEVICE,
+    ST_BUCKET,
+    ST_COUNTER,
+    ST_FRAME,
+    ST_STACK,
+    ST_MODULE,
+    ST_WARNING,
+    ST_META,
+    ST_COUNT
+};
+
+static const char *const statement_sql[ST_COUNT] = {
+    /* Columns are named, so the schema may add or reorder columns freely. */
+    [ST_EVENT] = "INSERT INTO event_rows (event_id, ts_ns, device, op, level, kind, source, addr,"
+                 " size, requested_size, stream, pool, tid, stack_id, segment_id, alloc_event_id,"
+                 " allocated_bytes, requested_bytes, reserved_bytes, segments, largest_free_bytes)"
+                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SEGMENT] = "INSERT INTO segments (segment_id, device, kind, addr, size, requested_size,"
+                   " stream, pool, mapped, whole_block, tid, alloc_ts_ns, free_ts_ns,"
+                   " free_event_id, stack_id, driver_stack_id, free_stack_id)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_MARKER] = "INSERT INTO markers (marker_id, ts_ns, tid, kind, name, domain,"
+                  " begin_marker_id) VALUES (?,?,?,?,?,?,?)",
+    [ST_STEP] = "INSERT OR REPLACE INTO steps (step, name, begin_ts_ns, end_ts_ns,"
+                " begin_event_id, end_event_id) VALUES (?,?,?,?,?,?)",
+    [ST_DEVICE] = "INSERT OR REPLACE INTO devices (device, name, total_bytes,"
+                  " peak_allocated_bytes, peak_allocated_event_id, peak_reserved_bytes,"
+                  " peak_reserved_event_id) VALUES (?,?,?,?,?,?,?)",
+    [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
+                  " first_event_id, last_event_id, events, min_allocated_bytes,"
+                  " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
+                  " max_requested_bytes, min_largest_free_bytes)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_COUNTER] = "INSERT INTO counters (ts_ns, device, kind, pool, value) VALUES (?,?,?,?,?)",
+    [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined)"
+                 " VALUES (?,?,?,?,?,?,?)",
+    [ST_STACK] = "INSERT OR REPLACE INTO stacks (stack_id, parent_id, frame_id) VALUES (?,?,?)",
+    [ST_MODULE] = "INSERT OR REPLACE INTO modules (module_id, path, build_id, load_base)"
+                  " VALUES (?,?,?,?)",
+    [ST_WARNING] = "INSERT INTO warnings (event_id, code, message) VALUES (?,?,?)",
+    [ST_META] = "INSERT OR REPLACE INTO meta VALUES (?,?)",
+};
+
+typedef struct event_batch {
+    size_t len;
+    db_event_row rows[BATCH_ROWS];
+} event_batch;
+
+struct db_writer {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    sqlite3_stmt *multi_event; /* MULTI_ROWS rows per step */
+    char *path, *tmp_path;
+    char error[512];
+
+    pthread_mutex_t lock; /* the connection: one user at a time */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t queue_lock;
+    pthread_cond_t queue_changed;
+    event_batch *full[QUEUE_BATCHES]; /* FIFO of batches to insert */
+    size_t full_head, full_len;
+    event_batch *spare[QUEUE_BATCHES + 1];
+    size_t spare_len;
+    event_batch *filling;
+    int stopping, thread_failed;
+};
+
+static int fail(db_writer *w, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->error, sizeof w->error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int fail_sqlite(db_writer *w, const char *what) {
+    return fail(w, "database %s: %s: %s", w->path, what, sqlite3_errmsg(w->db));
+}
+
+static void stop_thread(db_writer *w) {
+    if (!w->thread_started)
+        return;
+    pthread_mutex_lock(&w->queue_lock);
+    w->stopping = 1;
+    pthread_cond_broadcast(&w->queue_changed);
+    pthread_mutex_unlock(&w->queue_lock);
+    pthread_join(w->thread, NULL);
+    w->thread_started = 0;
+}
+
+static void close_db(db_writer *w) {
+    stop_thread(w);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(w->st[i]);
+    sqlite3_finalize(w->multi_event);
+    sqlite3_close(w->db);
+    w->db = NULL;
+}
+
+static void free_writer(db_writer *w) {
+    free(w->filling);
+    for (size_t i = 0; i < w->spare_len; i++)
+        free(w->spare[i]);
+    for (size_t i = 0; i < w->full_len; i++)
+        free(w->full[(w->full_head + i) % QUEUE_BATCHES]);
+    pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->queue_lock);
+    pthread_cond_destroy(&w->queue_changed);
+    free(w->path);
+    free(w->tmp_path);
+    free(w);
+}
+
+static void *event_thread(void *arg);
+
+/* The multi-row statement and the batches; then the event thread starts. */
+static int start_event_thread(db_writer *w) {
+    char *sql = malloc(256 + MULTI_ROWS * (EVENT_COLUMNS * 2 + 4));
+    if (!sql)
+        return -1;
+    const char *insert = statement_sql[ST_EVENT];
+    size_t head = (size_t)(strstr(insert, "VALUES") - insert) + 6;
+    memcpy(sql, insert, head);
+    char *p = sql + head;
+    for (int r = 0; r < MULTI_ROWS; r++) {
+        p += sprintf(p, "%s(?", r ? "," : " ");
+        for (int c = 1; c < EVENT_COLUMNS; c++)
+            p += sprintf(p, ",?");
+        *p++ = ')';
+    }
+    *p = 0;
+    int rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &w->multi_event, NULL);
+    free(sql);
+    if (rc != SQLITE_OK)
+        return -1;
+    w->filling = malloc(sizeof *w->filling);
+    if (!w->filling)
+        return -1;
+    w->filling->len = 0;
+    for (; w->spare_len < QUEUE_BATCHES + 1; w->spare_len++)
+        if (!(w->spare[w->spare_len] = calloc(1, sizeof(event_batch))))
+            return -1;
+    if (pthread_create(&w->thread, NULL, event_thread, w) != 0)
+        return -1;
+    w->thread_started = 1;
+    return 0;
+}
+
+db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
+    db_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->queue_lock, NULL);
+    pthread_cond_init(&w->queue_changed, NULL);
+    w->path = strdup(path);
+    size_t n = strlen(path) + 32;
+    w->tmp_path = malloc(n);
+    if (!w->path || !w->tmp_path) {
+        snprintf(err, errlen, "out of memory");
+        free_writer(w);
+        return NULL;
+    }
+    snprintf(w->tmp_path, n, "%s.tmp-%d", path, (int)getpid());
+    unlink(w->tmp_path);
+    if (sqlite3_open_v2(w->tmp_path, &w->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot create database %s: %s", w->tmp_path,
+                 w->db ? sqlite3_errmsg(w->db) : "out of memory");
+        close_db(w);
+        free_writer(w);
+        return NULL;
+    }
+    /* A fresh file that only this process writes: no journal, no syncs
+     * until the end, big pages and cache for the bulk load. */
+    const char *setup = "PRAGMA journal_mode=OFF;"
+                        "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+                        "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;";
+    char *schema = strdup(schema_sql_text);
+    char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
+    if (!schema || !mark) {
+        snprintf(err, errlen, "%s", schema ? "schema.sql has no index part" : "out of memory");
+        free(schema);
+        close_db(w);
+        unlink(w->tmp_path);
+        free_writer(w);
+        return NULL;
+    }
+    *mark = 0; /* tables and views only; the indexes come after the load */
+    int ok = sqlite3_exec(w->db, setup, NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(w->db, schema, NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    free(schema);
+    for (int i = 0; ok && i < ST_COUNT; i++)
+        ok = sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
+                                NULL) == SQLITE_OK;
+    ok = ok && start_event_thread(w) == 0;
+    if (!ok) {
+        snprintf(err, errlen, "creating database %s: %s", w->tmp_path, sqlite3_errmsg(w->db));
+        close_db(w);
+        unlink(w->tmp_path);
+        free_writer(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void bind_int(sqlite3_stmt *st, int i, int64_t v) {
+    if (v == DB_NULL)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s) {
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* The other rows: the caller binds under the lock (see begin), steps here. */
+static sqlite3_stmt *begin(db_writer *w, enum statement which) {
+    pthread_mutex_lock(&w->lock);
+    return w->st[which];
+}
+
+static int step(db_writer *w, enum statement which) {
+    sqlite3_stmt *st = w->st[which];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    pthread_mutex_unlock(&w->lock);
+    if (rc != SQLITE_DONE)
+        return fail(w, "database %s: insert: %s", w->path, sqlite3_errstr(rc));
+    return 0;
+}
+
+static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r);
+
+/* Inserts a batch, MULTI_ROWS at a time; the lock is taken per statement so
+ * the caller's occasional rows never wait long. */
+static int insert_batch(db_writer *w, const event_batch *b) {
+    size_t i = 0;
+    int rc = SQLITE_DONE;
+    while (i < b->len && rc == SQLITE_DONE) {
+        pthread_mutex_lock(&w->lock);
+        if (b->len - i >= MULTI_ROWS) {
+            for (int k = 0; k < MULTI_ROWS; k++)
+                bind_event(w->multi_event, k * EVENT_COLUMNS + 1, &b->rows[i + (size_t)k]);
+            rc = sqlite3_step(w->multi_event);
+            sqlite3_reset(w->multi_event);
+            i += MULTI_ROWS;
+        } else {
+            bind_event(w->st[ST_EVENT], 1, &b->rows[i++]);
+            rc = sqlite3_step(w->st[ST_EVENT]);
+            sqlite3_reset(w->st[ST_EVENT]);
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (rc != SQLITE_DONE)
+        return fail(w, "database %s: inserting events: %s", w->path, sqlite3_errstr(rc));
+    return 0;
+}
+
+static void *event_thread(void *arg) {
+    db_writer *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->queue_lock);
+        while (!w->full_len && !w->stopping)
+            pthread_cond_wait(&w->queue_changed, &w->queue_lock);
+        if (!w->full_len) {
+            pthread_mutex_unlock(&w->queue_lock);
+            return NULL;
+        }
+        event_batch *b = w->full[w->full_head];
+        w->full_head = (w->full_head + 1) % QUEUE_BATCHES;
+        w->full_len--;
+        pthread_mutex_unlock(&w->queue_lock);
+
+        int failed = !w->thread_failed && insert_batch(w, b) != 0;
+        pthread_mutex_lock(&w->queue_lock);
+        if (failed)
+            w->thread_failed = 1;
+        b->len = 0;
+        w->spare[w->spare_len++] = b;
+        pthread_cond_broadcast(&w->queue_changed);
+        pthread_mutex_unlock(&w->queue_lock);
+    }
+}
+
+/* Queues the filling batch and takes an empty one (waiting while the
+ * event thread is behind: the queue is bounded). */
+static int hand_over(db_writer *w) {
+    pthread_mutex_lock(&w->queue_lock);
+    while (w->full_len == QUEUE_BATCHES || !w->spare_len)
+        pthread_cond_wait(&w->queue_changed, &w->queue_lock);
+    w->full[(w->full_head + w->full_len) % QUEUE_BATCHES] = w->filling;
+    w->full_len++;
+    w->filling = w->spare[--w->spare_len];
+    int failed = w->thread_failed;
+    pthread_cond_broadcast(&w->queue_changed);
+    pthread_mutex_unlock(&w->queue_lock);
+    return failed ? -1 : 0;
+}
+
+static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r) {
+    const int64_t v[EVENT_COLUMNS] = {r->event_id,
+                                      r->ts_ns,
+                                      r->device,
+                                      r->op,
+                                      r->level,
+                                      r->kind,
+                                      r->source,
+                                      r->addr,
+                                      r->size,
+                                      r->requested_size,
+                                      r->stream,
+                                      r->pool,
+                                      r->tid,
+                                      r->stack_id,
+                                      r->segment_id,
+                                      r->alloc_event_id,
+                                      r->allocated_bytes,
+                                      r->requested_bytes,
+                                      r->reserved_bytes,
+                                      r->segments,
+                                      r->largest_free_bytes};
+    for (int i = 0; i < EVENT_COLUMNS; i++)
+        bind_int(st, first + i, v[i]);
+}
+
+int db_writer_event(db_writer *w, const db_event_row *r) {
+    w->filling->rows[w->filling->len++] = *r;
+    if (w->filling->len == BATCH_ROWS)
+        return hand_over(w);
+    return 0;
+}
+
+int db_writer_segment(db_writer *w, const db_segment_row *r) {
+    sqlite3_stmt *st = begin(w, ST_SEGMENT);
+    bind_int(st, 1, r->segment_id);
+    bind_int(st, 2, r->device);
+    bind_text(st, 3, r->kind);
+    const int64_t v[] = {r->addr,
+                         r->size,
+                         r->requested_size,
+                         r->stream,
+                         r->pool,
+                         r->mapped,
+                         r->whole_block,
+                         r->tid,
+                         r->alloc_ts_ns,
+                         r->free_ts_ns,
+                         r->free_event_id,
+                         r->stack_id,
+                         r->driver_stack_id,
+                         r->free_stack_id};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+        bind_int(st, i + 4, v[i]);
+    return step(w, ST_SEGMENT);
+}
+
+int db_writer_marker(db_writer *w, const db_marker_row *r) {
+    sqlite3_stmt *st = begin(w, ST_MARKER);
+    bind_int(st, 1, r->marker_id);
+    bind_int(st, 2, r->ts_ns);
+    bind_int(st, 3, r->tid);
+    bind_text(st, 4, r->kind);
+    bind_text(st, 5, r->name);
+    bind_text(st, 6, r->domain);
+    bind_int(st, 7, r->begin_marker_id);
+    return step(w, ST_MARKER);
+}
+
+int db_writer_step(db_writer *w, const db_step_row *r) {
+    sqlite3_stmt *st = begin(w, ST_STEP);
+    bind_int(st, 1, r->step);
+    bind_text(st, 2, r->name);
+    bind_int(st, 3, r->begin_ts_ns);
+    bind_int(st, 4, r->end_ts_ns);
+    bind_int(st, 5, r->begin_event_id);
+    bind_int(st, 6, r->end_event_id);
+    return step(w, ST_STEP);
+}
+
+int db_writer_device(db_writer *w, const db_device_row *r) {
+    sqlite3_stmt *st = begin(w, ST_DEVICE);
+    bind_int(st, 1, r->device);
+    bind_text(st, 2, r->name);
+    bind_int(st, 3, r->total_bytes);
+    bind_int(st, 4, r->peak_allocated_bytes);
+    bind_int(st, 5, r->peak_allocated_event_id);
+    bind_int(st, 6, r->peak_reserved_bytes);
+    bind_int(st, 7, r->peak_reserved_event_id);
+    return step(w, ST_DEVICE);
+}
+
+int db_writer_bucket(db_writer *w, const db_bucket_row *r) {
+    sqlite3_stmt *st = begin(w, ST_BUCKET);
+    const int64_t v[] = {r->device,        r->bucket_ns,    r->bucket,        r->first_event_id,
+                         r->last_event_id, r->events,       r->min_allocated, r->max_allocated,
+                         r->min_reserved,  r->max_reserved, r->max_requested, r->min_largest_free};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+        bind_int(st, i + 1, v[i]);
+    return step(w, ST_BUCKET);
+}
+
+int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t device, const char *kind, int64_t pool,
+                      int64_t value) {
+    sqlite3_stmt *st = begin(w, ST_COUNTER);
+    bind_int(st, 1, ts_ns);
+    bind_int(st, 2, device);
+    bind_text(st, 3, kind);
+    bind_int(st, 4, pool);
+    bind_int(st, 5, value);
+    return step(w, ST_COUNTER);
+}
+
+int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
+                    int64_t line, const char *module, int64_t ip, int inlined) {
+    sqlite3_stmt *st = begin(w, ST_FRAME);
+    bind_int(st, 1, frame_id);
+    bind_text(st, 2, name);
+    bind_text(st, 3, file);
+    bind_int(st, 4, line);
+    bind_text(st, 5, module);
+    bind_int(st, 6, ip);
+    bind_int(st, 7, inlined);
+    return step(w, ST_FRAME);
+}
+
+int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id) {
+    sqlite3_stmt *st = begin(w, ST_STACK);
+    bind_int(st, 1, stack_id);
+    bind_int(st, 2, parent_id);
+    bind_int(st, 3, frame_id);
+    return step(w, ST_STACK);
+}
+
+int db_writer_module(db_writer *w, int64_t module_id, const char *path, const char *build_id,
+                     int64_t load_base) {
+    sqlite3_stmt *st = begin(w, ST_MODULE);
+    bind_int(st, 1, module_id);
+    bind_text(st, 2, path);
+    bind_text(st, 3, build_id);
+    bind_int(st, 4, load_base);
+    return step(w, ST_MODULE);
+}
+
+int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message) {
+    sqlite3_stmt *st = begin(w, ST_WARNING);
+    bind_int(st, 1, event_id);
+    bind_text(st, 2, code);
+    bind_text(st, 3, message);
+    return step(w, ST_WARNING);
+}
+
+int db_writer_meta_int(db_writer *w, const char *key, int64_t value) {
+    sqlite3_stmt *st = begin(w, ST_META);
+    bind_text(st, 1, key);
+    bind_int(st, 2, value);
+    return step(w, ST_META);
+}
+
+int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
+    sqlite3_stmt *st = begin(w, ST_META);
+    bind_text(st, 1, key);
+    bind_text(st, 2, value);
+    return step(w, ST_META);
+}
+
+int db_writer_finish(db_writer *w, char *err, size_t errlen) {
+    const char *indexes = strstr(schema_sql_text, INDEX_MARK);
+    int rc = 0;
+    if (w->filling->len && hand_over(w) != 0)
+        rc = -1;
+    stop_thread(w);
+    if (w->thread_failed)
+        rc = -1;
+    if (rc != 0)
+        ; /* the event thread's error is in w->error */
+    else if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = fail_sqlite(w, "commit");
+    else if (sqlite3_exec(w->db, indexes, NULL, NULL, NULL) != SQLITE_OK)
+        rc = fail_sqlite(w, "building indexes");
+    else if (sqlite3_exec(w->db, "PRAGMA optimize;", NULL, NULL, NULL) != SQLITE_OK)
+        rc = fail_sqlite(w, "optimize");
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(w->st[i]);
+        w->st[i] = NULL;
+    }
+    sqlite3_finalize(w->multi_event);
+    w->multi_event = NULL;
+    if (sqlite3_close(w->db) != SQLITE_OK && rc == 0)
+        rc = fail(w, "database %s: close failed", w->path);
+    w->db = NULL;
+    if (rc == 0 && rename(w->tmp_path, w->path) != 0)
+        rc = fail(w, "cannot move database into place at %s: %s", w->path, strerror(errno));
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", w->error);
+        unlink(w->tmp_path);
+    }
+    free_writer(w);
+    return rc;
+}
+
+void db_writer_abort(db_writer *w) {
+    if (!w)
+        return;
+    close_db(w);
+    unlink(w->tmp_path);
+    free_writer(w);
+}
+
+const char *db_writer_error(const db_writer *w) { return w->error; }

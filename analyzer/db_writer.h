@@ -1,0 +1,92 @@
+/* db_writer.h — writes the replay's rows into a fresh SQLite database laid
+ * out by schema/schema.sql (embedded in the binary).
+ *
+ * One transaction, prepared statements, journal off, indexes after the
+ * bulk load. The replay calls one function per row; nothing here knows how
+ * the rows were derived. Values equal to DB_NULL are stored as SQL NULL.
+ *
+ * Ownership: db_writer_open creates the file (replacing one that exists);
+ * db_writer_finish commits, indexes and closes it; db_writer_abort closes
+ * and deletes it. Either frees the writer. */
+#ifndef GMT_DB_WRITER_H
+#define GMT_DB_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_NULL INT64_MIN
+
+typedef struct db_writer db_writer;
+
+/* One row of event_rows: an event and its device's totals after it. */
+typedef struct db_event_row {
+    int64_t event_id, ts_ns, device, op, level, kind, source;
+    int64_t addr, size, requested_size, stream, pool, tid, stack_id;
+    int64_t segment_id, alloc_event_id;
+    int64_t allocated_bytes, requested_bytes, reserved_bytes, segments, largest_free_bytes;
+} db_event_row;
+
+typedef struct db_segment_row {
+    int64_t segment_id, device;
+    const char *kind;
+    int64_t addr, size, requested_size, stream, pool, mapped, whole_block, tid;
+    int64_t alloc_ts_ns, free_ts_ns, free_event_id, stack_id, driver_stack_id, free_stack_id;
+} db_segment_row;
+
+typedef struct db_marker_row {
+    int64_t marker_id, ts_ns, tid;
+    const char *kind, *name, *domain;
+    int64_t begin_marker_id;
+} db_marker_row;
+
+typedef struct db_step_row {
+    int64_t step;
+    const char *name;
+    int64_t begin_ts_ns, end_ts_ns, begin_event_id, end_event_id;
+} db_step_row;
+
+typedef struct db_device_row {
+    int64_t device;
+    const char *name;
+    int64_t total_bytes;
+    int64_t peak_allocated_bytes, peak_allocated_event_id;
+    int64_t peak_reserved_bytes, peak_reserved_event_id;
+} db_device_row;
+
+typedef struct db_bucket_row {
+    int64_t device, bucket_ns, bucket, first_event_id, last_event_id, events;
+    int64_t min_allocated, max_allocated, min_reserved, max_reserved, max_requested;
+    int64_t min_largest_free;
+} db_bucket_row;
+
+db_writer *db_writer_open(const char *path, char *err, size_t errlen);
+
+/* Each returns 0, or -1 with the message in db_writer_error(). */
+int db_writer_event(db_writer *w, const db_event_row *row);
+int db_writer_segment(db_writer *w, const db_segment_row *row);
+int db_writer_marker(db_writer *w, const db_marker_row *row);
+int db_writer_step(db_writer *w, const db_step_row *row);
+int db_writer_device(db_writer *w, const db_device_row *row);
+int db_writer_bucket(db_writer *w, const db_bucket_row *row);
+int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t device, const char *kind, int64_t pool,
+                      int64_t value);
+int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
+                    int64_t line, const char *module, int64_t ip, int inlined);
+int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id);
+int db_writer_module(db_writer *w, int64_t module_id, const char *path, const char *build_id,
+                     int64_t load_base);
+int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message);
+int db_writer_meta_int(db_writer *w, const char *key, int64_t value);
+int db_writer_meta_text(db_writer *w, const char *key, const char *value);
+
+/* Commits, builds the indexes and closes; frees the writer. 0 or -1 (err). */
+int db_writer_finish(db_writer *w, char *err, size_t errlen);
+/* Closes without committing and deletes the file; frees the writer. */
+void db_writer_abort(db_writer *w);
+
+const char *db_writer_error(const db_writer *w);
+
+/* The schema text (schema/schema.sql), for tests and `memanalyze`. */
+extern const char schema_sql_text[];
+
+#endif

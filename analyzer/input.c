@@ -1,0 +1,180 @@
+/* input.c — input detection and the database cache (see input.h).
+ *
+ * The cache file name is a hash of everything the database depends on: the
+ * input's real path, size and modification time, the step rule, and
+ * REPLAY_VERSION (bumped whenever the replay's output changes meaning). So
+ * a stale database is never reused: a changed input or a newer memanalyze
+ * simply gets a new file. A database is built under a temporary name and
+ * renamed into place (db_writer.c), so two memanalyze processes racing on
+ * one input both end up with a complete file. */
+#include "input.h"
+
+#include "db_writer.h"
+#include "replay.h"
+#include "snapshot_import.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPLAY_VERSION "replay-1"
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int input_detect(const char *path, input_kind *kind, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "%s is a directory", path);
+        return -1;
+    }
+    unsigned char head[16] = {0};
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    if (n <= 0) {
+        snprintf(err, errlen, "%s is empty: not a trace, snapshot or database", path);
+        return -1;
+    }
+    if (n >= 4 && memcmp(head, "\x28\xb5\x2f\xfd", 4) == 0)
+        *kind = INPUT_TRACE;
+    else if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
+        *kind = INPUT_DATABASE;
+    else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
+        *kind = INPUT_SNAPSHOT; /* pickle protocol 2-5, as torch writes */
+    else {
+        snprintf(err, errlen,
+                 "%s is not a gpumemtrace trace, a PyTorch memory snapshot or a memanalyze "
+                 "database",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
+static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
+    const char *dir = getenv("GMT_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (dir && *dir)
+        snprintf(out, len, "%s", dir);
+    else if (xdg && *xdg)
+        snprintf(out, len, "%s/gpumemtrace", xdg);
+    else if (home && *home)
+        snprintf(out, len, "%s/.cache/gpumemtrace", home);
+    else
+        snprintf(out, len, "/tmp/gpumemtrace-%d", (int)getuid());
+    /* mkdir -p */
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", out);
+    for (char *p = tmp + 1;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create cache directory %s: %s", tmp, strerror(errno));
+            return -1;
+        }
+        if (!c)
+            break;
+        *p = c;
+    }
+    return 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t len) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+int input_build_database(const char *path, input_kind kind, const char *db_path,
+                         const input_options *opt, char *err, size_t errlen) {
+    char trace_path[PATH_MAX + 16];
+    snprintf(trace_path, sizeof trace_path, "%s", path);
+    if (kind == INPUT_SNAPSHOT) {
+        /* A snapshot becomes a trace first (beside the database), then the
+         * same replay as any trace. */
+        snprintf(trace_path, sizeof trace_path, "%s.zst", db_path);
+        if (snapshot_import_file(path, trace_path, err, errlen) != 0)
+            return -1;
+    }
+    double t0 = seconds();
+    db_writer *db = db_writer_open(db_path, err, errlen);
+    if (!db)
+        return -1;
+    replay_options ro = {.step_word = opt ? opt->step_word : NULL};
+    replay_summary sum;
+    if (replay_trace(trace_path, db, &ro, &sum, err, errlen) != 0) {
+        db_writer_abort(db);
+        return -1;
+    }
+    char real[PATH_MAX];
+    struct stat st;
+    db_writer_meta_text(db, "input_format",
+                        kind == INPUT_SNAPSHOT ? "pytorch_snapshot" : "gpumemtrace");
+    db_writer_meta_text(db, "input_path", realpath(path, real) ? real : path);
+    if (stat(path, &st) == 0) {
+        db_writer_meta_int(db, "input_size", (int64_t)st.st_size);
+        db_writer_meta_int(db, "input_mtime_ns",
+                           (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+    }
+    db_writer_meta_text(db, "analyzer_version", REPLAY_VERSION);
+    if (kind == INPUT_SNAPSHOT)
+        unlink(trace_path);
+    double t1 = seconds();
+    int rc = db_writer_finish(db, err, errlen);
+    if (getenv("GMT_TIMING")) /* for bench/: where an import's time goes */
+        fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
+                (unsigned long long)sum.events, t1 - t0, seconds() - t1);
+    return rc;
+}
+
+int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
+                   char *err, size_t errlen) {
+    input_kind kind;
+    if (input_detect(path, &kind, err, errlen) != 0)
+        return -1;
+    if (kind == INPUT_DATABASE) {
+        snprintf(db_path, db_len, "%s", path);
+        return 0;
+    }
+    char real[PATH_MAX], dir[PATH_MAX];
+    struct stat st;
+    if (!realpath(path, real) || stat(real, &st) != 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (cache_dir(dir, sizeof dir, err, errlen) != 0)
+        return -1;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int64_t facts[2] = {(int64_t)st.st_size,
+                        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+    const char *word = opt && opt->step_word ? opt->step_word : "step";
+    h = fnv(h, real, strlen(real));
+    h = fnv(h, facts, sizeof facts);
+    h = fnv(h, word, strlen(word) + 1);
+    h = fnv(h, REPLAY_VERSION, sizeof REPLAY_VERSION);
+    const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+    snprintf(db_path, db_len, "%s/%.64s-%016llx.db", dir, base, (unsigned long long)h);
+    if (access(db_path, R_OK) == 0)
+        return 0;
+    return input_build_database(path, kind, db_path, opt, err, errlen);
+}

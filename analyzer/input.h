@@ -1,0 +1,41 @@
+/* input.h — what the user gave memanalyze, and the database for it.
+ *
+ * Every command takes any supported input, recognized by content (not by
+ * extension): a gpumemtrace trace, a PyTorch memory snapshot pickle, or a
+ * database made earlier by memanalyze. For a trace or a snapshot the
+ * database is built on first use and kept in the user's cache directory
+ * ($GMT_CACHE_DIR, else $XDG_CACHE_HOME/gpumemtrace, else
+ * ~/.cache/gpumemtrace), keyed by the input's path, size and modification
+ * time, and reused while those are unchanged — never written beside the
+ * input, which may be read-only. */
+#ifndef GMT_INPUT_H
+#define GMT_INPUT_H
+
+#include <stddef.h>
+
+typedef enum input_kind {
+    INPUT_TRACE,
+    INPUT_SNAPSHOT,
+    INPUT_DATABASE,
+} input_kind;
+
+typedef struct input_options {
+    const char *step_word; /* step rule word; NULL: "step" */
+    int quiet;             /* no progress line on stderr */
+} input_options;
+
+/* Recognizes the input by its first bytes. Returns 0 and sets *kind, or -1
+ * with a one-line message (missing, empty, or not a supported input). */
+int input_detect(const char *path, input_kind *kind, char *err, size_t errlen);
+
+/* Builds the database for a trace or snapshot at `db_path` (replacing it).
+ * 0, or -1 with a one-line message. */
+int input_build_database(const char *path, input_kind kind, const char *db_path,
+                         const input_options *opt, char *err, size_t errlen);
+
+/* Finds or builds the database for any input; writes its path to db_path.
+ * A database input is used as it is. 0, or -1 with a one-line message. */
+int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
+                   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,40 @@
+/* replay.h — replays a trace into the SQLite database.
+ *
+ * Reads the trace twice through the codec. The first pass is a quick scan
+ * for what the second needs before it starts: the time origin, the devices,
+ * how many seed events there are, which segment addresses PyTorch reports
+ * (so CUPTI's report of the same memory joins it instead of counting twice)
+ * and the time span (for the per-bucket summaries). The second pass applies
+ * every event to a caching-allocator model per device (analyzer/
+ * alloc_model.h, apply mode) and writes one event_rows row per event with
+ * the device's totals after it, plus segments, markers, steps, counters,
+ * frames, stacks, buckets and warnings, as schema/schema.sql describes.
+ *
+ * Anomalies (a free of unknown memory, overlapping segments, a block outside
+ * any segment, a damaged trace frame) become rows in `warnings` and never
+ * stop the replay. */
+#ifndef GMT_REPLAY_H
+#define GMT_REPLAY_H
+
+#include "db_writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct replay_options {
+    const char *step_word; /* replaces "step" in the step rule; NULL: default */
+} replay_options;
+
+typedef struct replay_summary {
+    uint64_t events;      /* recorded events replayed (event_id >= 1) */
+    uint64_t seed_events; /* events before the seed_end marker */
+    uint64_t warnings; /* anomalies found (all of them; the table keeps the first of each kind) */
+    uint64_t steps;
+} replay_summary;
+
+/* Returns 0, or -1 with a one-line message in err (the trace cannot be
+ * opened, or the database cannot be written). */
+int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
+                 replay_summary *summary, char *err, size_t errlen);
+
+#endif
