@@ -9,5 +9,9 @@
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_leaks(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_segments(int argc, char **argv);
 
 #endif

@@ -13,6 +13,10 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"report", cmd_report, "peak, fragmentation, leaks, steps, OOMs: one screen"},
+    {"leaks", cmd_leaks, "allocation sites whose live bytes grow across steps"},
+    {"diff", cmd_diff, "what is live at one point and not another (or in two inputs)"},
+    {"segments", cmd_segments, "the segment layout at a point in time"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
     {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
     {"sql", cmd_sql, "run an SQL query on the replayed database"},

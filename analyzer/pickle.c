@@ -110,6 +110,7 @@ struct pickle_doc {
     size_t budget_used, budget;
     cont_node *empty_tuple;
     pickle_value root;
+    size_t input_len;
     void *map; /* pickle_parse_file's mapping */
     size_t map_len;
 };
@@ -1060,6 +1061,7 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
     P.map_end = P.end;
     P.err = err;
     P.errlen = errlen;
+    d->input_len = len;
     P.max_depth = opt && opt->max_depth ? opt->max_depth : PICKLE_DEFAULT_MAX_DEPTH;
     if (P.max_depth > 60000)
         P.max_depth = 60000;
@@ -1071,7 +1073,8 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
         d->budget = SIZE_MAX;
     else
         d->budget = len * PICKLE_DEFAULT_MEMORY_FACTOR + PICKLE_DEFAULT_MEMORY_BASE;
-    int rc = len ? run(&P, &d->root) : (set_err(err, errlen, "pickle: empty input"), -1);
+    int rc =
+        len ? run(&P, &d->root) : (set_err(err, errlen, "pickle: empty input at offset 0"), -1);
     free(P.stack);
     free(P.marks);
     free(P.memo);
@@ -1137,6 +1140,8 @@ void pickle_free(pickle_doc *d) {
 pickle_value pickle_root(const pickle_doc *d) { return d ? d->root : (pickle_value){0}; }
 
 size_t pickle_memory_used(const pickle_doc *d) { return d ? d->tree_bytes : 0; }
+
+size_t pickle_input_size(const pickle_doc *d) { return d ? d->input_len : 0; }
 
 /* ---- access ------------------------------------------------------------- */
 

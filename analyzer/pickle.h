@@ -76,6 +76,7 @@ void pickle_free(pickle_doc *doc);
 
 pickle_value pickle_root(const pickle_doc *doc);
 size_t pickle_memory_used(const pickle_doc *doc); /* bytes allocated for the tree */
+size_t pickle_input_size(const pickle_doc *doc);  /* bytes of pickle it was parsed from */
 
 pickle_type pickle_typeof(pickle_value v);
 const char *pickle_type_name(pickle_type t); /* "dict", "int", ... */

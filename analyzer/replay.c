@@ -640,7 +640,11 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     end_whole_block(rp, d, ev->addr);
     am_error err;
     am_block_info placed;
-    if (ev->source == TRACE_SOURCE_TORCH) {
+    /* PyTorch's history gives the request; its size is then the rounded
+     * request and the split rule decides the block. A larger size (a block
+     * from a snapshot's final state) is the block's real size. */
+    if (ev->source == TRACE_SOURCE_TORCH &&
+        ev->size <= am_round_size(ev->requested ? ev->requested : 1)) {
         err = am_block_place_requested(d->model, ev->addr, ev->requested ? ev->requested : 1,
                                        ev->stream, entry_tag(rp, e), &placed);
         if (err == AM_OK)

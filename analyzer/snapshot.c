@@ -216,6 +216,7 @@ typedef struct conv {
     snapshot *s;
     char *err;
     size_t errlen;
+    size_t budget; /* bytes left for records (segments, blocks, entries, annotations) */
 
     keyset frame_ks, entry_ks, segment_ks, block_ks, annotation_ks;
     action_slot actions[ACTION_CACHE];
@@ -275,6 +276,20 @@ static int oom(conv *c) {
     if (c->err && c->errlen)
         snprintf(c->err, c->errlen, "snapshot: out of memory");
     return -1;
+}
+
+/* Counts n records of `size` bytes against the budget. */
+static int charge(conv *c, size_t n, size_t size) {
+    if (n > c->budget / size) {
+        if (c->err && c->errlen)
+            snprintf(c->err, c->errlen,
+                     "snapshot: its records need more memory than %u bytes per pickle byte "
+                     "(records shared many times?)",
+                     SNAPSHOT_MEMORY_FACTOR);
+        return -1;
+    }
+    c->budget -= n * size;
+    return 0;
 }
 
 static const char *a_type(pickle_value v) {
@@ -358,11 +373,24 @@ static int gather(keyset *ks, pickle_value v, pickle_value *out) {
         return -1;
     size_t n;
     const pickle_value *items = pickle_items(v, &n);
+    if (n > 2 * SNAPSHOT_MAX_RECORD_KEYS)
+        return -2;
     for (size_t i = 0; i < n; i += 2) {
         int f = classify(ks, items[i]);
         if (f >= 0)
             out[f] = items[i + 1];
     }
+    return 0;
+}
+
+/* gather() plus its error: not a dict, or too big to be a record. */
+static int read_record(conv *c, const loc *l, keyset *ks, pickle_value v, pickle_value *out) {
+    int rc = gather(ks, v, out);
+    if (rc == -1)
+        return fail(c, l, "is %s, expected a dict", a_type(v));
+    if (rc == -2)
+        return fail(c, l, "has %zu keys, more than a snapshot record has (%u)", pickle_len(v),
+                    SNAPSHOT_MAX_RECORD_KEYS);
     return 0;
 }
 
@@ -458,8 +486,8 @@ static int intern_frame(conv *c, const loc *l, pickle_value fv, uint32_t *id) {
     if (node && ptrmap_get(&c->frame_by_node, node, id))
         return 0;
     pickle_value f[F_FRAME_COUNT];
-    if (gather(&c->frame_ks, fv, f) < 0)
-        return fail(c, l, "is %s, expected a dict", a_type(fv));
+    if (read_record(c, l, &c->frame_ks, fv, f) < 0)
+        return -1;
     uint32_t name = 0, file = 0;
     int64_t line = 0;
     if (get_string(c, l, "name", f[F_NAME], 1, &name) < 0 ||
@@ -593,8 +621,8 @@ static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, u
 
 static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
     pickle_value f[E_COUNT];
-    if (gather(&c->entry_ks, v, f) < 0)
-        return fail(c, l, "is %s, expected a dict", a_type(v));
+    if (read_record(c, l, &c->entry_ks, v, f) < 0)
+        return -1;
     memset(e, 0, sizeof *e);
     if (read_action(c, l, f[E_ACTION], &e->action, &e->action_name) < 0)
         return -1;
@@ -626,8 +654,8 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
 
 static int read_block(conv *c, loc *l, pickle_value v, uint64_t *next_addr, snapshot_block *b) {
     pickle_value f[B_COUNT];
-    if (gather(&c->block_ks, v, f) < 0)
-        return fail(c, l, "is %s, expected a dict", a_type(v));
+    if (read_record(c, l, &c->block_ks, v, f) < 0)
+        return -1;
     memset(b, 0, sizeof *b);
     int rc;
     if (get_u64(c, l, "size", f[B_SIZE], 1, &b->size) < 0)
@@ -689,8 +717,8 @@ static int read_segment(conv *c, size_t index, pickle_value v, snapshot_segment 
                         snapshot_block *blocks) {
     loc l = {AT_SEGMENT, index, 0, SIZE_MAX};
     pickle_value f[S_COUNT];
-    if (gather(&c->segment_ks, v, f) < 0)
-        return fail(c, &l, "is %s, expected a dict", a_type(v));
+    if (read_record(c, &l, &c->segment_ks, v, f) < 0)
+        return -1;
     memset(g, 0, sizeof *g);
     g->is_expandable = -1;
     int rc;
@@ -760,10 +788,14 @@ static int read_segments(conv *c, pickle_value list) {
     const pickle_value *items = pickle_items(list, &n);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
+        if (pickle_len(items[i]) > SNAPSHOT_MAX_RECORD_KEYS)
+            continue; /* refused below */
         pickle_value bl = pickle_dict_get(items[i], "blocks");
         if (pickle_typeof(bl) == PICKLE_LIST)
             total += pickle_len(bl);
     }
+    if (charge(c, n, sizeof *s->segments) < 0 || charge(c, total, sizeof *s->store->blocks) < 0)
+        return -1;
     s->segments = calloc(n ? n : 1, sizeof *s->segments);
     s->store->blocks = calloc(total ? total : 1, sizeof *s->store->blocks);
     if (!s->segments || !s->store->blocks)
@@ -785,6 +817,8 @@ static int read_traces(conv *c, pickle_value list) {
         return wrong_type(c, &l, "device_traces", list, "a list");
     size_t nd;
     const pickle_value *devs = pickle_items(list, &nd);
+    if (charge(c, nd, sizeof *s->devices) < 0)
+        return -1;
     s->devices = calloc(nd ? nd : 1, sizeof *s->devices);
     if (!s->devices)
         return oom(c);
@@ -795,6 +829,8 @@ static int read_traces(conv *c, pickle_value list) {
         size_t n;
         const pickle_value *items = pickle_items(devs[d], &n);
         snapshot_device *dev = &s->devices[d];
+        if (charge(c, n, sizeof *dev->entries) < 0)
+            return -1;
         dev->entries = malloc((n ? n : 1) * sizeof *dev->entries);
         if (!dev->entries)
             return oom(c);
@@ -816,14 +852,16 @@ static int read_annotations(conv *c, pickle_value list) {
         return wrong_type(c, &l, "external_annotations", list, "a list");
     size_t n;
     const pickle_value *items = pickle_items(list, &n);
+    if (charge(c, n, sizeof *s->annotations) < 0)
+        return -1;
     s->annotations = calloc(n ? n : 1, sizeof *s->annotations);
     if (!s->annotations)
         return oom(c);
     for (size_t i = 0; i < n; i++) {
         loc al = {AT_ANNOTATION, i, 0, SIZE_MAX};
         pickle_value f[A_COUNT];
-        if (gather(&c->annotation_ks, items[i], f) < 0)
-            return fail(c, &al, "is %s, expected a dict", a_type(items[i]));
+        if (read_record(c, &al, &c->annotation_ks, items[i], f) < 0)
+            return -1;
         snapshot_annotation *a = &s->annotations[i];
         a->device = -1;
         uint32_t stage = 0, name = 0;
@@ -923,12 +961,16 @@ static int convert(conv *c, pickle_value root) {
     return read_settings(c, pickle_dict_get(root, "allocator_settings"));
 }
 
-snapshot *snapshot_from_pickle(pickle_value root, char *err, size_t errlen) {
+snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) {
     if (err && errlen)
         err[0] = '\0';
     conv c = {0};
     c.err = err;
     c.errlen = errlen;
+    size_t in = pickle_input_size(doc);
+    c.budget = in > (SIZE_MAX - SNAPSHOT_MEMORY_BASE) / SNAPSHOT_MEMORY_FACTOR
+                   ? SIZE_MAX
+                   : in * SNAPSHOT_MEMORY_FACTOR + SNAPSHOT_MEMORY_BASE;
     c.frame_ks = (keyset){frame_keys, F_FRAME_COUNT, {0}, {0}};
     c.entry_ks = (keyset){entry_keys, E_COUNT, {0}, {0}};
     c.segment_ks = (keyset){segment_keys, S_COUNT, {0}, {0}};
@@ -956,7 +998,7 @@ snapshot *snapshot_from_pickle(pickle_value root, char *err, size_t errlen) {
     s->stacks[0] = (snapshot_stack){0, 0};
     s->stack_count = 1;
     s->settings = (snapshot_settings){0, NULL, -1, 0, -1, -1, -1, -1, 0, NULL};
-    rc = convert(&c, root);
+    rc = convert(&c, pickle_root(doc));
 done:
     ptrmap_free(&c.string_by_node);
     ptrmap_free(&c.frame_by_node);
@@ -977,7 +1019,7 @@ snapshot *snapshot_load(const char *path, char *err, size_t errlen) {
     pickle_doc *doc = pickle_parse_file(path, NULL, err, errlen);
     if (!doc)
         return NULL;
-    snapshot *s = snapshot_from_pickle(pickle_root(doc), err, errlen);
+    snapshot *s = snapshot_from_pickle(doc, err, errlen);
     pickle_free(doc);
     return s;
 }

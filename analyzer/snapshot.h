@@ -19,7 +19,7 @@
  * first as PyTorch lists them. Stack 0 is the empty stack.
  *
  * Ownership: snapshot_from_pickle copies everything it keeps (strings too),
- * so the pickle document may be freed right after; a snapshot is freed by
+ * so the pickle document (and its input buffer) may be freed right after; a snapshot is freed by
  * snapshot_free. This module knows nothing of the trace format: the importer
  * turns a snapshot into trace events. */
 #ifndef GMT_SNAPSHOT_H
@@ -177,8 +177,15 @@ typedef struct snapshot {
     struct snapshot_store *store; /* owns all of the above */
 } snapshot;
 
-/* Converts a parsed snapshot. Returns NULL with a one-line message in err. */
-snapshot *snapshot_from_pickle(pickle_value root, char *err, size_t errlen);
+/* Converts a parsed snapshot (the document's root). Returns NULL with a
+ * one-line message in err. Hostile sharing (one record referenced a million
+ * times through the memo) cannot blow up: the records' memory is bounded by
+ * SNAPSHOT_MEMORY_FACTOR bytes per pickle byte + SNAPSHOT_MEMORY_BASE, and a
+ * record dict may hold at most SNAPSHOT_MAX_RECORD_KEYS keys. */
+#define SNAPSHOT_MEMORY_FACTOR 16u
+#define SNAPSHOT_MEMORY_BASE (64u << 20)
+#define SNAPSHOT_MAX_RECORD_KEYS 64u
+snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen);
 /* Parses the file (pickle_parse_file), converts it and frees the pickle. */
 snapshot *snapshot_load(const char *path, char *err, size_t errlen);
 void snapshot_free(snapshot *s);

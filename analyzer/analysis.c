@@ -1,0 +1,507 @@
+/* analysis.c — facts for report and leaks (see analysis.h).
+ *
+ * The database holds one row per event with the device's totals after it,
+ * so most facts are one scan of a window of event_rows. The expensive one is
+ * site growth: it sweeps the window's block allocs and frees in event order,
+ * keeping live bytes per stack and closing a "window" at every step end. A
+ * stack's per-step changes are stored only when nonzero (a steady training
+ * loop frees in the same step what it allocates), so memory stays
+ * proportional to what actually moves across steps. */
+#include "analysis.h"
+
+#include "addr_map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows that describe memory handed to the program: blocks, and segments
+ * nobody sub-allocates (plain cudaMalloc), which are their own block. */
+#define IS_BLOCK_SQL(a)                                                                            \
+    "(" a ".level = 1 OR " a ".event_id IN (SELECT segment_id FROM segments WHERE whole_block = "  \
+    "1))"
+
+double frag_of(const moment *m) {
+    if (m->reserved <= 0)
+        return 0;
+    double f = (double)(m->reserved - m->allocated) / (double)m->reserved;
+    return f < 0 ? 0 : f;
+}
+
+const char *frag_rating(double f) {
+    return f < 0.15 ? "good" : f < 0.30 ? "moderate" : f < 0.40 ? "serious" : "severe";
+}
+
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    return st;
+}
+
+int64_t analysis_last_event(sqlite3 *db) {
+    sqlite3_stmt *st = prepare(db, "SELECT max(event_id) FROM event_rows");
+    int64_t v = 0;
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+int analysis_devices(sqlite3 *db, int *devices, int max) {
+    sqlite3_stmt *st = prepare(db, "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT "
+                                   "NULL ORDER BY device");
+    int n = 0;
+    while (st && sqlite3_step(st) == SQLITE_ROW && n < max)
+        devices[n++] = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void read_moment(sqlite3_stmt *st, int first, moment *m) {
+    m->event_id = sqlite3_column_int64(st, first);
+    m->ts_ns = sqlite3_column_int64(st, first + 1);
+    m->allocated = sqlite3_column_int64(st, first + 2);
+    m->requested = sqlite3_column_int64(st, first + 3);
+    m->reserved = sqlite3_column_int64(st, first + 4);
+    m->largest_free = sqlite3_column_int64(st, first + 5);
+}
+
+#define MOMENT_COLUMNS                                                                             \
+    "event_id, ts_ns, allocated_bytes, requested_bytes, reserved_bytes, "                          \
+    "largest_free_bytes"
+
+int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? "
+                                   "AND event_id <= ? AND (event_id > 0 OR op = 12) "
+                                   "ORDER BY event_id DESC LIMIT 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, event_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        read_moment(st, 0, out);
+    else
+        out->event_id = event_id;
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Untracked memory: what the driver says is used minus what is reserved,
+ * at each driver sample; the one nearest the peak and the largest. */
+static void untracked(sqlite3 *db, device_summary *s) {
+    s->untracked_at_peak = s->untracked_max = -1;
+    sqlite3_stmt *st = prepare(
+        db, "SELECT c.ts_ns, c.value, "
+            " coalesce((SELECT t.value FROM counters t WHERE t.device = c.device AND "
+            "  t.kind = 'driver_total' AND t.ts_ns <= c.ts_ns ORDER BY t.ts_ns DESC LIMIT 1), "
+            "  (SELECT total_bytes FROM devices WHERE device = c.device)), "
+            " (SELECT r.reserved_bytes FROM event_rows r WHERE r.device = c.device AND "
+            "  r.ts_ns <= c.ts_ns AND r.event_id > 0 ORDER BY r.ts_ns DESC, r.event_id DESC "
+            "  LIMIT 1) "
+            "FROM counters c WHERE c.device = ? AND c.kind = 'driver_free' AND c.ts_ns >= ? "
+            "AND c.ts_ns <= ? ORDER BY c.ts_ns");
+    if (!st)
+        return;
+    sqlite3_bind_int(st, 1, s->device);
+    sqlite3_bind_int64(st, 2, s->start.ts_ns);
+    sqlite3_bind_int64(st, 3, s->end.ts_ns);
+    int64_t best_gap = INT64_MAX;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+            continue;
+        int64_t ts = sqlite3_column_int64(st, 0), free_bytes = sqlite3_column_int64(st, 1);
+        int64_t total = sqlite3_column_int64(st, 2), reserved = sqlite3_column_int64(st, 3);
+        int64_t u = total - free_bytes - reserved;
+        if (u > s->untracked_max)
+            s->untracked_max = u;
+        int64_t gap = llabs(ts - s->peak_allocated.ts_ns);
+        if (gap < best_gap) {
+            best_gap = gap;
+            s->untracked_at_peak = u;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
+    memset(s, 0, sizeof *s);
+    s->device = device;
+    sqlite3_stmt *st = prepare(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+        s->total_bytes = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    analysis_moment(db, device, from, &s->start);
+    analysis_moment(db, device, to, &s->end);
+    s->peak_allocated = s->peak_requested = s->peak_reserved = s->start;
+
+    /* One scan of the window: peaks, counts. */
+    st = prepare(db, "SELECT " MOMENT_COLUMNS ", op, level, kind, "
+                     " level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
+                     " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
+                     " event_id <= ? ORDER BY event_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        moment m;
+        read_moment(st, 0, &m);
+        int op = sqlite3_column_int(st, 6), kind = sqlite3_column_int(st, 8);
+        int is_block = sqlite3_column_int(st, 9);
+        if (m.allocated > s->peak_allocated.allocated)
+            s->peak_allocated = m;
+        if (m.requested > s->peak_requested.requested)
+            s->peak_requested = m;
+        if (m.reserved > s->peak_reserved.reserved)
+            s->peak_reserved = m;
+        if (kind == 0 && is_block && op == 0)
+            s->allocs++;
+        if (kind == 0 && is_block && op == 1)
+            s->frees++;
+        s->ooms += op == 7;
+        s->alloc_failed += op == 6;
+    }
+    sqlite3_finalize(st);
+
+    /* Worst fragmentation where enough is reserved for it to matter. */
+    s->worst_fragmentation = s->start;
+    st = prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND "
+                     "event_id > ? AND event_id <= ? AND reserved_bytes > 0 AND "
+                     "reserved_bytes >= ? ORDER BY CAST(reserved_bytes - allocated_bytes AS REAL) "
+                     "/ reserved_bytes DESC, event_id LIMIT 1");
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, from);
+        sqlite3_bind_int64(st, 3, to);
+        sqlite3_bind_int64(st, 4, s->peak_reserved.reserved / 10);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            moment m;
+            read_moment(st, 0, &m);
+            if (frag_of(&m) > frag_of(&s->worst_fragmentation))
+                s->worst_fragmentation = m;
+        }
+        sqlite3_finalize(st);
+    }
+
+    /* Blocks allocated in the window and live at its end (bytes as requested). */
+    st = prepare(db, "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
+                     "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
+                     "WHERE a.device = ? AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
+                         "a") " AND a.event_id > ? AND a.event_id <= ? AND "
+                              "(f.event_id IS NULL OR f.event_id > ?)");
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, from > 0 ? from : 0);
+        sqlite3_bind_int64(st, 3, to);
+        sqlite3_bind_int64(st, 4, to);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            s->never_freed_count = sqlite3_column_int64(st, 0);
+            s->never_freed_bytes = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+    }
+    untracked(db, s);
+    return 0;
+}
+
+int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
+                   size_t *count) {
+    *out = NULL;
+    *count = 0;
+    sqlite3_stmt *st = prepare(db, "SELECT step, end_event_id FROM steps WHERE end_event_id > ? "
+                                   "AND end_event_id <= ? ORDER BY begin_ts_ns, step");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*count == cap) {
+            cap = cap ? cap * 2 : 64;
+            step_state *grown = realloc(*out, cap * sizeof **out);
+            if (!grown) {
+                sqlite3_finalize(st);
+                return -1;
+            }
+            *out = grown;
+        }
+        step_state *s = &(*out)[(*count)++];
+        s->step = sqlite3_column_int64(st, 0);
+        s->at_end.event_id = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < *count; i++)
+        analysis_moment(db, device, (*out)[i].at_end.event_id, &(*out)[i].at_end);
+    return 0;
+}
+
+/* ---- site growth -------------------------------------------------------- */
+
+typedef struct site_acc {
+    int64_t stack_id;
+    int64_t live, live_first, live_last;
+    int64_t window_delta; /* change in the window being swept */
+    int64_t *deltas;      /* nonzero per-window changes */
+    size_t ndeltas, cap;
+    int64_t steps_grown;
+    int64_t never_freed_count, never_freed_bytes;
+} site_acc;
+
+typedef struct sweep {
+    site_acc *sites;
+    size_t len, cap;
+    addr_map index;   /* stack id -> site */
+    int64_t *touched; /* sites with a nonzero window_delta */
+    size_t touched_len, touched_cap;
+} sweep;
+
+static site_acc *site_of(sweep *sw, int64_t stack_id) {
+    uint32_t *v = addr_map_get(&sw->index, 0, (uint64_t)stack_id);
+    if (v)
+        return &sw->sites[*v];
+    if (sw->len == sw->cap) {
+        size_t cap = sw->cap ? sw->cap * 2 : 256;
+        site_acc *grown = realloc(sw->sites, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        sw->sites = grown;
+        sw->cap = cap;
+    }
+    if (addr_map_put(&sw->index, 0, (uint64_t)stack_id, (uint32_t)sw->len) != 0)
+        return NULL;
+    site_acc *s = &sw->sites[sw->len++];
+    memset(s, 0, sizeof *s);
+    s->stack_id = stack_id;
+    return s;
+}
+
+static int note_change(sweep *sw, site_acc *s, int64_t bytes) {
+    if (s->window_delta == 0) {
+        if (sw->touched_len == sw->touched_cap) {
+            size_t cap = sw->touched_cap ? sw->touched_cap * 2 : 256;
+            int64_t *grown = realloc(sw->touched, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            sw->touched = grown;
+            sw->touched_cap = cap;
+        }
+        sw->touched[sw->touched_len++] = s - sw->sites;
+    }
+    s->window_delta += bytes;
+    s->live += bytes;
+    return 0;
+}
+
+/* A step ended: record every site's change since the previous step end. */
+static int close_window(sweep *sw, int first) {
+    for (size_t i = 0; i < sw->touched_len; i++) {
+        site_acc *s = &sw->sites[sw->touched[i]];
+        int64_t d = s->window_delta;
+        s->window_delta = 0;
+        if (first || d == 0)
+            continue;
+        if (s->ndeltas == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            int64_t *grown = realloc(s->deltas, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            s->deltas = grown;
+            s->cap = cap;
+        }
+        s->deltas[s->ndeltas++] = d;
+        s->steps_grown += d > 0;
+    }
+    sw->touched_len = 0;
+    for (size_t i = 0; i < sw->len; i++) {
+        if (first)
+            sw->sites[i].live_first = sw->sites[i].live;
+        sw->sites[i].live_last = sw->sites[i].live;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of the per-window changes, the windows without a change being 0. */
+static int64_t median_change(site_acc *s, size_t windows) {
+    if (!windows)
+        return 0;
+    qsort(s->deltas, s->ndeltas, sizeof *s->deltas, cmp_i64);
+    size_t neg = 0;
+    while (neg < s->ndeltas && s->deltas[neg] < 0)
+        neg++;
+    size_t zeros = windows - s->ndeltas;
+    /* sorted: deltas[0..neg) , zeros x 0 , deltas[neg..) */
+    size_t mid = (windows - 1) / 2;
+    int64_t lo, hi;
+    size_t k = mid;
+    lo = k < neg ? s->deltas[k] : k < neg + zeros ? 0 : s->deltas[k - zeros];
+    k = windows / 2;
+    hi = k < neg ? s->deltas[k] : k < neg + zeros ? 0 : s->deltas[k - zeros];
+    return (lo + hi) / 2;
+}
+
+static int by_growth(const void *a, const void *b) {
+    const site_growth *x = a, *y = b;
+    if (x->growth_per_step != y->growth_per_step)
+        return x->growth_per_step > y->growth_per_step ? -1 : 1;
+    if (x->never_freed_bytes != y->never_freed_bytes)
+        return x->never_freed_bytes > y->never_freed_bytes ? -1 : 1;
+    return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+int analysis_site_growth(sqlite3 *db, int device, int64_t from, int64_t to, site_growth **out,
+                         size_t *count, size_t *windows) {
+    *out = NULL;
+    *count = *windows = 0;
+    step_state *steps;
+    size_t nsteps;
+    if (analysis_steps(db, device, from, to, &steps, &nsteps) != 0)
+        return -1;
+    /* Step ends in event order; windows are (end[k-1], end[k]]. */
+    int64_t *ends = malloc((nsteps + 1) * sizeof *ends);
+    int64_t first_end_ts = 0, last_end_ts = 0;
+    size_t nends = 0;
+    for (size_t i = 0; i < nsteps; i++)
+        if (!nends || steps[i].at_end.event_id > ends[nends - 1]) {
+            if (!nends)
+                first_end_ts = steps[i].at_end.ts_ns;
+            last_end_ts = steps[i].at_end.ts_ns;
+            ends[nends++] = steps[i].at_end.event_id;
+        }
+    free(steps);
+    sweep sw = {0};
+    int rc = 0;
+    sqlite3_stmt *st = prepare(
+        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
+            " a.stack_id END, coalesce(e.requested_size, e.size) "
+            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
+            " a.event_id = e.alloc_event_id "
+            "WHERE e.device = ? AND e.kind = 0 AND e.event_id <= ? AND ("
+            " (e.op IN (0, 3) AND " IS_BLOCK_SQL(
+                "e") ") OR (e.op IN (1, 4) AND "
+                     " e.alloc_event_id IS NOT NULL AND " IS_BLOCK_SQL("a") ")) "
+                                                                            "ORDER BY e.event_id");
+    if (!st || !ends) {
+        free(ends);
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, to);
+    size_t next_end = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        while (next_end < nends && id > ends[next_end])
+            rc |= close_window(&sw, next_end++ == 0);
+        int op = sqlite3_column_int(st, 1);
+        int64_t size = sqlite3_column_int64(st, 2);
+        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
+        site_acc *s = site_of(&sw, stack);
+        if (!s) {
+            rc = -1;
+            break;
+        }
+        int alloc = op == 0 || op == 3;
+        rc |= note_change(&sw, s, alloc ? size : -size);
+        if (alloc && id > from) { /* never freed unless a free follows (below) */
+            s->never_freed_count++;
+            s->never_freed_bytes += sqlite3_column_int64(st, 4);
+        }
+    }
+    sqlite3_finalize(st);
+    while (rc == 0 && next_end < nends)
+        rc |= close_window(&sw, next_end++ == 0);
+    free(ends);
+    /* never-freed: blocks allocated in the window minus those freed by its end */
+    st = prepare(db, "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
+                     "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
+                     "WHERE f.device = ? AND f.op IN (1, 4) AND f.event_id <= ? AND "
+                     "a.event_id > ? AND a.kind = 0 AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, to);
+        sqlite3_bind_int64(st, 3, from);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t stack =
+                sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+            site_acc *s = site_of(&sw, stack);
+            if (s) {
+                s->never_freed_count -= sqlite3_column_int64(st, 1);
+                s->never_freed_bytes -= sqlite3_column_int64(st, 2);
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    size_t nwindows = nends > 1 ? nends - 1 : 0;
+    double step_ns = nwindows ? (double)(last_end_ts - first_end_ts) / (double)nwindows : 0;
+    site_growth *res = rc == 0 ? calloc(sw.len + 1, sizeof *res) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; res && i < sw.len; i++) {
+        site_acc *s = &sw.sites[i];
+        int64_t g = median_change(s, nwindows);
+        if (g > 0 || s->never_freed_count > 0) {
+            site_growth *r = &res[n++];
+            r->stack_id = s->stack_id;
+            r->growth_per_step = g;
+            r->bytes_per_min = step_ns > 0 ? (double)g * 60e9 / step_ns : 0;
+            r->live_first_step = s->live_first;
+            r->live_last_step = s->live_last;
+            r->live_end = s->live;
+            r->never_freed_count = s->never_freed_count;
+            r->never_freed_bytes = s->never_freed_bytes;
+            r->steps_grown = s->steps_grown;
+        }
+    }
+    for (size_t i = 0; i < sw.len; i++)
+        free(sw.sites[i].deltas);
+    free(sw.sites);
+    free(sw.touched);
+    addr_map_free(&sw.index);
+    if (!res)
+        return -1;
+    qsort(res, n, sizeof *res, by_growth);
+    *out = res;
+    *count = n;
+    *windows = nwindows;
+    return 0;
+}
+
+int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t limit,
+                           stack_bytes **out, size_t *count) {
+    *out = calloc(limit ? limit : 1, sizeof **out);
+    *count = 0;
+    sqlite3_stmt *st = prepare(
+        db, "SELECT a.stack_id, sum(a.size), count(*) FROM event_rows a LEFT JOIN event_rows f "
+            "ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
+            "WHERE a.device = ?1 AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
+                "a") " AND a.event_id <= ?2 AND (f.event_id IS NULL OR f.event_id > ?2) "
+                     "GROUP BY a.stack_id ORDER BY 2 DESC LIMIT ?3");
+    if (!st || !*out) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, event_id);
+    sqlite3_bind_int64(st, 3, (int64_t)limit);
+    while (sqlite3_step(st) == SQLITE_ROW && *count < limit) {
+        stack_bytes *b = &(*out)[(*count)++];
+        b->stack_id = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+        b->bytes = sqlite3_column_int64(st, 1);
+        b->blocks = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}

@@ -1,0 +1,158 @@
+/* cmd_leaks.c — `memanalyze leaks INPUT`: allocation sites whose live bytes
+ * grow from step to step, ranked by growth (DESIGN.md: the median of the
+ * per-step changes at step ends, so state created once in step 0 is not a
+ * leak), with bytes/step and bytes/min; then the blocks never freed,
+ * grouped by site. */
+#include "analysis.h"
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "layout.h"
+#include "units.h"
+#include "when.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void leaks_usage(FILE *out) {
+    fprintf(out, "usage: memanalyze leaks INPUT [--device N] [--from WHEN] [--to WHEN] [--json] "
+                 "[--top N]\n"
+                 "Allocation sites whose live bytes grow across steps, and blocks never freed.\n"
+                 "  --device N    the device (default: the one with the highest peak)\n"
+                 "  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"
+                 "  --top N       sites to list (default 20)\n"
+                 "  --json        machine-readable output\n"
+                 "  --step-rule W marker names with W and a number are steps (default step)\n");
+}
+
+static void print_text(sqlite3 *db, int device, const site_growth *g, size_t n, size_t windows,
+                       size_t top) {
+    char b1[32], b2[32], b3[32], b4[32], label[256];
+    printf("device %d: ", device);
+    if (windows)
+        printf("growth = median change of a site's live bytes over %zu step ends\n", windows + 1);
+    else
+        printf("fewer than two step ends in the window: growth cannot be measured\n");
+    size_t shown = 0;
+    printf("\n  %12s %12s %12s %12s  %s\n", "growth/step", "growth/min", "live@first", "live@last",
+           "site");
+    for (size_t i = 0; i < n && shown < top; i++) {
+        if (g[i].growth_per_step <= 0)
+            continue;
+        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        printf("  %12s %12s %12s %12s  %s (stack %lld, grew in %lld of %zu steps)\n",
+               units_bytes((uint64_t)g[i].growth_per_step, b1, 32),
+               units_bytes((uint64_t)g[i].bytes_per_min, b2, 32),
+               units_bytes((uint64_t)(g[i].live_first_step > 0 ? g[i].live_first_step : 0), b3, 32),
+               units_bytes((uint64_t)(g[i].live_last_step > 0 ? g[i].live_last_step : 0), b4, 32),
+               label, (long long)g[i].stack_id, (long long)g[i].steps_grown, windows);
+        shown++;
+    }
+    if (!shown)
+        printf("  (no site grows from step to step)\n");
+    printf("\n  never freed (allocated during the recording, live at its end), by site:\n");
+    shown = 0;
+    for (size_t i = 0; i < n && shown < top; i++) {
+        if (g[i].never_freed_count <= 0)
+            continue;
+        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        printf("  %8lld blocks %12s  %s\n", (long long)g[i].never_freed_count,
+               units_bytes((uint64_t)g[i].never_freed_bytes, b1, 32), label);
+        shown++;
+    }
+    if (!shown)
+        printf("  (none)\n");
+}
+
+static void print_json(sqlite3 *db, int device, const site_growth *g, size_t n, size_t windows,
+                       size_t top) {
+    char label[256];
+    printf("{\"device\": %d, \"growth_windows\": %zu, \"sites\": [", device, windows);
+    for (size_t i = 0; i < n && i < top; i++) {
+        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        printf("%s\n  {\"stack_id\": %lld, \"site\": ", i ? "," : "", (long long)g[i].stack_id);
+        json_string(stdout, label);
+        printf(", \"growth_bytes_per_step\": %lld, \"growth_bytes_per_min\": ",
+               (long long)g[i].growth_per_step);
+        json_number(stdout, g[i].bytes_per_min);
+        printf(", \"live_first_step_bytes\": %lld, \"live_last_step_bytes\": %lld, "
+               "\"live_end_bytes\": %lld, \"steps_grown\": %lld, \"never_freed_count\": %lld, "
+               "\"never_freed_bytes\": %lld}",
+               (long long)g[i].live_first_step, (long long)g[i].live_last_step,
+               (long long)g[i].live_end, (long long)g[i].steps_grown,
+               (long long)g[i].never_freed_count, (long long)g[i].never_freed_bytes);
+    }
+    printf("\n]}\n");
+}
+
+int cmd_leaks(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
+        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
+        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    int device = -1, json = 0, c;
+    size_t top = 20;
+    const char *from_spec = NULL, *to_spec = NULL;
+    input_options io = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            device = atoi(optarg);
+            break;
+        case 'f':
+            from_spec = optarg;
+            break;
+        case 't':
+            to_spec = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'n':
+            top = (size_t)atoi(optarg);
+            break;
+        case 's':
+            io.step_word = optarg;
+            break;
+        case 'h':
+            leaks_usage(stdout);
+            return 0;
+        default:
+            leaks_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        leaks_usage(stderr);
+        return 2;
+    }
+    sqlite3 *db;
+    int status = cli_open_db(argv[optind], &io, &db);
+    if (status)
+        return status;
+    if (device < 0)
+        device = when_default_device(db);
+    char err[256];
+    int64_t from = 0, to = analysis_last_event(db);
+    if ((from_spec && when_resolve(db, from_spec, device, &from, err, sizeof err) != 0) ||
+        (to_spec && when_resolve(db, to_spec, device, &to, err, sizeof err) != 0)) {
+        sqlite3_close(db);
+        return cli_error("%s", err);
+    }
+    site_growth *g;
+    size_t n, windows;
+    if (analysis_site_growth(db, device, from, to, &g, &n, &windows) != 0) {
+        status = cli_error("reading the database: %s", sqlite3_errmsg(db));
+    } else {
+        if (json)
+            print_json(db, device, g, n, windows, top);
+        else
+            print_text(db, device, g, n, windows, top);
+        free(g);
+    }
+    sqlite3_close(db);
+    return status;
+}

@@ -1,0 +1,534 @@
+/* cmd_report.c — `memanalyze report INPUT`: one screen that answers what
+ * people ask about a run's GPU memory — the peak and what held it,
+ * fragmentation, OOMs, untracked memory, the largest allocations, leaks and
+ * growth, and the headroom left — per device, text or JSON.
+ *
+ * The numbers come from analysis.c; this file only chooses what to say and
+ * says it. A recommendation is printed only when a number supports it. */
+#include "analysis.h"
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "layout.h"
+#include "units.h"
+#include "when.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 64
+
+typedef struct report_opts {
+    int device; /* -1: all */
+    int json;
+    size_t top;
+    const char *from, *to;
+} report_opts;
+
+typedef struct device_report {
+    device_summary s;
+    stack_bytes *top; /* at the peak */
+    size_t ntop;
+    site_growth *growth;
+    size_t ngrowth, windows;
+    step_state *steps;
+    size_t nsteps;
+    int64_t growth_per_step; /* allocated at step ends, median change */
+    int64_t limit_step;      /* step at which the trend reaches the device: -1 none */
+} device_report;
+
+static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
+
+static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
+    layout_stack_label(db, stack, buf, len);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The trend of allocated bytes at step ends, and where it leads. */
+static void headroom(device_report *r) {
+    r->limit_step = -1;
+    r->growth_per_step = 0;
+    if (r->nsteps < 3)
+        return;
+    size_t n = r->nsteps - 1;
+    int64_t *d = malloc(n * sizeof *d);
+    if (!d)
+        return;
+    for (size_t i = 0; i < n; i++)
+        d[i] = r->steps[i + 1].at_end.allocated - r->steps[i].at_end.allocated;
+    qsort(d, n, sizeof *d, cmp_i64);
+    r->growth_per_step = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    free(d);
+    const step_state *last = &r->steps[r->nsteps - 1];
+    if (r->growth_per_step > 0 && r->s.total_bytes > last->at_end.allocated)
+        r->limit_step =
+            last->step + (r->s.total_bytes - last->at_end.allocated) / r->growth_per_step;
+}
+
+static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, device_report *r) {
+    memset(r, 0, sizeof *r);
+    if (analysis_device_summary(db, device, from, to, &r->s) != 0 ||
+        analysis_top_stacks_at(db, device, r->s.peak_allocated.event_id, top, &r->top, &r->ntop) !=
+            0 ||
+        analysis_site_growth(db, device, from, to, &r->growth, &r->ngrowth, &r->windows) != 0 ||
+        analysis_steps(db, device, from, to, &r->steps, &r->nsteps) != 0)
+        return -1;
+    headroom(r);
+    return 0;
+}
+
+static void release(device_report *r) {
+    free(r->top);
+    free(r->growth);
+    free(r->steps);
+}
+
+static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
+    sqlite3_stmt *st;
+    buf[0] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+        return buf;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t to) {
+    char a[512], b[128], c[128], d[32];
+    printf("memanalyze report: %s\n", input);
+    printf("  input: %s", meta_text(db, "input_format", a, sizeof a));
+    if (*meta_text(db, "producer", b, sizeof b))
+        printf(", recorded by %s", b);
+    if (*meta_text(db, "pid", c, sizeof c) && strcmp(c, "0") != 0)
+        printf(", pid %s", c);
+    if (*meta_text(db, "host", b, sizeof b))
+        printf(" on %s", b);
+    printf("\n");
+    if (*meta_text(db, "command_line", a, sizeof a))
+        printf("  command: %s\n", a);
+    long long events = cli_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
+    long long span = cli_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
+    long long steps = cli_query_int(db, "SELECT count(*) FROM steps", 0);
+    printf("  %lld events over %s", events, units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
+    if (steps)
+        printf(", %lld steps (step %lld .. %lld)", steps,
+               cli_query_int(db, "SELECT min(step) FROM steps", 0),
+               cli_query_int(db, "SELECT max(step) FROM steps", 0));
+    else
+        printf(", no steps found (NVTX ranges or marks named like \"step 3\" make steps)");
+    printf("\n");
+    long long warnings = cli_query_int(db, "SELECT value FROM meta WHERE key='warnings_total'", 0);
+    if (warnings)
+        printf("  %lld replay warnings (memanalyze sql %s \"SELECT * FROM warnings\")\n", warnings,
+               input);
+    if (cli_query_int(db, "SELECT value FROM meta WHERE key='truncated_after_events'", -1) >= 0)
+        printf("  the trace is truncated: the recording was cut short\n");
+    if (from > 0 || to < analysis_last_event(db)) {
+        char w1[96], w2[96];
+        when_describe(db, from, w1, sizeof w1);
+        when_describe(db, to, w2, sizeof w2);
+        printf("  window: from %s to %s\n", w1, w2);
+    }
+}
+
+static void print_ooms(sqlite3 *db, const device_report *r, int64_t from, int64_t to) {
+    char b1[32], b2[32], b3[32], when[96];
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT event_id, size, allocated_bytes, reserved_bytes, "
+                           "largest_free_bytes, (SELECT value FROM counters c WHERE c.device = "
+                           "e.device AND c.kind = 'driver_free' AND c.ts_ns <= e.ts_ns ORDER BY "
+                           "c.ts_ns DESC LIMIT 1) FROM event_rows e WHERE device = ? AND op = 7 "
+                           "AND event_id > ? AND event_id <= ? ORDER BY event_id LIMIT 10",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int(st, 1, r->s.device);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), ask = sqlite3_column_int64(st, 1);
+        int64_t unalloc = sqlite3_column_int64(st, 3) - sqlite3_column_int64(st, 2);
+        int64_t largest = sqlite3_column_int64(st, 4);
+        when_describe(db, id, when, sizeof when);
+        printf("    OOM at %s asking %s while %s is reserved but unallocated", when, B(ask, b1),
+               B(unalloc, b2));
+        if (unalloc >= ask && largest < ask)
+            printf(" (largest free block %s): fragmentation", B(largest, b3));
+        else if (sqlite3_column_type(st, 5) != SQLITE_NULL)
+            printf("; the driver had %s free: the device is full",
+                   B(sqlite3_column_int64(st, 5), b3));
+        printf("\n");
+    }
+    sqlite3_finalize(st);
+}
+
+static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, size_t top) {
+    sqlite3_stmt *st;
+    char b1[32], label[256], when[96];
+    if (sqlite3_prepare_v2(db,
+                           "SELECT event_id, size, stack_id FROM event_rows WHERE device = ? AND "
+                           "kind = 0 AND op IN (0, 3) AND (level = 1 OR event_id IN (SELECT "
+                           "segment_id FROM segments WHERE whole_block = 1)) AND event_id <= ? "
+                           "AND event_id > ? ORDER BY size DESC, event_id LIMIT ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, to);
+    sqlite3_bind_int64(st, 3, from > 0 ? from : INT64_MIN);
+    sqlite3_bind_int64(st, 4, (int64_t)top);
+    printf("  largest allocations:\n");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        site(db, sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2), label,
+             sizeof label);
+        when_describe(db, sqlite3_column_int64(st, 0), when, sizeof when);
+        printf("    %10s  %s  at %s\n", B(sqlite3_column_int64(st, 1), b1), label, when);
+    }
+    sqlite3_finalize(st);
+}
+
+static void print_fragmentation(const device_report *r) {
+    char b1[32], b2[32];
+    const device_summary *s = &r->s;
+    double at_peak = frag_of(&s->peak_allocated), at_end = frag_of(&s->end);
+    double worst = frag_of(&s->worst_fragmentation);
+    printf("  fragmentation (reserved - allocated) / reserved:\n");
+    printf("    at the peak %.2f (%s), largest free block %s\n", at_peak, frag_rating(at_peak),
+           B(s->peak_allocated.largest_free, b1));
+    printf("    at the end  %.2f (%s), largest free block %s\n", at_end, frag_rating(at_end),
+           B(s->end.largest_free, b2));
+    printf("    worst       %.2f (%s) at event %lld, with %s reserved\n", worst, frag_rating(worst),
+           (long long)s->worst_fragmentation.event_id, B(s->worst_fragmentation.reserved, b1));
+    if (r->nsteps) {
+        double lo = 1, hi = 0, sum = 0;
+        int64_t hi_step = 0;
+        for (size_t i = 0; i < r->nsteps; i++) {
+            double f = frag_of(&r->steps[i].at_end);
+            sum += f;
+            if (f < lo)
+                lo = f;
+            if (f > hi) {
+                hi = f;
+                hi_step = r->steps[i].step;
+            }
+        }
+        printf("    per step (at step ends): min %.2f, mean %.2f, max %.2f (%s) at step %lld\n", lo,
+               sum / (double)r->nsteps, hi, frag_rating(hi), (long long)hi_step);
+    }
+}
+
+static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
+    char b1[32], b2[32], b3[32], label[256];
+    size_t shown = 0;
+    printf("  leaks and growth");
+    if (r->windows)
+        printf(" (median change of live bytes per site over %zu step ends):\n", r->windows + 1);
+    else
+        printf(" (fewer than two step ends: no growth can be measured):\n");
+    for (size_t i = 0; i < r->ngrowth && shown < top; i++) {
+        const site_growth *g = &r->growth[i];
+        if (g->growth_per_step <= 0)
+            continue;
+        site(db, g->stack_id, label, sizeof label);
+        printf("    +%s/step (+%s/min)  %s  live %s at the end\n", B(g->growth_per_step, b1),
+               B((int64_t)g->bytes_per_min, b2), label, B(g->live_end, b3));
+        shown++;
+    }
+    if (!shown)
+        printf("    no site grows from step to step\n");
+    const device_summary *s = &r->s;
+    printf("  never freed: %lld blocks, %s requested, allocated during the recording and live "
+           "at its end\n",
+           (long long)s->never_freed_count, B(s->never_freed_bytes, b1));
+    if (r->growth_per_step > 0) {
+        printf("  headroom: allocated grows +%s/step at step ends", B(r->growth_per_step, b1));
+        if (r->limit_step >= 0)
+            printf("; at that rate the run reaches the device limit (%s) at step %lld",
+                   B(s->total_bytes, b2), (long long)r->limit_step);
+        printf("\n");
+    } else if (r->nsteps >= 3) {
+        printf("  headroom: allocated does not grow from step to step; peak uses %s",
+               B(s->peak_reserved.reserved, b1));
+        if (s->total_bytes)
+            printf(" of %s (%.0f %%)", B(s->total_bytes, b2),
+                   100.0 * (double)s->peak_reserved.reserved / (double)s->total_bytes);
+        printf("\n");
+    }
+}
+
+static void print_recommendations(sqlite3 *db, const device_report *r) {
+    char b1[32], b2[32], label[256];
+    const device_summary *s = &r->s;
+    int said = 0;
+    double at_peak = frag_of(&s->peak_allocated);
+    printf("  recommendations:\n");
+    if (at_peak >= 0.30 && s->peak_allocated.reserved - s->peak_allocated.allocated >= (64 << 20)) {
+        printf("  - %s of the peak's %s reserved is not allocated (fragmentation %.2f, %s): "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow instead of "
+               "leaving split free blocks behind\n",
+               B(s->peak_allocated.reserved - s->peak_allocated.allocated, b1),
+               B(s->peak_allocated.reserved, b2), at_peak, frag_rating(at_peak));
+        said = 1;
+    }
+    if (r->ngrowth && r->growth[0].growth_per_step > 0 && r->windows >= 2) {
+        site(db, r->growth[0].stack_id, label, sizeof label);
+        printf("  - %s keeps +%s per step alive: something holds on to what it allocates "
+               "(a list of tensors, a history, a cache)\n",
+               label, B(r->growth[0].growth_per_step, b1));
+        said = 1;
+    }
+    if (s->ooms && !said) {
+        printf("  - the run hit OOM: see the OOM lines above for whether it was fragmentation or a "
+               "full device\n");
+        said = 1;
+    }
+    if (!said)
+        printf("    none: no number above calls for one\n");
+}
+
+static void print_device(sqlite3 *db, const device_report *r, int64_t from, int64_t to,
+                         size_t top) {
+    char b1[32], b2[32], b3[32], when[96], label[256];
+    const device_summary *s = &r->s;
+    printf("\ndevice %d", s->device);
+    if (s->name[0])
+        printf("  %s", s->name);
+    if (s->total_bytes > 0)
+        printf(", %s", B(s->total_bytes, b1));
+    printf("\n");
+    when_describe(db, s->peak_allocated.event_id, when, sizeof when);
+    printf("  peak allocated %s at %s\n", B(s->peak_allocated.allocated, b1), when);
+    printf("    then requested %s, reserved %s\n", B(s->peak_allocated.requested, b1),
+           B(s->peak_allocated.reserved, b2));
+    when_describe(db, s->peak_requested.event_id, when, sizeof when);
+    printf("  peak requested %s at %s\n", B(s->peak_requested.requested, b1), when);
+    when_describe(db, s->peak_reserved.event_id, when, sizeof when);
+    printf("  peak reserved  %s at %s\n", B(s->peak_reserved.reserved, b1), when);
+    printf("  reserved at the start %s, at the end %s (allocated %s)\n", B(s->start.reserved, b1),
+           B(s->end.reserved, b2), B(s->end.allocated, b3));
+    printf("  %lld allocations, %lld frees\n", (long long)s->allocs, (long long)s->frees);
+    if (r->ntop) {
+        printf("  held at the peak:\n");
+        for (size_t i = 0; i < r->ntop; i++) {
+            site(db, r->top[i].stack_id, label, sizeof label);
+            double pct = s->peak_allocated.allocated
+                             ? 100.0 * (double)r->top[i].bytes / (double)s->peak_allocated.allocated
+                             : 0;
+            printf("    %10s %5.1f %%  %6lld blocks  %s\n", B(r->top[i].bytes, b1), pct,
+                   (long long)r->top[i].blocks, label);
+        }
+    }
+    print_fragmentation(r);
+    if (s->ooms) {
+        printf("  %lld OOM%s:\n", (long long)s->ooms, s->ooms == 1 ? "" : "s");
+        print_ooms(db, r, from, to);
+    }
+    if (s->alloc_failed)
+        printf("  %lld failed driver allocation%s%s\n", (long long)s->alloc_failed,
+               s->alloc_failed == 1 ? "" : "s",
+               s->ooms ? "" : ", all survived: the allocator freed its cache and retried");
+    if (s->untracked_at_peak >= 0)
+        printf("  untracked (driver's used - reserved: context, libraries, other processes): "
+               "%s near the peak, at most %s\n",
+               B(s->untracked_at_peak, b1), B(s->untracked_max, b2));
+    print_largest(db, s->device, from, to, top);
+    print_growth(db, r, top);
+    print_recommendations(db, r);
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void json_moment_fields(const char *prefix, const moment *m) {
+    printf("\"%s_event_id\": %lld, \"%s_ts_ns\": %lld", prefix, (long long)m->event_id, prefix,
+           (long long)m->ts_ns);
+}
+
+static void print_device_json(sqlite3 *db, const device_report *r, int first) {
+    const device_summary *s = &r->s;
+    char label[256];
+    printf("%s\n    {\"device\": %d, \"name\": ", first ? "" : ",", s->device);
+    json_string(stdout, s->name[0] ? s->name : NULL);
+    printf(", \"total_bytes\": ");
+    if (s->total_bytes)
+        printf("%lld", (long long)s->total_bytes);
+    else
+        printf("null");
+    printf(",\n     \"peak_allocated_bytes\": %lld, ", (long long)s->peak_allocated.allocated);
+    json_moment_fields("peak_allocated", &s->peak_allocated);
+    printf(",\n     \"peak_requested_bytes\": %lld, ", (long long)s->peak_requested.requested);
+    json_moment_fields("peak_requested", &s->peak_requested);
+    printf(",\n     \"peak_reserved_bytes\": %lld, ", (long long)s->peak_reserved.reserved);
+    json_moment_fields("peak_reserved", &s->peak_reserved);
+    printf(",\n     \"start_reserved_bytes\": %lld, \"end_reserved_bytes\": %lld, "
+           "\"end_allocated_bytes\": %lld,\n",
+           (long long)s->start.reserved, (long long)s->end.reserved, (long long)s->end.allocated);
+    printf("     \"allocs\": %lld, \"frees\": %lld, \"never_freed_count\": %lld, "
+           "\"never_freed_bytes\": %lld,\n",
+           (long long)s->allocs, (long long)s->frees, (long long)s->never_freed_count,
+           (long long)s->never_freed_bytes);
+    printf("     \"fragmentation_at_peak\": ");
+    json_number(stdout, frag_of(&s->peak_allocated));
+    printf(", \"fragmentation_at_end\": ");
+    json_number(stdout, frag_of(&s->end));
+    printf(", \"fragmentation_worst\": ");
+    json_number(stdout, frag_of(&s->worst_fragmentation));
+    printf(", \"fragmentation_worst_event_id\": %lld,\n",
+           (long long)s->worst_fragmentation.event_id);
+    printf("     \"largest_free_at_peak_bytes\": %lld, \"largest_free_at_end_bytes\": %lld,\n",
+           (long long)s->peak_allocated.largest_free, (long long)s->end.largest_free);
+    printf("     \"ooms\": %lld, \"alloc_failed\": %lld, \"untracked_at_peak_bytes\": ",
+           (long long)s->ooms, (long long)s->alloc_failed);
+    if (s->untracked_at_peak >= 0)
+        printf("%lld", (long long)s->untracked_at_peak);
+    else
+        printf("null");
+    printf(",\n     \"top_stacks_at_peak\": [");
+    for (size_t i = 0; i < r->ntop; i++) {
+        site(db, r->top[i].stack_id, label, sizeof label);
+        printf("%s{\"stack_id\": %lld, \"site\": ", i ? ", " : "", (long long)r->top[i].stack_id);
+        json_string(stdout, label);
+        printf(", \"bytes\": %lld, \"blocks\": %lld}", (long long)r->top[i].bytes,
+               (long long)r->top[i].blocks);
+    }
+    printf("],\n     \"growth_windows\": %zu, \"leaks\": [", r->windows);
+    for (size_t i = 0, n = 0; i < r->ngrowth && n < 10; i++) {
+        const site_growth *g = &r->growth[i];
+        site(db, g->stack_id, label, sizeof label);
+        printf("%s{\"stack_id\": %lld, \"site\": ", n++ ? ", " : "", (long long)g->stack_id);
+        json_string(stdout, label);
+        printf(", \"growth_bytes_per_step\": %lld, \"growth_bytes_per_min\": ",
+               (long long)g->growth_per_step);
+        json_number(stdout, g->bytes_per_min);
+        printf(", \"never_freed_count\": %lld, \"never_freed_bytes\": %lld}",
+               (long long)g->never_freed_count, (long long)g->never_freed_bytes);
+    }
+    printf("],\n     \"steps\": %zu, \"allocated_growth_per_step_bytes\": %lld, "
+           "\"device_limit_step\": ",
+           r->nsteps, (long long)r->growth_per_step);
+    if (r->limit_step >= 0)
+        printf("%lld}", (long long)r->limit_step);
+    else
+        printf("null}");
+}
+
+/* ---- command ---------------------------------------------------------- */
+
+static void report_usage(FILE *out) {
+    fprintf(out, "usage: memanalyze report INPUT [--device N] [--from WHEN] [--to WHEN] [--json] "
+                 "[--top N]\n"
+                 "One screen on a run's GPU memory: peaks and what held them, fragmentation,\n"
+                 "OOMs, untracked memory, the largest allocations, leaks and growth, headroom.\n"
+                 "  INPUT         a trace, a PyTorch snapshot pickle or a memanalyze database\n"
+                 "  --device N    only device N (default: every device)\n"
+                 "  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"
+                 "  --top N       rows per list (default 5)\n"
+                 "  --json        machine-readable output\n"
+                 "  --step-rule W marker names with W and a number are steps (default step)\n");
+}
+
+int cmd_report(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
+        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
+        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    report_opts o = {.device = -1, .top = 5};
+    input_options io = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o.device = atoi(optarg);
+            break;
+        case 'f':
+            o.from = optarg;
+            break;
+        case 't':
+            o.to = optarg;
+            break;
+        case 'j':
+            o.json = 1;
+            break;
+        case 'n':
+            o.top = (size_t)atoi(optarg);
+            break;
+        case 's':
+            io.step_word = optarg;
+            break;
+        case 'h':
+            report_usage(stdout);
+            return 0;
+        default:
+            report_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        report_usage(stderr);
+        return 2;
+    }
+    sqlite3 *db;
+    int status = cli_open_db(argv[optind], &io, &db);
+    if (status)
+        return status;
+    char err[256];
+    int64_t from = 0, to = analysis_last_event(db);
+    if ((o.from && when_resolve(db, o.from, o.device, &from, err, sizeof err) != 0) ||
+        (o.to && when_resolve(db, o.to, o.device, &to, err, sizeof err) != 0)) {
+        sqlite3_close(db);
+        return cli_error("%s", err);
+    }
+    if (from > to) {
+        sqlite3_close(db);
+        return cli_error("--from is after --to (event %lld > %lld)", (long long)from,
+                         (long long)to);
+    }
+    int devices[MAX_DEVICES];
+    int ndev = analysis_devices(db, devices, MAX_DEVICES);
+    if (o.device >= 0) {
+        int found = 0;
+        for (int i = 0; i < ndev; i++)
+            found |= devices[i] == o.device;
+        if (!found) {
+            sqlite3_close(db);
+            return cli_error("device %d has no events in %s", o.device, argv[optind]);
+        }
+        devices[0] = o.device;
+        ndev = 1;
+    }
+    if (!o.json) {
+        print_header(db, argv[optind], from, to);
+    } else {
+        printf("{\"input\": ");
+        json_string(stdout, argv[optind]);
+        printf(", \"from_event_id\": %lld, \"to_event_id\": %lld, \"devices\": [", (long long)from,
+               (long long)to);
+    }
+    for (int i = 0; i < ndev && status == 0; i++) {
+        device_report r;
+        if (build(db, devices[i], from, to, o.top, &r) != 0) {
+            status = cli_error("reading the database: %s", sqlite3_errmsg(db));
+        } else if (o.json) {
+            print_device_json(db, &r, i == 0);
+        } else {
+            print_device(db, &r, from, to, o.top);
+        }
+        release(&r);
+    }
+    if (o.json && status == 0)
+        printf("\n  ]}\n");
+    if (!ndev && !o.json)
+        printf("\nno device memory events in this input\n");
+    sqlite3_close(db);
+    return status;
+}

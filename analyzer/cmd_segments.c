@@ -1,0 +1,281 @@
+/* cmd_segments.c — `memanalyze segments INPUT --at WHEN`: the segment layout
+ * of one device at a point in time (layout.h): one line per segment with
+ * its use and its largest free gap, optionally the blocks inside, or JSON
+ * with the keys of PyTorch's snapshot `segments` list, whose blocks tile
+ * each segment exactly (free gaps are `inactive` blocks). */
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "layout.h"
+#include "units.h"
+#include "when.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void segments_usage(FILE *out) {
+    fprintf(out, "usage: memanalyze segments INPUT [--at WHEN] [--device N] [--blocks] [--json]\n"
+                 "The segment layout of one device at a point in time: segments by address, what\n"
+                 "they hold, their free gaps.\n"
+                 "  --at WHEN     step:N, event:N, time:1.5s, peak, start or end (default end)\n"
+                 "  --device N    the device (default: the one with the highest peak)\n"
+                 "  --blocks      list the blocks inside each segment\n"
+                 "  --json        PyTorch snapshot keys: segments with blocks that tile them\n"
+                 "  -o FILE       write the output to FILE (pictures come later)\n"
+                 "  --step-rule WORD  the word step names contain (default \"step\")\n");
+}
+
+/* "0" for the default stream, hex for handles. */
+static const char *stream_text(uint64_t stream, char *buf, size_t len) {
+    snprintf(buf, len, stream < 0x10000 ? "%llu" : "0x%llx", (unsigned long long)stream);
+    return buf;
+}
+
+static const char *state_text(layout_state state) {
+    return state == LAYOUT_ALLOCATED      ? "allocated"
+           : state == LAYOUT_PENDING_FREE ? "pending free"
+                                          : "free";
+}
+
+static void print_block_text(FILE *out, const layout_block *b, layout_stacks *stacks) {
+    char size[32], req[32];
+    fprintf(out, "    0x%-14llx %10s  ", (unsigned long long)b->addr,
+            units_bytes(b->size, size, sizeof size));
+    if (b->state == LAYOUT_INACTIVE) {
+        fprintf(out, "%s\n", state_text(b->state));
+        return;
+    }
+    const layout_stack *s = layout_stacks_get(stacks, b->stack_id);
+    fprintf(out, "%-12s  req %10s  %s\n", state_text(b->state),
+            units_bytes(b->requested, req, sizeof req), s ? s->site : "?");
+}
+
+static void print_text(FILE *out, const layout *l, const char *when, const char *described,
+                       int blocks, layout_stacks *stacks) {
+    char a[32], b[32], c[32], d[32], e[32];
+    fprintf(out, "segments of device %d at %s = %s\n", l->device, when, described);
+    if (l->segment_count == 0)
+        fprintf(out, "no live segments\n");
+    else
+        fprintf(out, "%-16s  %10s  %10s  %10s  %12s  %6s  %6s  %4s  %s\n", "address", "size",
+                "allocated", "free", "largest free", "stream", "blocks", "gaps", "site");
+    for (size_t i = 0; i < l->segment_count; i++) {
+        const layout_segment *s = &l->segments[i];
+        const layout_stack *st = layout_stacks_get(stacks, s->stack_id);
+        fprintf(out, "0x%-14llx  %10s  %10s  %10s  %12s  %6s  %6zu  %4zu  %s%s\n",
+                (unsigned long long)s->addr, units_bytes(s->size, a, sizeof a),
+                units_bytes(s->allocated_bytes, b, sizeof b),
+                units_bytes(s->size - s->allocated_bytes, c, sizeof c),
+                units_bytes(s->largest_free_bytes, d, sizeof d),
+                stream_text(s->stream, e, sizeof e), s->live_blocks,
+                s->block_count - s->live_blocks, st ? st->site : "?",
+                s->mapped        ? " [expandable]"
+                : s->whole_block ? " [whole block]"
+                                 : "");
+        for (size_t k = 0; blocks && k < s->block_count; k++)
+            print_block_text(out, &l->blocks[s->first_block + k], stacks);
+    }
+    uint64_t free_bytes = 0;
+    for (size_t i = 0; i < l->segment_count; i++)
+        free_bytes += l->segments[i].size - l->segments[i].allocated_bytes;
+    fprintf(out, "total: %zu segment%s, reserved %s, allocated %s", l->segment_count,
+            l->segment_count == 1 ? "" : "s", units_bytes(l->reserved_bytes, a, sizeof a),
+            units_bytes(l->allocated_bytes, b, sizeof b));
+    if (l->pending_bytes)
+        fprintf(out, " (%s pending free)", units_bytes(l->pending_bytes, c, sizeof c));
+    fprintf(out, " in %zu block%s, free %s", l->live_blocks, l->live_blocks == 1 ? "" : "s",
+            units_bytes(free_bytes, d, sizeof d));
+    if (l->reserved_bytes)
+        fprintf(out, " (%.1f %%)", 100.0 * (double)free_bytes / (double)l->reserved_bytes);
+    fprintf(out, ", largest free %s\n", units_bytes(l->largest_free_bytes, e, sizeof e));
+    if (l->outside_count) {
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < l->outside_count; i++)
+            bytes += l->outside[i].size;
+        fprintf(out,
+                "note: %zu live block%s (%s) lie outside every live segment (see the warnings "
+                "table); counted in allocated\n",
+                l->outside_count, l->outside_count == 1 ? "" : "s",
+                units_bytes(bytes, a, sizeof a));
+        for (size_t i = 0; blocks && i < l->outside_count; i++)
+            print_block_text(out, &l->outside[i], stacks);
+    }
+}
+
+static void print_json_block(FILE *out, const layout_block *b, layout_stacks *stacks) {
+    fprintf(out, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
+            (unsigned long long)b->addr, (unsigned long long)b->size,
+            (unsigned long long)b->requested);
+    json_string(out, layout_state_name(b->state));
+    if (b->state != LAYOUT_INACTIVE) {
+        fprintf(out, ", \"alloc_event_id\": %lld", (long long)b->alloc_event_id);
+        const layout_stack *s = b->stack_id ? layout_stacks_get(stacks, b->stack_id) : NULL;
+        if (s && s->frame_count) {
+            fputs(", \"frames\": ", out);
+            layout_json_frames(out, s);
+        }
+    }
+    fputc('}', out);
+}
+
+static void print_json(FILE *out, const layout *l, const char *when, const char *described,
+                       layout_stacks *stacks) {
+    fprintf(out, "{\"device\": %d, \"event_id\": %lld, \"when\": ", l->device,
+            (long long)l->event_id);
+    json_string(out, when);
+    fputs(", \"description\": ", out);
+    json_string(out, described);
+    fprintf(out,
+            ",\n \"reserved_bytes\": %llu, \"allocated_bytes\": %llu, \"requested_bytes\": %llu, "
+            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"segments\": [",
+            (unsigned long long)l->reserved_bytes, (unsigned long long)l->allocated_bytes,
+            (unsigned long long)l->requested_bytes, (unsigned long long)l->pending_bytes,
+            (unsigned long long)l->largest_free_bytes);
+    for (size_t i = 0; i < l->segment_count; i++) {
+        const layout_segment *s = &l->segments[i];
+        /* allocated = live blocks (pending-free included), DESIGN.md's definition */
+        fprintf(out,
+                "%s\n  {\"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
+                "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, "
+                "\"segment_type\": \"%s\", \"is_expandable\": %s, \"segment_id\": %lld",
+                i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
+                (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
+                (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
+                s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false",
+                (long long)s->segment_id);
+        const layout_stack *st = s->stack_id ? layout_stacks_get(stacks, s->stack_id) : NULL;
+        if (st && st->frame_count) {
+            fputs(", \"frames\": ", out);
+            layout_json_frames(out, st);
+        }
+        fputs(",\n   \"blocks\": [", out);
+        for (size_t k = 0; k < s->block_count; k++) {
+            fputs(k ? ",\n    " : "\n    ", out);
+            print_json_block(out, &l->blocks[s->first_block + k], stacks);
+        }
+        fputs("]}", out);
+    }
+    fputs(l->segment_count ? "\n ],\n \"outside_blocks\": [" : "],\n \"outside_blocks\": [", out);
+    for (size_t i = 0; i < l->outside_count; i++) {
+        fputs(i ? ",\n  " : "\n  ", out);
+        print_json_block(out, &l->outside[i], stacks);
+    }
+    fputs("]}\n", out);
+}
+
+static int is_picture(const char *path) {
+    const char *dot = strrchr(path, '.');
+    return dot &&
+           (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
+}
+
+/* --device N: a device number, or -1 with the error printed. */
+static int parse_device(const char *text, int *device) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < 0 || v > 1023)
+        return cli_error("bad --device '%s': a device number (0, 1, ...)", text), -1;
+    *device = (int)v;
+    return 0;
+}
+
+int cmd_segments(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"at", required_argument, 0, 'a'},     {"device", required_argument, 0, 'd'},
+        {"json", no_argument, 0, 'j'},         {"blocks", no_argument, 0, 'b'},
+        {"output", required_argument, 0, 'o'}, {"step-rule", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    const char *when = "end", *output = NULL;
+    int device = -1, json = 0, blocks = 0, c;
+    input_options io = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            when = optarg;
+            break;
+        case 'd':
+            if (parse_device(optarg, &device) != 0)
+                return 2;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'b':
+            blocks = 1;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 's':
+            io.step_word = optarg;
+            break;
+        case 'h':
+            segments_usage(stdout);
+            return 0;
+        default:
+            segments_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        segments_usage(stderr);
+        return 2;
+    }
+    if (output && is_picture(output))
+        return cli_error("segments: picture output (%s) is not available yet; use the text "
+                         "output or --json",
+                         output);
+    sqlite3 *db;
+    int status = cli_open_db(argv[optind], &io, &db);
+    if (status)
+        return status;
+    char err[512], described[128];
+    int64_t at;
+    layout *l = NULL;
+    layout_stacks *stacks = NULL;
+    FILE *out = stdout;
+    if (device < 0)
+        device = when_default_device(db);
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM devices WHERE device = %d AND peak_allocated_bytes IS NOT NULL",
+             device);
+    if (cli_query_int(db, sql, 0) == 0) {
+        status = cli_error("segments: device %d has no events", device);
+        goto done;
+    }
+    if (when_resolve(db, when, device, &at, err, sizeof err) != 0) {
+        status = cli_error("%s", err);
+        goto done;
+    }
+    if (layout_build(db, device, at, &l, err, sizeof err) != 0) {
+        status = cli_error("segments: %s", err);
+        goto done;
+    }
+    if (!(stacks = layout_stacks_new(db))) {
+        status = cli_error("segments: out of memory");
+        goto done;
+    }
+    if (output && !(out = fopen(output, "w"))) {
+        out = stdout;
+        status = cli_error("segments: cannot create %s", output);
+        goto done;
+    }
+    when_describe(db, at, described, sizeof described);
+    if (json)
+        print_json(out, l, when, described, stacks);
+    else
+        print_text(out, l, when, described, blocks, stacks);
+    if (out != stdout && fclose(out) != 0)
+        status = cli_error("segments: cannot write %s", output);
+    out = stdout;
+done:
+    layout_stacks_free(stacks);
+    layout_free(l);
+    sqlite3_close(db);
+    return status;
+}

@@ -1,0 +1,146 @@
+/* layout.h — the segment layout of one device at an event id, rebuilt from
+ * the database, and the names of allocation stacks.
+ *
+ * The layout at event N (DESIGN.md "Time, steps and WHEN": the state after
+ * event N) is what the replay's allocator model held then:
+ *  - the segments live at N: segments rows with segment_id <= N and
+ *    (free_event_id IS NULL OR free_event_id > N), device memory only;
+ *  - the blocks live at N: block alloc rows with event_id <= N whose free
+ *    row (op 'free', alloc_event_id = it) is absent or after N; pending-free
+ *    when a free_requested row for it is <= N; a whole_block segment (a
+ *    plain cudaMalloc) is itself one allocated block.
+ * They are put into a caching-allocator model in apply mode (VMM ranges via
+ * am_segment_map, so adjacent mapped ranges join into one expandable
+ * segment as PyTorch shows them), and read back in address order: each
+ * segment with blocks that tile it exactly, free gaps being inactive blocks.
+ *
+ * Cost: one pass over the rows with event_id <= N (the primary key range)
+ * and a hash of the blocks live during the pass, so memory stays in the
+ * order of the live blocks; the `allocations` view (a correlated lookup per
+ * row) is not used. layout_build_many shares the pass between several
+ * points. Nothing here prints except layout_json_frames. */
+#ifndef GMT_LAYOUT_H
+#define GMT_LAYOUT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum layout_state {
+    LAYOUT_INACTIVE = 0,    /* free space inside a segment */
+    LAYOUT_ALLOCATED = 1,   /* live */
+    LAYOUT_PENDING_FREE = 2 /* freed by the program, a stream still uses it: live */
+} layout_state;
+
+/* PyTorch's snapshot names: "inactive", "active_allocated", "active_pending_free". */
+const char *layout_state_name(layout_state state);
+
+typedef struct layout_block {
+    uint64_t addr, size;    /* size as the allocator accounts it */
+    uint64_t requested;     /* what the program asked for; 0 for inactive blocks */
+    uint64_t stream;        /* the allocating stream; the segment's for inactive blocks */
+    int64_t alloc_event_id; /* its alloc row (a whole-block segment: the segment_id); 0: inactive */
+    int64_t stack_id;       /* allocation stack; 0: none recorded or inactive */
+    layout_state state;
+} layout_block;
+
+typedef struct layout_segment {
+    uint64_t addr, size, stream;
+    int64_t segment_id; /* its segments row; a joined expandable segment: the row of one range */
+    int64_t stack_id;   /* segments.stack_id of that row; 0: none */
+    int mapped;         /* a VMM (expandable) segment, possibly several mapped ranges */
+    int whole_block;    /* a segment no allocator sub-allocates: one block */
+    size_t first_block, block_count; /* layout.blocks[first_block ..] tile it, by address */
+    uint64_t allocated_bytes;        /* live blocks (allocated + pending-free) */
+    uint64_t pending_bytes;          /* pending-free blocks */
+    uint64_t requested_bytes;        /* live blocks' requested sizes */
+    uint64_t largest_free_bytes;     /* the largest inactive block */
+    size_t live_blocks;              /* allocated + pending-free blocks */
+} layout_segment;
+
+/* A segments row live at the layout's event (one lifetime; several of them
+ * form one expandable segment when their mapped ranges touch). */
+typedef struct layout_lifetime {
+    int64_t segment_id, stack_id;
+    uint64_t addr, size;
+    int mapped;
+} layout_lifetime;
+
+typedef struct layout {
+    int device;
+    int64_t event_id;
+    layout_segment *segments; /* by address */
+    size_t segment_count;
+    layout_block *blocks; /* every segment's blocks, segment after segment */
+    size_t block_count;
+    layout_block *outside; /* live blocks that lie in no live segment (the replay warned) */
+    size_t outside_count;
+    layout_lifetime *lifetimes; /* by segment_id */
+    size_t lifetime_count;
+    /* sums over the layout; allocated/requested/live_blocks include `outside` */
+    uint64_t reserved_bytes, allocated_bytes, pending_bytes, requested_bytes, largest_free_bytes;
+    size_t live_blocks;
+    size_t conflicts; /* rows that did not fit the layout (overlaps): left out */
+} layout;
+
+/* Rebuilds the layout of `device` after event `event_id`. Returns 0 and
+ * *out (free with layout_free), or -1 with a one-line message. */
+int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *err, size_t errlen);
+
+/* The same for `count` event ids (any order, repeats allowed) in one pass
+ * over the rows: out[i] is the layout at event_ids[i]. */
+int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout **out,
+                      char *err, size_t errlen);
+
+void layout_free(layout *l);
+
+/* The timeline row of `device` at `event_id` (its row with the greatest
+ * event_id <= event_id): the replay's totals. 0, or -1 when it has none. */
+typedef struct layout_totals {
+    int64_t allocated_bytes, requested_bytes, reserved_bytes, segments, largest_free_bytes;
+    int64_t ts_ns;
+} layout_totals;
+int layout_timeline_at(sqlite3 *db, int device, int64_t event_id, layout_totals *out);
+
+/* ---- stacks ------------------------------------------------------------ */
+
+typedef struct layout_frame {
+    const char *name, *file, *module; /* NULL: unknown (module: a Python/imported frame) */
+    int64_t line;                     /* 0: unknown */
+    uint64_t ip;                      /* native instruction pointer; 0: none */
+} layout_frame;
+
+typedef struct layout_stack {
+    int64_t stack_id;
+    int known;            /* the stack id has rows (0 for id 0 and lost ids) */
+    layout_frame *frames; /* innermost first */
+    size_t frame_count;
+    const char *site; /* the short label, see layout_stack_label */
+    const char *key;  /* the frames' (function, file name) sequence: equal in two runs of
+                         the same code, whatever the ids, addresses and directories */
+} layout_stack;
+
+/* A cache of stacks read from one database. */
+typedef struct layout_stacks layout_stacks;
+layout_stacks *layout_stacks_new(sqlite3 *db);
+/* The stack (frames, site, key); NULL only when out of memory. Valid until
+ * layout_stacks_free. */
+const layout_stack *layout_stacks_get(layout_stacks *cache, int64_t stack_id);
+void layout_stacks_free(layout_stacks *cache);
+
+/* The short "site" label of a stack: the innermost frame that is user code
+ * (a .py file not under site-packages/, dist-packages/, torch/ or
+ * lib/python), else the innermost Python frame, else the innermost native
+ * frame that is not allocator/ATen/c10/CUDA runtime/interpreter plumbing,
+ * else the innermost frame; written "train.py:88 train_step" (file name,
+ * line, function) or "function (libfoo.so)" when the file is unknown.
+ * "no stack" for stack id 0, "unknown stack" when the id has no rows.
+ * Returns 0, or -1 when the stack is unknown or absent (buf is set anyway). */
+int layout_stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
+
+/* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
+ * innermost first. */
+void layout_json_frames(FILE *out, const layout_stack *stack);
+
+#endif

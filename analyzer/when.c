@@ -1,0 +1,134 @@
+/* when.c — WHEN specifications to event ids (see when.h).
+ *
+ * Everything is answered from the database with indexed lookups (steps by
+ * number, events by ts_ns), so resolving a WHEN costs milliseconds even on
+ * a 10 M-event trace. */
+#include "when.h"
+
+#include "cli.h"
+#include "units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
+    sqlite3_stmt *st;
+    int64_t v = dflt;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dflt;
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+int when_default_device(sqlite3 *db) {
+    return (int)query_i64(db,
+                          "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
+                          "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
+                          0, 0, 0);
+}
+
+/* "1.5s", "200ms", "30us", "12ns", "2m", "1h" -> ns; -1 when malformed. */
+static int64_t parse_duration(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return -1;
+    double scale = !strcmp(end, "s") || !*end ? 1e9
+                   : !strcmp(end, "ms")       ? 1e6
+                   : !strcmp(end, "us")       ? 1e3
+                   : !strcmp(end, "ns")       ? 1
+                   : !strcmp(end, "m")        ? 60e9
+                   : !strcmp(end, "h")        ? 3600e9
+                                              : -1;
+    return scale < 0 ? -1 : (int64_t)(v * scale + 0.5);
+}
+
+static int parse_int(const char *s, int64_t *out) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, char *err,
+                 size_t errlen) {
+    int64_t last = query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    int64_t n;
+    if (!strcmp(spec, "end")) {
+        *event_id = last;
+        return 0;
+    }
+    if (!strcmp(spec, "start")) {
+        *event_id = 0;
+        return 0;
+    }
+    if (!strcmp(spec, "peak")) {
+        if (device < 0)
+            device = when_default_device(db);
+        *event_id = query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
+                              device, 0, INT64_MIN);
+        if (*event_id == INT64_MIN) {
+            snprintf(err, errlen, "peak: device %d has no events", device);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strncmp(spec, "event:", 6) && parse_int(spec + 6, &n) == 0) {
+        if (n < 0 || n > last) {
+            snprintf(err, errlen, "%s: the trace has events 0..%lld", spec, (long long)last);
+            return -1;
+        }
+        *event_id = n;
+        return 0;
+    }
+    if (!strncmp(spec, "step:", 5) && parse_int(spec + 5, &n) == 0) {
+        *event_id = query_i64(db, "SELECT end_event_id FROM steps WHERE step = ?", n, 0, INT64_MIN);
+        if (*event_id == INT64_MIN) {
+            int64_t count = query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0);
+            if (count == 0)
+                snprintf(err, errlen, "%s: the trace has no steps", spec);
+            else
+                snprintf(err, errlen, "%s: no such step (steps %lld..%lld)", spec,
+                         (long long)query_i64(db, "SELECT min(step) FROM steps", 0, 0, 0),
+                         (long long)query_i64(db, "SELECT max(step) FROM steps", 0, 0, 0));
+            return -1;
+        }
+        return 0;
+    }
+    if (!strncmp(spec, "time:", 5) && (n = parse_duration(spec + 5)) >= 0) {
+        /* the last event at or before that time; before the first: the start */
+        *event_id = query_i64(db,
+                              "SELECT event_id FROM event_rows WHERE ts_ns <= ? AND event_id > 0 "
+                              "ORDER BY ts_ns DESC, event_id DESC LIMIT 1",
+                              n, 0, 0);
+        return 0;
+    }
+    snprintf(err, errlen, "bad WHEN '%s': use step:N, event:N, time:1.5s, peak, start or end",
+             spec);
+    return -1;
+}
+
+void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
+    if (event_id <= 0) {
+        snprintf(buf, len, "the start (event 0)");
+        return;
+    }
+    int64_t ts = query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
+    int64_t step = query_i64(db,
+                             "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
+                             "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
+                             event_id, 0, INT64_MIN);
+    char t[32];
+    units_duration(ts > 0 ? (uint64_t)ts : 0, t, sizeof t);
+    if (step != INT64_MIN)
+        snprintf(buf, len, "event %lld (step %lld, %s)", (long long)event_id, (long long)step, t);
+    else
+        snprintf(buf, len, "event %lld (%s)", (long long)event_id, t);
+}

@@ -1,0 +1,31 @@
+/* when.h — the WHEN argument of DESIGN.md ("Time, steps and WHEN"), turned
+ * into an event id of the replayed database:
+ *
+ *   step:N     the state just before step N ends  (steps.end_event_id)
+ *   event:N    the state after the N-th event (event:0 = the seeded start)
+ *   time:1.5s  the state 1.5 s after the first event (also ms, us, ns, m)
+ *   peak       the highest allocated bytes on the selected device
+ *   end        after the last event
+ *   start      the seeded start (= event:0)
+ *
+ * The selected device is `device` when >= 0, else the device with the
+ * highest peak (when_default_device). */
+#ifndef GMT_WHEN_H
+#define GMT_WHEN_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The device with the highest peak allocated bytes (0 when none). */
+int when_default_device(sqlite3 *db);
+
+/* Resolves `spec`; *event_id gets the event id. Returns 0, or -1 with a
+ * one-line message (bad syntax, no such step, out of range). */
+int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, char *err,
+                 size_t errlen);
+
+/* Describes an event id for people: "event 1234 (step 3, 12.5 s)". */
+void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len);
+
+#endif

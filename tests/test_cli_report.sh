@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# test_cli_report.sh — `report` and `leaks` on synthetic runs with known
+# answers: the planted leak is the first site and its rate is within 5 % of
+# the truth; optimizer state made once in step 0 is not growth; OOMs on a
+# small device are reported with their request; JSON carries the contract's
+# keys and agrees with SQL on the same database; errors are one line, exit 2.
+# usage: test_cli_report.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR=$T/cache
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+LEAK=1000000
+"$SYNTH" -o "$T/leak.zst" --steps 40 --leak $LEAK --fragment --seed 3 2>/dev/null || fail synth
+"$MA" leaks "$T/leak.zst" --json >"$T/leaks.json" || fail "leaks exit $?"
+python3 - "$T/leaks.json" $LEAK <<'PY' || fail "leaks: planted leak not first or rate off"
+import json, sys
+d = json.load(open(sys.argv[1])); truth = int(sys.argv[2])
+first = d["sites"][0]
+assert first["site"] == "train.py:88 train_step", first
+assert abs(first["growth_bytes_per_step"] - truth) <= 0.05 * truth, first
+assert first["never_freed_count"] == 40, first
+# AdamW state (adamw.py:137) is allocated once in step 0: never freed, but no growth
+adam = [s for s in d["sites"] if s["site"].startswith("adamw.py:137")]
+assert adam and adam[0]["growth_bytes_per_step"] == 0, adam
+assert d["growth_windows"] == 39, d["growth_windows"]
+PY
+
+"$MA" report "$T/leak.zst" --json >"$T/report.json" || fail "report --json exit $?"
+"$MA" sql "$T/leak.zst" --csv "SELECT max(allocated_bytes), max(reserved_bytes), max(requested_bytes) FROM timeline" >"$T/peaks.csv"
+python3 - "$T/report.json" "$T/peaks.csv" <<'PY' || fail "report --json keys or values"
+import json, sys
+r = json.load(open(sys.argv[1]))
+peaks = [int(x) for x in open(sys.argv[2]).read().splitlines()[1].split(",")]
+d = r["devices"][0]
+for key in ("device", "peak_allocated_bytes", "peak_requested_bytes", "peak_reserved_bytes",
+            "start_reserved_bytes", "end_reserved_bytes", "allocs", "frees",
+            "never_freed_count", "never_freed_bytes", "fragmentation_at_peak"):
+    assert key in d, key
+assert [d["peak_allocated_bytes"], d["peak_reserved_bytes"], d["peak_requested_bytes"]] == peaks, (d, peaks)
+assert d["start_reserved_bytes"] == 0
+assert d["allocs"] - d["frees"] >= d["never_freed_count"] > 0
+assert 0 <= d["fragmentation_at_peak"] < 1
+assert d["leaks"][0]["site"] == "train.py:88 train_step"
+PY
+"$MA" report "$T/leak.zst" >"$T/report.txt" || fail "report exit $?"
+grep -q "+977 KiB/step" "$T/report.txt" || fail "report does not name the leak rate"
+grep -q "train.py:88 train_step" "$T/report.txt" || fail "report does not name the leak site"
+grep -q "50 steps\|40 steps (step 0 .. 39)" "$T/report.txt" || fail "report steps line"
+
+# A window: from step 10 to step 20 only
+"$MA" report "$T/leak.zst" --from step:10 --to step:20 >"$T/window.txt" || fail "window exit"
+grep -q "window: from" "$T/window.txt" || fail "window not stated"
+
+# OOM on a small device: reported with the request and the verdict
+"$SYNTH" -o "$T/oom.zst" --steps 6 --fragment --device-memory 2684354560 2>/dev/null
+"$MA" report "$T/oom.zst" >"$T/oom.txt" || fail "oom report exit"
+grep -q "OOM at event .* asking" "$T/oom.txt" || fail "OOM line missing"
+grep -q "failed driver allocation" "$T/oom.txt" || fail "failed driver allocations not reported"
+
+# Errors: one line, exit 2
+"$MA" report "$T/leak.zst" --from step:999 >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad step: exit"
+grep -q "no such step" "$T/e1" || fail "bad step message"
+"$MA" report "$T/leak.zst" --to bogus >/dev/null 2>"$T/e2"; [ $? -eq 2 ] || fail "bad WHEN: exit"
+[ "$(wc -l <"$T/e2")" -eq 1 ] || fail "bad WHEN: not one line"
+"$MA" report "$T/leak.zst" --device 7 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad device: exit"
+echo "not a trace" >"$T/x.txt"
+"$MA" report "$T/x.txt" >/dev/null 2>"$T/e3"; [ $? -eq 2 ] || fail "bad input: exit"
+grep -q "not a gpumemtrace trace, a PyTorch memory snapshot or a memanalyze database" "$T/e3" || fail "bad input message"
+
+# The database is built once and reused
+n1=$(ls "$GMT_CACHE_DIR" | wc -l)
+"$MA" report "$T/leak.zst" >/dev/null
+[ "$(ls "$GMT_CACHE_DIR" | wc -l)" -eq "$n1" ] || fail "database rebuilt for an unchanged input"
+
+[ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }

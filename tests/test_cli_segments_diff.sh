@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# test_cli_segments_diff.sh — `memanalyze segments` and `memanalyze diff` end
+# to end on synthetic traces with known answers: layouts whose blocks tile
+# every segment and agree with the timeline, the planted leak found by a
+# diff of consecutive steps and by a diff of two runs, nothing in a diff of
+# a point with itself, and one-line errors with exit status 2.
+# usage: test_cli_segments_diff.sh MEMANALYZE SYNTH
+set -u
+MA=$1 SYNTH=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR="$T/cache"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+expect_grep() { grep -qF -- "$2" "$1" || { fail "$3: '$2' not in output:"; cat "$1" >&2; }; }
+MiB=1048576
+
+"$SYNTH" -o "$T/frag.zst" --steps 20 --leak 1M --fragment 2>/dev/null || fail "synth --fragment"
+"$SYNTH" -o "$T/l1.zst" --steps 20 --leak 1M 2>/dev/null || fail "synth --leak 1M"
+"$SYNTH" -o "$T/l2.zst" --steps 20 --leak 2M 2>/dev/null || fail "synth --leak 2M"
+"$SYNTH" -o "$T/l0.zst" --steps 20 2>/dev/null || fail "synth without a leak"
+
+# ---- segments: blocks tile each segment; the sums are the timeline's ---------
+for when in start event:1 event:100 step:0 step:5 step:19 peak time:0.5s end; do
+  "$MA" segments "$T/frag.zst" --at "$when" --json >"$T/seg.json" 2>"$T/seg.err" ||
+    { fail "segments --at $when: exit $?"; cat "$T/seg.err" >&2; continue; }
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["event_id"])' "$T/seg.json")
+  "$MA" sql "$T/frag.zst" --json "SELECT allocated_bytes, requested_bytes, reserved_bytes,
+      segments, largest_free_bytes FROM timeline WHERE device = 0 AND event_id <= $id
+      ORDER BY event_id DESC LIMIT 1" >"$T/tl.json"
+  python3 - "$T/seg.json" "$T/tl.json" "$when" <<'EOF' || fail "segments --at $when: layout check"
+import json, sys
+d = json.load(open(sys.argv[1]))
+tl = json.load(open(sys.argv[2]))[0]
+when = sys.argv[3]
+bad = []
+assert d["device"] == 0 and d["when"] == when, (d["device"], d["when"])
+alloc = req = res = 0
+largest = 0
+prev_end = 0
+for s in d["segments"]:
+    if s["address"] < prev_end:
+        bad.append("segments out of order or overlapping at %#x" % s["address"])
+    prev_end = s["address"] + s["total_size"]
+    a = s["address"]
+    for b in s["blocks"]:
+        if b["address"] != a:
+            bad.append("gap or overlap at %#x in segment %#x" % (a, s["address"]))
+        a += b["size"]
+        if b["state"] not in ("active_allocated", "active_pending_free", "inactive"):
+            bad.append("bad state " + b["state"])
+        if b["state"] == "inactive":
+            largest = max(largest, b["size"])
+            if "frames" in b:
+                bad.append("frames on an inactive block")
+        elif "frames" not in b or not b["frames"]:
+            bad.append("live block without frames")
+        elif set(b["frames"][0]) != {"name", "filename", "line"}:
+            bad.append("frame keys " + str(sorted(b["frames"][0])))
+    if a != s["address"] + s["total_size"]:
+        bad.append("blocks of %#x sum to %d, not %d" % (s["address"], a - s["address"], s["total_size"]))
+    live = [b for b in s["blocks"] if b["state"] != "inactive"]
+    if s["allocated_size"] != sum(b["size"] for b in live):
+        bad.append("allocated_size of %#x" % s["address"])
+    if s["requested_size"] != sum(b["requested_size"] for b in live):
+        bad.append("requested_size of %#x" % s["address"])
+    want = "small" if s["total_size"] <= 2 << 20 else "large"
+    if s["segment_type"] != want:
+        bad.append("segment_type of %#x" % s["address"])
+    alloc += s["allocated_size"]; req += s["requested_size"]; res += s["total_size"]
+for key, got, want in (("allocated", alloc, tl["allocated_bytes"]),
+                       ("requested", req, tl["requested_bytes"]),
+                       ("reserved", res, tl["reserved_bytes"]),
+                       ("segments", len(d["segments"]), tl["segments"]),
+                       ("largest free", largest, tl["largest_free_bytes"]),
+                       ("allocated_bytes key", d["allocated_bytes"], tl["allocated_bytes"])):
+    if got != want:
+        bad.append("%s: layout %d, timeline %d" % (key, got, want))
+if d["outside_blocks"]:
+    bad.append("blocks outside segments in a clean trace")
+if bad:
+    print(when, *bad[:10], sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+EOF
+done
+# start: nothing yet; the end of step 5 has segments
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["segments"]' "$T/seg.json" ||
+  fail "segments at end: empty"
+
+"$MA" segments "$T/frag.zst" --at step:5 >"$T/seg.txt" 2>&1 || fail "segments text: exit $?"
+expect_grep "$T/seg.txt" "segments of device 0 at step:5 = event " "segments header"
+expect_grep "$T/seg.txt" "largest free" "segments column header"
+expect_grep "$T/seg.txt" "model.py:21 __init__" "segment site label"
+grep -q "^total: [0-9]* segments, reserved .* allocated .* free .* largest free" "$T/seg.txt" ||
+  fail "segments total line"
+"$MA" segments "$T/frag.zst" --at step:5 --blocks >"$T/segb.txt" 2>&1 || fail "segments --blocks"
+grep -q "^    0x[0-9a-f]* .* allocated  *req .* train.py:88 train_step" "$T/segb.txt" ||
+  fail "segments --blocks: the leak block with its site"
+grep -q "^    0x[0-9a-f]* .* free$" "$T/segb.txt" || fail "segments --blocks: free gaps"
+[ "$(grep -c '^0x' "$T/segb.txt")" -eq "$(grep -c '^0x' "$T/seg.txt")" ] ||
+  fail "segments --blocks lists other segments"
+
+# ---- diff of two points: the leak, and nothing else ---------------------------
+"$MA" diff "$T/l1.zst" --from step:5 --to step:6 --json >"$T/d.json" 2>"$T/d.err" ||
+  { fail "diff step:5 step:6: exit $?"; cat "$T/d.err" >&2; }
+python3 - "$T/d.json" $MiB <<'EOF' || fail "diff step:5 step:6 (no fragmentation): only the leak"
+import json, sys
+d = json.load(open(sys.argv[1])); leak = int(sys.argv[2])
+st = d["stacks"]
+assert len(st) == 1, [s["site"] for s in st]
+s = st[0]
+assert s["site"] == "train.py:88 train_step", s["site"]
+assert (s["net_bytes"], s["net_count"], s["added_bytes"], s["added_count"], s["removed_count"]) == \
+    (leak, 1, leak, 1, 0), s
+assert s["frames"][0]["name"] and any(f["filename"] == "train.py" and f["line"] == 88 for f in s["frames"])
+assert d["change"]["allocated_bytes"] == leak and d["change"]["live_blocks"] == 1, d["change"]
+assert d["from"]["when"] == "step:5" and d["to"]["when"] == "step:6"
+assert d["from"]["event_id"] < d["to"]["event_id"]
+assert d["segments"] == {"added_count": 0, "added_bytes": 0, "removed_count": 0, "removed_bytes": 0}
+EOF
+# with fragmentation other sites move too, but the leak site is exactly +1 MiB, +1 block
+"$MA" diff "$T/frag.zst" --from step:5 --to step:6 --json >"$T/df.json" || fail "diff --fragment"
+python3 - "$T/df.json" $MiB <<'EOF' || fail "diff step:5 step:6 (fragmented): the leak site"
+import json, sys
+d = json.load(open(sys.argv[1])); leak = int(sys.argv[2])
+s = [s for s in d["stacks"] if s["site"] == "train.py:88 train_step"]
+assert len(s) == 1 and s[0]["net_bytes"] == leak and s[0]["net_count"] == 1, s
+assert d["change"]["requested_bytes"] == leak, d["change"]
+EOF
+"$MA" diff "$T/l1.zst" --from step:5 --to step:6 >"$T/d.txt" 2>&1 || fail "diff text: exit $?"
+expect_grep "$T/d.txt" "from step:5 = event " "diff from line"
+grep -q "^ *+1.00 MiB  *+1  *1.00 MiB  *1  *0 B  *0  train.py:88 train_step$" "$T/d.txt" ||
+  { fail "diff text: the leak row"; cat "$T/d.txt" >&2; }
+expect_grep "$T/d.txt" "replaced blocks without a change" "diff text: churn summary"
+expect_grep "$T/d.txt" "segments: 0 added (0 B), 0 removed (0 B)" "diff text: segments"
+# the other direction: the leak block is removed
+"$MA" diff "$T/l1.zst" --from step:6 --to step:5 --json >"$T/dr.json" || fail "diff reversed"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stacks"]
+assert len(s)==1 and s[0]["net_bytes"]==-int(sys.argv[2]) and s[0]["removed_count"]==1, s' \
+  "$T/dr.json" $MiB || fail "diff step:6 step:5: the leak removed"
+# --all lists the sites that only replaced blocks
+"$MA" diff "$T/l1.zst" --from step:5 --to step:6 --all --json >"$T/da.json" || fail "diff --all"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert len(d["stacks"]) > 1 and d["stacks"][0]["site"] == "train.py:88 train_step", d["stacks"]
+assert all(s["net_bytes"] == 0 and s["net_count"] == 0 for s in d["stacks"][1:])' "$T/da.json" ||
+  fail "diff --all"
+
+# a point against itself: empty
+"$MA" diff "$T/frag.zst" --from step:7 --to step:7 --json >"$T/ds.json" || fail "diff same point"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["stacks"] == [] and d["stacks_replaced_only"] == 0
+assert set(d["change"].values()) == {0} and set(d["segments"].values()) == {0}' "$T/ds.json" ||
+  fail "diff of a step with itself is not empty"
+"$MA" diff "$T/frag.zst" --from step:7 --to step:7 >"$T/ds.txt" || fail "diff same point text"
+expect_grep "$T/ds.txt" "the same blocks are live at both points" "diff same point text"
+
+# segments come and go: the start against the end
+"$MA" diff "$T/frag.zst" --from start --to end --json >"$T/dse.json" || fail "diff start end"
+"$MA" sql "$T/frag.zst" --csv "SELECT count(*), sum(size) FROM segments WHERE free_event_id IS NULL" |
+  tail -1 >"$T/segs.csv"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); n,b=open(sys.argv[2]).read().strip().split(",")
+assert d["segments"]["added_count"] == int(n) and d["segments"]["added_bytes"] == int(b), d["segments"]
+assert sum(s["net_bytes"] for s in d["stacks"]) == d["change"]["allocated_bytes"]' "$T/dse.json" "$T/segs.csv" ||
+  fail "diff start end: segments added / net bytes"
+
+# ---- diff of two runs ----------------------------------------------------------
+"$MA" diff "$T/l1.zst" "$T/l2.zst" --json >"$T/ab.json" 2>"$T/ab.err" ||
+  { fail "diff A B: exit $?"; cat "$T/ab.err" >&2; }
+python3 - "$T/ab.json" $MiB <<'EOF' || fail "diff A B (1M vs 2M leak)"
+import json, sys
+d = json.load(open(sys.argv[1])); m = int(sys.argv[2])
+assert d["at"] == "end"
+s = d["stacks"][0]
+assert s["site"] == "train.py:88 train_step", s
+assert (s["a_bytes"], s["a_count"], s["b_bytes"], s["b_count"], s["diff_bytes"], s["diff_count"]) == \
+    (20 * m, 20, 40 * m, 20, 20 * m, 0), s
+assert all(x["diff_bytes"] == 0 for x in d["stacks"][1:]), d["stacks"]
+assert d["only_in_a"] == [] and d["only_in_b"] == []
+assert d["change"]["allocated_bytes"] == 20 * m
+EOF
+"$MA" diff "$T/l0.zst" "$T/l2.zst" --at step:3 --json >"$T/ab0.json" || fail "diff A B --at"
+python3 - "$T/ab0.json" $MiB <<'EOF' || fail "diff A B (no leak vs 2M leak, step:3)"
+import json, sys
+d = json.load(open(sys.argv[1])); m = int(sys.argv[2])
+assert d["only_in_a"] == [], d["only_in_a"]
+assert [(s["site"], s["bytes"], s["count"]) for s in d["only_in_b"]] == \
+    [("train.py:88 train_step", 8 * m, 4)], d["only_in_b"]
+assert all(x["diff_bytes"] == 0 for x in d["stacks"])
+assert d["a"]["when"] == "step:3" and d["b"]["input"].endswith("l2.zst")
+EOF
+"$MA" diff "$T/l0.zst" "$T/l2.zst" >"$T/ab.txt" 2>&1 || fail "diff A B text"
+expect_grep "$T/ab.txt" "diff of two runs at end" "diff A B header"
+expect_grep "$T/ab.txt" "sites only in B:" "diff A B only-in-B section"
+grep -q "^ *40.0 MiB  *20  train.py:88 train_step$" "$T/ab.txt" || fail "diff A B text: leak row"
+# a database made earlier is an input too
+"$MA" import "$T/l1.zst" -o "$T/l1.db" >/dev/null 2>&1 || fail "import"
+"$MA" diff "$T/l1.db" "$T/l1.zst" --json >"$T/same.json" || fail "diff db trace"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["stacks"] and all(s["diff_bytes"] == 0 and s["diff_count"] == 0 for s in d["stacks"])
+assert d["only_in_a"] == [] == d["only_in_b"]' "$T/same.json" || fail "diff of a run with itself"
+
+# ---- errors: one line on stderr, exit 2 -----------------------------------------
+check_error() { # expected text, command...
+  local want=$1
+  shift
+  "$@" >"$T/e.out" 2>"$T/e.err"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "$*: exit $rc, want 2"
+  [ "$(wc -l <"$T/e.err")" -eq 1 ] || { fail "$*: error is not one line"; cat "$T/e.err" >&2; }
+  expect_grep "$T/e.err" "$want" "$*"
+}
+check_error "bad WHEN 'later'" "$MA" segments "$T/l1.zst" --at later
+check_error "no such step" "$MA" segments "$T/l1.zst" --at step:99
+check_error "the trace has events 0.." "$MA" segments "$T/l1.zst" --at event:99999999
+check_error "device 3 has no events" "$MA" segments "$T/l1.zst" --device 3
+check_error "bad --device" "$MA" segments "$T/l1.zst" --device x
+check_error "not available yet" "$MA" segments "$T/l1.zst" -o "$T/x.png"
+check_error "cannot open" "$MA" segments "$T/missing.zst"
+check_error "bad WHEN 'step:x'" "$MA" diff "$T/l1.zst" --from step:x --to step:2
+check_error "needs --from WHEN and --to WHEN" "$MA" diff "$T/l1.zst" --from step:1
+check_error "--at is for two inputs" "$MA" diff "$T/l1.zst" --at end
+check_error "not --from/--to" "$MA" diff "$T/l1.zst" "$T/l2.zst" --from step:1 --to step:2
+check_error "l1.zst: step:99: no such step" "$MA" diff "$T/l1.zst" "$T/l2.zst" --at step:99
+check_error "l1.zst: device 2 has no events" "$MA" diff "$T/l1.zst" "$T/l0.zst" --device 2
+check_error "bad --top" "$MA" diff "$T/l1.zst" --from step:1 --to step:2 --top -3
+check_error "cannot open" "$MA" diff "$T/l1.zst" "$T/missing.zst"
+echo "hello" >"$T/text"
+check_error "not a gpumemtrace trace" "$MA" diff "$T/text" --from end --to end
+"$MA" diff >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff without arguments: want exit 2"
+"$MA" segments >/dev/null 2>&1; [ $? -eq 2 ] || fail "segments without arguments: want exit 2"
+"$MA" diff --help | grep -q "usage: memanalyze diff" || fail "diff --help"
+"$MA" segments --help | grep -q "usage: memanalyze segments" || fail "segments --help"
+# -o with a text file works
+"$MA" segments "$T/l1.zst" --at step:2 -o "$T/out.txt" >/dev/null 2>&1 || fail "segments -o file"
+expect_grep "$T/out.txt" "segments of device 0 at step:2" "segments -o file"
+
+[ $fails -eq 0 ] && echo "test_cli_segments_diff: ok" ||
+  { echo "test_cli_segments_diff: $fails failure(s)"; exit 1; }

@@ -1,0 +1,1048 @@
+/* test_snapshot.c — PyTorch snapshots into C structs (analyzer/snapshot.h).
+ *
+ * Hand-made snapshots of each format generation (blocks without address,
+ * 2.0-style history, entries without frames or time, the newest keys, a bare
+ * segment list), frame and stack interning, the error for each missing or
+ * mistyped key; then the real snapshots in ../shared/data/pytorch against
+ * numbers Python's pickle module computes (exit 77 when they are absent,
+ * after everything else ran), and Python-written synthetic snapshots when
+ * python3 is there.
+ *
+ * Usage: test_snapshot [SOURCE_DIR]; without it the repository is found from
+ * GMT_SOURCE_DIR or this file's path. */
+#include "check.h"
+#include "snapshot.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- a tiny pickle writer (protocol 4, as Python writes snapshots) ------ */
+
+typedef struct pb {
+    unsigned char *b;
+    size_t len, cap;
+    uint32_t memo; /* next MEMOIZE index */
+} pb;
+
+static void pb_raw(pb *w, const void *p, size_t n) {
+    if (w->len + n > w->cap) {
+        w->cap = (w->len + n) * 2 + 64;
+        w->b = realloc(w->b, w->cap);
+        if (!w->b)
+            abort();
+    }
+    memcpy(w->b + w->len, p, n);
+    w->len += n;
+}
+
+static void op(pb *w, int c) {
+    unsigned char b = (unsigned char)c;
+    pb_raw(w, &b, 1);
+}
+
+static void le(pb *w, uint64_t v, int n) {
+    for (int i = 0; i < n; i++)
+        op(w, i < 8 ? (int)((v >> (8 * i)) & 0xFF) : 0);
+}
+
+static void str(pb *w, const char *s) {
+    size_t n = strlen(s);
+    op(w, 0x8c);
+    op(w, (int)n);
+    pb_raw(w, s, n);
+}
+
+static void u64(pb *w, uint64_t v) { /* LONG1, 9 bytes when bit 63 is set */
+    op(w, 0x8a);
+    op(w, v >> 63 ? 9 : 8);
+    le(w, v, v >> 63 ? 9 : 8);
+}
+
+static void i64(pb *w, int64_t v) {
+    if (v >= 0 && v < 256) {
+        op(w, 'K');
+        op(w, (int)v);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        op(w, 'J');
+        le(w, (uint64_t)v, 4);
+    } else {
+        op(w, 0x8a);
+        op(w, 8);
+        le(w, (uint64_t)v, 8);
+    }
+}
+
+static uint32_t memoize(pb *w) {
+    op(w, 0x94);
+    return w->memo++;
+}
+
+static void get(pb *w, uint32_t idx) {
+    op(w, 'j');
+    le(w, idx, 4);
+}
+
+static void dict(pb *w) {
+    op(w, '}');
+    op(w, '(');
+}
+static void list(pb *w) {
+    op(w, ']');
+    op(w, '(');
+}
+static void dict_end(pb *w) { op(w, 'u'); }
+static void list_end(pb *w) { op(w, 'e'); }
+static void kint(pb *w, const char *k, int64_t v) {
+    str(w, k);
+    i64(w, v);
+}
+static void ku64(pb *w, const char *k, uint64_t v) {
+    str(w, k);
+    u64(w, v);
+}
+static void kstr(pb *w, const char *k, const char *v) {
+    str(w, k);
+    str(w, v);
+}
+static void begin(pb *w) {
+    w->len = 0;
+    w->memo = 0;
+    op(w, 0x80);
+    op(w, 4);
+}
+static void end(pb *w) { op(w, '.'); }
+
+static void frame(pb *w, const char *name, const char *file, uint64_t line) {
+    dict(w);
+    kstr(w, "name", name);
+    kstr(w, "filename", file);
+    ku64(w, "line", line);
+    dict_end(w);
+}
+
+/* Parses and converts; NULL with the message in err. */
+static snapshot *convert(const pb *w, char *err, size_t errlen) {
+    pickle_doc *d = pickle_parse(w->b, w->len, NULL, err, errlen);
+    if (!d)
+        return NULL;
+    snapshot *s = snapshot_from_pickle(d, err, errlen);
+    pickle_free(d);
+    return s;
+}
+
+/* ---- the oldest shapes ---------------------------------------------------- */
+
+#define BASE UINT64_C(0x7f3a00000000)
+
+static void test_old_format(void) {
+    pb w = {0};
+    begin(&w);
+    dict(&w);
+    str(&w, "segments");
+    list(&w);
+    /* segment 0: blocks without address */
+    dict(&w);
+    kint(&w, "device", 0);
+    ku64(&w, "address", BASE);
+    kint(&w, "total_size", 0x200000);
+    kint(&w, "allocated_size", 0x180000);
+    kint(&w, "active_size", 0x180000);
+    kint(&w, "stream", 0);
+    kstr(&w, "segment_type", "large");
+    str(&w, "blocks");
+    list(&w);
+    const int64_t sizes[] = {0x100000, 0x80000, 0x80000};
+    const char *states[] = {"active_allocated", "active_pending_free", "inactive"};
+    for (int b = 0; b < 3; b++) {
+        dict(&w);
+        kint(&w, "size", sizes[b]);
+        kstr(&w, "state", states[b]);
+        dict_end(&w);
+    }
+    list_end(&w);
+    dict_end(&w);
+    /* segment 1: a PyTorch 2.0 block with history instead of frames */
+    dict(&w);
+    kint(&w, "device", 1);
+    ku64(&w, "address", BASE + 0x200000);
+    kint(&w, "total_size", 0x100000);
+    kint(&w, "allocated_size", 0x100000);
+    kint(&w, "active_size", 0x100000);
+    kint(&w, "stream", 7);
+    kstr(&w, "segment_type", "small");
+    str(&w, "blocks");
+    list(&w);
+    dict(&w);
+    kint(&w, "size", 0x100000);
+    kstr(&w, "state", "active_awaiting_free");
+    str(&w, "history");
+    list(&w);
+    dict(&w);
+    ku64(&w, "addr", BASE + 0x200000);
+    kint(&w, "real_size", 1000);
+    str(&w, "frames");
+    list(&w);
+    frame(&w, "alloc", "train.py", 10);
+    frame(&w, "main", "train.py", 99);
+    list_end(&w);
+    dict_end(&w);
+    list_end(&w);
+    dict_end(&w);
+    list_end(&w);
+    dict_end(&w);
+    list_end(&w);
+    /* a trace: no frames, no time_us */
+    str(&w, "device_traces");
+    list(&w);
+    list(&w);
+    dict(&w);
+    kstr(&w, "action", "alloc");
+    ku64(&w, "addr", BASE);
+    kint(&w, "size", 512);
+    kint(&w, "stream", 0);
+    dict_end(&w);
+    list_end(&w);
+    list_end(&w);
+    dict_end(&w);
+    end(&w);
+
+    char err[256];
+    snapshot *s = convert(&w, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    CHECK(s != NULL);
+    if (!s)
+        goto out;
+    CHECK(s->segment_count == 2);
+    CHECK(!s->settings.present && !s->has_annotations && s->has_device_traces);
+    CHECK(s->settings.max_split_size == -1 && s->settings.expandable_segments == -1);
+    const snapshot_segment *g = &s->segments[0];
+    CHECK(g->block_count == 3 && g->pool == SNAPSHOT_POOL_LARGE && g->is_expandable == -1);
+    CHECK(!(g->flags & (SNAPSHOT_SEGMENT_HAS_REQUESTED | SNAPSHOT_SEGMENT_HAS_POOL_ID)));
+    uint64_t expect = BASE;
+    for (size_t b = 0; b < g->block_count; b++) {
+        CHECK_EQ_U64(g->blocks[b].address, expect);
+        CHECK(g->blocks[b].flags & SNAPSHOT_BLOCK_ADDRESS_COMPUTED);
+        CHECK_EQ_U64(g->blocks[b].requested_size, g->blocks[b].size);
+        CHECK(g->blocks[b].stack == 0);
+        expect += g->blocks[b].size;
+    }
+    CHECK_EQ_U64(expect, BASE + 0x200000);
+    CHECK(g->blocks[0].state == SNAPSHOT_BLOCK_ACTIVE_ALLOCATED);
+    CHECK(g->blocks[1].state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE);
+    CHECK(g->blocks[2].state == SNAPSHOT_BLOCK_INACTIVE);
+    g = &s->segments[1];
+    CHECK(g->device == 1 && g->stream == 7 && g->pool == SNAPSHOT_POOL_SMALL);
+    const snapshot_block *hb = &g->blocks[0];
+    CHECK_EQ_U64(hb->address, BASE + 0x200000);
+    CHECK_EQ_U64(hb->requested_size, 1000); /* history[0].real_size */
+    CHECK(hb->state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE);
+    CHECK(hb->flags & SNAPSHOT_BLOCK_HAS_FRAMES);
+    size_t depth;
+    const uint32_t *fr = snapshot_stack_frames(s, hb->stack, &depth);
+    CHECK(depth == 2);
+    if (depth == 2) {
+        CHECK_STR_EQ(s->frames[fr[0]].name, "alloc");
+        CHECK_STR_EQ(s->frames[fr[1]].name, "main");
+        CHECK(s->frames[fr[1]].line == 99);
+        CHECK_STR_EQ(s->frames[fr[1]].filename, "train.py");
+        CHECK(s->frames[fr[0]].filename == s->frames[fr[1]].filename); /* interned */
+    }
+    CHECK(s->device_count == 1 && s->devices[0].entry_count == 1);
+    const snapshot_entry *e = &s->devices[0].entries[0];
+    CHECK(e->action == SNAPSHOT_ALLOC && e->flags == 0 && e->time_us == 0 && e->stack == 0);
+    CHECK_EQ_U64(e->addr, BASE);
+    CHECK_STR_EQ(s->strings[e->action_name], "alloc");
+    snapshot_free(s);
+
+    /* torch.cuda.memory_snapshot(): the segment list alone */
+    pb l = {0};
+    begin(&l);
+    list(&l);
+    dict(&l);
+    kint(&l, "device", 0);
+    ku64(&l, "address", BASE);
+    kint(&l, "total_size", 512);
+    kint(&l, "allocated_size", 0);
+    kint(&l, "active_size", 0);
+    kint(&l, "stream", 0);
+    kstr(&l, "segment_type", "small");
+    str(&l, "blocks");
+    list(&l);
+    dict(&l);
+    kint(&l, "size", 512);
+    kstr(&l, "state", "inactive");
+    dict_end(&l);
+    list_end(&l);
+    dict_end(&l);
+    list_end(&l);
+    end(&l);
+    s = convert(&l, err, sizeof err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(s->segment_count == 1 && s->device_count == 0 && !s->has_device_traces);
+        CHECK_EQ_U64(s->segments[0].blocks[0].address, BASE);
+    }
+    snapshot_free(s);
+    free(l.b);
+out:
+    free(w.b);
+}
+
+/* ---- the newest shapes ---------------------------------------------------- */
+
+static void entry_head(pb *w, const char *action, uint64_t addr, int64_t size, int64_t t) {
+    dict(w);
+    kstr(w, "action", action);
+    ku64(w, action[0] == 'o' ? "device_free" : "addr", addr);
+    kint(w, "size", size);
+    ku64(w, "stream", UINT64_C(0x5555deadbeef));
+    kint(w, "time_us", t);
+}
+
+static void test_new_format(void) {
+    pb w = {0};
+    begin(&w);
+    dict(&w);
+    str(&w, "segments");
+    list(&w);
+    dict(&w);
+    kint(&w, "device", 0);
+    ku64(&w, "address", BASE);
+    kint(&w, "total_size", 0x400000);
+    kint(&w, "allocated_size", 0x200000);
+    kint(&w, "active_size", 0x200000);
+    kint(&w, "requested_size", 0x1ff000);
+    kint(&w, "stream", 0);
+    kstr(&w, "segment_type", "large");
+    str(&w, "segment_pool_id");
+    i64(&w, 3);
+    i64(&w, 9);
+    op(&w, 0x86);
+    str(&w, "is_expandable");
+    op(&w, 0x88);
+    str(&w, "frames");
+    list(&w);
+    list_end(&w);
+    str(&w, "blocks");
+    list(&w);
+    dict(&w);
+    ku64(&w, "address", BASE);
+    kint(&w, "size", 0x200000);
+    kint(&w, "requested_size", 0x1ff000);
+    kstr(&w, "state", "active_allocated");
+    str(&w, "frames");
+    list(&w);
+    frame(&w, "torch::unwind::unwind()", "??", 0);
+    uint32_t f_unwind = memoize(&w);
+    frame(&w, "forward", "/m.py", 12);
+    uint32_t f_fwd = memoize(&w);
+    list_end(&w);
+    uint32_t stack_a = memoize(&w);
+    dict_end(&w);
+    dict(&w);
+    ku64(&w, "address", BASE + 0x200000);
+    kint(&w, "size", 0x200000);
+    kstr(&w, "state", "something_new");
+    dict_end(&w);
+    list_end(&w);
+    dict_end(&w);
+    list_end(&w);
+
+    str(&w, "device_traces");
+    list(&w);
+    list(&w);
+    /* 0: alloc, frames shared with block 0 through the memo */
+    entry_head(&w, "alloc", BASE, 0x1ff000, 1000);
+    str(&w, "frames");
+    get(&w, stack_a);
+    kstr(&w, "compile_context", "[0/0] fn");
+    kstr(&w, "user_metadata", "tag");
+    dict_end(&w);
+    /* 1: an equal stack written out again (other list, other frame dicts) */
+    entry_head(&w, "free_requested", BASE, 0x1ff000, 1001);
+    str(&w, "frames");
+    list(&w);
+    frame(&w, "torch::unwind::unwind()", "??", 0);
+    frame(&w, "forward", "/m.py", 12);
+    list_end(&w);
+    str(&w, "compile_context");
+    op(&w, 'N');
+    dict_end(&w);
+    /* 2: reusing frame dicts in another order, line 2^64-1 */
+    entry_head(&w, "segment_map", BASE + 0x400000, 0x200000, 1002);
+    str(&w, "frames");
+    list(&w);
+    get(&w, f_fwd);
+    get(&w, f_unwind);
+    frame(&w, "??", "??", UINT64_MAX);
+    list_end(&w);
+    dict_end(&w);
+    /* 3: oom: device_free instead of addr; 4..6: the other actions */
+    entry_head(&w, "oom", 123456, 0x40000000, 1003);
+    dict_end(&w);
+    entry_head(&w, "segment_unmap", BASE + 0x400000, 0x200000, 1004);
+    dict_end(&w);
+    entry_head(&w, "snapshot", 0, 0, 1005);
+    dict_end(&w);
+    entry_head(&w, "empty_cache", 0, 0, 1006); /* unknown: kept as OTHER */
+    str(&w, "frames");
+    list(&w);
+    list_end(&w);
+    dict_end(&w);
+    list_end(&w);
+    list(&w); /* device 1: no events */
+    list_end(&w);
+    list_end(&w);
+
+    str(&w, "external_annotations");
+    list(&w);
+    dict(&w);
+    kstr(&w, "stage", "START");
+    kstr(&w, "name", "ProfilerStep#3");
+    kint(&w, "device", 0);
+    kint(&w, "time_us", 999);
+    dict_end(&w);
+    dict(&w);
+    kstr(&w, "stage", "END");
+    kstr(&w, "name", "ProfilerStep#3");
+    kint(&w, "time_us", 1010);
+    dict_end(&w);
+    list_end(&w);
+
+    str(&w, "allocator_settings");
+    dict(&w);
+    kstr(&w, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
+    kint(&w, "max_split_size", -1);
+    str(&w, "garbage_collection_threshold");
+    pb_raw(&w, "G\x3f\xe8\x00\x00\x00\x00\x00\x00", 9); /* 0.75 */
+    str(&w, "expandable_segments");
+    op(&w, 0x88);
+    str(&w, "release_lock_on_cudamalloc");
+    op(&w, 0x89);
+    kint(&w, "pinned_num_register_threads", 8);
+    str(&w, "roundup_power2_divisions");
+    dict(&w);
+    kint(&w, "1", 4);
+    kint(&w, "1024", 8);
+    kint(&w, ">", 2);
+    dict_end(&w);
+    str(&w, "an_unknown_key");
+    list(&w);
+    list_end(&w);
+    dict_end(&w);
+    dict_end(&w);
+    end(&w);
+
+    char err[256];
+    snapshot *s = convert(&w, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    CHECK(s != NULL);
+    if (!s) {
+        free(w.b);
+        return;
+    }
+    const snapshot_segment *g = &s->segments[0];
+    CHECK(g->pool_id[0] == 3 && g->pool_id[1] == 9 && g->is_expandable == 1);
+    CHECK(g->flags & SNAPSHOT_SEGMENT_HAS_POOL_ID && g->flags & SNAPSHOT_SEGMENT_HAS_REQUESTED);
+    CHECK(g->flags & SNAPSHOT_SEGMENT_HAS_FRAMES && g->stack == 0); /* frames: [] */
+    CHECK(g->requested_size == 0x1ff000);
+    CHECK(g->blocks[0].requested_size == 0x1ff000);
+    CHECK(!(g->blocks[0].flags & SNAPSHOT_BLOCK_ADDRESS_COMPUTED));
+    CHECK(g->blocks[1].state == SNAPSHOT_BLOCK_OTHER);
+    CHECK(s->device_count == 2 && s->devices[1].entry_count == 0);
+    const snapshot_entry *e = s->devices[0].entries;
+    CHECK(s->devices[0].entry_count == 7);
+    if (s->devices[0].entry_count != 7)
+        goto done;
+    /* stacks: [unwind, forward] read three ways is one stack; one other; empty */
+    CHECK(e[0].stack == g->blocks[0].stack && e[0].stack != 0);
+    CHECK(e[1].stack == e[0].stack);
+    CHECK(e[2].stack != e[0].stack && e[2].stack != 0);
+    CHECK(s->stack_count == 3);
+    CHECK(s->frame_count == 3);
+    size_t depth;
+    const uint32_t *fr = snapshot_stack_frames(s, e[2].stack, &depth);
+    CHECK(depth == 3);
+    if (depth == 3) {
+        CHECK_STR_EQ(s->frames[fr[0]].name, "forward");
+        CHECK_STR_EQ(s->frames[fr[1]].name, "torch::unwind::unwind()");
+        CHECK(s->frames[fr[2]].line == -1); /* 2^64-1 */
+    }
+    fr = snapshot_stack_frames(s, e[0].stack, &depth);
+    CHECK(depth == 2 && fr && s->frames[fr[1]].line == 12);
+    CHECK(snapshot_stack_frames(s, 99, &depth) == NULL && depth == 0);
+    CHECK(e[0].flags == (SNAPSHOT_HAS_TIME | SNAPSHOT_HAS_FRAMES) && e[0].time_us == 1000);
+    CHECK_EQ_U64(e[0].stream, UINT64_C(0x5555deadbeef));
+    CHECK_STR_EQ(s->strings[e[0].compile_context], "[0/0] fn");
+    CHECK_STR_EQ(s->strings[e[0].user_metadata], "tag");
+    CHECK(e[1].compile_context == 0 && e[1].user_metadata == 0); /* None, absent */
+    CHECK(s->strings[0] == NULL);
+    CHECK(e[1].action == SNAPSHOT_FREE_REQUESTED);
+    CHECK(e[2].action == SNAPSHOT_SEGMENT_MAP);
+    CHECK(e[3].action == SNAPSHOT_OOM && e[3].device_free == 123456 && e[3].addr == 0);
+    CHECK(e[3].size == 0x40000000 && e[3].stack == 0 && e[3].flags == SNAPSHOT_HAS_TIME);
+    CHECK(e[4].action == SNAPSHOT_SEGMENT_UNMAP && e[5].action == SNAPSHOT_SNAPSHOT);
+    CHECK(e[6].action == SNAPSHOT_ACTION_OTHER && e[6].flags & SNAPSHOT_HAS_FRAMES);
+    CHECK_STR_EQ(s->strings[e[6].action_name], "empty_cache");
+    CHECK_STR_EQ(snapshot_action_name(SNAPSHOT_SEGMENT_UNMAP), "segment_unmap");
+    CHECK_STR_EQ(snapshot_block_state_name(SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE),
+                 "active_pending_free");
+    CHECK(s->annotation_count == 2);
+    CHECK(s->annotations[0].stage == SNAPSHOT_STAGE_START && s->annotations[0].device == 0);
+    CHECK(s->annotations[1].stage == SNAPSHOT_STAGE_END && s->annotations[1].device == -1);
+    CHECK_STR_EQ(s->annotations[1].name, "ProfilerStep#3");
+    CHECK(s->annotations[1].time_us == 1010);
+    const snapshot_settings *st = &s->settings;
+    CHECK(st->present && st->max_split_size == -1 && st->garbage_collection_threshold == 0.75);
+    CHECK_STR_EQ(st->alloc_conf, "expandable_segments:True");
+    CHECK(st->expandable_segments == 1 && st->release_lock_on_cudamalloc == 0);
+    CHECK(st->pinned_use_cuda_host_register == -1 && st->pinned_num_register_threads == 8);
+    CHECK(st->roundup_count == 3);
+    if (st->roundup_count == 3) {
+        CHECK(st->roundup[0].size == 1 && st->roundup[0].divisions == 4);
+        CHECK(st->roundup[1].size == 1024 && st->roundup[1].divisions == 8);
+        CHECK(st->roundup[2].size == UINT64_MAX && st->roundup[2].divisions == 2);
+    }
+done:
+    snapshot_free(s);
+    free(w.b);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* A one-segment, one-entry snapshot with one thing broken. */
+enum {
+    OK,
+    NO_SEG_ADDRESS,
+    NO_BLOCK_SIZE,
+    BAD_BLOCKS,
+    NO_ACTION,
+    STR_SIZE,
+    NO_LINE,
+    BAD_FRAME,
+    NO_ANNOT_NAME,
+    NO_SEGMENTS,
+    BAD_ENTRY,
+    NO_DEVICE_FREE,
+    BAD_TRACES,
+    BAD_POOL_ID,
+    BAD_STATE
+};
+
+static void broken(pb *w, int what) {
+    begin(w);
+    dict(w);
+    if (what != NO_SEGMENTS) {
+        str(w, "segments");
+        list(w);
+        for (int sg = 0; sg < 2; sg++) {
+            dict(w);
+            kint(w, "device", 0);
+            if (!(what == NO_SEG_ADDRESS && sg == 1))
+                ku64(w, "address", BASE + (uint64_t)sg * 4096);
+            kint(w, "total_size", 4096);
+            kint(w, "allocated_size", 0);
+            kint(w, "active_size", 0);
+            kint(w, "stream", 0);
+            kstr(w, "segment_type", "small");
+            if (what == BAD_POOL_ID)
+                kstr(w, "segment_pool_id", "x");
+            str(w, "blocks");
+            if (what == BAD_BLOCKS) {
+                i64(w, 1);
+            } else {
+                list(w);
+                dict(w);
+                if (!(what == NO_BLOCK_SIZE && sg == 1))
+                    kint(w, "size", 4096);
+                if (what == BAD_STATE)
+                    kint(w, "state", 0);
+                else
+                    kstr(w, "state", "inactive");
+                dict_end(w);
+                list_end(w);
+            }
+            dict_end(w);
+        }
+        list_end(w);
+    }
+    str(w, "device_traces");
+    if (what == BAD_TRACES) {
+        list(w);
+        i64(w, 5);
+        list_end(w);
+    } else {
+        list(w);
+        list(w);
+        for (int i = 0; i < 3; i++) {
+            if (what == BAD_ENTRY && i == 1) {
+                i64(w, 7);
+                continue;
+            }
+            dict(w);
+            if (!(what == NO_ACTION && i == 2))
+                kstr(w, "action", what == NO_DEVICE_FREE && i == 2 ? "oom" : "alloc");
+            ku64(w, "addr", BASE);
+            if (what == STR_SIZE && i == 0)
+                kstr(w, "size", "big");
+            else
+                kint(w, "size", 512);
+            kint(w, "stream", 0);
+            str(w, "frames");
+            list(w);
+            frame(w, "a", "f.py", 1);
+            if (what == BAD_FRAME && i == 0) {
+                str(w, "not a frame");
+            } else if (what == NO_LINE && i == 0) {
+                dict(w);
+                kstr(w, "name", "b");
+                kstr(w, "filename", "f.py");
+                dict_end(w);
+            }
+            list_end(w);
+            dict_end(w);
+        }
+        list_end(w);
+        list_end(w);
+    }
+    str(w, "external_annotations");
+    list(w);
+    dict(w);
+    kstr(w, "stage", "START");
+    if (what != NO_ANNOT_NAME)
+        kstr(w, "name", "x");
+    kint(w, "time_us", 5);
+    dict_end(w);
+    list_end(w);
+    dict_end(w);
+    end(w);
+}
+
+static void test_errors(void) {
+    static const struct {
+        int what;
+        const char *message;
+    } cases[] = {
+        {NO_SEG_ADDRESS, "snapshot: segments[1]: 'address' missing"},
+        {NO_BLOCK_SIZE, "snapshot: segments[1].blocks[0]: 'size' missing"},
+        {BAD_BLOCKS, "snapshot: segments[0]: 'blocks' is an int, expected a list"},
+        {NO_ACTION, "snapshot: device_traces[0][2]: 'action' missing"},
+        {STR_SIZE, "snapshot: device_traces[0][0]: 'size' is a str, expected an int"},
+        {NO_LINE, "snapshot: device_traces[0][0].frames[1]: 'line' missing"},
+        {BAD_FRAME, "snapshot: device_traces[0][0].frames[1]: is a str, expected a dict"},
+        {NO_ANNOT_NAME, "snapshot: external_annotations[0]: 'name' missing"},
+        {NO_SEGMENTS, "snapshot: 'segments' missing"},
+        {BAD_ENTRY, "snapshot: device_traces[0][1]: is an int, expected a dict"},
+        {NO_DEVICE_FREE, "snapshot: device_traces[0][2]: 'device_free' missing"},
+        {BAD_TRACES, "snapshot: device_traces[0] is an int, expected a list"},
+        {BAD_POOL_ID, "snapshot: segments[0]: 'segment_pool_id' is a str, expected a pair of ints"},
+        {BAD_STATE, "snapshot: segments[0].blocks[0]: 'state' is an int, expected a str"},
+    };
+    pb w = {0};
+    char err[256];
+    broken(&w, OK);
+    snapshot *s = convert(&w, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    CHECK(s != NULL);
+    snapshot_free(s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        broken(&w, cases[i].what);
+        err[0] = '\0';
+        s = convert(&w, err, sizeof err);
+        CHECK(s == NULL);
+        CHECK_STR_EQ(err, cases[i].message);
+        snapshot_free(s);
+    }
+    /* one entry referenced 2000 x 2000 times: the output budget stops it */
+    begin(&w);
+    dict(&w);
+    str(&w, "segments");
+    list(&w);
+    list_end(&w);
+    str(&w, "device_traces");
+    op(&w, ']');
+    uint32_t entry_list = 0;
+    op(&w, '(');
+    for (int d = 0; d < 2000; d++) {
+        if (d == 0) {
+            list(&w);
+            dict(&w);
+            kstr(&w, "action", "alloc");
+            kint(&w, "addr", 1);
+            kint(&w, "size", 1);
+            kint(&w, "stream", 0);
+            dict_end(&w);
+            uint32_t entry = memoize(&w);
+            for (int i = 1; i < 2000; i++)
+                get(&w, entry);
+            list_end(&w);
+            entry_list = memoize(&w);
+        } else {
+            get(&w, entry_list);
+        }
+    }
+    list_end(&w);
+    dict_end(&w);
+    end(&w);
+    s = convert(&w, err, sizeof err);
+    CHECK(s == NULL);
+    CHECK(strstr(err, "snapshot: its records need more memory than 16 bytes per pickle byte") ==
+          err);
+    snapshot_free(s);
+    /* a record dict far bigger than any real one */
+    begin(&w);
+    dict(&w);
+    str(&w, "segments");
+    list(&w);
+    list_end(&w);
+    str(&w, "device_traces");
+    list(&w);
+    list(&w);
+    dict(&w);
+    for (int i = 0; i < 100; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        kint(&w, key, i);
+    }
+    dict_end(&w);
+    list_end(&w);
+    list_end(&w);
+    dict_end(&w);
+    end(&w);
+    s = convert(&w, err, sizeof err);
+    CHECK(s == NULL);
+    CHECK_STR_EQ(err, "snapshot: device_traces[0][0]: has 100 keys, more than a snapshot record "
+                      "has (64)");
+    snapshot_free(s);
+    /* the root itself */
+    begin(&w);
+    i64(&w, 3);
+    end(&w);
+    s = convert(&w, err, sizeof err);
+    CHECK(s == NULL);
+    CHECK_STR_EQ(err, "snapshot: the pickle holds an int, expected a dict");
+    snapshot_free(s);
+    free(w.b);
+}
+
+/* ---- the real snapshots --------------------------------------------------- */
+
+typedef struct expected {
+    const char *file;
+    size_t segments, blocks, large, active_blocks, inactive_blocks;
+    uint64_t total_size, allocated_size, address_sum;
+    size_t entries, with_frames;
+    size_t actions[SNAPSHOT_ACTION_COUNT];
+    uint64_t size_sum, depth_sum;
+    size_t frames, stacks, annotations, starts;
+    int settings;
+    int64_t first_time_us;
+} expected;
+
+/* Computed with python3 and pickle.load on each file:
+ *   segments, blocks            len(s['segments']), sum of len(g['blocks'])
+ *   large                       segments with segment_type == 'large'
+ *   active/inactive_blocks      blocks by state
+ *   total/allocated_size        sums over segments (sum of block sizes per
+ *                               segment == total_size is checked separately)
+ *   address_sum                 sum of block addresses mod 2^64 (each block's
+ *                               'address', else accumulated from the segment)
+ *   entries, with_frames        len(device_traces[0]), those with 'frames'
+ *   actions                     Counter(e['action'])
+ *   size_sum                    sum(e['size'])
+ *   depth_sum                   sum(len(e['frames']))
+ *   frames                      len({(f['name'], f['filename'], line as
+ *                               int64)}) over segments, blocks and entries
+ *   stacks                      distinct frame tuples, plus the empty one
+ *   annotations, starts         len(external_annotations), stage == 'START'
+ *   first_time_us               device_traces[0][0]['time_us'] */
+static const expected real[] = {
+    {"legacy-format.pickle",
+     7,
+     168,
+     1,
+     161,
+     7,
+     33554432,
+     14503424,
+     UINT64_C(13726405838848),
+     1,
+     0,
+     {[SNAPSHOT_FREE_COMPLETED] = 1},
+     12288,
+     0,
+     27,
+     11,
+     0,
+     0,
+     0,
+     INT64_C(1709895075849930)},
+    {"lm-ctx512-forward.pickle",
+     649,
+     991,
+     619,
+     970,
+     21,
+     UINT64_C(36165386240),
+     UINT64_C(36045752320),
+     UINT64_C(138830354536368128),
+     4152,
+     4152,
+     {[SNAPSHOT_ALLOC] = 1301,
+      [SNAPSHOT_FREE_REQUESTED] = 657,
+      [SNAPSHOT_FREE_COMPLETED] = 657,
+      [SNAPSHOT_SEGMENT_ALLOC] = 418,
+      [SNAPSHOT_SEGMENT_FREE] = 1119},
+     UINT64_C(130537503896),
+     451008,
+     1034,
+     807,
+     1824,
+     912,
+     1,
+     INT64_C(1748475027094185)},
+    {"lm-small-forward.pickle",
+     30,
+     378,
+     28,
+     369,
+     9,
+     UINT64_C(1107296256),
+     UINT64_C(1043817472),
+     UINT64_C(53162088617581568),
+     8507,
+     8507,
+     {[SNAPSHOT_ALLOC] = 2998,
+      [SNAPSHOT_FREE_REQUESTED] = 2753,
+      [SNAPSHOT_FREE_COMPLETED] = 2753,
+      [SNAPSHOT_SEGMENT_ALLOC] = 3},
+     UINT64_C(29287021700),
+     874376,
+     560,
+     327,
+     714,
+     357,
+     1,
+     INT64_C(1748474028636221)},
+    {"segments-only.pickle",
+     1457,
+     1912,
+     1437,
+     1202,
+     710,
+     UINT64_C(75902222336),
+     UINT64_C(55083942400),
+     UINT64_C(268735047624778240),
+     0,
+     0,
+     {0},
+     0,
+     0,
+     127,
+     7,
+     0,
+     0,
+     1,
+     0},
+};
+
+static void check_real(const snapshot *s, const expected *x) {
+    size_t blocks = 0, large = 0, active = 0, inactive = 0, tiled = 0, allocated_match = 0;
+    uint64_t total = 0, allocated = 0, addr_sum = 0;
+    for (size_t i = 0; i < s->segment_count; i++) {
+        const snapshot_segment *g = &s->segments[i];
+        uint64_t sum = 0, active_bytes = 0;
+        for (size_t j = 0; j < g->block_count; j++) {
+            const snapshot_block *b = &g->blocks[j];
+            /* blocks tile the segment: each starts where the previous ended */
+            if (b->address != g->address + sum)
+                fprintf(stderr, "%s: segments[%zu].blocks[%zu] not contiguous\n", x->file, i, j);
+            sum += b->size;
+            addr_sum += b->address;
+            active += b->state == SNAPSHOT_BLOCK_ACTIVE_ALLOCATED;
+            inactive += b->state == SNAPSHOT_BLOCK_INACTIVE;
+            if (b->state == SNAPSHOT_BLOCK_ACTIVE_ALLOCATED)
+                active_bytes += b->size;
+        }
+        tiled += sum == g->total_size;
+        allocated_match += active_bytes == g->allocated_size;
+        blocks += g->block_count;
+        large += g->pool == SNAPSHOT_POOL_LARGE;
+        total += g->total_size;
+        allocated += g->allocated_size;
+        CHECK(g->is_expandable == 0 && g->flags & SNAPSHOT_SEGMENT_HAS_POOL_ID);
+    }
+    CHECK(s->segment_count == x->segments);
+    CHECK(blocks == x->blocks);
+    CHECK(tiled == x->segments);
+    CHECK(allocated_match == x->segments);
+    CHECK(large == x->large);
+    CHECK(active == x->active_blocks && inactive == x->inactive_blocks);
+    CHECK_EQ_U64(total, x->total_size);
+    CHECK_EQ_U64(allocated, x->allocated_size);
+    CHECK_EQ_U64(addr_sum, x->address_sum);
+    CHECK(s->device_count == 1);
+    if (s->device_count != 1)
+        return;
+    const snapshot_device *d = &s->devices[0];
+    size_t actions[SNAPSHOT_ACTION_COUNT] = {0}, with_frames = 0;
+    uint64_t size_sum = 0, depth_sum = 0;
+    for (size_t i = 0; i < d->entry_count; i++) {
+        const snapshot_entry *e = &d->entries[i];
+        actions[e->action]++;
+        with_frames += (e->flags & SNAPSHOT_HAS_FRAMES) != 0;
+        CHECK(e->flags & SNAPSHOT_HAS_TIME);
+        size_sum += e->size;
+        depth_sum += s->stacks[e->stack].depth;
+    }
+    CHECK(d->entry_count == x->entries);
+    CHECK(with_frames == x->with_frames);
+    for (int a = 0; a < SNAPSHOT_ACTION_COUNT; a++)
+        CHECK(actions[a] == x->actions[a]);
+    CHECK_EQ_U64(size_sum, x->size_sum);
+    CHECK_EQ_U64(depth_sum, x->depth_sum);
+    CHECK(s->frame_count == x->frames);
+    CHECK(s->stack_count == x->stacks);
+    CHECK(s->annotation_count == x->annotations);
+    size_t starts = 0;
+    for (size_t i = 0; i < s->annotation_count; i++)
+        starts += s->annotations[i].stage == SNAPSHOT_STAGE_START;
+    CHECK(starts == x->starts);
+    CHECK(s->settings.present == x->settings);
+    if (d->entry_count)
+        CHECK(d->entries[0].time_us == x->first_time_us);
+    /* every frame id of every stack is in range */
+    size_t bad = 0;
+    for (size_t i = 0; i < s->stack_count; i++) {
+        size_t depth;
+        const uint32_t *fr = snapshot_stack_frames(s, (uint32_t)i, &depth);
+        for (size_t k = 0; k < depth; k++)
+            bad += fr[k] >= s->frame_count;
+    }
+    CHECK(bad == 0);
+}
+
+static char source_dir[4096];
+
+static void find_source_dir(int argc, char **argv) {
+    if (argc > 1) {
+        snprintf(source_dir, sizeof source_dir, "%s", argv[1]);
+        return;
+    }
+#ifdef GMT_SOURCE_DIR
+    snprintf(source_dir, sizeof source_dir, "%s", GMT_SOURCE_DIR);
+#else
+    snprintf(source_dir, sizeof source_dir, "%s", __FILE__);
+    char *slash = strrchr(source_dir, '/');
+    if (slash)
+        *slash = '\0';
+    slash = strrchr(source_dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(source_dir, sizeof source_dir, ".");
+#endif
+}
+
+/* Returns 0 when ../shared is absent. */
+static int test_real_files(void) {
+    char dir[4200], path[4400], err[256];
+    snprintf(dir, sizeof dir, "%s/../shared/data/pytorch", source_dir);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, real[i].file);
+        snapshot *s = snapshot_load(path, err, sizeof err);
+        if (!s) {
+            fprintf(stderr, "%s\n", err);
+            check_failures++;
+            continue;
+        }
+        check_real(s, &real[i]);
+        if (i == 0) { /* the one entry: no frames */
+            CHECK(s->devices[0].entries[0].flags == SNAPSHOT_HAS_TIME);
+            CHECK(!s->settings.present && !s->has_annotations);
+        }
+        if (i == 2) { /* device_traces[0][1].frames[11].line is 2^64-1 */
+            size_t depth;
+            const uint32_t *fr = snapshot_stack_frames(s, s->devices[0].entries[1].stack, &depth);
+            CHECK(depth > 11 && s->frames[fr[11]].line == -1);
+            CHECK_STR_EQ(s->settings.alloc_conf, "");
+            CHECK(s->settings.roundup_count == 16 && s->settings.expandable_segments == 0);
+        }
+        snapshot_free(s);
+    }
+    err[0] = '\0';
+    snprintf(path, sizeof path, "%s/SOURCES.md", dir);
+    snapshot *s = snapshot_load(path, err, sizeof err); /* not a pickle */
+    CHECK(s == NULL && strncmp(err, "pickle: ", 8) == 0);
+    return 1;
+}
+
+/* The same synthetic snapshot written by Python with protocols 2 and 4. */
+static void test_python_snapshots(void) {
+    char tmpl[] = "/tmp/test_snapshot.XXXXXX";
+    char script[4200], cmd[8600], path[4200], err[256];
+    snprintf(script, sizeof script, "%s/tests/make_pickles.py", source_dir);
+    if (access(script, R_OK) != 0 || system("python3 -c pass >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "note: no python3 or %s: Python-written snapshots not checked\n", script);
+        return;
+    }
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    if (!dir)
+        return;
+    snprintf(cmd, sizeof cmd, "python3 '%s' --out '%s'", script, dir);
+    CHECK(system(cmd) == 0);
+    snapshot *s[2] = {NULL, NULL};
+    const char *names[] = {"snapshot-p2.pickle", "snapshot-p4.pickle"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        s[i] = snapshot_load(path, err, sizeof err);
+        if (!s[i])
+            fprintf(stderr, "%s\n", err);
+        CHECK(s[i] != NULL);
+    }
+    if (s[0] && s[1]) {
+        CHECK(s[0]->device_count == 1 && s[0]->devices[0].entry_count == 300);
+        CHECK(s[0]->annotation_count == 20 && s[0]->settings.present);
+        CHECK(s[0]->frame_count == s[1]->frame_count && s[0]->stack_count == s[1]->stack_count);
+        CHECK(s[0]->segment_count == s[1]->segment_count);
+        CHECK(memcmp(s[0]->devices[0].entries, s[1]->devices[0].entries,
+                     300 * sizeof(snapshot_entry)) == 0);
+        for (size_t i = 0; i < s[0]->segment_count; i++) {
+            uint64_t sum = 0;
+            for (size_t j = 0; j < s[0]->segments[i].block_count; j++)
+                sum += s[0]->segments[i].blocks[j].size;
+            CHECK_EQ_U64(sum, s[0]->segments[i].total_size);
+        }
+    }
+    snapshot_free(s[0]);
+    snapshot_free(s[1]);
+    static const char *const all[] = {"values-p2.pickle",  "values-p3.pickle", "values-p4.pickle",
+                                      "values-p5.pickle",  "object.pickle",    "snapshot-p2.pickle",
+                                      "snapshot-p4.pickle"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, all[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+    find_source_dir(argc, argv);
+    test_old_format();
+    test_new_format();
+    test_errors();
+    test_python_snapshots();
+    if (!test_real_files()) {
+        if (check_failures)
+            return check_finish("test_snapshot");
+        CHECK_SKIP("%s/../shared/data/pytorch is absent (all other checks passed)", source_dir);
+    }
+    return check_finish("test_snapshot");
+}
