@@ -6,7 +6,14 @@
  * keeping live bytes per stack and closing a "window" at every step end. A
  * stack's per-step changes are stored only when nonzero (a steady training
  * loop frees in the same step what it allocates), so memory stays
- * proportional to what actually moves across steps. */
+ * proportional to what actually moves across steps.
+ *
+ * Over the whole run (the common case) the replay has already kept these
+ * facts as it went (devices' counters, site_stats, site_steps,
+ * largest_allocations): the functions read those small tables instead of
+ * rescanning event_rows. A window (--from/--to) takes the scanning path.
+ * Both paths compute the same definitions; GMT_NO_SUMMARIES=1 forces the
+ * scanning path, which is how the tests hold them to the same answers. */
 #include "analysis.h"
 
 #include "addr_map.h"
@@ -20,6 +27,13 @@
 #define IS_BLOCK_SQL(a)                                                                            \
     "(" a ".level = 1 OR " a ".event_id IN (SELECT segment_id FROM segments WHERE whole_block = "  \
     "1))"
+
+int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
+    const char *off = getenv("GMT_NO_SUMMARIES");
+    if (off && *off && strcmp(off, "0") != 0)
+        return 0;
+    return from <= 0 && to >= analysis_last_event(db);
+}
 
 double frag_of(const moment *m) {
     if (m->reserved <= 0)
@@ -125,6 +139,68 @@ static void untracked(sqlite3 *db, device_summary *s) {
     sqlite3_finalize(st);
 }
 
+/* Worst fragmentation: the worst step end when the window has steps (mid-step
+ * states are transient), else the worst state holding at least 10 % of the
+ * peak reserved bytes. */
+static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, int64_t to) {
+    s->worst_fragmentation = s->start;
+    step_state *steps;
+    size_t n;
+    if (analysis_steps(db, s->device, from, to, &steps, &n) == 0 && n > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (frag_of(&steps[i].at_end) > frag_of(&s->worst_fragmentation))
+                s->worst_fragmentation = steps[i].at_end;
+        free(steps);
+        return;
+    }
+    free(steps);
+    sqlite3_stmt *st =
+        prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND "
+                    "event_id > ? AND event_id <= ? AND reserved_bytes > 0 AND "
+                    "reserved_bytes >= ? ORDER BY CAST(reserved_bytes - "
+                    "allocated_bytes AS REAL) / reserved_bytes DESC, event_id LIMIT 1");
+    if (!st)
+        return;
+    sqlite3_bind_int(st, 1, s->device);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, s->peak_reserved.reserved / 10);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        moment m;
+        read_moment(st, 0, &m);
+        if (frag_of(&m) > frag_of(&s->worst_fragmentation))
+            s->worst_fragmentation = m;
+    }
+    sqlite3_finalize(st);
+}
+
+/* The whole run: what the replay kept in devices and site_stats. */
+static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
+    sqlite3_stmt *st = prepare(db, "SELECT peak_allocated_event_id, peak_requested_event_id, "
+                                   "peak_reserved_event_id, allocs, frees, ooms, alloc_failed, "
+                                   "(SELECT sum(never_freed_count) FROM site_stats WHERE device = "
+                                   "?1), (SELECT sum(never_freed_bytes) FROM site_stats WHERE "
+                                   "device = ?1) FROM devices WHERE device = ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, s->device);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        analysis_moment(db, s->device, sqlite3_column_int64(st, 0), &s->peak_allocated);
+        analysis_moment(db, s->device, sqlite3_column_int64(st, 1), &s->peak_requested);
+        analysis_moment(db, s->device, sqlite3_column_int64(st, 2), &s->peak_reserved);
+        s->allocs = sqlite3_column_int64(st, 3);
+        s->frees = sqlite3_column_int64(st, 4);
+        s->ooms = sqlite3_column_int64(st, 5);
+        s->alloc_failed = sqlite3_column_int64(st, 6);
+        s->never_freed_count = sqlite3_column_int64(st, 7);
+        s->never_freed_bytes = sqlite3_column_int64(st, 8);
+    }
+    sqlite3_finalize(st);
+    worst_fragmentation(db, s, s->start.event_id, s->end.event_id);
+    untracked(db, s);
+    return 0;
+}
+
 int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
     memset(s, 0, sizeof *s);
     s->device = device;
@@ -141,6 +217,8 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     analysis_moment(db, device, from, &s->start);
     analysis_moment(db, device, to, &s->end);
     s->peak_allocated = s->peak_requested = s->peak_reserved = s->start;
+    if (analysis_whole_run(db, from, to))
+        return device_summary_from_tables(db, s);
 
     /* One scan of the window: peaks, counts. */
     st = prepare(db, "SELECT " MOMENT_COLUMNS ", op, level, kind, "
@@ -172,25 +250,7 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     }
     sqlite3_finalize(st);
 
-    /* Worst fragmentation where enough is reserved for it to matter. */
-    s->worst_fragmentation = s->start;
-    st = prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND "
-                     "event_id > ? AND event_id <= ? AND reserved_bytes > 0 AND "
-                     "reserved_bytes >= ? ORDER BY CAST(reserved_bytes - allocated_bytes AS REAL) "
-                     "/ reserved_bytes DESC, event_id LIMIT 1");
-    if (st) {
-        sqlite3_bind_int(st, 1, device);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, to);
-        sqlite3_bind_int64(st, 4, s->peak_reserved.reserved / 10);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            moment m;
-            read_moment(st, 0, &m);
-            if (frag_of(&m) > frag_of(&s->worst_fragmentation))
-                s->worst_fragmentation = m;
-        }
-        sqlite3_finalize(st);
-    }
+    worst_fragmentation(db, s, from, to);
 
     /* Blocks allocated in the window and live at its end (bytes as requested). */
     st = prepare(db, "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
@@ -338,7 +398,8 @@ static int cmp_i64(const void *a, const void *b) {
 static int64_t median_change(site_acc *s, size_t windows) {
     if (!windows)
         return 0;
-    qsort(s->deltas, s->ndeltas, sizeof *s->deltas, cmp_i64);
+    if (s->ndeltas > 1)
+        qsort(s->deltas, s->ndeltas, sizeof *s->deltas, cmp_i64);
     size_t neg = 0;
     while (neg < s->ndeltas && s->deltas[neg] < 0)
         neg++;
@@ -362,6 +423,113 @@ static int by_growth(const void *a, const void *b) {
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+/* The whole run: the replay's per-step changes (site_steps) and end state
+ * (site_stats) give the same accumulators the sweep builds. */
+static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size_t nends,
+                              sweep *sw) {
+    sqlite3_stmt *st = prepare(db, "SELECT stack_id, end_event_id, delta_bytes, live_bytes FROM "
+                                   "site_steps WHERE device = ? ORDER BY end_event_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    int rc = 0;
+    size_t next_end = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t end = sqlite3_column_int64(st, 1);
+        while (next_end < nends && end > ends[next_end])
+            rc |= close_window(sw, next_end++ == 0);
+        site_acc *s = site_of(sw, sqlite3_column_int64(st, 0));
+        if (!s)
+            rc = -1;
+        else
+            rc |= note_change(sw, s, sqlite3_column_int64(st, 2));
+    }
+    sqlite3_finalize(st);
+    while (rc == 0 && next_end < nends)
+        rc |= close_window(sw, next_end++ == 0);
+    st = prepare(db, "SELECT stack_id, end_bytes, never_freed_count, never_freed_bytes FROM "
+                     "site_stats WHERE device = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        site_acc *s = site_of(sw, sqlite3_column_int64(st, 0));
+        if (!s) {
+            rc = -1;
+            break;
+        }
+        s->live = sqlite3_column_int64(st, 1);
+        s->never_freed_count = sqlite3_column_int64(st, 2);
+        s->never_freed_bytes = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A window: sweep the window's block allocs and frees in event order. */
+static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, const int64_t *ends,
+                           size_t nends, sweep *sw) {
+    int rc = 0;
+    sqlite3_stmt *st = prepare(
+        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
+            " a.stack_id END, coalesce(e.requested_size, e.size) "
+            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
+            " a.event_id = e.alloc_event_id "
+            "WHERE e.device = ? AND e.kind = 0 AND e.event_id <= ? AND ("
+            " (e.op IN (0, 3) AND " IS_BLOCK_SQL(
+                "e") ") OR (e.op IN (1, 4) AND "
+                     " e.alloc_event_id IS NOT NULL AND " IS_BLOCK_SQL("a") ")) "
+                                                                            "ORDER BY e.event_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, to);
+    size_t next_end = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        while (next_end < nends && id > ends[next_end])
+            rc |= close_window(sw, next_end++ == 0);
+        int op = sqlite3_column_int(st, 1);
+        int64_t size = sqlite3_column_int64(st, 2);
+        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
+        site_acc *s = site_of(sw, stack);
+        if (!s) {
+            rc = -1;
+            break;
+        }
+        int alloc = op == 0 || op == 3;
+        rc |= note_change(sw, s, alloc ? size : -size);
+        if (alloc && id > from) { /* never freed unless a free follows (below) */
+            s->never_freed_count++;
+            s->never_freed_bytes += sqlite3_column_int64(st, 4);
+        }
+    }
+    sqlite3_finalize(st);
+    while (rc == 0 && next_end < nends)
+        rc |= close_window(sw, next_end++ == 0);
+    /* never-freed: blocks allocated in the window minus those freed by its end */
+    st = prepare(db, "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
+                     "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
+                     "WHERE f.device = ? AND f.op IN (1, 4) AND f.event_id <= ? AND "
+                     "a.event_id > ? AND a.kind = 0 AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, to);
+        sqlite3_bind_int64(st, 3, from);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t stack =
+                sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+            site_acc *s = site_of(sw, stack);
+            if (s) {
+                s->never_freed_count -= sqlite3_column_int64(st, 1);
+                s->never_freed_bytes -= sqlite3_column_int64(st, 2);
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
 int analysis_site_growth(sqlite3 *db, int device, int64_t from, int64_t to, site_growth **out,
                          size_t *count, size_t *windows) {
     *out = NULL;
@@ -383,68 +551,11 @@ int analysis_site_growth(sqlite3 *db, int device, int64_t from, int64_t to, site
         }
     free(steps);
     sweep sw = {0};
-    int rc = 0;
-    sqlite3_stmt *st = prepare(
-        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
-            " a.stack_id END, coalesce(e.requested_size, e.size) "
-            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
-            " a.event_id = e.alloc_event_id "
-            "WHERE e.device = ? AND e.kind = 0 AND e.event_id <= ? AND ("
-            " (e.op IN (0, 3) AND " IS_BLOCK_SQL(
-                "e") ") OR (e.op IN (1, 4) AND "
-                     " e.alloc_event_id IS NOT NULL AND " IS_BLOCK_SQL("a") ")) "
-                                                                            "ORDER BY e.event_id");
-    if (!st || !ends) {
-        free(ends);
-        sqlite3_finalize(st);
-        return -1;
-    }
-    sqlite3_bind_int(st, 1, device);
-    sqlite3_bind_int64(st, 2, to);
-    size_t next_end = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        while (next_end < nends && id > ends[next_end])
-            rc |= close_window(&sw, next_end++ == 0);
-        int op = sqlite3_column_int(st, 1);
-        int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
-        site_acc *s = site_of(&sw, stack);
-        if (!s) {
-            rc = -1;
-            break;
-        }
-        int alloc = op == 0 || op == 3;
-        rc |= note_change(&sw, s, alloc ? size : -size);
-        if (alloc && id > from) { /* never freed unless a free follows (below) */
-            s->never_freed_count++;
-            s->never_freed_bytes += sqlite3_column_int64(st, 4);
-        }
-    }
-    sqlite3_finalize(st);
-    while (rc == 0 && next_end < nends)
-        rc |= close_window(&sw, next_end++ == 0);
+    int rc = !ends ? -1
+             : analysis_whole_run(db, from, to)
+                 ? growth_from_tables(db, device, ends, nends, &sw)
+                 : growth_by_sweep(db, device, from, to, ends, nends, &sw);
     free(ends);
-    /* never-freed: blocks allocated in the window minus those freed by its end */
-    st = prepare(db, "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
-                     "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
-                     "WHERE f.device = ? AND f.op IN (1, 4) AND f.event_id <= ? AND "
-                     "a.event_id > ? AND a.kind = 0 AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
-    if (st) {
-        sqlite3_bind_int(st, 1, device);
-        sqlite3_bind_int64(st, 2, to);
-        sqlite3_bind_int64(st, 3, from);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t stack =
-                sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
-            site_acc *s = site_of(&sw, stack);
-            if (s) {
-                s->never_freed_count -= sqlite3_column_int64(st, 1);
-                s->never_freed_bytes -= sqlite3_column_int64(st, 2);
-            }
-        }
-        sqlite3_finalize(st);
-    }
     size_t nwindows = nends > 1 ? nends - 1 : 0;
     double step_ns = nwindows ? (double)(last_end_ts - first_end_ts) / (double)nwindows : 0;
     site_growth *res = rc == 0 ? calloc(sw.len + 1, sizeof *res) : NULL;
@@ -483,12 +594,25 @@ int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t lim
                            stack_bytes **out, size_t *count) {
     *out = calloc(limit ? limit : 1, sizeof **out);
     *count = 0;
-    sqlite3_stmt *st = prepare(
-        db, "SELECT a.stack_id, sum(a.size), count(*) FROM event_rows a LEFT JOIN event_rows f "
-            "ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
-            "WHERE a.device = ?1 AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
-                "a") " AND a.event_id <= ?2 AND (f.event_id IS NULL OR f.event_id > ?2) "
-                     "GROUP BY a.stack_id ORDER BY 2 DESC LIMIT ?3");
+    int64_t peak = INT64_MIN;
+    sqlite3_stmt *st = prepare(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?");
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            peak = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (event_id == peak && analysis_whole_run(db, 0, analysis_last_event(db)))
+        st = prepare(db, "SELECT stack_id, peak_bytes, peak_blocks FROM site_stats WHERE device = "
+                         "?1 AND peak_bytes > 0 AND ?2 = ?2 ORDER BY peak_bytes DESC, stack_id "
+                         "LIMIT ?3");
+    else
+        st = prepare(
+            db, "SELECT a.stack_id, sum(a.size), count(*) FROM event_rows a LEFT JOIN event_rows f "
+                "ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
+                "WHERE a.device = ?1 AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
+                    "a") " AND a.event_id <= ?2 AND (f.event_id IS NULL OR f.event_id > ?2) "
+                         "GROUP BY a.stack_id ORDER BY 2 DESC, a.stack_id LIMIT ?3");
     if (!st || !*out) {
         sqlite3_finalize(st);
         return -1;

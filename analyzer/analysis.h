@@ -34,6 +34,10 @@ typedef struct device_summary {
     int64_t untracked_max;
 } device_summary;
 
+/* 1 when [from, to] is the whole run, so the replay's summary tables
+ * answer (unless GMT_NO_SUMMARIES is set, which forces the scans). */
+int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to);
+
 double frag_of(const moment *m);               /* 0 when nothing is reserved */
 const char *frag_rating(double fragmentation); /* good, moderate, serious, severe */
 

@@ -175,12 +175,16 @@ static void print_ooms(sqlite3 *db, const device_report *r, int64_t from, int64_
 static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, size_t top) {
     sqlite3_stmt *st;
     char b1[32], label[256], when[96];
-    if (sqlite3_prepare_v2(db,
-                           "SELECT event_id, size, stack_id FROM event_rows WHERE device = ? AND "
-                           "kind = 0 AND op IN (0, 3) AND (level = 1 OR event_id IN (SELECT "
-                           "segment_id FROM segments WHERE whole_block = 1)) AND event_id <= ? "
-                           "AND event_id > ? ORDER BY size DESC, event_id LIMIT ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    /* The whole run: the replay kept the largest; a window: sort its allocations. */
+    const char *sql =
+        analysis_whole_run(db, from, to)
+            ? "SELECT alloc_id, size, stack_id FROM largest_allocations WHERE device = ?1 AND "
+              "alloc_id <= ?2 AND alloc_id > ?3 ORDER BY size DESC, alloc_id LIMIT ?4"
+            : "SELECT event_id, size, stack_id FROM event_rows WHERE device = ?1 AND kind = 0 AND "
+              "op IN (0, 3) AND (level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
+              "whole_block = 1)) AND event_id <= ?2 AND event_id > ?3 ORDER BY size DESC, "
+              "event_id LIMIT ?4";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, device);
     sqlite3_bind_int64(st, 2, to);

@@ -45,6 +45,9 @@ enum statement {
     ST_MODULE,
     ST_WARNING,
     ST_META,
+    ST_SITE,
+    ST_SITE_STEP,
+    ST_LARGEST,
     ST_COUNT
 };
 
@@ -64,7 +67,15 @@ static const char *const statement_sql[ST_COUNT] = {
                 " begin_event_id, end_event_id) VALUES (?,?,?,?,?,?)",
     [ST_DEVICE] = "INSERT OR REPLACE INTO devices (device, name, total_bytes,"
                   " peak_allocated_bytes, peak_allocated_event_id, peak_reserved_bytes,"
-                  " peak_reserved_event_id) VALUES (?,?,?,?,?,?,?)",
+                  " peak_reserved_event_id, peak_requested_bytes, peak_requested_event_id,"
+                  " allocs, frees, ooms, alloc_failed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SITE] = "INSERT OR REPLACE INTO site_stats (device, stack_id, peak_bytes, peak_blocks,"
+                " end_bytes, end_blocks, never_freed_count, never_freed_bytes)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+    [ST_SITE_STEP] = "INSERT OR REPLACE INTO site_steps (device, stack_id, end_event_id,"
+                     " delta_bytes, live_bytes) VALUES (?,?,?,?,?)",
+    [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
+                   " VALUES (?,?,?,?)",
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
                   " first_event_id, last_event_id, events, min_allocated_bytes,"
                   " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
@@ -430,12 +441,47 @@ int db_writer_device(db_writer *w, const db_device_row *r) {
     sqlite3_stmt *st = begin(w, ST_DEVICE);
     bind_int(st, 1, r->device);
     bind_text(st, 2, r->name);
-    bind_int(st, 3, r->total_bytes);
-    bind_int(st, 4, r->peak_allocated_bytes);
-    bind_int(st, 5, r->peak_allocated_event_id);
-    bind_int(st, 6, r->peak_reserved_bytes);
-    bind_int(st, 7, r->peak_reserved_event_id);
+    const int64_t v[] = {r->total_bytes,
+                         r->peak_allocated_bytes,
+                         r->peak_allocated_event_id,
+                         r->peak_reserved_bytes,
+                         r->peak_reserved_event_id,
+                         r->peak_requested_bytes,
+                         r->peak_requested_event_id,
+                         r->allocs,
+                         r->frees,
+                         r->ooms,
+                         r->alloc_failed};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+        bind_int(st, i + 3, v[i]);
     return step(w, ST_DEVICE);
+}
+
+static int insert_ints(db_writer *w, enum statement which, const int64_t *v, int n) {
+    sqlite3_stmt *st = begin(w, which);
+    for (int i = 0; i < n; i++)
+        bind_int(st, i + 1, v[i]);
+    return step(w, which);
+}
+
+int db_writer_site(db_writer *w, int64_t device, int64_t stack_id, int64_t peak_bytes,
+                   int64_t peak_blocks, int64_t end_bytes, int64_t end_blocks,
+                   int64_t never_freed_count, int64_t never_freed_bytes) {
+    const int64_t v[] = {device,    stack_id,   peak_bytes,        peak_blocks,
+                         end_bytes, end_blocks, never_freed_count, never_freed_bytes};
+    return insert_ints(w, ST_SITE, v, 8);
+}
+
+int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t end_event_id,
+                        int64_t delta_bytes, int64_t live_bytes) {
+    const int64_t v[] = {device, stack_id, end_event_id, delta_bytes, live_bytes};
+    return insert_ints(w, ST_SITE_STEP, v, 5);
+}
+
+int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,
+                      int64_t stack_id) {
+    const int64_t v[] = {device, alloc_id, size, stack_id};
+    return insert_ints(w, ST_LARGEST, v, 4);
 }
 
 int db_writer_bucket(db_writer *w, const db_bucket_row *r) {

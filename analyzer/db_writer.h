@@ -51,6 +51,8 @@ typedef struct db_device_row {
     int64_t total_bytes;
     int64_t peak_allocated_bytes, peak_allocated_event_id;
     int64_t peak_reserved_bytes, peak_reserved_event_id;
+    int64_t peak_requested_bytes, peak_requested_event_id;
+    int64_t allocs, frees, ooms, alloc_failed;
 } db_device_row;
 
 typedef struct db_bucket_row {
@@ -75,6 +77,13 @@ int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char
 int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id);
 int db_writer_module(db_writer *w, int64_t module_id, const char *path, const char *build_id,
                      int64_t load_base);
+int db_writer_site(db_writer *w, int64_t device, int64_t stack_id, int64_t peak_bytes,
+                   int64_t peak_blocks, int64_t end_bytes, int64_t end_blocks,
+                   int64_t never_freed_count, int64_t never_freed_bytes);
+int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t end_event_id,
+                        int64_t delta_bytes, int64_t live_bytes);
+int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,
+                      int64_t stack_id);
 int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message);
 int db_writer_meta_int(db_writer *w, const char *key, int64_t value);
 int db_writer_meta_text(db_writer *w, const char *key, const char *value);

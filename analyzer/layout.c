@@ -493,10 +493,24 @@ static int ends_with(const char *s, const char *suffix) {
 static int is_python(const layout_frame *f) { return ends_with(f->file, ".py"); }
 
 /* A Python file of the program itself, not of a library or the interpreter. */
+/* Code torch.compile generated (named by a hash that changes between runs). */
+static int is_generated(const char *file) { return file && strstr(file, "torchinductor_"); }
+
+/* A Python file of the program itself, not of a library, the interpreter or
+ * torch.compile's generated code. */
 static int is_user_python(const layout_frame *f) {
     const char *file = f->file;
     return is_python(f) && !strstr(file, "site-packages/") && !strstr(file, "dist-packages/") &&
-           !strstr(file, "lib/python") && !starts_with(file, "torch/") && !strstr(file, "/torch/");
+           !strstr(file, "lib/python") && !starts_with(file, "torch/") &&
+           !strstr(file, "/torch/") && !is_generated(file);
+}
+
+/* The file part of a frame's key: the file name, without directories (they
+ * differ between machines and checkouts); generated code has none. */
+static const char *key_file(const layout_frame *f) {
+    if (is_generated(f->file))
+        return "<generated>";
+    return f->file ? base_name(f->file) : f->module ? base_name(f->module) : "";
 }
 
 static int matches(const layout_frame *f, const char *const *names, size_t nnames,
@@ -557,7 +571,7 @@ static size_t site_frame(const layout_frame *frames, size_t n) {
         if (is_python(&frames[i]))
             return i;
     for (size_t i = 0; i < n; i++)
-        if (is_named(&frames[i]) && !is_plumbing(&frames[i]))
+        if ((is_named(&frames[i]) || frames[i].module) && !is_plumbing(&frames[i]))
             return i;
     /* a stack of plumbing only (e.g. autograd's threads): the operator that allocated */
     for (size_t i = 0; i < n; i++)
@@ -566,17 +580,34 @@ static size_t site_frame(const layout_frame *frames, size_t n) {
     return 0;
 }
 
+/* A C++ name without its parameter list ("f(int, char)" -> "f"); Python
+ * and C names are unchanged. */
+static void short_name(const char *name, char *buf, size_t len) {
+    size_t n = strlen(name);
+    for (const char *p = strchr(name, '('); p; p = strchr(p + 1, '('))
+        if (p > name && strncmp(p, "(anonymous namespace)", 21) != 0) {
+            n = (size_t)(p - name);
+            break;
+        }
+    snprintf(buf, len, "%.*s", (int)(n < 400 ? n : 400), name);
+}
+
 static void frame_label(const layout_frame *f, char *buf, size_t len) {
     const char *file = base_name(f->file);
-    if (file && *file && f->line > 0)
-        snprintf(buf, len, "%s:%lld%s%s", file, (long long)f->line, f->name ? " " : "",
-                 f->name ? f->name : "");
-    else if (file && *file)
-        snprintf(buf, len, "%s%s%s", file, f->name ? " " : "", f->name ? f->name : "");
-    else if (f->name && f->module)
-        snprintf(buf, len, "%s (%s)", f->name, base_name(f->module));
-    else if (f->name)
-        snprintf(buf, len, "%s", f->name);
+    char name[512] = "";
+    if (file && (!*file || !strcmp(file, "??")))
+        file = NULL; /* an importer's "unknown" */
+    if (f->name)
+        short_name(f->name, name, sizeof name);
+    const char *sep = *name ? " " : "";
+    if (file && f->line > 0)
+        snprintf(buf, len, "%s:%lld%s%s", file, (long long)f->line, sep, name);
+    else if (file)
+        snprintf(buf, len, "%s%s%s", file, sep, name);
+    else if (*name && f->module)
+        snprintf(buf, len, "%s (%s)", name, base_name(f->module));
+    else if (*name)
+        snprintf(buf, len, "%s", name);
     else if (f->module)
         snprintf(buf, len, "0x%llx (%s)", (unsigned long long)f->ip, base_name(f->module));
     else
@@ -645,8 +676,7 @@ static int stack_load(sqlite3_stmt *st, int64_t stack_id, layout_stack *s) {
     size_t klen = 16;
     for (size_t i = 0; i < s->frame_count; i++) {
         const layout_frame *f = &s->frames[i];
-        const char *file = f->file ? base_name(f->file) : base_name(f->module);
-        klen += (f->name ? strlen(f->name) : 1) + (file ? strlen(file) : 0) + 2;
+        klen += (f->name ? strlen(f->name) : 1) + strlen(key_file(f)) + 2;
     }
     char *key = malloc(klen);
     if (key) {
@@ -658,8 +688,7 @@ static int stack_load(sqlite3_stmt *st, int64_t stack_id, layout_stack *s) {
             char *k = key;
             for (size_t i = 0; i < s->frame_count; i++) {
                 const layout_frame *f = &s->frames[i];
-                const char *file = f->file ? base_name(f->file) : base_name(f->module);
-                k += sprintf(k, "%s\x1f%s\x1e", f->name ? f->name : "?", file ? file : "");
+                k += sprintf(k, "%s\x1f%s\x1e", f->name ? f->name : "?", key_file(f));
             }
             *k = 0;
         }

@@ -12,7 +12,13 @@
  *   - container items are one array; SETITEMS/APPENDS copy a slice of the
  *     stack into it. Small arrays live in the arena (sized exactly on the
  *     first batch, which is all Python writes for a small dict or list);
- *     large ones are malloc'd and grow by realloc;
+ *     large ones are malloc'd and grow by realloc. Lists with equal first
+ *     batches share one array (see dedup below: frame lists repeat a lot);
+ *   - fresh memory is the dearest thing in a large parse (each first touch
+ *     of a page faults), so arena chunks grow to 4 MiB and are offered to
+ *     transparent huge pages, and a file parsed by pickle_parse_file is
+ *     paged in ahead of the cursor and dropped behind it (window_advance),
+ *     so the process holds about the tree, not the tree plus the file;
  *   - every allocation (arena, large arrays, stack, memo, marks) is counted
  *     against max_memory before it is made; every length is checked against
  *     what is left of the input before it is used;
@@ -70,7 +76,7 @@ typedef struct str_node {
 typedef struct cont_node {
     node h;
     uint32_t cap; /* in values (a dict pair is two) */
-    uint32_t unused;
+    uint32_t pad;
     pickle_value *items; /* dict: key, value, key, value, ... */
 } cont_node;
 
@@ -193,8 +199,7 @@ static const char *const opcode_names[256] = {
 typedef struct parser {
     pickle_doc *doc;
     const uint8_t *base, *end;
-    size_t op_off; /* offset of the opcode being run, for errors */
-    uint8_t op;
+    const uint8_t *op_at; /* the opcode being run, for errors */
     unsigned max_depth;
     pickle_value *stack;
     size_t sp, stack_cap;
@@ -227,8 +232,9 @@ static int fail(parser *P, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    const char *name = opcode_names[P->op] ? opcode_names[P->op] : "?";
-    set_err(P->err, P->errlen, "pickle: %s: %s at offset %zu", name, what, P->op_off);
+    const char *name = opcode_names[*P->op_at] ? opcode_names[*P->op_at] : "?";
+    set_err(P->err, P->errlen, "pickle: %s: %s at offset %zu", name, what,
+            (size_t)(P->op_at - P->base));
     return -1;
 }
 
@@ -348,7 +354,7 @@ static int make_container(parser *P, pickle_type type, cont_node **out) {
         return -1;
     c->h = (node){(uint8_t)type, 0, 1, 0};
     c->cap = 0;
-    c->unused = 0;
+    c->pad = 0;
     c->items = NULL;
     *out = c;
     return 0;
@@ -356,17 +362,21 @@ static int make_container(parser *P, pickle_type type, cont_node **out) {
 
 /* ---- stack, marks and memo ---------------------------------------------- */
 
-static int push(parser *P, pickle_value v) {
-    if (P->sp == P->stack_cap) {
-        size_t cap = P->stack_cap ? P->stack_cap * 2 : 256;
-        if (charge(P, (cap - P->stack_cap) * sizeof *P->stack) < 0)
-            return -1;
-        pickle_value *s = realloc(P->stack, cap * sizeof *s);
-        if (!s)
-            return fail(P, "out of memory");
-        P->stack = s;
-        P->stack_cap = cap;
-    }
+static int grow_stack(parser *P) {
+    size_t cap = P->stack_cap ? P->stack_cap * 2 : 256;
+    if (charge(P, (cap - P->stack_cap) * sizeof *P->stack) < 0)
+        return -1;
+    pickle_value *s = realloc(P->stack, cap * sizeof *s);
+    if (!s)
+        return fail(P, "out of memory");
+    P->stack = s;
+    P->stack_cap = cap;
+    return 0;
+}
+
+static inline int push(parser *P, pickle_value v) {
+    if (P->sp == P->stack_cap && grow_stack(P) < 0)
+        return -1;
     P->stack[P->sp++] = v;
     return 0;
 }
@@ -432,7 +442,8 @@ static inline int adopt(parser *P, const cont_node *c, pickle_value v, unsigned 
     if ((const node *)c == n)
         return fail(P, "a %s stored inside itself (a cycle) is not supported",
                     pickle_type_name(n->type));
-    n->flags |= NODE_FROZEN;
+    if (!(n->flags & NODE_FROZEN))
+        n->flags |= NODE_FROZEN;
     if ((unsigned)n->depth + 1 > *depth) {
         *depth = (unsigned)n->depth + 1;
         if (*depth > P->max_depth)
@@ -710,7 +721,7 @@ static int make_str(parser *P, pickle_type type, const uint8_t *p, uint64_t len)
 
 static int refuse(parser *P, uint8_t op) {
     const char *name = opcode_names[op];
-    size_t off = P->op_off;
+    size_t off = (size_t)(P->op_at - P->base);
     switch (op) {
     case 'c':
     case 0x93:
@@ -762,7 +773,9 @@ static void window_advance(parser *P, const uint8_t *p) {
         madvise((void *)P->win_dropped, (size_t)(drop_to - P->win_dropped), MADV_DONTNEED);
         P->win_dropped = drop_to;
     }
+    /* page-aligned ends; the mapping covers the last page in full */
     const uint8_t *want = (size_t)(P->map_end - p) > 2 * WINDOW ? p + 2 * WINDOW : P->map_end;
+    want = (const uint8_t *)(((uintptr_t)want + page - 1) & ~(page - 1));
     if (want > P->win_populated) {
 #ifdef MADV_POPULATE_READ
         madvise((void *)P->win_populated, (size_t)(want - P->win_populated), MADV_POPULATE_READ);
@@ -790,17 +803,14 @@ static int run(parser *P, pickle_value *root) {
     size_t start = 0;
     for (;;) {
         if (p >= P->end) {
-            P->op_off = (size_t)(p - P->base);
-            P->op = 0;
             set_err(P->err, P->errlen, "pickle: truncated: no STOP before the end at offset %zu",
-                    P->op_off);
+                    (size_t)(p - P->base));
             return -1;
         }
         if (p >= P->win_next)
             window_advance(P, p);
-        P->op_off = (size_t)(p - P->base);
+        P->op_at = p;
         uint8_t op = *p++;
-        P->op = op;
         int rc = 0;
         switch (op) {
         case 0x80: /* PROTO */
@@ -1009,7 +1019,7 @@ static int run(parser *P, pickle_value *root) {
             NEED(op == 'q' ? 1 : 4);
             if (P->sp <= fence(P))
                 return fail(P, "stack underflow");
-            rc = memo_set(P, le(p, op == 'q' ? 1 : 4), P->stack[P->sp - 1]);
+            rc = memo_set(P, op == 'q' ? *p : le(p, 4), P->stack[P->sp - 1]);
             p += op == 'q' ? 1 : 4;
             break;
         case 'h': /* BINGET */
@@ -1056,6 +1066,7 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
     P.doc = d;
     P.base = data;
     P.end = P.base + len;
+    P.op_at = P.base;
     P.win_next = windowed ? P.base : P.end;
     P.win_dropped = P.win_populated = P.base;
     P.map_end = P.end;

@@ -11,9 +11,11 @@
  * Ownership: a pickle_doc owns every node (one arena, freed at once by
  * pickle_free). Strings and bytes are NOT copied: they point into the input
  * buffer, which the caller keeps alive and unchanged until pickle_free
- * (pickle_parse_file maps the file and owns the mapping itself). An object
- * reached twice through the memo is one node: values are 8-byte handles
- * passed by value, and two handles to the same container are equal.
+ * (pickle_parse_file maps the file and owns the mapping itself; the file
+ * must not be truncated while the document lives, or reading a string
+ * raises SIGBUS, as with any mapping). An object reached twice through the
+ * memo is one node: values are 8-byte handles passed by value, and two
+ * handles to the same container are equal.
  *
  * Hostile input is harmless: lengths past the end of the input, memo indices
  * out of range, nesting deeper than max_depth, more open MARKs than

@@ -26,6 +26,7 @@
 
 #include "addr_map.h"
 #include "alloc_model.h"
+#include "site_stats.h"
 #include "steps.h"
 #include "trace_format.h"
 
@@ -58,7 +59,8 @@ typedef struct device_state {
     uint64_t orphan_allocated, orphan_requested; /* device blocks outside every segment */
     uint64_t phys_bytes, mapped_bytes;
     int uses_phys; /* the trace has cuMemCreate on this device */
-    int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id;
+    int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
+    int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
     char *name;
     int64_t total_bytes;
     bucket_acc bucket;
@@ -105,6 +107,7 @@ typedef struct replay {
     uint64_t marker_count;
 
     step_tracker *steps;
+    site_stats *sites;
     struct open_marker {
         uint64_t key; /* tid of a push, range id of a start */
         int64_t marker_id;
@@ -356,11 +359,23 @@ static int write_row(replay *rp, db_event_row *row) {
     row->reserved_bytes = t.reserved;
     row->segments = t.segments;
     row->largest_free_bytes = t.largest_free;
-    if (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL) {
+    /* Peaks are states of the timeline: the seed row and recorded events,
+     * not the partial sums while the seed is being built. */
+    int state = row->event_id > 0 || row->op == 12;
+    if (state && (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL)) {
         d->peak_alloc = t.allocated;
         d->peak_alloc_id = row->event_id;
+        site_stats_new_peak(rp->sites, (uint32_t)row->device);
     }
-    if (t.reserved > d->peak_res || d->peak_res_id == DB_NULL) {
+    if (state && (t.requested > d->peak_req || d->peak_req_id == DB_NULL)) {
+        d->peak_req = t.requested;
+        d->peak_req_id = row->event_id;
+    }
+    if (row->event_id > 0) {
+        d->ooms += row->op == TRACE_OP_OOM;
+        d->alloc_failed += row->op == TRACE_OP_ALLOC_FAILED;
+    }
+    if (state && (t.reserved > d->peak_res || d->peak_res_id == DB_NULL)) {
         d->peak_res = t.reserved;
         d->peak_res_id = row->event_id;
     }
@@ -410,6 +425,36 @@ static int write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
     return db_ok(rp, db_writer_segment(rp->db, &row));
 }
 
+/* A block of device memory (or a whole-block segment) begins (+1) or ends
+ * (-1) its life: its site's live bytes move. `counted`: the event is a
+ * recorded alloc or free (not the seed, not a correction of the replay). */
+static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
+    if (e->kind != TRACE_KIND_DEVICE)
+        return;
+    int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
+    if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
+        fail(rp, "out of memory");
+    if (sign > 0)
+        site_stats_alloc(rp->sites, e->device, e->event_id, (int64_t)e->size, stack);
+    if (counted && sign > 0)
+        rp->dev[e->device].allocs++;
+    else if (counted)
+        rp->dev[e->device].frees++;
+}
+
+/* A block's life ends: out of the model (or the orphans), out of its site,
+ * out of the live table. */
+static void block_ends(replay *rp, device_state *d, live_entry *e, int counted) {
+    if (e->in_model)
+        am_block_release(d->model, e->addr);
+    else if (e->kind == TRACE_KIND_DEVICE) {
+        d->orphan_allocated -= e->size;
+        d->orphan_requested -= e->requested;
+    }
+    site_life(rp, e, -1, counted);
+    entry_drop(rp, e);
+}
+
 /* A block lands in a segment that was counted as one whole block: from now
  * on an allocator sub-allocates it, so the whole block goes away. */
 static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
@@ -419,6 +464,7 @@ static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
     live_entry *s = &rp->entries[seg.tag - 1];
     if (s->whole_block) {
         am_block_release(d->model, s->addr);
+        site_life(rp, s, -1, 0);
         s->whole_block = 0;
     }
 }
@@ -437,6 +483,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
             e->stack_id = row->stack_id;
             if (e->whole_block) {
                 am_block_release(d->model, e->addr);
+                site_life(rp, e, -1, 0);
                 e->whole_block = 0;
             }
         } else {
@@ -484,6 +531,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         /* Nobody sub-allocates it (yet): the segment is one block. */
         am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream, 0);
         e->whole_block = 1;
+        site_life(rp, e, +1, row->event_id > 0);
     }
 }
 
@@ -509,11 +557,10 @@ static void release_blocks_inside(replay *rp, device_state *d, const live_entry 
             am_block_get(b, &bi);
             if (bi.state == AM_BLOCK_INACTIVE)
                 continue;
-            if (bi.tag) {
-                live_entry *blk = &rp->entries[bi.tag - 1];
-                entry_drop(rp, blk);
-            }
-            am_block_release(d->model, bi.addr);
+            if (bi.tag)
+                block_ends(rp, d, &rp->entries[bi.tag - 1], 0);
+            else
+                am_block_release(d->model, bi.addr);
             forced++;
             again = 1; /* the walk's handles died with the change */
             break;
@@ -542,8 +589,10 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
     }
     row->alloc_event_id = e->event_id;
     if (e->in_model) {
-        if (e->whole_block)
+        if (e->whole_block) {
             am_block_release(d->model, e->addr);
+            site_life(rp, e, -1, row->event_id > 0);
+        }
         release_blocks_inside(rp, d, e, row->event_id);
         am_segment_remove(d->model, e->addr);
     }
@@ -619,13 +668,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
         warn(rp, row->event_id, "double_alloc",
              "block alloc at 0x%llx while a block there is live (event %lld); the old one ends",
              (unsigned long long)ev->addr, (long long)e->event_id);
-        if (e->in_model)
-            am_block_release(d->model, e->addr);
-        else if (e->kind == TRACE_KIND_DEVICE) {
-            d->orphan_allocated -= e->size;
-            d->orphan_requested -= e->requested;
-        }
-        entry_drop(rp, e);
+        block_ends(rp, d, e, 0);
     }
     e = entry_new(rp, ev->device, SPACE_BLOCK, ev->addr);
     if (!e)
@@ -634,6 +677,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     e->size = ev->size;
     e->requested = ev->requested;
     e->kind = ev->kind;
+    e->stack_id = row->stack_id;
     e->segment_id = DB_NULL;
     if (ev->kind != TRACE_KIND_DEVICE)
         return;
@@ -668,6 +712,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     }
     row->size = (int64_t)e->size;
     row->segment_id = e->segment_id;
+    site_life(rp, e, +1, row->event_id > 0);
 }
 
 static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
@@ -688,13 +733,7 @@ static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
                  (unsigned long long)e->addr);
         return;
     }
-    if (e->in_model)
-        am_block_release(d->model, e->addr);
-    else if (e->kind == TRACE_KIND_DEVICE) {
-        d->orphan_allocated -= e->size;
-        d->orphan_requested -= e->requested;
-    }
-    entry_drop(rp, e);
+    block_ends(rp, d, e, row->event_id > 0);
 }
 
 /* cuMemCreate handles and cuMemAddressReserve ranges: lifetimes; physical
@@ -848,9 +887,12 @@ static int on_marker(replay *rp, const trace_marker *m) {
                          .name = name,
                          .domain = string_of(rp, m->domain_id),
                          .begin_marker_id = begin};
-    if (steps_marker(rp->steps, m->kind, m->tid, m->range_id, string_of(rp, m->name_id), m->value,
-                     ts, rp->last_event_id) != 0)
+    int ended = steps_marker(rp->steps, m->kind, m->tid, m->range_id, string_of(rp, m->name_id),
+                             m->value, ts, rp->last_event_id);
+    if (ended < 0)
         return fail(rp, "out of memory");
+    if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
+        return fail(rp, "%s", db_writer_error(rp->db));
     return db_ok(rp, db_writer_marker(rp->db, &row));
 }
 
@@ -957,6 +999,19 @@ static int finish(replay *rp, const trace_reader *r) {
                                       native ? (int64_t)f->ip : DB_NULL, 0)) != 0)
             return -1;
     }
+    /* what was allocated during the recording and is still live: never freed */
+    for (size_t i = 0; i < rp->entries_len; i++) {
+        live_entry *e = &rp->entries[i];
+        int block = e->space == SPACE_BLOCK || (e->space == SPACE_SEGMENT && e->whole_block);
+        uint32_t *v = addr_map_get(&rp->live, space_key(e->device, (enum space)e->space), e->addr);
+        if (!block || e->kind != TRACE_KIND_DEVICE || e->event_id <= 0 || e->ended || !v || *v != i)
+            continue;
+        if (site_stats_never_freed(rp->sites, e->device, e->stack_id == DB_NULL ? 0 : e->stack_id,
+                                   (int64_t)e->requested) != 0)
+            return fail(rp, "out of memory");
+    }
+    if (site_stats_finish(rp->sites, rp->db) != 0)
+        return fail(rp, "%s", db_writer_error(rp->db));
     /* live segments: their rows, with no end */
     for (size_t i = 0; i < rp->entries_len; i++) {
         live_entry *e = &rp->entries[i];
@@ -981,7 +1036,13 @@ static int finish(replay *rp, const trace_reader *r) {
                              d->present ? d->peak_alloc : DB_NULL,
                              d->present ? d->peak_alloc_id : DB_NULL,
                              d->present ? d->peak_res : DB_NULL,
-                             d->present ? d->peak_res_id : DB_NULL};
+                             d->present ? d->peak_res_id : DB_NULL,
+                             d->present ? d->peak_req : DB_NULL,
+                             d->present ? d->peak_req_id : DB_NULL,
+                             d->present ? d->allocs : DB_NULL,
+                             d->present ? d->frees : DB_NULL,
+                             d->present ? d->ooms : DB_NULL,
+                             d->present ? d->alloc_failed : DB_NULL};
         if (db_ok(rp, db_writer_device(rp->db, &row)) != 0)
             return -1;
     }
@@ -1034,6 +1095,7 @@ static void cleanup(replay *rp) {
     addr_map_free(&rp->live);
     addr_map_free(&rp->torch_segments);
     steps_free(rp->steps);
+    site_stats_free(rp->sites);
     free(rp->open_markers);
 }
 
@@ -1052,8 +1114,9 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     rp->sum = summary ? summary : &dummy;
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
+    rp->sites = site_stats_new();
     scan_result sr;
-    int rc = rp->steps ? scan(rp, trace_path, &sr) : fail(rp, "out of memory");
+    int rc = rp->steps && rp->sites ? scan(rp, trace_path, &sr) : fail(rp, "out of memory");
     trace_reader *r = NULL;
     if (rc == 0) {
         rp->t0 = sr.first_ts;
@@ -1065,7 +1128,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
         int ndev = 0;
         for (int i = 0; i < MAX_DEVICES; i++) {
             device_state *d = &rp->dev[i];
-            d->peak_alloc_id = d->peak_res_id = DB_NULL;
+            d->peak_alloc_id = d->peak_res_id = d->peak_req_id = DB_NULL;
             if (!d->present)
                 continue;
             ndev++;

@@ -82,14 +82,16 @@ static int64_t open_interval(step_tracker *t, int64_t number, const char *name, 
     return (int64_t)t->count++;
 }
 
-static void close_interval(step_tracker *t, int64_t index, int64_t ts, int64_t event_id) {
+/* Returns 1 when it closed an open interval (a step ended), else 0. */
+static int close_interval(step_tracker *t, int64_t index, int64_t ts, int64_t event_id) {
     if (index < 0 || (size_t)index >= t->count)
-        return;
+        return 0;
     step_interval *s = &t->intervals[index];
-    if (s->end_ts == INT64_MAX) {
-        s->end_ts = ts;
-        s->end_event_id = event_id;
-    }
+    if (s->end_ts != INT64_MAX)
+        return 0;
+    s->end_ts = ts;
+    s->end_event_id = event_id;
+    return 1;
 }
 
 int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id, const char *name,
@@ -99,6 +101,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
     if (kind == TRACE_MARK_RANGE_PUSH || kind == TRACE_MARK_RANGE_START || kind == TRACE_MARK_MARK)
         is_step = step_rule_match(name, t->word, &number);
     int64_t index = -1;
+    int ended = 0;
     switch (kind) {
     case TRACE_MARK_RANGE_PUSH:
         if (is_step && (index = open_interval(t, number, name, ts, last_event_id)) < 0)
@@ -111,7 +114,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
         for (size_t i = t->pushes_len; i-- > 0;) {
             if (t->pushes[i].tid != tid)
                 continue;
-            close_interval(t, t->pushes[i].interval, ts, last_event_id);
+            ended = close_interval(t, t->pushes[i].interval, ts, last_event_id);
             memmove(&t->pushes[i], &t->pushes[i + 1], (t->pushes_len - i - 1) * sizeof *t->pushes);
             t->pushes_len--;
             break;
@@ -129,7 +132,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
         for (size_t i = 0; i < t->ranges_len; i++) {
             if (t->ranges[i].range_id != range_id)
                 continue;
-            close_interval(t, t->ranges[i].interval, ts, last_event_id);
+            ended = close_interval(t, t->ranges[i].interval, ts, last_event_id);
             t->ranges[i] = t->ranges[--t->ranges_len];
             break;
         }
@@ -137,7 +140,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
     case TRACE_MARK_MARK:
         if (!is_step)
             break;
-        close_interval(t, t->open_mark, ts, last_event_id);
+        ended = close_interval(t, t->open_mark, ts, last_event_id);
         if ((t->open_mark = open_interval(t, number, name, ts, last_event_id)) < 0)
             return -1;
         break;
@@ -148,14 +151,14 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
     case TRACE_MARK_STEP_END:
         for (size_t i = t->count; i-- > 0;)
             if (t->intervals[i].step == value && t->intervals[i].end_ts == INT64_MAX) {
-                close_interval(t, (int64_t)i, ts, last_event_id);
+                ended = close_interval(t, (int64_t)i, ts, last_event_id);
                 break;
             }
         break;
     default:
         break;
     }
-    return 0;
+    return ended;
 }
 
 static int by_begin(const void *a, const void *b) {

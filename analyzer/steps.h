@@ -34,7 +34,8 @@ void steps_free(step_tracker *t);
 
 /* Feeds one marker. kind is a trace_marker_kind; name may be NULL; value
  * is the explicit step number of step_begin/step_end; last_event_id is the
- * id of the last event before this marker. Returns 0, -1 out of memory. */
+ * id of the last event before this marker. Returns 1 when the marker ended
+ * a step, 0 otherwise, -1 out of memory. */
 int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id, const char *name,
                  int64_t value, int64_t ts, int64_t last_event_id);
 

@@ -97,7 +97,13 @@ CREATE TABLE devices (
   peak_allocated_bytes    INTEGER,             -- highest allocated_bytes of this device over the run (bytes); NULL: no events
   peak_allocated_event_id INTEGER,             -- first event_id at which it was reached: WHEN 'peak' of this device; NULL: no events
   peak_reserved_bytes     INTEGER,             -- highest reserved_bytes of this device (bytes); NULL: no events
-  peak_reserved_event_id  INTEGER              -- first event_id at which it was reached; NULL: no events
+  peak_reserved_event_id  INTEGER,             -- first event_id at which it was reached; NULL: no events
+  peak_requested_bytes    INTEGER,             -- highest requested_bytes of this device (bytes); NULL: no events
+  peak_requested_event_id INTEGER,             -- first event_id at which it was reached; NULL: no events
+  allocs                  INTEGER,             -- recorded block allocations of device memory (event_id >= 1; plain cudaMalloc segments count as blocks); NULL: no events
+  frees                   INTEGER,             -- recorded completed frees of such blocks (free_requested not counted); NULL: no events
+  ooms                    INTEGER,             -- recorded 'oom' events; NULL: no events
+  alloc_failed            INTEGER              -- recorded 'alloc_failed' events (driver allocations that failed); NULL: no events
 );
 
 -- ops: one row per memory-event operation; code → name (the `op` column of event_rows).
@@ -413,6 +419,44 @@ CREATE TABLE timeline_buckets (
   max_requested_bytes    INTEGER NOT NULL, -- highest requested_bytes, bytes
   min_largest_free_bytes INTEGER,          -- lowest largest_free_bytes, bytes; NULL: not computed
   PRIMARY KEY (device, bucket_ns, bucket)
+) WITHOUT ROWID;
+
+-- site_stats: one row per (device, allocation site) that held device memory at the device's
+-- peak or at the end: a summary the replay builds as it goes, so `report` and `leaks` over the
+-- whole run never rescan event_rows. A site is a stack (stacks.stack_id; 0 = no stack).
+CREATE TABLE site_stats (
+  device            INTEGER NOT NULL, -- device ordinal
+  stack_id          INTEGER NOT NULL, -- the allocation stack (0: none recorded)
+  peak_bytes        INTEGER NOT NULL, -- live block bytes of this site at devices.peak_allocated_event_id
+  peak_blocks       INTEGER NOT NULL, -- live blocks of this site then
+  end_bytes         INTEGER NOT NULL, -- live block bytes at the end of the trace
+  end_blocks        INTEGER NOT NULL, -- live blocks at the end
+  never_freed_count INTEGER NOT NULL, -- blocks allocated during the recording (event_id >= 1) and live at the end
+  never_freed_bytes INTEGER NOT NULL, -- their bytes as requested
+  PRIMARY KEY (device, stack_id)
+) WITHOUT ROWID;
+
+-- site_steps: one row per (device, site, step end) at which the site's live bytes differ from
+-- the previous step end: the per-step changes behind growth (DESIGN.md: the median of a site's
+-- per-step changes at step ends; absent rows are changes of 0). The first step end of a device
+-- has a row per site holding memory then (its change counts from the start).
+CREATE TABLE site_steps (
+  device       INTEGER NOT NULL, -- device ordinal
+  stack_id     INTEGER NOT NULL, -- the allocation stack (0: none recorded)
+  end_event_id INTEGER NOT NULL, -- the step end: steps.end_event_id of the step that ended
+  delta_bytes  INTEGER NOT NULL, -- change of the site's live block bytes since the previous step end
+  live_bytes   INTEGER NOT NULL, -- the site's live block bytes at this step end
+  PRIMARY KEY (device, end_event_id, stack_id)
+) WITHOUT ROWID;
+
+-- largest_allocations: the 16 largest block allocations of each device over the run (ties: the
+-- earliest), so `report` lists them without sorting every allocation.
+CREATE TABLE largest_allocations (
+  device   INTEGER NOT NULL, -- device ordinal
+  alloc_id INTEGER NOT NULL, -- allocations.alloc_id (event_id of the alloc)
+  size     INTEGER NOT NULL, -- its bytes
+  stack_id INTEGER,          -- its stack; NULL: none recorded
+  PRIMARY KEY (device, alloc_id)
 ) WITHOUT ROWID;
 
 -- warnings: one row per anomaly met while decoding or replaying (a free of unknown memory, a

@@ -71,6 +71,17 @@ echo "not a trace" >"$T/x.txt"
 "$MA" report "$T/x.txt" >/dev/null 2>"$T/e3"; [ $? -eq 2 ] || fail "bad input: exit"
 grep -q "not a gpumemtrace trace, a PyTorch memory snapshot or a memanalyze database" "$T/e3" || fail "bad input message"
 
+# The replay's summary tables and the scans of event_rows give the same answers
+"$MA" report "$T/leak.zst" --json >"$T/a.json"
+GMT_NO_SUMMARIES=1 "$MA" report "$T/leak.zst" --json >"$T/b.json"
+cmp -s "$T/a.json" "$T/b.json" || fail "report: summaries and scans disagree"
+"$MA" leaks "$T/leak.zst" --json >"$T/c.json"
+GMT_NO_SUMMARIES=1 "$MA" leaks "$T/leak.zst" --json >"$T/d.json"
+cmp -s "$T/c.json" "$T/d.json" || fail "leaks: summaries and scans disagree"
+"$MA" report "$T/oom.zst" >"$T/e.txt"
+GMT_NO_SUMMARIES=1 "$MA" report "$T/oom.zst" >"$T/f.txt"
+cmp -s "$T/e.txt" "$T/f.txt" || fail "report (OOM run): summaries and scans disagree"
+
 # The database is built once and reused
 n1=$(ls "$GMT_CACHE_DIR" | wc -l)
 "$MA" report "$T/leak.zst" >/dev/null

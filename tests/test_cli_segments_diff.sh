@@ -21,71 +21,81 @@ MiB=1048576
 "$SYNTH" -o "$T/l0.zst" --steps 20 2>/dev/null || fail "synth without a leak"
 
 # ---- segments: blocks tile each segment; the sums are the timeline's ---------
-for when in start event:1 event:100 step:0 step:5 step:19 peak time:0.5s end; do
-  "$MA" segments "$T/frag.zst" --at "$when" --json >"$T/seg.json" 2>"$T/seg.err" ||
+whens="start event:1 event:100 step:0 step:5 step:19 peak time:0.5s end"
+i=0
+for when in $whens; do
+  i=$((i + 1))
+  "$MA" segments "$T/frag.zst" --at "$when" --json >"$T/seg$i.json" 2>"$T/seg.err" ||
     { fail "segments --at $when: exit $?"; cat "$T/seg.err" >&2; continue; }
-  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["event_id"])' "$T/seg.json")
+  id=$(sed -n '1s/.*"event_id": \([0-9-]*\),.*/\1/p' "$T/seg$i.json")
   "$MA" sql "$T/frag.zst" --json "SELECT allocated_bytes, requested_bytes, reserved_bytes,
-      segments, largest_free_bytes FROM timeline WHERE device = 0 AND event_id <= $id
-      ORDER BY event_id DESC LIMIT 1" >"$T/tl.json"
-  python3 - "$T/seg.json" "$T/tl.json" "$when" <<'EOF' || fail "segments --at $when: layout check"
-import json, sys
-d = json.load(open(sys.argv[1]))
-tl = json.load(open(sys.argv[2]))[0]
-when = sys.argv[3]
-bad = []
-assert d["device"] == 0 and d["when"] == when, (d["device"], d["when"])
-alloc = req = res = 0
-largest = 0
-prev_end = 0
-for s in d["segments"]:
-    if s["address"] < prev_end:
-        bad.append("segments out of order or overlapping at %#x" % s["address"])
-    prev_end = s["address"] + s["total_size"]
-    a = s["address"]
-    for b in s["blocks"]:
-        if b["address"] != a:
-            bad.append("gap or overlap at %#x in segment %#x" % (a, s["address"]))
-        a += b["size"]
-        if b["state"] not in ("active_allocated", "active_pending_free", "inactive"):
-            bad.append("bad state " + b["state"])
-        if b["state"] == "inactive":
-            largest = max(largest, b["size"])
-            if "frames" in b:
-                bad.append("frames on an inactive block")
-        elif "frames" not in b or not b["frames"]:
-            bad.append("live block without frames")
-        elif set(b["frames"][0]) != {"name", "filename", "line"}:
-            bad.append("frame keys " + str(sorted(b["frames"][0])))
-    if a != s["address"] + s["total_size"]:
-        bad.append("blocks of %#x sum to %d, not %d" % (s["address"], a - s["address"], s["total_size"]))
-    live = [b for b in s["blocks"] if b["state"] != "inactive"]
-    if s["allocated_size"] != sum(b["size"] for b in live):
-        bad.append("allocated_size of %#x" % s["address"])
-    if s["requested_size"] != sum(b["requested_size"] for b in live):
-        bad.append("requested_size of %#x" % s["address"])
-    want = "small" if s["total_size"] <= 2 << 20 else "large"
-    if s["segment_type"] != want:
-        bad.append("segment_type of %#x" % s["address"])
-    alloc += s["allocated_size"]; req += s["requested_size"]; res += s["total_size"]
-for key, got, want in (("allocated", alloc, tl["allocated_bytes"]),
-                       ("requested", req, tl["requested_bytes"]),
-                       ("reserved", res, tl["reserved_bytes"]),
-                       ("segments", len(d["segments"]), tl["segments"]),
-                       ("largest free", largest, tl["largest_free_bytes"]),
-                       ("allocated_bytes key", d["allocated_bytes"], tl["allocated_bytes"])):
-    if got != want:
-        bad.append("%s: layout %d, timeline %d" % (key, got, want))
-if d["outside_blocks"]:
-    bad.append("blocks outside segments in a clean trace")
-if bad:
-    print(when, *bad[:10], sep="\n  ", file=sys.stderr)
-    sys.exit(1)
-EOF
+      segments, largest_free_bytes FROM timeline WHERE device = 0 AND event_id <= ${id:-0}
+      ORDER BY event_id DESC LIMIT 1" >"$T/tl$i.json"
 done
-# start: nothing yet; the end of step 5 has segments
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["segments"]' "$T/seg.json" ||
-  fail "segments at end: empty"
+python3 - "$T" $whens <<'EOF' || fail "segments: layout checks"
+import json, sys
+ok = True
+for i, when in enumerate(sys.argv[2:], 1):
+    d = json.load(open("%s/seg%d.json" % (sys.argv[1], i)))
+    tl = json.load(open("%s/tl%d.json" % (sys.argv[1], i)))[0]
+    bad = []
+    if d["device"] != 0 or d["when"] != when:
+        bad.append("device/when %r %r" % (d["device"], d["when"]))
+    alloc = req = res = 0
+    largest = 0
+    prev_end = 0
+    for s in d["segments"]:
+        if s["address"] < prev_end:
+            bad.append("segments out of order or overlapping at %#x" % s["address"])
+        prev_end = s["address"] + s["total_size"]
+        a = s["address"]
+        for b in s["blocks"]:
+            if b["address"] != a:
+                bad.append("gap or overlap at %#x in segment %#x" % (a, s["address"]))
+            a += b["size"]
+            if b["state"] not in ("active_allocated", "active_pending_free", "inactive"):
+                bad.append("bad state " + b["state"])
+            if b["state"] == "inactive":
+                largest = max(largest, b["size"])
+                if "frames" in b:
+                    bad.append("frames on an inactive block")
+            elif "frames" not in b or not b["frames"]:
+                bad.append("live block without frames")
+            elif set(b["frames"][0]) != {"name", "filename", "line"}:
+                bad.append("frame keys " + str(sorted(b["frames"][0])))
+        if a != s["address"] + s["total_size"]:
+            bad.append("blocks of %#x sum to %d, not %d"
+                       % (s["address"], a - s["address"], s["total_size"]))
+        live = [b for b in s["blocks"] if b["state"] != "inactive"]
+        if s["allocated_size"] != sum(b["size"] for b in live):
+            bad.append("allocated_size of %#x" % s["address"])
+        if s["requested_size"] != sum(b["requested_size"] for b in live):
+            bad.append("requested_size of %#x" % s["address"])
+        want = "small" if s["total_size"] <= 2 << 20 else "large"
+        if s["segment_type"] != want:
+            bad.append("segment_type of %#x" % s["address"])
+        alloc += s["allocated_size"]
+        req += s["requested_size"]
+        res += s["total_size"]
+    for key, got, want in (("allocated", alloc, tl["allocated_bytes"]),
+                           ("requested", req, tl["requested_bytes"]),
+                           ("reserved", res, tl["reserved_bytes"]),
+                           ("segments", len(d["segments"]), tl["segments"]),
+                           ("largest free", largest, tl["largest_free_bytes"]),
+                           ("allocated_bytes key", d["allocated_bytes"], tl["allocated_bytes"])):
+        if got != want:
+            bad.append("%s: layout %d, timeline %d" % (key, got, want))
+    if d["outside_blocks"]:
+        bad.append("blocks outside segments in a clean trace")
+    if when == "start" and d["segments"]:
+        bad.append("segments at the start")
+    if when == "end" and not d["segments"]:
+        bad.append("no segments at the end")
+    if bad:
+        ok = False
+        print("segments --at " + when, *bad[:10], sep="\n  ", file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
 
 "$MA" segments "$T/frag.zst" --at step:5 >"$T/seg.txt" 2>&1 || fail "segments text: exit $?"
 expect_grep "$T/seg.txt" "segments of device 0 at step:5 = event " "segments header"
@@ -198,6 +208,45 @@ grep -q "^ *40.0 MiB  *20  train.py:88 train_step$" "$T/ab.txt" || fail "diff A 
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 assert d["stacks"] and all(s["diff_bytes"] == 0 and s["diff_count"] == 0 for s in d["stacks"])
 assert d["only_in_a"] == [] == d["only_in_b"]' "$T/same.json" || fail "diff of a run with itself"
+
+# ---- real PyTorch snapshots: the layout at the end is their own `segments` --------
+# (DESIGN.md: replaying a snapshot reproduces its final segments; skipped without ../shared)
+DATA="$(cd "$(dirname "$0")" && pwd)/../../shared/data/pytorch"
+for f in "$DATA"/*.pickle; do
+  [ -f "$f" ] || continue
+  "$MA" segments "$f" --at end --json >"$T/snap.json" 2>"$T/snap.err" ||
+    { fail "segments $f: exit $?"; cat "$T/snap.err" >&2; continue; }
+  python3 - "$f" "$T/snap.json" <<'EOF' || fail "segments of $f differ from its final segments"
+import json, pickle, sys
+
+class DataOnly(pickle.Unpickler):  # these files hold data only: refuse anything else
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError("refusing global %s.%s" % (module, name))
+
+with open(sys.argv[1], "rb") as fh:
+    snap = DataOnly(fh).load()
+theirs = snap["segments"] if isinstance(snap, dict) else snap
+mine = {s["address"]: s for s in json.load(open(sys.argv[2]))["segments"]}
+bad = []
+if set(mine) != {s["address"] for s in theirs}:
+    bad.append("segment addresses differ")
+for s in theirs:
+    m = mine.get(s["address"])
+    if not m:
+        continue
+    a, want = s["address"], []
+    for b in s["blocks"]:
+        want.append((b.get("address", a), b["size"], b["state"]))
+        a += b["size"]
+    got = [(b["address"], b["size"], b["state"]) for b in m["blocks"]]
+    keys = ("total_size", "allocated_size", "requested_size", "stream")
+    if got != want or any(m[k] != s[k] for k in keys if k in s):
+        bad.append("segment %#x" % s["address"])
+if bad:
+    print(sys.argv[1], *bad[:5], sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+EOF
+done
 
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...

@@ -188,7 +188,7 @@ static void test_seed(void) {
     CHECK_EQ_U64(reserved_after(0), 64);
     CHECK_EQ_U64(alloc_after(1), 0);
     CHECK_EQ_U64(reserved_after(2), 0);
-    CHECK_EQ_U64(q("SELECT peak_allocated_event_id FROM devices"), (uint64_t)-1);
+    CHECK_EQ_U64(q("SELECT peak_allocated_event_id FROM devices"), 0); /* the seed row */
     CHECK_EQ_U64(q("SELECT peak_allocated_bytes / 1048576 FROM devices"), 60);
     CHECK_EQ_U64(q("SELECT alloc_event_id FROM events WHERE event_id = 1"), (uint64_t)-1);
     CHECK_EQ_U64(q("SELECT ts_ns FROM events WHERE event_id = 1"), 0); /* t0 after the seed */

@@ -1,0 +1,180 @@
+/* site_stats.c — see site_stats.h. */
+#include "site_stats.h"
+
+#include "addr_map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 256
+#define LARGEST 16
+
+typedef struct site {
+    uint32_t device;
+    int64_t stack;
+    int64_t live_bytes, live_blocks;
+    int64_t peak_bytes, peak_blocks; /* valid when peak_version == device's version */
+    uint64_t peak_version;
+    int64_t step_live; /* live bytes at the previous step end */
+    int stepped;       /* has a step_live (seen at a step end) */
+    int touched;       /* in the touched list */
+    int64_t never_freed_count, never_freed_bytes;
+} site;
+
+typedef struct big_alloc {
+    int64_t alloc_id, size, stack;
+} big_alloc;
+
+struct site_stats {
+    site *sites;
+    size_t len, cap;
+    addr_map index;    /* (device, stack) -> site */
+    uint32_t *touched; /* sites changed since the last step end */
+    size_t touched_len, touched_cap;
+    uint64_t version[MAX_DEVICES];
+    big_alloc largest[MAX_DEVICES][LARGEST];
+    size_t nlargest[MAX_DEVICES];
+    int steps_seen;
+};
+
+site_stats *site_stats_new(void) { return calloc(1, sizeof(site_stats)); }
+
+void site_stats_free(site_stats *s) {
+    if (!s)
+        return;
+    free(s->sites);
+    free(s->touched);
+    addr_map_free(&s->index);
+    free(s);
+}
+
+static site *site_of(site_stats *s, uint32_t device, int64_t stack) {
+    uint32_t *v = addr_map_get(&s->index, device, (uint64_t)stack);
+    if (v)
+        return &s->sites[*v];
+    if (s->len == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        site *grown = realloc(s->sites, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        s->sites = grown;
+        s->cap = cap;
+    }
+    if (addr_map_put(&s->index, device, (uint64_t)stack, (uint32_t)s->len) != 0)
+        return NULL;
+    site *x = &s->sites[s->len++];
+    memset(x, 0, sizeof *x);
+    x->device = device;
+    x->stack = stack;
+    x->peak_version = s->version[device];
+    return x;
+}
+
+int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t bytes,
+                      int64_t blocks) {
+    if (device >= MAX_DEVICES)
+        return 0;
+    site *x = site_of(s, device, stack);
+    if (!x)
+        return -1;
+    if (x->peak_version != s->version[device]) { /* first change since a newer peak */
+        x->peak_bytes = x->live_bytes;
+        x->peak_blocks = x->live_blocks;
+        x->peak_version = s->version[device];
+    }
+    x->live_bytes += bytes;
+    x->live_blocks += blocks;
+    if (!x->touched) {
+        if (s->touched_len == s->touched_cap) {
+            size_t cap = s->touched_cap ? s->touched_cap * 2 : 256;
+            uint32_t *grown = realloc(s->touched, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            s->touched = grown;
+            s->touched_cap = cap;
+        }
+        s->touched[s->touched_len++] = (uint32_t)(x - s->sites);
+        x->touched = 1;
+    }
+    return 0;
+}
+
+void site_stats_new_peak(site_stats *s, uint32_t device) {
+    if (device < MAX_DEVICES)
+        s->version[device]++;
+}
+
+/* The value of a site at its device's last peak. */
+static void at_peak(const site_stats *s, const site *x, int64_t *bytes, int64_t *blocks) {
+    if (x->peak_version == s->version[x->device]) {
+        *bytes = x->peak_bytes;
+        *blocks = x->peak_blocks;
+    } else { /* unchanged since the peak */
+        *bytes = x->live_bytes;
+        *blocks = x->live_blocks;
+    }
+}
+
+void site_stats_alloc(site_stats *s, uint32_t device, int64_t alloc_id, int64_t size,
+                      int64_t stack) {
+    if (device >= MAX_DEVICES)
+        return;
+    big_alloc *l = s->largest[device];
+    size_t *n = &s->nlargest[device];
+    if (*n == LARGEST && size <= l[LARGEST - 1].size)
+        return;
+    size_t i = *n < LARGEST ? (*n)++ : LARGEST - 1;
+    while (i > 0 && l[i - 1].size < size) { /* keep it sorted, largest first */
+        l[i] = l[i - 1];
+        i--;
+    }
+    l[i] = (big_alloc){alloc_id, size, stack};
+}
+
+int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db) {
+    int first = !s->steps_seen++;
+    for (size_t i = 0; i < s->touched_len; i++) {
+        site *x = &s->sites[s->touched[i]];
+        x->touched = 0;
+        int64_t delta = x->live_bytes - x->step_live;
+        x->step_live = x->live_bytes;
+        x->stepped = 1;
+        if (delta == 0 && !first)
+            continue;
+        if (delta == 0 && x->live_bytes == 0)
+            continue;
+        if (db_writer_site_step(db, x->device, x->stack, event_id, delta, x->live_bytes) != 0)
+            return -1;
+    }
+    s->touched_len = 0;
+    return 0;
+}
+
+int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested) {
+    site *x = device < MAX_DEVICES ? site_of(s, device, stack) : NULL;
+    if (!x)
+        return device < MAX_DEVICES ? -1 : 0;
+    x->never_freed_count++;
+    x->never_freed_bytes += requested;
+    return 0;
+}
+
+int site_stats_finish(site_stats *s, db_writer *db) {
+    for (size_t i = 0; i < s->len; i++) {
+        const site *x = &s->sites[i];
+        int64_t pb, pk;
+        at_peak(s, x, &pb, &pk);
+        if (!pb && !x->live_bytes && !x->never_freed_count)
+            continue;
+        if (db_writer_site(db, x->device, x->stack, pb, pk, x->live_bytes, x->live_blocks,
+                           x->never_freed_count, x->never_freed_bytes) != 0)
+            return -1;
+    }
+    for (uint32_t d = 0; d < MAX_DEVICES; d++)
+        for (size_t i = 0; i < s->nlargest[d]; i++) {
+            const big_alloc *a = &s->largest[d][i];
+            if (db_writer_largest(db, d, a->alloc_id, a->size, a->stack) != 0)
+                return -1;
+        }
+    return 0;
+}
