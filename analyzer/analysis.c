@@ -277,12 +277,20 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
                    size_t *count) {
     *out = NULL;
     *count = 0;
-    sqlite3_stmt *st = prepare(db, "SELECT step, end_event_id FROM steps WHERE end_event_id > ? "
-                                   "AND end_event_id <= ? ORDER BY begin_ts_ns, step");
+    /* Each step's end state in one statement: the device's last timeline
+     * row at or before the step's end event. */
+    sqlite3_stmt *st = prepare(
+        db, "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
+            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
+            "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
+            "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = 12) ORDER BY r.event_id "
+            "DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
+            "ORDER BY s.begin_ts_ns, s.step");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, to);
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (*count == cap) {
@@ -296,11 +304,9 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
         }
         step_state *s = &(*out)[(*count)++];
         s->step = sqlite3_column_int64(st, 0);
-        s->at_end.event_id = sqlite3_column_int64(st, 1);
+        read_moment(st, 1, &s->at_end);
     }
     sqlite3_finalize(st);
-    for (size_t i = 0; i < *count; i++)
-        analysis_moment(db, device, (*out)[i].at_end.event_id, &(*out)[i].at_end);
     return 0;
 }
 

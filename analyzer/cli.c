@@ -25,6 +25,10 @@ int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
         *db = NULL;
         return 2;
     }
+    /* One read transaction for the whole command: otherwise SQLite takes and
+     * drops its file lock (and rereads the header) around every statement,
+     * which dominated a report's time. */
+    sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL);
     /* A database made by someone else must still be ours. */
     long long version = cli_query_int(*db, "SELECT value FROM meta WHERE key='schema_version'", -1);
     if (version != 1) {

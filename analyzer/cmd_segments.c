@@ -103,6 +103,12 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
         for (size_t i = 0; blocks && i < l->outside_count; i++)
             print_block_text(out, &l->outside[i], stacks);
     }
+    if (l->conflicts)
+        fprintf(out,
+                "note: %zu segment row%s overlap%s the layout and %s left out (see the warnings "
+                "table)\n",
+                l->conflicts, l->conflicts == 1 ? "" : "s", l->conflicts == 1 ? "s" : "",
+                l->conflicts == 1 ? "is" : "are");
 }
 
 static void print_json_block(FILE *out, const layout_block *b, layout_stacks *stacks) {
@@ -163,7 +169,7 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
         fputs(i ? ",\n  " : "\n  ", out);
         print_json_block(out, &l->outside[i], stacks);
     }
-    fputs("]}\n", out);
+    fprintf(out, "],\n \"rows_left_out\": %zu}\n", l->conflicts);
 }
 
 static int is_picture(const char *path) {
