@@ -19,7 +19,7 @@ int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
     char path[PATH_MAX + 64], err[1024];
     if (input_database(input, opt, path, sizeof path, err, sizeof err) != 0)
         return cli_error("%s", err);
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         cli_error("cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
         sqlite3_close(*db);
         *db = NULL;

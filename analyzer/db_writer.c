@@ -229,7 +229,7 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
      * until the end, big pages and cache for the bulk load. */
     const char *setup = "PRAGMA journal_mode=OFF;"
                         "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-                        "PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;";
+                        "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
     char *schema = strdup(schema_sql_text);
     char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
     if (!schema || !mark) {
