@@ -429,10 +429,14 @@ am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t reque
                                  : size < model->config.max_split_size && remaining > AM_SMALL_SIZE;
     if (!split)
         size += remaining;
-    am_error e = am_block_place(model, addr, size, requested, stream, tag);
-    if (e == AM_OK && out)
-        am_block_lookup(model, addr, out);
-    return e;
+    /* as am_block_place, without searching for the block a second time */
+    if (!aml_reserve(model, 2, 0, 1))
+        return AM_ERR_NOMEM;
+    block = aml_carve(model, block, addr, size);
+    aml_make_allocated(model, block, requested, stream, tag);
+    if (out)
+        describe_block(block, 0, out);
+    return AM_OK;
 }
 
 am_error am_block_release(am_model *model, uint64_t addr) { return am_free(model, addr); }

@@ -214,8 +214,8 @@ am_error am_block_place(am_model *model, uint64_t addr, uint64_t size, uint64_t 
 /* Places a block as PyTorch's malloc did when only the request is known (its history records
  * requested sizes): the block starts at `addr` inside an inactive block and takes
  * round_size(requested), or everything up to the end of that inactive block when the rest is
- * too small to split (should_split). *out (may be NULL) gets the block as placed. Errors as
- * am_block_place. */
+ * too small to split (should_split). *out (may be NULL) gets the block as placed
+ * (segment_addr left 0). Errors as am_block_place. */
 am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t requested,
                                   uint64_t stream, uint64_t tag, am_block_info *out);
 

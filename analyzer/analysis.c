@@ -112,15 +112,15 @@ static void untracked(sqlite3 *db, device_summary *s) {
             "  t.kind = 'driver_total' AND t.ts_ns <= c.ts_ns ORDER BY t.ts_ns DESC LIMIT 1), "
             "  (SELECT total_bytes FROM devices WHERE device = c.device)), "
             " (SELECT r.reserved_bytes FROM event_rows r WHERE r.device = c.device AND "
-            "  r.ts_ns <= c.ts_ns AND r.event_id > 0 ORDER BY r.ts_ns DESC, r.event_id DESC "
-            "  LIMIT 1) "
-            "FROM counters c WHERE c.device = ? AND c.kind = 'driver_free' AND c.ts_ns >= ? "
-            "AND c.ts_ns <= ? ORDER BY c.ts_ns");
+            "  r.event_id <= c.event_id AND (r.event_id > 0 OR r.op = 12) "
+            "  ORDER BY r.event_id DESC LIMIT 1) "
+            "FROM counters c WHERE c.device = ? AND c.kind = 'driver_free' AND "
+            "c.event_id >= ? AND c.event_id <= ? ORDER BY c.ts_ns");
     if (!st)
         return;
     sqlite3_bind_int(st, 1, s->device);
-    sqlite3_bind_int64(st, 2, s->start.ts_ns);
-    sqlite3_bind_int64(st, 3, s->end.ts_ns);
+    sqlite3_bind_int64(st, 2, s->start.event_id);
+    sqlite3_bind_int64(st, 3, s->end.event_id);
     int64_t best_gap = INT64_MAX;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (sqlite3_column_type(st, 2) == SQLITE_NULL)

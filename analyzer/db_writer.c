@@ -9,12 +9,14 @@
  * crash or an abort never leaves a half-built database where a later run
  * would take it for a finished one.
  *
- * Event rows, the bulk, are inserted on a thread of their own: the replay
- * fills a batch, hands it over and goes on with the next while this thread
- * binds the rows, MULTI_ROWS per statement (one statement per row costs
- * SQLite more than the columns do). The few other rows are written by the
- * caller's thread directly. One connection serves both, so every use of it
- * holds `lock`; a bounded queue of batches keeps memory flat. */
+ * Every row is inserted on a thread of its own: the replay fills a batch
+ * (event rows, and the few other rows as pending_row records), hands it
+ * over and goes on with the next while this thread binds and steps them,
+ * event rows MULTI_ROWS per statement (one statement per row costs SQLite
+ * more than the columns do). Only that thread touches the connection until
+ * finish joins it, so no lock is needed (an earlier version shared the
+ * connection under a mutex and spent a fifth of its time in context
+ * switches). A bounded queue of batches keeps memory flat. */
 #include "db_writer.h"
 
 #include <errno.h>
@@ -27,7 +29,7 @@
 #include <unistd.h>
 
 #define BATCH_ROWS 4096
-#define MULTI_ROWS 16 /* rows per INSERT statement on the event thread */
+#define MULTI_ROWS 32 /* rows per INSERT statement on the event thread */
 #define QUEUE_BATCHES 4
 #define EVENT_COLUMNS 21
 #define INDEX_MARK "\n-- @@ indexes" /* at the start of a line */
@@ -81,7 +83,8 @@ static const char *const statement_sql[ST_COUNT] = {
                   " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
                   " max_requested_bytes, min_largest_free_bytes)"
                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_COUNTER] = "INSERT INTO counters (ts_ns, device, kind, pool, value) VALUES (?,?,?,?,?)",
+    [ST_COUNTER] = "INSERT INTO counters (ts_ns, event_id, device, kind, pool, value)"
+                   " VALUES (?,?,?,?,?,?)",
     [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined)"
                  " VALUES (?,?,?,?,?,?,?)",
     [ST_STACK] = "INSERT OR REPLACE INTO stacks (stack_id, parent_id, frame_id) VALUES (?,?,?)",
@@ -91,9 +94,23 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_META] = "INSERT OR REPLACE INTO meta VALUES (?,?)",
 };
 
+#define MAX_PARAMS 17 /* the widest statement but events (segments) */
+#define OTHERS_PER_BATCH 512
+
+/* A row of any table but event_rows, as bound values until the thread runs
+ * it. Texts are copies the thread frees. */
+typedef struct pending_row {
+    uint8_t which, n;
+    uint8_t is_text[MAX_PARAMS + 1];
+    int64_t v[MAX_PARAMS + 1];
+    char *s[MAX_PARAMS + 1];
+} pending_row;
+
 typedef struct event_batch {
     size_t len;
     db_event_row rows[BATCH_ROWS];
+    pending_row *others;
+    size_t others_len, others_cap;
 } event_batch;
 
 struct db_writer {
@@ -103,7 +120,6 @@ struct db_writer {
     char *path, *tmp_path;
     char error[512];
 
-    pthread_mutex_t lock; /* the connection: one user at a time */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t queue_lock;
@@ -148,13 +164,22 @@ static void close_db(db_writer *w) {
     w->db = NULL;
 }
 
+static void free_batch(event_batch *b) {
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->others_len; i++)
+        for (int k = 0; k <= b->others[i].n; k++)
+            free(b->others[i].s[k]);
+    free(b->others);
+    free(b);
+}
+
 static void free_writer(db_writer *w) {
-    free(w->filling);
+    free_batch(w->filling);
     for (size_t i = 0; i < w->spare_len; i++)
-        free(w->spare[i]);
+        free_batch(w->spare[i]);
     for (size_t i = 0; i < w->full_len; i++)
-        free(w->full[(w->full_head + i) % QUEUE_BATCHES]);
-    pthread_mutex_destroy(&w->lock);
+        free_batch(w->full[(w->full_head + i) % QUEUE_BATCHES]);
     pthread_mutex_destroy(&w->queue_lock);
     pthread_cond_destroy(&w->queue_changed);
     free(w->path);
@@ -184,10 +209,9 @@ static int start_event_thread(db_writer *w) {
     free(sql);
     if (rc != SQLITE_OK)
         return -1;
-    w->filling = malloc(sizeof *w->filling);
+    w->filling = calloc(1, sizeof *w->filling);
     if (!w->filling)
         return -1;
-    w->filling->len = 0;
     for (; w->spare_len < QUEUE_BATCHES + 1; w->spare_len++)
         if (!(w->spare[w->spare_len] = calloc(1, sizeof(event_batch))))
             return -1;
@@ -203,7 +227,6 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->queue_lock, NULL);
     pthread_cond_init(&w->queue_changed, NULL);
     w->path = strdup(path);
@@ -227,9 +250,10 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
     }
     /* A fresh file that only this process writes: no journal, no syncs
      * until the end, big pages and cache for the bulk load. */
-    const char *setup = "PRAGMA journal_mode=OFF;"
-                        "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-                        "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
+    const char *setup =
+        "PRAGMA journal_mode=OFF;"
+        "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+        "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
     char *schema = strdup(schema_sql_text);
     char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
     if (!schema || !mark) {
@@ -266,24 +290,66 @@ static void bind_int(sqlite3_stmt *st, int i, int64_t v) {
         sqlite3_bind_int64(st, i, v);
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s) {
-    if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, i);
+static int hand_over(db_writer *w);
+
+/* The other rows: the caller fills a pending_row (begin, row_int/row_text),
+ * row_done queues it with the batch. */
+static pending_row *begin(db_writer *w, enum statement which) {
+    event_batch *b = w->filling;
+    if (b->others_len == b->others_cap) {
+        size_t cap = b->others_cap ? b->others_cap * 2 : 64;
+        pending_row *grown = realloc(b->others, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        b->others = grown;
+        b->others_cap = cap;
+    }
+    pending_row *r = &b->others[b->others_len];
+    memset(r, 0, sizeof *r);
+    r->which = (uint8_t)which;
+    return r;
 }
 
-/* The other rows: the caller binds under the lock (see begin), steps here. */
-static sqlite3_stmt *begin(db_writer *w, enum statement which) {
-    pthread_mutex_lock(&w->lock);
-    return w->st[which];
+static void row_int(pending_row *r, int i, int64_t v) {
+    if (!r)
+        return;
+    r->v[i] = v;
+    if (i > r->n)
+        r->n = (uint8_t)i;
 }
 
-static int step(db_writer *w, enum statement which) {
-    sqlite3_stmt *st = w->st[which];
+static void row_text(pending_row *r, int i, const char *s) {
+    if (!r)
+        return;
+    r->is_text[i] = 1;
+    r->s[i] = s ? strdup(s) : NULL;
+    if (i > r->n)
+        r->n = (uint8_t)i;
+}
+
+static int row_done(db_writer *w, pending_row *r) {
+    if (!r)
+        return fail(w, "out of memory");
+    event_batch *b = w->filling;
+    b->others_len++;
+    if (b->others_len >= OTHERS_PER_BATCH)
+        return hand_over(w);
+    return w->thread_failed ? -1 : 0;
+}
+
+static int run_pending(db_writer *w, const pending_row *r) {
+    sqlite3_stmt *st = w->st[r->which];
+    for (int i = 1; i <= r->n; i++) {
+        if (r->is_text[i] && r->s[i])
+            sqlite3_bind_text(st, i, r->s[i], -1, SQLITE_STATIC);
+        else if (r->is_text[i] || r->v[i] == DB_NULL)
+            sqlite3_bind_null(st, i);
+        else
+            sqlite3_bind_int64(st, i, r->v[i]);
+    }
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    pthread_mutex_unlock(&w->lock);
+    sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE)
         return fail(w, "database %s: insert: %s", w->path, sqlite3_errstr(rc));
     return 0;
@@ -291,13 +357,11 @@ static int step(db_writer *w, enum statement which) {
 
 static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r);
 
-/* Inserts a batch, MULTI_ROWS at a time; the lock is taken per statement so
- * the caller's occasional rows never wait long. */
-static int insert_batch(db_writer *w, const event_batch *b) {
+/* Inserts a batch: its event rows MULTI_ROWS at a time, then its other rows. */
+static int insert_batch(db_writer *w, event_batch *b) {
     size_t i = 0;
     int rc = SQLITE_DONE;
     while (i < b->len && rc == SQLITE_DONE) {
-        pthread_mutex_lock(&w->lock);
         if (b->len - i >= MULTI_ROWS) {
             for (int k = 0; k < MULTI_ROWS; k++)
                 bind_event(w->multi_event, k * EVENT_COLUMNS + 1, &b->rows[i + (size_t)k]);
@@ -309,15 +373,23 @@ static int insert_batch(db_writer *w, const event_batch *b) {
             rc = sqlite3_step(w->st[ST_EVENT]);
             sqlite3_reset(w->st[ST_EVENT]);
         }
-        pthread_mutex_unlock(&w->lock);
     }
     if (rc != SQLITE_DONE)
         return fail(w, "database %s: inserting events: %s", w->path, sqlite3_errstr(rc));
-    return 0;
+    int failed = 0;
+    for (size_t k = 0; k < b->others_len; k++) {
+        if (!failed && run_pending(w, &b->others[k]) != 0)
+            failed = 1;
+        for (int p = 0; p <= b->others[k].n; p++)
+            free(b->others[k].s[p]);
+    }
+    b->others_len = 0;
+    return failed ? -1 : 0;
 }
 
 static void *event_thread(void *arg) {
     db_writer *w = arg;
+    pthread_setname_np(pthread_self(), "gmt-sqlite"); /* for perf and top */
     for (;;) {
         pthread_mutex_lock(&w->queue_lock);
         while (!w->full_len && !w->stopping)
@@ -331,11 +403,12 @@ static void *event_thread(void *arg) {
         w->full_len--;
         pthread_mutex_unlock(&w->queue_lock);
 
-        int failed = !w->thread_failed && insert_batch(w, b) != 0;
+        int failed = insert_batch(w, b) != 0;
         pthread_mutex_lock(&w->queue_lock);
         if (failed)
             w->thread_failed = 1;
         b->len = 0;
+        b->others_len = 0;
         w->spare[w->spare_len++] = b;
         pthread_cond_broadcast(&w->queue_changed);
         pthread_mutex_unlock(&w->queue_lock);
@@ -391,10 +464,10 @@ int db_writer_event(db_writer *w, const db_event_row *r) {
 }
 
 int db_writer_segment(db_writer *w, const db_segment_row *r) {
-    sqlite3_stmt *st = begin(w, ST_SEGMENT);
-    bind_int(st, 1, r->segment_id);
-    bind_int(st, 2, r->device);
-    bind_text(st, 3, r->kind);
+    pending_row *st = begin(w, ST_SEGMENT);
+    row_int(st, 1, r->segment_id);
+    row_int(st, 2, r->device);
+    row_text(st, 3, r->kind);
     const int64_t v[] = {r->addr,
                          r->size,
                          r->requested_size,
@@ -410,37 +483,37 @@ int db_writer_segment(db_writer *w, const db_segment_row *r) {
                          r->driver_stack_id,
                          r->free_stack_id};
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
-        bind_int(st, i + 4, v[i]);
-    return step(w, ST_SEGMENT);
+        row_int(st, i + 4, v[i]);
+    return row_done(w, st);
 }
 
 int db_writer_marker(db_writer *w, const db_marker_row *r) {
-    sqlite3_stmt *st = begin(w, ST_MARKER);
-    bind_int(st, 1, r->marker_id);
-    bind_int(st, 2, r->ts_ns);
-    bind_int(st, 3, r->tid);
-    bind_text(st, 4, r->kind);
-    bind_text(st, 5, r->name);
-    bind_text(st, 6, r->domain);
-    bind_int(st, 7, r->begin_marker_id);
-    return step(w, ST_MARKER);
+    pending_row *st = begin(w, ST_MARKER);
+    row_int(st, 1, r->marker_id);
+    row_int(st, 2, r->ts_ns);
+    row_int(st, 3, r->tid);
+    row_text(st, 4, r->kind);
+    row_text(st, 5, r->name);
+    row_text(st, 6, r->domain);
+    row_int(st, 7, r->begin_marker_id);
+    return row_done(w, st);
 }
 
 int db_writer_step(db_writer *w, const db_step_row *r) {
-    sqlite3_stmt *st = begin(w, ST_STEP);
-    bind_int(st, 1, r->step);
-    bind_text(st, 2, r->name);
-    bind_int(st, 3, r->begin_ts_ns);
-    bind_int(st, 4, r->end_ts_ns);
-    bind_int(st, 5, r->begin_event_id);
-    bind_int(st, 6, r->end_event_id);
-    return step(w, ST_STEP);
+    pending_row *st = begin(w, ST_STEP);
+    row_int(st, 1, r->step);
+    row_text(st, 2, r->name);
+    row_int(st, 3, r->begin_ts_ns);
+    row_int(st, 4, r->end_ts_ns);
+    row_int(st, 5, r->begin_event_id);
+    row_int(st, 6, r->end_event_id);
+    return row_done(w, st);
 }
 
 int db_writer_device(db_writer *w, const db_device_row *r) {
-    sqlite3_stmt *st = begin(w, ST_DEVICE);
-    bind_int(st, 1, r->device);
-    bind_text(st, 2, r->name);
+    pending_row *st = begin(w, ST_DEVICE);
+    row_int(st, 1, r->device);
+    row_text(st, 2, r->name);
     const int64_t v[] = {r->total_bytes,
                          r->peak_allocated_bytes,
                          r->peak_allocated_event_id,
@@ -453,15 +526,15 @@ int db_writer_device(db_writer *w, const db_device_row *r) {
                          r->ooms,
                          r->alloc_failed};
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
-        bind_int(st, i + 3, v[i]);
-    return step(w, ST_DEVICE);
+        row_int(st, i + 3, v[i]);
+    return row_done(w, st);
 }
 
 static int insert_ints(db_writer *w, enum statement which, const int64_t *v, int n) {
-    sqlite3_stmt *st = begin(w, which);
+    pending_row *st = begin(w, which);
     for (int i = 0; i < n; i++)
-        bind_int(st, i + 1, v[i]);
-    return step(w, which);
+        row_int(st, i + 1, v[i]);
+    return row_done(w, st);
 }
 
 int db_writer_site(db_writer *w, int64_t device, int64_t stack_id, int64_t peak_bytes,
@@ -485,83 +558,84 @@ int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t si
 }
 
 int db_writer_bucket(db_writer *w, const db_bucket_row *r) {
-    sqlite3_stmt *st = begin(w, ST_BUCKET);
+    pending_row *st = begin(w, ST_BUCKET);
     const int64_t v[] = {r->device,        r->bucket_ns,    r->bucket,        r->first_event_id,
                          r->last_event_id, r->events,       r->min_allocated, r->max_allocated,
                          r->min_reserved,  r->max_reserved, r->max_requested, r->min_largest_free};
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
-        bind_int(st, i + 1, v[i]);
-    return step(w, ST_BUCKET);
+        row_int(st, i + 1, v[i]);
+    return row_done(w, st);
 }
 
-int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t device, const char *kind, int64_t pool,
-                      int64_t value) {
-    sqlite3_stmt *st = begin(w, ST_COUNTER);
-    bind_int(st, 1, ts_ns);
-    bind_int(st, 2, device);
-    bind_text(st, 3, kind);
-    bind_int(st, 4, pool);
-    bind_int(st, 5, value);
-    return step(w, ST_COUNTER);
+int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,
+                      const char *kind, int64_t pool, int64_t value) {
+    pending_row *st = begin(w, ST_COUNTER);
+    row_int(st, 1, ts_ns);
+    row_int(st, 2, event_id);
+    row_int(st, 3, device);
+    row_text(st, 4, kind);
+    row_int(st, 5, pool);
+    row_int(st, 6, value);
+    return row_done(w, st);
 }
 
 int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
                     int64_t line, const char *module, int64_t ip, int inlined) {
-    sqlite3_stmt *st = begin(w, ST_FRAME);
-    bind_int(st, 1, frame_id);
-    bind_text(st, 2, name);
-    bind_text(st, 3, file);
-    bind_int(st, 4, line);
-    bind_text(st, 5, module);
-    bind_int(st, 6, ip);
-    bind_int(st, 7, inlined);
-    return step(w, ST_FRAME);
+    pending_row *st = begin(w, ST_FRAME);
+    row_int(st, 1, frame_id);
+    row_text(st, 2, name);
+    row_text(st, 3, file);
+    row_int(st, 4, line);
+    row_text(st, 5, module);
+    row_int(st, 6, ip);
+    row_int(st, 7, inlined);
+    return row_done(w, st);
 }
 
 int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id) {
-    sqlite3_stmt *st = begin(w, ST_STACK);
-    bind_int(st, 1, stack_id);
-    bind_int(st, 2, parent_id);
-    bind_int(st, 3, frame_id);
-    return step(w, ST_STACK);
+    pending_row *st = begin(w, ST_STACK);
+    row_int(st, 1, stack_id);
+    row_int(st, 2, parent_id);
+    row_int(st, 3, frame_id);
+    return row_done(w, st);
 }
 
 int db_writer_module(db_writer *w, int64_t module_id, const char *path, const char *build_id,
                      int64_t load_base) {
-    sqlite3_stmt *st = begin(w, ST_MODULE);
-    bind_int(st, 1, module_id);
-    bind_text(st, 2, path);
-    bind_text(st, 3, build_id);
-    bind_int(st, 4, load_base);
-    return step(w, ST_MODULE);
+    pending_row *st = begin(w, ST_MODULE);
+    row_int(st, 1, module_id);
+    row_text(st, 2, path);
+    row_text(st, 3, build_id);
+    row_int(st, 4, load_base);
+    return row_done(w, st);
 }
 
 int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message) {
-    sqlite3_stmt *st = begin(w, ST_WARNING);
-    bind_int(st, 1, event_id);
-    bind_text(st, 2, code);
-    bind_text(st, 3, message);
-    return step(w, ST_WARNING);
+    pending_row *st = begin(w, ST_WARNING);
+    row_int(st, 1, event_id);
+    row_text(st, 2, code);
+    row_text(st, 3, message);
+    return row_done(w, st);
 }
 
 int db_writer_meta_int(db_writer *w, const char *key, int64_t value) {
-    sqlite3_stmt *st = begin(w, ST_META);
-    bind_text(st, 1, key);
-    bind_int(st, 2, value);
-    return step(w, ST_META);
+    pending_row *st = begin(w, ST_META);
+    row_text(st, 1, key);
+    row_int(st, 2, value);
+    return row_done(w, st);
 }
 
 int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
-    sqlite3_stmt *st = begin(w, ST_META);
-    bind_text(st, 1, key);
-    bind_text(st, 2, value);
-    return step(w, ST_META);
+    pending_row *st = begin(w, ST_META);
+    row_text(st, 1, key);
+    row_text(st, 2, value);
+    return row_done(w, st);
 }
 
 int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     const char *indexes = strstr(schema_sql_text, INDEX_MARK);
     int rc = 0;
-    if (w->filling->len && hand_over(w) != 0)
+    if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
         rc = -1;
     stop_thread(w);
     if (w->thread_failed)

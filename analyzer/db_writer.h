@@ -70,8 +70,8 @@ int db_writer_marker(db_writer *w, const db_marker_row *row);
 int db_writer_step(db_writer *w, const db_step_row *row);
 int db_writer_device(db_writer *w, const db_device_row *row);
 int db_writer_bucket(db_writer *w, const db_bucket_row *row);
-int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t device, const char *kind, int64_t pool,
-                      int64_t value);
+int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,
+                      const char *kind, int64_t pool, int64_t value);
 int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
                     int64_t line, const char *module, int64_t ip, int inlined);
 int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id);

@@ -58,7 +58,8 @@ typedef struct device_state {
     am_model *model;
     uint64_t orphan_allocated, orphan_requested; /* device blocks outside every segment */
     uint64_t phys_bytes, mapped_bytes;
-    int uses_phys; /* the trace has cuMemCreate on this device */
+    uint64_t whole_blocks; /* live segments counted as one block (see end_whole_block) */
+    int uses_phys;         /* the trace has cuMemCreate on this device */
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
     int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
     char *name;
@@ -458,6 +459,8 @@ static void block_ends(replay *rp, device_state *d, live_entry *e, int counted) 
 /* A block lands in a segment that was counted as one whole block: from now
  * on an allocator sub-allocates it, so the whole block goes away. */
 static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
+    if (!d->whole_blocks) /* the common case: nothing to look up */
+        return;
     am_segment_info seg;
     if (am_segment_lookup(d->model, addr, &seg) != AM_OK || !seg.tag)
         return;
@@ -466,6 +469,7 @@ static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
         am_block_release(d->model, s->addr);
         site_life(rp, s, -1, 0);
         s->whole_block = 0;
+        d->whole_blocks--;
     }
 }
 
@@ -485,6 +489,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
                 am_block_release(d->model, e->addr);
                 site_life(rp, e, -1, 0);
                 e->whole_block = 0;
+                d->whole_blocks--;
             }
         } else {
             e->driver_stack_id = row->stack_id;
@@ -531,6 +536,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         /* Nobody sub-allocates it (yet): the segment is one block. */
         am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream, 0);
         e->whole_block = 1;
+        d->whole_blocks++;
         site_life(rp, e, +1, row->event_id > 0);
     }
 }
@@ -592,6 +598,7 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
         if (e->whole_block) {
             am_block_release(d->model, e->addr);
             site_life(rp, e, -1, row->event_id > 0);
+            d->whole_blocks--;
         }
         release_blocks_inside(rp, d, e, row->event_id);
         am_segment_remove(d->model, e->addr);
@@ -953,8 +960,8 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_COUNTER: {
         const trace_counter *c = &rec->u.counter;
         int pool = c->kind == TRACE_COUNTER_POOL_RESERVED || c->kind == TRACE_COUNTER_POOL_USED;
-        return db_ok(rp, db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, c->device,
-                                           trace_counter_kind_name(c->kind),
+        return db_ok(rp, db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, rp->last_event_id,
+                                           c->device, trace_counter_kind_name(c->kind),
                                            pool ? (int64_t)c->key : DB_NULL, (int64_t)c->value));
     }
     case TRACE_REC_PROCESS: {

@@ -1,8 +1,8 @@
 /* when.c — WHEN specifications to event ids (see when.h).
  *
  * Everything is answered from the database with indexed lookups (steps by
- * number, events by ts_ns), so resolving a WHEN costs milliseconds even on
- * a 10 M-event trace. */
+ * number, times through timeline_buckets and event-id ranges), so resolving
+ * a WHEN costs milliseconds even on a 10 M-event trace. */
 #include "when.h"
 
 #include "cli.h"
@@ -103,11 +103,22 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         return 0;
     }
     if (!strncmp(spec, "time:", 5) && (n = parse_duration(spec + 5)) >= 0) {
-        /* the last event at or before that time; before the first: the start */
-        *event_id = query_i64(db,
-                              "SELECT event_id FROM event_rows WHERE ts_ns <= ? AND event_id > 0 "
-                              "ORDER BY ts_ns DESC, event_id DESC LIMIT 1",
-                              n, 0, 0);
+        /* The last event at or before that time. event_rows has no index on
+         * ts_ns: the buckets wholly before the time give a lower bound, and
+         * only the events of the bucket holding it are looked at. */
+        int64_t whole = query_i64(db,
+                                  "SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                                  "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
+                                  n, 0, 0);
+        int64_t part = query_i64(db,
+                                 "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
+                                 "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
+                                 "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
+                                 " bucket = ?1 / bucket_ns) AND "
+                                 "(SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                                 " bucket = ?1 / bucket_ns)",
+                                 n, 0, 0);
+        *event_id = part > whole ? part : whole;
         return 0;
     }
     snprintf(err, errlen, "bad WHEN '%s': use step:N, event:N, time:1.5s, peak, start or end",

@@ -344,6 +344,7 @@ WHERE b.kind IN ('push', 'start');
 -- for async pools their reserved/used bytes (sampled after pool operations).
 CREATE TABLE counters (
   ts_ns  INTEGER NOT NULL, -- sample time, ns since the first recorded event
+  event_id INTEGER,        -- the last event_id replayed before the sample: the state it goes with (timeline row <= it); NULL: before any event
   device INTEGER NOT NULL REFERENCES devices(device), -- device ordinal
   kind   TEXT NOT NULL,    -- 'driver_free', 'driver_total' (cuMemGetInfo), 'pool_reserved', 'pool_used' (CU_MEMPOOL_ATTR_*_MEM_CURRENT)
   pool   INTEGER,          -- pool handle for 'pool_*' samples; NULL for 'driver_*'
@@ -472,8 +473,12 @@ CREATE TABLE warnings (
 -- Everything below only makes queries faster. Index names are not part of the contract.
 -- After building them the loader may run `PRAGMA optimize;` (or ANALYZE) for the planner.
 
--- time windows (`time:`, steps, --from/--to) on events and timeline
-CREATE INDEX event_rows_ts ON event_rows (ts_ns);
+-- No index on event_rows.ts_ns, on purpose: building it took as long as the other index and a
+-- third of the whole import of a 10 M-event trace (bench/README.md). Rows are in replay order,
+-- which is time order up to threads' interleaving, so memanalyze turns times into event ids
+-- through timeline_buckets (a bucket's first/last event ids) and counters.event_id, and works
+-- on event_id ranges (the primary key). An ad-hoc `WHERE ts_ns BETWEEN ...` on event_rows
+-- scans the table (about 2 s per 10 M rows); `WHERE event_id BETWEEN ...` does not.
 -- the free/unmap/... row that ends a lifetime: the join behind `allocations`
 CREATE INDEX event_rows_alloc_event ON event_rows (alloc_event_id) WHERE alloc_event_id IS NOT NULL;
 -- step of a timestamp (allocations.alloc_step / free_step)
@@ -557,6 +562,6 @@ CREATE INDEX warnings_event ON warnings (event_id) WHERE event_id IS NOT NULL;
 --          r.reserved_bytes, d.total_bytes - c.value - r.reserved_bytes AS untracked
 --   FROM counters AS c JOIN devices AS d ON d.device = c.device
 --   JOIN timeline AS r ON r.event_id = (
---     SELECT t.event_id FROM timeline AS t WHERE t.device = c.device AND t.ts_ns <= c.ts_ns
---     ORDER BY t.ts_ns DESC, t.event_id DESC LIMIT 1)
+--     SELECT t.event_id FROM timeline AS t WHERE t.device = c.device AND t.event_id <= c.event_id
+--     ORDER BY t.event_id DESC LIMIT 1)
 --   WHERE c.kind = 'driver_free' ORDER BY c.device, c.ts_ns;

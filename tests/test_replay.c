@@ -9,6 +9,7 @@
 #include "replay.h"
 #include "trace_format.h"
 #include "training_sim.h"
+#include "when.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -302,6 +303,20 @@ static void test_synthetic_run(void) {
     /* fragmentation stays within [0, 1) and reserved never below allocated */
     CHECK_EQ_U64(q("SELECT count(*) FROM timeline WHERE reserved_bytes < allocated_bytes"), 0);
     CHECK(q("SELECT count(*) FROM timeline_buckets") > 100);
+    /* time:X through the buckets (no index on ts_ns) = the last event at or before X */
+    long long span = q("SELECT max(ts_ns) FROM event_rows");
+    for (int i = 0; i <= 40; i++) {
+        long long t = span * i / 40 + (i % 3) * 777;
+        char spec[64], sql[200], werr[200];
+        snprintf(spec, sizeof spec, "time:%lldns", t);
+        snprintf(sql, sizeof sql,
+                 "SELECT coalesce(max(event_id), 0) FROM event_rows WHERE event_id > 0 AND "
+                 "ts_ns <= %lld",
+                 t);
+        int64_t got = -1;
+        CHECK(when_resolve(db, spec, 0, &got, werr, sizeof werr) == 0);
+        CHECK_EQ_U64(got, q(sql));
+    }
     CHECK_EQ_U64(q("SELECT sum(events) FROM timeline_buckets"), q("SELECT count(*) FROM timeline"));
 }
 

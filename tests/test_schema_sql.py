@@ -127,7 +127,8 @@ def load_fixture(db):
                    [(1, -10, 7, "push", "step 0", None), (2, 1500, 7, "pop", "step 0", 1),
                     (3, 1500, 7, "push", "step 1", None)])
     # driver says 80 GiB - 2 MiB - 500 MiB free: 500 MiB untracked
-    db.execute("INSERT INTO counters (ts_ns, device, kind, pool, value) VALUES (1650, 0, 'driver_free', NULL, ?)",
+    db.execute("INSERT INTO counters (ts_ns, event_id, device, kind, pool, value) "
+               "VALUES (1650, 5, 0, 'driver_free', NULL, ?)",
                ((80 << 30) - 2 * MiB - 500 * MiB,))
     db.execute("INSERT INTO warnings (event_id, code, message) VALUES (6, 'test', 'a test warning')")
 
@@ -212,8 +213,9 @@ def test_fixture(text):
     check("event_rows_alloc_event" in plan, "allocations joins through event_rows_alloc_event: " + plan)
     plan = " ".join(r[3] for r in rows(db, "EXPLAIN QUERY PLAN SELECT * FROM stack_frames WHERE stack_id = 3"))
     check("SEARCH s USING INTEGER PRIMARY KEY" in plan, "stack_frames walks only the stack asked for: " + plan)
-    plan = " ".join(r[3] for r in rows(db, "EXPLAIN QUERY PLAN SELECT * FROM timeline WHERE ts_ns > 5"))
-    check("event_rows_ts" in plan, "timeline time windows use event_rows_ts: " + plan)
+    plan = " ".join(r[3] for r in rows(db, "EXPLAIN QUERY PLAN SELECT * FROM timeline WHERE "
+                                           "event_id BETWEEN 2 AND 5"))
+    check("INTEGER PRIMARY KEY" in plan, "timeline event windows use the primary key: " + plan)
     db.close()
 
 
