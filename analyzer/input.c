@@ -105,6 +105,12 @@ static uint64_t fnv(uint64_t h, const void *data, size_t len) {
     return h;
 }
 
+static void show_progress(void *ctx, uint64_t done, uint64_t total) {
+    fprintf(stderr, "\rmemanalyze: replaying %s: %3d %%", (const char *)ctx,
+            total ? (int)(done * 100 / total) : 0);
+    fflush(stderr);
+}
+
 int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen) {
     char trace_path[PATH_MAX + 16];
@@ -121,6 +127,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     if (!db)
         return -1;
     replay_options ro = {.step_word = opt ? opt->step_word : NULL};
+    /* A progress line for people waiting at a terminal on a large input. */
+    struct stat in_st;
+    if ((!opt || !opt->quiet) && isatty(2) && stat(trace_path, &in_st) == 0 &&
+        in_st.st_size > (16 << 20)) {
+        ro.progress = show_progress;
+        ro.progress_ctx = (void *)path;
+    }
     replay_summary sum;
     if (replay_trace(trace_path, db, &ro, &sum, err, errlen) != 0) {
         db_writer_abort(db);
@@ -139,9 +152,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     db_writer_meta_text(db, "analyzer_version", REPLAY_VERSION);
     if (kind == INPUT_SNAPSHOT)
         unlink(trace_path);
+    if (ro.progress)
+        fprintf(stderr, "\rmemanalyze: indexing %s\033[K", path);
     double t1 = seconds();
     int rc = db_writer_finish(db, err, errlen);
-    if (getenv("GMT_TIMING")) /* for bench/: where an import's time goes */
+    if (ro.progress)
+        fprintf(stderr, "\r\033[K"); /* clear the progress line */
+    if (getenv("GMT_TIMING"))        /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
                 (unsigned long long)sum.events, t1 - t0, seconds() - t1);
     return rc;

@@ -1150,6 +1150,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     }
     trace_record rec;
     int more;
+    uint64_t records = 0;
     while (rc == 0 && (more = trace_reader_next(r, &rec)) == 1) {
         if (rec.kind == TRACE_REC_EVENT && rec.u.event.device < MAX_DEVICES &&
             !rp->dev[rec.u.event.device].model) {
@@ -1159,6 +1160,9 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
         }
         if (rc == 0)
             rc = on_record(rp, &rec);
+        if (opt && opt->progress && (++records & 0xffff) == 0)
+            opt->progress(opt->progress_ctx, trace_reader_position(r),
+                          trace_reader_get_stats(r)->file_bytes);
     }
     if (rc == 0 && more < 0)
         rc = fail(rp, "%s: %s", trace_path, trace_reader_error(r));

@@ -23,6 +23,10 @@
 
 typedef struct replay_options {
     const char *step_word; /* replaces "step" in the step rule; NULL: default */
+    /* Called now and then during the replay with the bytes of the trace read
+     * so far and its size; NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } replay_options;
 
 typedef struct replay_summary {

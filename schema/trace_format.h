@@ -324,6 +324,8 @@ trace_reader *trace_reader_open(const char *path, char *err, size_t errlen);
 int trace_reader_next(trace_reader *r, trace_record *rec);
 
 const trace_reader_stats *trace_reader_get_stats(const trace_reader *r);
+/* Bytes of the file consumed so far (for progress reports). */
+uint64_t trace_reader_position(const trace_reader *r);
 uint32_t trace_reader_version(const trace_reader *r);
 
 /* Warnings collected so far ("corrupt zstd frame at byte 1234: ..."; the

@@ -636,6 +636,8 @@ void trace_reader_close(trace_reader *r) {
 
 const trace_reader_stats *trace_reader_get_stats(const trace_reader *r) { return &r->stats; }
 
+uint64_t trace_reader_position(const trace_reader *r) { return r->in_off + r->in_pos; }
+
 uint32_t trace_reader_version(const trace_reader *r) { return r->version; }
 
 size_t trace_reader_warning_count(const trace_reader *r) { return r->warning_count; }
