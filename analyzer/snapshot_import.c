@@ -379,7 +379,7 @@ int snapshot_import_file(const char *pickle_path, const char *trace_path, char *
     snapshot *snap = snapshot_load(pickle_path, err, errlen);
     if (!snap)
         return -1;
-    trace_writer_options wopt = {.zstd_level = 3};
+    trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
     trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
     if (!w) {
         snapshot_free(snap);
