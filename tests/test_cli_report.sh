@@ -82,6 +82,28 @@ cmp -s "$T/c.json" "$T/d.json" || fail "leaks: summaries and scans disagree"
 GMT_NO_SUMMARIES=1 "$MA" report "$T/oom.zst" >"$T/f.txt"
 cmp -s "$T/e.txt" "$T/f.txt" || fail "report (OOM run): summaries and scans disagree"
 
+# sql: table (bytes in binary units), --csv, --json, --raw; errors
+"$MA" sql "$T/leak.zst" --csv "SELECT count(*) AS n FROM steps" >"$T/q.csv"
+[ "$(cat "$T/q.csv")" = "$(printf 'n\n40')" ] || fail "sql --csv: $(cat "$T/q.csv")"
+"$MA" sql "$T/leak.zst" --json "SELECT step, name FROM steps WHERE step < 2" >"$T/q.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d==[{'step':0,'name':'step 0'},{'step':1,'name':'step 1'}], d" "$T/q.json" || fail "sql --json"
+"$MA" sql "$T/leak.zst" "SELECT 3221225472 AS peak_bytes, 7 AS steps" >"$T/q.txt"
+grep -q "3.00 GiB" "$T/q.txt" || fail "sql table: bytes column not in binary units"
+grep -q "(1 row)" "$T/q.txt" || fail "sql table: row count"
+"$MA" sql "$T/leak.zst" --raw "SELECT 3221225472 AS peak_bytes" | grep -q 3221225472 || fail "sql --raw"
+"$MA" sql "$T/leak.zst" "SELECT nope FROM nothing" >/dev/null 2>"$T/e4"; [ $? -eq 2 ] || fail "sql error: exit"
+grep -q "SQL error" "$T/e4" || fail "sql error message"
+
+# import: the database for any SQLite client; a database is not imported again
+"$MA" import "$T/leak.zst" -o "$T/out.db" >/dev/null || fail "import exit"
+python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); assert db.execute('SELECT count(*) FROM steps').fetchone()[0]==40" "$T/out.db" || fail "import: steps"
+"$MA" import "$T/out.db" -o "$T/again.db" >/dev/null 2>"$T/e5"; [ $? -eq 2 ] || fail "import of a database: exit"
+grep -q "already a memanalyze database" "$T/e5" || fail "import of a database: message"
+"$MA" report "$T/out.db" >/dev/null || fail "report on a database input"
+python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE t(x)')" "$T/other.db"
+"$MA" report "$T/other.db" >/dev/null 2>"$T/e6"; [ $? -eq 2 ] || fail "foreign SQLite file: exit"
+grep -q "not a memanalyze database" "$T/e6" || fail "foreign SQLite file: message"
+
 # The database is built once and reused
 n1=$(ls "$GMT_CACHE_DIR" | wc -l)
 "$MA" report "$T/leak.zst" >/dev/null
