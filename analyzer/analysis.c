@@ -53,6 +53,20 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     return st;
 }
 
+static int cmp_i64(const void *a, const void *b);
+
+/* Prepares a query over a window of one device: ?1 device, ?2 from, ?3 to. */
+static sqlite3_stmt *prepare_window(sqlite3 *db, const char *sql, int device, int64_t from,
+                                    int64_t to) {
+    sqlite3_stmt *st = prepare(db, sql);
+    if (st) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, from);
+        sqlite3_bind_int64(st, 3, to);
+    }
+    return st;
+}
+
 int64_t analysis_last_event(sqlite3 *db) {
     sqlite3_stmt *st = prepare(db, "SELECT max(event_id) FROM event_rows");
     int64_t v = 0;
@@ -154,16 +168,14 @@ static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, in
         return;
     }
     free(steps);
-    sqlite3_stmt *st =
-        prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND "
-                    "event_id > ? AND event_id <= ? AND reserved_bytes > 0 AND "
-                    "reserved_bytes >= ? ORDER BY CAST(reserved_bytes - "
-                    "allocated_bytes AS REAL) / reserved_bytes DESC, event_id LIMIT 1");
+    sqlite3_stmt *st = prepare_window(
+        db,
+        "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND event_id > ? AND "
+        "event_id <= ? AND reserved_bytes > 0 AND reserved_bytes >= ? ORDER BY "
+        "CAST(reserved_bytes - allocated_bytes AS REAL) / reserved_bytes DESC, event_id LIMIT 1",
+        s->device, from, to);
     if (!st)
         return;
-    sqlite3_bind_int(st, 1, s->device);
-    sqlite3_bind_int64(st, 2, from);
-    sqlite3_bind_int64(st, 3, to);
     sqlite3_bind_int64(st, 4, s->peak_reserved.reserved / 10);
     if (sqlite3_step(st) == SQLITE_ROW) {
         moment m;
@@ -221,15 +233,14 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
         return device_summary_from_tables(db, s);
 
     /* One scan of the window: peaks, counts. */
-    st = prepare(db, "SELECT " MOMENT_COLUMNS ", op, level, kind, "
-                     " level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
-                     " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
-                     " event_id <= ? ORDER BY event_id");
+    st = prepare_window(db,
+                        "SELECT " MOMENT_COLUMNS ", op, level, kind, "
+                        " level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
+                        " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
+                        " event_id <= ? ORDER BY event_id",
+                        device, from, to);
     if (!st)
         return -1;
-    sqlite3_bind_int(st, 1, device);
-    sqlite3_bind_int64(st, 2, from);
-    sqlite3_bind_int64(st, 3, to);
     while (sqlite3_step(st) == SQLITE_ROW) {
         moment m;
         read_moment(st, 0, &m);
@@ -279,18 +290,17 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
     *count = 0;
     /* Each step's end state in one statement: the device's last timeline
      * row at or before the step's end event. */
-    sqlite3_stmt *st = prepare(
-        db, "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
-            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
-            "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
-            "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = 12) ORDER BY r.event_id "
-            "DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
-            "ORDER BY s.begin_ts_ns, s.step");
+    sqlite3_stmt *st = prepare_window(
+        db,
+        "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
+        "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
+        "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
+        "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = 12) ORDER BY r.event_id "
+        "DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
+        "ORDER BY s.begin_ts_ns, s.step",
+        device, from, to);
     if (!st)
         return -1;
-    sqlite3_bind_int(st, 1, device);
-    sqlite3_bind_int64(st, 2, from);
-    sqlite3_bind_int64(st, 3, to);
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (*count == cap) {
@@ -308,6 +318,14 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int64_t analysis_median_i64(int64_t *values, size_t n) {
+    if (!n)
+        return 0;
+    if (n > 1)
+        qsort(values, n, sizeof *values, cmp_i64);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 /* ---- site growth -------------------------------------------------------- */

@@ -56,6 +56,9 @@ typedef struct step_state {
     moment at_end;
 } step_state;
 
+/* The median of n values (sorts them in place); 0 when n is 0. */
+int64_t analysis_median_i64(int64_t *values, size_t n);
+
 /* Steps whose end lies in the window; *out is malloc'ed (caller frees). */
 int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
                    size_t *count);

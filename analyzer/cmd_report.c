@@ -45,11 +45,6 @@ static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
     layout_stack_label(db, stack, buf, len);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The trend of allocated bytes at step ends, and where it leads. */
 static void headroom(device_report *r) {
     r->limit_step = -1;
@@ -62,8 +57,7 @@ static void headroom(device_report *r) {
         return;
     for (size_t i = 0; i < n; i++)
         d[i] = r->steps[i + 1].at_end.allocated - r->steps[i].at_end.allocated;
-    qsort(d, n, sizeof *d, cmp_i64);
-    r->growth_per_step = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    r->growth_per_step = analysis_median_i64(d, n);
     free(d);
     const step_state *last = &r->steps[r->nsteps - 1];
     if (r->growth_per_step > 0 && r->s.total_bytes > last->at_end.allocated)
