@@ -22,108 +22,16 @@
  *  - A free's bytes are those of its alloc, whatever the free record says.
  *
  * Warnings are capped at WARNINGS_PER_CODE rows per code (all are counted). */
-#include "replay.h"
-
-#include "addr_map.h"
-#include "alloc_model.h"
-#include "site_stats.h"
-#include "steps.h"
-#include "trace_format.h"
+#include "replay_state.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEVICES 256
-#define BUCKETS 4096
-#define WARNINGS_PER_CODE 100
-
-enum space { SPACE_SEGMENT, SPACE_BLOCK, SPACE_PHYS, SPACE_VA, SPACE_COUNT };
-
-typedef struct live_entry {
-    int64_t event_id, alloc_ts, stack_id, driver_stack_id, segment_id;
-    uint64_t addr, size, requested, stream, pool;
-    uint32_t tid, device, next_free;
-    uint8_t space, kind, sources, in_model, whole_block, mapped, ended;
-} live_entry;
-
-typedef struct bucket_acc {
-    int64_t index, first_id, last_id, events;
-    int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
-} bucket_acc;
-
-typedef struct device_state {
-    int present;
-    am_model *model;
-    uint64_t orphan_allocated, orphan_requested; /* device blocks outside every segment */
-    uint64_t phys_bytes, mapped_bytes;
-    uint64_t whole_blocks; /* live segments counted as one block (see end_whole_block) */
-    int uses_phys;         /* the trace has cuMemCreate on this device */
-    int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
-    int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
-    char *name;
-    int64_t total_bytes;
-    bucket_acc bucket;
-} device_state;
-
-typedef struct warning_code_count {
-    const char *code;
-    uint64_t count;
-} warning_code_count;
-
-typedef struct replay {
-    db_writer *db;
-    const replay_options *opt;
-    char *err;
-    size_t errlen;
-    int failed;
-
-    device_state dev[MAX_DEVICES];
-    live_entry *entries;
-    size_t entries_len, entries_cap;
-    uint32_t free_entry; /* head of the free list, 1-based; 0 = none */
-    addr_map live;
-    addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
-
-    char **strings;
-    size_t strings_cap;
-    struct frame_info {
-        trace_frame frame;
-        trace_symbol_entry symbol; /* innermost entry of a native frame's inline chain */
-        uint8_t known;
-    } * frames;
-    size_t frames_cap;
-    char **modules;
-    size_t modules_cap;
-
-    /* time and ids */
-    int64_t t0;
-    int64_t bucket_ns;
-    uint64_t seed_events_total, seed_seen;
-    int in_seed;
-    int64_t next_seed_id, last_event_id;
-    int64_t last_ts;
-    int seed_rows_written;
-    uint64_t marker_count;
-
-    step_tracker *steps;
-    site_stats *sites;
-    struct open_marker {
-        uint64_t key; /* tid of a push, range id of a start */
-        int64_t marker_id;
-        uint32_t name_id;
-        int is_push;
-    } * open_markers; /* ranges not yet closed, to pair pops/ends with them */
-    size_t open_len, open_cap;
-    warning_code_count warn_counts[32];
-    uint64_t warnings_total;
-    replay_summary *sum;
-} replay;
-
 /* ---- small helpers ------------------------------------------------------ */
 
-static int fail(replay *rp, const char *fmt, ...) {
+int replay_fail(replay *rp, const char *fmt, ...) {
     if (!rp->failed) {
         va_list ap;
         va_start(ap, fmt);
@@ -134,13 +42,13 @@ static int fail(replay *rp, const char *fmt, ...) {
     return -1;
 }
 
-static int db_ok(replay *rp, int rc) {
+int replay_db_ok(replay *rp, int rc) {
     if (rc != 0)
-        return fail(rp, "%s", db_writer_error(rp->db));
+        return replay_fail(rp, "%s", db_writer_error(rp->db));
     return 0;
 }
 
-static void warn(replay *rp, int64_t event_id, const char *code, const char *fmt, ...) {
+void replay_warn(replay *rp, int64_t event_id, const char *code, const char *fmt, ...) {
     rp->warnings_total++;
     warning_code_count *wc = NULL;
     for (size_t i = 0; i < sizeof rp->warn_counts / sizeof rp->warn_counts[0]; i++) {
@@ -158,10 +66,10 @@ static void warn(replay *rp, int64_t event_id, const char *code, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    db_ok(rp, db_writer_warning(rp->db, event_id, code, msg));
+    replay_db_ok(rp, db_writer_warning(rp->db, event_id, code, msg));
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t item) {
+int replay_grow(void **arr, size_t *cap, size_t need, size_t item) {
     if (need < *cap)
         return 0;
     size_t n = *cap ? *cap : 256;
@@ -176,34 +84,34 @@ static int grow(void **arr, size_t *cap, size_t need, size_t item) {
     return 0;
 }
 
-static const char *string_of(const replay *rp, uint32_t id) {
+const char *replay_string(const replay *rp, uint32_t id) {
     return id && id < rp->strings_cap ? rp->strings[id] : NULL;
 }
 
-static uint64_t space_key(uint32_t device, enum space space) {
+uint64_t replay_space_key(uint32_t device, enum space space) {
     return (uint64_t)device * SPACE_COUNT + space;
 }
 
-static live_entry *entry_get(replay *rp, uint32_t device, enum space space, uint64_t addr) {
-    uint32_t *v = addr_map_get(&rp->live, space_key(device, space), addr);
+live_entry *live_get(replay *rp, uint32_t device, enum space space, uint64_t addr) {
+    uint32_t *v = addr_map_get(&rp->live, replay_space_key(device, space), addr);
     return v ? &rp->entries[*v] : NULL;
 }
 
-static live_entry *entry_new(replay *rp, uint32_t device, enum space space, uint64_t addr) {
+live_entry *live_new(replay *rp, uint32_t device, enum space space, uint64_t addr) {
     uint32_t index;
     if (rp->free_entry) {
         index = rp->free_entry - 1;
         rp->free_entry = rp->entries[index].next_free;
     } else {
-        if (grow((void **)&rp->entries, &rp->entries_cap, rp->entries_len, sizeof *rp->entries) !=
-            0) {
-            fail(rp, "out of memory");
+        if (replay_grow((void **)&rp->entries, &rp->entries_cap, rp->entries_len,
+                        sizeof *rp->entries) != 0) {
+            replay_fail(rp, "out of memory");
             return NULL;
         }
         index = (uint32_t)rp->entries_len++;
     }
-    if (addr_map_put(&rp->live, space_key(device, space), addr, index) != 0) {
-        fail(rp, "out of memory");
+    if (addr_map_put(&rp->live, replay_space_key(device, space), addr, index) != 0) {
+        replay_fail(rp, "out of memory");
         return NULL;
     }
     live_entry *e = &rp->entries[index];
@@ -214,16 +122,14 @@ static live_entry *entry_new(replay *rp, uint32_t device, enum space space, uint
     return e;
 }
 
-static void entry_drop(replay *rp, live_entry *e) {
-    addr_map_remove(&rp->live, space_key(e->device, (enum space)e->space), e->addr);
+void live_drop(replay *rp, live_entry *e) {
+    addr_map_remove(&rp->live, replay_space_key(e->device, (enum space)e->space), e->addr);
     uint32_t index = (uint32_t)(e - rp->entries);
     e->next_free = rp->free_entry;
     rp->free_entry = index + 1;
 }
 
-static uint32_t entry_tag(const replay *rp, const live_entry *e) {
-    return (uint32_t)(e - rp->entries) + 1;
-}
+uint32_t live_tag(const replay *rp, const live_entry *e) { return (uint32_t)(e - rp->entries) + 1; }
 
 /* ---- the first pass ------------------------------------------------------ */
 
@@ -240,7 +146,7 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
     char err[512];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
-        return fail(rp, "%s", err);
+        return replay_fail(rp, "%s", err);
     memset(sr, 0, sizeof *sr);
     trace_record rec;
     int in_seed_candidate = 1;
@@ -275,7 +181,7 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) &&
             addr_map_put(&rp->torch_segments, ev->device, ev->addr, 1) != 0) {
             trace_reader_close(r);
-            return fail(rp, "out of memory");
+            return replay_fail(rp, "out of memory");
         }
         if (!sr->have_t0) {
             sr->have_t0 = 1;
@@ -286,7 +192,7 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
     }
     trace_reader_close(r);
     if (rc < 0)
-        return fail(rp, "%s: read error", path);
+        return replay_fail(rp, "%s: read error", path);
     if (!sr->have_t0 && sr->any_ts)
         sr->first_ts = sr->last_ts = sr->first_any_ts;
     return 0;
@@ -319,7 +225,7 @@ static int flush_bucket(replay *rp, uint32_t device) {
                          b->last_id, b->events,     b->min_alloc, b->max_alloc,
                          b->min_res, b->max_res,    b->max_req,   b->min_free};
     b->events = 0;
-    return db_ok(rp, db_writer_bucket(rp->db, &row));
+    return replay_db_ok(rp, db_writer_bucket(rp->db, &row));
 }
 
 static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t ts,
@@ -352,7 +258,7 @@ static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t t
 }
 
 /* Fills the totals of a row, tracks peaks and buckets, writes it. */
-static int write_row(replay *rp, db_event_row *row) {
+int replay_write_row(replay *rp, db_event_row *row) {
     device_state *d = &rp->dev[row->device];
     totals t = device_totals(d);
     row->allocated_bytes = t.allocated;
@@ -381,11 +287,11 @@ static int write_row(replay *rp, db_event_row *row) {
         d->peak_res_id = row->event_id;
     }
     note_bucket(rp, (uint32_t)row->device, row->event_id, row->ts_ns, &t);
-    return db_ok(rp, db_writer_event(rp->db, row));
+    return replay_db_ok(rp, db_writer_event(rp->db, row));
 }
 
 /* One 'seed' row per device: the state when the recording began. */
-static int write_seed_rows(replay *rp) {
+int replay_write_seed_rows(replay *rp) {
     rp->seed_rows_written = 1;
     for (uint32_t i = 0; i < MAX_DEVICES; i++) {
         if (!rp->dev[i].present)
@@ -394,451 +300,10 @@ static int write_seed_rows(replay *rp) {
         row.level = row.kind = row.source = row.addr = row.size = row.requested_size = DB_NULL;
         row.stream = row.pool = row.tid = row.stack_id = row.segment_id = DB_NULL;
         row.alloc_event_id = DB_NULL;
-        if (write_row(rp, &row) != 0)
+        if (replay_write_row(rp, &row) != 0)
             return -1;
     }
     return 0;
-}
-
-/* ---- segments ------------------------------------------------------------ */
-
-static int write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
-                             int64_t free_event_id, int64_t free_stack) {
-    db_segment_row row = {
-        .segment_id = e->event_id,
-        .device = e->device,
-        .kind = trace_kind_name(e->kind),
-        .addr = (int64_t)e->addr,
-        .size = (int64_t)e->size,
-        .requested_size = e->requested != e->size ? (int64_t)e->requested : DB_NULL,
-        .stream = (int64_t)e->stream,
-        .pool = e->pool ? (int64_t)e->pool : DB_NULL,
-        .mapped = e->mapped,
-        .whole_block = e->whole_block,
-        .tid = e->tid ? (int64_t)e->tid : DB_NULL,
-        .alloc_ts_ns = e->alloc_ts,
-        .free_ts_ns = free_ts,
-        .free_event_id = free_event_id,
-        .stack_id = e->stack_id,
-        .driver_stack_id = e->driver_stack_id,
-        .free_stack_id = free_stack,
-    };
-    return db_ok(rp, db_writer_segment(rp->db, &row));
-}
-
-/* A block of device memory (or a whole-block segment) begins (+1) or ends
- * (-1) its life: its site's live bytes move. `counted`: the event is a
- * recorded alloc or free (not the seed, not a correction of the replay). */
-static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
-    if (e->kind != TRACE_KIND_DEVICE)
-        return;
-    int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
-    if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
-        fail(rp, "out of memory");
-    if (sign > 0)
-        site_stats_alloc(rp->sites, e->device, e->event_id, (int64_t)e->size, stack);
-    if (counted && sign > 0)
-        rp->dev[e->device].allocs++;
-    else if (counted)
-        rp->dev[e->device].frees++;
-}
-
-/* A block's life ends: out of the model (or the orphans), out of its site,
- * out of the live table. */
-static void block_ends(replay *rp, device_state *d, live_entry *e, int counted) {
-    if (e->in_model)
-        am_block_release(d->model, e->addr);
-    else if (e->kind == TRACE_KIND_DEVICE) {
-        d->orphan_allocated -= e->size;
-        d->orphan_requested -= e->requested;
-    }
-    site_life(rp, e, -1, counted);
-    entry_drop(rp, e);
-}
-
-/* A block lands in a segment that was counted as one whole block: from now
- * on an allocator sub-allocates it, so the whole block goes away. */
-static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
-    if (!d->whole_blocks) /* the common case: nothing to look up */
-        return;
-    am_segment_info seg;
-    if (am_segment_lookup(d->model, addr, &seg) != AM_OK || !seg.tag)
-        return;
-    live_entry *s = &rp->entries[seg.tag - 1];
-    if (s->whole_block) {
-        am_block_release(d->model, s->addr);
-        site_life(rp, s, -1, 0);
-        s->whole_block = 0;
-        d->whole_blocks--;
-    }
-}
-
-static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    live_entry *e = entry_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    int torch = ev->source == TRACE_SOURCE_TORCH;
-    uint8_t bit = (uint8_t)(1u << ev->source);
-    if (e && !e->ended && !(e->sources & bit)) {
-        /* The other source's report of the same memory: one segment. */
-        e->sources |= bit;
-        row->segment_id = e->event_id;
-        if (torch) { /* PyTorch's stack (with Python frames) leads */
-            e->driver_stack_id = e->stack_id;
-            e->stack_id = row->stack_id;
-            if (e->whole_block) {
-                am_block_release(d->model, e->addr);
-                site_life(rp, e, -1, 0);
-                e->whole_block = 0;
-                d->whole_blocks--;
-            }
-        } else {
-            e->driver_stack_id = row->stack_id;
-        }
-        if (ev->size != e->size)
-            warn(rp, row->event_id, "segment_size_mismatch",
-                 "segment at 0x%llx reported as %llu bytes by %s and %llu by %s",
-                 (unsigned long long)ev->addr, (unsigned long long)ev->size,
-                 trace_source_name(ev->source), (unsigned long long)e->size,
-                 e->sources & 1 ? "cupti" : "torch");
-        return;
-    }
-    if (e) { /* a second alloc at a live segment's address */
-        warn(rp, row->event_id, "segment_overlap",
-             "%s segment alloc at 0x%llx while a segment there is live (event %lld)",
-             trace_source_name(ev->source), (unsigned long long)ev->addr, (long long)e->event_id);
-        return;
-    }
-    e = entry_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    if (!e)
-        return;
-    e->event_id = row->event_id;
-    e->alloc_ts = row->ts_ns;
-    e->size = ev->size;
-    e->requested = ev->requested;
-    e->stream = ev->stream;
-    e->pool = ev->pool;
-    e->tid = ev->tid;
-    e->kind = ev->kind;
-    e->sources = bit;
-    e->stack_id = row->stack_id;
-    e->driver_stack_id = DB_NULL;
-    row->segment_id = e->event_id;
-    if (ev->kind != TRACE_KIND_DEVICE)
-        return;
-    am_error err = am_segment_insert(d->model, ev->addr, ev->size, ev->stream, entry_tag(rp, e));
-    if (err != AM_OK) {
-        warn(rp, row->event_id, "segment_overlap", "segment [0x%llx, +%llu): %s",
-             (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
-        return;
-    }
-    e->in_model = 1;
-    if (!torch && !addr_map_get(&rp->torch_segments, ev->device, ev->addr)) {
-        /* Nobody sub-allocates it (yet): the segment is one block. */
-        am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream, 0);
-        e->whole_block = 1;
-        d->whole_blocks++;
-        site_life(rp, e, +1, row->event_id > 0);
-    }
-}
-
-/* Releases what a segment still holds when it goes (its frees were lost). */
-static void release_blocks_inside(replay *rp, device_state *d, const live_entry *seg,
-                                  int64_t event_id) {
-    am_segment_info info;
-    if (am_segment_lookup(d->model, seg->addr, &info) != AM_OK)
-        return;
-    const am_segment *s = am_first_segment(d->model);
-    while (s) {
-        am_segment_info si;
-        am_segment_get(s, &si);
-        if (si.addr == info.addr)
-            break;
-        s = am_next_segment(s);
-    }
-    uint64_t forced = 0;
-    for (int again = 1; s && again;) {
-        again = 0;
-        for (const am_block *b = am_segment_first_block(d->model, s); b; b = am_next_block(b)) {
-            am_block_info bi;
-            am_block_get(b, &bi);
-            if (bi.state == AM_BLOCK_INACTIVE)
-                continue;
-            if (bi.tag)
-                block_ends(rp, d, &rp->entries[bi.tag - 1], 0);
-            else
-                am_block_release(d->model, bi.addr);
-            forced++;
-            again = 1; /* the walk's handles died with the change */
-            break;
-        }
-    }
-    if (forced && !seg->whole_block)
-        warn(rp, event_id, "segment_free_in_use",
-             "segment at 0x%llx freed with %llu live blocks inside; they end with it",
-             (unsigned long long)seg->addr, (unsigned long long)forced);
-}
-
-static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    live_entry *e = entry_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    if (!e) {
-        warn(rp, row->event_id, "free_unknown", "%s segment free at 0x%llx: no live segment",
-             trace_source_name(ev->source), (unsigned long long)ev->addr);
-        return;
-    }
-    row->segment_id = e->event_id;
-    row->size = (int64_t)e->size;
-    row->requested_size = (int64_t)e->requested;
-    if (e->ended) { /* the joined partner's free: the lifetime already ended */
-        entry_drop(rp, e);
-        return;
-    }
-    row->alloc_event_id = e->event_id;
-    if (e->in_model) {
-        if (e->whole_block) {
-            am_block_release(d->model, e->addr);
-            site_life(rp, e, -1, row->event_id > 0);
-            d->whole_blocks--;
-        }
-        release_blocks_inside(rp, d, e, row->event_id);
-        am_segment_remove(d->model, e->addr);
-    }
-    write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
-    /* When both CUPTI and PyTorch reported it, the other free is still to come. */
-    if ((e->sources & (e->sources - 1)) != 0) {
-        e->ended = 1;
-        e->sources &= (uint8_t) ~(1u << ev->source);
-    } else {
-        entry_drop(rp, e);
-    }
-}
-
-static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    if (entry_get(rp, ev->device, SPACE_SEGMENT, ev->addr)) {
-        segment_alloc(rp, ev, row); /* joins the other source's report */
-        return;
-    }
-    live_entry *e = entry_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    if (!e)
-        return;
-    e->event_id = row->segment_id = row->event_id;
-    e->alloc_ts = row->ts_ns;
-    e->size = e->requested = ev->size;
-    e->stream = ev->stream;
-    e->tid = ev->tid;
-    e->kind = ev->kind;
-    e->mapped = 1;
-    e->sources = (uint8_t)(1u << ev->source);
-    e->stack_id = row->stack_id;
-    e->driver_stack_id = DB_NULL;
-    if (ev->kind != TRACE_KIND_DEVICE)
-        return;
-    am_error err = am_segment_map(d->model, ev->addr, ev->size, ev->stream, entry_tag(rp, e));
-    if (err != AM_OK) {
-        warn(rp, row->event_id, "segment_overlap", "map [0x%llx, +%llu): %s",
-             (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
-        return;
-    }
-    e->in_model = 1;
-    d->mapped_bytes += ev->size;
-}
-
-static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    live_entry *e = entry_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    uint64_t size = e ? e->size : ev->size;
-    if (e) {
-        row->segment_id = row->alloc_event_id = e->event_id;
-        row->size = (int64_t)size;
-    }
-    if (ev->kind == TRACE_KIND_DEVICE && (!e || e->in_model)) {
-        am_error err = am_segment_unmap(d->model, ev->addr, size);
-        if (err == AM_OK)
-            d->mapped_bytes -= size;
-        else
-            warn(rp, row->event_id, "unmap_unknown", "unmap [0x%llx, +%llu): %s",
-                 (unsigned long long)ev->addr, (unsigned long long)size, am_strerror(err));
-    }
-    if (e) {
-        write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
-        entry_drop(rp, e);
-    }
-}
-
-/* ---- blocks ------------------------------------------------------------- */
-
-static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    live_entry *e = entry_get(rp, ev->device, SPACE_BLOCK, ev->addr);
-    if (e) {
-        warn(rp, row->event_id, "double_alloc",
-             "block alloc at 0x%llx while a block there is live (event %lld); the old one ends",
-             (unsigned long long)ev->addr, (long long)e->event_id);
-        block_ends(rp, d, e, 0);
-    }
-    e = entry_new(rp, ev->device, SPACE_BLOCK, ev->addr);
-    if (!e)
-        return;
-    e->event_id = row->event_id;
-    e->size = ev->size;
-    e->requested = ev->requested;
-    e->kind = ev->kind;
-    e->stack_id = row->stack_id;
-    e->segment_id = DB_NULL;
-    if (ev->kind != TRACE_KIND_DEVICE)
-        return;
-    end_whole_block(rp, d, ev->addr);
-    am_error err;
-    am_block_info placed;
-    /* PyTorch's history gives the request; its size is then the rounded
-     * request and the split rule decides the block. A larger size (a block
-     * from a snapshot's final state) is the block's real size. */
-    if (ev->source == TRACE_SOURCE_TORCH &&
-        ev->size <= am_round_size(ev->requested ? ev->requested : 1)) {
-        err = am_block_place_requested(d->model, ev->addr, ev->requested ? ev->requested : 1,
-                                       ev->stream, entry_tag(rp, e), &placed);
-        if (err == AM_OK)
-            e->size = placed.size;
-    } else {
-        err = am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream,
-                             entry_tag(rp, e));
-    }
-    if (err == AM_OK) {
-        e->in_model = 1;
-        am_segment_info seg;
-        if (am_segment_lookup(d->model, ev->addr, &seg) == AM_OK && seg.tag)
-            e->segment_id = rp->entries[seg.tag - 1].event_id;
-    } else {
-        warn(rp, row->event_id,
-             err == AM_ERR_NO_SEGMENT ? "block_outside_segment" : "block_overlap",
-             "block [0x%llx, +%llu): %s; counted on its own", (unsigned long long)ev->addr,
-             (unsigned long long)ev->size, am_strerror(err));
-        d->orphan_allocated += e->size;
-        d->orphan_requested += e->requested;
-    }
-    row->size = (int64_t)e->size;
-    row->segment_id = e->segment_id;
-    site_life(rp, e, +1, row->event_id > 0);
-}
-
-static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    live_entry *e = entry_get(rp, ev->device, SPACE_BLOCK, ev->addr);
-    if (!e) {
-        warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: no live block there",
-             trace_op_name(ev->op), (unsigned long long)ev->addr);
-        return;
-    }
-    row->size = (int64_t)e->size;
-    row->requested_size = (int64_t)e->requested;
-    row->segment_id = e->segment_id;
-    row->alloc_event_id = e->event_id;
-    if (ev->op == TRACE_OP_FREE_REQUESTED) {
-        if (e->in_model && am_block_mark_pending(d->model, e->addr) != AM_OK)
-            warn(rp, row->event_id, "double_free", "free_requested of 0x%llx twice",
-                 (unsigned long long)e->addr);
-        return;
-    }
-    block_ends(rp, d, e, row->event_id > 0);
-}
-
-/* cuMemCreate handles and cuMemAddressReserve ranges: lifetimes; physical
- * memory also counts as reserved. */
-static void other_lifetime(replay *rp, const trace_event *ev, db_event_row *row) {
-    device_state *d = &rp->dev[ev->device];
-    int phys = ev->op == TRACE_OP_PHYS_CREATE || ev->op == TRACE_OP_PHYS_RELEASE;
-    enum space space = phys ? SPACE_PHYS : SPACE_VA;
-    int begins = ev->op == TRACE_OP_PHYS_CREATE || ev->op == TRACE_OP_VA_RESERVE;
-    live_entry *e = entry_get(rp, ev->device, space, ev->addr);
-    if (begins) {
-        if (e)
-            entry_drop(rp, e);
-        if (!(e = entry_new(rp, ev->device, space, ev->addr)))
-            return;
-        e->event_id = row->event_id;
-        e->size = ev->size;
-        e->kind = ev->kind;
-        if (phys && ev->kind == TRACE_KIND_DEVICE)
-            d->phys_bytes += ev->size;
-        return;
-    }
-    if (!e) {
-        warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: nothing live there",
-             trace_op_name(ev->op), (unsigned long long)ev->addr);
-        return;
-    }
-    row->alloc_event_id = e->event_id;
-    row->size = (int64_t)e->size;
-    if (phys && e->kind == TRACE_KIND_DEVICE)
-        d->phys_bytes -= e->size;
-    entry_drop(rp, e);
-}
-
-static int on_event(replay *rp, const trace_event *ev) {
-    if (ev->device >= MAX_DEVICES) {
-        warn(rp, DB_NULL, "device_out_of_range", "event on device %u ignored", ev->device);
-        return 0;
-    }
-    int seed = rp->in_seed;
-    if (!seed && !rp->seed_rows_written && write_seed_rows(rp) != 0)
-        return -1;
-    db_event_row row = {
-        .event_id = seed ? rp->next_seed_id++ : ++rp->last_event_id,
-        .ts_ns = seed ? 0 : (int64_t)ev->ts_ns - rp->t0,
-        .device = ev->device,
-        .op = ev->op,
-        .level = ev->level,
-        .kind = ev->kind,
-        .source = ev->source,
-        .addr = (int64_t)ev->addr,
-        .size = (int64_t)ev->size,
-        .requested_size = (int64_t)ev->requested,
-        .stream = (int64_t)ev->stream,
-        .pool = ev->pool ? (int64_t)ev->pool : DB_NULL,
-        .tid = ev->tid ? (int64_t)ev->tid : DB_NULL,
-        .stack_id = ev->stack_id ? (int64_t)ev->stack_id : DB_NULL,
-        .segment_id = DB_NULL,
-        .alloc_event_id = DB_NULL,
-    };
-    if (seed)
-        rp->seed_seen++;
-    else if (row.ts_ns > rp->last_ts)
-        rp->last_ts = row.ts_ns;
-    rp->dev[ev->device].present = 1;
-    switch (ev->op) {
-    case TRACE_OP_ALLOC:
-        if (ev->level == TRACE_LEVEL_SEGMENT)
-            segment_alloc(rp, ev, &row);
-        else
-            block_alloc(rp, ev, &row);
-        break;
-    case TRACE_OP_FREE:
-        if (ev->level == TRACE_LEVEL_SEGMENT)
-            segment_free(rp, ev, &row);
-        else
-            block_free(rp, ev, &row);
-        break;
-    case TRACE_OP_FREE_REQUESTED:
-        block_free(rp, ev, &row);
-        break;
-    case TRACE_OP_MAP:
-        segment_map(rp, ev, &row);
-        break;
-    case TRACE_OP_UNMAP:
-        segment_unmap(rp, ev, &row);
-        break;
-    case TRACE_OP_PHYS_CREATE:
-    case TRACE_OP_PHYS_RELEASE:
-    case TRACE_OP_VA_RESERVE:
-    case TRACE_OP_VA_FREE:
-        other_lifetime(rp, ev, &row);
-        break;
-    default: /* pool_trim, alloc_failed, oom: the row is the whole story */
-        row.addr = DB_NULL;
-        break;
-    }
-    return rp->failed ? -1 : write_row(rp, &row);
 }
 
 /* ---- the other records ---------------------------------------------------- */
@@ -861,7 +326,7 @@ static long find_open(const replay *rp, int is_push, uint64_t key) {
 static int on_marker(replay *rp, const trace_marker *m) {
     if (m->kind == TRACE_MARK_SEED_END) {
         rp->in_seed = 0;
-        return write_seed_rows(rp);
+        return replay_write_seed_rows(rp);
     }
     int64_t ts = (int64_t)m->ts_ns - rp->t0;
     uint32_t name_id = m->name_id;
@@ -871,9 +336,9 @@ static int on_marker(replay *rp, const trace_marker *m) {
     int is_push = m->kind == TRACE_MARK_RANGE_PUSH || m->kind == TRACE_MARK_RANGE_POP;
     uint64_t key = is_push ? m->tid : m->range_id;
     if (opens) {
-        if (grow((void **)&rp->open_markers, &rp->open_cap, rp->open_len,
-                 sizeof *rp->open_markers) != 0)
-            return fail(rp, "out of memory");
+        if (replay_grow((void **)&rp->open_markers, &rp->open_cap, rp->open_len,
+                        sizeof *rp->open_markers) != 0)
+            return replay_fail(rp, "out of memory");
         rp->open_markers[rp->open_len++] = (struct open_marker){key, id, name_id, is_push};
     } else if (closes) {
         long i = find_open(rp, is_push, key);
@@ -886,41 +351,41 @@ static int on_marker(replay *rp, const trace_marker *m) {
             rp->open_len--;
         }
     }
-    const char *name = string_of(rp, name_id);
+    const char *name = replay_string(rp, name_id);
     db_marker_row row = {.marker_id = id,
                          .ts_ns = ts,
                          .tid = m->tid ? (int64_t)m->tid : DB_NULL,
                          .kind = marker_kind_text(m->kind),
                          .name = name,
-                         .domain = string_of(rp, m->domain_id),
+                         .domain = replay_string(rp, m->domain_id),
                          .begin_marker_id = begin};
-    int ended = steps_marker(rp->steps, m->kind, m->tid, m->range_id, string_of(rp, m->name_id),
+    int ended = steps_marker(rp->steps, m->kind, m->tid, m->range_id, replay_string(rp, m->name_id),
                              m->value, ts, rp->last_event_id);
     if (ended < 0)
-        return fail(rp, "out of memory");
+        return replay_fail(rp, "out of memory");
     if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
-        return fail(rp, "%s", db_writer_error(rp->db));
-    return db_ok(rp, db_writer_marker(rp->db, &row));
+        return replay_fail(rp, "%s", db_writer_error(rp->db));
+    return replay_db_ok(rp, db_writer_marker(rp->db, &row));
 }
 
 static int on_record(replay *rp, const trace_record *rec) {
     switch (rec->kind) {
     case TRACE_REC_EVENT:
-        return on_event(rp, &rec->u.event);
+        return replay_event(rp, &rec->u.event);
     case TRACE_REC_MARKER:
         return on_marker(rp, &rec->u.marker);
     case TRACE_REC_STRING: {
         uint32_t id = rec->u.string.string_id;
-        if (grow((void **)&rp->strings, &rp->strings_cap, id, sizeof *rp->strings) != 0)
-            return fail(rp, "out of memory");
+        if (replay_grow((void **)&rp->strings, &rp->strings_cap, id, sizeof *rp->strings) != 0)
+            return replay_fail(rp, "out of memory");
         free(rp->strings[id]);
         rp->strings[id] = strdup(rec->u.string.text.ptr);
-        return rp->strings[id] ? 0 : fail(rp, "out of memory");
+        return rp->strings[id] ? 0 : replay_fail(rp, "out of memory");
     }
     case TRACE_REC_FRAME: {
         uint32_t id = rec->u.frame.frame_id;
-        if (grow((void **)&rp->frames, &rp->frames_cap, id, sizeof *rp->frames) != 0)
-            return fail(rp, "out of memory");
+        if (replay_grow((void **)&rp->frames, &rp->frames_cap, id, sizeof *rp->frames) != 0)
+            return replay_fail(rp, "out of memory");
         rp->frames[id].frame = rec->u.frame;
         rp->frames[id].known = 1;
         return 0;
@@ -933,20 +398,22 @@ static int on_record(replay *rp, const trace_record *rec) {
     }
     case TRACE_REC_STACK: {
         const trace_stack *s = &rec->u.stack;
-        return db_ok(rp, db_writer_stack(rp->db, s->stack_id, s->parent_id ? s->parent_id : DB_NULL,
-                                         s->frame_id ? s->frame_id : DB_NULL));
+        return replay_db_ok(rp, db_writer_stack(rp->db, s->stack_id,
+                                                s->parent_id ? s->parent_id : DB_NULL,
+                                                s->frame_id ? s->frame_id : DB_NULL));
     }
     case TRACE_REC_MODULE: {
         const trace_module *m = &rec->u.module;
         char hex[2 * 64 + 1] = "";
         for (uint32_t i = 0; i < m->build_id.len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", (uint8_t)m->build_id.ptr[i]);
-        if (grow((void **)&rp->modules, &rp->modules_cap, m->module_id, sizeof *rp->modules) != 0)
-            return fail(rp, "out of memory");
+        if (replay_grow((void **)&rp->modules, &rp->modules_cap, m->module_id,
+                        sizeof *rp->modules) != 0)
+            return replay_fail(rp, "out of memory");
         free(rp->modules[m->module_id]);
         rp->modules[m->module_id] = strdup(m->path.ptr);
-        return db_ok(rp, db_writer_module(rp->db, m->module_id, m->path.ptr, hex[0] ? hex : NULL,
-                                          (int64_t)m->base));
+        return replay_db_ok(rp, db_writer_module(rp->db, m->module_id, m->path.ptr,
+                                                 hex[0] ? hex : NULL, (int64_t)m->base));
     }
     case TRACE_REC_DEVICE: {
         uint32_t dev = rec->u.device.device;
@@ -960,9 +427,10 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_COUNTER: {
         const trace_counter *c = &rec->u.counter;
         int pool = c->kind == TRACE_COUNTER_POOL_RESERVED || c->kind == TRACE_COUNTER_POOL_USED;
-        return db_ok(rp, db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, rp->last_event_id,
-                                           c->device, trace_counter_kind_name(c->kind),
-                                           pool ? (int64_t)c->key : DB_NULL, (int64_t)c->value));
+        return replay_db_ok(rp,
+                            db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, rp->last_event_id,
+                                              c->device, trace_counter_kind_name(c->kind),
+                                              pool ? (int64_t)c->key : DB_NULL, (int64_t)c->value));
     }
     case TRACE_REC_PROCESS: {
         const trace_process *p = &rec->u.process;
@@ -974,11 +442,12 @@ static int on_record(replay *rp, const trace_record *rec) {
         db_writer_meta_text(rp->db, "clock_source", p->clock_source.ptr);
         db_writer_meta_text(rp->db, "producer", p->producer.ptr);
         int64_t t0_unix = (int64_t)p->wall_anchor_ns + (rp->t0 - (int64_t)p->clock_anchor_ns);
-        return db_ok(rp, db_writer_meta_int(rp->db, "t0_unix_ns", t0_unix));
+        return replay_db_ok(rp, db_writer_meta_int(rp->db, "t0_unix_ns", t0_unix));
     }
     case TRACE_REC_END:
         db_writer_meta_int(rp->db, "clean_shutdown", (rec->u.end.flags & TRACE_END_CLEAN) != 0);
-        return db_ok(rp, db_writer_meta_int(rp->db, "dropped_events", (int64_t)rec->u.end.dropped));
+        return replay_db_ok(
+            rp, db_writer_meta_int(rp->db, "dropped_events", (int64_t)rec->u.end.dropped));
     default:
         return 0;
     }
@@ -987,7 +456,7 @@ static int on_record(replay *rp, const trace_record *rec) {
 /* ---- the end ---------------------------------------------------------------- */
 
 static int finish(replay *rp, const trace_reader *r) {
-    if (!rp->seed_rows_written && write_seed_rows(rp) != 0)
+    if (!rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
         return -1;
     /* frames: names from their SYMBOL records (native) or their own fields */
     for (size_t id = 1; id < rp->frames_cap; id++) {
@@ -1001,34 +470,35 @@ static int finish(replay *rp, const trace_reader *r) {
         int64_t line = native && sym->function_id ? sym->line : f->line;
         const char *module =
             native && f->module_id < rp->modules_cap ? rp->modules[f->module_id] : NULL;
-        if (db_ok(rp, db_writer_frame(rp->db, (int64_t)id, string_of(rp, fn), string_of(rp, file),
-                                      line ? line : DB_NULL, module,
-                                      native ? (int64_t)f->ip : DB_NULL, 0)) != 0)
+        if (replay_db_ok(rp, db_writer_frame(rp->db, (int64_t)id, replay_string(rp, fn),
+                                             replay_string(rp, file), line ? line : DB_NULL, module,
+                                             native ? (int64_t)f->ip : DB_NULL, 0)) != 0)
             return -1;
     }
     /* what was allocated during the recording and is still live: never freed */
     for (size_t i = 0; i < rp->entries_len; i++) {
         live_entry *e = &rp->entries[i];
         int block = e->space == SPACE_BLOCK || (e->space == SPACE_SEGMENT && e->whole_block);
-        uint32_t *v = addr_map_get(&rp->live, space_key(e->device, (enum space)e->space), e->addr);
+        uint32_t *v =
+            addr_map_get(&rp->live, replay_space_key(e->device, (enum space)e->space), e->addr);
         if (!block || e->kind != TRACE_KIND_DEVICE || e->event_id <= 0 || e->ended || !v || *v != i)
             continue;
         if (site_stats_never_freed(rp->sites, e->device, e->stack_id == DB_NULL ? 0 : e->stack_id,
                                    (int64_t)e->requested) != 0)
-            return fail(rp, "out of memory");
+            return replay_fail(rp, "out of memory");
     }
     if (site_stats_finish(rp->sites, rp->db) != 0)
-        return fail(rp, "%s", db_writer_error(rp->db));
+        return replay_fail(rp, "%s", db_writer_error(rp->db));
     /* live segments: their rows, with no end */
     for (size_t i = 0; i < rp->entries_len; i++) {
         live_entry *e = &rp->entries[i];
         if (e->space != SPACE_SEGMENT || e->ended ||
-            !addr_map_get(&rp->live, space_key(e->device, SPACE_SEGMENT), e->addr))
+            !addr_map_get(&rp->live, replay_space_key(e->device, SPACE_SEGMENT), e->addr))
             continue;
-        uint32_t *v = addr_map_get(&rp->live, space_key(e->device, SPACE_SEGMENT), e->addr);
+        uint32_t *v = addr_map_get(&rp->live, replay_space_key(e->device, SPACE_SEGMENT), e->addr);
         if (*v != i)
             continue;
-        if (write_segment_row(rp, e, DB_NULL, DB_NULL, DB_NULL) != 0)
+        if (replay_write_segment_row(rp, e, DB_NULL, DB_NULL, DB_NULL) != 0)
             return -1;
     }
     for (uint32_t i = 0; i < MAX_DEVICES; i++) {
@@ -1050,7 +520,7 @@ static int finish(replay *rp, const trace_reader *r) {
                              d->present ? d->frees : DB_NULL,
                              d->present ? d->ooms : DB_NULL,
                              d->present ? d->alloc_failed : DB_NULL};
-        if (db_ok(rp, db_writer_device(rp->db, &row)) != 0)
+        if (replay_db_ok(rp, db_writer_device(rp->db, &row)) != 0)
             return -1;
     }
     size_t nsteps;
@@ -1060,7 +530,7 @@ static int finish(replay *rp, const trace_reader *r) {
         db_step_row row = {s->step,           s->name,
                            s->begin_ts,       s->open ? DB_NULL : s->end_ts,
                            s->begin_event_id, s->end_event_id};
-        if (db_ok(rp, db_writer_step(rp->db, &row)) != 0)
+        if (replay_db_ok(rp, db_writer_step(rp->db, &row)) != 0)
             return -1;
     }
     rp->sum->steps = nsteps;
@@ -1068,7 +538,8 @@ static int finish(replay *rp, const trace_reader *r) {
     for (size_t i = 0; i < trace_reader_warning_count(r); i++) {
         const char *w = trace_reader_warning(r, i);
         if (w)
-            warn(rp, DB_NULL, strstr(w, "truncated") ? "truncated" : "corrupt_frame", "%s", w);
+            replay_warn(rp, DB_NULL, strstr(w, "truncated") ? "truncated" : "corrupt_frame", "%s",
+                        w);
     }
     db_writer_meta_int(rp->db, "format_version", trace_reader_version(r));
     db_writer_meta_int(rp->db, "recorded_events", rp->last_event_id);
@@ -1123,7 +594,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
     scan_result sr;
-    int rc = rp->steps && rp->sites ? scan(rp, trace_path, &sr) : fail(rp, "out of memory");
+    int rc = rp->steps && rp->sites ? scan(rp, trace_path, &sr) : replay_fail(rp, "out of memory");
     trace_reader *r = NULL;
     if (rc == 0) {
         rp->t0 = sr.first_ts;
@@ -1140,7 +611,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
                 continue;
             ndev++;
             if (!(d->model = am_model_new(NULL)))
-                rc = fail(rp, "out of memory");
+                rc = replay_fail(rp, "out of memory");
         }
         /* Seed events, then one seed row per device, end at event_id 0. */
         rp->next_seed_id = 1 - (int64_t)sr.seed_events - ndev;
@@ -1156,7 +627,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
             !rp->dev[rec.u.event.device].model) {
             rp->dev[rec.u.event.device].present = 1; /* not seen by the scan: damage */
             if (!(rp->dev[rec.u.event.device].model = am_model_new(NULL)))
-                rc = fail(rp, "out of memory");
+                rc = replay_fail(rp, "out of memory");
         }
         if (rc == 0)
             rc = on_record(rp, &rec);
@@ -1165,7 +636,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
                           trace_reader_get_stats(r)->file_bytes);
     }
     if (rc == 0 && more < 0)
-        rc = fail(rp, "%s: %s", trace_path, trace_reader_error(r));
+        rc = replay_fail(rp, "%s: %s", trace_path, trace_reader_error(r));
     if (rc == 0)
         rc = finish(rp, r);
     trace_reader_close(r);

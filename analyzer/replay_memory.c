@@ -1,0 +1,454 @@
+/* replay_memory.c — what a memory event does to the replay's state.
+ *
+ * Segments (alloc, map, free, unmap, joining CUPTI's and PyTorch's reports
+ * of the same memory), blocks (placed with PyTorch's split rule when only
+ * the request is known, pending frees, frees), VMM handles and ranges, and
+ * the per-site accounting each of them moves. The rules are listed atop
+ * replay.c; this file applies them, one function per kind of event. */
+#include "replay_state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- segments ------------------------------------------------------------ */
+
+int replay_write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
+                             int64_t free_event_id, int64_t free_stack) {
+    db_segment_row row = {
+        .segment_id = e->event_id,
+        .device = e->device,
+        .kind = trace_kind_name(e->kind),
+        .addr = (int64_t)e->addr,
+        .size = (int64_t)e->size,
+        .requested_size = e->requested != e->size ? (int64_t)e->requested : DB_NULL,
+        .stream = (int64_t)e->stream,
+        .pool = e->pool ? (int64_t)e->pool : DB_NULL,
+        .mapped = e->mapped,
+        .whole_block = e->whole_block,
+        .tid = e->tid ? (int64_t)e->tid : DB_NULL,
+        .alloc_ts_ns = e->alloc_ts,
+        .free_ts_ns = free_ts,
+        .free_event_id = free_event_id,
+        .stack_id = e->stack_id,
+        .driver_stack_id = e->driver_stack_id,
+        .free_stack_id = free_stack,
+    };
+    return replay_db_ok(rp, db_writer_segment(rp->db, &row));
+}
+
+/* A block of device memory (or a whole-block segment) begins (+1) or ends
+ * (-1) its life: its site's live bytes move. `counted`: the event is a
+ * recorded alloc or free (not the seed, not a correction of the replay). */
+static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
+    if (e->kind != TRACE_KIND_DEVICE)
+        return;
+    int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
+    if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
+        replay_fail(rp, "out of memory");
+    if (sign > 0)
+        site_stats_alloc(rp->sites, e->device, e->event_id, (int64_t)e->size, stack);
+    if (counted && sign > 0)
+        rp->dev[e->device].allocs++;
+    else if (counted)
+        rp->dev[e->device].frees++;
+}
+
+/* A block's life ends: out of the model (or the orphans), out of its site,
+ * out of the live table. */
+static void block_ends(replay *rp, device_state *d, live_entry *e, int counted) {
+    if (e->in_model)
+        am_block_release(d->model, e->addr);
+    else if (e->kind == TRACE_KIND_DEVICE) {
+        d->orphan_allocated -= e->size;
+        d->orphan_requested -= e->requested;
+    }
+    site_life(rp, e, -1, counted);
+    live_drop(rp, e);
+}
+
+/* A block lands in a segment that was counted as one whole block: from now
+ * on an allocator sub-allocates it, so the whole block goes away. */
+static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
+    if (!d->whole_blocks) /* the common case: nothing to look up */
+        return;
+    am_segment_info seg;
+    if (am_segment_lookup(d->model, addr, &seg) != AM_OK || !seg.tag)
+        return;
+    live_entry *s = &rp->entries[seg.tag - 1];
+    if (s->whole_block) {
+        am_block_release(d->model, s->addr);
+        site_life(rp, s, -1, 0);
+        s->whole_block = 0;
+        d->whole_blocks--;
+    }
+}
+
+static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
+    int torch = ev->source == TRACE_SOURCE_TORCH;
+    uint8_t bit = (uint8_t)(1u << ev->source);
+    if (e && !e->ended && !(e->sources & bit)) {
+        /* The other source's report of the same memory: one segment. */
+        e->sources |= bit;
+        row->segment_id = e->event_id;
+        if (torch) { /* PyTorch's stack (with Python frames) leads */
+            e->driver_stack_id = e->stack_id;
+            e->stack_id = row->stack_id;
+            if (e->whole_block) {
+                am_block_release(d->model, e->addr);
+                site_life(rp, e, -1, 0);
+                e->whole_block = 0;
+                d->whole_blocks--;
+            }
+        } else {
+            e->driver_stack_id = row->stack_id;
+        }
+        if (ev->size != e->size)
+            replay_warn(rp, row->event_id, "segment_size_mismatch",
+                        "segment at 0x%llx reported as %llu bytes by %s and %llu by %s",
+                        (unsigned long long)ev->addr, (unsigned long long)ev->size,
+                        trace_source_name(ev->source), (unsigned long long)e->size,
+                        e->sources & 1 ? "cupti" : "torch");
+        return;
+    }
+    if (e) { /* a second alloc at a live segment's address */
+        replay_warn(rp, row->event_id, "segment_overlap",
+                    "%s segment alloc at 0x%llx while a segment there is live (event %lld)",
+                    trace_source_name(ev->source), (unsigned long long)ev->addr,
+                    (long long)e->event_id);
+        return;
+    }
+    e = live_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
+    if (!e)
+        return;
+    e->event_id = row->event_id;
+    e->alloc_ts = row->ts_ns;
+    e->size = ev->size;
+    e->requested = ev->requested;
+    e->stream = ev->stream;
+    e->pool = ev->pool;
+    e->tid = ev->tid;
+    e->kind = ev->kind;
+    e->sources = bit;
+    e->stack_id = row->stack_id;
+    e->driver_stack_id = DB_NULL;
+    row->segment_id = e->event_id;
+    if (ev->kind != TRACE_KIND_DEVICE)
+        return;
+    am_error err = am_segment_insert(d->model, ev->addr, ev->size, ev->stream, live_tag(rp, e));
+    if (err != AM_OK) {
+        replay_warn(rp, row->event_id, "segment_overlap", "segment [0x%llx, +%llu): %s",
+                    (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
+        return;
+    }
+    e->in_model = 1;
+    if (!torch && !addr_map_get(&rp->torch_segments, ev->device, ev->addr)) {
+        /* Nobody sub-allocates it (yet): the segment is one block. */
+        am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream, 0);
+        e->whole_block = 1;
+        d->whole_blocks++;
+        site_life(rp, e, +1, row->event_id > 0);
+    }
+}
+
+/* Releases what a segment still holds when it goes (its frees were lost). */
+static void release_blocks_inside(replay *rp, device_state *d, const live_entry *seg,
+                                  int64_t event_id) {
+    am_segment_info info;
+    if (am_segment_lookup(d->model, seg->addr, &info) != AM_OK)
+        return;
+    const am_segment *s = am_first_segment(d->model);
+    while (s) {
+        am_segment_info si;
+        am_segment_get(s, &si);
+        if (si.addr == info.addr)
+            break;
+        s = am_next_segment(s);
+    }
+    uint64_t forced = 0;
+    for (int again = 1; s && again;) {
+        again = 0;
+        for (const am_block *b = am_segment_first_block(d->model, s); b; b = am_next_block(b)) {
+            am_block_info bi;
+            am_block_get(b, &bi);
+            if (bi.state == AM_BLOCK_INACTIVE)
+                continue;
+            if (bi.tag)
+                block_ends(rp, d, &rp->entries[bi.tag - 1], 0);
+            else
+                am_block_release(d->model, bi.addr);
+            forced++;
+            again = 1; /* the walk's handles died with the change */
+            break;
+        }
+    }
+    if (forced && !seg->whole_block)
+        replay_warn(rp, event_id, "segment_free_in_use",
+                    "segment at 0x%llx freed with %llu live blocks inside; they end with it",
+                    (unsigned long long)seg->addr, (unsigned long long)forced);
+}
+
+static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
+    if (!e) {
+        replay_warn(rp, row->event_id, "free_unknown", "%s segment free at 0x%llx: no live segment",
+                    trace_source_name(ev->source), (unsigned long long)ev->addr);
+        return;
+    }
+    row->segment_id = e->event_id;
+    row->size = (int64_t)e->size;
+    row->requested_size = (int64_t)e->requested;
+    if (e->ended) { /* the joined partner's free: the lifetime already ended */
+        live_drop(rp, e);
+        return;
+    }
+    row->alloc_event_id = e->event_id;
+    if (e->in_model) {
+        if (e->whole_block) {
+            am_block_release(d->model, e->addr);
+            site_life(rp, e, -1, row->event_id > 0);
+            d->whole_blocks--;
+        }
+        release_blocks_inside(rp, d, e, row->event_id);
+        am_segment_remove(d->model, e->addr);
+    }
+    replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
+    /* When both CUPTI and PyTorch reported it, the other free is still to come. */
+    if ((e->sources & (e->sources - 1)) != 0) {
+        e->ended = 1;
+        e->sources &= (uint8_t) ~(1u << ev->source);
+    } else {
+        live_drop(rp, e);
+    }
+}
+
+static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    if (live_get(rp, ev->device, SPACE_SEGMENT, ev->addr)) {
+        segment_alloc(rp, ev, row); /* joins the other source's report */
+        return;
+    }
+    live_entry *e = live_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
+    if (!e)
+        return;
+    e->event_id = row->segment_id = row->event_id;
+    e->alloc_ts = row->ts_ns;
+    e->size = e->requested = ev->size;
+    e->stream = ev->stream;
+    e->tid = ev->tid;
+    e->kind = ev->kind;
+    e->mapped = 1;
+    e->sources = (uint8_t)(1u << ev->source);
+    e->stack_id = row->stack_id;
+    e->driver_stack_id = DB_NULL;
+    if (ev->kind != TRACE_KIND_DEVICE)
+        return;
+    am_error err = am_segment_map(d->model, ev->addr, ev->size, ev->stream, live_tag(rp, e));
+    if (err != AM_OK) {
+        replay_warn(rp, row->event_id, "segment_overlap", "map [0x%llx, +%llu): %s",
+                    (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
+        return;
+    }
+    e->in_model = 1;
+    d->mapped_bytes += ev->size;
+}
+
+static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
+    uint64_t size = e ? e->size : ev->size;
+    if (e) {
+        row->segment_id = row->alloc_event_id = e->event_id;
+        row->size = (int64_t)size;
+    }
+    if (ev->kind == TRACE_KIND_DEVICE && (!e || e->in_model)) {
+        am_error err = am_segment_unmap(d->model, ev->addr, size);
+        if (err == AM_OK)
+            d->mapped_bytes -= size;
+        else
+            replay_warn(rp, row->event_id, "unmap_unknown", "unmap [0x%llx, +%llu): %s",
+                        (unsigned long long)ev->addr, (unsigned long long)size, am_strerror(err));
+    }
+    if (e) {
+        replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
+        live_drop(rp, e);
+    }
+}
+
+/* ---- blocks ------------------------------------------------------------- */
+
+static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    live_entry *e = live_get(rp, ev->device, SPACE_BLOCK, ev->addr);
+    if (e) {
+        replay_warn(
+            rp, row->event_id, "double_alloc",
+            "block alloc at 0x%llx while a block there is live (event %lld); the old one ends",
+            (unsigned long long)ev->addr, (long long)e->event_id);
+        block_ends(rp, d, e, 0);
+    }
+    e = live_new(rp, ev->device, SPACE_BLOCK, ev->addr);
+    if (!e)
+        return;
+    e->event_id = row->event_id;
+    e->size = ev->size;
+    e->requested = ev->requested;
+    e->kind = ev->kind;
+    e->stack_id = row->stack_id;
+    e->segment_id = DB_NULL;
+    if (ev->kind != TRACE_KIND_DEVICE)
+        return;
+    end_whole_block(rp, d, ev->addr);
+    am_error err;
+    am_block_info placed;
+    /* PyTorch's history gives the request; its size is then the rounded
+     * request and the split rule decides the block. A larger size (a block
+     * from a snapshot's final state) is the block's real size. */
+    if (ev->source == TRACE_SOURCE_TORCH &&
+        ev->size <= am_round_size(ev->requested ? ev->requested : 1)) {
+        err = am_block_place_requested(d->model, ev->addr, ev->requested ? ev->requested : 1,
+                                       ev->stream, live_tag(rp, e), &placed);
+        if (err == AM_OK)
+            e->size = placed.size;
+    } else {
+        err = am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream,
+                             live_tag(rp, e));
+    }
+    if (err == AM_OK) {
+        e->in_model = 1;
+        am_segment_info seg;
+        if (am_segment_lookup(d->model, ev->addr, &seg) == AM_OK && seg.tag)
+            e->segment_id = rp->entries[seg.tag - 1].event_id;
+    } else {
+        replay_warn(rp, row->event_id,
+                    err == AM_ERR_NO_SEGMENT ? "block_outside_segment" : "block_overlap",
+                    "block [0x%llx, +%llu): %s; counted on its own", (unsigned long long)ev->addr,
+                    (unsigned long long)ev->size, am_strerror(err));
+        d->orphan_allocated += e->size;
+        d->orphan_requested += e->requested;
+    }
+    row->size = (int64_t)e->size;
+    row->segment_id = e->segment_id;
+    site_life(rp, e, +1, row->event_id > 0);
+}
+
+static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    live_entry *e = live_get(rp, ev->device, SPACE_BLOCK, ev->addr);
+    if (!e) {
+        replay_warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: no live block there",
+                    trace_op_name(ev->op), (unsigned long long)ev->addr);
+        return;
+    }
+    row->size = (int64_t)e->size;
+    row->requested_size = (int64_t)e->requested;
+    row->segment_id = e->segment_id;
+    row->alloc_event_id = e->event_id;
+    if (ev->op == TRACE_OP_FREE_REQUESTED) {
+        if (e->in_model && am_block_mark_pending(d->model, e->addr) != AM_OK)
+            replay_warn(rp, row->event_id, "double_free", "free_requested of 0x%llx twice",
+                        (unsigned long long)e->addr);
+        return;
+    }
+    block_ends(rp, d, e, row->event_id > 0);
+}
+
+/* cuMemCreate handles and cuMemAddressReserve ranges: lifetimes; physical
+ * memory also counts as reserved. */
+static void other_lifetime(replay *rp, const trace_event *ev, db_event_row *row) {
+    device_state *d = &rp->dev[ev->device];
+    int phys = ev->op == TRACE_OP_PHYS_CREATE || ev->op == TRACE_OP_PHYS_RELEASE;
+    enum space space = phys ? SPACE_PHYS : SPACE_VA;
+    int begins = ev->op == TRACE_OP_PHYS_CREATE || ev->op == TRACE_OP_VA_RESERVE;
+    live_entry *e = live_get(rp, ev->device, space, ev->addr);
+    if (begins) {
+        if (e)
+            live_drop(rp, e);
+        if (!(e = live_new(rp, ev->device, space, ev->addr)))
+            return;
+        e->event_id = row->event_id;
+        e->size = ev->size;
+        e->kind = ev->kind;
+        if (phys && ev->kind == TRACE_KIND_DEVICE)
+            d->phys_bytes += ev->size;
+        return;
+    }
+    if (!e) {
+        replay_warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: nothing live there",
+                    trace_op_name(ev->op), (unsigned long long)ev->addr);
+        return;
+    }
+    row->alloc_event_id = e->event_id;
+    row->size = (int64_t)e->size;
+    if (phys && e->kind == TRACE_KIND_DEVICE)
+        d->phys_bytes -= e->size;
+    live_drop(rp, e);
+}
+
+int replay_event(replay *rp, const trace_event *ev) {
+    if (ev->device >= MAX_DEVICES) {
+        replay_warn(rp, DB_NULL, "device_out_of_range", "event on device %u ignored", ev->device);
+        return 0;
+    }
+    int seed = rp->in_seed;
+    if (!seed && !rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
+        return -1;
+    db_event_row row = {
+        .event_id = seed ? rp->next_seed_id++ : ++rp->last_event_id,
+        .ts_ns = seed ? 0 : (int64_t)ev->ts_ns - rp->t0,
+        .device = ev->device,
+        .op = ev->op,
+        .level = ev->level,
+        .kind = ev->kind,
+        .source = ev->source,
+        .addr = (int64_t)ev->addr,
+        .size = (int64_t)ev->size,
+        .requested_size = (int64_t)ev->requested,
+        .stream = (int64_t)ev->stream,
+        .pool = ev->pool ? (int64_t)ev->pool : DB_NULL,
+        .tid = ev->tid ? (int64_t)ev->tid : DB_NULL,
+        .stack_id = ev->stack_id ? (int64_t)ev->stack_id : DB_NULL,
+        .segment_id = DB_NULL,
+        .alloc_event_id = DB_NULL,
+    };
+    if (seed)
+        rp->seed_seen++;
+    else if (row.ts_ns > rp->last_ts)
+        rp->last_ts = row.ts_ns;
+    rp->dev[ev->device].present = 1;
+    switch (ev->op) {
+    case TRACE_OP_ALLOC:
+        if (ev->level == TRACE_LEVEL_SEGMENT)
+            segment_alloc(rp, ev, &row);
+        else
+            block_alloc(rp, ev, &row);
+        break;
+    case TRACE_OP_FREE:
+        if (ev->level == TRACE_LEVEL_SEGMENT)
+            segment_free(rp, ev, &row);
+        else
+            block_free(rp, ev, &row);
+        break;
+    case TRACE_OP_FREE_REQUESTED:
+        block_free(rp, ev, &row);
+        break;
+    case TRACE_OP_MAP:
+        segment_map(rp, ev, &row);
+        break;
+    case TRACE_OP_UNMAP:
+        segment_unmap(rp, ev, &row);
+        break;
+    case TRACE_OP_PHYS_CREATE:
+    case TRACE_OP_PHYS_RELEASE:
+    case TRACE_OP_VA_RESERVE:
+    case TRACE_OP_VA_FREE:
+        other_lifetime(rp, ev, &row);
+        break;
+    default: /* pool_trim, alloc_failed, oom: the row is the whole story */
+        row.addr = DB_NULL;
+        break;
+    }
+    return rp->failed ? -1 : replay_write_row(rp, &row);
+}

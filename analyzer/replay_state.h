@@ -1,0 +1,140 @@
+/* replay_state.h — the replay's state, shared by replay.c (records, rows,
+ * the end) and replay_memory.c (what memory events do to segments and
+ * blocks). Internal to the analyzer: nothing outside these two includes it.
+ *
+ * Ownership: replay_trace (replay.c) creates one `replay`, runs both passes
+ * and frees everything it holds. */
+#ifndef GMT_REPLAY_STATE_H
+#define GMT_REPLAY_STATE_H
+
+#include "replay.h"
+
+#include "addr_map.h"
+#include "alloc_model.h"
+#include "site_stats.h"
+#include "steps.h"
+#include "trace_format.h"
+
+#include <stdint.h>
+
+#define MAX_DEVICES 256
+#define BUCKETS 4096
+#define WARNINGS_PER_CODE 100
+
+enum space { SPACE_SEGMENT, SPACE_BLOCK, SPACE_PHYS, SPACE_VA, SPACE_COUNT };
+
+typedef struct live_entry {
+    int64_t event_id, alloc_ts, stack_id, driver_stack_id, segment_id;
+    uint64_t addr, size, requested, stream, pool;
+    uint32_t tid, device, next_free;
+    uint8_t space, kind, sources, in_model, whole_block, mapped, ended;
+} live_entry;
+
+typedef struct bucket_acc {
+    int64_t index, first_id, last_id, events;
+    int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
+} bucket_acc;
+
+typedef struct device_state {
+    int present;
+    am_model *model;
+    uint64_t orphan_allocated, orphan_requested; /* device blocks outside every segment */
+    uint64_t phys_bytes, mapped_bytes;
+    uint64_t whole_blocks; /* live segments counted as one block (see end_whole_block) */
+    int uses_phys;         /* the trace has cuMemCreate on this device */
+    int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
+    int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
+    char *name;
+    int64_t total_bytes;
+    bucket_acc bucket;
+} device_state;
+
+typedef struct warning_code_count {
+    const char *code;
+    uint64_t count;
+} warning_code_count;
+
+typedef struct replay {
+    db_writer *db;
+    const replay_options *opt;
+    char *err;
+    size_t errlen;
+    int failed;
+
+    device_state dev[MAX_DEVICES];
+    live_entry *entries;
+    size_t entries_len, entries_cap;
+    uint32_t free_entry; /* head of the free list, 1-based; 0 = none */
+    addr_map live;
+    addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
+
+    char **strings;
+    size_t strings_cap;
+    struct frame_info {
+        trace_frame frame;
+        trace_symbol_entry symbol; /* innermost entry of a native frame's inline chain */
+        uint8_t known;
+    } * frames;
+    size_t frames_cap;
+    char **modules;
+    size_t modules_cap;
+
+    /* time and ids */
+    int64_t t0;
+    int64_t bucket_ns;
+    uint64_t seed_events_total, seed_seen;
+    int in_seed;
+    int64_t next_seed_id, last_event_id;
+    int64_t last_ts;
+    int seed_rows_written;
+    uint64_t marker_count;
+
+    step_tracker *steps;
+    site_stats *sites;
+    struct open_marker {
+        uint64_t key; /* tid of a push, range id of a start */
+        int64_t marker_id;
+        uint32_t name_id;
+        int is_push;
+    } * open_markers; /* ranges not yet closed, to pair pops/ends with them */
+    size_t open_len, open_cap;
+    warning_code_count warn_counts[32];
+    uint64_t warnings_total;
+    replay_summary *sum;
+} replay;
+
+/* ---- shared helpers (replay.c) ---- */
+
+/* Records the first error (one line) and returns -1. */
+int replay_fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Turns a db_writer result into replay_fail's. */
+int replay_db_ok(replay *rp, int rc);
+/* A replay anomaly: counted, and written to `warnings` for the first
+ * WARNINGS_PER_CODE of each code. */
+void replay_warn(replay *rp, int64_t event_id, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Grows *arr (of *cap items of `item` bytes, zero-filled) to hold index `need`. */
+int replay_grow(void **arr, size_t *cap, size_t need, size_t item);
+const char *replay_string(const replay *rp, uint32_t id);
+uint64_t replay_space_key(uint32_t device, enum space space);
+
+/* The live-allocation table: (device, space, addr) -> live_entry. */
+live_entry *live_get(replay *rp, uint32_t device, enum space space, uint64_t addr);
+live_entry *live_new(replay *rp, uint32_t device, enum space space, uint64_t addr);
+void live_drop(replay *rp, live_entry *e);
+uint32_t live_tag(const replay *rp, const live_entry *e);
+
+/* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
+int replay_write_row(replay *rp, db_event_row *row);
+/* One 'seed' row per device: the state when the recording began. */
+int replay_write_seed_rows(replay *rp);
+
+/* ---- replay_memory.c ---- */
+
+/* Applies one memory event and writes its row. 0 or -1. */
+int replay_event(replay *rp, const trace_event *ev);
+/* The segments row of a segment lifetime (free_* DB_NULL while live). */
+int replay_write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
+                             int64_t free_event_id, int64_t free_stack);
+
+#endif
