@@ -3,60 +3,9 @@
  * timeline at every event of a synthetic run, and against the schema's
  * `allocations` view; and the stack labels and cross-run stack keys. */
 #include "check.h"
-#include "db_writer.h"
 #include "layout.h"
-#include "replay.h"
-#include "trace_format.h"
+#include "trace_build.h"
 #include "training_sim.h"
-
-#include <sqlite3.h>
-#include <unistd.h>
-
-static char tmpdir[] = "/tmp/gmt-layout-XXXXXX";
-static char trace_path[300], db_path[300];
-static trace_writer *w;
-static uint64_t now_ns;
-static sqlite3 *db;
-
-#define MiB (1024ULL * 1024)
-
-static void begin(void) {
-    char err[256];
-    w = trace_writer_open(trace_path, NULL, err, sizeof err);
-    CHECK(w != NULL);
-    now_ns = 1000000;
-}
-
-static void ev(trace_op op, trace_level level, trace_source source, uint64_t addr, uint64_t size,
-               uint64_t requested, uint32_t stack) {
-    now_ns += 1000;
-    trace_event e = {.ts_ns = now_ns,
-                     .addr = addr,
-                     .size = size,
-                     .requested = requested ? requested : size,
-                     .stack_id = stack,
-                     .tid = 7,
-                     .op = (uint8_t)op,
-                     .level = (uint8_t)level,
-                     .source = (uint8_t)source};
-    CHECK(trace_writer_event(w, &e) == 0);
-}
-
-static void replay_it(const char *path) {
-    char err[512];
-    CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
-    db_writer *dw = db_writer_open(path, err, sizeof err);
-    CHECK(dw != NULL);
-    replay_summary sum;
-    int rc = replay_trace(trace_path, dw, NULL, &sum, err, sizeof err);
-    if (rc != 0)
-        fprintf(stderr, "replay: %s\n", err);
-    CHECK(rc == 0);
-    CHECK(db_writer_finish(dw, err, sizeof err) == 0);
-    if (db)
-        sqlite3_close(db);
-    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-}
 
 static layout *at(int64_t event_id) {
     char err[256];
@@ -110,10 +59,10 @@ static int tiles(const layout *l) {
 /* A plain CUDA program: each segment is one allocated block. */
 static void test_whole_blocks(void) {
     begin();
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x20000000, 6 * MiB, 0, 0);
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 4 * MiB, 0, 0);
-    ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x20000000, 0, 0, 0);
-    replay_it(db_path);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 6 * MiB);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 4 * MiB);
+    cupti_segment(TRACE_OP_FREE, 0x20000000, 0);
+    replay_it(db_path, DB_READ_ONLY);
     layout *l = at(0);
     CHECK(l && l->segment_count == 0 && l->block_count == 0 && l->live_blocks == 0);
     layout_free(l);
@@ -141,13 +90,13 @@ static void test_whole_blocks(void) {
 static void test_blocks_pending(void) {
     begin();
     uint64_t s = 0x7f0000000000ULL;
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, s, 20 * MiB, 0, 0);
+    cupti_segment(TRACE_OP_ALLOC, s, 20 * MiB);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, s, 20 * MiB, 0, 0);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, s, 5 * MiB + 1, 5 * MiB + 1, 0);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, s + 6 * MiB, 2 * MiB, 2 * MiB, 0);
     ev(TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, s + 6 * MiB, 0, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, s + 6 * MiB, 0, 0, 0);
-    replay_it(db_path);
+    replay_it(db_path, DB_READ_ONLY);
     layout *l = at(4);
     CHECK(l && l->segment_count == 1 && l->block_count == 4 && tiles(l));
     if (l && l->block_count == 4) {
@@ -184,12 +133,12 @@ static void test_blocks_pending(void) {
 /* VMM: adjacent mapped ranges are one expandable segment, as PyTorch shows it. */
 static void test_vmm_join(void) {
     begin();
-    ev(TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40200000, 2 * MiB, 0, 0);
-    ev(TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 2 * MiB, 0, 0);
+    cupti_segment(TRACE_OP_MAP, 0x40200000, 2 * MiB);
+    cupti_segment(TRACE_OP_MAP, 0x40000000, 2 * MiB);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x40100000, 2 * MiB, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x40100000, 0, 0, 0);
-    ev(TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40200000, 2 * MiB, 0, 0);
-    replay_it(db_path);
+    cupti_segment(TRACE_OP_UNMAP, 0x40200000, 2 * MiB);
+    replay_it(db_path, DB_READ_ONLY);
     layout *l = at(3);
     CHECK(l && l->segment_count == 1 && l->lifetime_count == 2 && tiles(l));
     if (l && l->segment_count == 1 && l->block_count == 3) {
@@ -218,7 +167,7 @@ static void test_anomalies(void) {
     ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, 0x20000000, 0, 0, 0);   /* in use */
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x90000000, MiB, 0, 0); /* outside */
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x12345, 0, 0, 0);       /* unknown */
-    replay_it(db_path);
+    replay_it(db_path, DB_READ_ONLY);
     CHECK(sqlite3_exec(db, "SELECT 1", NULL, NULL, NULL) == SQLITE_OK);
     int64_t ids[] = {8, 3, 5, 6, 7, 3};
     layout *ls[6];
@@ -340,7 +289,7 @@ static void test_stacks(void) {
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 2 * MiB, 0, a.user);
     char path_a[320];
     snprintf(path_a, sizeof path_a, "%s/a.db", tmpdir);
-    replay_it(path_a);
+    replay_it(path_a, DB_READ_ONLY);
     check_label(a.user, "model.py:44 forward", 0);
     check_label(a.library, "linear.py:116 forward", 0);
     check_label(a.native, "vector_add.cu:20 main", 0);
@@ -385,7 +334,7 @@ static void test_stacks(void) {
     snprintf(path_b, sizeof path_b, "%s/b.db", tmpdir);
     sqlite3 *db_a = db;
     db = NULL;
-    replay_it(path_b);
+    replay_it(path_b, DB_READ_ONLY);
     CHECK(b.user != a.user);
     layout_stacks *cb = layout_stacks_new(db);
     uint32_t as[] = {a.user, a.library, a.native, a.autograd, a.allocator, a.unsymbolized, a.cpp};
@@ -407,19 +356,6 @@ static void test_stacks(void) {
 }
 
 /* ---- a synthetic run: every event ---- */
-
-static int64_t q(const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -999;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "SQL error in %s: %s\n", sql, sqlite3_errmsg(db));
-        return -998;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
 
 static int by_id(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -462,7 +398,7 @@ static void test_synthetic_every_event(void) {
     cfg.streams = 2;
     sim_result res;
     CHECK(sim_run(&cfg, w, &res, err, sizeof err) == 0);
-    replay_it(db_path);
+    replay_it(db_path, DB_READ_ONLY);
     int64_t last = q("SELECT max(event_id) FROM event_rows");
     CHECK(last > 500);
     int64_t *ids = malloc((size_t)(last + 1) * sizeof *ids);
@@ -535,10 +471,8 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir))
+    if (tmpdir_make("layout") != 0)
         return 1;
-    snprintf(trace_path, sizeof trace_path, "%s/t.zst", tmpdir);
-    snprintf(db_path, sizeof db_path, "%s/t.db", tmpdir);
     test_whole_blocks();
     test_blocks_pending();
     test_vmm_join();
@@ -546,10 +480,5 @@ int main(void) {
     test_stacks();
     test_synthetic_every_event();
     test_errors();
-    sqlite3_close(db);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
-        return 1;
-    return check_finish("test_layout");
+    return tmpdir_finish("test_layout");
 }

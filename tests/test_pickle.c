@@ -14,67 +14,9 @@
  * GMT_SOURCE_DIR or this file's path. */
 #include "check.h"
 #include "pickle.h"
+#include "pickle_build.h"
 
 #include <stdarg.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* ---- a tiny pickle writer ----------------------------------------------- */
-
-typedef struct pb {
-    unsigned char *b;
-    size_t len, cap;
-} pb;
-
-static void pb_raw(pb *w, const void *p, size_t n) {
-    if (w->len + n > w->cap) {
-        w->cap = (w->len + n) * 2 + 64;
-        w->b = realloc(w->b, w->cap);
-        if (!w->b)
-            abort();
-    }
-    memcpy(w->b + w->len, p, n);
-    w->len += n;
-}
-
-static void pb_op(pb *w, int op) {
-    unsigned char c = (unsigned char)op;
-    pb_raw(w, &c, 1);
-}
-
-static void pb_le(pb *w, uint64_t v, int n) {
-    for (int i = 0; i < n; i++)
-        pb_op(w, i < 8 ? (int)((v >> (8 * i)) & 0xFF) : 0);
-}
-
-static void pb_str(pb *w, const char *s) {
-    size_t n = strlen(s);
-    if (n < 256) {
-        pb_op(w, 0x8c);
-        pb_op(w, (int)n);
-    } else {
-        pb_op(w, 'X');
-        pb_le(w, n, 4);
-    }
-    pb_raw(w, s, n);
-}
-
-static void pb_int(pb *w, int64_t v) {
-    if (v >= 0 && v < 256) {
-        pb_op(w, 'K');
-        pb_op(w, (int)v);
-    } else if (v >= 0 && v < 65536) {
-        pb_op(w, 'M');
-        pb_le(w, (uint64_t)v, 2);
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {
-        pb_op(w, 'J');
-        pb_le(w, (uint64_t)v, 4);
-    } else {
-        pb_op(w, 0x8a);
-        pb_op(w, 8);
-        pb_le(w, (uint64_t)v, 8);
-    }
-}
 
 /* ---- rendering a value like Python's repr ------------------------------- */
 
@@ -674,28 +616,6 @@ static void test_limits(void) {
 
 /* ---- pickles written by Python --------------------------------------------- */
 
-static char source_dir[4096];
-
-static void find_source_dir(int argc, char **argv) {
-    if (argc > 1) {
-        snprintf(source_dir, sizeof source_dir, "%s", argv[1]);
-        return;
-    }
-#ifdef GMT_SOURCE_DIR
-    snprintf(source_dir, sizeof source_dir, "%s", GMT_SOURCE_DIR);
-#else
-    snprintf(source_dir, sizeof source_dir, "%s", __FILE__);
-    char *slash = strrchr(source_dir, '/');
-    if (slash)
-        *slash = '\0';
-    slash = strrchr(source_dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(source_dir, sizeof source_dir, ".");
-#endif
-}
-
 static pickle_doc *load(const char *dir, const char *name) {
     char path[4200], err[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -782,18 +702,9 @@ static void check_values(pickle_value r, int proto) {
 
 static void test_python_pickles(void) {
     char tmpl[] = "/tmp/test_pickle.XXXXXX";
-    char script[4200], cmd[8600];
-    snprintf(script, sizeof script, "%s/tests/make_pickles.py", source_dir);
-    if (access(script, R_OK) != 0 || system("python3 -c pass >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "note: no python3 or %s: Python-written pickles not checked\n", script);
-        return;
-    }
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL);
+    char *dir = python_pickles_make(tmpl, "Python-written pickles");
     if (!dir)
         return;
-    snprintf(cmd, sizeof cmd, "python3 '%s' --out '%s'", script, dir);
-    CHECK(system(cmd) == 0);
     for (int proto = 2; proto <= 5; proto++) {
         char name[64];
         snprintf(name, sizeof name, "values-p%d.pickle", proto);
@@ -820,14 +731,7 @@ static void test_python_pickles(void) {
     }
     pickle_free(p2);
     pickle_free(p4);
-    static const char *const names[] = {
-        "values-p2.pickle", "values-p3.pickle",   "values-p4.pickle",  "values-p5.pickle",
-        "object.pickle",    "snapshot-p2.pickle", "snapshot-p4.pickle"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    python_pickles_remove(dir);
 }
 
 /* ---- the real snapshots --------------------------------------------------- */
@@ -835,9 +739,7 @@ static void test_python_pickles(void) {
 /* Returns 0 when ../shared is absent. */
 static int test_real_files(void) {
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s/../shared/data/pytorch", source_dir);
-    struct stat st;
-    if (stat(dir, &st) != 0)
+    if (!real_snapshots_dir(dir, sizeof dir))
         return 0;
     /* root keys and segment counts, as Python's pickle module reads them */
     static const struct {
@@ -892,10 +794,5 @@ int main(int argc, char **argv) {
     free(w.b);
     test_limits();
     test_python_pickles();
-    if (!test_real_files()) {
-        if (check_failures)
-            return check_finish("test_pickle");
-        CHECK_SKIP("%s/../shared/data/pytorch is absent (all other checks passed)", source_dir);
-    }
-    return check_finish("test_pickle");
+    return finish_or_skip("test_pickle", test_real_files());
 }

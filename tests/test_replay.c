@@ -5,54 +5,17 @@
  * database and checks the rows with SQL: totals after each event, the
  * seeded start, segment/block joining, VMM accounting, warnings, steps. */
 #include "check.h"
-#include "db_writer.h"
-#include "replay.h"
-#include "trace_format.h"
+#include "trace_build.h"
 #include "training_sim.h"
 #include "when.h"
 
-#include <sqlite3.h>
-#include <unistd.h>
-
-static char tmpdir[] = "/tmp/gmt-replay-XXXXXX";
-static char trace_path[300], db_path[300];
-static trace_writer *w;
-static uint64_t now_ns = 1000000;
-
-#define MiB (1024ULL * 1024)
-
-static void begin(void) {
-    char err[256];
-    w = trace_writer_open(trace_path, NULL, err, sizeof err);
-    CHECK(w != NULL);
-    now_ns = 1000000;
-}
-
-static void ev(trace_op op, trace_level level, trace_source source, uint64_t addr, uint64_t size,
-               uint64_t requested, uint32_t stack) {
-    now_ns += 1000;
-    trace_event e = {.ts_ns = now_ns,
-                     .addr = addr,
-                     .size = size,
-                     .requested = requested ? requested : size,
-                     .stack_id = stack,
-                     .tid = 7,
-                     .op = (uint8_t)op,
-                     .level = (uint8_t)level,
-                     .source = (uint8_t)source};
-    CHECK(trace_writer_event(w, &e) == 0);
-}
-
 static void ev_kind(trace_op op, trace_mem_kind kind, uint64_t addr, uint64_t size) {
-    now_ns += 1000;
-    trace_event e = {.ts_ns = now_ns,
-                     .addr = addr,
-                     .size = size,
-                     .requested = size,
-                     .op = (uint8_t)op,
-                     .level = TRACE_LEVEL_SEGMENT,
-                     .kind = (uint8_t)kind};
-    CHECK(trace_writer_event(w, &e) == 0);
+    write_event((trace_event){.addr = addr,
+                              .size = size,
+                              .requested = size,
+                              .op = (uint8_t)op,
+                              .level = TRACE_LEVEL_SEGMENT,
+                              .kind = (uint8_t)kind});
 }
 
 static void marker(trace_marker_kind kind, const char *name, uint32_t tid) {
@@ -62,37 +25,6 @@ static void marker(trace_marker_kind kind, const char *name, uint32_t tid) {
                       .kind = (uint8_t)kind,
                       .name_id = name ? trace_writer_string(w, name, strlen(name)) : 0};
     CHECK(trace_writer_marker(w, &m) == 0);
-}
-
-static sqlite3 *db;
-
-static void replay_it(void) {
-    char err[512];
-    CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
-    db_writer *dw = db_writer_open(db_path, err, sizeof err);
-    CHECK(dw != NULL);
-    replay_summary sum;
-    int rc = replay_trace(trace_path, dw, NULL, &sum, err, sizeof err);
-    if (rc != 0)
-        fprintf(stderr, "replay: %s\n", err);
-    CHECK(rc == 0);
-    CHECK(db_writer_finish(dw, err, sizeof err) == 0);
-    if (db)
-        sqlite3_close(db);
-    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
-}
-
-static long long q(const char *sql) {
-    sqlite3_stmt *st;
-    long long v = -999;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "SQL error in %s: %s\n", sql, sqlite3_errmsg(db));
-        return -998;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
 }
 
 /* The totals after event N, as "allocated/reserved" in MiB for readable checks. */
@@ -113,10 +45,10 @@ static long long reserved_after(int n) {
 /* A plain CUDA program: segments only, each one block. */
 static void test_segments_only(void) {
     begin();
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 4 * MiB, 0, 0);
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x20000000, 6 * MiB, 0, 0);
-    ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 0, 0, 0);
-    replay_it();
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 4 * MiB);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 6 * MiB);
+    cupti_segment(TRACE_OP_FREE, 0x10000000, 0);
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(alloc_after(1), 4);
     CHECK_EQ_U64(reserved_after(1), 4);
     CHECK_EQ_U64(alloc_after(2), 10);
@@ -149,8 +81,8 @@ static void test_cupti_torch_join(void) {
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, b2, 0, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, seg, 0, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, seg, 0, 0, 0);
-    ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, seg, 0, 0, 0);
-    replay_it();
+    cupti_segment(TRACE_OP_FREE, seg, 0);
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(reserved_after(1), 20);
     CHECK_EQ_U64(reserved_after(2), 20); /* not 40 */
     CHECK_EQ_U64(alloc_after(2), 0);     /* PyTorch sub-allocates it: no whole block */
@@ -182,7 +114,7 @@ static void test_seed(void) {
     marker(TRACE_MARK_SEED_END, NULL, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, seg, 0, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, seg, 0, 0, 0);
-    replay_it();
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(q("SELECT min(event_id) FROM event_rows"), (uint64_t)-2);
     CHECK_EQ_U64(q("SELECT op FROM event_rows WHERE event_id = 0"), 12); /* seed */
     CHECK_EQ_U64(alloc_after(0), 60);
@@ -201,15 +133,15 @@ static void test_kinds_and_vmm(void) {
     begin();
     ev_kind(TRACE_OP_ALLOC, TRACE_KIND_MANAGED, 0x1000000, 8 * MiB);
     ev_kind(TRACE_OP_ALLOC, TRACE_KIND_PINNED_HOST, 0x2000000, 8 * MiB);
-    ev(TRACE_OP_PHYS_CREATE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0xabc, 2 * MiB, 0, 0);
-    ev(TRACE_OP_VA_RESERVE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 64 * MiB, 0, 0);
-    ev(TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 2 * MiB, 0, 0);
-    ev(TRACE_OP_ALLOC_FAILED, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0, 80000 * MiB, 0, 0);
-    ev(TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 2 * MiB, 0, 0);
-    ev(TRACE_OP_PHYS_RELEASE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0xabc, 0, 0, 0);
-    ev(TRACE_OP_VA_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 0, 0, 0);
+    cupti_segment(TRACE_OP_PHYS_CREATE, 0xabc, 2 * MiB);
+    cupti_segment(TRACE_OP_VA_RESERVE, 0x40000000, 64 * MiB);
+    cupti_segment(TRACE_OP_MAP, 0x40000000, 2 * MiB);
+    cupti_segment(TRACE_OP_ALLOC_FAILED, 0, 80000 * MiB);
+    cupti_segment(TRACE_OP_UNMAP, 0x40000000, 2 * MiB);
+    cupti_segment(TRACE_OP_PHYS_RELEASE, 0xabc, 0);
+    cupti_segment(TRACE_OP_VA_FREE, 0x40000000, 0);
     ev_kind(TRACE_OP_FREE, TRACE_KIND_MANAGED, 0x1000000, 0);
-    replay_it();
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(reserved_after(2), 0);
     CHECK_EQ_U64(reserved_after(3), 2);
     CHECK_EQ_U64(reserved_after(4), 2); /* an address range is no memory */
@@ -234,7 +166,7 @@ static void test_anomalies(void) {
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, 0x10100000, 2 * MiB, 0, 0);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x90000000, 1 * MiB, 0, 0);
     ev(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, 0x55550000, 0, 0, 0);
-    replay_it();
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(q("SELECT event_id FROM warnings WHERE code = 'free_unknown' ORDER BY event_id"),
                  2);
     CHECK_EQ_U64(q("SELECT event_id FROM warnings WHERE code = 'segment_overlap'"), 3);
@@ -247,18 +179,18 @@ static void test_anomalies(void) {
 /* Steps from ranges on several threads; step:N is the state before its end. */
 static void test_steps(void) {
     begin();
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 2 * MiB, 0, 0);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB);
     marker(TRACE_MARK_RANGE_PUSH, "ProfilerStep#7", 1);
     marker(TRACE_MARK_RANGE_PUSH, "forward", 1);
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x20000000, 2 * MiB, 0, 0);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB);
     marker(TRACE_MARK_RANGE_POP, NULL, 1);
     marker(TRACE_MARK_RANGE_PUSH, "backward", 2); /* another thread: pops stay apart */
     marker(TRACE_MARK_RANGE_POP, NULL, 1);        /* closes ProfilerStep#7 */
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x30000000, 2 * MiB, 0, 0);
+    cupti_segment(TRACE_OP_ALLOC, 0x30000000, 2 * MiB);
     marker(TRACE_MARK_RANGE_POP, NULL, 2);
     marker(TRACE_MARK_MARK, "step 8", 1);
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x40000000, 2 * MiB, 0, 0);
-    replay_it();
+    cupti_segment(TRACE_OP_ALLOC, 0x40000000, 2 * MiB);
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 2);
     CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 7"), 1);
     CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 7"), 2);
@@ -282,7 +214,7 @@ static void test_synthetic_run(void) {
     cfg.fragment = 1;
     sim_result res;
     CHECK(sim_run(&cfg, w, &res, err, sizeof err) == 0);
-    replay_it();
+    replay_it(db_path, DB_READ_WRITE);
     CHECK_EQ_U64(q("SELECT count(*) FROM warnings"), 0);
     CHECK_EQ_U64(q("SELECT max(event_id) FROM event_rows"), res.events);
     CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 12);
@@ -321,10 +253,8 @@ static void test_synthetic_run(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir))
+    if (tmpdir_make("replay") != 0)
         return 1;
-    snprintf(trace_path, sizeof trace_path, "%s/t.zst", tmpdir);
-    snprintf(db_path, sizeof db_path, "%s/t.db", tmpdir);
     test_segments_only();
     test_cupti_torch_join();
     test_seed();
@@ -332,10 +262,5 @@ int main(void) {
     test_anomalies();
     test_steps();
     test_synthetic_run();
-    sqlite3_close(db);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
-        return 1;
-    return check_finish("test_replay");
+    return tmpdir_finish("test_replay");
 }

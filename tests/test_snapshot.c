@@ -11,106 +11,87 @@
  * Usage: test_snapshot [SOURCE_DIR]; without it the repository is found from
  * GMT_SOURCE_DIR or this file's path. */
 #include "check.h"
+#include "pickle_build.h"
 #include "snapshot.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* ---- a tiny pickle writer (protocol 4, as Python writes snapshots) ------ */
-
-typedef struct pb {
-    unsigned char *b;
-    size_t len, cap;
-    uint32_t memo; /* next MEMOIZE index */
-} pb;
-
-static void pb_raw(pb *w, const void *p, size_t n) {
-    if (w->len + n > w->cap) {
-        w->cap = (w->len + n) * 2 + 64;
-        w->b = realloc(w->b, w->cap);
-        if (!w->b)
-            abort();
-    }
-    memcpy(w->b + w->len, p, n);
-    w->len += n;
-}
-
-static void op(pb *w, int c) {
-    unsigned char b = (unsigned char)c;
-    pb_raw(w, &b, 1);
-}
-
-static void le(pb *w, uint64_t v, int n) {
-    for (int i = 0; i < n; i++)
-        op(w, i < 8 ? (int)((v >> (8 * i)) & 0xFF) : 0);
-}
-
-static void str(pb *w, const char *s) {
-    size_t n = strlen(s);
-    op(w, 0x8c);
-    op(w, (int)n);
-    pb_raw(w, s, n);
-}
+/* ---- snapshot shapes (protocol 4, as Python writes snapshots) ------------ */
 
 static void u64(pb *w, uint64_t v) { /* LONG1, 9 bytes when bit 63 is set */
-    op(w, 0x8a);
-    op(w, v >> 63 ? 9 : 8);
-    le(w, v, v >> 63 ? 9 : 8);
-}
-
-static void i64(pb *w, int64_t v) {
-    if (v >= 0 && v < 256) {
-        op(w, 'K');
-        op(w, (int)v);
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {
-        op(w, 'J');
-        le(w, (uint64_t)v, 4);
-    } else {
-        op(w, 0x8a);
-        op(w, 8);
-        le(w, (uint64_t)v, 8);
-    }
+    pb_op(w, 0x8a);
+    pb_op(w, v >> 63 ? 9 : 8);
+    pb_le(w, v, v >> 63 ? 9 : 8);
 }
 
 static uint32_t memoize(pb *w) {
-    op(w, 0x94);
+    pb_op(w, 0x94);
     return w->memo++;
 }
 
 static void get(pb *w, uint32_t idx) {
-    op(w, 'j');
-    le(w, idx, 4);
+    pb_op(w, 'j');
+    pb_le(w, idx, 4);
 }
 
 static void dict(pb *w) {
-    op(w, '}');
-    op(w, '(');
+    pb_op(w, '}');
+    pb_op(w, '(');
 }
 static void list(pb *w) {
-    op(w, ']');
-    op(w, '(');
+    pb_op(w, ']');
+    pb_op(w, '(');
 }
-static void dict_end(pb *w) { op(w, 'u'); }
-static void list_end(pb *w) { op(w, 'e'); }
-static void kint(pb *w, const char *k, int64_t v) {
-    str(w, k);
-    i64(w, v);
+static void dict_end(pb *w) { pb_op(w, 'u'); }
+static void list_end(pb *w) { pb_op(w, 'e'); }
+static void kint(pb *w, const char *k, int64_t v) { /* these snapshots have no BININT2 */
+    pb_str(w, k);
+    pb_int_with(w, v, 0);
 }
 static void ku64(pb *w, const char *k, uint64_t v) {
-    str(w, k);
+    pb_str(w, k);
     u64(w, v);
 }
 static void kstr(pb *w, const char *k, const char *v) {
-    str(w, k);
-    str(w, v);
+    pb_str(w, k);
+    pb_str(w, v);
 }
 static void begin(pb *w) {
     w->len = 0;
     w->memo = 0;
-    op(w, 0x80);
-    op(w, 4);
+    pb_op(w, 0x80);
+    pb_op(w, 4);
 }
-static void end(pb *w) { op(w, '.'); }
+static void end(pb *w) { pb_op(w, '.'); }
+
+/* The root dict, opened at its "segments" list. */
+static void begin_segments(pb *w) {
+    begin(w);
+    dict(w);
+    pb_str(w, "segments");
+    list(w);
+}
+
+/* A segment's keys up to its blocks, in PyTorch's order; active_size is
+ * allocated_size, requested_size is written when not 0. The caller goes on
+ * with the other keys and closes the dict. */
+typedef struct segment_keys {
+    int64_t device;
+    uint64_t address;
+    int64_t total, allocated, requested, stream;
+    const char *type;
+} segment_keys;
+
+static void segment_head(pb *w, segment_keys k) {
+    dict(w);
+    kint(w, "device", k.device);
+    ku64(w, "address", k.address);
+    kint(w, "total_size", k.total);
+    kint(w, "allocated_size", k.allocated);
+    kint(w, "active_size", k.allocated);
+    if (k.requested)
+        kint(w, "requested_size", k.requested);
+    kint(w, "stream", k.stream);
+    kstr(w, "segment_type", k.type);
+}
 
 static void frame(pb *w, const char *name, const char *file, uint64_t line) {
     dict(w);
@@ -136,20 +117,15 @@ static snapshot *convert(const pb *w, char *err, size_t errlen) {
 
 static void test_old_format(void) {
     pb w = {0};
-    begin(&w);
-    dict(&w);
-    str(&w, "segments");
-    list(&w);
+    begin_segments(&w);
     /* segment 0: blocks without address */
-    dict(&w);
-    kint(&w, "device", 0);
-    ku64(&w, "address", BASE);
-    kint(&w, "total_size", 0x200000);
-    kint(&w, "allocated_size", 0x180000);
-    kint(&w, "active_size", 0x180000);
-    kint(&w, "stream", 0);
-    kstr(&w, "segment_type", "large");
-    str(&w, "blocks");
+    segment_head(&w, (segment_keys){.device = 0,
+                                    .address = BASE,
+                                    .total = 0x200000,
+                                    .allocated = 0x180000,
+                                    .stream = 0,
+                                    .type = "large"});
+    pb_str(&w, "blocks");
     list(&w);
     const int64_t sizes[] = {0x100000, 0x80000, 0x80000};
     const char *states[] = {"active_allocated", "active_pending_free", "inactive"};
@@ -162,25 +138,23 @@ static void test_old_format(void) {
     list_end(&w);
     dict_end(&w);
     /* segment 1: a PyTorch 2.0 block with history instead of frames */
-    dict(&w);
-    kint(&w, "device", 1);
-    ku64(&w, "address", BASE + 0x200000);
-    kint(&w, "total_size", 0x100000);
-    kint(&w, "allocated_size", 0x100000);
-    kint(&w, "active_size", 0x100000);
-    kint(&w, "stream", 7);
-    kstr(&w, "segment_type", "small");
-    str(&w, "blocks");
+    segment_head(&w, (segment_keys){.device = 1,
+                                    .address = BASE + 0x200000,
+                                    .total = 0x100000,
+                                    .allocated = 0x100000,
+                                    .stream = 7,
+                                    .type = "small"});
+    pb_str(&w, "blocks");
     list(&w);
     dict(&w);
     kint(&w, "size", 0x100000);
     kstr(&w, "state", "active_awaiting_free");
-    str(&w, "history");
+    pb_str(&w, "history");
     list(&w);
     dict(&w);
     ku64(&w, "addr", BASE + 0x200000);
     kint(&w, "real_size", 1000);
-    str(&w, "frames");
+    pb_str(&w, "frames");
     list(&w);
     frame(&w, "alloc", "train.py", 10);
     frame(&w, "main", "train.py", 99);
@@ -192,7 +166,7 @@ static void test_old_format(void) {
     dict_end(&w);
     list_end(&w);
     /* a trace: no frames, no time_us */
-    str(&w, "device_traces");
+    pb_str(&w, "device_traces");
     list(&w);
     list(&w);
     dict(&w);
@@ -259,15 +233,13 @@ static void test_old_format(void) {
     pb l = {0};
     begin(&l);
     list(&l);
-    dict(&l);
-    kint(&l, "device", 0);
-    ku64(&l, "address", BASE);
-    kint(&l, "total_size", 512);
-    kint(&l, "allocated_size", 0);
-    kint(&l, "active_size", 0);
-    kint(&l, "stream", 0);
-    kstr(&l, "segment_type", "small");
-    str(&l, "blocks");
+    segment_head(&l, (segment_keys){.device = 0,
+                                    .address = BASE,
+                                    .total = 512,
+                                    .allocated = 0,
+                                    .stream = 0,
+                                    .type = "small"});
+    pb_str(&l, "blocks");
     list(&l);
     dict(&l);
     kint(&l, "size", 512);
@@ -302,36 +274,31 @@ static void entry_head(pb *w, const char *action, uint64_t addr, int64_t size, i
 
 static void test_new_format(void) {
     pb w = {0};
-    begin(&w);
-    dict(&w);
-    str(&w, "segments");
-    list(&w);
-    dict(&w);
-    kint(&w, "device", 0);
-    ku64(&w, "address", BASE);
-    kint(&w, "total_size", 0x400000);
-    kint(&w, "allocated_size", 0x200000);
-    kint(&w, "active_size", 0x200000);
-    kint(&w, "requested_size", 0x1ff000);
-    kint(&w, "stream", 0);
-    kstr(&w, "segment_type", "large");
-    str(&w, "segment_pool_id");
-    i64(&w, 3);
-    i64(&w, 9);
-    op(&w, 0x86);
-    str(&w, "is_expandable");
-    op(&w, 0x88);
-    str(&w, "frames");
+    begin_segments(&w);
+    segment_head(&w, (segment_keys){.device = 0,
+                                    .address = BASE,
+                                    .total = 0x400000,
+                                    .allocated = 0x200000,
+                                    .requested = 0x1ff000,
+                                    .stream = 0,
+                                    .type = "large"});
+    pb_str(&w, "segment_pool_id");
+    pb_int(&w, 3);
+    pb_int(&w, 9);
+    pb_op(&w, 0x86);
+    pb_str(&w, "is_expandable");
+    pb_op(&w, 0x88);
+    pb_str(&w, "frames");
     list(&w);
     list_end(&w);
-    str(&w, "blocks");
+    pb_str(&w, "blocks");
     list(&w);
     dict(&w);
     ku64(&w, "address", BASE);
     kint(&w, "size", 0x200000);
     kint(&w, "requested_size", 0x1ff000);
     kstr(&w, "state", "active_allocated");
-    str(&w, "frames");
+    pb_str(&w, "frames");
     list(&w);
     frame(&w, "torch::unwind::unwind()", "??", 0);
     uint32_t f_unwind = memoize(&w);
@@ -349,29 +316,29 @@ static void test_new_format(void) {
     dict_end(&w);
     list_end(&w);
 
-    str(&w, "device_traces");
+    pb_str(&w, "device_traces");
     list(&w);
     list(&w);
     /* 0: alloc, frames shared with block 0 through the memo */
     entry_head(&w, "alloc", BASE, 0x1ff000, 1000);
-    str(&w, "frames");
+    pb_str(&w, "frames");
     get(&w, stack_a);
     kstr(&w, "compile_context", "[0/0] fn");
     kstr(&w, "user_metadata", "tag");
     dict_end(&w);
     /* 1: an equal stack written out again (other list, other frame dicts) */
     entry_head(&w, "free_requested", BASE, 0x1ff000, 1001);
-    str(&w, "frames");
+    pb_str(&w, "frames");
     list(&w);
     frame(&w, "torch::unwind::unwind()", "??", 0);
     frame(&w, "forward", "/m.py", 12);
     list_end(&w);
-    str(&w, "compile_context");
-    op(&w, 'N');
+    pb_str(&w, "compile_context");
+    pb_op(&w, 'N');
     dict_end(&w);
     /* 2: reusing frame dicts in another order, line 2^64-1 */
     entry_head(&w, "segment_map", BASE + 0x400000, 0x200000, 1002);
-    str(&w, "frames");
+    pb_str(&w, "frames");
     list(&w);
     get(&w, f_fwd);
     get(&w, f_unwind);
@@ -386,7 +353,7 @@ static void test_new_format(void) {
     entry_head(&w, "snapshot", 0, 0, 1005);
     dict_end(&w);
     entry_head(&w, "empty_cache", 0, 0, 1006); /* unknown: kept as OTHER */
-    str(&w, "frames");
+    pb_str(&w, "frames");
     list(&w);
     list_end(&w);
     dict_end(&w);
@@ -395,7 +362,7 @@ static void test_new_format(void) {
     list_end(&w);
     list_end(&w);
 
-    str(&w, "external_annotations");
+    pb_str(&w, "external_annotations");
     list(&w);
     dict(&w);
     kstr(&w, "stage", "START");
@@ -410,24 +377,24 @@ static void test_new_format(void) {
     dict_end(&w);
     list_end(&w);
 
-    str(&w, "allocator_settings");
+    pb_str(&w, "allocator_settings");
     dict(&w);
     kstr(&w, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
     kint(&w, "max_split_size", -1);
-    str(&w, "garbage_collection_threshold");
+    pb_str(&w, "garbage_collection_threshold");
     pb_raw(&w, "G\x3f\xe8\x00\x00\x00\x00\x00\x00", 9); /* 0.75 */
-    str(&w, "expandable_segments");
-    op(&w, 0x88);
-    str(&w, "release_lock_on_cudamalloc");
-    op(&w, 0x89);
+    pb_str(&w, "expandable_segments");
+    pb_op(&w, 0x88);
+    pb_str(&w, "release_lock_on_cudamalloc");
+    pb_op(&w, 0x89);
     kint(&w, "pinned_num_register_threads", 8);
-    str(&w, "roundup_power2_divisions");
+    pb_str(&w, "roundup_power2_divisions");
     dict(&w);
     kint(&w, "1", 4);
     kint(&w, "1024", 8);
     kint(&w, ">", 2);
     dict_end(&w);
-    str(&w, "an_unknown_key");
+    pb_str(&w, "an_unknown_key");
     list(&w);
     list_end(&w);
     dict_end(&w);
@@ -535,7 +502,7 @@ static void broken(pb *w, int what) {
     begin(w);
     dict(w);
     if (what != NO_SEGMENTS) {
-        str(w, "segments");
+        pb_str(w, "segments");
         list(w);
         for (int sg = 0; sg < 2; sg++) {
             dict(w);
@@ -549,9 +516,9 @@ static void broken(pb *w, int what) {
             kstr(w, "segment_type", "small");
             if (what == BAD_POOL_ID)
                 kstr(w, "segment_pool_id", "x");
-            str(w, "blocks");
+            pb_str(w, "blocks");
             if (what == BAD_BLOCKS) {
-                i64(w, 1);
+                pb_int(w, 1);
             } else {
                 list(w);
                 dict(w);
@@ -568,17 +535,17 @@ static void broken(pb *w, int what) {
         }
         list_end(w);
     }
-    str(w, "device_traces");
+    pb_str(w, "device_traces");
     if (what == BAD_TRACES) {
         list(w);
-        i64(w, 5);
+        pb_int(w, 5);
         list_end(w);
     } else {
         list(w);
         list(w);
         for (int i = 0; i < 3; i++) {
             if (what == BAD_ENTRY && i == 1) {
-                i64(w, 7);
+                pb_int(w, 7);
                 continue;
             }
             dict(w);
@@ -590,11 +557,11 @@ static void broken(pb *w, int what) {
             else
                 kint(w, "size", 512);
             kint(w, "stream", 0);
-            str(w, "frames");
+            pb_str(w, "frames");
             list(w);
             frame(w, "a", "f.py", 1);
             if (what == BAD_FRAME && i == 0) {
-                str(w, "not a frame");
+                pb_str(w, "not a frame");
             } else if (what == NO_LINE && i == 0) {
                 dict(w);
                 kstr(w, "name", "b");
@@ -607,7 +574,7 @@ static void broken(pb *w, int what) {
         list_end(w);
         list_end(w);
     }
-    str(w, "external_annotations");
+    pb_str(w, "external_annotations");
     list(w);
     dict(w);
     kstr(w, "stage", "START");
@@ -657,15 +624,12 @@ static void test_errors(void) {
         snapshot_free(s);
     }
     /* one entry referenced 2000 x 2000 times: the output budget stops it */
-    begin(&w);
-    dict(&w);
-    str(&w, "segments");
-    list(&w);
+    begin_segments(&w);
     list_end(&w);
-    str(&w, "device_traces");
-    op(&w, ']');
+    pb_str(&w, "device_traces");
+    pb_op(&w, ']');
     uint32_t entry_list = 0;
-    op(&w, '(');
+    pb_op(&w, '(');
     for (int d = 0; d < 2000; d++) {
         if (d == 0) {
             list(&w);
@@ -693,12 +657,9 @@ static void test_errors(void) {
           err);
     snapshot_free(s);
     /* a record dict far bigger than any real one */
-    begin(&w);
-    dict(&w);
-    str(&w, "segments");
-    list(&w);
+    begin_segments(&w);
     list_end(&w);
-    str(&w, "device_traces");
+    pb_str(&w, "device_traces");
     list(&w);
     list(&w);
     dict(&w);
@@ -719,7 +680,7 @@ static void test_errors(void) {
     snapshot_free(s);
     /* the root itself */
     begin(&w);
-    i64(&w, 3);
+    pb_int(&w, 3);
     end(&w);
     s = convert(&w, err, sizeof err);
     CHECK(s == NULL);
@@ -925,34 +886,10 @@ static void check_real(const snapshot *s, const expected *x) {
     CHECK(bad == 0);
 }
 
-static char source_dir[4096];
-
-static void find_source_dir(int argc, char **argv) {
-    if (argc > 1) {
-        snprintf(source_dir, sizeof source_dir, "%s", argv[1]);
-        return;
-    }
-#ifdef GMT_SOURCE_DIR
-    snprintf(source_dir, sizeof source_dir, "%s", GMT_SOURCE_DIR);
-#else
-    snprintf(source_dir, sizeof source_dir, "%s", __FILE__);
-    char *slash = strrchr(source_dir, '/');
-    if (slash)
-        *slash = '\0';
-    slash = strrchr(source_dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(source_dir, sizeof source_dir, ".");
-#endif
-}
-
 /* Returns 0 when ../shared is absent. */
 static int test_real_files(void) {
     char dir[4200], path[4400], err[256];
-    snprintf(dir, sizeof dir, "%s/../shared/data/pytorch", source_dir);
-    struct stat st;
-    if (stat(dir, &st) != 0)
+    if (!real_snapshots_dir(dir, sizeof dir))
         return 0;
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, real[i].file);
@@ -986,18 +923,10 @@ static int test_real_files(void) {
 /* The same synthetic snapshot written by Python with protocols 2 and 4. */
 static void test_python_snapshots(void) {
     char tmpl[] = "/tmp/test_snapshot.XXXXXX";
-    char script[4200], cmd[8600], path[4200], err[256];
-    snprintf(script, sizeof script, "%s/tests/make_pickles.py", source_dir);
-    if (access(script, R_OK) != 0 || system("python3 -c pass >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "note: no python3 or %s: Python-written snapshots not checked\n", script);
-        return;
-    }
-    char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL);
+    char path[4200], err[256];
+    char *dir = python_pickles_make(tmpl, "Python-written snapshots");
     if (!dir)
         return;
-    snprintf(cmd, sizeof cmd, "python3 '%s' --out '%s'", script, dir);
-    CHECK(system(cmd) == 0);
     snapshot *s[2] = {NULL, NULL};
     const char *names[] = {"snapshot-p2.pickle", "snapshot-p4.pickle"};
     for (int i = 0; i < 2; i++) {
@@ -1023,14 +952,7 @@ static void test_python_snapshots(void) {
     }
     snapshot_free(s[0]);
     snapshot_free(s[1]);
-    static const char *const all[] = {"values-p2.pickle",  "values-p3.pickle", "values-p4.pickle",
-                                      "values-p5.pickle",  "object.pickle",    "snapshot-p2.pickle",
-                                      "snapshot-p4.pickle"};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, all[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    python_pickles_remove(dir);
 }
 
 int main(int argc, char **argv) {
@@ -1039,10 +961,5 @@ int main(int argc, char **argv) {
     test_new_format();
     test_errors();
     test_python_snapshots();
-    if (!test_real_files()) {
-        if (check_failures)
-            return check_finish("test_snapshot");
-        CHECK_SKIP("%s/../shared/data/pytorch is absent (all other checks passed)", source_dir);
-    }
-    return check_finish("test_snapshot");
+    return finish_or_skip("test_snapshot", test_real_files());
 }
