@@ -13,10 +13,12 @@
 #include "units.h"
 #include "when.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_DEVICES 64
 
@@ -430,16 +432,23 @@ static void report_usage(FILE *out) {
                  "  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"
                  "  --top N       rows per list (default 5)\n"
                  "  --json        machine-readable output\n"
+                 "  --plots DIR   also draw timeline, heatmap, segments (at the peak) and\n"
+                 "                fragmentation as DIR/NAME-deviceN.png\n"
                  "  --step-rule W marker names with W and a number are steps (default step)\n");
 }
 
 int cmd_report(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
-        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
-        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"device", required_argument, 0, 'd'},
+                                         {"from", required_argument, 0, 'f'},
+                                         {"to", required_argument, 0, 't'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"top", required_argument, 0, 'n'},
+                                         {"step-rule", required_argument, 0, 's'},
+                                         {"plots", required_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     report_opts o = {.device = -1, .top = 5};
+    const char *plots_dir = NULL;
     input_options io = {0};
     int c;
     optind = 1;
@@ -462,6 +471,9 @@ int cmd_report(int argc, char **argv) {
             break;
         case 's':
             io.step_word = optarg;
+            break;
+        case 'p':
+            plots_dir = optarg;
             break;
         case 'h':
             report_usage(stdout);
@@ -525,6 +537,13 @@ int cmd_report(int argc, char **argv) {
     }
     if (o.json && status == 0)
         printf("\n  ]}\n");
+    for (int i = 0; plots_dir && i < ndev && status == 0; i++) {
+        char perr[512];
+        if (mkdir(plots_dir, 0755) != 0 && errno != EEXIST)
+            status = cli_error("cannot create %s: %s", plots_dir, strerror(errno));
+        else if (picture_write_all(db, argv[optind], devices[i], plots_dir, perr, sizeof perr))
+            status = cli_error("%s", perr);
+    }
     if (!ndev && !o.json)
         printf("\nno device memory events in this input\n");
     sqlite3_close(db);

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "layout.h"
+#include "plots.h"
 #include "units.h"
 #include "when.h"
 
@@ -24,7 +25,7 @@ static void segments_usage(FILE *out) {
                  "  --device N    the device (default: the one with the highest peak)\n"
                  "  --blocks      list the blocks inside each segment\n"
                  "  --json        PyTorch snapshot keys: segments with blocks that tile them\n"
-                 "  -o FILE       write the output to FILE (pictures come later)\n"
+                 "  -o FILE       write the output to FILE; .png, .svg or .pdf draw the picture\n"
                  "  --step-rule WORD  the word step names contain (default \"step\")\n");
 }
 
@@ -231,10 +232,6 @@ int cmd_segments(int argc, char **argv) {
         segments_usage(stderr);
         return 2;
     }
-    if (output && is_picture(output))
-        return cli_error("segments: picture output (%s) is not available yet; use the text "
-                         "output or --json",
-                         output);
     sqlite3 *db;
     int status = cli_open_db(argv[optind], &io, &db);
     if (status)
@@ -256,6 +253,14 @@ int cmd_segments(int argc, char **argv) {
     }
     if (when_resolve(db, when, device, &at, err, sizeof err) != 0) {
         status = cli_error("%s", err);
+        goto done;
+    }
+    if (output && is_picture(output)) { /* the picture, drawn by render/ */
+        plot_request rq = {.device = device, .at = at, .input = argv[optind]};
+        if (plot_segments(db, &rq, output, err, sizeof err) != 0)
+            status = cli_error("%s", err);
+        else
+            printf("wrote %s\n", output);
         goto done;
     }
     if (layout_build(db, device, at, &l, err, sizeof err) != 0) {

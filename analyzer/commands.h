@@ -13,5 +13,14 @@ int cmd_report(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_segments(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
+int cmd_heatmap(int argc, char **argv);
+int cmd_fragmentation(int argc, char **argv);
+
+/* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
+#include <sqlite3.h>
+#include <stddef.h>
+int picture_write_all(sqlite3 *db, const char *input, int device, const char *dir, char *err,
+                      size_t errlen);
 
 #endif

@@ -1,0 +1,589 @@
+/* plots.c — timeline, fragmentation and segment pictures from the database
+ * (see plots.h); the heatmap is in plots_heatmap.c.
+ *
+ * Everything drawn comes from small summaries: timeline_buckets for the
+ * envelopes, steps for the step lines, devices for the peak, one layout for
+ * the segments. The only pass over events is the timeline's breakdown of
+ * allocated bytes by series (sites, streams or size classes), which needs
+ * each block's bytes per bucket: one ordered scan, values kept per bucket. */
+#include "plots.h"
+
+#ifdef GMT_HAVE_CAIRO
+
+#include "analysis.h"
+#include "layout.h"
+#include "render.h"
+#include "units.h"
+#include "when.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int plots_available(void) { return 1; }
+
+uint64_t plot_site_key(const char *label) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)label; p && *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return h ? h : 1; /* 0 is "other" */
+}
+
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    return st;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t a, int64_t dflt) {
+    sqlite3_stmt *st = prepare(db, sql);
+    int64_t v = dflt;
+    if (!st)
+        return dflt;
+    sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* "train.zst — device 0 (Simulated GPU, 80.0 GiB)" */
+static void device_title(sqlite3 *db, const plot_request *rq, const char *what, char *buf,
+                         size_t len) {
+    const char *base = rq->input ? strrchr(rq->input, '/') : NULL;
+    base = base ? base + 1 : rq->input ? rq->input : "trace";
+    char name[128] = "", total[32] = "";
+    sqlite3_stmt *st = prepare(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
+    if (st) {
+        sqlite3_bind_int(st, 1, rq->device);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            if (sqlite3_column_text(st, 0))
+                snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));
+            if (sqlite3_column_int64(st, 1) > 0)
+                units_bytes((uint64_t)sqlite3_column_int64(st, 1), total, sizeof total);
+        }
+        sqlite3_finalize(st);
+    }
+    snprintf(buf, len, "%s: %s, %s, device %d%s%s%s%s%s", what, base, "GPU memory", rq->device,
+             name[0] || total[0] ? " (" : "", name, name[0] && total[0] ? ", " : "", total,
+             name[0] || total[0] ? ")" : "");
+}
+
+/* ---- timeline -------------------------------------------------------------- */
+
+/* What a block row adds to: a series index, or -1 for "other". */
+typedef struct series_map {
+    char **labels;
+    uint64_t *keys;
+    size_t n;
+    const char *by;
+    sqlite3 *db;
+    int64_t *stack_series; /* cache: stack id -> series + 2 (0 = not looked up) */
+    size_t stack_cap;
+} series_map;
+
+static const char *size_class(int64_t size) {
+    return size < (1 << 20)     ? "< 1 MiB (small pool)"
+           : size < (10 << 20)  ? "1-10 MiB"
+           : size < (100 << 20) ? "10-100 MiB"
+                                : ">= 100 MiB";
+}
+
+static int series_add(series_map *m, const char *label) {
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->labels[i], label))
+            return (int)i;
+    char **labels = realloc(m->labels, (m->n + 1) * sizeof *labels);
+    uint64_t *keys = labels ? realloc(m->keys, (m->n + 1) * sizeof *keys) : NULL;
+    if (labels)
+        m->labels = labels;
+    if (!keys)
+        return -1;
+    m->keys = keys;
+    m->labels[m->n] = strdup(label);
+    m->keys[m->n] = plot_site_key(label);
+    return m->labels[m->n] ? (int)m->n++ : -1;
+}
+
+/* The top sites by bytes at the device's peak, grouped by label. */
+static void series_top_sites(series_map *m, int device, size_t top) {
+    sqlite3_stmt *st = prepare(m->db, "SELECT stack_id, peak_bytes FROM site_stats WHERE device = "
+                                      "? AND peak_bytes > 0 ORDER BY peak_bytes DESC");
+    if (!st)
+        return;
+    sqlite3_bind_int(st, 1, device);
+    while (m->n < top && sqlite3_step(st) == SQLITE_ROW) {
+        char label[256];
+        layout_stack_label(m->db, sqlite3_column_int64(st, 0), label, sizeof label);
+        series_add(m, label);
+    }
+    sqlite3_finalize(st);
+}
+
+static int series_of(series_map *m, int64_t stack, int64_t stream, int64_t size) {
+    if (!strcmp(m->by, "stream")) {
+        char label[64];
+        snprintf(label, sizeof label, "stream %#llx", (unsigned long long)stream);
+        return m->n < 12 ? series_add(m, label) : -1;
+    }
+    if (!strcmp(m->by, "size-class"))
+        return series_add(m, size_class(size));
+    if (stack < 0)
+        return -1;
+    if ((size_t)stack >= m->stack_cap) {
+        size_t cap = m->stack_cap ? m->stack_cap : 1024;
+        while (cap <= (size_t)stack)
+            cap *= 2;
+        int64_t *grown = realloc(m->stack_series, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        memset(grown + m->stack_cap, 0, (cap - m->stack_cap) * sizeof *grown);
+        m->stack_series = grown;
+        m->stack_cap = cap;
+    }
+    if (!m->stack_series[stack]) {
+        char label[256];
+        layout_stack_label(m->db, stack, label, sizeof label);
+        int found = -1;
+        for (size_t i = 0; i < m->n; i++)
+            if (!strcmp(m->labels[i], label))
+                found = (int)i;
+        m->stack_series[stack] = found + 2;
+    }
+    return (int)m->stack_series[stack] - 2;
+}
+
+static void series_free(series_map *m) {
+    for (size_t i = 0; i < m->n; i++)
+        free(m->labels[i]);
+    free(m->labels);
+    free(m->keys);
+    free(m->stack_series);
+}
+
+typedef struct timeline_data {
+    size_t n, cap;
+    int64_t *bucket, *start, *amin, *amax, *rmin, *rmax, *first_id, *last_id;
+} timeline_data;
+
+static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, timeline_data *t) {
+    sqlite3_stmt *st = prepare(
+        db, "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
+            "max_reserved_bytes, first_event_id, last_event_id FROM timeline_buckets WHERE "
+            "device = ?1 AND bucket_ns = ?2 AND last_event_id >= ?3 AND first_event_id <= ?4 "
+            "ORDER BY bucket");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, rq->device);
+    sqlite3_bind_int64(st, 2, bucket_ns);
+    sqlite3_bind_int64(st, 3, rq->from);
+    sqlite3_bind_int64(st, 4, rq->to);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 1024;
+            int64_t **arrays[] = {&t->bucket, &t->start, &t->amin,     &t->amax,
+                                  &t->rmin,   &t->rmax,  &t->first_id, &t->last_id};
+            for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) {
+                int64_t *grown = realloc(*arrays[k], cap * sizeof *grown);
+                if (!grown) {
+                    sqlite3_finalize(st);
+                    return -1;
+                }
+                *arrays[k] = grown;
+            }
+            t->cap = cap;
+        }
+        size_t i = t->n++;
+        t->bucket[i] = sqlite3_column_int64(st, 0);
+        t->start[i] = t->bucket[i] * bucket_ns;
+        t->amin[i] = sqlite3_column_int64(st, 1);
+        t->amax[i] = sqlite3_column_int64(st, 2);
+        t->rmin[i] = sqlite3_column_int64(st, 3);
+        t->rmax[i] = sqlite3_column_int64(st, 4);
+        t->first_id[i] = sqlite3_column_int64(st, 5);
+        t->last_id[i] = sqlite3_column_int64(st, 6);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void free_timeline_data(timeline_data *t) {
+    free(t->bucket);
+    free(t->start);
+    free(t->amin);
+    free(t->amax);
+    free(t->rmin);
+    free(t->rmax);
+    free(t->first_id);
+    free(t->last_id);
+}
+
+/* Live bytes per series at each bucket's last event: one ordered pass over
+ * the device's block allocs and frees up to the window's end. */
+static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data *t, series_map *m,
+                        int64_t *bytes /* [nseries_max * n] */, size_t max_series) {
+    sqlite3_stmt *st = prepare(
+        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
+            "a.stack_id END, CASE WHEN e.op IN (0, 3) THEN e.stream ELSE a.stream END "
+            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
+            "a.event_id = e.alloc_event_id WHERE e.device = ?1 AND e.kind = 0 AND "
+            "e.event_id <= ?2 AND ((e.op IN (0, 3) AND (e.level = 1 OR e.event_id IN (SELECT "
+            "segment_id FROM segments WHERE whole_block = 1))) OR (e.op IN (1, 4) AND "
+            "e.alloc_event_id IS NOT NULL AND (a.level = 1 OR a.event_id IN (SELECT segment_id "
+            "FROM segments WHERE whole_block = 1)))) ORDER BY e.event_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, rq->device);
+    sqlite3_bind_int64(st, 2, rq->to);
+    int64_t *live = calloc(max_series + 1, sizeof *live);
+    if (!live) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    size_t b = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        while (b < t->n && id > t->last_id[b]) {
+            for (size_t s = 0; s < max_series; s++)
+                bytes[s * t->n + b] = live[s];
+            b++;
+        }
+        int op = sqlite3_column_int(st, 1);
+        int64_t size = sqlite3_column_int64(st, 2);
+        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
+        int s = series_of(m, stack, sqlite3_column_int64(st, 4), size);
+        if (s >= 0 && (size_t)s < max_series)
+            live[s] += (op == 0 || op == 3) ? size : -size;
+    }
+    for (; b < t->n; b++)
+        for (size_t s = 0; s < max_series; s++)
+            bytes[s * t->n + b] = live[s];
+    free(live);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    int64_t bucket_ns =
+        query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
+    timeline_data t = {0};
+    series_map m = {.by = rq->by ? rq->by : "site", .db = db};
+    size_t top = rq->top ? rq->top : 8, max_series = 16;
+    int64_t *bytes = NULL, *stacked = NULL;
+    int rc = load_buckets(db, rq, bucket_ns, &t);
+    if (rc == 0 && !strcmp(m.by, "site"))
+        series_top_sites(&m, rq->device, top);
+    if (rc == 0 && t.n) {
+        bytes = calloc(max_series * t.n, sizeof *bytes);
+        rc = bytes ? sweep_series(db, rq, &t, &m, bytes, max_series) : -1;
+    }
+    /* the series drawn, then "other" = allocated - their sum (at bucket ends) */
+    size_t nseries = m.n < max_series ? m.n : max_series;
+    const char **labels = calloc(nseries + 1, sizeof *labels);
+    uint64_t *keys = calloc(nseries + 1, sizeof *keys);
+    stacked = calloc((nseries + 1) * (t.n ? t.n : 1), sizeof *stacked);
+    if (rc == 0 && (!labels || !keys || !stacked))
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < t.n; i++) {
+        int64_t sum = 0;
+        for (size_t s = 0; s < nseries; s++) {
+            stacked[s * t.n + i] = bytes[s * t.n + i];
+            sum += bytes[s * t.n + i];
+        }
+        layout_totals tot;
+        int64_t alloc_end = layout_timeline_at(db, rq->device, t.last_id[i], &tot) == 0
+                                ? tot.allocated_bytes
+                                : t.amax[i];
+        stacked[nseries * t.n + i] = alloc_end > sum ? alloc_end - sum : 0;
+    }
+    for (size_t s = 0; rc == 0 && s < nseries; s++) {
+        labels[s] = m.labels[s];
+        keys[s] = m.keys[s];
+    }
+    if (rc == 0) {
+        labels[nseries] = "other";
+        keys[nseries] = 0;
+    }
+    /* steps, peak, OOMs */
+    size_t nsteps = 0;
+    int64_t *step_ns = NULL;
+    char **step_text = NULL;
+    sqlite3_stmt *st = prepare(db, "SELECT step, begin_ts_ns FROM steps WHERE end_event_id >= ?1 "
+                                   "AND begin_event_id <= ?2 ORDER BY begin_ts_ns");
+    if (st && rc == 0) {
+        sqlite3_bind_int64(st, 1, rq->from);
+        sqlite3_bind_int64(st, 2, rq->to);
+        size_t cap = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (nsteps == cap) {
+                cap = cap ? cap * 2 : 64;
+                step_ns = realloc(step_ns, cap * sizeof *step_ns);
+                step_text = realloc(step_text, cap * sizeof *step_text);
+                if (!step_ns || !step_text) {
+                    rc = -1;
+                    break;
+                }
+            }
+            char label[32];
+            snprintf(label, sizeof label, "%lld", (long long)sqlite3_column_int64(st, 0));
+            step_ns[nsteps] = sqlite3_column_int64(st, 1);
+            step_text[nsteps++] = strdup(label);
+        }
+    }
+    sqlite3_finalize(st);
+    int64_t peak_id = query_int(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?1",
+                                rq->device, 0);
+    layout_totals peak = {0};
+    if (peak_id < rq->from || peak_id > rq->to ||
+        layout_timeline_at(db, rq->device, peak_id, &peak))
+        peak.allocated_bytes = 0;
+    size_t nooms = 0;
+    int64_t *oom_ns = NULL;
+    if (query_int(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0) > 0 &&
+        (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = 7 AND "
+                          "event_id BETWEEN ?2 AND ?3"))) {
+        sqlite3_bind_int(st, 1, rq->device);
+        sqlite3_bind_int64(st, 2, rq->from);
+        sqlite3_bind_int64(st, 3, rq->to);
+        while (sqlite3_step(st) == SQLITE_ROW && nooms < 256) {
+            int64_t *grown = realloc(oom_ns, (nooms + 1) * sizeof *grown);
+            if (!grown)
+                break;
+            oom_ns = grown;
+            oom_ns[nooms++] = sqlite3_column_int64(st, 0);
+        }
+        sqlite3_finalize(st);
+    }
+    char title[512], subtitle[256], span[32];
+    device_title(db, rq, "Timeline", title, sizeof title);
+    int64_t end_ns = t.n ? t.start[t.n - 1] + bucket_ns : 0;
+    snprintf(subtitle, sizeof subtitle,
+             "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
+             "limit marked",
+             m.by, units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span));
+    render_timeline rt = {
+        .title = title,
+        .subtitle = subtitle,
+        .nbuckets = t.n,
+        .bucket_start_ns = t.start,
+        .end_ns = end_ns,
+        .allocated_min = t.amin,
+        .allocated_max = t.amax,
+        .reserved_min = t.rmin,
+        .reserved_max = t.rmax,
+        .nseries = rc == 0 && t.n ? nseries + 1 : 0,
+        .series_label = labels,
+        .series_key = keys,
+        .series_bytes = stacked,
+        .nsteps = nsteps,
+        .step_ns = step_ns,
+        .step_label = (const char *const *)step_text,
+        .peak_ns = peak.ts_ns,
+        .peak_bytes = peak.allocated_bytes,
+        .device_total_bytes =
+            query_int(db, "SELECT total_bytes FROM devices WHERE device = ?1", rq->device, 0),
+        .nooms = nooms,
+        .oom_ns = oom_ns};
+    render_options ro = {rq->width, rq->height};
+    if (rc != 0)
+        snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));
+    else
+        rc = render_timeline_draw(&rt, path, &ro, err, errlen);
+    for (size_t i = 0; i < nsteps; i++)
+        free(step_text[i]);
+    free(step_text);
+    free(step_ns);
+    free(oom_ns);
+    free(labels);
+    free(keys);
+    free(stacked);
+    free(bytes);
+    series_free(&m);
+    free_timeline_data(&t);
+    return rc;
+}
+
+/* ---- fragmentation ---------------------------------------------------------- */
+
+int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
+                       size_t errlen) {
+    step_state *steps = NULL;
+    size_t n = 0;
+    double *x = NULL, *frag = NULL;
+    int64_t *largest = NULL;
+    int x_is_time = 0, rc = analysis_steps(db, rq->device, rq->from, rq->to, &steps, &n);
+    if (rc == 0 && n == 0) { /* no steps: over time, from the buckets' ends */
+        int64_t bucket_ns =
+            query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
+        timeline_data t = {0};
+        rc = load_buckets(db, rq, bucket_ns, &t);
+        steps = rc == 0 && t.n ? calloc(t.n, sizeof *steps) : NULL;
+        for (size_t i = 0; steps && i < t.n; i++) {
+            analysis_moment(db, rq->device, t.last_id[i], &steps[i].at_end);
+            steps[i].step = t.start[i];
+        }
+        n = steps ? t.n : 0;
+        x_is_time = 1;
+        free_timeline_data(&t);
+    }
+    x = calloc(n + 1, sizeof *x);
+    frag = calloc(n + 1, sizeof *frag);
+    largest = calloc(n + 1, sizeof *largest);
+    if (!x || !frag || !largest)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        x[i] = x_is_time ? (double)steps[i].step / 1e9 : (double)steps[i].step;
+        frag[i] = frag_of(&steps[i].at_end);
+        largest[i] = steps[i].at_end.largest_free;
+    }
+    char title[512];
+    device_title(db, rq, "Fragmentation", title, sizeof title);
+    render_fragmentation rf = {.title = title,
+                               .subtitle = x_is_time
+                                               ? "(reserved - allocated) / reserved over time "
+                                                 "(no steps found), and the largest free block"
+                                               : "(reserved - allocated) / reserved at each step's "
+                                                 "end, and the largest free block",
+                               .npoints = n,
+                               .x = x,
+                               .x_is_time = x_is_time,
+                               .fragmentation = frag,
+                               .largest_free = largest};
+    render_options ro = {rq->width, rq->height};
+    if (rc != 0)
+        snprintf(err, errlen, "reading the database for fragmentation: %s", sqlite3_errmsg(db));
+    else
+        rc = render_fragmentation_draw(&rf, path, &ro, err, errlen);
+    free(steps);
+    free(x);
+    free(frag);
+    free(largest);
+    return rc;
+}
+
+/* ---- segments ---------------------------------------------------------------- */
+
+typedef struct legend_entry {
+    char label[256];
+    uint64_t key, bytes;
+} legend_entry;
+
+static int by_bytes_desc(const void *a, const void *b) {
+    const legend_entry *x = a, *y = b;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    layout *l = NULL;
+    if (layout_build(db, rq->device, rq->at, &l, err, errlen) != 0)
+        return -1;
+    render_segment *segs = calloc(l->segment_count + 1, sizeof *segs);
+    render_block *blocks = calloc(l->block_count + 1, sizeof *blocks);
+    legend_entry *legend = calloc(l->block_count + 1, sizeof *legend);
+    layout_stacks *cache = layout_stacks_new(db);
+    size_t nlegend = 0;
+    int rc = segs && blocks && legend && cache ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < l->block_count; i++) {
+        const layout_block *b = &l->blocks[i];
+        blocks[i].size = b->size;
+        blocks[i].state = b->state == LAYOUT_INACTIVE       ? RENDER_BLOCK_FREE
+                          : b->state == LAYOUT_PENDING_FREE ? RENDER_BLOCK_PENDING_FREE
+                                                            : RENDER_BLOCK_ALLOCATED;
+        if (b->state == LAYOUT_INACTIVE)
+            continue;
+        const layout_stack *s = layout_stacks_get(cache, b->stack_id);
+        const char *site = s && s->site ? s->site : "no stack";
+        blocks[i].site_key = plot_site_key(site);
+        size_t k = 0;
+        while (k < nlegend && legend[k].key != blocks[i].site_key)
+            k++;
+        if (k == nlegend) {
+            snprintf(legend[k].label, sizeof legend[k].label, "%s", site);
+            legend[k].key = blocks[i].site_key;
+            nlegend++;
+        }
+        legend[k].bytes += b->size;
+    }
+    for (size_t i = 0; rc == 0 && i < l->segment_count; i++) {
+        const layout_segment *s = &l->segments[i];
+        segs[i] = (render_segment){.address = s->addr,
+                                   .size = s->size,
+                                   .nblocks = s->block_count,
+                                   .blocks = &blocks[s->first_block]};
+        for (size_t k = 0; k < s->block_count; k++)
+            blocks[s->first_block + k].offset = l->blocks[s->first_block + k].addr - s->addr;
+    }
+    qsort(legend, nlegend, sizeof *legend, by_bytes_desc);
+    size_t shown = nlegend < (rq->top ? rq->top : 12) ? nlegend : (rq->top ? rq->top : 12);
+    const char **labels = calloc(shown + 1, sizeof *labels);
+    uint64_t *keys = calloc(shown + 1, sizeof *keys);
+    for (size_t i = 0; labels && keys && i < shown; i++) {
+        labels[i] = legend[i].label;
+        keys[i] = legend[i].key;
+    }
+    char title[512], subtitle[256], when[96], b1[32], b2[32];
+    device_title(db, rq, "Segments", title, sizeof title);
+    when_describe(db, rq->at, when, sizeof when);
+    snprintf(subtitle, sizeof subtitle, "at %s: %zu segments, %s reserved, %s allocated", when,
+             l->segment_count, units_bytes(l->reserved_bytes, b1, sizeof b1),
+             units_bytes(l->allocated_bytes, b2, sizeof b2));
+    render_layout rl = {.title = title,
+                        .subtitle = subtitle,
+                        .nsegments = l->segment_count,
+                        .segments = segs,
+                        .nlegend = labels && keys ? shown : 0,
+                        .legend_label = labels,
+                        .legend_key = keys};
+    render_options ro = {rq->width, rq->height};
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory drawing segments");
+    else
+        rc = render_segments_draw(&rl, path, &ro, err, errlen);
+    free(labels);
+    free(keys);
+    free(legend);
+    free(segs);
+    free(blocks);
+    layout_stacks_free(cache);
+    layout_free(l);
+    return rc;
+}
+
+#else /* no Cairo: the commands exist and say why they cannot draw */
+
+#include <stdio.h>
+
+int plots_available(void) { return 0; }
+
+uint64_t plot_site_key(const char *label) {
+    (void)label;
+    return 1;
+}
+
+static int no_cairo(char *err, size_t errlen) {
+    snprintf(err, errlen, "pictures are off in this build: Cairo was not found at configure time");
+    return -1;
+}
+
+int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    (void)db, (void)rq, (void)path;
+    return no_cairo(err, errlen);
+}
+
+int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    (void)db, (void)rq, (void)path;
+    return no_cairo(err, errlen);
+}
+
+int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    (void)db, (void)rq, (void)path;
+    return no_cairo(err, errlen);
+}
+
+int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
+                       size_t errlen) {
+    (void)db, (void)rq, (void)path;
+    return no_cairo(err, errlen);
+}
+
+#endif

@@ -1,0 +1,36 @@
+/* plots.h — the pictures of a replayed database: each function reads what
+ * it needs from the database (per-bucket summaries, step ends, a layout, one
+ * sweep of the events for per-site series), fills render/'s structs and
+ * draws the file. Used by the picture commands and by `report --plots`.
+ *
+ * Only built with Cairo (GMT_HAVE_CAIRO); without it plots_available() is 0
+ * and every function fails with a one-line message saying so. */
+#ifndef GMT_PLOTS_H
+#define GMT_PLOTS_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct plot_request {
+    int device;
+    int64_t from, to;  /* event window (timeline, heatmap, fragmentation) */
+    int64_t at;        /* the moment (segments) */
+    const char *by;    /* timeline areas: "site" (default), "stream", "size-class" */
+    size_t top;        /* series / legend entries (default 8) */
+    int width, height; /* 0: 1600 x 900 */
+    const char *input; /* the input's name, for titles */
+} plot_request;
+
+int plots_available(void);
+
+int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen);
+int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen);
+int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen);
+int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
+                       size_t errlen);
+
+/* The colour key of a site label (stable across pictures and runs). */
+uint64_t plot_site_key(const char *label);
+
+#endif
