@@ -136,9 +136,8 @@ int cmd_leaks(int argc, char **argv) {
     if (device < 0)
         device = when_default_device(db);
     char err[256];
-    int64_t from = 0, to = analysis_last_event(db);
-    if ((from_spec && when_resolve(db, from_spec, device, &from, err, sizeof err) != 0) ||
-        (to_spec && when_resolve(db, to_spec, device, &to, err, sizeof err) != 0)) {
+    int64_t from, to;
+    if (when_window(db, from_spec, to_spec, device, &from, &to, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s", err);
     }

@@ -105,9 +105,7 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
     if (rq.device < 0)
         rq.device = when_default_device(db);
     char err[512];
-    rq.to = analysis_last_event(db);
-    if ((from && when_resolve(db, from, rq.device, &rq.from, err, sizeof err) != 0) ||
-        (to && when_resolve(db, to, rq.device, &rq.to, err, sizeof err) != 0)) {
+    if (when_window(db, from, to, rq.device, &rq.from, &rq.to, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s", err);
     }

@@ -492,16 +492,10 @@ int cmd_report(int argc, char **argv) {
     if (status)
         return status;
     char err[256];
-    int64_t from = 0, to = analysis_last_event(db);
-    if ((o.from && when_resolve(db, o.from, o.device, &from, err, sizeof err) != 0) ||
-        (o.to && when_resolve(db, o.to, o.device, &to, err, sizeof err) != 0)) {
+    int64_t from, to;
+    if (when_window(db, o.from, o.to, o.device, &from, &to, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s", err);
-    }
-    if (from > to) {
-        sqlite3_close(db);
-        return cli_error("--from is after --to (event %lld > %lld)", (long long)from,
-                         (long long)to);
     }
     int devices[MAX_DEVICES];
     int ndev = analysis_devices(db, devices, MAX_DEVICES);

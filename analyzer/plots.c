@@ -384,7 +384,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             query_int(db, "SELECT total_bytes FROM devices WHERE device = ?1", rq->device, 0),
         .nooms = nooms,
         .oom_ns = oom_ns};
-    render_options ro = {rq->width, rq->height};
+    render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));
     else
@@ -449,7 +449,7 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
                                .x_is_time = x_is_time,
                                .fragmentation = frag,
                                .largest_free = largest};
-    render_options ro = {rq->width, rq->height};
+    render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for fragmentation: %s", sqlite3_errmsg(db));
     else
@@ -534,7 +534,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
                         .nlegend = labels && keys ? shown : 0,
                         .legend_label = labels,
                         .legend_key = keys};
-    render_options ro = {rq->width, rq->height};
+    render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "out of memory drawing segments");
     else

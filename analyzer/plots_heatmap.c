@@ -196,7 +196,7 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
                          .fraction = fraction,
                          .nbounds = bounds ? h.nspans : 0,
                          .bound_rows = bounds};
-    render_options ro = {rq->width, rq->height};
+    render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the heatmap: %s", sqlite3_errmsg(db));
     else

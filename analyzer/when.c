@@ -126,6 +126,21 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
     return -1;
 }
 
+int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int device, int64_t *from,
+                int64_t *to, char *err, size_t errlen) {
+    *from = 0;
+    *to = query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    if ((from_spec && when_resolve(db, from_spec, device, from, err, errlen) != 0) ||
+        (to_spec && when_resolve(db, to_spec, device, to, err, errlen) != 0))
+        return -1;
+    if (*from > *to) {
+        snprintf(err, errlen, "--from is after --to (event %lld > %lld)", (long long)*from,
+                 (long long)*to);
+        return -1;
+    }
+    return 0;
+}
+
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
     if (event_id <= 0) {
         snprintf(buf, len, "the start (event 0)");

@@ -25,6 +25,11 @@ int when_default_device(sqlite3 *db);
 int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, char *err,
                  size_t errlen);
 
+/* A --from/--to window: [*from, *to] for the specs (NULL: the start, the
+ * end). 0, or -1 with a one-line message (a bad spec, from after to). */
+int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int device, int64_t *from,
+                int64_t *to, char *err, size_t errlen);
+
 /* Describes an event id for people: "event 1234 (step 3, 12.5 s)". */
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len);
 

@@ -24,8 +24,7 @@
  * occupies (pixels, or points for SVG/PDF; origin top-left). For image maps
  * and tooltips, and for tests: Cairo draws SVG and PDF text as glyph
  * outlines, so labels cannot be found in the files themselves. */
-typedef void (*render_text_fn)(void *ctx, const char *text, double x, double y, double w,
-                               double h);
+typedef void (*render_text_fn)(void *ctx, const char *text, double x, double y, double w, double h);
 
 typedef struct render_options {
     int width, height;      /* 0: 1600 x 900 */
@@ -42,12 +41,18 @@ typedef struct render_rgb {
  * key (e.g. a hash of the site's label). Key 0 is "other" (grey). */
 render_rgb render_site_color(uint64_t key);
 
+/* Frees the font caches Cairo and fontconfig keep for the whole process.
+ * Optional: call once after the last picture (e.g. before exit) so leak
+ * checkers such as ASan's see nothing left; drawing again afterwards works
+ * but loads the fonts anew. */
+void render_release(void);
+
 /* ---- timeline: bytes over time --------------------------------------- */
 
 typedef struct render_timeline {
-    const char *title;    /* e.g. "train.zst — device 0 (NVIDIA H100, 80.0 GiB)" */
-    const char *subtitle; /* e.g. the time span and event count; may be NULL */
-    size_t nbuckets;      /* columns of data, in time order, >= 1 */
+    const char *title;              /* e.g. "train.zst — device 0 (NVIDIA H100, 80.0 GiB)" */
+    const char *subtitle;           /* e.g. the time span and event count; may be NULL */
+    size_t nbuckets;                /* columns of data, in time order, >= 1 */
     const int64_t *bucket_start_ns; /* [nbuckets] start of each bucket, ns from the first event */
     int64_t end_ns;                 /* end of the last bucket */
     /* envelopes per bucket, bytes: drawn as lines with their min..max band */
@@ -62,12 +67,12 @@ typedef struct render_timeline {
     const int64_t *series_bytes;     /* [nseries * nbuckets] */
     /* markers */
     size_t nsteps;
-    const int64_t *step_ns;          /* [nsteps] step boundaries (begin), ns */
-    const char *const *step_label;   /* [nsteps] e.g. "3" (labels are thinned to avoid overlap) */
-    int64_t peak_ns, peak_bytes;     /* the peak of allocated, marked with its value; bytes 0: none */
-    int64_t device_total_bytes;      /* limit line; 0: unknown (not drawn) */
+    const int64_t *step_ns;        /* [nsteps] step boundaries (begin), ns */
+    const char *const *step_label; /* [nsteps] e.g. "3" (labels are thinned to avoid overlap) */
+    int64_t peak_ns, peak_bytes;   /* the peak of allocated, marked with its value; bytes 0: none */
+    int64_t device_total_bytes;    /* limit line; 0: unknown (not drawn) */
     size_t nooms;
-    const int64_t *oom_ns;           /* [nooms] OOM events, marked */
+    const int64_t *oom_ns; /* [nooms] OOM events, marked */
 } render_timeline;
 
 int render_timeline_draw(const render_timeline *t, const char *path, const render_options *opt,
@@ -77,9 +82,9 @@ int render_timeline_draw(const render_timeline *t, const char *path, const rende
 
 typedef struct render_heatmap {
     const char *title, *subtitle;
-    size_t ncols, nrows;   /* time columns (left to right), address rows (top = lowest address) */
-    int64_t start_ns, end_ns;      /* the time the columns cover */
-    int64_t bytes_per_row;         /* address space each row stands for (y axis in bytes) */
+    size_t ncols, nrows; /* time columns (left to right), address rows (top = lowest address) */
+    int64_t start_ns, end_ns; /* the time the columns cover */
+    int64_t bytes_per_row;    /* address space each row stands for (y axis in bytes) */
     /* [nrows * ncols] row-major: the fraction of the row's reserved bytes
      * that is allocated in that column, 0..1; a negative value means
      * nothing of the row is reserved then (drawn as background) */
@@ -132,7 +137,7 @@ int render_segments_draw(const render_layout *l, const char *path, const render_
 typedef struct render_fragmentation {
     const char *title, *subtitle;
     size_t npoints;
-    const double *x;            /* [npoints] step numbers, or seconds when x_is_time */
+    const double *x; /* [npoints] step numbers, or seconds when x_is_time */
     int x_is_time;
     const double *fragmentation; /* [npoints] (reserved - allocated) / reserved, 0..1 */
     const int64_t *largest_free; /* [npoints] largest free block, bytes (second axis); NULL: none */
