@@ -166,6 +166,9 @@ typedef struct timeline_data {
     int64_t *bucket, *start, *amin, *amax, *rmin, *rmax, *first_id, *last_id;
 } timeline_data;
 
+static void free_timeline_data(timeline_data *t);
+static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t);
+
 static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, timeline_data *t) {
     sqlite3_stmt *st = prepare(
         db, "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
@@ -204,6 +207,62 @@ static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, 
         t->last_id[i] = sqlite3_column_int64(st, 6);
     }
     sqlite3_finalize(st);
+    return fill_gaps(db, bucket_ns, t);
+}
+
+/* Buckets without events are absent from the table; the state carries over
+ * through them. Filling them in (the previous bucket's end state, flat)
+ * keeps a picture from drawing a band across a quiet stretch. */
+static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t) {
+    if (t->n < 2)
+        return 0;
+    size_t dense = (size_t)(t->bucket[t->n - 1] - t->bucket[0]) + 1;
+    if (dense == t->n)
+        return 0;
+    timeline_data d = {0};
+    int64_t **dst[] = {&d.bucket, &d.start, &d.amin,     &d.amax,
+                       &d.rmin,   &d.rmax,  &d.first_id, &d.last_id};
+    for (size_t k = 0; k < sizeof dst / sizeof dst[0]; k++)
+        if (!(*dst[k] = calloc(dense, sizeof(int64_t)))) {
+            free_timeline_data(&d);
+            return -1;
+        }
+    sqlite3_stmt *st = prepare(db, "SELECT allocated_bytes, reserved_bytes FROM event_rows "
+                                   "WHERE event_id = ?");
+    if (!st) {
+        free_timeline_data(&d);
+        return -1;
+    }
+    size_t j = 0;
+    int64_t end_alloc = 0, end_res = 0;
+    for (size_t i = 0; i < dense; i++) {
+        int64_t b = t->bucket[0] + (int64_t)i;
+        d.bucket[i] = b;
+        d.start[i] = b * bucket_ns;
+        if (j < t->n && t->bucket[j] == b) {
+            d.amin[i] = t->amin[j];
+            d.amax[i] = t->amax[j];
+            d.rmin[i] = t->rmin[j];
+            d.rmax[i] = t->rmax[j];
+            d.first_id[i] = t->first_id[j];
+            d.last_id[i] = t->last_id[j];
+            sqlite3_bind_int64(st, 1, t->last_id[j]);
+            if (sqlite3_step(st) == SQLITE_ROW) {
+                end_alloc = sqlite3_column_int64(st, 0);
+                end_res = sqlite3_column_int64(st, 1);
+            }
+            sqlite3_reset(st);
+            j++;
+        } else {
+            d.amin[i] = d.amax[i] = end_alloc;
+            d.rmin[i] = d.rmax[i] = end_res;
+            d.first_id[i] = d.last_id[i] = d.last_id[i - 1];
+        }
+    }
+    sqlite3_finalize(st);
+    d.n = d.cap = dense;
+    free_timeline_data(t);
+    *t = d;
     return 0;
 }
 
