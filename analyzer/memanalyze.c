@@ -3,6 +3,10 @@
  * differ), prints its own errors, and returns the exit status. */
 #include "commands.h"
 
+#ifdef GMT_HAVE_CAIRO
+#include "render.h"
+#endif
+
 #include <stdio.h>
 #include <string.h>
 
@@ -38,8 +42,13 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].run(argc - 1, argv + 1);
+#ifdef GMT_HAVE_CAIRO
+            render_release(); /* fontconfig's caches: nothing left for LeakSanitizer */
+#endif
+            return rc;
+        }
     fprintf(stderr, "memanalyze: unknown command '%s' (try memanalyze --help)\n", argv[1]);
     return 2;
 }

@@ -26,7 +26,44 @@ uint64_t plot_site_key(const char *label) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (const unsigned char *p = (const unsigned char *)label; p && *p; p++)
         h = (h ^ *p) * 0x100000001b3ULL;
-    return h ? h : 1; /* 0 is "other" */
+    return h > 20 ? h : h + 21; /* 0 is "other", 1..20 are ranks (site_ranks) */
+}
+
+/* The run's 20 biggest sites (by bytes at the device's peak) get the
+ * palette's 20 distinct colours, keys 1..20, the same in every picture of
+ * the run; the others a hash of their label. */
+#define RANKED_SITES 20
+typedef struct site_ranks {
+    char labels[RANKED_SITES][256];
+    size_t n;
+} site_ranks;
+
+static void site_ranks_load(sqlite3 *db, int device, site_ranks *r) {
+    r->n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT stack_id FROM site_stats WHERE device = ? AND peak_bytes > 0 "
+                           "ORDER BY peak_bytes DESC, stack_id LIMIT 200",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int(st, 1, device);
+    while (r->n < RANKED_SITES && sqlite3_step(st) == SQLITE_ROW) {
+        char label[256];
+        layout_stack_label(db, sqlite3_column_int64(st, 0), label, sizeof label);
+        size_t k = 0;
+        while (k < r->n && strcmp(r->labels[k], label))
+            k++;
+        if (k == r->n)
+            snprintf(r->labels[r->n++], sizeof r->labels[0], "%s", label);
+    }
+    sqlite3_finalize(st);
+}
+
+static uint64_t site_key(const site_ranks *r, const char *label) {
+    for (size_t k = 0; r && k < r->n; k++)
+        if (!strcmp(r->labels[k], label))
+            return k + 1;
+    return plot_site_key(label);
 }
 
 static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
@@ -80,6 +117,7 @@ typedef struct series_map {
     sqlite3 *db;
     int64_t *stack_series; /* cache: stack id -> series + 2 (0 = not looked up) */
     size_t stack_cap;
+    const site_ranks *ranks;
 } series_map;
 
 static const char *size_class(int64_t size) {
@@ -101,7 +139,7 @@ static int series_add(series_map *m, const char *label) {
         return -1;
     m->keys = keys;
     m->labels[m->n] = strdup(label);
-    m->keys[m->n] = plot_site_key(label);
+    m->keys[m->n] = site_key(m->ranks, label);
     return m->labels[m->n] ? (int)m->n++ : -1;
 }
 
@@ -326,7 +364,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     int64_t bucket_ns =
         query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
     timeline_data t = {0};
-    series_map m = {.by = rq->by ? rq->by : "site", .db = db};
+    site_ranks ranks;
+    site_ranks_load(db, rq->device, &ranks);
+    series_map m = {.by = rq->by ? rq->by : "site", .db = db, .ranks = &ranks};
     size_t top = rq->top ? rq->top : 8, max_series = 16;
     int64_t *bytes = NULL, *stacked = NULL;
     int rc = load_buckets(db, rq, bucket_ns, &t);
@@ -541,6 +581,8 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
     legend_entry *legend = calloc(l->block_count + 1, sizeof *legend);
     layout_stacks *cache = layout_stacks_new(db);
     size_t nlegend = 0;
+    site_ranks ranks;
+    site_ranks_load(db, rq->device, &ranks);
     int rc = segs && blocks && legend && cache ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < l->block_count; i++) {
         const layout_block *b = &l->blocks[i];
@@ -552,7 +594,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
             continue;
         const layout_stack *s = layout_stacks_get(cache, b->stack_id);
         const char *site = s && s->site ? s->site : "no stack";
-        blocks[i].site_key = plot_site_key(site);
+        blocks[i].site_key = site_key(&ranks, site);
         size_t k = 0;
         while (k < nlegend && legend[k].key != blocks[i].site_key)
             k++;

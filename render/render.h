@@ -5,15 +5,20 @@
  * knows SQLite or the trace format: the analyzer fills these structs, so
  * the pictures can be tested with hand-made data and drawn from any source.
  *
- * The format follows the file extension: .png, .svg or .pdf. Sizes are
- * pixels (PNG) or points (SVG, PDF); default 1600 x 900. Text is DejaVu
- * Sans. Bytes are labelled in binary units (KiB, MiB, GiB), times in
- * ns/us/ms/s/min. A site (allocation stack) keeps the same colour in every
- * picture: the colour is a function of its `key` (render_site_color).
+ * The format follows the file extension: .png, .svg or .pdf (any case).
+ * Sizes are pixels (PNG, SVG) or points (PDF), 64..16384 a side; default
+ * 1600 x 900. Text is DejaVu Sans. Bytes are labelled in binary units
+ * (KiB, MiB, GiB), times in ns/µs/ms/s/min/h. A site (allocation stack)
+ * keeps the same colour in every picture: the colour is a function of its
+ * `key` (render_site_color).
  *
  * Every function returns 0, or -1 with a one-line message in err (an
- * unknown extension, a file that cannot be written, inconsistent input).
- * Pointers in the input structs are borrowed for the call only. */
+ * unknown extension, a file that cannot be written, inconsistent input);
+ * on failure no file is left behind. Empty input (no buckets, cells,
+ * segments or points) is not an error: the picture says "no data". The
+ * title is also written into the file itself: SVG <title> (and the subtitle
+ * as <desc>), PDF metadata. Pointers in the input structs are borrowed for
+ * the call only. */
 #ifndef GMT_RENDER_H
 #define GMT_RENDER_H
 
@@ -38,7 +43,10 @@ typedef struct render_rgb {
 } render_rgb;
 
 /* The colour of a site, stable across pictures and runs: a function of the
- * key (e.g. a hash of the site's label). Key 0 is "other" (grey). */
+ * key. Key 0 is "other" (grey); keys 1..20 are twenty distinct palette
+ * colours in order (number sites by a run-wide rank to keep the top twenty
+ * apart); any other key (e.g. a hash of the site's label) is mixed onto the
+ * palette, so two such keys may share a colour. */
 render_rgb render_site_color(uint64_t key);
 
 /* Frees the font caches Cairo and fontconfig keep for the whole process.

@@ -79,19 +79,19 @@ void axis_time(axis *a, double lo_ns, double hi_ns, int target_ticks) {
         hi_ns = lo_ns + 1;
     double span = hi_ns - lo_ns;
     a->kind = AXIS_TIME;
-    if (span < 1e4) {
+    if (span < 1e3) {
         a->unit = 1;
         a->suffix = "ns";
-    } else if (span < 1e7) {
+    } else if (span < 1e6) {
         a->unit = 1e3;
         a->suffix = "\xc2\xb5s";
-    } else if (span < 1e10) {
+    } else if (span < 1e9) {
         a->unit = 1e6;
         a->suffix = "ms";
-    } else if (span < 600e9) {
+    } else if (span < 300e9) {
         a->unit = 1e9;
         a->suffix = "s";
-    } else if (span < 36000e9) {
+    } else if (span < 18000e9) {
         a->unit = 60e9;
         a->suffix = "min";
     } else {
@@ -138,8 +138,10 @@ void axis_label(const axis *a, double v, char *buf, size_t len) {
         return;
     }
     const char *suffix = a->suffix ? a->suffix : "";
-    /* bytes: as few decimals as the value needs (0.25, 0.5, 0.75, 1 GiB) */
-    int decimals = a->kind == AXIS_BYTES ? decimals_for(v / a->unit) : a->decimals;
+    /* bytes and times: as few decimals as the value needs (0.25, 0.5, 0.75,
+     * 1 GiB); plain numbers keep the step's, so a column of them lines up */
+    int decimals =
+        a->kind == AXIS_BYTES || a->kind == AXIS_TIME ? decimals_for(v / a->unit) : a->decimals;
     snprintf(buf, len, "%.*f%s%s", decimals > 3 ? 3 : decimals, v / a->unit, *suffix ? " " : "",
              suffix);
 }

@@ -148,12 +148,11 @@ int canvas_open(canvas *c, const char *path, const render_options *opt, const ch
     }
     if (format_of(path, &c->format, err, errlen) != 0)
         return -1;
-    int w = opt && opt->width > 0 ? opt->width : DEFAULT_WIDTH;
-    int h = opt && opt->height > 0 ? opt->height : DEFAULT_HEIGHT;
-    if ((opt && (opt->width < 0 || opt->height < 0)) || w < MIN_SIDE || h < MIN_SIDE ||
-        w > MAX_SIDE || h > MAX_SIDE) {
-        snprintf(err, errlen, "picture size %dx%d out of range (%d..%d a side)", opt->width,
-                 opt->height, MIN_SIDE, MAX_SIDE);
+    int w = opt && opt->width ? opt->width : DEFAULT_WIDTH;
+    int h = opt && opt->height ? opt->height : DEFAULT_HEIGHT;
+    if (w < MIN_SIDE || h < MIN_SIDE || w > MAX_SIDE || h > MAX_SIDE) {
+        snprintf(err, errlen, "picture size %dx%d out of range (%d..%d a side)", w, h, MIN_SIDE,
+                 MAX_SIDE);
         return -1;
     }
     c->path = path;
@@ -276,8 +275,7 @@ double canvas_header(canvas *c, const char *title, const char *subtitle) {
     return y + 14 * c->s;
 }
 
-void canvas_no_data(canvas *c, const char *title, const char *subtitle, const char *message) {
-    double top = canvas_header(c, title, subtitle);
+void canvas_message(canvas *c, double top, const char *message) {
     double m = 20 * c->s;
     cairo_t *cr = c->cr;
     cairo_rectangle(cr, m + 0.5, top + 0.5, c->w - 2 * m - 1, c->h - top - m - 1);
@@ -294,4 +292,8 @@ void canvas_no_data(canvas *c, const char *title, const char *subtitle, const ch
         if (text_fit(c, message, c->w - 4 * m, buf, sizeof buf))
             text_draw(c, buf, c->w / 2, cy + 10 * c->s, 0.5, 0);
     }
+}
+
+void canvas_no_data(canvas *c, const char *title, const char *subtitle, const char *message) {
+    canvas_message(c, canvas_header(c, title, subtitle), message);
 }

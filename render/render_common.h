@@ -54,7 +54,9 @@ int canvas_close(canvas *c, char *err, size_t errlen);
 
 /* Draws the title (bold) and subtitle at the top; returns the y below them. */
 double canvas_header(canvas *c, const char *title, const char *subtitle);
-/* The whole picture for empty input: header plus a centred message. */
+/* "no data" and a message, centred in the picture below top. */
+void canvas_message(canvas *c, double top, const char *message);
+/* The whole picture for empty input: header plus canvas_message. */
 void canvas_no_data(canvas *c, const char *title, const char *subtitle, const char *message);
 
 /* ---- text (render_text.c) ---------------------------------------------- */

@@ -182,7 +182,7 @@ static void draw(canvas *c, const render_fragmentation *f) {
     double right_room = f->largest_free ? plot_left_room(c, &right) : 0;
     p.w = round(c->w - m - lw - 28 * s - right_room - p.x);
     if (p.w < 10 || p.h < 10) {
-        canvas_no_data(c, f->title, f->subtitle, "the picture is too small for a plot");
+        canvas_message(c, top, "the picture is too small for a plot");
         return;
     }
     double x0 = f->x[0], x1 = f->x[f->npoints - 1];

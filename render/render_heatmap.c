@@ -202,7 +202,7 @@ static int draw(canvas *c, const render_heatmap *h) {
     p.x = round(m + plot_left_room(c, &p.ya));
     p.w = round(c->w - m - lw - 28 * s - p.x);
     if (p.w < 10 || p.h < 10) {
-        canvas_no_data(c, h->title, h->subtitle, "the picture is too small for a plot");
+        canvas_message(c, top, "the picture is too small for a plot");
         return 0;
     }
     axis_time(&p.xa, (double)h->start_ns, (double)h->end_ns, (int)(p.w / (130 * s)));

@@ -361,7 +361,7 @@ static int draw(canvas *c, const render_layout *l) {
     double ruler_y = round(top + th + 12 * s), py = ruler_y + 8 * s;
     double note_y = c->h - m, ph = note_y - th - 10 * s - py;
     if (pw < 20 || ph < 20) {
-        canvas_no_data(c, l->title, l->subtitle, "the picture is too small for a plot");
+        canvas_message(c, top, "the picture is too small for a plot");
         return 0;
     }
     double strip = th + 4 * s, gap_y = 5 * s, bar_min = 26 * s, bar_max = 46 * s;

@@ -195,22 +195,38 @@ static void draw_series(canvas *c, const render_timeline *t, const plot *p, cons
     }
 }
 
-/* A label with a halo, at the first candidate place that is free. */
-static void place_note(canvas *c, const plot *p, const char *text, const double (*cand)[4],
-                       size_t ncand, render_rgb color) {
-    canvas_box inside = {p->x, p->y, p->w, p->h}, chosen = {0, 0, 0, 0};
-    int found = 0;
-    for (size_t i = 0; i < ncand && !found; i++) {
-        canvas_box b = text_box(c, text, cand[i][0], cand[i][1], cand[i][2], cand[i][3]);
-        int in = b.x >= inside.x && b.y >= inside.y && b.x + b.w <= inside.x + inside.w &&
-                 b.y + b.h <= inside.y + inside.h;
-        if (in && text_box_free(c, b, 2 * c->s)) {
-            chosen = b;
-            found = 1;
+/* Whether the box crosses the reserved or allocated line. */
+static int box_on_lines(const columns *k, const plot *p, canvas_box b) {
+    double c0 = floor(b.x - p->x), c1 = ceil(b.x + b.w - p->x);
+    for (double cf = c0 < 0 ? 0 : c0; cf < c1 && cf < (double)k->n; cf++) {
+        size_t c = (size_t)cf;
+        if (k->last[c] == NONE)
+            continue;
+        double lo[] = {k->rmax[c], k->amax[c]}, hi[] = {k->rmin[c], k->amin[c]};
+        for (int i = 0; i < 2; i++) {
+            double top = plot_y(p, lo[i]) - 3, bottom = plot_y(p, hi[i]) + 3;
+            if (top < b.y + b.h && b.y < bottom)
+                return 1;
         }
     }
-    if (found)
-        text_draw_halo(c, text, chosen.x, chosen.y, 0, 0, color);
+    return 0;
+}
+
+/* A label with a halo, at the first candidate place that is inside the
+ * plot and clear of other text, and clear of the lines if one is. */
+static int place_note(canvas *c, const plot *p, const columns *k, const char *text,
+                      const double (*cand)[4], size_t ncand, render_rgb color) {
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ncand; i++) {
+            canvas_box b = text_box(c, text, cand[i][0], cand[i][1], cand[i][2], cand[i][3]);
+            int in =
+                b.x >= p->x && b.y >= p->y && b.x + b.w <= p->x + p->w && b.y + b.h <= p->y + p->h;
+            if (in && text_box_free(c, b, 2 * c->s) && (pass || !box_on_lines(k, p, b))) {
+                text_draw_halo(c, text, b.x, b.y, 0, 0, color);
+                return 1;
+            }
+        }
+    return 0;
 }
 
 /* Labels every stride-th step, the smallest stride whose labels keep apart. */
@@ -308,7 +324,8 @@ static void draw_steps(canvas *c, const render_timeline *t, const plot *p, doubl
         text_draw(c, "step", b.x, b.y, 0, 0);
 }
 
-static void draw_markers(canvas *c, const render_timeline *t, const plot *p, int limit_on_scale) {
+static void draw_markers(canvas *c, const render_timeline *t, const plot *p, const columns *k,
+                         int limit_on_scale) {
     cairo_t *cr = c->cr;
     double s = c->s;
     char buf[128], b1[32], b2[32];
@@ -328,10 +345,10 @@ static void draw_markers(canvas *c, const render_timeline *t, const plot *p, int
             snprintf(buf, sizeof buf, "device total %s", b1);
             double xr = p->x + p->w - 6 * s;
             const double cand[][4] = {{xr, y - 3 * s, 1, 1}, {xr, y + 3 * s, 1, 0}};
-            place_note(c, p, buf, cand, 2, rgb_hex(COLOR_LIMIT));
+            place_note(c, p, k, buf, cand, 2, rgb_hex(COLOR_LIMIT));
         }
     }
-    double last = -INFINITY;
+    double last = -INFINITY, last_label = -INFINITY;
     for (size_t i = 0; i < t->nooms; i++) {
         double x = plot_x(p, (double)t->oom_ns[i]);
         if (x < p->x - 1 || x > p->x + p->w + 1 || x - last < 3 * s)
@@ -352,7 +369,8 @@ static void draw_markers(canvas *c, const render_timeline *t, const plot *p, int
         cairo_fill(cr);
         const double cand[][4] = {{x + r + 2 * s, p->y + 2 * s, 0, 0},
                                   {x - r - 2 * s, p->y + 2 * s, 1, 0}};
-        place_note(c, p, "OOM", cand, 2, rgb_hex(COLOR_OOM));
+        if (x - last_label > 60 * s && place_note(c, p, k, "OOM", cand, 2, rgb_hex(COLOR_OOM)))
+            last_label = x; /* OOMs close together share one label */
         last = x;
     }
     if (t->peak_bytes > 0) {
@@ -370,8 +388,10 @@ static void draw_markers(canvas *c, const render_timeline *t, const plot *p, int
         double d = 9 * s;
         const double cand[][4] = {{x + d, y - d / 2, 0, 1}, {x - d, y - d / 2, 1, 1},
                                   {x + d, y + d / 2, 0, 0}, {x - d, y + d / 2, 1, 0},
-                                  {x + d, y, 0, 0.5},       {x - d, y, 1, 0.5}};
-        place_note(c, p, buf, cand, sizeof cand / sizeof cand[0], rgb_hex(COLOR_LIMIT));
+                                  {x + d, y, 0, 0.5},       {x - d, y, 1, 0.5},
+                                  {x + d, y - 3 * d, 0, 1}, {x - d, y - 3 * d, 1, 1},
+                                  {x + d, y + 3 * d, 0, 0}, {x - d, y + 3 * d, 1, 0}};
+        place_note(c, p, k, buf, cand, sizeof cand / sizeof cand[0], rgb_hex(COLOR_LIMIT));
     }
 }
 
@@ -436,7 +456,7 @@ static int draw(canvas *c, const render_timeline *t) {
     p.x = round(m + plot_left_room(c, &p.ya));
     p.w = round(right - p.x);
     if (p.w < 10 || p.h < 10) {
-        canvas_no_data(c, t->title, t->subtitle, "the picture is too small for a plot");
+        canvas_message(c, top, "the picture is too small for a plot");
         return 0;
     }
     axis_time(&p.xa, (double)t->bucket_start_ns[0], (double)t->end_ns, (int)(p.w / (130 * s)));
@@ -460,7 +480,7 @@ static int draw(canvas *c, const render_timeline *t) {
     draw_envelope(c, &p, &k, k.amin, k.amax, rgb_hex(COLOR_ALLOCATED), 1.1 * s);
     cairo_restore(c->cr);
     plot_frame(c, &p);
-    draw_markers(c, t, &p, limit_on_scale);
+    draw_markers(c, t, &p, &k, limit_on_scale);
     columns_free(&k);
     return draw_legend(c, t, c->w - m - lw, p.y, lw, c->h - m - p.y, limit_on_scale);
 }
