@@ -54,11 +54,12 @@ demo: build
 	@$(BUILD)/samples/synth/synth --steps 50 --leak 262144 --seed 1 -o $(DEMO_DIR)/train.zst
 	@$(BUILD)/analyzer/memanalyze info $(DEMO_DIR)/train.zst
 	@echo
-	@GMT_CACHE_DIR=$(DEMO_DIR)/cache $(BUILD)/analyzer/memanalyze report $(DEMO_DIR)/train.zst
+	@GMT_CACHE_DIR=$(DEMO_DIR)/cache $(BUILD)/analyzer/memanalyze report $(DEMO_DIR)/train.zst --plots $(DEMO_DIR)/plots
 	@GMT_CACHE_DIR=$(DEMO_DIR)/cache $(BUILD)/analyzer/memanalyze import $(DEMO_DIR)/train.zst -o $(DEMO_DIR)/train.db >/dev/null
 	@echo
 	@echo "demo trace:    $(DEMO_DIR)/train.zst"
 	@echo "its database:  $(DEMO_DIR)/train.db  (memanalyze sql $(DEMO_DIR)/train.db \"SELECT * FROM steps\")"
+	@echo "its pictures:  $(DEMO_DIR)/plots/"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
