@@ -50,6 +50,7 @@ enum statement {
     ST_SITE,
     ST_SITE_STEP,
     ST_LARGEST,
+    ST_SITE_BUCKET,
     ST_COUNT
 };
 
@@ -76,6 +77,8 @@ static const char *const statement_sql[ST_COUNT] = {
                 " VALUES (?,?,?,?,?,?,?,?)",
     [ST_SITE_STEP] = "INSERT OR REPLACE INTO site_steps (device, stack_id, end_event_id,"
                      " delta_bytes, live_bytes) VALUES (?,?,?,?,?)",
+    [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
+                       " live_bytes) VALUES (?,?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
                    " VALUES (?,?,?,?)",
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
@@ -549,6 +552,12 @@ int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t 
                         int64_t delta_bytes, int64_t live_bytes) {
     const int64_t v[] = {device, stack_id, end_event_id, delta_bytes, live_bytes};
     return insert_ints(w, ST_SITE_STEP, v, 5);
+}
+
+int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
+                          int64_t stack_id, int64_t live_bytes) {
+    const int64_t v[] = {device, bucket_ns, bucket, stack_id, live_bytes};
+    return insert_ints(w, ST_SITE_BUCKET, v, 5);
 }
 
 int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,

@@ -82,6 +82,8 @@ int db_writer_site(db_writer *w, int64_t device, int64_t stack_id, int64_t peak_
                    int64_t never_freed_count, int64_t never_freed_bytes);
 int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t end_event_id,
                         int64_t delta_bytes, int64_t live_bytes);
+int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
+                          int64_t stack_id, int64_t live_bytes);
 int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,
                       int64_t stack_id);
 int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message);

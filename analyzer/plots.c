@@ -10,6 +10,7 @@
 
 #ifdef GMT_HAVE_CAIRO
 
+#include "addr_map.h"
 #include "analysis.h"
 #include "layout.h"
 #include "render.h"
@@ -360,6 +361,63 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
     return 0;
 }
 
+/* By site, from the replay's site_buckets: each site's live bytes where it
+ * changed, carried over between its rows; no pass over the events. */
+static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns,
+                                    const timeline_data *t, series_map *m, int64_t *bytes,
+                                    size_t max_series) {
+    sqlite3_stmt *st = prepare(db, "SELECT bucket, stack_id, live_bytes FROM site_buckets WHERE "
+                                   "device = ?1 AND bucket_ns = ?2 AND bucket <= ?3 ORDER BY "
+                                   "bucket");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, rq->device);
+    sqlite3_bind_int64(st, 2, bucket_ns);
+    sqlite3_bind_int64(st, 3, t->n ? t->bucket[t->n - 1] : -1);
+    addr_map last = {0}; /* stack -> index into values */
+    int64_t *values = NULL, *live = calloc(max_series + 1, sizeof *live);
+    size_t nvalues = 0, cap = 0, b = 0;
+    int rc = live ? 0 : -1;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t bucket = sqlite3_column_int64(st, 0), stack = sqlite3_column_int64(st, 1);
+        int64_t value = sqlite3_column_int64(st, 2);
+        for (; b < t->n && t->bucket[b] < bucket; b++)
+            for (size_t s = 0; s < max_series; s++)
+                bytes[s * t->n + b] = live[s];
+        uint32_t *slot = addr_map_get(&last, 0, (uint64_t)stack);
+        if (!slot) {
+            if (nvalues == cap) {
+                cap = cap ? cap * 2 : 256;
+                int64_t *grown = realloc(values, cap * sizeof *grown);
+                if (!grown) {
+                    rc = -1;
+                    break;
+                }
+                values = grown;
+            }
+            values[nvalues] = 0;
+            if (addr_map_put(&last, 0, (uint64_t)stack, (uint32_t)nvalues) != 0) {
+                rc = -1;
+                break;
+            }
+            slot = addr_map_get(&last, 0, (uint64_t)stack);
+            nvalues++;
+        }
+        int s = series_of(m, stack, 0, 0);
+        if (s >= 0 && (size_t)s < max_series)
+            live[s] += value - values[*slot];
+        values[*slot] = value;
+    }
+    for (; rc == 0 && b < t->n; b++)
+        for (size_t s = 0; s < max_series; s++)
+            bytes[s * t->n + b] = live[s];
+    sqlite3_finalize(st);
+    addr_map_free(&last);
+    free(values);
+    free(live);
+    return rc;
+}
+
 int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
     int64_t bucket_ns =
         query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
@@ -374,7 +432,10 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         series_top_sites(&m, rq->device, top);
     if (rc == 0 && t.n) {
         bytes = calloc(max_series * t.n, sizeof *bytes);
-        rc = bytes ? sweep_series(db, rq, &t, &m, bytes, max_series) : -1;
+        rc = !bytes ? -1
+             : !strcmp(m.by, "site")
+                 ? series_from_site_buckets(db, rq, bucket_ns, &t, &m, bytes, max_series)
+                 : sweep_series(db, rq, &t, &m, bytes, max_series);
     }
     /* the series drawn, then "other" = allocated - their sum (at bucket ends) */
     size_t nseries = m.n < max_series ? m.n : max_series;

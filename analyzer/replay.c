@@ -221,6 +221,8 @@ static int flush_bucket(replay *rp, uint32_t device) {
     bucket_acc *b = &rp->dev[device].bucket;
     if (!b->events)
         return 0;
+    if (site_stats_bucket_end(rp->sites, device, rp->bucket_ns, b->index, rp->db) != 0)
+        return replay_fail(rp, "%s", db_writer_error(rp->db));
     db_bucket_row row = {device,     rp->bucket_ns, b->index,     b->first_id,
                          b->last_id, b->events,     b->min_alloc, b->max_alloc,
                          b->min_res, b->max_res,    b->max_req,   b->min_free};
@@ -228,12 +230,27 @@ static int flush_bucket(replay *rp, uint32_t device) {
     return replay_db_ok(rp, db_writer_bucket(rp->db, &row));
 }
 
+/* The bucket an event at `ts` belongs to (never before the current one:
+ * threads' records interleave). */
+static int64_t bucket_of(const replay *rp, uint32_t device, int64_t ts) {
+    const bucket_acc *b = &rp->dev[device].bucket;
+    int64_t index = ts > 0 ? ts / rp->bucket_ns : 0;
+    return index < b->index ? b->index : index;
+}
+
+/* Called before an event is applied: when it starts a new bucket, the
+ * previous one ends with the state before it. */
+int replay_bucket_before(replay *rp, uint32_t device, int64_t ts) {
+    bucket_acc *b = &rp->dev[device].bucket;
+    if (b->events && bucket_of(rp, device, ts) != b->index)
+        return flush_bucket(rp, device);
+    return 0;
+}
+
 static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t ts,
                         const totals *t) {
     bucket_acc *b = &rp->dev[device].bucket;
-    int64_t index = ts > 0 ? ts / rp->bucket_ns : 0;
-    if (index < b->index)
-        index = b->index; /* threads' records interleave: never go back */
+    int64_t index = bucket_of(rp, device, ts);
     if (b->events && index != b->index)
         flush_bucket(rp, device);
     if (!b->events) {

@@ -395,6 +395,8 @@ int replay_event(replay *rp, const trace_event *ev) {
     int seed = rp->in_seed;
     if (!seed && !rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
         return -1;
+    if (replay_bucket_before(rp, ev->device, seed ? 0 : (int64_t)ev->ts_ns - rp->t0) != 0)
+        return -1;
     db_event_row row = {
         .event_id = seed ? rp->next_seed_id++ : ++rp->last_event_id,
         .ts_ns = seed ? 0 : (int64_t)ev->ts_ns - rp->t0,

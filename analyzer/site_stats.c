@@ -15,9 +15,10 @@ typedef struct site {
     int64_t live_bytes, live_blocks;
     int64_t peak_bytes, peak_blocks; /* valid when peak_version == device's version */
     uint64_t peak_version;
-    int64_t step_live; /* live bytes at the previous step end */
-    int stepped;       /* has a step_live (seen at a step end) */
-    int touched;       /* in the touched list */
+    int64_t step_live;  /* live bytes at the previous step end */
+    int stepped;        /* has a step_live (seen at a step end) */
+    int touched;        /* in the touched list (step ends) */
+    int bucket_touched; /* in the bucket_touched list (bucket ends) */
     int64_t never_freed_count, never_freed_bytes;
 } site;
 
@@ -31,6 +32,8 @@ struct site_stats {
     addr_map index;    /* (device, stack) -> site */
     uint32_t *touched; /* sites changed since the last step end */
     size_t touched_len, touched_cap;
+    uint32_t *bucket_touched; /* sites changed since their device's last bucket end */
+    size_t bucket_len, bucket_cap;
     uint64_t version[MAX_DEVICES];
     big_alloc largest[MAX_DEVICES][LARGEST];
     size_t nlargest[MAX_DEVICES];
@@ -44,6 +47,7 @@ void site_stats_free(site_stats *s) {
         return;
     free(s->sites);
     free(s->touched);
+    free(s->bucket_touched);
     addr_map_free(&s->index);
     free(s);
 }
@@ -84,6 +88,18 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
     }
     x->live_bytes += bytes;
     x->live_blocks += blocks;
+    if (!x->bucket_touched) {
+        if (s->bucket_len == s->bucket_cap) {
+            size_t cap = s->bucket_cap ? s->bucket_cap * 2 : 256;
+            uint32_t *grown = realloc(s->bucket_touched, cap * sizeof *grown);
+            if (!grown)
+                return -1;
+            s->bucket_touched = grown;
+            s->bucket_cap = cap;
+        }
+        s->bucket_touched[s->bucket_len++] = (uint32_t)(x - s->sites);
+        x->bucket_touched = 1;
+    }
     if (!x->touched) {
         if (s->touched_len == s->touched_cap) {
             size_t cap = s->touched_cap ? s->touched_cap * 2 : 256;
@@ -147,6 +163,23 @@ int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db) {
             return -1;
     }
     s->touched_len = 0;
+    return 0;
+}
+
+int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int64_t bucket,
+                          db_writer *db) {
+    size_t kept = 0;
+    for (size_t i = 0; i < s->bucket_len; i++) {
+        site *x = &s->sites[s->bucket_touched[i]];
+        if (x->device != device) { /* another device's: stays for its bucket end */
+            s->bucket_touched[kept++] = s->bucket_touched[i];
+            continue;
+        }
+        x->bucket_touched = 0;
+        if (db_writer_site_bucket(db, device, bucket_ns, bucket, x->stack, x->live_bytes) != 0)
+            return -1;
+    }
+    s->bucket_len = kept;
     return 0;
 }
 

@@ -38,6 +38,11 @@ void site_stats_alloc(site_stats *s, uint32_t device, int64_t alloc_id, int64_t 
  * the previous step end. 0 or -1. */
 int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db);
 
+/* `device`'s timeline bucket `bucket` (of width bucket_ns) ended: writes the
+ * live bytes of its sites that changed since its previous bucket end. */
+int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int64_t bucket,
+                          db_writer *db);
+
 /* A block allocated during the recording is still live at the end. */
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested);
 

@@ -450,6 +450,19 @@ CREATE TABLE site_steps (
   PRIMARY KEY (device, end_event_id, stack_id)
 ) WITHOUT ROWID;
 
+-- site_buckets: one row per (device, timeline bucket, site) whose live block bytes changed in
+-- that bucket: the site's live bytes at the bucket's end (the last event of the device in it,
+-- timeline_buckets.last_event_id). A site without a row in a bucket kept its previous value.
+-- Pictures read it to stack allocated bytes by site without a pass over the events.
+CREATE TABLE site_buckets (
+  device     INTEGER NOT NULL, -- device ordinal
+  bucket_ns  INTEGER NOT NULL, -- bucket width, as in timeline_buckets
+  bucket     INTEGER NOT NULL, -- bucket index, as in timeline_buckets
+  stack_id   INTEGER NOT NULL, -- the allocation stack (0: none recorded)
+  live_bytes INTEGER NOT NULL, -- the site's live block bytes at the bucket's end
+  PRIMARY KEY (device, bucket_ns, bucket, stack_id)
+) WITHOUT ROWID;
+
 -- largest_allocations: the 16 largest block allocations of each device over the run (ties: the
 -- earliest), so `report` lists them without sorting every allocation.
 CREATE TABLE largest_allocations (
