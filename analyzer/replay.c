@@ -217,11 +217,18 @@ static totals device_totals(const device_state *d) {
     return t;
 }
 
-static int flush_bucket(replay *rp, uint32_t device) {
+/* Per-site values are kept for every SITE_BUCKET_STRIDE-th bucket only: a
+ * run touches all its sites in most buckets, and rows = buckets x sites. */
+#define SITE_BUCKET_STRIDE 16
+
+/* Ends the device's current bucket; `next` is the index of the bucket that
+ * follows (INT64_MAX at the end of the trace). */
+static int flush_bucket(replay *rp, uint32_t device, int64_t next) {
     bucket_acc *b = &rp->dev[device].bucket;
     if (!b->events)
         return 0;
-    if (site_stats_bucket_end(rp->sites, device, rp->bucket_ns, b->index, rp->db) != 0)
+    if (next / SITE_BUCKET_STRIDE != b->index / SITE_BUCKET_STRIDE &&
+        site_stats_bucket_end(rp->sites, device, rp->bucket_ns, b->index, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
     db_bucket_row row = {device,     rp->bucket_ns, b->index,     b->first_id,
                          b->last_id, b->events,     b->min_alloc, b->max_alloc,
@@ -242,8 +249,9 @@ static int64_t bucket_of(const replay *rp, uint32_t device, int64_t ts) {
  * previous one ends with the state before it. */
 int replay_bucket_before(replay *rp, uint32_t device, int64_t ts) {
     bucket_acc *b = &rp->dev[device].bucket;
-    if (b->events && bucket_of(rp, device, ts) != b->index)
-        return flush_bucket(rp, device);
+    int64_t index = bucket_of(rp, device, ts);
+    if (b->events && index != b->index)
+        return flush_bucket(rp, device, index);
     return 0;
 }
 
@@ -252,7 +260,7 @@ static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t t
     bucket_acc *b = &rp->dev[device].bucket;
     int64_t index = bucket_of(rp, device, ts);
     if (b->events && index != b->index)
-        flush_bucket(rp, device);
+        flush_bucket(rp, device, index);
     if (!b->events) {
         *b = (bucket_acc){index,        event_id,       event_id,    0,
                           t->allocated, t->allocated,   t->reserved, t->reserved,
@@ -522,7 +530,7 @@ static int finish(replay *rp, const trace_reader *r) {
         device_state *d = &rp->dev[i];
         if (!d->present && !d->name)
             continue;
-        if (flush_bucket(rp, i) != 0)
+        if (flush_bucket(rp, i, INT64_MAX) != 0)
             return -1;
         db_device_row row = {i,
                              d->name,

@@ -450,9 +450,11 @@ CREATE TABLE site_steps (
   PRIMARY KEY (device, end_event_id, stack_id)
 ) WITHOUT ROWID;
 
--- site_buckets: one row per (device, timeline bucket, site) whose live block bytes changed in
--- that bucket: the site's live bytes at the bucket's end (the last event of the device in it,
--- timeline_buckets.last_event_id). A site without a row in a bucket kept its previous value.
+-- site_buckets: one row per (device, timeline bucket, site) whose live block bytes changed since
+-- the previous row of that device: the site's live bytes at the bucket's end (the last event of
+-- the device in it, timeline_buckets.last_event_id). Written for every 16th bucket (the last
+-- bucket of each group of 16 that has events), to bound rows = buckets x sites; a site without a
+-- row in a bucket kept its previous value.
 -- Pictures read it to stack allocated bytes by site without a pass over the events.
 CREATE TABLE site_buckets (
   device     INTEGER NOT NULL, -- device ordinal
