@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
@@ -36,6 +37,15 @@ int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
         *db = NULL;
         return cli_error("%s is not a memanalyze database (schema version %lld)", path, version);
     }
+    return 0;
+}
+
+int cli_parse_count(const char *name, const char *text, long max, long *out) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < 0 || v > max)
+        return cli_error("bad --%s '%s': a number from 0 to %ld", name, text, max);
+    *out = v;
     return 0;
 }
 

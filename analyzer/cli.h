@@ -12,6 +12,10 @@
  * for a user error), so commands can `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Parses a non-negative integer option (--device, --top, --width ...) no
+ * larger than max. Returns 0, or prints "bad --NAME 'text'" and returns 2. */
+int cli_parse_count(const char *name, const char *text, long max, long *out);
+
 /* Opens the database of `input` read-only into *db. Returns 0, or prints
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);

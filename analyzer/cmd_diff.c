@@ -44,15 +44,6 @@ static void diff_usage(FILE *out) {
             DEFAULT_TOP);
 }
 
-static int parse_number(const char *opt, const char *text, long max, long *out) {
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < 0 || v > max)
-        return cli_error("bad %s '%s': a number from 0 to %ld", opt, text, max);
-    *out = v;
-    return 0;
-}
-
 /* "+1.00 MiB", "-512 B", "0 B" */
 static const char *signed_bytes(int64_t v, char *buf, size_t len) {
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -658,11 +649,11 @@ int cmd_diff(int argc, char **argv) {
             at = optarg;
             break;
         case 'd':
-            if (parse_number("--device", optarg, 1023, &device) != 0)
+            if (cli_parse_count("device", optarg, 1023, &device) != 0)
                 return 2;
             break;
         case 'n':
-            if (parse_number("--top", optarg, 1000000000L, &top) != 0)
+            if (cli_parse_count("top", optarg, 1000000000L, &top) != 0)
                 return 2;
             break;
         case 'A':

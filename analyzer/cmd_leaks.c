@@ -96,11 +96,14 @@ int cmd_leaks(int argc, char **argv) {
     size_t top = 20;
     const char *from_spec = NULL, *to_spec = NULL;
     input_options io = {0};
+    long number;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'd':
-            device = atoi(optarg);
+            if (cli_parse_count("device", optarg, 1023, &number) != 0)
+                return 2;
+            device = (int)number;
             break;
         case 'f':
             from_spec = optarg;
@@ -112,7 +115,9 @@ int cmd_leaks(int argc, char **argv) {
             json = 1;
             break;
         case 'n':
-            top = (size_t)atoi(optarg);
+            if (cli_parse_count("top", optarg, 1000000, &number) != 0)
+                return 2;
+            top = (size_t)number;
             break;
         case 's':
             io.step_word = optarg;

@@ -52,6 +52,7 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
     plot_request rq = {.device = -1};
     input_options io = {0};
     int c;
+    long number;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -59,7 +60,9 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
             out = optarg;
             break;
         case 'd':
-            rq.device = atoi(optarg);
+            if (cli_parse_count("device", optarg, 1023, &number) != 0)
+                return 2;
+            rq.device = (int)number;
             break;
         case 'f':
             from = optarg;
@@ -71,13 +74,19 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
             rq.by = optarg;
             break;
         case 'n':
-            rq.top = (size_t)atoi(optarg);
+            if (cli_parse_count("top", optarg, 1000, &number) != 0)
+                return 2;
+            rq.top = (size_t)number;
             break;
         case 'W':
-            rq.width = atoi(optarg);
+            if (cli_parse_count("width", optarg, 20000, &number) != 0)
+                return 2;
+            rq.width = (int)number;
             break;
         case 'H':
-            rq.height = atoi(optarg);
+            if (cli_parse_count("height", optarg, 20000, &number) != 0)
+                return 2;
+            rq.height = (int)number;
             break;
         case 's':
             io.step_word = optarg;

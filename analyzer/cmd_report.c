@@ -451,11 +451,14 @@ int cmd_report(int argc, char **argv) {
     const char *plots_dir = NULL;
     input_options io = {0};
     int c;
+    long number;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'd':
-            o.device = atoi(optarg);
+            if (cli_parse_count("device", optarg, 1023, &number) != 0)
+                return 2;
+            o.device = (int)number;
             break;
         case 'f':
             o.from = optarg;
@@ -467,7 +470,9 @@ int cmd_report(int argc, char **argv) {
             o.json = 1;
             break;
         case 'n':
-            o.top = (size_t)atoi(optarg);
+            if (cli_parse_count("top", optarg, 1000000, &number) != 0)
+                return 2;
+            o.top = (size_t)number;
             break;
         case 's':
             io.step_word = optarg;

@@ -179,16 +179,6 @@ static int is_picture(const char *path) {
            (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
 }
 
-/* --device N: a device number, or -1 with the error printed. */
-static int parse_device(const char *text, int *device) {
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < 0 || v > 1023)
-        return cli_error("bad --device '%s': a device number (0, 1, ...)", text), -1;
-    *device = (int)v;
-    return 0;
-}
-
 int cmd_segments(int argc, char **argv) {
     static const struct option opts[] = {
         {"at", required_argument, 0, 'a'},     {"device", required_argument, 0, 'd'},
@@ -197,6 +187,7 @@ int cmd_segments(int argc, char **argv) {
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     const char *when = "end", *output = NULL;
     int device = -1, json = 0, blocks = 0, c;
+    long number;
     input_options io = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -205,8 +196,9 @@ int cmd_segments(int argc, char **argv) {
             when = optarg;
             break;
         case 'd':
-            if (parse_device(optarg, &device) != 0)
+            if (cli_parse_count("device", optarg, 1023, &number) != 0)
                 return 2;
+            device = (int)number;
             break;
         case 'j':
             json = 1;
