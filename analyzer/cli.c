@@ -49,6 +49,36 @@ int cli_parse_count(const char *name, const char *text, long max, long *out) {
     return 0;
 }
 
+int cli_window_option(cli_window *w, int c, const char *arg) {
+    long number;
+    switch (c) {
+    case 'd':
+        if (cli_parse_count("device", arg, 1023, &number) != 0)
+            return 2;
+        w->device = (int)number;
+        return 1;
+    case 'f':
+        w->from = arg;
+        return 1;
+    case 't':
+        w->to = arg;
+        return 1;
+    case 'j':
+        w->json = 1;
+        return 1;
+    case 'n':
+        if (cli_parse_count("top", arg, 1000000, &number) != 0)
+            return 2;
+        w->top = number;
+        return 1;
+    case 's':
+        w->io.step_word = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 long long cli_query_int(sqlite3 *db, const char *sql, long long dflt) {
     sqlite3_stmt *st;
     long long v = dflt;

@@ -16,6 +16,24 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * larger than max. Returns 0, or prints "bad --NAME 'text'" and returns 2. */
 int cli_parse_count(const char *name, const char *text, long max, long *out);
 
+/* The options report, leaks and the pictures share, with the same letters
+ * in their getopt tables: 'd' --device, 'f' --from, 't' --to, 'j' --json,
+ * 'n' --top, 's' --step-rule. */
+typedef struct cli_window {
+    int device; /* -1: not given */
+    const char *from, *to;
+    int json;
+    long top; /* -1: not given */
+    input_options io;
+} cli_window;
+
+#define CLI_WINDOW_INIT                                                                            \
+    { .device = -1, .top = -1 }
+
+/* Handles option `c` when it is one of the shared ones: returns 1 (taken),
+ * 0 (not one of them), or 2 (a bad value, error printed). */
+int cli_window_option(cli_window *w, int c, const char *arg);
+
 /* Opens the database of `input` read-only into *db. Returns 0, or prints
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);

@@ -92,36 +92,15 @@ int cmd_leaks(int argc, char **argv) {
         {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
         {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    int device = -1, json = 0, c;
-    size_t top = 20;
-    const char *from_spec = NULL, *to_spec = NULL;
-    input_options io = {0};
-    long number;
+    cli_window o = CLI_WINDOW_INIT;
+    int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if ((taken = cli_window_option(&o, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
         switch (c) {
-        case 'd':
-            if (cli_parse_count("device", optarg, 1023, &number) != 0)
-                return 2;
-            device = (int)number;
-            break;
-        case 'f':
-            from_spec = optarg;
-            break;
-        case 't':
-            to_spec = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1000000, &number) != 0)
-                return 2;
-            top = (size_t)number;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
         case 'h':
             leaks_usage(stdout);
             return 0;
@@ -135,14 +114,16 @@ int cmd_leaks(int argc, char **argv) {
         return 2;
     }
     sqlite3 *db;
-    int status = cli_open_db(argv[optind], &io, &db);
+    int status = cli_open_db(argv[optind], &o.io, &db);
+    int device = o.device, json = o.json;
+    size_t top = o.top >= 0 ? (size_t)o.top : 20;
     if (status)
         return status;
     if (device < 0)
         device = when_default_device(db);
     char err[256];
     int64_t from, to;
-    if (when_window(db, from_spec, to_spec, device, &from, &to, err, sizeof err) != 0) {
+    if (when_window(db, o.from, o.to, device, &from, &to, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s", err);
     }

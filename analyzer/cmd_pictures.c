@@ -48,35 +48,23 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
                                          {"step-rule", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *out = NULL, *from = NULL, *to = NULL;
-    plot_request rq = {.device = -1};
-    input_options io = {0};
-    int c;
+    const char *out = NULL;
+    plot_request rq = {0};
+    cli_window o = CLI_WINDOW_INIT;
+    int c, taken;
     long number;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if ((taken = cli_window_option(&o, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
         switch (c) {
         case 'o':
             out = optarg;
             break;
-        case 'd':
-            if (cli_parse_count("device", optarg, 1023, &number) != 0)
-                return 2;
-            rq.device = (int)number;
-            break;
-        case 'f':
-            from = optarg;
-            break;
-        case 't':
-            to = optarg;
-            break;
         case 'b':
             rq.by = optarg;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1000, &number) != 0)
-                return 2;
-            rq.top = (size_t)number;
             break;
         case 'W':
             if (cli_parse_count("width", optarg, 20000, &number) != 0)
@@ -87,9 +75,6 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
             if (cli_parse_count("height", optarg, 20000, &number) != 0)
                 return 2;
             rq.height = (int)number;
-            break;
-        case 's':
-            io.step_word = optarg;
             break;
         case 'h':
             picture_usage(stdout, argv[0]);
@@ -108,13 +93,13 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
     if (!plots_available())
         return cli_error("pictures are off in this build: Cairo was not found at configure time");
     sqlite3 *db;
-    int status = cli_open_db(argv[optind], &io, &db);
+    int status = cli_open_db(argv[optind], &o.io, &db);
     if (status)
         return status;
-    if (rq.device < 0)
-        rq.device = when_default_device(db);
+    rq.device = o.device >= 0 ? o.device : when_default_device(db);
+    rq.top = o.top > 0 ? (size_t)o.top : 0;
     char err[512];
-    if (when_window(db, from, to, rq.device, &rq.from, &rq.to, err, sizeof err) != 0) {
+    if (when_window(db, o.from, o.to, rq.device, &rq.from, &rq.to, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s", err);
     }

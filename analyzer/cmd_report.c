@@ -22,13 +22,6 @@
 
 #define MAX_DEVICES 64
 
-typedef struct report_opts {
-    int device; /* -1: all */
-    int json;
-    size_t top;
-    const char *from, *to;
-} report_opts;
-
 typedef struct device_report {
     device_summary s;
     stack_bytes *top; /* at the peak */
@@ -447,36 +440,16 @@ int cmd_report(int argc, char **argv) {
                                          {"plots", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    report_opts o = {.device = -1, .top = 5};
+    cli_window o = CLI_WINDOW_INIT;
     const char *plots_dir = NULL;
-    input_options io = {0};
-    int c;
-    long number;
+    int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if ((taken = cli_window_option(&o, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
         switch (c) {
-        case 'd':
-            if (cli_parse_count("device", optarg, 1023, &number) != 0)
-                return 2;
-            o.device = (int)number;
-            break;
-        case 'f':
-            o.from = optarg;
-            break;
-        case 't':
-            o.to = optarg;
-            break;
-        case 'j':
-            o.json = 1;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1000000, &number) != 0)
-                return 2;
-            o.top = (size_t)number;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
         case 'p':
             plots_dir = optarg;
             break;
@@ -493,7 +466,8 @@ int cmd_report(int argc, char **argv) {
         return 2;
     }
     sqlite3 *db;
-    int status = cli_open_db(argv[optind], &io, &db);
+    int status = cli_open_db(argv[optind], &o.io, &db);
+    size_t top = o.top >= 0 ? (size_t)o.top : 5;
     if (status)
         return status;
     char err[256];
@@ -525,12 +499,12 @@ int cmd_report(int argc, char **argv) {
     }
     for (int i = 0; i < ndev && status == 0; i++) {
         device_report r;
-        if (build(db, devices[i], from, to, o.top, &r) != 0) {
+        if (build(db, devices[i], from, to, top, &r) != 0) {
             status = cli_error("reading the database: %s", sqlite3_errmsg(db));
         } else if (o.json) {
             print_device_json(db, &r, i == 0);
         } else {
-            print_device(db, &r, from, to, o.top);
+            print_device(db, &r, from, to, top);
         }
         release(&r);
     }
