@@ -51,6 +51,7 @@ enum statement {
     ST_SITE_STEP,
     ST_LARGEST,
     ST_SITE_BUCKET,
+    ST_HEAT_ROW,
     ST_COUNT
 };
 
@@ -79,6 +80,8 @@ static const char *const statement_sql[ST_COUNT] = {
                      " delta_bytes, live_bytes) VALUES (?,?,?,?,?)",
     [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
                        " live_bytes) VALUES (?,?,?,?,?)",
+    [ST_HEAT_ROW] = "INSERT OR REPLACE INTO heatmap_rows (device, bucket_ns, bucket, fractions)"
+                    " VALUES (?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
                    " VALUES (?,?,?,?)",
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
@@ -343,7 +346,9 @@ static int row_done(db_writer *w, pending_row *r) {
 static int run_pending(db_writer *w, const pending_row *r) {
     sqlite3_stmt *st = w->st[r->which];
     for (int i = 1; i <= r->n; i++) {
-        if (r->is_text[i] && r->s[i])
+        if (r->is_text[i] == 2 && r->s[i]) /* a blob: its length is in v */
+            sqlite3_bind_blob(st, i, r->s[i], (int)r->v[i], SQLITE_STATIC);
+        else if (r->is_text[i] && r->s[i])
             sqlite3_bind_text(st, i, r->s[i], -1, SQLITE_STATIC);
         else if (r->is_text[i] || r->v[i] == DB_NULL)
             sqlite3_bind_null(st, i);
@@ -558,6 +563,23 @@ int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64
                           int64_t stack_id, int64_t live_bytes) {
     const int64_t v[] = {device, bucket_ns, bucket, stack_id, live_bytes};
     return insert_ints(w, ST_SITE_BUCKET, v, 5);
+}
+
+int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
+                       const float *fractions, size_t n) {
+    pending_row *st = begin(w, ST_HEAT_ROW);
+    row_int(st, 1, device);
+    row_int(st, 2, bucket_ns);
+    row_int(st, 3, bucket);
+    if (st) { /* x86 and arm64 are little-endian: the floats' bytes are the blob */
+        st->is_text[4] = 2;
+        st->v[4] = (int64_t)(n * sizeof *fractions);
+        st->s[4] = malloc(n * sizeof *fractions);
+        if (st->s[4])
+            memcpy(st->s[4], fractions, n * sizeof *fractions);
+        st->n = 4;
+    }
+    return row_done(w, st);
 }
 
 int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,

@@ -1,16 +1,16 @@
 /* plots_heatmap.c — the address-space heatmap from the database.
  *
- * The y axis is the device's address space with the holes between segments
- * squeezed out: every address range any segment ever covered, in address
- * order, stacked, cut into rows of equal bytes. One ordered pass over the
- * segment and block events keeps, per row, the bytes reserved and the bytes
- * allocated; at each time column's end the fractions are taken. A block
- * only touches the rows it spans, so the pass costs events plus columns x
- * rows, whatever the trace's length. */
+ * The replay keeps, for every timeline bucket, the fraction allocated of
+ * each row of the squeezed address space (heatmap_rows; the rows are
+ * heat_rows.h's). Drawing is then reading those small rows: each time column
+ * of the picture shows the last bucket that began before the column ends.
+ * The segment boundaries come from the same squeeze, rebuilt from the
+ * segments table (the ranges the replay saw). */
 #include "plots.h"
 
 #ifdef GMT_HAVE_CAIRO
 
+#include "heat_rows.h"
 #include "render.h"
 #include "units.h"
 
@@ -19,164 +19,91 @@
 #include <string.h>
 
 #define COLUMNS 800
-#define ROWS 400
 
-typedef struct span {
-    uint64_t addr, size, offset; /* offset: where it starts in the squeezed space */
-} span;
-
-typedef struct heat {
-    span *spans;
-    size_t nspans;
-    uint64_t total; /* squeezed bytes */
-    double bytes_per_row;
-    double *reserved, *allocated; /* per row */
-} heat;
-
-/* The union of all segment ranges, sorted and merged. */
-static int load_spans(sqlite3 *db, int device, heat *h) {
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t a, int64_t dflt) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT addr, size FROM segments WHERE device = ? AND kind = 'device' "
-                           "ORDER BY addr",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int(st, 1, device);
-    size_t cap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        uint64_t a = (uint64_t)sqlite3_column_int64(st, 0),
-                 s = (uint64_t)sqlite3_column_int64(st, 1);
-        if (h->nspans && a <= h->spans[h->nspans - 1].addr + h->spans[h->nspans - 1].size) {
-            span *last = &h->spans[h->nspans - 1];
-            if (a + s > last->addr + last->size)
-                last->size = a + s - last->addr;
-            continue;
-        }
-        if (h->nspans == cap) {
-            cap = cap ? cap * 2 : 256;
-            span *grown = realloc(h->spans, cap * sizeof *grown);
-            if (!grown) {
-                sqlite3_finalize(st);
-                return -1;
-            }
-            h->spans = grown;
-        }
-        h->spans[h->nspans++] = (span){a, s, 0};
-    }
+    int64_t v = dflt;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dflt;
+    sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    for (size_t i = 0; i < h->nspans; i++) {
-        h->spans[i].offset = h->total;
-        h->total += h->spans[i].size;
-    }
-    return 0;
+    return v;
 }
 
-/* Squeezed offset of an address; UINT64_MAX when outside every span. */
-static uint64_t squeeze(const heat *h, uint64_t addr) {
-    size_t lo = 0, hi = h->nspans;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (h->spans[mid].addr + h->spans[mid].size <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+/* The squeeze of the device's address space, for the boundaries and the
+ * y axis: the ranges of its segments rows. */
+static heat_rows *load_rows(sqlite3 *db, int device) {
+    heat_rows *h = heat_rows_new();
+    sqlite3_stmt *st = NULL;
+    if (!h || sqlite3_prepare_v2(db,
+                                 "SELECT addr, size FROM segments WHERE device = ? AND "
+                                 "kind = 'device'",
+                                 -1, &st, NULL) != SQLITE_OK) {
+        heat_rows_free(h);
+        return NULL;
     }
-    if (lo == h->nspans || addr < h->spans[lo].addr)
-        return UINT64_MAX;
-    return h->spans[lo].offset + (addr - h->spans[lo].addr);
+    sqlite3_bind_int(st, 1, device);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (heat_rows_add_range(h, (uint64_t)sqlite3_column_int64(st, 0),
+                                (uint64_t)sqlite3_column_int64(st, 1)) != 0)
+            break;
+    sqlite3_finalize(st);
+    heat_rows_freeze(h);
+    return h;
 }
 
-/* Adds `sign * bytes` over [start, start + size) of the squeezed space. */
-static void spread(const heat *h, double *rows, uint64_t start, uint64_t size, int sign) {
-    if (start == UINT64_MAX || !size)
-        return;
-    double first = (double)start / h->bytes_per_row;
-    double last = (double)(start + size) / h->bytes_per_row;
-    for (size_t r = (size_t)first; r < ROWS && (double)r < last; r++) {
-        double lo = first > (double)r ? first : (double)r;
-        double hi = last < (double)(r + 1) ? last : (double)(r + 1);
-        rows[r] += sign * (hi - lo) * h->bytes_per_row;
-    }
+/* When column `col` of the picture ends, ns from the first event. */
+static int64_t column_end(int64_t t0, int64_t t1, size_t col) {
+    return t0 + (int64_t)((double)(col + 1) * (double)(t1 - t0) / COLUMNS);
+}
+
+static void put_column(float *grid, size_t col, const float *rows) {
+    for (size_t r = 0; r < HEAT_ROWS; r++)
+        grid[r * COLUMNS + col] = rows[r];
 }
 
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
-    heat h = {0};
-    float *fraction = NULL;
-    int rc = load_spans(db, rq->device, &h);
-    h.bytes_per_row = h.total ? (double)h.total / ROWS : 1;
-    h.reserved = calloc(ROWS, sizeof *h.reserved);
-    h.allocated = calloc(ROWS, sizeof *h.allocated);
-    fraction = calloc((size_t)ROWS * COLUMNS, sizeof *fraction);
-    if (!h.reserved || !h.allocated || !fraction)
-        rc = -1;
-    /* the columns split the window's time evenly */
-    int64_t t0 = 0, t1 = 1;
-    sqlite3_stmt *st = NULL;
-    if (rc == 0 && sqlite3_prepare_v2(db,
-                                      "SELECT coalesce(min(ts_ns), 0), coalesce(max(ts_ns), 1) "
-                                      "FROM event_rows WHERE event_id IN (?1, ?2)",
-                                      -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, rq->from > 0 ? rq->from : 1);
-        sqlite3_bind_int64(st, 2, rq->to);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            t0 = sqlite3_column_int64(st, 0);
-            t1 = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_finalize(st);
-        st = NULL;
-    }
+    int64_t bucket_ns =
+        query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1 = ?1", 0, 1);
+    int64_t t0 = query_int(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
+                           rq->from > 0 ? rq->from : 1, 0);
+    int64_t t1 = query_int(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 1);
     if (t1 <= t0)
         t1 = t0 + 1;
-    /* one pass: segments (reserved) and blocks (allocated); frees take their alloc's range */
-    if (rc == 0 &&
-        sqlite3_prepare_v2(
-            db,
-            /* a free row carries its alloc's address and size */
-            "SELECT e.event_id, e.ts_ns, e.op, e.level, e.addr, e.size, "
-            "coalesce(e.alloc_event_id, e.event_id) IN (SELECT segment_id FROM segments WHERE "
-            "whole_block = 1) FROM event_rows e WHERE e.device = ?1 AND e.kind = 0 AND "
-            "e.event_id <= ?2 AND e.op IN (0, 1, 3, 4) AND (e.op IN (0, 3) OR "
-            "e.alloc_event_id IS NOT NULL) ORDER BY e.event_id",
-            -1, &st, NULL) != SQLITE_OK)
+    heat_rows *h = load_rows(db, rq->device);
+    float *fraction = calloc((size_t)HEAT_ROWS * COLUMNS, sizeof *fraction);
+    float current[HEAT_ROWS];
+    for (size_t r = 0; r < HEAT_ROWS; r++)
+        current[r] = -1.0f; /* before the first bucket: nothing reserved */
+    sqlite3_stmt *st = NULL;
+    int rc = h && fraction ? 0 : -1;
+    if (rc == 0 && sqlite3_prepare_v2(db,
+                                      "SELECT bucket, fractions FROM heatmap_rows WHERE "
+                                      "device = ?1 AND bucket_ns = ?2 AND bucket * ?2 < ?3 "
+                                      "ORDER BY bucket",
+                                      -1, &st, NULL) != SQLITE_OK)
         rc = -1;
     if (rc == 0) {
         sqlite3_bind_int(st, 1, rq->device);
-        sqlite3_bind_int64(st, 2, rq->to);
+        sqlite3_bind_int64(st, 2, bucket_ns);
+        sqlite3_bind_int64(st, 3, t1);
     }
     size_t col = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 1);
-        int op = sqlite3_column_int(st, 2), level = sqlite3_column_int(st, 3);
-        int whole = sqlite3_column_int(st, 6);
-        size_t target = id <= rq->from || ts <= t0 ? 0
-                        : ts >= t1                 ? COLUMNS - 1
-                                                   : (size_t)((ts - t0) * COLUMNS / (t1 - t0));
-        for (; col < target; col++) /* close the columns this event is past */
-            for (size_t r = 0; r < ROWS; r++)
-                fraction[r * COLUMNS + col] =
-                    h.reserved[r] > 0.5 ? (float)(h.allocated[r] / h.reserved[r]) : -1.0f;
-        uint64_t start = squeeze(&h, (uint64_t)sqlite3_column_int64(st, 4));
-        uint64_t size = (uint64_t)sqlite3_column_int64(st, 5);
-        int sign = (op == 0 || op == 3) ? 1 : -1;
-        if (level == 0) {
-            spread(&h, h.reserved, start, size, sign);
-            if (whole) /* a plain cudaMalloc is also its own block */
-                spread(&h, h.allocated, start, size, sign);
-        } else {
-            spread(&h, h.allocated, start, size, sign);
-        }
+        int64_t start = sqlite3_column_int64(st, 0) * bucket_ns;
+        /* the columns that end before this bucket begins show the state so far */
+        for (; col < COLUMNS && column_end(t0, t1, col) < start; col++)
+            put_column(fraction, col, current);
+        const void *blob = sqlite3_column_blob(st, 1);
+        if (blob && (size_t)sqlite3_column_bytes(st, 1) == sizeof current)
+            memcpy(current, blob, sizeof current);
     }
     for (; rc == 0 && col < COLUMNS; col++)
-        for (size_t r = 0; r < ROWS; r++)
-            fraction[r * COLUMNS + col] =
-                h.reserved[r] > 0.5 ? (float)(h.allocated[r] / h.reserved[r]) : -1.0f;
+        put_column(fraction, col, current);
     sqlite3_finalize(st);
-    for (size_t i = 0; rc == 0 && i < (size_t)ROWS * COLUMNS; i++)
-        if (fraction[i] > 1.0f)
-            fraction[i] = 1.0f;
-    size_t *bounds = calloc(h.nspans + 1, sizeof *bounds);
-    for (size_t i = 0; bounds && i < h.nspans; i++)
-        bounds[i] = (size_t)((double)h.spans[i].offset / h.bytes_per_row);
+    size_t nbounds = 0, *bounds = h ? heat_rows_bounds(h, &nbounds) : NULL;
     char title[512], subtitle[256], b1[32];
     snprintf(title, sizeof title, "Heatmap: %s, device %d",
              rq->input ? (strrchr(rq->input, '/') ? strrchr(rq->input, '/') + 1 : rq->input)
@@ -185,16 +112,16 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
     snprintf(subtitle, sizeof subtitle,
              "address space (segments stacked, %s) over time; colour: the fraction of reserved "
              "memory that is allocated",
-             units_bytes(h.total, b1, sizeof b1));
+             units_bytes(h ? heat_rows_total(h) : 0, b1, sizeof b1));
     render_heatmap rh = {.title = title,
                          .subtitle = subtitle,
                          .ncols = COLUMNS,
-                         .nrows = ROWS,
+                         .nrows = HEAT_ROWS,
                          .start_ns = t0,
                          .end_ns = t1,
-                         .bytes_per_row = (int64_t)h.bytes_per_row,
+                         .bytes_per_row = h ? (int64_t)heat_rows_bytes_per_row(h) : 1,
                          .fraction = fraction,
-                         .nbounds = bounds ? h.nspans : 0,
+                         .nbounds = bounds ? nbounds : 0,
                          .bound_rows = bounds};
     render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
@@ -203,9 +130,7 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
         rc = render_heatmap_draw(&rh, path, &ro, err, errlen);
     free(bounds);
     free(fraction);
-    free(h.reserved);
-    free(h.allocated);
-    free(h.spans);
+    heat_rows_free(h);
     return rc;
 }
 

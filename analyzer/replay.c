@@ -24,6 +24,8 @@
  * Warnings are capped at WARNINGS_PER_CODE rows per code (all are counted). */
 #include "replay_state.h"
 
+#include "heat_rows.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +179,15 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             rp->dev[ev->device].present = 1;
         if (ev->device < MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
             rp->dev[ev->device].uses_phys = 1;
+        if (ev->device < MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&
+            ev->kind == TRACE_KIND_DEVICE && (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP)) {
+            device_state *d = &rp->dev[ev->device];
+            if ((!d->heat && !(d->heat = heat_rows_new())) ||
+                heat_rows_add_range(d->heat, ev->addr, ev->size) != 0) {
+                trace_reader_close(r);
+                return replay_fail(rp, "out of memory");
+            }
+        }
         if (ev->level == TRACE_LEVEL_SEGMENT && ev->source == TRACE_SOURCE_TORCH &&
             (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) &&
             addr_map_put(&rp->torch_segments, ev->device, ev->addr, 1) != 0) {
@@ -227,6 +238,12 @@ static int flush_bucket(replay *rp, uint32_t device, int64_t next) {
     bucket_acc *b = &rp->dev[device].bucket;
     if (!b->events)
         return 0;
+    if (rp->dev[device].heat) {
+        float fractions[HEAT_ROWS];
+        heat_rows_fractions(rp->dev[device].heat, fractions);
+        if (db_writer_heat_row(rp->db, device, rp->bucket_ns, b->index, fractions, HEAT_ROWS))
+            return replay_fail(rp, "%s", db_writer_error(rp->db));
+    }
     if (next / SITE_BUCKET_STRIDE != b->index / SITE_BUCKET_STRIDE &&
         site_stats_bucket_end(rp->sites, device, rp->bucket_ns, b->index, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
@@ -585,6 +602,7 @@ static int finish(replay *rp, const trace_reader *r) {
 static void cleanup(replay *rp) {
     for (int i = 0; i < MAX_DEVICES; i++) {
         am_model_free(rp->dev[i].model);
+        heat_rows_free(rp->dev[i].heat);
         free(rp->dev[i].name);
     }
     for (size_t i = 0; i < rp->strings_cap; i++)
@@ -635,6 +653,8 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
             if (!d->present)
                 continue;
             ndev++;
+            if (d->heat)
+                heat_rows_freeze(d->heat);
             if (!(d->model = am_model_new(NULL)))
                 rc = replay_fail(rp, "out of memory");
         }

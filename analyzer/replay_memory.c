@@ -7,6 +7,8 @@
  * replay.c; this file applies them, one function per kind of event. */
 #include "replay_state.h"
 
+#include "heat_rows.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +44,7 @@ int replay_write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
 static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
     if (e->kind != TRACE_KIND_DEVICE)
         return;
+    heat_rows_change(rp->dev[e->device].heat, e->addr, e->size, 0, sign);
     int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
     if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
         replay_fail(rp, "out of memory");
@@ -143,6 +146,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         return;
     }
     e->in_model = 1;
+    heat_rows_change(d->heat, ev->addr, ev->size, +1, 0);
     if (!torch && !addr_map_get(&rp->torch_segments, ev->device, ev->addr)) {
         /* Nobody sub-allocates it (yet): the segment is one block. */
         am_block_place(d->model, ev->addr, ev->size, ev->requested, ev->stream, 0);
@@ -213,6 +217,7 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
         }
         release_blocks_inside(rp, d, e, row->event_id);
         am_segment_remove(d->model, e->addr);
+        heat_rows_change(d->heat, e->addr, e->size, -1, 0);
     }
     replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
     /* When both CUPTI and PyTorch reported it, the other free is still to come. */
@@ -253,6 +258,7 @@ static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
     }
     e->in_model = 1;
     d->mapped_bytes += ev->size;
+    heat_rows_change(d->heat, ev->addr, ev->size, +1, 0);
 }
 
 static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) {
@@ -265,9 +271,10 @@ static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) 
     }
     if (ev->kind == TRACE_KIND_DEVICE && (!e || e->in_model)) {
         am_error err = am_segment_unmap(d->model, ev->addr, size);
-        if (err == AM_OK)
+        if (err == AM_OK) {
             d->mapped_bytes -= size;
-        else
+            heat_rows_change(d->heat, ev->addr, size, -1, 0);
+        } else
             replay_warn(rp, row->event_id, "unmap_unknown", "unmap [0x%llx, +%llu): %s",
                         (unsigned long long)ev->addr, (unsigned long long)size, am_strerror(err));
     }

@@ -47,6 +47,7 @@ typedef struct device_state {
     char *name;
     int64_t total_bytes;
     bucket_acc bucket;
+    struct heat_rows *heat; /* the heatmap's rows of this device (heat_rows.h) */
 } device_state;
 
 typedef struct warning_code_count {

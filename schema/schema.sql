@@ -465,6 +465,18 @@ CREATE TABLE site_buckets (
   PRIMARY KEY (device, bucket_ns, bucket, stack_id)
 ) WITHOUT ROWID;
 
+-- heatmap_rows: one row per (device, timeline bucket): the device's address space (every range a
+-- segment ever covered, stacked by address without the holes between, cut into equal rows) as
+-- the fraction of each row's reserved bytes that is allocated at the bucket's end — what the
+-- heatmap picture draws, built by the replay as it goes.
+CREATE TABLE heatmap_rows (
+  device    INTEGER NOT NULL, -- device ordinal
+  bucket_ns INTEGER NOT NULL, -- bucket width, as in timeline_buckets
+  bucket    INTEGER NOT NULL, -- bucket index, as in timeline_buckets
+  fractions BLOB NOT NULL,    -- 400 little-endian float32, lowest addresses first: allocated / reserved of each row, -1 where nothing is reserved
+  PRIMARY KEY (device, bucket_ns, bucket)
+) WITHOUT ROWID;
+
 -- largest_allocations: the 16 largest block allocations of each device over the run (ties: the
 -- earliest), so `report` lists them without sorting every allocation.
 CREATE TABLE largest_allocations (

@@ -204,6 +204,30 @@ static void test_steps(void) {
     CHECK_EQ_U64(q("SELECT alloc_step IS NULL FROM allocations WHERE alloc_id = 3"), 1);
 }
 
+/* The heatmap rows the replay keeps: one 4 MiB segment (the whole squeezed
+ * address space: 400 rows of 4 MiB / 400), a 1 MiB block at its start. */
+static void test_heatmap_rows(void) {
+    begin();
+    uint64_t seg = 0x7f0000000000ULL;
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, seg, 4 * MiB, 0, 0);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, seg, 1 * MiB, 0, 0);
+    replay_it(db_path, DB_READ_WRITE);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT fractions FROM heatmap_rows ORDER BY bucket DESC LIMIT 1",
+                             -1, &st, NULL) == SQLITE_OK);
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 400 * 4) {
+        float f[400];
+        memcpy(f, sqlite3_column_blob(st, 0), sizeof f);
+        int ok = 1;
+        for (int r = 0; r < 400; r++)
+            ok &= r < 100 ? f[r] > 0.999f : f[r] < 0.001f && f[r] > -0.5f;
+        CHECK(ok);
+    } else {
+        CHECK(!"no heatmap row of 400 floats");
+    }
+    sqlite3_finalize(st);
+}
+
 /* A synthetic training run: totals match the simulation's own model. */
 static void test_synthetic_run(void) {
     char err[256];
@@ -256,6 +280,7 @@ int main(void) {
     if (tmpdir_make("replay") != 0)
         return 1;
     test_segments_only();
+    test_heatmap_rows();
     test_cupti_torch_join();
     test_seed();
     test_kinds_and_vmm();
