@@ -52,6 +52,7 @@ enum statement {
     ST_LARGEST,
     ST_SITE_BUCKET,
     ST_HEAT_ROW,
+    ST_LIVE_END,
     ST_COUNT
 };
 
@@ -82,6 +83,9 @@ static const char *const statement_sql[ST_COUNT] = {
                        " live_bytes) VALUES (?,?,?,?,?)",
     [ST_HEAT_ROW] = "INSERT OR REPLACE INTO heatmap_rows (device, bucket_ns, bucket, fractions)"
                     " VALUES (?,?,?,?)",
+    [ST_LIVE_END] = "INSERT OR REPLACE INTO live_at_end (alloc_id, device, addr, size,"
+                    " requested_size, stream, stack_id, segment_id, pending)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
                    " VALUES (?,?,?,?)",
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
@@ -580,6 +584,14 @@ int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t 
         st->n = 4;
     }
     return row_done(w, st);
+}
+
+int db_writer_live_at_end(db_writer *w, int64_t alloc_id, int64_t device, int64_t addr,
+                          int64_t size, int64_t requested, int64_t stream, int64_t stack_id,
+                          int64_t segment_id, int64_t pending) {
+    const int64_t v[] = {alloc_id, device,   addr,       size,   requested,
+                         stream,   stack_id, segment_id, pending};
+    return insert_ints(w, ST_LIVE_END, v, 9);
 }
 
 int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,

@@ -434,8 +434,60 @@ done:
     return rc;
 }
 
+/* The layout at the end of the trace from the replay's live_at_end list,
+ * without a pass over the events. 1 when done (0 or -1 in *rc), 0 when the
+ * database has no such list (then the pass does it). */
+static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char *err,
+                         size_t errlen, int *rc) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
+                           "segment_id, pending FROM live_at_end WHERE device = ? ORDER BY "
+                           "alloc_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0; /* a database from before the list existed */
+    seg_row *segs = NULL;
+    size_t nseg = 0, n = 0, cap = 0;
+    live_block *live = NULL;
+    *rc = load_segments(db, device, &segs, &nseg, err, errlen);
+    sqlite3_bind_int(st, 1, device);
+    while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        if (reserve((void **)&live, &cap, n, sizeof *live) != 0) {
+            *rc = set_err(err, errlen, "out of memory");
+            break;
+        }
+        live_block *b = &live[n++];
+        memset(b, 0, sizeof *b);
+        b->alloc_id = sqlite3_column_int64(st, 0);
+        b->addr = (uint64_t)sqlite3_column_int64(st, 1);
+        b->size = (uint64_t)sqlite3_column_int64(st, 2);
+        b->requested = (uint64_t)sqlite3_column_int64(st, 3);
+        b->stream = (uint64_t)col_i64(st, 4, 0);
+        b->stack_id = col_i64(st, 5, 0);
+        b->segment_id = col_i64(st, 6, 0);
+        b->pending = (uint8_t)sqlite3_column_int(st, 7);
+        b->live = 1;
+    }
+    sqlite3_finalize(st);
+    if (*rc == 0)
+        *rc = build_point(device, at, segs, nseg, live, n, out, err, errlen);
+    free(live);
+    free(segs);
+    return 1;
+}
+
 int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *err,
                  size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    int64_t last = INT64_MAX;
+    if (sqlite3_prepare_v2(db, "SELECT max(event_id) FROM event_rows", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        last = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    int rc;
+    if (event_id >= last && layout_at_end(db, device, event_id, out, err, errlen, &rc))
+        return rc;
     return layout_build_many(db, device, &event_id, 1, out, err, errlen);
 }
 

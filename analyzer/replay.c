@@ -517,6 +517,18 @@ static int finish(replay *rp, const trace_reader *r) {
                                              native ? (int64_t)f->ip : DB_NULL, 0)) != 0)
             return -1;
     }
+    /* the device blocks live at the end, for the layout at `end` */
+    for (size_t i = 0; i < rp->entries_len; i++) {
+        live_entry *e = &rp->entries[i];
+        uint32_t *v = addr_map_get(&rp->live, replay_space_key(e->device, SPACE_BLOCK), e->addr);
+        if (e->space != SPACE_BLOCK || e->kind != TRACE_KIND_DEVICE || !v || *v != i)
+            continue;
+        if (replay_db_ok(rp, db_writer_live_at_end(rp->db, e->event_id, e->device, (int64_t)e->addr,
+                                                   (int64_t)e->size, (int64_t)e->requested,
+                                                   (int64_t)e->stream, e->stack_id, e->segment_id,
+                                                   e->pending)) != 0)
+            return -1;
+    }
     /* what was allocated during the recording and is still live: never freed */
     for (size_t i = 0; i < rp->entries_len; i++) {
         live_entry *e = &rp->entries[i];

@@ -304,6 +304,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     e->requested = ev->requested;
     e->kind = ev->kind;
     e->stack_id = row->stack_id;
+    e->stream = ev->stream;
     e->segment_id = DB_NULL;
     if (ev->kind != TRACE_KIND_DEVICE)
         return;
@@ -354,6 +355,7 @@ static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
     row->segment_id = e->segment_id;
     row->alloc_event_id = e->event_id;
     if (ev->op == TRACE_OP_FREE_REQUESTED) {
+        e->pending = 1;
         if (e->in_model && am_block_mark_pending(d->model, e->addr) != AM_OK)
             replay_warn(rp, row->event_id, "double_free", "free_requested of 0x%llx twice",
                         (unsigned long long)e->addr);

@@ -28,6 +28,7 @@ typedef struct live_entry {
     uint64_t addr, size, requested, stream, pool;
     uint32_t tid, device, next_free;
     uint8_t space, kind, sources, in_model, whole_block, mapped, ended;
+    uint8_t pending; /* a block whose free was requested, not completed */
 } live_entry;
 
 typedef struct bucket_acc {

@@ -477,6 +477,20 @@ CREATE TABLE heatmap_rows (
   PRIMARY KEY (device, bucket_ns, bucket)
 ) WITHOUT ROWID;
 
+-- live_at_end: one row per block of device memory live at the end of the trace (the replay's
+-- own list), so the layout at `end` needs no pass over the events.
+CREATE TABLE live_at_end (
+  alloc_id       INTEGER PRIMARY KEY, -- allocations.alloc_id (event_id of the alloc)
+  device         INTEGER NOT NULL,    -- device ordinal
+  addr           INTEGER NOT NULL,    -- start address
+  size           INTEGER NOT NULL,    -- bytes as the allocator accounts them
+  requested_size INTEGER NOT NULL,    -- bytes asked for
+  stream         INTEGER,             -- allocating stream
+  stack_id       INTEGER,             -- allocation stack; NULL: none
+  segment_id     INTEGER,             -- segments.segment_id holding it; NULL: outside every segment
+  pending        INTEGER NOT NULL     -- 1: its free was requested (a stream still uses it), 0: allocated
+);
+
 -- largest_allocations: the 16 largest block allocations of each device over the run (ties: the
 -- earliest), so `report` lists them without sorting every allocation.
 CREATE TABLE largest_allocations (

@@ -104,6 +104,14 @@ python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('CREATE TAB
 "$MA" report "$T/other.db" >/dev/null 2>"$T/e6"; [ $? -eq 2 ] || fail "foreign SQLite file: exit"
 grep -q "not a memanalyze database" "$T/e6" || fail "foreign SQLite file: message"
 
+# The layout at the end from the replay's live_at_end list equals the one a pass over the
+# events builds (the pass is what a database without the list gets)
+cp "$T/out.db" "$T/nolist.db"
+python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute('DROP TABLE live_at_end'); db.commit()" "$T/nolist.db"
+"$MA" segments "$T/out.db" --json --blocks >"$T/end1.json" || fail "segments at end (list)"
+"$MA" segments "$T/nolist.db" --json --blocks >"$T/end2.json" || fail "segments at end (pass)"
+cmp -s "$T/end1.json" "$T/end2.json" || fail "layout at end: live_at_end and the pass disagree"
+
 # The database is built once and reused
 n1=$(ls "$GMT_CACHE_DIR" | wc -l)
 "$MA" report "$T/leak.zst" >/dev/null
