@@ -116,10 +116,59 @@ static cairo_status_t svg_splice(canvas *c, const unsigned char *data, size_t le
     return st;
 }
 
+void canvas_keep_label(canvas *c, const char *text, canvas_box b) {
+    if (c->format != CANVAS_SVG)
+        return;
+    if (c->svg_nlabels == c->svg_labels_cap) {
+        size_t cap = c->svg_labels_cap ? 2 * c->svg_labels_cap : 64;
+        char **labels = realloc(c->svg_labels, cap * sizeof *labels);
+        if (labels)
+            c->svg_labels = labels;
+        canvas_box *boxes = labels ? realloc(c->svg_label_boxes, cap * sizeof *boxes) : NULL;
+        if (!boxes)
+            return;
+        c->svg_label_boxes = boxes;
+        c->svg_labels_cap = cap;
+    }
+    char *copy = strdup(text);
+    if (!copy)
+        return;
+    c->svg_labels[c->svg_nlabels] = copy;
+    c->svg_label_boxes[c->svg_nlabels++] = b;
+}
+
+/* The transparent text layer, written just before </svg>. */
+static cairo_status_t svg_text_layer(canvas *c) {
+    static const char open[] = "<g id=\"labels\" fill-opacity=\"0\" font-family=\"DejaVu Sans\">\n";
+    cairo_status_t st = put(c, open, sizeof open - 1);
+    for (size_t i = 0; i < c->svg_nlabels && st == CAIRO_STATUS_SUCCESS; i++) {
+        const canvas_box *b = &c->svg_label_boxes[i];
+        char head[160];
+        int n = snprintf(head, sizeof head, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\">", b->x,
+                         b->y + b->h * 0.8, b->h * 0.8);
+        st = put(c, head, (size_t)n);
+        if (st == CAIRO_STATUS_SUCCESS)
+            st = put_xml_text(c, c->svg_labels[i]);
+        if (st == CAIRO_STATUS_SUCCESS)
+            st = put(c, "</text>\n", 8);
+    }
+    return st == CAIRO_STATUS_SUCCESS ? put(c, "</g>\n", 5) : st;
+}
+
 static cairo_status_t write_bytes(void *closure, const unsigned char *data, unsigned int len) {
     canvas *c = closure;
     if (c->format == CANVAS_SVG && c->svg_state == 0)
         return svg_splice(c, data, len);
+    if (c->format == CANVAS_SVG && c->svg_state == 1 && c->svg_nlabels) {
+        const unsigned char *end = memmem(data, len, "</svg>", 6);
+        if (end) { /* Cairo closes the document: the labels go in first */
+            cairo_status_t st = put(c, data, (size_t)(end - data));
+            if (st == CAIRO_STATUS_SUCCESS)
+                st = svg_text_layer(c);
+            c->svg_state = 2;
+            return st == CAIRO_STATUS_SUCCESS ? put(c, end, len - (size_t)(end - data)) : st;
+        }
+    }
     return put(c, data, len);
 }
 
@@ -133,6 +182,13 @@ static void canvas_release(canvas *c) {
     if (c->file)
         fclose(c->file);
     free(c->boxes);
+    for (size_t i = 0; i < c->svg_nlabels; i++)
+        free(c->svg_labels[i]);
+    free(c->svg_labels);
+    free(c->svg_label_boxes);
+    c->svg_labels = NULL;
+    c->svg_label_boxes = NULL;
+    c->svg_nlabels = c->svg_labels_cap = 0;
     c->cr = NULL;
     c->surface = NULL;
     c->file = NULL;

@@ -37,7 +37,16 @@ typedef struct canvas {
     int svg_state;
     char svg_head[4096];
     size_t svg_head_len;
+    /* SVG: Cairo writes text as glyph outlines; the labels are also kept to
+     * be written as a transparent <text> layer, so the file can be searched
+     * and read by tools and screen readers */
+    char **svg_labels;
+    canvas_box *svg_label_boxes;
+    size_t svg_nlabels, svg_labels_cap;
 } canvas;
+
+/* Keeps a label drawn at box b for the SVG's text layer (no-op otherwise). */
+void canvas_keep_label(canvas *c, const char *text, canvas_box b);
 
 enum { CANVAS_PNG, CANVAS_SVG, CANVAS_PDF };
 

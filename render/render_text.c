@@ -111,6 +111,7 @@ static void remember(canvas *c, const char *clean, canvas_box b) {
     }
     if (c->nboxes < c->boxes_cap)
         c->boxes[c->nboxes++] = b;
+    canvas_keep_label(c, clean, b);
     if (c->on_text)
         c->on_text(c->text_ctx, clean, b.x, b.y, b.w, b.h);
 }

@@ -610,6 +610,10 @@ static void test_formats_and_errors(void) {
     render_options o = options(0, 0);
     CHECK(render_timeline_draw(&t, out("f.svg"), &o, err, sizeof err) == 0);
     CHECK(find("formats & <escapes>") && find("2 GiB") && find("bytes"));
+    /* and carries them as text (a transparent layer over Cairo's glyph outlines) */
+    CHECK(file_contains(out("f.svg"), ">formats &amp; &lt;escapes&gt;</text>"));
+    CHECK(file_contains(out("f.svg"), ">2 GiB</text>"));
+    CHECK(file_contains(out("f.svg"), ">bytes</text>"));
 
     /* unknown or missing extension: one line naming it, no file */
     err[0] = '\0';
