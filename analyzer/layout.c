@@ -476,6 +476,129 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
     return 1;
 }
 
+/* A moment late in the trace: start from the end (live_at_end) and undo the
+ * events after it, newest first — fewer rows than a pass from the start.
+ * Not used when the replay had to end blocks without a free row (their
+ * undo is unknown). Returns 1 when done (*rc 0 or -1), 0 to use the pass. */
+static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, char *err,
+                           size_t errlen, int *rc) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM warnings WHERE code IN ('double_alloc', "
+                           "'segment_free_in_use')",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) != 0) {
+        sqlite3_finalize(st);
+        return 0;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
+                           "segment_id, pending FROM live_at_end WHERE device = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    pass p = {0};
+    seg_row *segs = NULL;
+    size_t nseg = 0;
+    *rc = load_segments(db, device, &segs, &nseg, err, errlen);
+    sqlite3_bind_int(st, 1, device);
+    while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        live_block b = {0};
+        b.alloc_id = sqlite3_column_int64(st, 0);
+        b.addr = (uint64_t)sqlite3_column_int64(st, 1);
+        b.size = (uint64_t)sqlite3_column_int64(st, 2);
+        b.requested = (uint64_t)sqlite3_column_int64(st, 3);
+        b.stream = (uint64_t)col_i64(st, 4, 0);
+        b.stack_id = col_i64(st, 5, 0);
+        b.segment_id = col_i64(st, 6, 0);
+        b.pending = (uint8_t)sqlite3_column_int(st, 7);
+        if (pass_alloc(&p, &b) != 0)
+            *rc = set_err(err, errlen, "out of memory");
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    /* newest first: an alloc is taken back, a free gives its block back, a
+     * free_requested is taken back. A block given back learns its alloc's
+     * stack and whether it was pending at `at` afterwards, with one lookup
+     * each for the few blocks that are live then (stack_id -1, pending 2:
+     * not known yet) — the scan itself stays a plain primary-key range. */
+    if (*rc == 0 &&
+        sqlite3_prepare_v2(db,
+                           "SELECT op, addr, alloc_event_id, size, requested_size, stream, "
+                           "segment_id FROM event_rows WHERE event_id > ?1 AND device = ?2 AND "
+                           "level = 1 AND kind = 0 AND op IN (0, 1, 2) ORDER BY event_id DESC",
+                           -1, &st, NULL) != SQLITE_OK)
+        *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
+    if (*rc == 0) {
+        sqlite3_bind_int64(st, 1, at);
+        sqlite3_bind_int(st, 2, device);
+    }
+    while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int op = sqlite3_column_int(st, 0);
+        uint64_t addr = (uint64_t)sqlite3_column_int64(st, 1);
+        uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
+        if (op == 0) {
+            if (index)
+                pass_drop(&p, *index);
+        } else if (op == 2) {
+            if (index && p.blocks[*index].alloc_id == sqlite3_column_int64(st, 2))
+                p.blocks[*index].pending = 0;
+        } else if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+            live_block b = {0};
+            b.alloc_id = sqlite3_column_int64(st, 2);
+            b.addr = addr;
+            b.size = (uint64_t)sqlite3_column_int64(st, 3);
+            b.requested = (uint64_t)col_i64(st, 4, (int64_t)b.size);
+            b.stream = (uint64_t)col_i64(st, 5, 0);
+            b.segment_id = col_i64(st, 6, 0);
+            b.stack_id = -1;
+            b.pending = 2;
+            if (pass_alloc(&p, &b) != 0)
+                *rc = set_err(err, errlen, "out of memory");
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    sqlite3_stmt *pend = NULL;
+    if (*rc == 0 &&
+        (sqlite3_prepare_v2(db, "SELECT stack_id FROM event_rows WHERE event_id = ?", -1, &st,
+                            NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(db,
+                            "SELECT EXISTS (SELECT 1 FROM event_rows WHERE alloc_event_id = ?1 "
+                            "AND op = 2 AND event_id <= ?2)",
+                            -1, &pend, NULL) != SQLITE_OK))
+        *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
+    for (size_t i = 0; *rc == 0 && i < p.len; i++) {
+        live_block *b = &p.blocks[i];
+        if (!b->live)
+            continue;
+        if (b->stack_id == -1) {
+            sqlite3_bind_int64(st, 1, b->alloc_id);
+            b->stack_id = sqlite3_step(st) == SQLITE_ROW ? col_i64(st, 0, 0) : 0;
+            sqlite3_reset(st);
+        }
+        if (b->pending == 2) {
+            sqlite3_bind_int64(pend, 1, b->alloc_id);
+            sqlite3_bind_int64(pend, 2, at);
+            b->pending = sqlite3_step(pend) == SQLITE_ROW && sqlite3_column_int(pend, 0);
+            sqlite3_reset(pend);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(pend);
+    size_t n = 0;
+    live_block *snap = *rc == 0 ? pass_snapshot(&p, segs, nseg, at, &n) : NULL;
+    if (*rc == 0)
+        *rc = snap ? build_point(device, at, segs, nseg, snap, n, out, err, errlen)
+                   : set_err(err, errlen, "out of memory");
+    free(snap);
+    free(p.blocks);
+    addr_map_free(&p.by_addr);
+    free(segs);
+    return 1;
+}
+
 int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *err,
                  size_t errlen) {
     sqlite3_stmt *st = NULL;
@@ -487,6 +610,9 @@ int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *
     sqlite3_finalize(st);
     int rc;
     if (event_id >= last && layout_at_end(db, device, event_id, out, err, errlen, &rc))
+        return rc;
+    if (event_id > last / 2 && last != INT64_MAX &&
+        layout_backward(db, device, event_id, out, err, errlen, &rc))
         return rc;
     return layout_build_many(db, device, &event_id, 1, out, err, errlen);
 }

@@ -111,6 +111,13 @@ python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute('DRO
 "$MA" segments "$T/out.db" --json --blocks >"$T/end1.json" || fail "segments at end (list)"
 "$MA" segments "$T/nolist.db" --json --blocks >"$T/end2.json" || fail "segments at end (pass)"
 cmp -s "$T/end1.json" "$T/end2.json" || fail "layout at end: live_at_end and the pass disagree"
+# and a late moment, rebuilt backwards from the end, equals the forward pass
+last=$("$MA" sql "$T/out.db" --csv "SELECT max(event_id) FROM event_rows" | tail -1)
+for at in "event:$((last * 2 / 3))" "event:$((last - 5))" step:33; do
+  "$MA" segments "$T/out.db" --at "$at" --json --blocks >"$T/late1.json" || fail "segments at $at"
+  "$MA" segments "$T/nolist.db" --at "$at" --json --blocks >"$T/late2.json" || fail "segments at $at (pass)"
+  cmp -s "$T/late1.json" "$T/late2.json" || fail "layout at $at: backwards and forwards disagree"
+done
 
 # The database is built once and reused
 n1=$(ls "$GMT_CACHE_DIR" | wc -l)
