@@ -12,6 +12,7 @@
 
 #include "addr_map.h"
 #include "analysis.h"
+#include "cli.h"
 #include "layout.h"
 #include "render.h"
 #include "units.h"
@@ -71,18 +72,6 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;
     sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     return st;
-}
-
-static int64_t query_int(sqlite3 *db, const char *sql, int64_t a, int64_t dflt) {
-    sqlite3_stmt *st = prepare(db, sql);
-    int64_t v = dflt;
-    if (!st)
-        return dflt;
-    sqlite3_bind_int64(st, 1, a);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
 }
 
 /* "train.zst — device 0 (Simulated GPU, 80.0 GiB)" */
@@ -419,8 +408,7 @@ static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t
 }
 
 int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
-    int64_t bucket_ns =
-        query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
+    int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
     timeline_data t = {0};
     site_ranks ranks;
     site_ranks_load(db, rq->device, &ranks);
@@ -491,15 +479,15 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         }
     }
     sqlite3_finalize(st);
-    int64_t peak_id = query_int(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?1",
-                                rq->device, 0);
+    int64_t peak_id = cli_query_i64(
+        db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?1", rq->device, 0, 0);
     layout_totals peak = {0};
     if (peak_id < rq->from || peak_id > rq->to ||
         layout_timeline_at(db, rq->device, peak_id, &peak))
         peak.allocated_bytes = 0;
     size_t nooms = 0;
     int64_t *oom_ns = NULL;
-    if (query_int(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0) > 0 &&
+    if (cli_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
         (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = 7 AND "
                           "event_id BETWEEN ?2 AND ?3"))) {
         sqlite3_bind_int(st, 1, rq->device);
@@ -521,29 +509,29 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
              "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
              "limit marked",
              m.by, units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span));
-    render_timeline rt = {
-        .title = title,
-        .subtitle = subtitle,
-        .nbuckets = t.n,
-        .bucket_start_ns = t.start,
-        .end_ns = end_ns,
-        .allocated_min = t.amin,
-        .allocated_max = t.amax,
-        .reserved_min = t.rmin,
-        .reserved_max = t.rmax,
-        .nseries = rc == 0 && t.n ? nseries + 1 : 0,
-        .series_label = labels,
-        .series_key = keys,
-        .series_bytes = stacked,
-        .nsteps = nsteps,
-        .step_ns = step_ns,
-        .step_label = (const char *const *)step_text,
-        .peak_ns = peak.ts_ns,
-        .peak_bytes = peak.allocated_bytes,
-        .device_total_bytes =
-            query_int(db, "SELECT total_bytes FROM devices WHERE device = ?1", rq->device, 0),
-        .nooms = nooms,
-        .oom_ns = oom_ns};
+    render_timeline rt = {.title = title,
+                          .subtitle = subtitle,
+                          .nbuckets = t.n,
+                          .bucket_start_ns = t.start,
+                          .end_ns = end_ns,
+                          .allocated_min = t.amin,
+                          .allocated_max = t.amax,
+                          .reserved_min = t.rmin,
+                          .reserved_max = t.rmax,
+                          .nseries = rc == 0 && t.n ? nseries + 1 : 0,
+                          .series_label = labels,
+                          .series_key = keys,
+                          .series_bytes = stacked,
+                          .nsteps = nsteps,
+                          .step_ns = step_ns,
+                          .step_label = (const char *const *)step_text,
+                          .peak_ns = peak.ts_ns,
+                          .peak_bytes = peak.allocated_bytes,
+                          .device_total_bytes =
+                              cli_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1",
+                                            rq->device, 0, 0),
+                          .nooms = nooms,
+                          .oom_ns = oom_ns};
     render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));
@@ -573,8 +561,7 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     int64_t *largest = NULL;
     int x_is_time = 0, rc = analysis_steps(db, rq->device, rq->from, rq->to, &steps, &n);
     if (rc == 0 && n == 0) { /* no steps: over time, from the buckets' ends */
-        int64_t bucket_ns =
-            query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1=?1", 0, 1);
+        int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
         timeline_data t = {0};
         rc = load_buckets(db, rq, bucket_ns, &t);
         steps = rc == 0 && t.n ? calloc(t.n, sizeof *steps) : NULL;

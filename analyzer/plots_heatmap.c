@@ -10,6 +10,7 @@
 
 #ifdef GMT_HAVE_CAIRO
 
+#include "cli.h"
 #include "heat_rows.h"
 #include "render.h"
 #include "units.h"
@@ -19,18 +20,6 @@
 #include <string.h>
 
 #define COLUMNS 800
-
-static int64_t query_int(sqlite3 *db, const char *sql, int64_t a, int64_t dflt) {
-    sqlite3_stmt *st = NULL;
-    int64_t v = dflt;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dflt;
-    sqlite3_bind_int64(st, 1, a);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
 
 /* The squeeze of the device's address space, for the boundaries and the
  * y axis: the ranges of its segments rows. */
@@ -65,11 +54,11 @@ static void put_column(float *grid, size_t col, const float *rows) {
 }
 
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
-    int64_t bucket_ns =
-        query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns' AND ?1 = ?1", 0, 1);
-    int64_t t0 = query_int(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
-                           rq->from > 0 ? rq->from : 1, 0);
-    int64_t t1 = query_int(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 1);
+    int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
+    int64_t t0 = cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
+                               rq->from > 0 ? rq->from : 1, 0, 0);
+    int64_t t1 =
+        cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 0, 1);
     if (t1 <= t0)
         t1 = t0 + 1;
     heat_rows *h = load_rows(db, rq->device);

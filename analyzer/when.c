@@ -12,24 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
-    sqlite3_stmt *st;
-    int64_t v = dflt;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dflt;
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 int when_default_device(sqlite3 *db) {
-    return (int)query_i64(db,
-                          "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
-                          "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
-                          0, 0, 0);
+    return (int)cli_query_i64(db,
+                              "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
+                              "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
+                              0, 0, 0);
 }
 
 /* "1.5s", "200ms", "30us", "12ns", "2m", "1h" -> ns; -1 when malformed. */
@@ -59,7 +46,7 @@ static int parse_int(const char *s, int64_t *out) {
 
 int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, char *err,
                  size_t errlen) {
-    int64_t last = query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    int64_t last = cli_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
     int64_t n;
     if (!strcmp(spec, "end")) {
         *event_id = last;
@@ -72,8 +59,9 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
     if (!strcmp(spec, "peak")) {
         if (device < 0)
             device = when_default_device(db);
-        *event_id = query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
-                              device, 0, INT64_MIN);
+        *event_id =
+            cli_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
+                          device, 0, INT64_MIN);
         if (*event_id == INT64_MIN) {
             snprintf(err, errlen, "peak: device %d has no events", device);
             return -1;
@@ -89,15 +77,16 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         return 0;
     }
     if (!strncmp(spec, "step:", 5) && parse_int(spec + 5, &n) == 0) {
-        *event_id = query_i64(db, "SELECT end_event_id FROM steps WHERE step = ?", n, 0, INT64_MIN);
+        *event_id =
+            cli_query_i64(db, "SELECT end_event_id FROM steps WHERE step = ?", n, 0, INT64_MIN);
         if (*event_id == INT64_MIN) {
-            int64_t count = query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0);
+            int64_t count = cli_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0);
             if (count == 0)
                 snprintf(err, errlen, "%s: the trace has no steps", spec);
             else
                 snprintf(err, errlen, "%s: no such step (steps %lld..%lld)", spec,
-                         (long long)query_i64(db, "SELECT min(step) FROM steps", 0, 0, 0),
-                         (long long)query_i64(db, "SELECT max(step) FROM steps", 0, 0, 0));
+                         (long long)cli_query_i64(db, "SELECT min(step) FROM steps", 0, 0, 0),
+                         (long long)cli_query_i64(db, "SELECT max(step) FROM steps", 0, 0, 0));
             return -1;
         }
         return 0;
@@ -106,18 +95,19 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         /* The last event at or before that time. event_rows has no index on
          * ts_ns: the buckets wholly before the time give a lower bound, and
          * only the events of the bucket holding it are looked at. */
-        int64_t whole = query_i64(db,
-                                  "SELECT max(last_event_id) FROM timeline_buckets WHERE "
-                                  "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
-                                  n, 0, 0);
-        int64_t part = query_i64(db,
-                                 "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
-                                 "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
-                                 "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
-                                 " bucket = ?1 / bucket_ns) AND "
-                                 "(SELECT max(last_event_id) FROM timeline_buckets WHERE "
-                                 " bucket = ?1 / bucket_ns)",
-                                 n, 0, 0);
+        int64_t whole = cli_query_i64(db,
+                                      "SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                                      "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
+                                      n, 0, 0);
+        int64_t part =
+            cli_query_i64(db,
+                          "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
+                          "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
+                          "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
+                          " bucket = ?1 / bucket_ns) AND "
+                          "(SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                          " bucket = ?1 / bucket_ns)",
+                          n, 0, 0);
         *event_id = part > whole ? part : whole;
         return 0;
     }
@@ -129,7 +119,7 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
 int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int device, int64_t *from,
                 int64_t *to, char *err, size_t errlen) {
     *from = 0;
-    *to = query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    *to = cli_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
     if ((from_spec && when_resolve(db, from_spec, device, from, err, errlen) != 0) ||
         (to_spec && when_resolve(db, to_spec, device, to, err, errlen) != 0))
         return -1;
@@ -146,11 +136,12 @@ void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
         snprintf(buf, len, "the start (event 0)");
         return;
     }
-    int64_t ts = query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
-    int64_t step = query_i64(db,
-                             "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
-                             "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
-                             event_id, 0, INT64_MIN);
+    int64_t ts =
+        cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
+    int64_t step = cli_query_i64(db,
+                                 "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
+                                 "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
+                                 event_id, 0, INT64_MIN);
     char t[32];
     units_duration(ts > 0 ? (uint64_t)ts : 0, t, sizeof t);
     if (step != INT64_MIN)
