@@ -27,6 +27,7 @@ static const command commands[] = {
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
     {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
     {"sql", cmd_sql, "run an SQL query on the replayed database"},
+    {"symbolize", cmd_symbolize, "name the native frames of a trace recorded on this host"},
 };
 
 static void usage(FILE *out) {

@@ -265,6 +265,21 @@ trace_writer *trace_writer_open(const char *path, const trace_writer_options *op
 trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char *err,
                                    size_t errlen);
 
+/* Continues a finished trace (the symbolizer adds SYMBOL records after the
+ * run): the writer takes `fd`, positioned at the end of the existing trace
+ * (O_APPEND or after lseek), writes no file header, numbers its frames and
+ * ids after what `st` says the trace already holds, and writes no END record
+ * on close, so the trace's own END stays the word on how the recording
+ * ended. Ids it interns are new even when an equal value is already in the
+ * file (the reader accepts duplicates). Owns fd as trace_writer_open_fd. */
+typedef struct trace_append_state {
+    uint64_t frames; /* zstd frames already in the file: the next sequence number */
+    uint64_t events; /* memory events already in the file (incl. lost ones) */
+    uint32_t next_string_id, next_frame_id, next_stack_id; /* first free ids (>= 1) */
+} trace_append_state;
+trace_writer *trace_writer_open_append(int fd, const trace_writer_options *opt,
+                                       const trace_append_state *st, char *err, size_t errlen);
+
 /* Each returns 0 or -1 (error in trace_writer_error; once failed, the writer
  * stays failed and every later call returns -1 without writing). */
 int trace_writer_event(trace_writer *w, const trace_event *ev);

@@ -52,6 +52,7 @@ struct trace_writer {
     uint64_t chunks, events, bytes_written;
     uint64_t chunk_events_before;
     int header_written;
+    int appending; /* continues an existing trace: no END record on close */
 
     key_table frames, stacks;
     string_table strings;
@@ -105,6 +106,21 @@ trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     w->next_string = w->next_frame = w->next_stack = 1;
+    return w;
+}
+
+trace_writer *trace_writer_open_append(int fd, const trace_writer_options *opt,
+                                       const trace_append_state *st, char *err, size_t errlen) {
+    trace_writer *w = trace_writer_open_fd(fd, opt, err, errlen);
+    if (!w)
+        return NULL;
+    w->appending = 1;
+    w->header_written = 1;
+    w->chunks = st->frames;
+    w->events = st->events;
+    w->next_string = st->next_string_id ? st->next_string_id : 1;
+    w->next_frame = st->next_frame_id ? st->next_frame_id : 1;
+    w->next_stack = st->next_stack_id ? st->next_stack_id : 1;
     return w;
 }
 
@@ -424,7 +440,9 @@ uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_
 int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen) {
     if (!w)
         return 0;
-    if (!w->failed && w->cctx) {
+    if (!w->failed && w->cctx && w->appending) {
+        trace_writer_flush(w);
+    } else if (!w->failed && w->cctx) {
         trace_end e = end ? *end : (trace_end){.flags = TRACE_END_CLEAN};
         if (!end)
             e.ts_ns = w->prev_ts;

@@ -1,0 +1,287 @@
+/* memrec_main.c — `memrec [options] -- COMMAND ARGS...`: runs a command with
+ * libmemrec.so injected and reports the traces it left.
+ *
+ * The launcher configures the library only through the environment (the
+ * MEMREC_* variables rec_config_from_env reads, CUDA_INJECTION64_PATH and
+ * NVTX_INJECTION64_PATH for the driver and NVTX, LD_PRELOAD so memrec.h and
+ * NVTX calls made before CUDA starts are seen), because the command may be a
+ * shell, a Python interpreter or torchrun whose grandchildren are the CUDA
+ * processes: the environment reaches all of them. Everything the program
+ * sees is otherwise untouched: stdin/stdout/stderr are inherited and its exit
+ * status is passed through (memrec_child.c). Order of work: options, find
+ * the library, probe the driver (one warning line without one), run, then
+ * symbolize and report each trace (memrec_traces.c). */
+#include "memrec_launch.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef GMT_VERSION
+#define GMT_VERSION "unknown"
+#endif
+
+#define DEFAULT_PATTERN "memrec-%h-%p.zst"
+#define DEFAULT_STACK_DEPTH 64
+#define MAX_STACK_DEPTH 1024
+
+typedef struct options {
+    const char *pattern;
+    const char *lib;
+    unsigned long stack_depth;
+    unsigned long long max_bytes; /* 0: no cap */
+    int no_cupti, no_symbolize, quiet;
+    char **command;
+} options;
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: memrec [options] [--] COMMAND [ARGS...]\n"
+            "\n"
+            "Runs COMMAND with libmemrec.so injected and records the GPU memory events of\n"
+            "every process that uses CUDA into one trace each, then names the native\n"
+            "frames of the traces with this host's binaries. Analyse with memanalyze.\n"
+            "\n"
+            "options:\n"
+            "  -o, --output PATTERN  trace path; %%p pid, %%h host, %%r rank (RANK,\n"
+            "                        OMPI_COMM_WORLD_RANK, SLURM_PROCID), %%%% a %%;\n"
+            "                        default %s (one file per process)\n"
+            "      --stack-depth N   native frames per stack, 0 for none (default %d)\n"
+            "      --max-size SIZE   stop recording once a trace holds SIZE bytes\n"
+            "                        (suffix K, M, G, T: 2G); the program goes on\n"
+            "      --no-cupti        do not subscribe to CUPTI: record only NVTX, memrec.h\n"
+            "                        and PyTorch's own history (lets torch.profiler or\n"
+            "                        Nsight use CUPTI, which allows one subscriber)\n"
+            "      --no-symbolize    leave native frames as raw addresses\n"
+            "      --lib PATH        the libmemrec.so to inject (default: beside memrec,\n"
+            "                        or $MEMREC_LIB)\n"
+            "  -q, --quiet           print nothing but errors\n"
+            "  -h, --help            this text\n"
+            "      --version         the version\n"
+            "\n"
+            "The exit status is COMMAND's (128 + N when a signal N killed it).\n",
+            DEFAULT_PATTERN, DEFAULT_STACK_DEPTH);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("memrec: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (try memrec --help)\n", stderr);
+    return 2;
+}
+
+/* "2G", "512M", "1000000", "1.5G" -> bytes. Returns 0, -1 when malformed. */
+static int parse_size(const char *text, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || v < 0 || text[0] == '-')
+        return -1;
+    double mult = 1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mult = 1024.0, end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1024.0 * 1024, end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1024.0 * 1024 * 1024, end++;
+        break;
+    case 't':
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024, end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'i' && mult > 1)
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v * mult >= 1.8e19 || v * mult < 1)
+        return -1;
+    *out = (unsigned long long)(v * mult);
+    return 0;
+}
+
+/* Returns 0 with o filled, or the exit status to end with (0 for --help). */
+static int parse_options(int argc, char **argv, options *o, int *done) {
+    enum { OPT_STACK = 256, OPT_MAX_SIZE, OPT_NO_CUPTI, OPT_NO_SYMBOLIZE, OPT_LIB, OPT_VERSION };
+    static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
+                                             {"stack-depth", required_argument, 0, OPT_STACK},
+                                             {"max-size", required_argument, 0, OPT_MAX_SIZE},
+                                             {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
+                                             {"no-symbolize", no_argument, 0, OPT_NO_SYMBOLIZE},
+                                             {"lib", required_argument, 0, OPT_LIB},
+                                             {"quiet", no_argument, 0, 'q'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"version", no_argument, 0, OPT_VERSION},
+                                             {0, 0, 0, 0}};
+    *o = (options){.pattern = DEFAULT_PATTERN, .stack_depth = DEFAULT_STACK_DEPTH};
+    *done = 0;
+    opterr = 0; /* our own one-line messages */
+    int c;
+    /* '+': options end at the command's name, so its own options are its. */
+    while ((c = getopt_long(argc, argv, "+:o:qh", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'o':
+            if (!*optarg)
+                return usage_error("-o needs a path%s", "");
+            o->pattern = optarg;
+            break;
+        case OPT_STACK:
+            errno = 0;
+            o->stack_depth = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' ||
+                o->stack_depth > MAX_STACK_DEPTH)
+                return usage_error("--stack-depth takes 0 to 1024, not '%s'", optarg);
+            break;
+        case OPT_MAX_SIZE:
+            if (parse_size(optarg, &o->max_bytes) != 0)
+                return usage_error("--max-size takes a size such as 2G, not '%s'", optarg);
+            break;
+        case OPT_NO_CUPTI:
+            o->no_cupti = 1;
+            break;
+        case OPT_NO_SYMBOLIZE:
+            o->no_symbolize = 1;
+            break;
+        case OPT_LIB:
+            o->lib = optarg;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return *done = 1, 0;
+        case OPT_VERSION:
+            printf("memrec (gpumemtrace) %s\n", GMT_VERSION);
+            return *done = 1, 0;
+        case ':':
+            return usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("no command to run%s", "");
+    o->command = argv + optind;
+    return 0;
+}
+
+/* libmemrec.so: --lib, $MEMREC_LIB, beside this binary (the build tree),
+ * or ../lib beside it (an install). Absolute, because the command may chdir. */
+static int find_library(const options *o, char *out, size_t outlen) {
+    const char *given = o->lib ? o->lib : getenv("MEMREC_LIB");
+    char candidate[PATH_MAX];
+    if (given && *given) {
+        if (!realpath(given, out) || access(out, R_OK) != 0) {
+            fprintf(stderr, "memrec: cannot use %s: %s\n", given, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "memrec: cannot find its own path; use --lib\n");
+        return -1;
+    }
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    *slash = 0;
+    const char *places[] = {"%s/libmemrec.so", "%s/../lib/libmemrec.so"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        snprintf(candidate, sizeof candidate, places[i], self);
+        if (access(candidate, R_OK) == 0 && realpath(candidate, out) && strlen(out) < outlen)
+            return 0;
+    }
+    fprintf(stderr, "memrec: libmemrec.so is not beside %s/memrec; use --lib PATH\n", self);
+    return -1;
+}
+
+/* Sets the variables libmemrec.so reads. Returns 0, -1 when they do not fit. */
+static int set_environment(const options *o, const char *lib, const char *cwd,
+                           const char *manifest) {
+    char buf[PATH_MAX + 4096];
+    if (o->pattern[0] == '/')
+        snprintf(buf, sizeof buf, "%s", o->pattern);
+    else if ((size_t)snprintf(buf, sizeof buf, "%s/%s", cwd, o->pattern) >= sizeof buf)
+        return -1;
+    int rc = setenv("MEMREC_OUTPUT", buf, 1);
+    snprintf(buf, sizeof buf, "%lu", o->stack_depth);
+    rc |= setenv("MEMREC_STACK_DEPTH", buf, 1);
+    if (o->max_bytes) {
+        snprintf(buf, sizeof buf, "%llu", o->max_bytes);
+        rc |= setenv("MEMREC_MAX_BYTES", buf, 1);
+    } else {
+        rc |= unsetenv("MEMREC_MAX_BYTES");
+    }
+    rc |= setenv("MEMREC_MANIFEST", manifest, 1);
+    rc |= o->no_cupti ? setenv("MEMREC_NO_CUPTI", "1", 1) : unsetenv("MEMREC_NO_CUPTI");
+    rc |= o->quiet ? setenv("MEMREC_QUIET", "1", 1) : unsetenv("MEMREC_QUIET");
+    rc |= setenv("CUDA_INJECTION64_PATH", lib, 1);
+    rc |= setenv("NVTX_INJECTION64_PATH", lib, 1);
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && *preload) {
+        size_t need = strlen(lib) + 1 + strlen(preload) + 1;
+        char *joined = malloc(need);
+        if (!joined)
+            return -1;
+        snprintf(joined, need, "%s:%s", lib, preload);
+        rc |= setenv("LD_PRELOAD", joined, 1);
+        free(joined);
+    } else {
+        rc |= setenv("LD_PRELOAD", lib, 1);
+    }
+    return rc ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int done;
+    int rc = parse_options(argc, argv, &o, &done);
+    if (rc || done)
+        return rc;
+    char lib[PATH_MAX], cwd[PATH_MAX], manifest[PATH_MAX], err[PATH_MAX + 256];
+    if (find_library(&o, lib, sizeof lib) != 0)
+        return 2;
+    if (!getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr, "memrec: cannot read the current directory: %s\n", strerror(errno));
+        return 2;
+    }
+    char why[256];
+    int have_driver = memrec_cuda_usable(why, sizeof why);
+    if (!have_driver && !o.quiet)
+        fprintf(stderr,
+                "memrec: no CUDA driver/GPU found (%s): %s runs unrecorded except NVTX/memrec.h "
+                "annotations\n",
+                why, o.command[0]);
+    if (memrec_manifest_create(manifest, sizeof manifest, err, sizeof err) != 0) {
+        fprintf(stderr, "memrec: %s\n", err);
+        return 2;
+    }
+    if (set_environment(&o, lib, cwd, manifest) != 0) {
+        fprintf(stderr, "memrec: the environment is too large to add memrec's variables\n");
+        unlink(manifest);
+        return 2;
+    }
+    memrec_child_status st;
+    if (memrec_run(o.command, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "memrec: %s\n", err);
+        unlink(manifest);
+        return st.exited ? st.code : 126;
+    }
+    memrec_report_traces(manifest, cwd, !o.no_symbolize, o.quiet, !have_driver);
+    return memrec_exit_status(&st, o.command[0], o.quiet);
+}

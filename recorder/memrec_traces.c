@@ -1,0 +1,155 @@
+/* memrec_traces.c — what memrec does after the command ended: learn which
+ * traces exist, make them self-contained, and say so in one line each.
+ *
+ * Which traces: every process that creates a trace appends its path to the
+ * manifest (MEMREC_MANIFEST), so memrec needs neither to guess the names
+ * the %p/%h/%r patterns expanded to nor to scan directories, and traces
+ * from child processes (data loaders, torchrun workers) are all found.
+ *
+ * Symbolization runs here, on the recording host, because the binaries the
+ * frames point into (libtorch_cuda.so, ...) exist only here. A trace that
+ * cannot be symbolized is still reported: its frames keep their raw ips. */
+#include "memrec_launch.h"
+#include "trace_format.h"
+#ifdef GMT_HAVE_SYMBOLIZE
+#include "trace_symbolize.h"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_TRACES 4096
+
+int memrec_manifest_create(char *path, size_t pathlen, char *err, size_t errlen) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if ((size_t)snprintf(path, pathlen, "%s/memrec-manifest-XXXXXX", dir) >= pathlen) {
+        snprintf(err, errlen, "TMPDIR is too long");
+        return -1;
+    }
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* The manifest's distinct lines, in order. Returns the count (the array
+ * and its strings are the caller's), -1 when out of memory. */
+static int read_manifest(const char *manifest, char ***out) {
+    *out = NULL;
+    FILE *f = fopen(manifest, "r");
+    if (!f)
+        return 0;
+    char **paths = NULL;
+    int n = 0, cap = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &line_cap, f)) > 0 && n < MAX_TRACES) {
+        if (line[len - 1] == '\n')
+            line[--len] = 0;
+        int seen = len == 0;
+        for (int i = 0; i < n && !seen; i++)
+            seen = strcmp(paths[i], line) == 0;
+        if (seen)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **grown = realloc(paths, (size_t)cap * sizeof *paths);
+            if (!grown)
+                break;
+            paths = grown;
+        }
+        if (!(paths[n] = strdup(line)))
+            break;
+        n++;
+    }
+    free(line);
+    fclose(f);
+    *out = paths;
+    return n;
+}
+
+/* Memory events in a trace, read through the codec (when not symbolizing). */
+static uint64_t count_events(const char *path) {
+    char err[256];
+    trace_reader *r = trace_reader_open(path, err, sizeof err);
+    if (!r)
+        return 0;
+    trace_record rec;
+    while (trace_reader_next(r, &rec) == 1) {
+    }
+    uint64_t events = trace_reader_get_stats(r)->events;
+    trace_reader_close(r);
+    return events;
+}
+
+#ifdef GMT_HAVE_SYMBOLIZE
+static void print_symbolize_warning(void *ctx, const char *message) {
+    if (!*(const int *)ctx)
+        fprintf(stderr, "memrec: %s\n", message);
+}
+#endif
+
+/* Symbolizes one trace (warnings printed unless quiet); returns its
+ * memory event count. */
+static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
+#ifdef GMT_HAVE_SYMBOLIZE
+    if (symbolize) {
+        trace_symbolize_result res;
+        char err[1024];
+        if (trace_symbolize_file(path, &res, print_symbolize_warning, &quiet, err, sizeof err) == 0)
+            return res.events;
+        if (!quiet)
+            fprintf(stderr, "memrec: %s: not symbolized: %s\n", path, err);
+    }
+#else
+    static int said;
+    if (symbolize && !quiet && !said++)
+        fprintf(stderr, "memrec: built without libdw: traces are not symbolized\n");
+#endif
+    return count_events(path);
+}
+
+int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,
+                         int quiet_if_none) {
+    char **paths;
+    int n = read_manifest(manifest, &paths);
+    unlink(manifest);
+    size_t cwd_len = cwd ? strlen(cwd) : 0;
+    int reported = 0;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            if (!quiet)
+                fprintf(stderr, "memrec: trace %s was created but is gone\n", paths[i]);
+            free(paths[i]);
+            continue;
+        }
+        uint64_t events = finish_trace(paths[i], symbolize, quiet);
+        if (stat(paths[i], &st) != 0)
+            st.st_size = 0;
+        const char *shown = paths[i];
+        if (cwd_len > 1 && !strncmp(shown, cwd, cwd_len) && shown[cwd_len] == '/')
+            shown += cwd_len + 1;
+        if (!quiet)
+            fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.1f MiB)\n", shown,
+                    events, (double)st.st_size / (1024.0 * 1024.0));
+        reported++;
+        free(paths[i]);
+    }
+    free(paths);
+    if (!reported && !quiet && !quiet_if_none)
+        fprintf(stderr, "memrec: no trace written (the program made no CUDA calls)\n");
+    return reported;
+}

@@ -1,0 +1,321 @@
+/* rec_core.c — the recording session and the emit calls (see rec_core.h).
+ *
+ * The session is a small state machine: OFF -> ARMED (configured; nothing
+ * written yet) -> RUNNING (first record: file created, writer thread
+ * started) -> back to OFF at stop, or HALTED after a write error or the size
+ * cap. Emits check the state with one relaxed load, copy the record into the
+ * calling thread's ring and return; they never wait for the writer.
+ *
+ * A forked child stops recording (it must never write into the parent's
+ * file; the fork handler only resets state, it takes no lock). */
+#include "rec_buffer.h"
+#include "rec_internal.h"
+#include "rec_stack.h"
+#include "rec_writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { STATE_OFF = 0, STATE_ARMED, STATE_RUNNING, STATE_HALTED };
+
+static _Atomic int session_state;
+static _Atomic uint64_t session_serial;
+static rec_config session_config;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
+static __thread uint32_t cached_tid;
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int parse_u64(const char *name, const char *v, uint64_t *out, char *err, size_t errlen) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    uint64_t mult = 1;
+    if (*end == 'k' || *end == 'K')
+        mult = 1ull << 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        mult = 1ull << 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        mult = 1ull << 30, end++;
+    if (errno || end == v || *end || v[0] == '-') {
+        snprintf(err, errlen, "%s=%s is not a number", name, v);
+        return -1;
+    }
+    *out = (uint64_t)x * mult;
+    return 0;
+}
+
+int rec_expand_path(const char *pattern, char *out, size_t outlen) {
+    size_t o = 0;
+    for (const char *p = pattern; *p; p++) {
+        char piece[300];
+        const char *add = piece;
+        piece[0] = 0;
+        if (*p == '%' && p[1]) {
+            p++;
+            if (*p == 'p') {
+                snprintf(piece, sizeof piece, "%d", (int)getpid());
+            } else if (*p == 'h') {
+                if (gethostname(piece, sizeof piece - 1) != 0)
+                    snprintf(piece, sizeof piece, "host");
+                piece[sizeof piece - 1] = 0;
+            } else if (*p == 'r') {
+                const char *r = getenv("RANK");
+                if (!r || !*r)
+                    r = getenv("OMPI_COMM_WORLD_RANK");
+                if (!r || !*r)
+                    r = getenv("SLURM_PROCID");
+                snprintf(piece, sizeof piece, "%s", r && *r ? r : "0");
+            } else if (*p == '%') {
+                add = "%";
+            } else {
+                snprintf(piece, sizeof piece, "%%%c", *p);
+            }
+        } else {
+            piece[0] = *p;
+            piece[1] = 0;
+        }
+        size_t len = strlen(add);
+        if (o + len + 1 > outlen)
+            return -1;
+        memcpy(out + o, add, len);
+        o += len;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    c->stack_depth = 64;
+    const char *pattern = getenv("MEMREC_OUTPUT");
+    if (!pattern || !*pattern)
+        pattern = "memrec-%h-%p.zst";
+    if (rec_expand_path(pattern, c->path, sizeof c->path) != 0) {
+        snprintf(err, errlen, "MEMREC_OUTPUT is too long");
+        return -1;
+    }
+    uint64_t v;
+    const char *s;
+    if ((s = getenv("MEMREC_STACK_DEPTH")) && *s) {
+        if (parse_u64("MEMREC_STACK_DEPTH", s, &v, err, errlen) != 0)
+            return -1;
+        c->stack_depth = v > REC_STACK_MAX_DEPTH ? REC_STACK_MAX_DEPTH : (unsigned)v;
+    }
+    if ((s = getenv("MEMREC_MAX_BYTES")) && *s &&
+        parse_u64("MEMREC_MAX_BYTES", s, &c->max_bytes, err, errlen) != 0)
+        return -1;
+    if ((s = getenv("MEMREC_BUFFER_RECORDS")) && *s) {
+        if (parse_u64("MEMREC_BUFFER_RECORDS", s, &v, err, errlen) != 0)
+            return -1;
+        c->buffer_records = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    }
+    if ((s = getenv("MEMREC_MANIFEST")) && *s)
+        snprintf(c->manifest, sizeof c->manifest, "%s", s);
+    c->no_cupti = (s = getenv("MEMREC_NO_CUPTI")) && *s && strcmp(s, "0") != 0;
+    c->quiet = (s = getenv("MEMREC_QUIET")) && *s && strcmp(s, "0") != 0;
+    return 0;
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+static void child_after_fork(void) {
+    atomic_store(&session_state, STATE_OFF);
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    start_lock = fresh;
+    cached_tid = 0;
+    rec_writer_abandon_after_fork();
+    rec_buffers_abandon_after_fork();
+}
+
+static void stop_at_exit(void) { rec_session_stop(); }
+
+static void install_process_hooks(void) {
+    pthread_atfork(NULL, NULL, child_after_fork);
+    atexit(stop_at_exit);
+}
+
+int rec_session_start(const rec_config *c, char *err, size_t errlen) {
+    pthread_mutex_lock(&start_lock);
+    if (atomic_load(&session_state) != STATE_OFF) {
+        pthread_mutex_unlock(&start_lock);
+        snprintf(err, errlen, "a recording session is already running");
+        return -1;
+    }
+    if (!c->path[0]) {
+        pthread_mutex_unlock(&start_lock);
+        snprintf(err, errlen, "no output path");
+        return -1;
+    }
+    session_config = *c;
+    rec_log_set_quiet(c->quiet);
+    rec_stack_set_depth(c->stack_depth);
+    if (c->stack_depth && rec_stack_table_init() != 0)
+        rec_stack_set_depth(0);
+    /* ~80 bytes per event item: records -> bytes. */
+    rec_buffer_set_capacity(c->buffer_records ? (size_t)c->buffer_records * 80 : 4u << 20);
+    pthread_once(&process_hooks_once, install_process_hooks);
+    atomic_fetch_add(&session_serial, 1);
+    atomic_store(&session_state, STATE_ARMED);
+    pthread_mutex_unlock(&start_lock);
+    return 0;
+}
+
+/* The first record of a session creates the file and starts the writer. */
+static int start_running(void) {
+    static int warned;
+    pthread_mutex_lock(&start_lock);
+    int state = atomic_load(&session_state);
+    if (state == STATE_ARMED) {
+        char err[600] = "";
+        if (rec_writer_start(&session_config, err, sizeof err) == 0) {
+            state = STATE_RUNNING;
+        } else {
+            rec_warn_once(&warned, "%s; the program runs unrecorded", err);
+            state = STATE_HALTED;
+        }
+        atomic_store(&session_state, state);
+    }
+    pthread_mutex_unlock(&start_lock);
+    return state == STATE_RUNNING;
+}
+
+void rec_session_halt(void) { atomic_store(&session_state, STATE_HALTED); }
+
+int rec_session_stop(void) {
+    pthread_mutex_lock(&start_lock);
+    int state = atomic_exchange(&session_state, STATE_OFF);
+    int rc = 0;
+    if (state == STATE_RUNNING || state == STATE_HALTED)
+        rc = rec_writer_stop();
+    if (state != STATE_OFF)
+        rec_buffers_reset();
+    pthread_mutex_unlock(&start_lock);
+    return rc;
+}
+
+uint64_t rec_session_serial(void) { return atomic_load(&session_serial); }
+
+int rec_enabled(void) {
+    int s = atomic_load_explicit(&session_state, memory_order_relaxed);
+    return s == STATE_ARMED || s == STATE_RUNNING;
+}
+
+uint64_t rec_clock_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t rec_thread_id(void) {
+    if (!cached_tid)
+        cached_tid = (uint32_t)syscall(SYS_gettid);
+    return cached_tid;
+}
+
+void rec_get_stats(rec_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->records = rec_buffers_committed();
+    out->dropped = rec_buffers_dropped();
+    out->written = rec_writer_events_written();
+    out->stacks = rec_stack_node_count();
+    out->stopped_error = atomic_load(&session_state) == STATE_HALTED;
+}
+
+/* ---- emits -------------------------------------------------------------- */
+
+/* The calling thread's ring when the session records, else NULL (a record
+ * arriving while halted counts as dropped). */
+static rec_buffer *ring_for_emit(void) {
+    int s = atomic_load_explicit(&session_state, memory_order_relaxed);
+    if (s == STATE_ARMED && !start_running())
+        return NULL;
+    if (s == STATE_OFF)
+        return NULL;
+    rec_buffer *b = rec_buffer_for_thread();
+    if (s == STATE_HALTED || !b) {
+        rec_buffer_count_drop(b);
+        return NULL;
+    }
+    return b;
+}
+
+static void commit(rec_buffer *b) {
+    if (rec_buffer_commit(b))
+        rec_writer_wake();
+}
+
+void rec_emit_event(const trace_event *ev) {
+    rec_buffer *b = ring_for_emit();
+    if (!b)
+        return;
+    uint64_t ts = ev->ts_ns ? ev->ts_ns : rec_clock_ns();
+    trace_event *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_EVENT, ts);
+    if (!slot)
+        return;
+    *slot = *ev;
+    slot->ts_ns = ts;
+    if (!slot->tid)
+        slot->tid = rec_thread_id();
+    commit(b);
+}
+
+static size_t cut(const char *s, size_t max) { return s ? strnlen(s, max) : 0; }
+
+void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
+                     uint64_t range_id, int64_t value) {
+    rec_buffer *b = ring_for_emit();
+    if (!b)
+        return;
+    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
+    rec_marker_item *m =
+        rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, rec_clock_ns());
+    if (!m)
+        return;
+    m->range_id = range_id;
+    m->value = value;
+    m->tid = rec_thread_id();
+    m->kind = (uint8_t)kind;
+    m->domain_len = (uint8_t)dlen;
+    m->name_len = (uint8_t)nlen;
+    memcpy((char *)(m + 1), domain ? domain : "", dlen);
+    memcpy((char *)(m + 1) + dlen, name ? name : "", nlen);
+    commit(b);
+}
+
+void rec_emit_counter(const trace_counter *c) {
+    rec_buffer *b = ring_for_emit();
+    if (!b)
+        return;
+    uint64_t ts = c->ts_ns ? c->ts_ns : rec_clock_ns();
+    trace_counter *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_COUNTER, ts);
+    if (!slot)
+        return;
+    *slot = *c;
+    slot->ts_ns = ts;
+    commit(b);
+}
+
+void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name) {
+    rec_buffer *b = ring_for_emit();
+    if (!b)
+        return;
+    size_t nlen = cut(name, 255);
+    rec_device_item *d = rec_buffer_reserve(b, sizeof *d + nlen, REC_ITEM_DEVICE, rec_clock_ns());
+    if (!d)
+        return;
+    d->device = device;
+    d->total_bytes = total_bytes;
+    d->name_len = (uint8_t)nlen;
+    memcpy((char *)(d + 1), name ? name : "", nlen);
+    commit(b);
+}

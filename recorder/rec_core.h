@@ -1,0 +1,123 @@
+/* rec_core.h — the recorder's core: one recording session per process, and
+ * the calls every capture source (CUPTI callbacks, NVTX injection, memrec.h,
+ * later Python) uses to put records into the trace.
+ *
+ * Why it is shaped this way: the sources run on the program's threads, often
+ * inside a CUDA call that holds an allocator lock, so an emit must be cheap,
+ * must never block for long and must never fail loudly. Each emit copies the
+ * record into the calling thread's buffer; one writer thread owns the
+ * trace_writer, drains the buffers, interns strings and stacks and writes a
+ * zstd frame at least once a second. When a buffer is full the record is
+ * dropped and counted (the END record carries the count).
+ *
+ * Stack ids returned by rec_stack_* are the recorder's own ids; the writer
+ * translates them into trace stack ids when it writes the event, so callers
+ * never see the trace_writer.
+ *
+ * Every emit is a no-op when no session is running, so sources may call them
+ * unconditionally (memrec.h's promise: cheap no-ops when not recording). */
+#ifndef GMT_REC_CORE_H
+#define GMT_REC_CORE_H
+
+#include "trace_format.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a session records and where. Filled by rec_config_from_env (the
+ * launcher passes its options through MEMREC_* variables) or by tests. */
+typedef struct rec_config {
+    char path[4096];         /* output file, already expanded (no %p left) */
+    unsigned stack_depth;    /* native frames per stack; 0 = no stacks */
+    uint64_t max_bytes;      /* compressed size cap; 0 = no cap */
+    uint32_t buffer_records; /* per-thread buffer capacity in records; 0 = default */
+    unsigned flush_ms;       /* writer wakes at least this often; 0 = default 200 */
+    char manifest[4096];     /* "" or a file the trace's path is appended to
+                                (one line, O_APPEND) when the trace is created:
+                                how the launcher learns which traces exist */
+    int no_cupti;            /* 1: do not subscribe CUPTI (NVTX, memrec.h only) */
+    int quiet;               /* 1: no warnings on stderr (tests) */
+} rec_config;
+
+/* Defaults, then MEMREC_OUTPUT (pattern with %p %h %r; default
+ * "memrec-%h-%p.zst"), MEMREC_STACK_DEPTH, MEMREC_MAX_BYTES,
+ * MEMREC_BUFFER_RECORDS, MEMREC_MANIFEST, MEMREC_NO_CUPTI, MEMREC_QUIET. Returns 0, or -1 with err
+ * filled when a variable is malformed. */
+int rec_config_from_env(rec_config *c, char *err, size_t errlen);
+
+/* Expands %p (pid), %h (host), %r (rank from RANK / OMPI_COMM_WORLD_RANK /
+ * SLURM_PROCID, "0" when none) and %% in `pattern`. Returns 0, -1 when the
+ * result does not fit. */
+int rec_expand_path(const char *pattern, char *out, size_t outlen);
+
+/* Starts the session. The file is created at the first record that needs it
+ * (so a process that never touches CUDA leaves no file); the writer thread
+ * starts with it. Returns 0, or -1 with err filled (a session already runs,
+ * a bad config). */
+int rec_session_start(const rec_config *c, char *err, size_t errlen);
+
+/* Drains every buffer, writes the END record (clean flag, totals, drops),
+ * closes the file and ends the session. Idempotent; also registered with
+ * atexit. Returns 0, or -1 when the trace could not be written completely
+ * (the warning was already printed once). */
+int rec_session_stop(void);
+
+/* Increases with every rec_session_start: state a source keeps about what
+ * it recorded (e.g. the region table) belongs to one session. */
+uint64_t rec_session_serial(void);
+
+/* 1 while a session records (one relaxed atomic load). */
+int rec_enabled(void);
+
+/* The trace clock: CLOCK_MONOTONIC in ns (the process record names it). */
+uint64_t rec_clock_ns(void);
+
+/* The calling thread's kernel tid (cached per thread). */
+uint32_t rec_thread_id(void);
+
+/* Captures the caller's native stack, leaving out the `skip` innermost frames
+ * (the recorder's own), and interns it. Returns a recorder stack id, 0 when
+ * stacks are off or the stack table is full. Allocation-free after the first
+ * call on a thread. */
+uint32_t rec_stack_here(unsigned skip);
+
+/* Interns a stack given as instruction pointers, innermost first. */
+uint32_t rec_stack_intern(const uint64_t *ips, unsigned n);
+
+/* Memory event. ts_ns 0 means now; tid 0 means the calling thread; stack_id
+ * is a recorder stack id (0 = none). */
+void rec_emit_event(const trace_event *ev);
+
+/* NVTX/memrec.h marker. `domain` and `name` are copied (NULL = none, names
+ * longer than 255 bytes are cut); ts is now, tid the caller's. */
+void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
+                     uint64_t range_id, int64_t value);
+
+/* Counter sample (ts_ns 0 = now). */
+void rec_emit_counter(const trace_counter *c);
+
+/* Device description (name copied). Written once per device id. */
+void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name);
+
+/* Counts seen by the session so far (for tests and the END record). */
+typedef struct rec_stats {
+    uint64_t records;  /* records accepted into buffers */
+    uint64_t dropped;  /* records dropped: buffer full, cap reached, after a write error */
+    uint64_t written;  /* memory events the writer wrote */
+    uint64_t stacks;   /* distinct stack nodes interned */
+    int stopped_error; /* 1: recording stopped after a write error or the size cap */
+} rec_stats;
+void rec_get_stats(rec_stats *out);
+
+/* One warning line on stderr, "memrec: ..." (suppressed with quiet). Each
+ * call site passes a `once` flag it owns so a warning is printed once. */
+void rec_warn_once(int *once, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,369 @@
+/* rec_cupti.c — the CUPTI subscription and the callback handler: from
+ * driver-API entry/exit callbacks to memory events (see rec_cupti.h).
+ *
+ * Shape: the callback unpacks CUpti_CallbackData into a rec_cupti_call and
+ * hands it to rec_cupti_handle, so live callbacks and replayed fixtures take
+ * the same path. Each thread has one "open call" slot: the entry of the
+ * outermost handled call fills it (time, and for releases the stack, device
+ * and pool while the memory still exists), its exit (matched by correlation
+ * id) reads the result and records. A handled call arriving while the slot
+ * is open is nested and recorded by nobody: the outer one stands for it.
+ * Allocations are stamped at their exit (the memory exists from then),
+ * releases at their entry (the program gave it up then), so a block freed
+ * on one thread and handed out again on another never looks overlapping.
+ *
+ * The handler's own driver calls go through rec_cupti_driver.h; nothing
+ * here allocates or locks, and every failure means "not recorded". */
+#include "rec_cupti.h"
+
+#include "rec_core.h"
+#include "rec_cupti_calls.h"
+#include "rec_cupti_driver.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* Frames of the recorder on top of a stack captured in at_entry/at_exit:
+ * that function, rec_cupti_handle and rec_cupti_callback. The three are
+ * kept out of line and out of tail position (KEEP_FRAME) so the count holds
+ * in optimized builds. */
+#define RECORDER_FRAMES 3
+#define NOINLINE __attribute__((noinline))
+#define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
+
+/* The outermost handled call in progress on this thread. */
+typedef struct open_call {
+    unsigned generation; /* rec_cupti_generation() when opened; 0 = none */
+    uint32_t correlation_id;
+    CUpti_CallbackId cbid;
+    uint64_t entry_ts;
+    uint32_t entry_stack; /* releases: captured at entry */
+    uint32_t device;      /* releases: the device of what is released */
+    uint8_t kind;
+    uint64_t pool; /* async frees and trims: the pool */
+} open_call;
+
+static _Thread_local open_call thread_call;
+
+static CUpti_SubscriberHandle subscriber;
+static atomic_int attached;
+static int warned_no_driver, warned_other_client, warned_subscribe, warned_enable;
+
+/* ---- recording ------------------------------------------------------------ */
+
+static void emit(uint8_t op, const rec_call_info *ci, uint32_t device, uint64_t pool,
+                 uint32_t stack, uint64_t ts) {
+    rec_cupti_device_seen(device);
+    trace_event ev = {
+        .ts_ns = ts,
+        .addr = op == TRACE_OP_ALLOC_FAILED || op == TRACE_OP_POOL_TRIM ? 0 : ci->addr,
+        .size = ci->size,
+        .requested = ci->requested,
+        .stream = ci->stream,
+        .pool = pool,
+        .stack_id = stack,
+        .device = device,
+        .op = op,
+        .level = TRACE_LEVEL_SEGMENT,
+        .kind = ci->kind,
+        .source = TRACE_SOURCE_CUPTI,
+    };
+    rec_emit_event(&ev);
+}
+
+/* The pool an async allocation comes from, and its device and kind. */
+static CUmemoryPool alloc_pool(const rec_call_info *ci, uint32_t stream_device, uint32_t *device,
+                               uint8_t *kind) {
+    CUmemoryPool pool = ci->pool ? ci->pool : rec_cupti_device_pool(stream_device);
+    *device = stream_device;
+    *kind = ci->kind;
+    if (pool && rec_cupti_pool_info(pool, device, kind) != 0 && !ci->pool)
+        rec_cupti_pool_register(pool, stream_device, TRACE_KIND_DEVICE); /* a device's own pool */
+    return pool;
+}
+
+/* A successful allocation (cuMemAlloc & co., cuMemCreate, address reserve,
+ * map) or its failure. */
+static void record_alloc_like(rec_call_info *ci, CUresult result, uint32_t ctx_device,
+                              uint32_t stack) {
+    uint64_t ts = rec_clock_ns();
+    uint32_t device = ctx_device;
+    CUmemoryPool pool = NULL;
+    if (ci->async)
+        pool =
+            alloc_pool(ci, rec_cupti_stream_device(ci->stream_arg, ctx_device), &device, &ci->kind);
+    if (ci->cls == REC_CALL_PHYS_CREATE && ci->alloc_prop) {
+        ci->kind = rec_call_location_kind(ci->alloc_prop->type, ci->alloc_prop->location.type);
+        if (ci->alloc_prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+            ci->alloc_prop->location.id >= 0)
+            device = (uint32_t)ci->alloc_prop->location.id;
+    }
+    if (result != CUDA_SUCCESS) {
+        if (ci->cls != REC_CALL_ALLOC && ci->cls != REC_CALL_PHYS_CREATE)
+            return; /* a failed reserve or map is no memory asked for */
+        ci->size = ci->requested;
+        rec_cupti_sample_driver(ctx_device, ts, 1);
+        emit(TRACE_OP_ALLOC_FAILED, ci, device, (uint64_t)(uintptr_t)pool, stack, ts);
+        if (pool)
+            rec_cupti_sample_pool(pool, device, ts);
+        return;
+    }
+    uint8_t op = TRACE_OP_ALLOC;
+    if (ci->cls == REC_CALL_PHYS_CREATE)
+        op = TRACE_OP_PHYS_CREATE;
+    else if (ci->cls == REC_CALL_VA_RESERVE)
+        op = TRACE_OP_VA_RESERVE;
+    else if (ci->cls == REC_CALL_MAP) {
+        op = TRACE_OP_MAP;
+        uint32_t handle_device;
+        if (rec_cupti_handle_location(ci->handle, &handle_device, &ci->kind) == 0)
+            device = handle_device;
+    }
+    /* The pointer's own device, as the free will see it. */
+    if (ci->cls == REC_CALL_ALLOC || ci->cls == REC_CALL_MAP)
+        rec_cupti_pointer_device(ci->addr, &device);
+    emit(op, ci, device, (uint64_t)(uintptr_t)pool, stack, ts);
+    if (pool)
+        rec_cupti_sample_pool(pool, device, ts);
+}
+
+/* What a release needs while the memory still exists: its device, pool and
+ * kind. Fills the open call. */
+static void note_release(open_call *oc, const rec_call_info *ci, uint32_t ctx_device) {
+    oc->device = ctx_device;
+    oc->kind = ci->kind;
+    switch (ci->cls) {
+    case REC_CALL_FREE:
+    case REC_CALL_UNMAP:
+        rec_cupti_pointer_device(ci->addr, &oc->device);
+        if (ci->async)
+            oc->pool = rec_cupti_pointer_pool(ci->addr);
+        break;
+    case REC_CALL_PHYS_RELEASE:
+        rec_cupti_handle_location((CUmemGenericAllocationHandle)ci->addr, &oc->device, &oc->kind);
+        break;
+    case REC_CALL_POOL_TRIM:
+        oc->pool = (uint64_t)(uintptr_t)ci->pool;
+        rec_cupti_pool_info(ci->pool, &oc->device, &oc->kind);
+        break;
+    default:
+        break;
+    }
+}
+
+static void record_release(const open_call *oc, rec_call_info *ci) {
+    uint8_t op;
+    switch (ci->cls) {
+    case REC_CALL_FREE:
+        if (!ci->addr)
+            return; /* cuMemFree(0) frees nothing */
+        op = TRACE_OP_FREE;
+        break;
+    case REC_CALL_UNMAP:
+        op = TRACE_OP_UNMAP;
+        break;
+    case REC_CALL_VA_FREE:
+        op = TRACE_OP_VA_FREE;
+        break;
+    case REC_CALL_PHYS_RELEASE:
+        op = TRACE_OP_PHYS_RELEASE;
+        break;
+    case REC_CALL_POOL_TRIM:
+        op = TRACE_OP_POOL_TRIM;
+        break;
+    default:
+        return;
+    }
+    if (ci->cls != REC_CALL_FREE && ci->cls != REC_CALL_VA_FREE)
+        ci->kind = oc->kind;
+    emit(op, ci, oc->device, oc->pool, oc->entry_stack, oc->entry_ts);
+    if (oc->pool)
+        rec_cupti_sample_pool((CUmemoryPool)(uintptr_t)oc->pool, oc->device, 0);
+}
+
+static void record_pool_create(const rec_call_info *ci, uint32_t ctx_device) {
+    if (!ci->pool)
+        return;
+    uint32_t device = ctx_device;
+    uint8_t kind = TRACE_KIND_DEVICE;
+    if (ci->pool_props) {
+        kind = rec_call_location_kind(ci->pool_props->allocType, ci->pool_props->location.type);
+        if (ci->pool_props->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+            ci->pool_props->location.id >= 0)
+            device = (uint32_t)ci->pool_props->location.id;
+    }
+    rec_cupti_pool_register(ci->pool, device, kind);
+    rec_cupti_device_seen(device);
+    rec_cupti_sample_pool(ci->pool, device, 0);
+}
+
+/* ---- entry and exit -------------------------------------------------------- */
+
+static int releases_memory(rec_call_class cls) {
+    return cls == REC_CALL_FREE || cls == REC_CALL_VA_FREE || cls == REC_CALL_PHYS_RELEASE ||
+           cls == REC_CALL_UNMAP || cls == REC_CALL_POOL_TRIM;
+}
+
+static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
+    open_call *oc = &thread_call;
+    unsigned generation = rec_cupti_generation();
+    if (oc->generation == generation)
+        return; /* nested in a handled call: the outer call is what the program did */
+    memset(oc, 0, sizeof *oc);
+    oc->generation = generation;
+    oc->correlation_id = call->correlation_id;
+    oc->cbid = call->cbid;
+    oc->entry_ts = rec_clock_ns();
+    rec_call_info ci;
+    if (releases_memory(cls) && rec_call_decode(call->cbid, call->params, 0, &ci) == 0) {
+        oc->entry_stack = rec_stack_here(RECORDER_FRAMES);
+        note_release(oc, &ci, rec_cupti_context_device(call->context));
+    }
+    KEEP_FRAME();
+}
+
+static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
+    open_call *oc = &thread_call;
+    if (oc->generation != rec_cupti_generation() || oc->correlation_id != call->correlation_id ||
+        oc->cbid != call->cbid)
+        return; /* a nested call's exit, or an exit whose entry we did not see */
+    oc->generation = 0;
+    int ok = call->result == CUDA_SUCCESS;
+    rec_call_info ci;
+    if (rec_call_decode(call->cbid, call->params, ok, &ci) != 0)
+        return;
+    uint32_t ctx_device = rec_cupti_context_device(call->context);
+    switch (cls) {
+    case REC_CALL_ALLOC:
+    case REC_CALL_PHYS_CREATE:
+    case REC_CALL_VA_RESERVE:
+    case REC_CALL_MAP:
+        if (ok || cls == REC_CALL_ALLOC || cls == REC_CALL_PHYS_CREATE)
+            record_alloc_like(&ci, call->result, ctx_device, rec_stack_here(RECORDER_FRAMES));
+        break;
+    case REC_CALL_POOL_CREATE:
+        if (ok)
+            record_pool_create(&ci, ctx_device);
+        break;
+    case REC_CALL_POOL_DESTROY:
+        break; /* no memory moves now: it goes with the pool's last free */
+    default:
+        if (ok)
+            record_release(oc, &ci);
+        break;
+    }
+    rec_cupti_sample_driver(ctx_device, 0, 0);
+    KEEP_FRAME();
+}
+
+NOINLINE void rec_cupti_handle(const rec_cupti_call *call) {
+    if (!call)
+        return;
+    rec_call_class cls = rec_call_class_of(call->cbid);
+    if (cls == REC_CALL_NONE)
+        return;
+    if (call->site == CUPTI_API_ENTER)
+        at_entry(call, cls);
+    else if (call->site == CUPTI_API_EXIT)
+        at_exit(call, cls);
+    KEEP_FRAME();
+}
+
+void CUPTIAPI rec_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *cbdata) {
+    (void)userdata;
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || !cbdata)
+        return;
+    const CUpti_CallbackData *cd = cbdata;
+    /* Exits are always handled so an open call closes even when the
+     * session stopped in between (the emits are then no-ops). */
+    if (cd->callbackSite == CUPTI_API_ENTER && !rec_enabled())
+        return;
+    rec_cupti_call call = {
+        .cbid = cbid,
+        .site = cd->callbackSite,
+        .params = cd->functionParams,
+        .result = CUDA_SUCCESS,
+        .context = cd->context,
+        .correlation_id = cd->correlationId,
+    };
+    if (cd->callbackSite == CUPTI_API_EXIT)
+        call.result = cd->functionReturnValue ? *(const CUresult *)cd->functionReturnValue
+                                              : CUDA_ERROR_UNKNOWN;
+    rec_cupti_handle(&call);
+    KEEP_FRAME();
+}
+
+/* ---- subscription ---------------------------------------------------------- */
+
+static const char *cupti_error(CUptiResult r) {
+    const char *s = NULL;
+    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+        s = "unknown CUPTI error";
+    return s;
+}
+
+static int enable_cbids(int enable) {
+    const CUpti_CallbackId *ids;
+    size_t n = rec_call_cbids(&ids), ok = 0;
+    for (size_t i = 0; i < n; i++)
+        ok += cuptiEnableCallback((uint32_t)enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                  ids[i]) == CUPTI_SUCCESS;
+    return (int)(n - ok);
+}
+
+int rec_cupti_attach(void) {
+    if (atomic_load(&attached))
+        return 0;
+    char err[256];
+    if (rec_cupti_driver_load(err, sizeof err) != 0) {
+        rec_warn_once(&warned_no_driver, "%s: the program runs unrecorded", err);
+        return -1;
+    }
+    char old_name[2 * CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+    CUpti_SubscriberParams params;
+    memset(&params, 0, sizeof params);
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "memrec";
+    params.oldSubscriberName = old_name;
+    params.oldSubscriberSize = sizeof old_name;
+    CUptiResult r = cuptiSubscribe_v2(&subscriber, rec_cupti_callback, NULL, &params);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        old_name[sizeof old_name - 1] = '\0';
+        rec_warn_once(&warned_other_client,
+                      "another CUPTI client is subscribed (%s); CUPTI allows one per process, so "
+                      "CUDA allocations are not recorded (memrec --no-cupti records NVTX and "
+                      "memrec.h only)",
+                      old_name[0] ? old_name : "a profiler or debugger");
+        return -1;
+    }
+    if (r != CUPTI_SUCCESS) {
+        rec_warn_once(&warned_subscribe,
+                      "CUPTI subscription failed (%s): the program runs unrecorded",
+                      cupti_error(r));
+        return -1;
+    }
+    const CUpti_CallbackId *ids;
+    size_t n = rec_call_cbids(&ids);
+    int failed = enable_cbids(1);
+    if ((size_t)failed == n) {
+        cuptiUnsubscribe(subscriber);
+        rec_warn_once(&warned_enable,
+                      "CUPTI refused every memory callback: the program runs unrecorded");
+        return -1;
+    }
+    if (failed)
+        rec_warn_once(&warned_enable,
+                      "CUPTI refused %d of %zu memory callbacks: those calls are not recorded",
+                      failed, n);
+    atomic_store(&attached, 1);
+    return 0;
+}
+
+void rec_cupti_detach(void) {
+    if (!atomic_exchange(&attached, 0))
+        return;
+    enable_cbids(0);
+    cuptiUnsubscribe(subscriber);
+    rec_cupti_driver_reset(); /* calls still open on other threads are forgotten */
+}

@@ -1,0 +1,66 @@
+/* rec_cupti_calls.h — what each handled CUDA driver call means for memory,
+ * read from the *_params struct CUPTI hands the callback.
+ *
+ * Kept apart from the handler so that "which cbids, which fields" is one
+ * table-like switch with no side effects: the handler (rec_cupti.c) decides
+ * what to record, this module only reads arguments and results. */
+#ifndef GMT_REC_CUPTI_CALLS_H
+#define GMT_REC_CUPTI_CALLS_H
+
+#include <cupti.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The shapes of memory call the handler knows. */
+typedef enum rec_call_class {
+    REC_CALL_NONE = 0,    /* not a handled cbid */
+    REC_CALL_ALLOC,       /* returns memory through an output pointer */
+    REC_CALL_FREE,        /* gives memory back by address */
+    REC_CALL_POOL_CREATE, /* cuMemPoolCreate */
+    REC_CALL_POOL_DESTROY,
+    REC_CALL_POOL_TRIM,
+    REC_CALL_VA_RESERVE, /* cuMemAddressReserve: address space only */
+    REC_CALL_VA_FREE,
+    REC_CALL_PHYS_CREATE, /* cuMemCreate: physical memory behind a handle */
+    REC_CALL_PHYS_RELEASE,
+    REC_CALL_MAP, /* cuMemMap / cuMemUnmap: a VA range backed by a handle */
+    REC_CALL_UNMAP,
+} rec_call_class;
+
+/* One decoded call. Fields a class does not use stay zero. */
+typedef struct rec_call_info {
+    rec_call_class cls;
+    uint8_t kind;        /* trace_mem_kind */
+    uint8_t async;       /* stream-ordered pool call (alloc/free async) */
+    uint8_t has_result;  /* the output (addr/handle/pool) was read (exit, success) */
+    uint64_t addr;       /* device/host address, or VMM handle for PHYS_* */
+    uint64_t size;       /* accounted bytes (pitch x height for pitched) */
+    uint64_t requested;  /* bytes asked for */
+    uint64_t stream;     /* raw CUstream; per-thread default as CU_STREAM_PER_THREAD */
+    CUstream stream_arg; /* the stream argument itself (for device lookups) */
+    CUmemoryPool pool;   /* explicit pool argument or created pool; NULL = none */
+    CUmemGenericAllocationHandle handle;   /* MAP: the handle mapped */
+    const CUmemAllocationProp *alloc_prop; /* PHYS_CREATE: where the memory lives */
+    const CUmemPoolProps *pool_props;      /* POOL_CREATE */
+} rec_call_info;
+
+/* The class of a driver cbid (REC_CALL_NONE for cbids we do not handle). */
+rec_call_class rec_call_class_of(CUpti_CallbackId cbid);
+
+/* Reads `params` (the cbid's *_params struct). Output pointers are followed
+ * only when `read_outputs` is set (the exit of a successful call): before
+ * that they hold whatever the caller left there. Returns 0, -1 for an
+ * unhandled cbid or a NULL params pointer. */
+int rec_call_decode(CUpti_CallbackId cbid, const void *params, int read_outputs,
+                    rec_call_info *out);
+
+/* The trace_mem_kind of memory of allocation type `type` at `location`
+ * (cuMemCreate properties, pool properties): host locations are pinned
+ * host memory, a managed type is managed, the rest device memory. */
+uint8_t rec_call_location_kind(CUmemAllocationType type, CUmemLocationType location);
+
+/* The handled driver cbids, for enabling them one by one. */
+size_t rec_call_cbids(const CUpti_CallbackId **out);
+
+#endif

@@ -1,0 +1,59 @@
+/* rec_inject.c — how libmemrec.so comes alive in somebody else's process.
+ *
+ * Two doors, one session:
+ *  - LD_PRELOAD (set by the memrec launcher): the constructor arms a session
+ *    from the MEMREC_* environment, so NVTX markers and memrec.h calls made
+ *    before CUDA starts are recorded. Nothing is written until the first
+ *    record: a process that never records anything leaves no file.
+ *  - CUDA_INJECTION64_PATH: the driver calls InitializeInjection() from
+ *    cuInit; we arm the session if the constructor did not (the variable
+ *    was set by hand) and subscribe to CUPTI.
+ * Without MEMREC_OUTPUT or CUDA_INJECTION64_PATH (e.g. the library loaded
+ * through ctypes just for memrec.h) the library stays silent and inert. */
+#include "rec_core.h"
+#include "rec_cupti.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define MEMREC_EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t inject_lock = PTHREAD_MUTEX_INITIALIZER;
+static int armed, cupti_attached;
+static rec_config config;
+
+/* Arms the session from the environment once. Returns 1 when armed. */
+static int arm_from_env(void) {
+    pthread_mutex_lock(&inject_lock);
+    if (!armed) {
+        static int warned;
+        char err[300] = "";
+        if (rec_config_from_env(&config, err, sizeof err) != 0 ||
+            rec_session_start(&config, err, sizeof err) != 0)
+            rec_warn_once(&warned, "%s; the program runs unrecorded", err);
+        else
+            armed = 1;
+    }
+    pthread_mutex_unlock(&inject_lock);
+    return armed;
+}
+
+__attribute__((constructor)) static void memrec_loaded(void) {
+    const char *out = getenv("MEMREC_OUTPUT");
+    if (out && *out)
+        arm_from_env();
+}
+
+/* Called by the CUDA driver (cuInit) when CUDA_INJECTION64_PATH names us.
+ * Returns 1 on success as the driver expects. */
+MEMREC_EXPORT int InitializeInjection(void);
+MEMREC_EXPORT int InitializeInjection(void) {
+    if (!arm_from_env())
+        return 0;
+    pthread_mutex_lock(&inject_lock);
+    int ok = cupti_attached || config.no_cupti;
+    if (!ok && rec_cupti_attach() == 0)
+        ok = cupti_attached = 1;
+    pthread_mutex_unlock(&inject_lock);
+    return ok;
+}

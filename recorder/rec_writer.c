@@ -1,0 +1,396 @@
+/* rec_writer.c — the writer thread (see rec_writer.h).
+ *
+ * Shape: one thread sleeps on a semaphore with a timeout; each round it
+ * snapshots the rings, merges their items by timestamp (a linear scan over
+ * the rings with items: there are few threads that allocate GPU memory) and
+ * writes them, then gives the bytes back. Everything that needs memory or a
+ * hash lookup — strings, frames, stack translation, module lookups — happens
+ * here, off the program's threads. After a write error or at the size cap
+ * it warns once, halts the session and closes the file properly, so what was
+ * recorded stays readable. */
+#include "rec_writer.h"
+#include "rec_buffer.h"
+#include "rec_internal.h"
+#include "rec_modules.h"
+#include "rec_stack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FLUSH_EVERY_NS 500000000ull /* a frame at least twice a second */
+
+static struct {
+    trace_writer *w;
+    rec_modules *modules;
+    pthread_t thread;
+    sem_t wake;
+    _Atomic int stop_requested;
+    int running;
+    int halted;
+    unsigned flush_ms;
+    uint64_t max_bytes;
+    char path[4096];
+    uint32_t *stack_map; /* recorder node id -> trace stack id */
+    size_t stack_map_len;
+    uint8_t devices_written[256];
+    rec_buffer_view *views;
+    size_t views_cap;
+    uint64_t last_flush_ns;
+    _Atomic uint64_t events;
+} wr;
+
+static _Atomic int writer_held;
+
+void rec_writer_hold_for_test(int hold) { atomic_store(&writer_held, hold); }
+
+static void halt_with(const char *why) {
+    if (wr.halted)
+        return;
+    wr.halted = 1;
+    rec_warn_once(NULL,
+                  "%s; recording stopped, the program goes on (the trace keeps what was "
+                  "recorded until now: %s)",
+                  why, wr.path);
+    rec_session_halt();
+}
+
+static int check_writer(void) {
+    if (wr.halted)
+        return -1;
+    const char *e = trace_writer_error(wr.w);
+    if (e && *e) {
+        char why[600];
+        snprintf(why, sizeof why, "writing the trace failed: %s", e);
+        halt_with(why);
+        return -1;
+    }
+    if (wr.max_bytes && trace_writer_bytes_written(wr.w) >= wr.max_bytes) {
+        char why[200];
+        snprintf(why, sizeof why, "the trace reached its size cap (%llu bytes)",
+                 (unsigned long long)wr.max_bytes);
+        halt_with(why);
+        return -1;
+    }
+    return 0;
+}
+
+/* A trie token -> trace frame id: a native ip with its module, or a
+ * symbolic frame (Python, PyTorch) named by its owner's resolver. */
+static uint32_t translate_frame(uint64_t token) {
+    trace_frame f = {.kind = TRACE_FRAME_NATIVE};
+    if (token & REC_FRAME_SYMBOLIC) {
+        rec_symbolic_resolver resolve = rec_stack_symbolic_resolver(token);
+        rec_symbolic_frame sf;
+        if (!resolve || resolve(token & REC_FRAME_VALUE_MASK, &sf) != 0)
+            sf = (rec_symbolic_frame){"<unknown frame>", "", 0, TRACE_FRAME_OTHER};
+        f.kind = sf.kind;
+        f.function_id = trace_writer_string(wr.w, sf.function, strlen(sf.function));
+        f.file_id = trace_writer_string(wr.w, sf.file, strlen(sf.file));
+        f.line = sf.line;
+    } else {
+        f.ip = token;
+        f.module_id = rec_modules_find(wr.modules, wr.w, token);
+    }
+    return trace_writer_frame(wr.w, &f);
+}
+
+/* Recorder node -> trace stack id, writing FRAME/STACK records for the
+ * nodes the trace has not seen. Iterative: a stack is at most
+ * REC_STACK_MAX_DEPTH deep. */
+static uint32_t translate_stack(uint32_t node) {
+    if (node == 0)
+        return 0;
+    if (node >= wr.stack_map_len) {
+        size_t len = wr.stack_map_len ? wr.stack_map_len : 4096;
+        while (len <= node)
+            len *= 2;
+        uint32_t *m = realloc(wr.stack_map, len * sizeof *m);
+        if (!m)
+            return 0;
+        memset(m + wr.stack_map_len, 0, (len - wr.stack_map_len) * sizeof *m);
+        wr.stack_map = m;
+        wr.stack_map_len = len;
+    }
+    if (wr.stack_map[node])
+        return wr.stack_map[node];
+    uint32_t chain[REC_STACK_MAX_DEPTH + 1];
+    uint64_t ips[REC_STACK_MAX_DEPTH + 1];
+    unsigned n = 0;
+    uint32_t parent_trace = 0;
+    for (uint32_t id = node; id; n++) {
+        uint32_t parent;
+        if (n > REC_STACK_MAX_DEPTH || rec_stack_node(id, &parent, &ips[n]) != 0)
+            return 0;
+        chain[n] = id;
+        if (parent && parent < wr.stack_map_len && wr.stack_map[parent]) {
+            parent_trace = wr.stack_map[parent];
+            n++;
+            break;
+        }
+        id = parent;
+    }
+    for (unsigned i = n; i-- > 0;) {
+        uint32_t frame_id = translate_frame(ips[i]);
+        if (!frame_id)
+            return 0;
+        parent_trace = trace_writer_stack(wr.w, parent_trace, frame_id);
+        if (!parent_trace)
+            return 0;
+        wr.stack_map[chain[i]] = parent_trace;
+    }
+    return parent_trace;
+}
+
+static void write_item(const rec_item *it, uint32_t tid) {
+    const void *payload = it + 1;
+    switch (it->type) {
+    case REC_ITEM_EVENT: {
+        trace_event ev;
+        memcpy(&ev, payload, sizeof ev);
+        ev.stack_id = translate_stack(ev.stack_id);
+        if (trace_writer_event(wr.w, &ev) == 0)
+            atomic_fetch_add_explicit(&wr.events, 1, memory_order_relaxed);
+        break;
+    }
+    case REC_ITEM_MARKER: {
+        const rec_marker_item *m = payload;
+        const char *domain = (const char *)(m + 1), *name = domain + m->domain_len;
+        trace_marker rec = {.ts_ns = it->ts_ns,
+                            .range_id = m->range_id,
+                            .value = m->value,
+                            .tid = m->tid ? m->tid : tid,
+                            .kind = m->kind};
+        rec.domain_id = m->domain_len ? trace_writer_string(wr.w, domain, m->domain_len) : 0;
+        rec.name_id = m->name_len ? trace_writer_string(wr.w, name, m->name_len) : 0;
+        trace_writer_marker(wr.w, &rec);
+        break;
+    }
+    case REC_ITEM_COUNTER: {
+        trace_counter c;
+        memcpy(&c, payload, sizeof c);
+        trace_writer_counter(wr.w, &c);
+        break;
+    }
+    case REC_ITEM_DEVICE: {
+        const rec_device_item *d = payload;
+        if (d->device < sizeof wr.devices_written && wr.devices_written[d->device])
+            break;
+        if (d->device < sizeof wr.devices_written)
+            wr.devices_written[d->device] = 1;
+        trace_device rec = {.device = d->device,
+                            .total_bytes = d->total_bytes,
+                            .name = {(const char *)(d + 1), d->name_len}};
+        trace_writer_device(wr.w, &rec);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void announce_thread(void *ctx, uint32_t tid, const char *name) {
+    (void)ctx;
+    trace_thread t = {.tid = tid, .name_id = trace_writer_string(wr.w, name, strlen(name))};
+    trace_writer_thread(wr.w, &t);
+}
+
+/* One round: everything committed so far, merged by time. */
+static void drain(void) {
+    if (wr.halted || atomic_load(&writer_held))
+        return;
+    size_t want = rec_buffers_count() + 8;
+    if (want > wr.views_cap) {
+        rec_buffer_view *v = realloc(wr.views, want * 2 * sizeof *v);
+        if (!v)
+            return;
+        wr.views = v;
+        wr.views_cap = want * 2;
+    }
+    rec_buffers_new_threads(announce_thread, NULL);
+    size_t n = rec_buffers_snapshot(wr.views, wr.views_cap);
+    for (;;) {
+        rec_buffer_view *best = NULL;
+        for (size_t i = 0; i < n; i++) {
+            rec_buffer_view *v = &wr.views[i];
+            if (v->next && (!best || v->next->ts_ns < best->next->ts_ns))
+                best = v;
+        }
+        if (!best)
+            break;
+        write_item(best->next, best->tid);
+        rec_buffer_view_advance(best);
+    }
+    rec_buffers_release(wr.views, n);
+    check_writer();
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    while (!atomic_load(&wr.stop_requested) && !wr.halted) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)wr.flush_ms * 1000000ull;
+        until.tv_sec += (time_t)(ns / 1000000000ull);
+        until.tv_nsec = (long)(ns % 1000000000ull);
+        while (sem_timedwait(&wr.wake, &until) != 0 && errno == EINTR) {
+        }
+        drain();
+        uint64_t now = rec_clock_ns();
+        if (!wr.halted && now - wr.last_flush_ns >= FLUSH_EVERY_NS) {
+            trace_writer_flush(wr.w);
+            wr.last_flush_ns = now;
+            check_writer();
+        }
+    }
+    return NULL;
+}
+
+static void read_cmdline(char *out, size_t cap) {
+    out[0] = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    while (n > 0 && out[n - 1] == 0)
+        n--;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == 0)
+            out[i] = ' ';
+    out[n] = 0;
+}
+
+static int32_t rank_from_env(void) {
+    const char *names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return (int32_t)atoi(v);
+    }
+    return -1;
+}
+
+static void write_process_record(void) {
+    char host[256] = "", cmdline[4096];
+    gethostname(host, sizeof host - 1);
+    read_cmdline(cmdline, sizeof cmdline);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    uint64_t mono = rec_clock_ns();
+    trace_process p = {
+        .pid = (uint32_t)getpid(),
+        .ppid = (uint32_t)getppid(),
+        .rank = rank_from_env(),
+        .wall_anchor_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec,
+        .clock_anchor_ns = mono,
+        .host = {host, (uint32_t)strlen(host)},
+        .cmdline = {cmdline, (uint32_t)strlen(cmdline)},
+        .clock_source = {"CLOCK_MONOTONIC", 15},
+        .producer = {"memrec " GMT_VERSION, (uint32_t)strlen("memrec " GMT_VERSION)}};
+    trace_writer_process(wr.w, &p);
+}
+
+static void append_manifest(const char *manifest, const char *path) {
+    if (!manifest || !*manifest)
+        return;
+    int fd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    char line[4200];
+    int n = snprintf(line, sizeof line, "%s\n", path);
+    if (n > 0 && (size_t)n < sizeof line) {
+        ssize_t ignored = write(fd, line, (size_t)n);
+        (void)ignored;
+    }
+    close(fd);
+}
+
+int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
+    memset(&wr, 0, sizeof wr);
+    snprintf(wr.path, sizeof wr.path, "%s", c->path);
+    wr.flush_ms = c->flush_ms ? c->flush_ms : 200;
+    wr.max_bytes = c->max_bytes;
+    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create the trace %s: %s", c->path, strerror(errno));
+        return -1;
+    }
+    wr.w = trace_writer_open_fd(fd, NULL, err, errlen);
+    wr.modules = rec_modules_new();
+    if (!wr.w || !wr.modules || sem_init(&wr.wake, 0, 0) != 0) {
+        if (!wr.w)
+            close(fd);
+        else
+            trace_writer_close(wr.w, NULL, NULL, 0);
+        rec_modules_free(wr.modules);
+        if (!*err)
+            snprintf(err, errlen, "out of memory starting the trace writer");
+        return -1;
+    }
+    write_process_record();
+    rec_modules_refresh(wr.modules, wr.w);
+    append_manifest(c->manifest, c->path);
+    wr.last_flush_ns = rec_clock_ns();
+    if (pthread_create(&wr.thread, NULL, writer_main, NULL) != 0) {
+        snprintf(err, errlen, "cannot start the trace writer thread");
+        trace_writer_close(wr.w, NULL, NULL, 0);
+        rec_modules_free(wr.modules);
+        return -1;
+    }
+    wr.running = 1;
+    return 0;
+}
+
+void rec_writer_wake(void) {
+    if (wr.running)
+        sem_post(&wr.wake);
+}
+
+int rec_writer_stop(void) {
+    if (!wr.running)
+        return 0;
+    atomic_store(&wr.stop_requested, 1);
+    sem_post(&wr.wake);
+    pthread_join(wr.thread, NULL);
+    wr.running = 0;
+    drain();
+    trace_end end = {.ts_ns = rec_clock_ns(),
+                     .events = trace_writer_events(wr.w),
+                     .dropped = rec_buffers_dropped(),
+                     .flags = TRACE_END_CLEAN};
+    char err[512] = "";
+    int rc = wr.halted ? -1 : 0;
+    if (trace_writer_close(wr.w, &end, err, sizeof err) != 0) {
+        if (!wr.halted)
+            rec_warn_once(NULL, "closing the trace %s failed: %s", wr.path, err);
+        rc = -1;
+    }
+    wr.w = NULL;
+    rec_modules_free(wr.modules);
+    free(wr.stack_map);
+    free(wr.views);
+    sem_destroy(&wr.wake);
+    wr.modules = NULL;
+    wr.stack_map = NULL;
+    wr.views = NULL;
+    return rc;
+}
+
+uint64_t rec_writer_events_written(void) { return atomic_load(&wr.events); }
+
+void rec_writer_abandon_after_fork(void) {
+    /* The thread does not exist in the child; the trace_writer and its fd
+     * belong to the parent's file: leak them, never write. */
+    wr.running = 0;
+    wr.w = NULL;
+}

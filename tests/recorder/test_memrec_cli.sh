@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# test_memrec_cli.sh MEMREC PASSTHROUGH_PROG [MEMANALYZE] — the launcher as a
+# user meets it: it must be invisible to the program it runs (exit status,
+# stdout and stderr byte for byte, death by signal, signals sent to memrec),
+# say one line when there is no driver, refuse bad options in one line, set
+# the environment libmemrec.so reads, and turn a program's memrec.h calls
+# into a symbolized trace (no GPU needed for that) that memanalyze reads.
+set -u
+memrec=$1
+prog=$2
+memanalyze=${3:-}
+tmp=$(mktemp -d /tmp/gmt-memrec-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# An ASan-built libmemrec.so preloaded into an uninstrumented program (/bin/true)
+# would make ASan refuse to start; the sanitizer build runs with that check off.
+if ldd "$memrec" 2>/dev/null | grep -q libasan; then
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+fi
+
+cd "$tmp" || exit 1
+
+# ---- memrec -- /bin/true: exit 0, exactly one line from memrec ---------------
+"$memrec" -- /bin/true >out 2>err
+rc=$?
+[ "$rc" = 0 ] || fail "/bin/true under memrec exited $rc"
+[ ! -s out ] || fail "/bin/true under memrec printed on stdout: $(cat out)"
+[ "$(wc -l <err)" = 1 ] || fail "expected exactly one line on stderr, got: $(cat err)"
+grep -q '^memrec: no CUDA driver/GPU found (.*): /bin/true runs unrecorded' err ||
+    grep -q '^memrec: no trace written' err || fail "unexpected line: $(cat err)"
+ls memrec-*.zst >/dev/null 2>&1 && fail "/bin/true left a trace"
+
+# ---- exit status, stdout and stderr pass through byte for byte ---------------
+"$prog" exit 3 >direct.out 2>direct.err
+[ $? = 3 ] || fail "passthrough_prog itself did not exit 3"
+for code in 0 3 77 255; do
+    "$memrec" -q -- "$prog" exit "$code" >via.out 2>via.err
+    rc=$?
+    [ "$rc" = "$code" ] || fail "exit $code came back as $rc"
+    cmp -s direct.out via.out || fail "stdout differs under memrec (exit $code)"
+    cmp -s direct.err via.err || fail "stderr differs under memrec (exit $code): $(cat -v via.err)"
+done
+# Without -q memrec adds lines before (no driver) and after the run, never
+# inside the program's bytes.
+"$memrec" -- "$prog" exit 0 >via.out 2>via.err
+cmp -s direct.out via.out || fail "stdout differs under memrec without -q"
+if head -n 1 via.err | grep -aq '^memrec: no CUDA driver'; then
+    tail -n +2 via.err >via.body
+else
+    cp via.err via.body
+fi
+head -c "$(wc -c <direct.err)" via.body | cmp -s - direct.err ||
+    fail "stderr without -q does not carry the program's bytes"
+
+# ---- death by signal: 128 + N, reported like a shell does -------------------
+for sig in 9 11 15; do
+    "$memrec" -q -- "$prog" signal "$sig" >via.out 2>via.err
+    rc=$?
+    [ "$rc" = $((128 + sig)) ] || fail "signal $sig came back as exit $rc"
+    cmp -s direct.out via.out || fail "stdout differs when the program dies of signal $sig"
+    grep -aq 'memrec: ' via.err && fail "-q printed a memrec line: $(grep '^memrec: ' via.err)"
+done
+"$memrec" -- "$prog" signal 11 >/dev/null 2>via.err
+grep -aq "memrec: $prog: Segmentation fault$" via.err || fail "SIGSEGV not reported: $(cat via.err)"
+# SIGINT: memrec dies of SIGINT itself (bash shows 130 either way; the report
+# must stay quiet, as shells are about Ctrl-C).
+"$memrec" -- "$prog" signal 2 >/dev/null 2>via.err
+rc=$?
+[ "$rc" = 130 ] || fail "SIGINT came back as $rc"
+grep -aq 'Interrupt' via.err && fail "SIGINT was reported: $(cat via.err)"
+if command -v python3 >/dev/null; then
+    status=$(python3 -c 'import subprocess, sys; print(subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode)' \
+        "$memrec" -q -- "$prog" signal 2 2>/dev/null | tail -n 1)
+    [ "$status" = -2 ] || fail "memrec did not die of SIGINT itself (status $status)"
+fi
+
+# ---- a signal sent to memrec reaches the program -----------------------------
+"$memrec" -q -- sh -c 'trap "exit 42" TERM; touch ready; while :; do sleep 0.05; done' &
+pid=$!
+for _ in $(seq 200); do [ -e ready ] && break; sleep 0.05; done
+[ -e ready ] || fail "the trap program never started"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 42 ] || fail "SIGTERM to memrec: expected the program's trap (42), got $rc"
+
+# ---- options ------------------------------------------------------------------
+expect_usage_error() {
+    "$memrec" "$@" >out 2>err
+    local rc=$?
+    [ "$rc" = 2 ] || fail "memrec $* exited $rc, expected 2"
+    [ "$(wc -l <err)" = 1 ] && grep -q '^memrec: ' err || fail "memrec $*: not one error line: $(cat err)"
+    [ ! -s out ] || fail "memrec $* printed on stdout"
+}
+expect_usage_error --bogus -- /bin/true
+expect_usage_error
+expect_usage_error --stack-depth x -- /bin/true
+expect_usage_error --stack-depth 5000 -- /bin/true
+expect_usage_error --max-size 2Q -- /bin/true
+expect_usage_error -o
+expect_usage_error --lib "$tmp/no-such-lib.so" -- /bin/true
+"$memrec" --help >out 2>err
+[ $? = 0 ] && grep -q '^usage: memrec ' out && [ ! -s err ] || fail "--help"
+"$memrec" --version >out 2>err
+[ $? = 0 ] && grep -q '^memrec (gpumemtrace) [0-9]' out || fail "--version: $(cat out err)"
+"$memrec" -q -- "$tmp/no-such-program" 2>err
+rc=$?
+[ "$rc" = 127 ] || fail "a missing program gave $rc, expected 127"
+grep -q "cannot run $tmp/no-such-program" err || fail "missing program not named: $(cat err)"
+
+# ---- the environment libmemrec.so reads ---------------------------------------
+env_of() { "$memrec" -q "${@:2}" -- "$prog" env "$1" 2>/dev/null; }
+lib=$(env_of CUDA_INJECTION64_PATH)
+case "$lib" in /*/libmemrec.so) ;; *) fail "CUDA_INJECTION64_PATH is '$lib'" ;; esac
+[ -f "$lib" ] || fail "CUDA_INJECTION64_PATH names no file: $lib"
+[ "$(env_of NVTX_INJECTION64_PATH)" = "$lib" ] || fail "NVTX_INJECTION64_PATH"
+[ "$(env_of LD_PRELOAD)" = "$lib" ] || fail "LD_PRELOAD: $(env_of LD_PRELOAD)"
+[ "$(LD_PRELOAD=libc.so.6 env_of LD_PRELOAD)" = "$lib:libc.so.6" ] ||
+    fail "LD_PRELOAD is not prepended to: $(LD_PRELOAD=libc.so.6 env_of LD_PRELOAD)"
+[ "$(env_of MEMREC_OUTPUT)" = "$tmp/memrec-%h-%p.zst" ] || fail "default MEMREC_OUTPUT: $(env_of MEMREC_OUTPUT)"
+[ "$(env_of MEMREC_OUTPUT -o run-%r.zst)" = "$tmp/run-%r.zst" ] || fail "relative -o is not made absolute"
+[ "$(env_of MEMREC_OUTPUT -o /x/%p.zst)" = "/x/%p.zst" ] || fail "absolute -o"
+[ "$(env_of MEMREC_STACK_DEPTH)" = 64 ] || fail "default stack depth"
+[ "$(env_of MEMREC_STACK_DEPTH --stack-depth 8)" = 8 ] || fail "--stack-depth 8"
+[ "$(env_of MEMREC_MAX_BYTES --max-size 2G)" = 2147483648 ] || fail "--max-size 2G"
+[ "$(env_of MEMREC_MAX_BYTES)" = "(unset)" ] || fail "MEMREC_MAX_BYTES set without --max-size"
+[ "$(env_of MEMREC_NO_CUPTI --no-cupti)" = 1 ] || fail "--no-cupti"
+[ "$(env_of MEMREC_QUIET)" = 1 ] || fail "-q does not quiet the library"
+case "$(env_of MEMREC_MANIFEST)" in /*) ;; *) fail "MEMREC_MANIFEST is not a path" ;; esac
+[ "$(MEMREC_LIB=$lib "$memrec" -q -- "$prog" env CUDA_INJECTION64_PATH)" = "$lib" ] || fail "MEMREC_LIB"
+ls "${TMPDIR:-/tmp}"/memrec-manifest-* 2>/dev/null | grep -q . &&
+    echo "note: manifests from other runs exist in ${TMPDIR:-/tmp}" >&2
+
+# ---- a trace from memrec.h calls, symbolized, read by memanalyze -------------
+"$memrec" -o "$tmp/ann-%p.zst" -- "$prog" annotate >ann.out 2>ann.err
+rc=$?
+[ "$rc" = 0 ] || fail "annotate exited $rc: $(cat ann.err)"
+traces=$(ls "$tmp"/ann-*.zst 2>/dev/null)
+[ "$(echo "$traces" | grep -c .)" = 1 ] || fail "expected one trace, got: $traces"
+grep -q "^memrec: trace written: ann-[0-9]*\.zst (2 events, [0-9.]* MiB)$" ann.err ||
+    fail "no 'trace written' line: $(cat ann.err)"
+if [ -n "$memanalyze" ] && [ -f "$traces" ]; then
+    line=$(cat ann.out)
+    q="SELECT count(*) FROM frames WHERE name = 'main' AND line = $line AND file LIKE '%/passthrough_prog.c'"
+    [ "$("$memanalyze" sql "$traces" "$q" --csv | tail -n 1)" = 1 ] ||
+        fail "the trace has no symbolized frame main() at passthrough_prog.c:$line"
+    "$memanalyze" symbolize "$traces" >sym.out 2>&1 || fail "memanalyze symbolize: $(cat sym.out)"
+    grep -q ': [0-9]* native frames: 0 symbolized now, [1-9][0-9]* already' sym.out ||
+        fail "memrec left frames to symbolize: $(cat sym.out)"
+fi
+# A program that records nothing leaves no trace.
+"$memrec" -o "$tmp/none-%p.zst" -- "$prog" exit 0 >/dev/null 2>&1
+ls "$tmp"/none-*.zst >/dev/null 2>&1 && fail "a program without CUDA or memrec.h calls left a trace"
+
+if [ "$failures" -gt 0 ]; then
+    echo "test_memrec_cli: $failures failure(s)" >&2
+    exit 1
+fi
+echo "test_memrec_cli: ok"

@@ -1,0 +1,106 @@
+"""test_rec_api_ctypes.py — memrec.h's Python snippet, taken verbatim from
+the header's comment and run in a child Python:
+
+  1. without libmemrec.so: the snippet leaves `memrec` None, nothing breaks;
+  2. with libmemrec.so preloaded as the memrec launcher does (LD_PRELOAD,
+     MEMREC_OUTPUT, no CUPTI): the snippet finds the library, and the calls
+     reach the trace; memanalyze reads it back: the markers, the step and the
+     block events of source memrec, exactly.
+
+Usage: test_rec_api_ctypes.py SOURCE_DIR LIBMEMREC MEMANALYZE (exit 77: skip).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CALLS = """
+print("found" if memrec else "absent")
+if memrec:
+    memrec.memrec_step_begin(3)
+    memrec.memrec_mark(b"eval")
+    memrec.memrec_region_alloc(0x7000, 128, 1)
+    memrec.memrec_region_free(0x7000)
+    memrec.memrec_step_end(3)
+"""
+
+
+def header_snippet(source_dir):
+    """The lines of memrec.h's comment between 'Python (ctypes)' and the
+    next blank comment line, without the comment's indentation."""
+    with open(os.path.join(source_dir, "recorder", "memrec.h")) as f:
+        text = f.read()
+    block = text.split("Python (ctypes)", 1)[1].split("\n *\n", 1)[0]
+    lines = block.split("\n")[1:]
+    return "\n".join(re.sub(r"^ \*     ", "", line) for line in lines) + "\n"
+
+
+def run_python(code, env):
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def sql(memanalyze, trace, query, env):
+    out = subprocess.run([memanalyze, "sql", trace, query, "--csv", "--raw"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    return out.stdout.strip().split("\n")[1:]
+
+
+def main():
+    if len(sys.argv) < 4:
+        print("usage: test_rec_api_ctypes.py SOURCE_DIR LIBMEMREC MEMANALYZE", file=sys.stderr)
+        return 77
+    source_dir, library, memanalyze = sys.argv[1:4]
+    if not os.path.exists(library) or not os.path.exists(memanalyze):
+        print("SKIP: libmemrec.so or memanalyze not built", file=sys.stderr)
+        return 77
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+            print("FAILED: " + what, file=sys.stderr)
+
+    code = header_snippet(source_dir) + CALLS
+    check("memrec = ctypes.CDLL(" in code, "the snippet is in memrec.h")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MEMREC_") and k != "LD_PRELOAD"}
+
+    absent = run_python(code, env)
+    check(absent.returncode == 0 and absent.stdout.strip() == "absent",
+          "without libmemrec.so: %r %r" % (absent.stdout, absent.stderr))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "py.zst")
+        preloaded = dict(env, LD_PRELOAD=library, MEMREC_OUTPUT=trace, MEMREC_NO_CUPTI="1",
+                         MEMREC_QUIET="1")
+        found = run_python(code, preloaded)
+        check(found.returncode == 0 and found.stdout.strip() == "found",
+              "with libmemrec.so preloaded: %r %r" % (found.stdout, found.stderr))
+        check(os.path.exists(trace), "the trace was written")
+        if os.path.exists(trace):
+            analyze_env = dict(env, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
+            markers = sql(memanalyze, trace,
+                          "SELECT kind, name, domain FROM markers ORDER BY marker_id", analyze_env)
+            check(markers == ["step_begin,step 3,memrec", "mark,eval,memrec",
+                              "step_end,step 3,memrec"], "markers: %r" % markers)
+            steps = sql(memanalyze, trace, "SELECT step, name FROM steps", analyze_env)
+            check(steps == ["3,step 3"], "steps: %r" % steps)
+            events = sql(memanalyze, trace,
+                         "SELECT op, level, source, addr, size, device FROM events "
+                         "WHERE event_id > 0 ORDER BY event_id", analyze_env)
+            check(events == ["alloc,block,memrec,28672,128,1", "free,block,memrec,28672,128,1"],
+                  "events: %r" % events)
+
+    if failures:
+        print("test_rec_api_ctypes: %d check(s) failed" % len(failures), file=sys.stderr)
+        return 1
+    print("test_rec_api_ctypes: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

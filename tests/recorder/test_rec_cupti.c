@@ -1,0 +1,600 @@
+/* test_rec_cupti.c — the CUPTI callback handler without a GPU: every handled
+ * driver cbid is fed through rec_cupti_callback as CUPTI would (a
+ * CUpti_CallbackData around the real *_params struct of generated_cuda_meta.h,
+ * entry then exit, success and failure) with a fake driver table, and the
+ * trace read back must hold exactly the expected events, counters and device
+ * records. Also: nesting is recorded once, an entry without its exit and an
+ * exit without its entry record nothing, the stack starts at the program's
+ * caller, the analyzer replays the result without a warning, and attaching
+ * without a driver returns -1 with one warning. */
+#include "check.h"
+#include "db_writer.h"
+#include "rec_core.h"
+#include "rec_cupti.h"
+#include "rec_cupti_driver.h"
+#include "replay.h"
+#include "trace_format.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MiB (1024ull * 1024)
+#define GiB (1024 * MiB)
+#define CBID(name) CUPTI_DRIVER_TRACE_CBID_##name
+#define GARBAGE 0xdeadbeefull /* what an output holds before the driver writes it */
+
+/* ---- the fake driver ------------------------------------------------------ */
+
+enum { DEV0_BASE = 0x1, DEV1_BASE = 0x2, VMM_BASE = 0x3 }; /* addr >> 32 */
+#define FAKE_CTX ((CUcontext)0x4000)
+#define POOL_DEV0 ((CUmemoryPool)0x7000)
+#define POOL_DEV1 ((CUmemoryPool)0x7010)
+#define POOL_MADE ((CUmemoryPool)0x9000)
+#define STREAM_DEV1 ((CUstream)0x5100) /* the only stream the fake knows the device of */
+enum { HANDLE_DEV0 = 0xab0, HANDLE_HOST = 0xc00 }; /* cuMemCreate handles */
+
+static uint64_t fake_free = 70 * GiB;
+static cuuint64_t pool_bytes[2][2]; /* [POOL_DEV0, POOL_MADE][reserved, used] */
+
+static void set_pool(CUmemoryPool pool, uint64_t reserved, uint64_t used) {
+    pool_bytes[pool == POOL_MADE][0] = reserved;
+    pool_bytes[pool == POOL_MADE][1] = used;
+}
+
+static CUresult fake_ctx_get_device(CUdevice *d) {
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_mem_get_info(size_t *f, size_t *t) {
+    *f = fake_free;
+    *t = 80 * GiB;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_device_get_name(char *name, int len, CUdevice d) {
+    snprintf(name, (size_t)len, "Fake GPU %d", d);
+    return CUDA_SUCCESS;
+}
+static CUresult fake_device_total_mem(size_t *bytes, CUdevice d) {
+    *bytes = (80 + (size_t)d) * GiB;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_device_get_mem_pool(CUmemoryPool *pool, CUdevice d) {
+    *pool = d == 0 ? POOL_DEV0 : POOL_DEV1;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+    if (pool != POOL_DEV0 && pool != POOL_MADE)
+        return CUDA_ERROR_INVALID_VALUE;
+    *(cuuint64_t *)value =
+        pool_bytes[pool == POOL_MADE][attr != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT];
+    return CUDA_SUCCESS;
+}
+static CUresult fake_stream_get_device(CUstream s, CUdevice *d) {
+    if (s != STREAM_DEV1)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *d = 1;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p) {
+    uint64_t hi = (uint64_t)p >> 32;
+    if (hi < DEV0_BASE || hi > VMM_BASE)
+        return CUDA_ERROR_INVALID_VALUE; /* host memory: the fake does not know */
+    if (attr == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
+        *(int *)data = hi == DEV1_BASE ? 1 : 0;
+        return CUDA_SUCCESS;
+    }
+    if (attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE) {
+        int async = ((uint64_t)p & 0x80000000ull) != 0; /* upper half: pool memory */
+        *(CUmemoryPool *)data = !async ? NULL : hi == DEV1_BASE ? POOL_MADE : POOL_DEV0;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult fake_allocation_properties(CUmemAllocationProp *prop,
+                                           CUmemGenericAllocationHandle h) {
+    memset(prop, 0, sizeof *prop);
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type =
+        h == HANDLE_HOST ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    return h == HANDLE_DEV0 || h == HANDLE_HOST ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static const rec_cupti_driver fake_driver = {
+    .ctx_get_device = fake_ctx_get_device,
+    .mem_get_info = fake_mem_get_info,
+    .device_get_name = fake_device_get_name,
+    .device_total_mem = fake_device_total_mem,
+    .device_get_mem_pool = fake_device_get_mem_pool,
+    .mem_pool_get_attribute = fake_pool_attribute,
+    .stream_get_device = fake_stream_get_device,
+    .pointer_get_attribute = fake_pointer_attribute,
+    .mem_get_allocation_properties = fake_allocation_properties,
+};
+
+/* ---- feeding callbacks ---------------------------------------------------- */
+
+static uint32_t next_correlation = 1;
+
+static __attribute__((noinline)) void feed(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+                                           const void *params, CUresult result,
+                                           uint32_t correlation) {
+    uint64_t data = 0;
+    CUpti_CallbackData cd = {site,     "cuFake", params, &result,    NULL,
+                             FAKE_CTX, 1,        &data,  correlation};
+    rec_cupti_callback(NULL, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+    __asm__ __volatile__("" ::: "memory"); /* keep this frame: the stack test looks for it */
+}
+
+/* Entry, then (what the driver does) the outputs, then exit. */
+typedef void (*driver_effect)(void *params);
+static __attribute__((noinline)) void call(CUpti_CallbackId cbid, void *params,
+                                           driver_effect effect, CUresult result) {
+    uint32_t corr = next_correlation++;
+    feed(cbid, CUPTI_API_ENTER, params, CUDA_SUCCESS, corr);
+    if (effect && result == CUDA_SUCCESS)
+        effect(params);
+    feed(cbid, CUPTI_API_EXIT, params, result, corr);
+    __asm__ __volatile__("" ::: "memory"); /* a frame of its own in every build */
+}
+
+/* Output values the fake driver "returns", set before each call. */
+static uint64_t out_addr;
+static size_t out_pitch;
+static void put_dptr(void *p) { **(CUdeviceptr **)p = (CUdeviceptr)out_addr; }
+static void put_host(void *p) { **(void ***)p = (void *)(uintptr_t)out_addr; }
+static void put_pitch(void *p) {
+    cuMemAllocPitch_v2_params *pp = p;
+    *pp->dptr = (CUdeviceptr)out_addr;
+    *pp->pPitch = out_pitch;
+}
+static void put_pool(void *p) { *((cuMemPoolCreate_params *)p)->pool = (CUmemoryPool)out_addr; }
+static void put_handle(void *p) {
+    *((cuMemCreate_params *)p)->handle = (CUmemGenericAllocationHandle)out_addr;
+}
+
+/* ---- reading the trace back ------------------------------------------------ */
+
+typedef struct readback {
+    trace_event events[64];
+    size_t n_events;
+    trace_counter counters[64];
+    size_t n_counters;
+    trace_device devices[4];
+    char device_names[4][64];
+    size_t n_devices;
+    uint32_t stack_parent[256]; /* trace stack id -> parent id */
+} readback;
+
+static int read_back(const char *path, readback *rb) {
+    memset(rb, 0, sizeof *rb);
+    char err[300];
+    trace_reader *r = trace_reader_open(path, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    trace_record rec;
+    while (trace_reader_next(r, &rec) == 1) {
+        if (rec.kind == TRACE_REC_EVENT && rb->n_events < 64)
+            rb->events[rb->n_events++] = rec.u.event;
+        else if (rec.kind == TRACE_REC_COUNTER && rb->n_counters < 64)
+            rb->counters[rb->n_counters++] = rec.u.counter;
+        else if (rec.kind == TRACE_REC_DEVICE && rb->n_devices < 4) {
+            snprintf(rb->device_names[rb->n_devices], 64, "%s", rec.u.device.name.ptr);
+            rb->devices[rb->n_devices++] = rec.u.device;
+        } else if (rec.kind == TRACE_REC_STACK && rec.u.stack.stack_id < 256)
+            rb->stack_parent[rec.u.stack.stack_id] = rec.u.stack.parent_id;
+    }
+    trace_reader_close(r);
+    return 0;
+}
+
+static char dir[64];
+
+/* Each test's trace is dir/trace.zst, read back before the next one starts. */
+static void start_session(char *path, size_t pathlen) {
+    rec_config c = {.stack_depth = 32, .quiet = 1};
+    snprintf(path, pathlen, "%s/trace.zst", dir);
+    snprintf(c.path, sizeof c.path, "%s", path);
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    rec_cupti_set_driver_for_test(&fake_driver);
+    rec_cupti_set_sample_interval_for_test(UINT64_MAX); /* first sample per device, failures */
+}
+
+/* ---- the whole vocabulary ------------------------------------------------- */
+
+typedef struct want {
+    uint8_t op, kind;
+    uint32_t device;
+    uint64_t addr, size, requested, stream, pool;
+} want;
+
+static void call_every_cbid(void) {
+    CUdeviceptr d = GARBAGE;
+    void *h = (void *)GARBAGE;
+    out_addr = 0x100000000;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 1000}, put_dptr, CUDA_SUCCESS);
+    size_t pitch = GARBAGE;
+    out_addr = 0x100100000, out_pitch = 1024;
+    call(CBID(cuMemAllocPitch_v2), &(cuMemAllocPitch_v2_params){&d, &pitch, 1000, 10, 4}, put_pitch,
+         CUDA_SUCCESS);
+    d = GARBAGE;
+    fake_free = 69 * GiB;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 80 * GiB}, put_dptr,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    out_addr = 0x100200000;
+    call(CBID(cuMemAllocManaged), &(cuMemAllocManaged_params){&d, 4096, CU_MEM_ATTACH_GLOBAL},
+         put_dptr, CUDA_SUCCESS);
+    out_addr = 0x7f0000001000;
+    call(CBID(cuMemHostAlloc), &(cuMemHostAlloc_params){&h, 8192, 0}, put_host, CUDA_SUCCESS);
+    out_addr = 0x7f0000100000;
+    call(CBID(cuMemAllocHost_v2), &(cuMemAllocHost_v2_params){&h, 100}, put_host, CUDA_SUCCESS);
+    call(CBID(cuMemFreeHost), &(cuMemFreeHost_params){(void *)0x7f0000001000}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0x100000000}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0x100100000}, NULL, CUDA_ERROR_INVALID_VALUE);
+
+    /* async: the stream's device's pool (the fake knows no device for 0x5000: the context's) */
+    out_addr = 0x180000000;
+    set_pool(POOL_DEV0, 32 * MiB, 1 * MiB);
+    call(CBID(cuMemAllocAsync), &(cuMemAllocAsync_params){&d, 1 * MiB, (CUstream)0x5000}, put_dptr,
+         CUDA_SUCCESS);
+    out_addr = 0x180100000;
+    set_pool(POOL_DEV0, 32 * MiB, 3 * MiB);
+    call(CBID(cuMemAllocAsync_ptsz), &(cuMemAllocAsync_ptsz_params){&d, 2 * MiB, NULL}, put_dptr,
+         CUDA_SUCCESS);
+    CUmemoryPool made = (CUmemoryPool)GARBAGE;
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {CU_MEM_LOCATION_TYPE_DEVICE, 1}};
+    out_addr = (uint64_t)(uintptr_t)POOL_MADE;
+    call(CBID(cuMemPoolCreate), &(cuMemPoolCreate_params){&made, &props}, put_pool, CUDA_SUCCESS);
+    out_addr = 0x280000000;
+    set_pool(POOL_MADE, 64 * MiB, 4 * MiB);
+    call(CBID(cuMemAllocFromPoolAsync),
+         &(cuMemAllocFromPoolAsync_params){&d, 4 * MiB, POOL_MADE, STREAM_DEV1}, put_dptr,
+         CUDA_SUCCESS);
+    call(CBID(cuMemAllocFromPoolAsync_ptsz),
+         &(cuMemAllocFromPoolAsync_ptsz_params){&d, 1 * GiB, POOL_MADE, NULL}, put_dptr,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    set_pool(POOL_DEV0, 32 * MiB, 2 * MiB);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){0x180000000, (CUstream)0x5000}, NULL,
+         CUDA_SUCCESS);
+    set_pool(POOL_MADE, 64 * MiB, 0);
+    call(CBID(cuMemFreeAsync_ptsz), &(cuMemFreeAsync_ptsz_params){0x280000000, NULL}, NULL,
+         CUDA_SUCCESS);
+    set_pool(POOL_MADE, 1 * MiB, 0);
+    call(CBID(cuMemPoolTrimTo), &(cuMemPoolTrimTo_params){POOL_MADE, 1 * MiB}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemPoolDestroy), &(cuMemPoolDestroy_params){POOL_MADE}, NULL, CUDA_SUCCESS);
+
+    /* virtual memory management, as PyTorch's expandable segments use it */
+    out_addr = 0x300000000;
+    call(CBID(cuMemAddressReserve), &(cuMemAddressReserve_params){&d, 64 * MiB, 0, 0, 0}, put_dptr,
+         CUDA_SUCCESS);
+    CUmemGenericAllocationHandle handle = GARBAGE;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    out_addr = HANDLE_DEV0;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &prop, 0}, put_handle,
+         CUDA_SUCCESS);
+    fake_free = 1 * GiB;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * GiB, &prop, 0}, put_handle,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    call(CBID(cuMemMap), &(cuMemMap_params){0x300000000, 2 * MiB, 0, HANDLE_DEV0, 0}, NULL,
+         CUDA_SUCCESS);
+    call(CBID(cuMemMap), &(cuMemMap_params){0x300200000, 2 * MiB, 0, HANDLE_DEV0, 0}, NULL,
+         CUDA_ERROR_INVALID_VALUE);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){0x300000000, 2 * MiB}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){HANDLE_DEV0}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){0x300000000, 64 * MiB}, NULL,
+         CUDA_SUCCESS);
+    CUmemAllocationProp host_prop = prop;
+    host_prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    out_addr = HANDLE_HOST;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &host_prop, 0}, put_handle,
+         CUDA_SUCCESS);
+}
+
+static const want every_cbid_events[] = {
+    {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 0, 0x100000000, 1000, 1000, 0, 0},
+    {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 0, 0x100100000, 10240, 10000, 0, 0}, /* pitch x height */
+    {TRACE_OP_ALLOC_FAILED, TRACE_KIND_DEVICE, 0, 0, 80 * GiB, 80 * GiB, 0, 0},
+    {TRACE_OP_ALLOC, TRACE_KIND_MANAGED, 0, 0x100200000, 4096, 4096, 0, 0},
+    {TRACE_OP_ALLOC, TRACE_KIND_PINNED_HOST, 0, 0x7f0000001000, 8192, 8192, 0, 0},
+    {TRACE_OP_ALLOC, TRACE_KIND_PINNED_HOST, 0, 0x7f0000100000, 100, 100, 0, 0},
+    {TRACE_OP_FREE, TRACE_KIND_PINNED_HOST, 0, 0x7f0000001000, 0, 0, 0, 0},
+    {TRACE_OP_FREE, TRACE_KIND_DEVICE, 0, 0x100000000, 0, 0, 0, 0},
+    {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 0, 0x180000000, 1 * MiB, 1 * MiB, 0x5000, 0x7000},
+    {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 0, 0x180100000, 2 * MiB, 2 * MiB, 2, 0x7000},
+    {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 1, 0x280000000, 4 * MiB, 4 * MiB, 0x5100, 0x9000},
+    {TRACE_OP_ALLOC_FAILED, TRACE_KIND_DEVICE, 1, 0, 1 * GiB, 1 * GiB, 2, 0x9000},
+    {TRACE_OP_FREE, TRACE_KIND_DEVICE, 0, 0x180000000, 0, 0, 0x5000, 0x7000},
+    {TRACE_OP_FREE, TRACE_KIND_DEVICE, 1, 0x280000000, 0, 0, 2, 0x9000},
+    {TRACE_OP_POOL_TRIM, TRACE_KIND_DEVICE, 1, 0, 1 * MiB, 1 * MiB, 0, 0x9000},
+    {TRACE_OP_VA_RESERVE, TRACE_KIND_DEVICE, 0, 0x300000000, 64 * MiB, 64 * MiB, 0, 0},
+    {TRACE_OP_PHYS_CREATE, TRACE_KIND_DEVICE, 0, HANDLE_DEV0, 2 * MiB, 2 * MiB, 0, 0},
+    {TRACE_OP_ALLOC_FAILED, TRACE_KIND_DEVICE, 0, 0, 2 * GiB, 2 * GiB, 0, 0},
+    {TRACE_OP_MAP, TRACE_KIND_DEVICE, 0, 0x300000000, 2 * MiB, 2 * MiB, 0, 0},
+    {TRACE_OP_UNMAP, TRACE_KIND_DEVICE, 0, 0x300000000, 2 * MiB, 2 * MiB, 0, 0},
+    {TRACE_OP_PHYS_RELEASE, TRACE_KIND_DEVICE, 0, HANDLE_DEV0, 0, 0, 0, 0},
+    {TRACE_OP_VA_FREE, TRACE_KIND_DEVICE, 0, 0x300000000, 64 * MiB, 64 * MiB, 0, 0},
+    {TRACE_OP_PHYS_CREATE, TRACE_KIND_PINNED_HOST, 0, HANDLE_HOST, 2 * MiB, 2 * MiB, 0, 0},
+};
+
+/* Counters in order: kind, device, key, value. */
+static const trace_counter every_cbid_counters[] = {
+    {.kind = TRACE_COUNTER_DRIVER_FREE, .device = 0, .value = 70 * GiB}, /* first sample */
+    {.kind = TRACE_COUNTER_DRIVER_TOTAL, .device = 0, .value = 80 * GiB},
+    {.kind = TRACE_COUNTER_DRIVER_FREE, .device = 0, .value = 69 * GiB}, /* the failure */
+    {.kind = TRACE_COUNTER_DRIVER_TOTAL, .device = 0, .value = 80 * GiB},
+    {.kind = TRACE_COUNTER_POOL_RESERVED, .device = 0, .key = 0x7000, .value = 32 * MiB},
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 0, .key = 0x7000, .value = 1 * MiB},
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 0, .key = 0x7000, .value = 3 * MiB},
+    {.kind = TRACE_COUNTER_POOL_RESERVED, .device = 1, .key = 0x9000, .value = 0}, /* created */
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 1, .key = 0x9000, .value = 0},
+    {.kind = TRACE_COUNTER_POOL_RESERVED, .device = 1, .key = 0x9000, .value = 64 * MiB},
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 1, .key = 0x9000, .value = 4 * MiB},
+    {.kind = TRACE_COUNTER_DRIVER_FREE, .device = 0, .value = 69 * GiB}, /* failed from pool */
+    {.kind = TRACE_COUNTER_DRIVER_TOTAL, .device = 0, .value = 80 * GiB},
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 0, .key = 0x7000, .value = 2 * MiB},
+    {.kind = TRACE_COUNTER_POOL_USED, .device = 1, .key = 0x9000, .value = 0},
+    {.kind = TRACE_COUNTER_POOL_RESERVED, .device = 1, .key = 0x9000, .value = 1 * MiB},
+    {.kind = TRACE_COUNTER_DRIVER_FREE, .device = 0, .value = 1 * GiB}, /* cuMemCreate failed */
+    {.kind = TRACE_COUNTER_DRIVER_TOTAL, .device = 0, .value = 80 * GiB},
+};
+
+static void describe(char *out, size_t len, const want *w) {
+    snprintf(out, len, "%s kind %u dev %u addr 0x%llx size %llu req %llu stream 0x%llx pool 0x%llx",
+             trace_op_name(w->op), w->kind, w->device, (unsigned long long)w->addr,
+             (unsigned long long)w->size, (unsigned long long)w->requested,
+             (unsigned long long)w->stream, (unsigned long long)w->pool);
+}
+
+static void check_event(const trace_event *e, const want *w, uint32_t tid) {
+    char got[256], expected[256];
+    want g = {e->op, e->kind, e->device, e->addr, e->size, e->requested, e->stream, e->pool};
+    describe(got, sizeof got, &g);
+    describe(expected, sizeof expected, w);
+    CHECK_STR_EQ(got, expected);
+    CHECK(e->level == TRACE_LEVEL_SEGMENT && e->source == TRACE_SOURCE_CUPTI);
+    CHECK(e->tid == tid && e->stack_id != 0);
+}
+
+static void describe_counter(char *out, size_t len, const trace_counter *c) {
+    snprintf(out, len, "%s dev %u key 0x%llx value %llu", trace_counter_kind_name(c->kind),
+             c->device, (unsigned long long)c->key, (unsigned long long)c->value);
+}
+
+/* Replays the trace with the analyzer: the events pair up without warnings. */
+static void check_replay(const char *trace) {
+    char err[512], db_path[300];
+    snprintf(db_path, sizeof db_path, "%s/every.db", dir);
+    db_writer *dw = db_writer_open(db_path, err, sizeof err);
+    CHECK(dw != NULL);
+    if (!dw)
+        return;
+    replay_summary sum;
+    int rc = replay_trace(trace, dw, NULL, &sum, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "replay: %s\n", err);
+    CHECK(rc == 0);
+    CHECK(db_writer_finish(dw, err, sizeof err) == 0);
+    sqlite3 *db;
+    CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    const char *queries[] = {
+        "SELECT count(*) FROM warnings",
+        "SELECT count(*) FROM events WHERE op = 'alloc_failed'",
+        /* live at the end: the pitched segment, managed, one pinned, one async */
+        "SELECT count(*) FROM segments WHERE free_ts_ns IS NULL",
+        "SELECT reserved_bytes FROM timeline ORDER BY event_id DESC LIMIT 1",
+        "SELECT count(*) FROM devices",
+    };
+    const int64_t expected[] = {0, 3, 4, 10240 + 2 * MiB, 2};
+    for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+        sqlite3_stmt *st;
+        int64_t v = -999;
+        if (sqlite3_prepare_v2(db, queries[i], -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+        if (v != expected[i])
+            fprintf(stderr, "%s: %lld\n", queries[i], (long long)v);
+        CHECK_EQ_U64(v, expected[i]);
+    }
+    sqlite3_close(db);
+}
+
+static void test_every_cbid(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    call_every_cbid();
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_back(path, &rb) == 0);
+    size_t n_want = sizeof every_cbid_events / sizeof every_cbid_events[0];
+    CHECK_EQ_U64(rb.n_events, n_want);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    for (size_t i = 0; i < n_want && i < rb.n_events; i++)
+        check_event(&rb.events[i], &every_cbid_events[i], tid);
+    size_t n_counters = sizeof every_cbid_counters / sizeof every_cbid_counters[0];
+    CHECK_EQ_U64(rb.n_counters, n_counters);
+    for (size_t i = 0; i < n_counters && i < rb.n_counters; i++) {
+        char got[200], expected[200];
+        describe_counter(got, sizeof got, &rb.counters[i]);
+        describe_counter(expected, sizeof expected, &every_cbid_counters[i]);
+        CHECK_STR_EQ(got, expected);
+    }
+    /* Each failure has its driver_free sample at the same timestamp. */
+    if (rb.n_events == n_want && rb.n_counters == n_counters) {
+        CHECK_EQ_U64(rb.counters[2].ts_ns, rb.events[2].ts_ns);
+        CHECK_EQ_U64(rb.counters[11].ts_ns, rb.events[11].ts_ns);
+        CHECK_EQ_U64(rb.counters[16].ts_ns, rb.events[17].ts_ns);
+    }
+    CHECK_EQ_U64(rb.n_devices, 2);
+    for (uint32_t i = 0; i < 2; i++) { /* the fake names them and gives device i (80 + i) GiB */
+        char name[32];
+        snprintf(name, sizeof name, "Fake GPU %u", i);
+        CHECK(rb.devices[i].device == i && rb.devices[i].total_bytes == (80 + i) * GiB);
+        CHECK_STR_EQ(rb.device_names[i], name);
+    }
+    check_replay(path);
+}
+
+/* ---- nesting, unpaired callbacks, timestamps ------------------------------ */
+
+static void *entry_without_exit(void *params) {
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, params, CUDA_SUCCESS, 9000);
+    return NULL;
+}
+
+static void test_pairing(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    /* cudaMallocAsync reaching the driver twice: only the outer call counts. */
+    CUdeviceptr outer = GARBAGE, inner = GARBAGE;
+    cuMemAllocAsync_params a = {&outer, 1 * MiB, (CUstream)0x5000};
+    cuMemAllocFromPoolAsync_params b = {&inner, 1 * MiB, POOL_DEV0, (CUstream)0x5000};
+    set_pool(POOL_DEV0, 0, 0);
+    feed(CBID(cuMemAllocAsync), CUPTI_API_ENTER, &a, CUDA_SUCCESS, 100);
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_ENTER, &b, CUDA_SUCCESS, 101);
+    inner = 0x180000000;
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_EXIT, &b, CUDA_SUCCESS, 101);
+    outer = 0x180000000;
+    feed(CBID(cuMemAllocAsync), CUPTI_API_EXIT, &a, CUDA_SUCCESS, 100);
+    /* An entry whose exit never comes (another thread) and an exit without entry. */
+    CUdeviceptr d = GARBAGE;
+    cuMemAlloc_v2_params alloc = {&d, 4096};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, entry_without_exit, &alloc) == 0);
+    pthread_join(t, NULL);
+    cuMemFree_v2_params stray = {0x100000000};
+    feed(CBID(cuMemFree_v2), CUPTI_API_EXIT, &stray, CUDA_SUCCESS, 555);
+    /* Another domain, an unhandled cbid: ignored. */
+    CUpti_CallbackData cd = {.functionParams = &stray};
+    rec_cupti_callback(NULL, CUPTI_CB_DOMAIN_RUNTIME_API, CBID(cuMemFree_v2), &cd);
+    feed(CBID(cuMemGetInfo_v2), CUPTI_API_ENTER, &stray, CUDA_SUCCESS, 556);
+    feed(CBID(cuMemGetInfo_v2), CUPTI_API_EXIT, &stray, CUDA_SUCCESS, 556);
+    /* Allocations are stamped at their exit, frees at their entry. */
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, &alloc, CUDA_SUCCESS, 200);
+    uint64_t alloc_mid = rec_clock_ns();
+    d = 0x100000000;
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_EXIT, &alloc, CUDA_SUCCESS, 200);
+    cuMemFree_v2_params free_p = {0x100000000};
+    feed(CBID(cuMemFree_v2), CUPTI_API_ENTER, &free_p, CUDA_SUCCESS, 201);
+    uint64_t free_mid = rec_clock_ns();
+    feed(CBID(cuMemFree_v2), CUPTI_API_EXIT, &free_p, CUDA_SUCCESS, 201);
+    /* An entry left open on this thread is forgotten by the next session's reset. */
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, &alloc, CUDA_SUCCESS, 300);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_back(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 3);
+    if (rb.n_events == 3) {
+        CHECK_EQ_U64(rb.events[0].op, TRACE_OP_ALLOC);
+        CHECK_EQ_U64(rb.events[0].pool, 0x7000); /* the outer call: the device's pool */
+        CHECK_EQ_U64(rb.events[0].addr, 0x180000000);
+        CHECK_EQ_U64(rb.events[1].op, TRACE_OP_ALLOC);
+        CHECK(rb.events[1].ts_ns > alloc_mid);
+        CHECK_EQ_U64(rb.events[2].op, TRACE_OP_FREE);
+        CHECK(rb.events[2].ts_ns < free_mid);
+    }
+
+    start_session(path, sizeof path);
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 8192}, put_dptr, CUDA_SUCCESS);
+    CHECK(rec_session_stop() == 0);
+    CHECK(read_back(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 1);
+    CHECK_EQ_U64(rb.events[0].size, 8192);
+}
+
+/* ---- stacks --------------------------------------------------------------- */
+
+/* The stack of an event starts at the function that made the driver call:
+ * its parent is the same as that of a stack taken right there. */
+static __attribute__((noinline)) void alloc_with_reference(void) {
+    uint32_t reference = rec_stack_here(0);
+    CUdeviceptr d = GARBAGE;
+    out_addr = 0x100000000;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 4096}, put_dptr, CUDA_SUCCESS);
+    trace_event ev = {.addr = 0x55, .size = 1, .requested = 1, .stack_id = reference};
+    ev.level = TRACE_LEVEL_BLOCK, ev.source = TRACE_SOURCE_MEMREC;
+    rec_emit_event(&ev);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+static void test_stack_skip(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    alloc_with_reference();
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_back(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 2);
+    if (rb.n_events != 2)
+        return;
+    uint32_t got = rb.events[0].stack_id, reference = rb.events[1].stack_id;
+    int valid = got != 0 && reference != 0 && got < 256 && reference < 256;
+    CHECK(valid);
+    if (valid) {
+        /* event: feed <- call <- alloc_with_reference <- test_stack_skip; reference:
+         * alloc_with_reference <- test_stack_skip. The event's third ancestor is the
+         * reference's parent. */
+        uint32_t up = rb.stack_parent[rb.stack_parent[rb.stack_parent[got]]];
+        CHECK_EQ_U64(up, rb.stack_parent[reference]);
+    }
+}
+
+/* ---- attaching without a driver ------------------------------------------- */
+
+static void test_attach_without_driver(void) {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!driver)
+        driver = dlopen("libcuda.so.1", RTLD_NOW);
+    if (driver) {
+        fprintf(stderr, "libcuda.so.1 exists here: the no-driver case is not checked\n");
+        return;
+    }
+    char log[300];
+    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    int saved = dup(STDERR_FILENO), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(saved >= 0 && fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    int first = rec_cupti_attach(), second = rec_cupti_attach();
+    dup2(saved, STDERR_FILENO);
+    close(fd);
+    close(saved);
+    CHECK(first == -1 && second == -1);
+    char text[1024] = "";
+    fd = open(log, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : 0;
+    close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    int lines = 0;
+    for (char *p = text; (p = strstr(p, "memrec: ")); p++)
+        lines++;
+    CHECK_EQ_U64(lines, 1);
+    CHECK(strstr(text, "no CUDA driver") && strstr(text, "unrecorded"));
+    unlink(log);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/test_rec_cupti.XXXXXX");
+    if (!mkdtemp(dir))
+        CHECK_SKIP("no temporary directory");
+    test_attach_without_driver(); /* first: before a quiet session silences warnings */
+    test_every_cbid();
+    test_pairing();
+    test_stack_skip();
+    rec_cupti_set_driver_for_test(NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/trace.zst", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/every.db", dir);
+    unlink(path);
+    rmdir(dir);
+    return check_finish("test_rec_cupti");
+}
