@@ -1,6 +1,11 @@
 /* bench_rec_hotpath.c — what one recorded event costs the program's thread:
- * stack capture (libunwind) -> intern (the lock-free trie) -> enqueue (the
- * thread's ring), measured per call with the writer thread running.
+ * the CUPTI callback (rec_cupti_handle for the entry and the exit of a
+ * cuMemAlloc_v2, as CUPTI calls it) -> stack capture (libunwind) -> intern
+ * (the lock-free trie) -> enqueue (the thread's ring), measured per call
+ * with the writer thread running. The driver calls the handler makes itself
+ * go to a fake table that answers at once (a real driver adds its own cost:
+ * see bench/README.md). `--direct` measures rec_stack_here + rec_emit_event
+ * without the handler.
  *
  * Stacks: a recursion that picks one of two call sites per level from the
  * bits of a counter, so `--stacks N` distinct call chains of the same depth
@@ -8,9 +13,11 @@
  * loop revisits its allocation sites. Prints the median and p99 per event
  * with stacks and without, for each thread count asked for.
  *
- *   bench_rec_hotpath [--stacks 16384] [--events 200000] [--threads 1,2]
+ *   bench_rec_hotpath [--stacks 16384] [--events 200000] [--threads 1,2] [--direct]
  */
 #include "rec_core.h"
+#include "rec_cupti.h"
+#include "rec_cupti_driver.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +28,40 @@
 static unsigned levels = 14; /* 2^levels distinct stacks */
 static uint32_t events_per_thread = 200000;
 static int with_stacks;
+static int direct; /* 1: skip the CUPTI handler */
+
+/* The fake driver: device 0, an 80 GiB GPU, every pointer on device 0. */
+static CUresult fake_ctx_device(CUdevice *d) {
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_mem_info(size_t *f, size_t *t) {
+    *f = 40ull << 30;
+    *t = 80ull << 30;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_name(char *name, int len, CUdevice d) {
+    (void)d;
+    snprintf(name, (size_t)len, "bench GPU");
+    return CUDA_SUCCESS;
+}
+static CUresult fake_total(size_t *bytes, CUdevice d) {
+    (void)d;
+    *bytes = 80ull << 30;
+    return CUDA_SUCCESS;
+}
+static CUresult fake_pointer(void *data, CUpointer_attribute attr, CUdeviceptr p) {
+    (void)p;
+    if (attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *(int *)data = 0;
+    return CUDA_SUCCESS;
+}
+static const rec_cupti_driver fake_driver = {.ctx_get_device = fake_ctx_device,
+                                             .mem_get_info = fake_mem_info,
+                                             .device_get_name = fake_name,
+                                             .device_total_mem = fake_total,
+                                             .pointer_get_attribute = fake_pointer};
 
 static inline uint64_t now_ns(void) {
     struct timespec ts;
@@ -31,9 +72,24 @@ static inline uint64_t now_ns(void) {
 /* The measured work: what a capture source does for one allocation. */
 __attribute__((noinline)) static uint64_t record_one(uint64_t addr) {
     uint64_t t0 = now_ns();
-    trace_event ev = {.addr = addr, .size = 4096, .requested = 4096, .op = TRACE_OP_ALLOC};
-    ev.stack_id = with_stacks ? rec_stack_here(1) : 0;
-    rec_emit_event(&ev);
+    if (direct) {
+        trace_event ev = {.addr = addr, .size = 4096, .requested = 4096, .op = TRACE_OP_ALLOC};
+        ev.stack_id = with_stacks ? rec_stack_here(1) : 0;
+        rec_emit_event(&ev);
+    } else {
+        CUdeviceptr out = 0;
+        cuMemAlloc_v2_params params = {&out, 4096};
+        rec_cupti_call call = {.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+                               .site = CUPTI_API_ENTER,
+                               .params = &params,
+                               .context = (CUcontext)0x1000,
+                               .correlation_id = (uint32_t)addr};
+        rec_cupti_handle(&call);
+        out = addr; /* what the driver returns */
+        call.site = CUPTI_API_EXIT;
+        call.result = CUDA_SUCCESS;
+        rec_cupti_handle(&call);
+    }
     return now_ns() - t0;
 }
 
@@ -86,10 +142,12 @@ static void measure(unsigned threads, int stacks, const char *dir) {
     rec_config c;
     memset(&c, 0, sizeof c);
     snprintf(c.path, sizeof c.path, "%s/hotpath-%u-%d.zst", dir, threads, stacks);
-    c.stack_depth = 64;
+    c.stack_depth = stacks ? 64 : 0;
     c.buffer_records = 2 * events_per_thread + 1024; /* the bench measures the path, not drops */
     c.quiet = 1;
     char err[300];
+    if (!direct)
+        rec_cupti_set_driver_for_test(&fake_driver);
     if (rec_session_start(&c, err, sizeof err) != 0) {
         fprintf(stderr, "bench_rec_hotpath: %s\n", err);
         exit(2);
@@ -135,6 +193,8 @@ int main(int argc, char **argv) {
             unsigned long s = strtoul(argv[++i], NULL, 10);
             for (levels = 0; (1ul << levels) < s && levels < 20; levels++) {
             }
+        } else if (!strcmp(argv[i], "--direct")) {
+            direct = 1;
         } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
             events_per_thread = (uint32_t)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -145,14 +205,17 @@ int main(int argc, char **argv) {
                     p++;
             }
         } else {
-            fprintf(stderr, "usage: bench_rec_hotpath [--stacks N] [--events N] [--threads 1,2]\n");
+            fprintf(stderr, "usage: bench_rec_hotpath [--stacks N] [--events N] [--threads 1,2] "
+                            "[--direct]\n");
             return 2;
         }
     }
     char dir[] = "/tmp/gmt-hotpath-XXXXXX";
     if (!mkdtemp(dir))
         return 2;
-    printf("stack depth: %u recursion levels x 2 frames + the bench's own frames\n", levels);
+    printf("%s; stack depth: %u recursion levels x 2 frames + the bench's own frames\n",
+           direct ? "rec_stack_here + rec_emit_event" : "CUPTI handler, cuMemAlloc_v2 entry + exit",
+           levels);
     for (unsigned i = 0; i < n_counts; i++) {
         measure(thread_counts[i], 1, dir);
         measure(thread_counts[i], 0, dir);
