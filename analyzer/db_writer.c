@@ -95,8 +95,8 @@ static const char *const statement_sql[ST_COUNT] = {
                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_COUNTER] = "INSERT INTO counters (ts_ns, event_id, device, kind, pool, value)"
                    " VALUES (?,?,?,?,?,?)",
-    [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined)"
-                 " VALUES (?,?,?,?,?,?,?)",
+    [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined,"
+                 " inlined_into) VALUES (?,?,?,?,?,?,?,?)",
     [ST_STACK] = "INSERT OR REPLACE INTO stacks (stack_id, parent_id, frame_id) VALUES (?,?,?)",
     [ST_MODULE] = "INSERT OR REPLACE INTO modules (module_id, path, build_id, load_base)"
                   " VALUES (?,?,?,?)",
@@ -623,7 +623,7 @@ int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t dev
 }
 
 int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
-                    int64_t line, const char *module, int64_t ip, int inlined) {
+                    int64_t line, const char *module, int64_t ip, int64_t inlined_into) {
     pending_row *st = begin(w, ST_FRAME);
     row_int(st, 1, frame_id);
     row_text(st, 2, name);
@@ -631,7 +631,8 @@ int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char
     row_int(st, 4, line);
     row_text(st, 5, module);
     row_int(st, 6, ip);
-    row_int(st, 7, inlined);
+    row_int(st, 7, inlined_into != DB_NULL);
+    row_int(st, 8, inlined_into);
     return row_done(w, st);
 }
 

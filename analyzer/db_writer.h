@@ -72,8 +72,10 @@ int db_writer_device(db_writer *w, const db_device_row *row);
 int db_writer_bucket(db_writer *w, const db_bucket_row *row);
 int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,
                       const char *kind, int64_t pool, int64_t value);
+/* inlined_into: the frame a native inline-chain entry is inlined into (the
+ * next outer one at the same ip); DB_NULL for a frame that is not inlined. */
 int db_writer_frame(db_writer *w, int64_t frame_id, const char *name, const char *file,
-                    int64_t line, const char *module, int64_t ip, int inlined);
+                    int64_t line, const char *module, int64_t ip, int64_t inlined_into);
 int db_writer_stack(db_writer *w, int64_t stack_id, int64_t parent_id, int64_t frame_id);
 int db_writer_module(db_writer *w, int64_t module_id, const char *path, const char *build_id,
                      int64_t load_base);

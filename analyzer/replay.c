@@ -424,26 +424,12 @@ static int on_record(replay *rp, const trace_record *rec) {
         rp->strings[id] = strdup(rec->u.string.text.ptr);
         return rp->strings[id] ? 0 : replay_fail(rp, "out of memory");
     }
-    case TRACE_REC_FRAME: {
-        uint32_t id = rec->u.frame.frame_id;
-        if (replay_grow((void **)&rp->frames, &rp->frames_cap, id, sizeof *rp->frames) != 0)
-            return replay_fail(rp, "out of memory");
-        rp->frames[id].frame = rec->u.frame;
-        rp->frames[id].known = 1;
-        return 0;
-    }
-    case TRACE_REC_SYMBOL: {
-        uint32_t id = rec->u.symbol.frame_id;
-        if (id < rp->frames_cap && rec->u.symbol.count)
-            rp->frames[id].symbol = rec->u.symbol.entries[0];
-        return 0;
-    }
-    case TRACE_REC_STACK: {
-        const trace_stack *s = &rec->u.stack;
-        return replay_db_ok(rp, db_writer_stack(rp->db, s->stack_id,
-                                                s->parent_id ? s->parent_id : DB_NULL,
-                                                s->frame_id ? s->frame_id : DB_NULL));
-    }
+    case TRACE_REC_FRAME:
+        return replay_on_frame(rp, &rec->u.frame);
+    case TRACE_REC_SYMBOL:
+        return replay_on_symbol(rp, &rec->u.symbol);
+    case TRACE_REC_STACK:
+        return replay_on_stack(rp, &rec->u.stack);
     case TRACE_REC_MODULE: {
         const trace_module *m = &rec->u.module;
         char hex[2 * 64 + 1] = "";
@@ -500,23 +486,9 @@ static int on_record(replay *rp, const trace_record *rec) {
 static int finish(replay *rp, const trace_reader *r) {
     if (!rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
         return -1;
-    /* frames: names from their SYMBOL records (native) or their own fields */
-    for (size_t id = 1; id < rp->frames_cap; id++) {
-        if (!rp->frames[id].known)
-            continue;
-        const trace_frame *f = &rp->frames[id].frame;
-        const trace_symbol_entry *sym = &rp->frames[id].symbol;
-        int native = f->kind == TRACE_FRAME_NATIVE;
-        uint32_t fn = native && sym->function_id ? sym->function_id : f->function_id;
-        uint32_t file = native && sym->function_id ? sym->file_id : f->file_id;
-        int64_t line = native && sym->function_id ? sym->line : f->line;
-        const char *module =
-            native && f->module_id < rp->modules_cap ? rp->modules[f->module_id] : NULL;
-        if (replay_db_ok(rp, db_writer_frame(rp->db, (int64_t)id, replay_string(rp, fn),
-                                             replay_string(rp, file), line ? line : DB_NULL, module,
-                                             native ? (int64_t)f->ip : DB_NULL, 0)) != 0)
-            return -1;
-    }
+    /* frames and stacks, now that every SYMBOL record has been read */
+    if (replay_write_frames(rp) != 0)
+        return -1;
     /* the device blocks live at the end, for the layout at `end` */
     for (size_t i = 0; i < rp->entries_len; i++) {
         live_entry *e = &rp->entries[i];
@@ -624,6 +596,8 @@ static void cleanup(replay *rp) {
     free(rp->strings);
     free(rp->modules);
     free(rp->frames);
+    free(rp->chains);
+    free(rp->stacks);
     free(rp->entries);
     addr_map_free(&rp->live);
     addr_map_free(&rp->torch_segments);

@@ -1,6 +1,7 @@
 /* replay_state.h — the replay's state, shared by replay.c (records, rows,
- * the end) and replay_memory.c (what memory events do to segments and
- * blocks). Internal to the analyzer: nothing outside these two includes it.
+ * the end), replay_memory.c (what memory events do to segments and blocks)
+ * and replay_frames.c (frames and stacks, inline chains expanded). Internal
+ * to the analyzer: nothing outside these three includes it.
  *
  * Ownership: replay_trace (replay.c) creates one `replay`, runs both passes
  * and frees everything it holds. */
@@ -72,12 +73,19 @@ typedef struct replay {
 
     char **strings;
     size_t strings_cap;
+    /* frames, symbols and stacks (replay_frames.c): kept until the end,
+     * since a SYMBOL record may come after the stacks that use its frame */
     struct frame_info {
         trace_frame frame;
-        trace_symbol_entry symbol; /* innermost entry of a native frame's inline chain */
-        uint8_t known;
+        uint32_t chain_first, chain_count; /* its inline chain in `chains`; 0: none */
+        int64_t inline_first;              /* db id of its innermost inlined row; 0: none */
+        uint8_t known;                     /* its FRAME record was read */
     } * frames;
     size_t frames_cap;
+    trace_symbol_entry *chains; /* every SYMBOL record's entries, back to back */
+    size_t chains_len, chains_cap;
+    trace_stack *stacks; /* the STACK records, in file order */
+    size_t stacks_len, stacks_cap;
     char **modules;
     size_t modules_cap;
 
@@ -133,6 +141,16 @@ int replay_write_row(replay *rp, db_event_row *row);
 int replay_bucket_before(replay *rp, uint32_t device, int64_t ts);
 /* One 'seed' row per device: the state when the recording began. */
 int replay_write_seed_rows(replay *rp);
+
+/* ---- replay_frames.c ---- */
+
+/* The records that define frames and stacks: kept, nothing written yet.
+ * 0, or -1 (out of memory, through replay_fail). */
+int replay_on_frame(replay *rp, const trace_frame *f);
+int replay_on_symbol(replay *rp, const trace_symbol *s);
+int replay_on_stack(replay *rp, const trace_stack *s);
+/* At the end: the frames and stacks rows, inline chains expanded. 0 or -1. */
+int replay_write_frames(replay *rp);
 
 /* ---- replay_memory.c ---- */
 

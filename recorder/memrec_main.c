@@ -4,7 +4,8 @@
  * The launcher configures the library only through the environment (the
  * MEMREC_* variables rec_config_from_env reads, CUDA_INJECTION64_PATH and
  * NVTX_INJECTION64_PATH for the driver and NVTX, LD_PRELOAD so memrec.h and
- * NVTX calls made before CUDA starts are seen), because the command may be a
+ * NVTX calls made before CUDA starts are seen, PYTHONPATH so Python runs
+ * memrec's startup hook from python/ beside the library), because the command may be a
  * shell, a Python interpreter or torchrun whose grandchildren are the CUDA
  * processes: the environment reaches all of them. Everything the program
  * sees is otherwise untouched: stdin/stdout/stderr are inherited and its exit
@@ -34,7 +35,8 @@ typedef struct options {
     const char *lib;
     unsigned long stack_depth;
     unsigned long long max_bytes; /* 0: no cap */
-    int no_cupti, no_symbolize, quiet;
+    const char *stacks;           /* NULL: the library's default */
+    int no_cupti, no_torch, no_symbolize, quiet;
     char **command;
 } options;
 
@@ -56,6 +58,14 @@ static void usage(FILE *out) {
             "      --no-cupti        do not subscribe to CUPTI: record only NVTX, memrec.h\n"
             "                        and PyTorch's own history (lets torch.profiler or\n"
             "                        Nsight use CUPTI, which allows one subscriber)\n"
+            "      --no-torch        do not record PyTorch's caching-allocator blocks (by\n"
+            "                        default a Python startup hook turns on PyTorch's memory\n"
+            "                        history when CUDA starts and drains it into the trace\n"
+            "                        every second, at each NVTX step range and at exit)\n"
+            "      --stacks MODE     python: Python frames only (fast); native: native frames\n"
+            "                        only; mixed: Python frames in place of the interpreter's\n"
+            "                        inside native stacks (PyTorch then records its C++ frames\n"
+            "                        too, which costs much more)\n"
             "      --no-symbolize    leave native frames as raw addresses\n"
             "      --lib PATH        the libmemrec.so to inject (default: beside memrec,\n"
             "                        or $MEMREC_LIB)\n"
@@ -114,11 +124,22 @@ static int parse_size(const char *text, unsigned long long *out) {
 
 /* Returns 0 with o filled, or the exit status to end with (0 for --help). */
 static int parse_options(int argc, char **argv, options *o, int *done) {
-    enum { OPT_STACK = 256, OPT_MAX_SIZE, OPT_NO_CUPTI, OPT_NO_SYMBOLIZE, OPT_LIB, OPT_VERSION };
+    enum {
+        OPT_STACK = 256,
+        OPT_MAX_SIZE,
+        OPT_NO_CUPTI,
+        OPT_NO_TORCH,
+        OPT_STACKS,
+        OPT_NO_SYMBOLIZE,
+        OPT_LIB,
+        OPT_VERSION
+    };
     static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                              {"stack-depth", required_argument, 0, OPT_STACK},
                                              {"max-size", required_argument, 0, OPT_MAX_SIZE},
                                              {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
+                                             {"no-torch", no_argument, 0, OPT_NO_TORCH},
+                                             {"stacks", required_argument, 0, OPT_STACKS},
                                              {"no-symbolize", no_argument, 0, OPT_NO_SYMBOLIZE},
                                              {"lib", required_argument, 0, OPT_LIB},
                                              {"quiet", no_argument, 0, 'q'},
@@ -151,6 +172,14 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
             break;
         case OPT_NO_CUPTI:
             o->no_cupti = 1;
+            break;
+        case OPT_NO_TORCH:
+            o->no_torch = 1;
+            break;
+        case OPT_STACKS:
+            if (strcmp(optarg, "python") && strcmp(optarg, "native") && strcmp(optarg, "mixed"))
+                return usage_error("--stacks takes python, native or mixed, not '%s'", optarg);
+            o->stacks = optarg;
             break;
         case OPT_NO_SYMBOLIZE:
             o->no_symbolize = 1;
@@ -210,6 +239,43 @@ static int find_library(const options *o, char *out, size_t outlen) {
     return -1;
 }
 
+/* Puts `dir` first on the colon-separated list in variable `name`.
+ * Returns 0, -1 when out of memory. */
+static int prepend_path(const char *name, const char *dir) {
+    const char *old = getenv(name);
+    if (!old || !*old)
+        return setenv(name, dir, 1);
+    size_t need = strlen(dir) + 1 + strlen(old) + 1;
+    char *joined = malloc(need);
+    if (!joined)
+        return -1;
+    snprintf(joined, need, "%s:%s", dir, old);
+    int rc = setenv(name, joined, 1);
+    free(joined);
+    return rc;
+}
+
+/* The Python startup hook beside the library: python/ in the build tree,
+ * ../share/gpumemtrace/python in an install. Fills hook_dir, or returns -1
+ * when there is none (Python programs then run without it). */
+static int find_python_hook(const char *lib, char *hook_dir, size_t len) {
+    char dir[PATH_MAX], candidate[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", lib);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    const char *places[] = {"%s/python", "%s/../share/gpumemtrace/python"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        snprintf(candidate, sizeof candidate, places[i], dir);
+        char file[PATH_MAX + 96];
+        snprintf(file, sizeof file, "%s/sitecustomize.py", candidate);
+        if (access(file, R_OK) == 0 && realpath(candidate, hook_dir) && strlen(hook_dir) < len)
+            return 0;
+    }
+    return -1;
+}
+
 /* Sets the variables libmemrec.so reads. Returns 0, -1 when they do not fit. */
 static int set_environment(const options *o, const char *lib, const char *cwd,
                            const char *manifest) {
@@ -230,20 +296,14 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
     rc |= setenv("MEMREC_MANIFEST", manifest, 1);
     rc |= o->no_cupti ? setenv("MEMREC_NO_CUPTI", "1", 1) : unsetenv("MEMREC_NO_CUPTI");
     rc |= o->quiet ? setenv("MEMREC_QUIET", "1", 1) : unsetenv("MEMREC_QUIET");
+    rc |= setenv("MEMREC_TORCH", o->no_torch ? "0" : "1", 1);
+    rc |= o->stacks ? setenv("MEMREC_STACKS", o->stacks, 1) : unsetenv("MEMREC_STACKS");
+    char hook_dir[PATH_MAX];
+    if (find_python_hook(lib, hook_dir, sizeof hook_dir) == 0)
+        rc |= prepend_path("PYTHONPATH", hook_dir);
     rc |= setenv("CUDA_INJECTION64_PATH", lib, 1);
     rc |= setenv("NVTX_INJECTION64_PATH", lib, 1);
-    const char *preload = getenv("LD_PRELOAD");
-    if (preload && *preload) {
-        size_t need = strlen(lib) + 1 + strlen(preload) + 1;
-        char *joined = malloc(need);
-        if (!joined)
-            return -1;
-        snprintf(joined, need, "%s:%s", lib, preload);
-        rc |= setenv("LD_PRELOAD", joined, 1);
-        free(joined);
-    } else {
-        rc |= setenv("LD_PRELOAD", lib, 1);
-    }
+    rc |= prepend_path("LD_PRELOAD", lib);
     return rc ? -1 : 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -58,28 +59,47 @@ static void thread_ended(void *arg) {
 
 static void make_thread_key(void) { pthread_key_create(&thread_key, thread_ended); }
 
-rec_buffer *rec_buffer_for_thread(void) {
-    rec_buffer *b = thread_buffer;
-    if (b)
-        return b;
-    pthread_once(&thread_key_once, make_thread_key);
-    b = calloc(1, sizeof *b);
+static rec_buffer *ring_new(size_t capacity, uint32_t tid) {
+    rec_buffer *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
-    b->capacity = ring_capacity;
+    b->capacity = capacity;
     b->data = aligned_alloc(64, b->capacity);
     if (!b->data) {
         free(b);
         return NULL;
     }
-    b->tid = (uint32_t)syscall(SYS_gettid);
-    prctl(PR_GET_NAME, b->name, 0, 0, 0);
-    b->name[sizeof b->name - 1] = 0;
+    b->tid = tid;
     pthread_mutex_lock(&registry_lock);
     b->next = registry;
     registry = b;
     registry_count++;
     pthread_mutex_unlock(&registry_lock);
+    return b;
+}
+
+rec_buffer *rec_buffer_new_shared(size_t capacity, uint32_t tid) {
+    size_t cap = 4096;
+    while (cap < capacity && cap < ((size_t)1 << 40))
+        cap <<= 1;
+    rec_buffer *b = ring_new(cap, tid);
+    if (b)
+        snprintf(b->name, sizeof b->name, "late lane");
+    return b;
+}
+
+rec_buffer *rec_buffer_for_thread(void) {
+    rec_buffer *b = thread_buffer;
+    if (b)
+        return b;
+    pthread_once(&thread_key_once, make_thread_key);
+    char name[16] = "";
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    b = ring_new(ring_capacity, (uint32_t)syscall(SYS_gettid));
+    if (!b)
+        return NULL;
+    memcpy(b->name, name, sizeof name);
+    b->name[sizeof b->name - 1] = 0;
     thread_buffer = b;
     pthread_setspecific(thread_key, b);
     return b;
@@ -197,7 +217,8 @@ void rec_buffers_new_threads(void (*fn)(void *ctx, uint32_t tid, const char *nam
     for (rec_buffer *b = registry; b; b = b->next) {
         if (!b->announced && atomic_load_explicit(&b->committed, memory_order_relaxed)) {
             b->announced = 1;
-            fn(ctx, b->tid, b->name);
+            if (b->tid) /* the late lane is no thread */
+                fn(ctx, b->tid, b->name);
         }
     }
     pthread_mutex_unlock(&registry_lock);

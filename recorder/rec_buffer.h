@@ -37,6 +37,11 @@ void rec_buffer_set_capacity(size_t bytes);
  * it cannot be created (the caller counts a drop). */
 rec_buffer *rec_buffer_for_thread(void);
 
+/* A ring not bound to a thread (the late lane): registered like the
+ * others, never freed before the process ends. Its producers must hold a
+ * lock of their own. NULL when it cannot be allocated. */
+rec_buffer *rec_buffer_new_shared(size_t capacity, uint32_t tid);
+
 /* Reserves an item with `payload` bytes after the header and returns a
  * pointer to the payload, or NULL when the ring is full (the drop is
  * counted). Nothing is visible to the writer until rec_buffer_commit. */

@@ -33,6 +33,14 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t cached_tid;
 
+/* The late lane (see rec_core.h): its ring, the lock its producers take, the
+ * watermark, and the session it was opened in. */
+static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
+static rec_buffer *late_ring;
+static _Atomic uint64_t late_watermark;
+static _Atomic uint64_t late_session; /* serial of the session it is open in; 0 none */
+#define LATE_RING_BYTES (64u << 20)   /* ~800 k events: more than a drain brings */
+
 /* ---- configuration ---------------------------------------------------- */
 
 static int parse_u64(const char *name, const char *v, uint64_t *out, char *err, size_t errlen) {
@@ -123,6 +131,18 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
         snprintf(c->manifest, sizeof c->manifest, "%s", s);
     c->no_cupti = (s = getenv("MEMREC_NO_CUPTI")) && *s && strcmp(s, "0") != 0;
     c->quiet = (s = getenv("MEMREC_QUIET")) && *s && strcmp(s, "0") != 0;
+    if ((s = getenv("MEMREC_STACKS")) && *s) {
+        static const char *const modes[] = {"mixed", "python", "native"};
+        c->stacks = -1;
+        for (int m = 0; m < 3; m++)
+            if (strcmp(s, modes[m]) == 0)
+                c->stacks = m;
+        if (c->stacks < 0) {
+            snprintf(err, errlen, "MEMREC_STACKS must be mixed, python or native, not \"%.40s\"",
+                     s);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -159,6 +179,7 @@ int rec_session_start(const rec_config *c, char *err, size_t errlen) {
     session_config = *c;
     rec_log_set_quiet(c->quiet);
     rec_stack_set_depth(c->stack_depth);
+    rec_stack_set_mode(c->stacks);
     if (c->stack_depth && rec_stack_table_init() != 0)
         rec_stack_set_depth(0);
     /* ~80 bytes per event item: records -> bytes. */
@@ -318,4 +339,75 @@ void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name) {
     d->name_len = (uint8_t)nlen;
     memcpy((char *)(d + 1), name ? name : "", nlen);
     commit(b);
+}
+
+/* ---- the late lane ------------------------------------------------------ */
+
+int rec_late_open(void) {
+    pthread_mutex_lock(&late_lock);
+    if (!late_ring)
+        late_ring = rec_buffer_new_shared(LATE_RING_BYTES, 0);
+    int ok = late_ring != NULL;
+    uint64_t serial = rec_session_serial();
+    if (ok && atomic_load(&late_session) != serial) {
+        atomic_store(&late_watermark, rec_clock_ns());
+        atomic_store(&late_session, serial);
+    }
+    pthread_mutex_unlock(&late_lock);
+    return ok ? 0 : -1;
+}
+
+/* The lane's ring for an emit, locked; NULL (unlocked) when the session does
+ * not record or the lane is not open in it. */
+static rec_buffer *late_ring_locked(void) {
+    int s = atomic_load_explicit(&session_state, memory_order_relaxed);
+    if (s == STATE_ARMED && !start_running())
+        return NULL;
+    if (s == STATE_OFF || atomic_load(&late_session) != rec_session_serial())
+        return NULL;
+    pthread_mutex_lock(&late_lock);
+    if (atomic_load_explicit(&session_state, memory_order_relaxed) == STATE_HALTED) {
+        rec_buffer_count_drop(late_ring);
+        pthread_mutex_unlock(&late_lock);
+        return NULL;
+    }
+    return late_ring;
+}
+
+void rec_late_emit_event(const trace_event *ev) {
+    rec_buffer *b = late_ring_locked();
+    if (!b)
+        return;
+    trace_event *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_EVENT, ev->ts_ns);
+    if (slot) {
+        *slot = *ev;
+        commit(b);
+    }
+    pthread_mutex_unlock(&late_lock);
+}
+
+void rec_late_emit_counter(const trace_counter *c) {
+    rec_buffer *b = late_ring_locked();
+    if (!b)
+        return;
+    trace_counter *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_COUNTER, c->ts_ns);
+    if (slot) {
+        *slot = *c;
+        commit(b);
+    }
+    pthread_mutex_unlock(&late_lock);
+}
+
+void rec_late_complete(uint64_t ts_ns) {
+    uint64_t old = atomic_load(&late_watermark);
+    while (ts_ns > old && !atomic_compare_exchange_weak(&late_watermark, &old, ts_ns)) {
+    }
+}
+
+uint64_t rec_late_watermark(void) {
+    if (atomic_load(&late_session) != rec_session_serial())
+        return UINT64_MAX;
+    uint64_t floor = rec_clock_ns() - REC_LATE_MAX_HOLD_NS;
+    uint64_t mark = atomic_load(&late_watermark);
+    return mark > floor ? mark : floor;
 }

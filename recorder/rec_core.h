@@ -41,11 +41,17 @@ typedef struct rec_config {
                                 how the launcher learns which traces exist */
     int no_cupti;            /* 1: do not subscribe CUPTI (NVTX, memrec.h only) */
     int quiet;               /* 1: no warnings on stderr (tests) */
+    int stacks;              /* rec_stacks: which frames a stack holds in CPython */
 } rec_config;
+
+/* MEMREC_STACKS: Python frames interleaved with native ones (default),
+ * Python frames only (no native unwinding: fast), or native frames only. */
+typedef enum rec_stacks { REC_STACKS_MIXED = 0, REC_STACKS_PYTHON, REC_STACKS_NATIVE } rec_stacks;
 
 /* Defaults, then MEMREC_OUTPUT (pattern with %p %h %r; default
  * "memrec-%h-%p.zst"), MEMREC_STACK_DEPTH, MEMREC_MAX_BYTES,
- * MEMREC_BUFFER_RECORDS, MEMREC_MANIFEST, MEMREC_NO_CUPTI, MEMREC_QUIET. Returns 0, or -1 with err
+ * MEMREC_BUFFER_RECORDS, MEMREC_MANIFEST, MEMREC_NO_CUPTI, MEMREC_QUIET,
+ * MEMREC_STACKS (mixed, python or native). Returns 0, or -1 with err
  * filled when a variable is malformed. */
 int rec_config_from_env(rec_config *c, char *err, size_t errlen);
 
@@ -102,6 +108,33 @@ void rec_emit_counter(const trace_counter *c);
 
 /* Device description (name copied). Written once per device id. */
 void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name);
+
+/* ---- the late lane -------------------------------------------------------
+ * A source that learns of events after the fact — PyTorch's allocator
+ * history, drained from Python about once a second — writes them through
+ * the late lane: one ring of its own, filled in time order under a lock.
+ * While a late source is open the writer holds back every record newer than
+ * the lane's watermark (but never more than REC_LATE_MAX_HOLD_NS), so the
+ * file stays in time order across sources: the replay sees PyTorch freeing
+ * its blocks before CUPTI sees the cuMemFree of their segment. The price: a
+ * SIGKILLed program loses up to the hold more than its last second. */
+#define REC_LATE_MAX_HOLD_NS 2000000000ull
+
+/* Opens the lane (idempotent per session): the watermark starts at the
+ * session's start. Returns 0, -1 when its ring cannot be allocated. */
+int rec_late_open(void);
+
+/* Late records: ts_ns must be set (the time the thing happened); the tid is
+ * kept as given (0 = unknown). Emit in time order. */
+void rec_late_emit_event(const trace_event *ev);
+void rec_late_emit_counter(const trace_counter *c);
+
+/* Everything late up to ts_ns has been emitted: the writer may write all
+ * records up to it. */
+void rec_late_complete(uint64_t ts_ns);
+
+/* The watermark the writer must respect now (UINT64_MAX: no late source). */
+uint64_t rec_late_watermark(void);
 
 /* Counts seen by the session so far (for tests and the END record). */
 typedef struct rec_stats {

@@ -145,6 +145,16 @@ int rec_cupti_pointer_device(uint64_t ptr, uint32_t *device) {
     return 0;
 }
 
+int rec_cupti_pointer_is_managed(uint64_t ptr) {
+    const rec_cupti_driver *d = drv();
+    unsigned int managed = 0;
+    if (!ptr || !d || !d->pointer_get_attribute ||
+        d->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)ptr) !=
+            CUDA_SUCCESS)
+        return 0;
+    return managed != 0;
+}
+
 uint64_t rec_cupti_pointer_pool(uint64_t ptr) {
     const rec_cupti_driver *d = drv();
     CUmemoryPool pool = NULL;

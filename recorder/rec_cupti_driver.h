@@ -57,6 +57,9 @@ uint32_t rec_cupti_context_device(CUcontext ctx);
  * driver cannot tell. */
 int rec_cupti_pointer_device(uint64_t ptr, uint32_t *device);
 
+/* 1 when a pointer is managed memory (cuMemAllocManaged), else 0. */
+int rec_cupti_pointer_is_managed(uint64_t ptr);
+
 /* The async pool a pointer came from; 0 when none or unknown. */
 uint64_t rec_cupti_pointer_pool(uint64_t ptr);
 

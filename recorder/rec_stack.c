@@ -43,6 +43,10 @@ static unsigned stack_depth = 64;
 static __thread uint32_t spare_node;
 static _Atomic(rec_symbolic_resolver) symbolic_owners[128]; /* [0] unused */
 static _Atomic(rec_stack_splicer) stack_splicer;
+static atomic_int stack_mode; /* REC_STACKS_* */
+
+void rec_stack_set_mode(int mode) { atomic_store(&stack_mode, mode); }
+int rec_stack_mode(void) { return atomic_load_explicit(&stack_mode, memory_order_relaxed); }
 
 void rec_stack_set_splicer(rec_stack_splicer splicer) { atomic_store(&stack_splicer, splicer); }
 
@@ -154,6 +158,11 @@ uint32_t rec_stack_here(unsigned skip) {
     unsigned depth = stack_depth;
     if (depth == 0 || !atomic_load_explicit(&tables_ready, memory_order_relaxed))
         return 0;
+    rec_stack_splicer splice = atomic_load_explicit(&stack_splicer, memory_order_acquire);
+    if (splice && rec_stack_mode() == REC_STACKS_PYTHON) { /* MEMREC_STACKS=python: no unwinding */
+        uint64_t python[REC_STACK_MAX_DEPTH];
+        return rec_stack_intern(python, splice(NULL, 0, python, depth));
+    }
     void *raw[REC_STACK_MAX_DEPTH + 32];
     unsigned want = depth + skip + 1;
     if (want > sizeof raw / sizeof raw[0])
@@ -168,7 +177,6 @@ uint32_t rec_stack_here(unsigned skip) {
     uint64_t ips[REC_STACK_MAX_DEPTH];
     for (unsigned i = 0; i < n; i++)
         ips[i] = (uint64_t)(uintptr_t)raw[first + i];
-    rec_stack_splicer splice = atomic_load_explicit(&stack_splicer, memory_order_acquire);
     if (splice) {
         uint64_t spliced[REC_STACK_MAX_DEPTH];
         unsigned m = splice(ips, n, spliced, depth);

@@ -53,6 +53,12 @@ void rec_stack_set_splicer(rec_stack_splicer splicer);
 /* The resolver for a token (NULL when its owner is unknown). Writer side. */
 rec_symbolic_resolver rec_stack_symbolic_resolver(uint64_t token);
 
+/* Which frames a stack holds in CPython (rec_config.stacks, REC_STACKS_*):
+ * with REC_STACKS_PYTHON and a splicer installed, rec_stack_here does not
+ * unwind at all and lets the splicer build the stack from Python frames. */
+void rec_stack_set_mode(int mode);
+int rec_stack_mode(void);
+
 /* Maps the tables (idempotent). Returns 0, -1 when the mappings fail. */
 int rec_stack_table_init(void);
 

@@ -202,8 +202,9 @@ static void announce_thread(void *ctx, uint32_t tid, const char *name) {
     trace_writer_thread(wr.w, &t);
 }
 
-/* One round: everything committed so far, merged by time. */
-static void drain(void) {
+/* One round: everything committed so far (up to the late lane's
+ * watermark unless `final`), merged by time. */
+static void drain(int final) {
     if (wr.halted || atomic_load(&writer_held))
         return;
     size_t want = rec_buffers_count() + 8;
@@ -216,6 +217,9 @@ static void drain(void) {
     }
     rec_buffers_new_threads(announce_thread, NULL);
     size_t n = rec_buffers_snapshot(wr.views, wr.views_cap);
+    /* Records newer than the late lane's watermark wait for the next round
+     * (all of them at the final drain). */
+    uint64_t limit = final ? UINT64_MAX : rec_late_watermark();
     for (;;) {
         rec_buffer_view *best = NULL;
         for (size_t i = 0; i < n; i++) {
@@ -223,7 +227,7 @@ static void drain(void) {
             if (v->next && (!best || v->next->ts_ns < best->next->ts_ns))
                 best = v;
         }
-        if (!best)
+        if (!best || best->next->ts_ns > limit)
             break;
         write_item(best->next, best->tid);
         rec_buffer_view_advance(best);
@@ -242,7 +246,7 @@ static void *writer_main(void *arg) {
         until.tv_nsec = (long)(ns % 1000000000ull);
         while (sem_timedwait(&wr.wake, &until) != 0 && errno == EINTR) {
         }
-        drain();
+        drain(0);
         uint64_t now = rec_clock_ns();
         if (!wr.halted && now - wr.last_flush_ns >= FLUSH_EVERY_NS) {
             trace_writer_flush(wr.w);
@@ -363,7 +367,7 @@ int rec_writer_stop(void) {
     sem_post(&wr.wake);
     pthread_join(wr.thread, NULL);
     wr.running = 0;
-    drain();
+    drain(1);
     trace_end end = {.ts_ns = rec_clock_ns(),
                      .events = trace_writer_events(wr.w),
                      .dropped = rec_buffers_dropped(),

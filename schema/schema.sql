@@ -170,28 +170,42 @@ CREATE TABLE modules (
 );
 
 -- frames: one row per distinct frame (native, already symbolized on the recording host, or a
--- Python/imported frame).
+-- Python/imported frame). A native ip whose code was inlined has one row per function of its
+-- inline chain: the trace's frame_id names the function that really holds the ip (inlined 0), and
+-- each function inlined there has a row of its own (inlined 1, a frame_id >= 2^32 made by the
+-- replay) whose inlined_into is the next outer function, so
+--   SELECT * FROM frames WHERE inlined_into = ?
+-- goes one level inward. All rows of one chain share module and ip. Each row's file and line are
+-- where the ip is in that function: in the innermost, the line executing; in each outer one, the
+-- line of the call that was inlined.
 CREATE TABLE frames (
-  frame_id INTEGER PRIMARY KEY, -- id of the frame as interned in the trace
-  name     TEXT,                -- function name (demangled) or Python qualified name; NULL: not symbolized
-  file     TEXT,                -- source file; NULL: unknown
-  line     INTEGER,             -- 1-based source line; NULL: unknown
-  module   TEXT,                -- path of the binary holding a native frame (= modules.path); NULL for Python/imported frames
-  ip       INTEGER,             -- native instruction pointer (return address) in the recording process; NULL for Python/imported frames
-  inlined  INTEGER NOT NULL DEFAULT 0 -- 1: a function inlined at this ip (the next outer frame has the same ip); 0 otherwise
+  frame_id     INTEGER PRIMARY KEY, -- id of the frame as interned in the trace; >= 2^32: an inlined function of a native frame's chain, numbered by the replay
+  name         TEXT,                -- function name (demangled) or Python qualified name; NULL: not symbolized
+  file         TEXT,                -- source file; NULL: unknown
+  line         INTEGER,             -- 1-based source line; NULL: unknown
+  module       TEXT,                -- path of the binary holding a native frame (= modules.path); NULL for Python/imported frames
+  ip           INTEGER,             -- native instruction pointer (return address) in the recording process; NULL for Python/imported frames
+  inlined      INTEGER NOT NULL DEFAULT 0, -- 1: a function inlined at this ip (inlined_into is the next outer frame, same ip); 0 otherwise
+  inlined_into INTEGER REFERENCES frames(frame_id) -- the frame this inlined function's code sits in (the next outer function of the chain); NULL when inlined = 0
 );
 
 -- stacks: one row per node of the stack trie. A stack is identified by the node of its innermost
 -- frame; following parent_id walks outward to the outermost frame. Events carry one stack_id.
+-- A trace node whose native frame has an inline chain of k functions is k nodes here: the trace's
+-- stack_id holds the innermost (inlined) function, and k - 1 nodes numbered by the replay
+-- (stack_id >= 2^32, never on an event) hold the outer ones, the outermost of them (the function
+-- that really holds the ip) pointing at the trace node's parent. So an event's stack_id is still
+-- the stack of its call, and every function of it is a frame of its own in stack_frames.
 CREATE TABLE stacks (
-  stack_id  INTEGER PRIMARY KEY,                 -- node id = id of the stack that ends (innermost) at this frame
+  stack_id  INTEGER PRIMARY KEY,                 -- node id = id of the stack that ends (innermost) at this frame; >= 2^32: an outer function of an inline chain, numbered by the replay
   parent_id INTEGER REFERENCES stacks(stack_id), -- the stack of the caller (one frame shorter); NULL: outermost frame
   frame_id  INTEGER REFERENCES frames(frame_id)  -- this node's frame; NULL or a missing frame: unknown (lost trace frame)
 );
 
--- stack_frames: one row per (stack, depth): the frames of every stack, innermost first. The walk
--- is a recursive CTE run per stack (through json_each), so `WHERE stack_id = ?` or a join on
--- stack_id only walks the stacks asked for; always `ORDER BY depth`.
+-- stack_frames: one row per (stack, depth): the frames of every stack, innermost first (an inlined
+-- function comes before the function it is inlined into). The walk is a recursive CTE run per
+-- stack (through json_each), so `WHERE stack_id = ?` or a join on stack_id only walks the stacks
+-- asked for; always `ORDER BY depth`.
 CREATE VIEW stack_frames AS
 SELECT
   s.stack_id                AS stack_id, -- the stack (stacks.stack_id)
@@ -200,7 +214,8 @@ SELECT
   f.name                    AS name,     -- function name (frames.name); NULL: unknown
   f.file                    AS file,     -- source file (frames.file); NULL: unknown
   f.line                    AS line,     -- source line (frames.line); NULL: unknown
-  f.module                  AS module    -- binary of a native frame (frames.module); NULL otherwise
+  f.module                  AS module,   -- binary of a native frame (frames.module); NULL otherwise
+  f.inlined                 AS inlined   -- 1: inlined into the frame at depth + 1 (frames.inlined); 0: not; NULL: unknown frame
 FROM stacks AS s
 JOIN json_each((
   WITH RECURSIVE up(node, d) AS (

@@ -87,6 +87,10 @@ static CUresult fake_pointer_attribute(void *data, CUpointer_attribute attr, CUd
         *(int *)data = hi == DEV1_BASE ? 1 : 0;
         return CUDA_SUCCESS;
     }
+    if (attr == CU_POINTER_ATTRIBUTE_IS_MANAGED) { /* 0x1002xxxxx: cuMemAllocManaged's */
+        *(unsigned int *)data = ((uint64_t)p & 0xfff00000ull) == 0x00200000ull && hi == DEV0_BASE;
+        return CUDA_SUCCESS;
+    }
     if (attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE) {
         int async = ((uint64_t)p & 0x80000000ull) != 0; /* upper half: pool memory */
         *(CUmemoryPool *)data = !async ? NULL : hi == DEV1_BASE ? POOL_MADE : POOL_DEV0;
@@ -549,6 +553,30 @@ static void test_stack_skip(void) {
     }
 }
 
+/* cuMemFree frees managed memory too: the free must say "managed" as its
+ * alloc did, or the analyzer would subtract it from device memory. */
+static void test_managed_free(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    CUdeviceptr d = GARBAGE;
+    out_addr = 0x100200000;
+    call(CBID(cuMemAllocManaged), &(cuMemAllocManaged_params){&d, 4096, CU_MEM_ATTACH_GLOBAL},
+         put_dptr, CUDA_SUCCESS);
+    out_addr = 0x100000000;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 4096}, put_dptr, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0x100200000}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0x100000000}, NULL, CUDA_SUCCESS);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_back(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 4);
+    if (rb.n_events == 4) {
+        CHECK(rb.events[0].kind == TRACE_KIND_MANAGED && rb.events[2].kind == TRACE_KIND_MANAGED);
+        CHECK(rb.events[2].op == TRACE_OP_FREE && rb.events[2].addr == 0x100200000);
+        CHECK(rb.events[1].kind == TRACE_KIND_DEVICE && rb.events[3].kind == TRACE_KIND_DEVICE);
+    }
+}
+
 /* ---- attaching without a driver ------------------------------------------- */
 
 static void test_attach_without_driver(void) {
@@ -589,6 +617,7 @@ int main(void) {
     test_every_cbid();
     test_pairing();
     test_stack_skip();
+    test_managed_free();
     rec_cupti_set_driver_for_test(NULL);
     char path[300];
     snprintf(path, sizeof path, "%s/trace.zst", dir);

@@ -1,0 +1,466 @@
+"""memrec_torch: PyTorch's caching-allocator blocks, live, into memrec's trace.
+
+CUPTI sees only the segments PyTorch's caching allocator gets from the
+driver; the tensors inside are PyTorch's business. PyTorch records them
+itself when asked (torch.cuda.memory._record_memory_history): every block
+alloc, free_requested, free_completed, segment_alloc/free/map/unmap and oom,
+with its Python stack and a time_us. This module, started by memrec's
+sitecustomize, turns that on and drains the new entries into the trace:
+
+  - when: `import torch` is watched (a one-shot meta-path finder), and the
+    history is enabled when CUDA initializes (torch.cuda._lazy_call), so a
+    program that imports torch without using CUDA is left as it was;
+  - drains: from Python threads only, never inside a CUDA callback: a
+    daemon thread every MEMREC_TORCH_DRAIN_MS (default 1000), at every step
+    boundary (torch.cuda.nvtx range_push/range_pop/mark/range_start/
+    range_end of a name with "step" and a number: the drain runs before the
+    marker, so each step's blocks lie inside it in the trace), and at exit;
+  - exactly once: per device, a high-water mark on time_us plus the number
+    of entries at exactly that time already taken, over the ring sorted by
+    time (stable), so entries sharing a microsecond are neither lost nor
+    repeated across drains;
+  - no loss: PyTorch's ring (max_entries) is resized to four times the
+    largest drain seen, so it always holds more than one interval of
+    entries; a ring that wrapped past the mark is reported once;
+  - interning: each distinct frame and stack crosses into libmemrec.so once
+    (memrec_torch_define_frames/_stacks), entries then as flat uint64
+    records (memrec_torch_emit; rec_torch.h describes both sides).
+
+Environment (the memrec launcher sets the first ones): MEMREC_TORCH=0 off;
+MEMREC_STACKS python (default: PyTorch records Python frames) or
+native/mixed (PyTorch's C++ frames too: much slower); MEMREC_STACK_DEPTH
+frames kept per stack (innermost); MEMREC_TORCH_DRAIN_MS;
+MEMREC_TORCH_RING, the ring's first size (default 8192), and
+MEMREC_TORCH_MAX_ENTRIES, the largest it may grow to (default 4194304).
+
+Nothing here may harm the program: every failure is one memrec warning and
+the program goes on unrecorded.
+"""
+import array
+import atexit
+import bisect
+import ctypes
+import functools
+import importlib.util
+import os
+import re
+import sys
+import threading
+import time
+
+ACTIONS = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3,
+           "segment_free": 4, "segment_map": 5, "segment_unmap": 6, "oom": 7}
+FIELDS = 8  # uint64 per entry, in rec_torch.h's order
+INITIAL_ENTRIES = 8192
+MASK64 = (1 << 64) - 1
+STEP_WORD = re.compile(r"step", re.IGNORECASE)
+NUMBER = re.compile(r"\d")
+
+WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED = 1, 2, 3, 4, 5
+
+
+def is_step_name(name):
+    """The analyzer's default step rule: "step" and a number in the name."""
+    return isinstance(name, str) and bool(STEP_WORD.search(name)) and bool(NUMBER.search(name))
+
+
+def _env_int(name, default):
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def load_library():
+    """libmemrec.so as already loaded here (LD_PRELOAD or the CUDA driver),
+    with its torch entry points typed; None when absent."""
+    lib = None
+    for name in ("libmemrec.so", os.environ.get("CUDA_INJECTION64_PATH", "")):
+        if name:
+            try:
+                lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+                break
+            except OSError:
+                continue
+    if lib is None or not hasattr(lib, "memrec_torch_emit"):
+        return None
+    u32, u64, p = ctypes.c_uint32, ctypes.c_uint64, ctypes.POINTER
+    lib.memrec_torch_recording.restype = ctypes.c_int
+    lib.memrec_torch_recording.argtypes = []
+    lib.memrec_torch_define_frames.restype = ctypes.c_int
+    lib.memrec_torch_define_frames.argtypes = [u32, u32, p(ctypes.c_char_p),
+                                               p(ctypes.c_char_p), p(u32)]
+    lib.memrec_torch_define_stacks.restype = ctypes.c_int
+    lib.memrec_torch_define_stacks.argtypes = [u32, u32, p(u32), p(u32)]
+    lib.memrec_torch_emit.restype = u32
+    lib.memrec_torch_emit.argtypes = [ctypes.c_void_p, u32]
+    lib.memrec_torch_device.restype = None
+    lib.memrec_torch_device.argtypes = [u32, u64, ctypes.c_char_p]
+    lib.memrec_torch_history_on.restype = None
+    lib.memrec_torch_history_on.argtypes = []
+    lib.memrec_torch_drained.restype = None
+    lib.memrec_torch_drained.argtypes = [u64]
+    lib.memrec_torch_warn.restype = None
+    lib.memrec_torch_warn.argtypes = [u32, ctypes.c_char_p]
+    return lib
+
+
+def _text(value):
+    return str(value if value is not None else "").encode("utf-8", "replace")
+
+
+class DeviceCursor:
+    """What of one device's ring has been drained: the highest time_us taken
+    and how many entries at exactly that time."""
+
+    __slots__ = ("time", "taken")
+
+    def __init__(self):
+        self.time = None
+        self.taken = 0
+
+    def take(self, entries, ring_size):
+        """The entries not drained yet, in time order, and whether the ring
+        wrapped past the mark (entries lost)."""
+        timed = sorted((e for e in entries if "time_us" in e), key=lambda e: e["time_us"])
+        if not timed:
+            return [], False
+        times = [e["time_us"] for e in timed]
+        start = 0
+        # A full ring that no longer reaches back to the mark (or, at the
+        # first drain, to the start of the history) has dropped entries.
+        lost = len(entries) >= ring_size and (self.time is None or times[0] > self.time)
+        if self.time is not None:
+            low = bisect.bisect_left(times, self.time)
+            high = bisect.bisect_right(times, self.time)
+            start = min(high, low + self.taken) if high > low else low
+        last = times[-1]
+        self.taken = len(times) - bisect.bisect_left(times, last)
+        self.time = last
+        return timed[start:], lost
+
+
+class Interner:
+    """Frames and stacks, each numbered once for the whole process; the new
+    definitions wait in pending lists until flush()."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        self.frames = {}  # (name, file, line) -> id
+        self.stacks = {}  # tuple of frame ids -> id
+        self.new_frames, self.new_stacks = [], []
+        self.flushed_frames = self.flushed_stacks = 0
+
+    def stack_of(self, frames, by_object):
+        if not frames or self.depth <= 0:
+            return 0
+        ids = []
+        for f in frames[:self.depth]:
+            fid = by_object.get(id(f))
+            if fid is None:
+                key = (f.get("name"), f.get("filename"), f.get("line"))
+                fid = self.frames.get(key)
+                if fid is None:
+                    fid = self.frames[key] = len(self.frames) + 1
+                    self.new_frames.append(key)
+                by_object[id(f)] = fid
+            ids.append(fid)
+        key = tuple(ids)
+        sid = self.stacks.get(key)
+        if sid is None:
+            sid = self.stacks[key] = len(self.stacks) + 1
+            self.new_stacks.append(key)
+        return sid
+
+    def flush(self, lib):
+        n = len(self.new_frames)
+        if n:
+            names = (ctypes.c_char_p * n)(*[_text(k[0]) for k in self.new_frames])
+            files = (ctypes.c_char_p * n)(*[_text(k[1]) for k in self.new_frames])
+            lines = (ctypes.c_uint32 * n)(*[max(0, min(int(k[2] or 0), 0xFFFFFFFF))
+                                             for k in self.new_frames])
+            lib.memrec_torch_define_frames(self.flushed_frames + 1, n, names, files, lines)
+            self.flushed_frames += n
+            self.new_frames = []
+        n = len(self.new_stacks)
+        if n:
+            depths = (ctypes.c_uint32 * n)(*[len(s) for s in self.new_stacks])
+            flat = [fid for s in self.new_stacks for fid in s]
+            ids = (ctypes.c_uint32 * max(1, len(flat)))(*flat)
+            lib.memrec_torch_define_stacks(self.flushed_stacks + 1, n, depths, ids)
+            self.flushed_stacks += n
+            self.new_stacks = []
+
+
+class Drainer:
+    """PyTorch's history -> the trace, for one process."""
+
+    def __init__(self, torch, lib):
+        self.torch, self.lib = torch, lib
+        mode = os.environ.get("MEMREC_STACKS", "python") or "python"
+        self.stacks = "python" if mode == "python" else "all"
+        self.interval = max(0.01, _env_int("MEMREC_TORCH_DRAIN_MS", 1000) / 1000.0)
+        self.max_entries_cap = max(INITIAL_ENTRIES,
+                                   _env_int("MEMREC_TORCH_MAX_ENTRIES", 1 << 22))
+        self.ring = min(self.max_entries_cap,
+                        max(16, _env_int("MEMREC_TORCH_RING", INITIAL_ENTRIES)))
+        self.interner = Interner(_env_int("MEMREC_STACK_DEPTH", 64))
+        self.cursors = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = None
+        self.enabled = self.broken = self.devices_described = False
+        self.last_drain = 0.0
+        self.drains = 0
+        self.emitted = 0
+
+    def warn(self, code, message):
+        try:
+            self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ---- turning PyTorch's history on ------------------------------------
+
+    def record(self, max_entries):
+        self.torch.cuda.memory._record_memory_history(
+            enabled="all", context="all", stacks=self.stacks, max_entries=max_entries)
+        self.ring = max_entries
+
+    def enable(self):
+        """Runs when CUDA initializes (inside torch.cuda._lazy_init: it must
+        never raise, or the program's CUDA start would fail)."""
+        try:
+            if self.enabled or self.broken:
+                return
+            self.record(self.ring)
+            self.lib.memrec_torch_history_on()
+            self.enabled = True
+            self.thread = threading.Thread(target=self.loop, name="memrec-torch", daemon=True)
+            self.thread.start()
+        except Exception as e:  # noqa: BLE001
+            self.broken = True
+            self.warn(WARN_ENABLE, "PyTorch's allocator history could not be turned on "
+                      "(%s: %s): its blocks are not recorded" % (type(e).__name__, e))
+
+    def loop(self):
+        while not self.stop.wait(self.interval):
+            if time.monotonic() - self.last_drain >= self.interval * 0.9:
+                self.drain()
+
+    # ---- draining ----------------------------------------------------------
+
+    def drain(self):
+        """Takes what PyTorch recorded since the last drain into the trace."""
+        if not self.enabled or self.broken:
+            return
+        with self.lock:
+            try:
+                if not self.lib.memrec_torch_recording():
+                    return
+                # Everything before this instant is in the snapshot: once it
+                # is emitted the writer may write up to here (late lane).
+                taken_us = time.time_ns() // 1000
+                self.drain_snapshot(self.torch.cuda.memory._snapshot())
+                self.lib.memrec_torch_drained(taken_us)
+            except Exception as e:  # noqa: BLE001
+                self.broken = True
+                self.warn(WARN_DRAIN, "draining PyTorch's allocator history failed (%s: %s): "
+                          "its blocks are recorded no further" % (type(e).__name__, e))
+            finally:
+                self.last_drain = time.monotonic()
+
+    def describe_devices(self, count):
+        self.devices_described = True
+        for device in range(count):
+            try:
+                props = self.torch.cuda.get_device_properties(device)
+                self.lib.memrec_torch_device(device, int(props.total_memory),
+                                             _text(props.name))
+            except Exception:  # noqa: BLE001 - CUPTI may name the device instead
+                pass
+
+    def drain_snapshot(self, snapshot):
+        traces = snapshot.get("device_traces") or []
+        if not self.devices_described:
+            self.describe_devices(len(traces))
+        merged, most_new = [], 0
+        for device, entries in enumerate(traces):
+            if not entries:
+                continue
+            if "time_us" not in entries[-1]:
+                self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its blocks "
+                          "cannot be drained without duplicates and are not recorded")
+                continue
+            cursor = self.cursors.setdefault(device, DeviceCursor())
+            new, lost = cursor.take(entries, self.ring)
+            if lost:
+                self.warn(WARN_LOST, "PyTorch's history wrapped between two drains: some "
+                          "block events are missing (set MEMREC_TORCH_DRAIN_MS lower)")
+                most_new = max(most_new, self.ring)
+            most_new = max(most_new, len(new))
+            merged.extend((e["time_us"], device, i, e) for i, e in enumerate(new))
+        merged.sort(key=lambda item: (item[0], item[1], item[2]))
+        fields = array.array("Q")
+        by_object = {}  # id(frame dict) -> frame id, valid while `snapshot` lives
+        stack_of = self.interner.stack_of
+        for t, device, _, e in merged:
+            action = ACTIONS.get(e.get("action"))
+            if action is None:
+                continue
+            fields.extend((t & MASK64, action, (e.get("addr") or 0) & MASK64,
+                           (e.get("size") or 0) & MASK64, (e.get("stream") or 0) & MASK64,
+                           device, stack_of(e.get("frames"), by_object),
+                           (e.get("device_free") or 0) & MASK64))
+        self.interner.flush(self.lib)
+        count = len(fields) // FIELDS
+        if count:
+            address, _ = fields.buffer_info()
+            self.emitted += self.lib.memrec_torch_emit(address, count)
+        self.drains += 1
+        if most_new * 2 > self.ring and self.ring < self.max_entries_cap:
+            target = self.ring
+            while target < 4 * most_new and target < self.max_entries_cap:
+                target *= 2
+            self.record(min(target, self.max_entries_cap))
+
+    # ---- steps, exit, fork --------------------------------------------------
+
+    def patch_nvtx(self, nvtx):
+        """Drains before every step boundary the program marks with NVTX."""
+        drain, local = self.drain, threading.local()
+        open_ranges = {}
+
+        def wrap(name, before):
+            original = getattr(nvtx, name, None)
+            if original is None:
+                return
+
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                try:
+                    if before(args, kwargs):
+                        drain()
+                except Exception:  # noqa: BLE001
+                    pass
+                result = original(*args, **kwargs)
+                if name == "range_start" and args and is_step_name(args[0]):
+                    open_ranges[result] = True
+                return result
+            setattr(nvtx, name, wrapper)
+
+        def push(args, kwargs):
+            msg = args[0] if args else kwargs.get("msg")
+            local.__dict__.setdefault("names", []).append(msg)
+            return is_step_name(msg)
+
+        def pop(args, kwargs):
+            names = local.__dict__.get("names")
+            return bool(names) and is_step_name(names.pop())
+
+        wrap("range_push", push)
+        wrap("range_pop", pop)
+        wrap("mark", lambda a, k: is_step_name(a[0] if a else k.get("msg")))
+        wrap("range_start", lambda a, k: is_step_name(a[0] if a else k.get("msg")))
+        wrap("range_end", lambda a, k: bool(a) and open_ranges.pop(a[0], False))
+
+    def watch_history_switch(self, memory):
+        """Warns when the program itself turns PyTorch's history off."""
+        original = getattr(memory, "_record_memory_history", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            enabled = args[0] if args else kwargs.get("enabled", "all")
+            if self.enabled and enabled in (None, False):
+                self.drain()
+                self.warn(WARN_DISABLED, "the program turned PyTorch's allocator history off: "
+                          "its blocks are recorded no further")
+            return original(*args, **kwargs)
+        memory._record_memory_history = wrapper
+
+    def at_exit(self):
+        self.stop.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout=10)
+        self.drain()
+
+    def after_fork_in_child(self):
+        """The child records nothing of ours (libmemrec stops there too)."""
+        self.lock = threading.Lock()
+        self.thread = None
+        self.enabled = False
+
+
+_drainer = None
+
+
+def drainer():
+    """The process's Drainer (None until torch was imported under memrec)."""
+    return _drainer
+
+
+def torch_imported(torch):
+    """Sets everything up once torch is imported."""
+    global _drainer
+    if _drainer is not None:
+        return
+    lib = load_library()
+    if lib is None:
+        return
+    d = _drainer = Drainer(torch, lib)
+    cuda = torch.cuda
+    d.patch_nvtx(cuda.nvtx)
+    d.watch_history_switch(cuda.memory)
+    atexit.register(d.at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=d.after_fork_in_child)
+    if cuda.is_initialized():
+        d.enable()
+    else:
+        cuda._lazy_call(d.enable)
+
+
+class TorchImportWatcher:
+    """A one-shot meta-path finder: lets the real finders find torch, then
+    runs torch_imported right after torch's own module code."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.util.find_spec("torch")
+        loader = getattr(spec, "loader", None)
+        original = getattr(loader, "exec_module", None)
+        if original is None:
+            return spec
+
+        def exec_module(module):
+            original(module)
+            try:
+                torch_imported(module)
+            except Exception:  # noqa: BLE001 - never break `import torch`
+                pass
+        loader.exec_module = exec_module
+        return spec
+
+
+def install():
+    """Called by memrec's sitecustomize at interpreter start."""
+    if "torch" in sys.modules:
+        torch_imported(sys.modules["torch"])
+    elif not any(isinstance(f, TorchImportWatcher) for f in sys.meta_path):
+        sys.meta_path.insert(0, TorchImportWatcher())
+
+
+def step_begin(step):
+    """For programs that mark steps with memrec.h from Python: drains, then
+    memrec_step_begin(step)."""
+    d = _drainer
+    if d is not None:
+        d.drain()
+        d.lib.memrec_step_begin(ctypes.c_int64(step))

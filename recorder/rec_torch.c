@@ -1,0 +1,289 @@
+/* rec_torch.c — PyTorch's caching-allocator history into the trace (see
+ * rec_torch.h): the frame and stack tables Python's definitions fill, the
+ * symbolic-frame resolver the writer calls, and the bulk emit.
+ *
+ * Shape: two growable tables under one mutex. They are touched once per
+ * distinct frame or stack (definitions, the writer's resolution) and once
+ * per drain (emit), never per event, so one lock costs nothing that a
+ * buffer could save. Frame strings are allocated once and never freed while
+ * the process lives: the resolver hands out pointers into them after
+ * unlocking, and tokens already in the stack trie keep naming them in later
+ * sessions. The per-entry loop of an emit allocates nothing. */
+#include "rec_torch.h"
+
+#include "rec_core.h"
+#include "rec_stack.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIN_BLOCK_SIZE 512u     /* PyTorch's kMinBlockSize */
+#define EMIT_CHUNK 2048u        /* entries converted per lock hold */
+#define MAX_FRAME_ID (1u << 24) /* far beyond any real run; bounds the tables */
+#define MAX_STACK_ID (1u << 26)
+
+typedef struct torch_frame {
+    char *function, *file; /* NULL: not defined */
+    uint32_t line;
+    uint8_t kind;
+} torch_frame;
+
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static torch_frame *frames; /* index = frame id */
+static size_t frames_cap;
+static uint32_t *stack_nodes; /* index = Python stack id -> recorder stack id */
+static size_t stacks_cap;
+static uint64_t token_prefix; /* 0 until the resolver is registered */
+
+static uint64_t anchor_serial;   /* the session the anchor belongs to */
+static int64_t wall_to_trace_ns; /* trace clock - Unix time, in ns */
+static int warned[64];
+
+uint64_t rec_torch_round_size(uint64_t requested) {
+    if (requested < MIN_BLOCK_SIZE)
+        return MIN_BLOCK_SIZE;
+    return (requested + MIN_BLOCK_SIZE - 1) / MIN_BLOCK_SIZE * MIN_BLOCK_SIZE;
+}
+
+/* ---- the tables ------------------------------------------------------------ */
+
+static int grow(void **table, size_t *cap, size_t need, size_t item) {
+    if (need < *cap)
+        return 0;
+    size_t n = *cap ? *cap : 1024;
+    while (n <= need)
+        n *= 2;
+    void *p = realloc(*table, n * item);
+    if (!p)
+        return -1;
+    memset((char *)p + *cap * item, 0, (n - *cap) * item);
+    *table = p;
+    *cap = n;
+    return 0;
+}
+
+static int is_python_file(const char *file) {
+    size_t n = strlen(file);
+    return n > 3 && strcmp(file + n - 3, ".py") == 0;
+}
+
+/* Writer thread: the names of frame `value`. */
+static int resolve_frame(uint64_t value, rec_symbolic_frame *out) {
+    int rc = -1;
+    pthread_mutex_lock(&tables_lock);
+    if (value < frames_cap && frames[value].function) {
+        const torch_frame *f = &frames[value];
+        *out = (rec_symbolic_frame){f->function, f->file, f->line, f->kind};
+        rc = 0;
+    }
+    pthread_mutex_unlock(&tables_lock);
+    return rc;
+}
+
+/* Under tables_lock. */
+static uint64_t prefix_locked(void) {
+    if (!token_prefix)
+        token_prefix = rec_stack_register_symbolic(resolve_frame);
+    return token_prefix;
+}
+
+int memrec_torch_define_frames(uint32_t first_id, uint32_t count, const char *const *functions,
+                               const char *const *files, const uint32_t *lines) {
+    if (first_id == 0 || count > MAX_FRAME_ID || first_id > MAX_FRAME_ID - count)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&tables_lock);
+    if (grow((void **)&frames, &frames_cap, (size_t)first_id + count, sizeof *frames) != 0)
+        rc = -1;
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        torch_frame *f = &frames[first_id + i];
+        if (f->function)
+            continue;
+        const char *fn = functions && functions[i] ? functions[i] : "";
+        const char *file = files && files[i] ? files[i] : "";
+        char *fn_copy = strdup(fn), *file_copy = strdup(file);
+        if (!fn_copy || !file_copy) {
+            free(fn_copy);
+            free(file_copy);
+            rc = -1;
+            break;
+        }
+        f->line = lines ? lines[i] : 0;
+        f->kind = is_python_file(file) ? TRACE_FRAME_PYTHON : TRACE_FRAME_OTHER;
+        f->file = file_copy;
+        f->function = fn_copy; /* last: marks the frame defined */
+    }
+    pthread_mutex_unlock(&tables_lock);
+    return rc;
+}
+
+int memrec_torch_define_stacks(uint32_t first_id, uint32_t count, const uint32_t *depths,
+                               const uint32_t *frame_ids) {
+    if (first_id == 0 || count > MAX_STACK_ID || first_id > MAX_STACK_ID - count)
+        return -1;
+    int rc = 0;
+    uint64_t tokens[REC_STACK_MAX_DEPTH];
+    pthread_mutex_lock(&tables_lock);
+    uint64_t prefix = prefix_locked();
+    if (grow((void **)&stack_nodes, &stacks_cap, (size_t)first_id + count, sizeof *stack_nodes))
+        rc = -1;
+    size_t at = 0;
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        uint32_t depth = depths[i], kept = 0;
+        int known = prefix != 0;
+        for (uint32_t k = 0; k < depth; k++) {
+            uint32_t id = frame_ids[at + k];
+            if (id == 0 || id >= frames_cap || !frames[id].function)
+                known = 0;
+            else if (kept < REC_STACK_MAX_DEPTH) /* innermost frames first */
+                tokens[kept++] = prefix | id;
+        }
+        at += depth;
+        uint32_t node = known ? rec_stack_intern(tokens, kept) : 0;
+        if (!known && depth)
+            rc = -1;
+        stack_nodes[first_id + i] = node;
+    }
+    pthread_mutex_unlock(&tables_lock);
+    return rc;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+/* Under tables_lock: the offset between Unix time and the trace clock, read
+ * once per session from the tightest of a few paired readings. */
+static void anchor_locked(void) {
+    uint64_t serial = rec_session_serial();
+    if (serial == anchor_serial)
+        return;
+    int64_t best_gap = INT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t before = rec_clock_ns();
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        uint64_t after = rec_clock_ns();
+        int64_t gap = (int64_t)(after - before);
+        if (gap < best_gap) {
+            best_gap = gap;
+            int64_t wall_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+            wall_to_trace_ns = (int64_t)(before + (after - before) / 2) - wall_ns;
+        }
+    }
+    anchor_serial = serial;
+}
+
+static uint64_t trace_time_locked(uint64_t time_us, uint64_t now) {
+    int64_t ts = (int64_t)(time_us * 1000) + wall_to_trace_ns;
+    if (ts <= 0)
+        return 1; /* 0 would mean "now" to rec_emit_event */
+    return (uint64_t)ts > now ? now : (uint64_t)ts;
+}
+
+uint64_t rec_torch_trace_time(uint64_t time_us) {
+    pthread_mutex_lock(&tables_lock);
+    anchor_locked();
+    uint64_t ts = trace_time_locked(time_us, rec_clock_ns());
+    pthread_mutex_unlock(&tables_lock);
+    return ts;
+}
+
+/* ---- emit ------------------------------------------------------------------ */
+
+static const struct {
+    uint8_t op, level, rounded;
+} action_map[MEMREC_TORCH_ACTION_COUNT] = {
+    [MEMREC_TORCH_ALLOC] = {TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 1},
+    [MEMREC_TORCH_FREE_REQUESTED] = {TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, 1},
+    [MEMREC_TORCH_FREE_COMPLETED] = {TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 1},
+    [MEMREC_TORCH_SEGMENT_ALLOC] = {TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0},
+    [MEMREC_TORCH_SEGMENT_FREE] = {TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, 0},
+    [MEMREC_TORCH_SEGMENT_MAP] = {TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, 0},
+    [MEMREC_TORCH_SEGMENT_UNMAP] = {TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, 0},
+    [MEMREC_TORCH_OOM] = {TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 1},
+};
+
+static void emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
+    uint64_t action = f[MEMREC_TORCH_ACTION];
+    uint64_t request = f[MEMREC_TORCH_SIZE];
+    uint32_t device = (uint32_t)f[MEMREC_TORCH_DEVICE];
+    if (action_map[action].rounded && request == 0)
+        request = 1; /* as snapshot_import.c: a zero request counts as 1 */
+    if (action == MEMREC_TORCH_OOM) {
+        trace_counter c = {.ts_ns = ts,
+                           .device = device,
+                           .kind = TRACE_COUNTER_DRIVER_FREE,
+                           .value = f[MEMREC_TORCH_DEVICE_FREE]};
+        rec_late_emit_counter(&c);
+    }
+    trace_event ev = {
+        .ts_ns = ts,
+        .addr = action == MEMREC_TORCH_OOM ? 0 : f[MEMREC_TORCH_ADDR],
+        .size = action_map[action].rounded ? rec_torch_round_size(request) : request,
+        .requested = request,
+        .stream = f[MEMREC_TORCH_STREAM],
+        .stack_id = stack,
+        .device = device,
+        .op = action_map[action].op,
+        .level = action_map[action].level,
+        .kind = TRACE_KIND_DEVICE,
+        .source = TRACE_SOURCE_TORCH,
+    };
+    rec_late_emit_event(&ev); /* tid 0: the history does not say which thread */
+}
+
+uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count) {
+    if (!fields || !rec_enabled())
+        return 0;
+    uint32_t emitted = 0;
+    uint32_t stacks[EMIT_CHUNK];
+    uint64_t times[EMIT_CHUNK];
+    rec_late_open(); /* normally open since memrec_torch_history_on */
+    for (uint32_t start = 0; start < count; start += EMIT_CHUNK) {
+        uint32_t n = count - start > EMIT_CHUNK ? EMIT_CHUNK : count - start;
+        const uint64_t *chunk = fields + (size_t)start * MEMREC_TORCH_FIELDS;
+        /* The lock covers the table lookups only: the writer resolves
+         * frames under it while this thread fills its buffer. */
+        pthread_mutex_lock(&tables_lock);
+        anchor_locked();
+        uint64_t now = rec_clock_ns();
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t *f = chunk + (size_t)i * MEMREC_TORCH_FIELDS;
+            uint64_t sid = f[MEMREC_TORCH_STACK];
+            stacks[i] = sid && sid < stacks_cap ? stack_nodes[sid] : 0;
+            times[i] = trace_time_locked(f[MEMREC_TORCH_TIME_US], now);
+        }
+        pthread_mutex_unlock(&tables_lock);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint64_t *f = chunk + (size_t)i * MEMREC_TORCH_FIELDS;
+            if (f[MEMREC_TORCH_ACTION] >= MEMREC_TORCH_ACTION_COUNT)
+                continue;
+            emit_one(f, times[i], stacks[i]);
+            emitted++;
+        }
+    }
+    return emitted;
+}
+
+int memrec_torch_recording(void) { return rec_enabled(); }
+
+void memrec_torch_history_on(void) {
+    if (rec_enabled())
+        rec_late_open();
+}
+
+void memrec_torch_drained(uint64_t time_us) {
+    if (rec_enabled())
+        rec_late_complete(rec_torch_trace_time(time_us));
+}
+
+void memrec_torch_device(uint32_t device, uint64_t total_bytes, const char *name) {
+    rec_emit_device(device, total_bytes, name);
+}
+
+void memrec_torch_warn(uint32_t code, const char *message) {
+    if (message)
+        rec_warn_once(&warned[code & 63], "%s", message);
+}

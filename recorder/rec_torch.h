@@ -1,0 +1,107 @@
+/* rec_torch.h — PyTorch's caching-allocator history, live: the C side of
+ * recorder/python/memrec_torch.py.
+ *
+ * The Python side drains torch.cuda.memory._snapshot()'s device_traces
+ * from a Python thread (never from a CUDA callback) and hands the new
+ * entries over in bulk through ctypes. Python interns too: each distinct
+ * frame (function, file, line) and each distinct stack (a list of frame
+ * ids) crosses once, as a numbered definition; entries then carry only a
+ * stack id. Frames become symbolic tokens of the stack trie (rec_stack.h),
+ * named by this module's resolver on the writer thread.
+ *
+ * Event mapping is the one analyzer/snapshot_import.c applies to snapshot
+ * history, so the analyzer replays live history and pickles alike:
+ *   alloc            block alloc,          size = the allocator's rounding
+ *   free_requested   block free_requested  of the request, requested = it
+ *   free_completed   block free
+ *   segment_alloc    segment alloc         (joins CUPTI's cuMemAlloc by addr)
+ *   segment_free     segment free
+ *   segment_map      segment map           (expandable segments; joins cuMemMap)
+ *   segment_unmap    segment unmap
+ *   oom              a DRIVER_FREE counter (device_free), then an oom event
+ * all device memory, source torch. PyTorch stamps entries with Unix time in
+ * microseconds; they are put on the trace clock (CLOCK_MONOTONIC) with an
+ * anchor taken once per session, and never later than now.
+ *
+ * Every function is exported (memrec_torch_*, see libmemrec.map), returns
+ * at once when nothing records, and never fails loudly. */
+#ifndef GMT_REC_TORCH_H
+#define GMT_REC_TORCH_H
+
+#include <stdint.h>
+
+#define MEMREC_EXPORT_TORCH __attribute__((visibility("default")))
+
+/* An entry is MEMREC_TORCH_FIELDS consecutive uint64 values, in this order. */
+enum memrec_torch_field {
+    MEMREC_TORCH_TIME_US = 0, /* PyTorch's time_us (Unix time) */
+    MEMREC_TORCH_ACTION,      /* memrec_torch_action */
+    MEMREC_TORCH_ADDR,
+    MEMREC_TORCH_SIZE, /* the size PyTorch recorded (the request for blocks) */
+    MEMREC_TORCH_STREAM,
+    MEMREC_TORCH_DEVICE,
+    MEMREC_TORCH_STACK,       /* a stack id from memrec_torch_define_stacks; 0 = none */
+    MEMREC_TORCH_DEVICE_FREE, /* oom: the driver's free bytes; else 0 */
+    MEMREC_TORCH_FIELDS
+};
+
+enum memrec_torch_action {
+    MEMREC_TORCH_ALLOC = 0,
+    MEMREC_TORCH_FREE_REQUESTED,
+    MEMREC_TORCH_FREE_COMPLETED,
+    MEMREC_TORCH_SEGMENT_ALLOC,
+    MEMREC_TORCH_SEGMENT_FREE,
+    MEMREC_TORCH_SEGMENT_MAP,
+    MEMREC_TORCH_SEGMENT_UNMAP,
+    MEMREC_TORCH_OOM,
+    MEMREC_TORCH_ACTION_COUNT
+};
+
+/* 1 while a session records (the Python side skips its drains otherwise). */
+MEMREC_EXPORT_TORCH int memrec_torch_recording(void);
+
+/* Defines frames first_id .. first_id+count-1 (ids start at 1): names and
+ * files are copied (NULL = ""). A frame whose file ends in ".py" is a Python
+ * frame, any other (PyTorch's C++ frames) an already symbolized one.
+ * Returns 0, -1 for id 0 or out of memory. Defining an id again replaces
+ * nothing (the first definition stays: tokens already written name it). */
+MEMREC_EXPORT_TORCH int memrec_torch_define_frames(uint32_t first_id, uint32_t count,
+                                                   const char *const *functions,
+                                                   const char *const *files, const uint32_t *lines);
+
+/* Defines stacks first_id .. first_id+count-1: stack i has depths[i]
+ * frames, taken in turn from frame_ids (innermost first, as PyTorch lists
+ * them). Each is interned in the stack trie at once. Returns 0, -1 for id 0,
+ * an undefined frame id or out of memory (that stack is then "no stack"). */
+MEMREC_EXPORT_TORCH int memrec_torch_define_stacks(uint32_t first_id, uint32_t count,
+                                                   const uint32_t *depths,
+                                                   const uint32_t *frame_ids);
+
+/* Emits `count` entries (count * MEMREC_TORCH_FIELDS values), which should
+ * be in time order. Returns how many became trace records; entries with an
+ * unknown action are skipped. They go through the late lane (rec_core.h). */
+MEMREC_EXPORT_TORCH uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count);
+
+/* The history was just turned on: from now on the writer holds back what
+ * is newer than the last drain (rec_core.h, "the late lane"), so PyTorch's
+ * block events, written a drain later, still land in time order. */
+MEMREC_EXPORT_TORCH void memrec_torch_history_on(void);
+
+/* Every history entry up to time_us (Unix time in µs, read just before the
+ * snapshot that was drained) has been emitted. */
+MEMREC_EXPORT_TORCH void memrec_torch_drained(uint64_t time_us);
+
+/* Describes a device (torch.cuda.get_device_properties): written once. */
+MEMREC_EXPORT_TORCH void memrec_torch_device(uint32_t device, uint64_t total_bytes,
+                                             const char *name);
+
+/* One warning line through the recorder's log, once per `code` (0..63). */
+MEMREC_EXPORT_TORCH void memrec_torch_warn(uint32_t code, const char *message);
+
+/* PyTorch's block rounding (kMinBlockSize 512), as alloc_model.c's. */
+uint64_t rec_torch_round_size(uint64_t requested);
+
+/* Trace time of a PyTorch time_us in the current session (tests). */
+uint64_t rec_torch_trace_time(uint64_t time_us);
+
+#endif

@@ -1,0 +1,90 @@
+"""torch.cuda of the fake torch (see torch/__init__.py)."""
+import sys
+
+from . import memory, nvtx  # noqa: F401
+
+_initialized = False
+_queued = []
+
+
+def is_initialized():
+    return _initialized
+
+
+def _lazy_call(callable, **kwargs):
+    if _initialized:
+        callable()
+    else:
+        _queued.append(callable)
+
+
+def _lazy_init():
+    global _initialized
+    if _initialized:
+        return
+    _initialized = True
+    for fn in _queued:
+        fn()
+    del _queued[:]
+
+
+class _Properties:
+    name = "Fake GPU"
+    total_memory = 16 << 30
+
+
+def get_device_properties(device):
+    return _Properties()
+
+
+def device_count():
+    return 1
+
+
+def _frames(skip):
+    """The caller's Python stack, innermost first, as PyTorch lists it."""
+    out, f = [], sys._getframe(skip)
+    while f is not None:
+        out.append(memory._frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    return out
+
+
+_next_address = 0x7f0000000000
+_blocks = {}  # addr -> (requested, stream)
+
+
+def _segment_size(requested):
+    rounded = max(512, (requested + 511) // 512 * 512)
+    if rounded <= (1 << 20):
+        return 2 << 20
+    if rounded < (10 << 20):
+        return 20 << 20
+    return (rounded + (2 << 20) - 1) // (2 << 20) * (2 << 20)
+
+
+def fake_alloc(requested, stream=0):
+    """A block in a new segment; returns its address."""
+    global _next_address
+    _lazy_init()
+    frames = _frames(2)
+    seg = _segment_size(requested)
+    addr = _next_address
+    _next_address += seg
+    memory._record("segment_alloc", addr, seg, stream, frames)
+    memory._record("alloc", addr, requested, stream, frames)
+    _blocks[addr] = (requested, stream)
+    return addr
+
+
+def fake_free(addr, stream_use=False):
+    """Frees a block (with free_requested first when another stream used it)."""
+    requested, stream = _blocks.pop(addr)
+    frames = _frames(2)
+    if stream_use:
+        memory._record("free_requested", addr, requested, stream, frames)
+    memory._record("free_completed", addr, requested, stream, frames)
+
+
+def fake_oom(requested, device_free):
+    memory._record("oom", 0, requested, 0, _frames(2), device_free=device_free)

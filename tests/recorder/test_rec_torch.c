@@ -1,0 +1,167 @@
+/* test_rec_torch.c — rec_torch.c through its exported entry points, as
+ * memrec_torch.py calls them: frames and stacks defined once, entries
+ * emitted in bulk, read back from the trace exactly: each PyTorch action's
+ * op/level/sizes (the snapshot importer's mapping), the oom's counter, the
+ * Python and C++ frames of the stacks, and the Unix-time -> trace-clock
+ * conversion (and its clamp at "now"). */
+#include "check.h"
+#include "rec_core.h"
+#include "rec_torch.h"
+
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_IDS 256
+
+static char *strings[MAX_IDS];
+static trace_frame frames[MAX_IDS];
+static trace_stack stacks[MAX_IDS];
+static trace_event events[64];
+static size_t nevents;
+static trace_counter counters[8];
+static size_t ncounters;
+
+static uint64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void read_back(const char *path) {
+    char err[256];
+    trace_reader *r = trace_reader_open(path, err, sizeof err);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    trace_record rec;
+    while (trace_reader_next(r, &rec) == 1) {
+        if (rec.kind == TRACE_REC_STRING && rec.u.string.string_id < MAX_IDS)
+            strings[rec.u.string.string_id] = strdup(rec.u.string.text.ptr);
+        else if (rec.kind == TRACE_REC_FRAME && rec.u.frame.frame_id < MAX_IDS)
+            frames[rec.u.frame.frame_id] = rec.u.frame;
+        else if (rec.kind == TRACE_REC_STACK && rec.u.stack.stack_id < MAX_IDS)
+            stacks[rec.u.stack.stack_id] = rec.u.stack;
+        else if (rec.kind == TRACE_REC_EVENT && nevents < 64)
+            events[nevents++] = rec.u.event;
+        else if (rec.kind == TRACE_REC_COUNTER && ncounters < 8)
+            counters[ncounters++] = rec.u.counter;
+    }
+    trace_reader_close(r);
+}
+
+/* Checks frame `depth` (0 = innermost) of trace stack `stack`. */
+static void check_frame(uint32_t stack, unsigned depth, const char *function, const char *file,
+                        uint32_t line, uint8_t kind) {
+    for (unsigned i = 0; i < depth && stack; i++)
+        stack = stacks[stack].parent_id;
+    CHECK(stack != 0 && stack < MAX_IDS);
+    if (!stack || stack >= MAX_IDS)
+        return;
+    const trace_frame *f = &frames[stacks[stack].frame_id];
+    CHECK_STR_EQ(strings[f->function_id], function);
+    CHECK_STR_EQ(f->file_id ? strings[f->file_id] : "", file);
+    CHECK_EQ_U64(f->line, line);
+    CHECK_EQ_U64(f->kind, kind);
+}
+
+static void check_event(const trace_event *e, uint8_t op, uint8_t level, uint64_t addr,
+                        uint64_t size, uint64_t requested, uint64_t stream) {
+    CHECK_EQ_U64(e->op, op);
+    CHECK_EQ_U64(e->level, level);
+    CHECK_EQ_U64(e->addr, addr);
+    CHECK_EQ_U64(e->size, size);
+    CHECK_EQ_U64(e->requested, requested);
+    CHECK_EQ_U64(e->stream, stream);
+    CHECK_EQ_U64(e->source, TRACE_SOURCE_TORCH);
+    CHECK_EQ_U64(e->kind, TRACE_KIND_DEVICE);
+}
+
+int main(void) {
+    CHECK_EQ_U64(rec_torch_round_size(0), 512);
+    CHECK_EQ_U64(rec_torch_round_size(512), 512);
+    CHECK_EQ_U64(rec_torch_round_size(513), 1024);
+    CHECK_EQ_U64(memrec_torch_emit(NULL, 1), 0);
+
+    char path[] = "/tmp/test_rec_torch_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    rec_config c = {.stack_depth = 64, .quiet = 1};
+    snprintf(c.path, sizeof c.path, "%s", path);
+    char err[256];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    CHECK(memrec_torch_recording() == 1);
+
+    const char *functions[] = {"train_step", "<module>", "at::native::empty_cuda"};
+    const char *files[] = {"train.py", "train.py", "TensorFactories.cpp"};
+    const uint32_t lines[] = {88, 120, 42};
+    CHECK(memrec_torch_define_frames(1, 3, functions, files, lines) == 0);
+    CHECK(memrec_torch_define_frames(0, 1, functions, files, lines) == -1);
+    /* stack 1: train_step <- <module>; stack 2: empty_cuda <- train_step <- <module> */
+    const uint32_t depths[] = {2, 3};
+    const uint32_t frame_ids[] = {1, 2, 3, 1, 2};
+    CHECK(memrec_torch_define_stacks(1, 2, depths, frame_ids) == 0);
+    const uint32_t bad_depth[] = {1}, bad_frame[] = {77};
+    CHECK(memrec_torch_define_stacks(3, 1, bad_depth, bad_frame) == -1);
+
+    uint64_t before_ns = rec_clock_ns();
+    uint64_t t = wall_us() - 1000000; /* one second ago */
+    enum { A = 0x7f0000000000ull, MIB = 1u << 20 };
+    const uint64_t entries[][MEMREC_TORCH_FIELDS] = {
+        {t, MEMREC_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 5, 0, 2, 0},
+        {t, MEMREC_TORCH_ALLOC, A, 1000, 5, 0, 1, 0},
+        {t + 1, MEMREC_TORCH_FREE_REQUESTED, A, 1000, 5, 0, 1, 0},
+        {t + 2, MEMREC_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0},
+        {t + 3, 99, A, 1, 0, 0, 0, 0}, /* unknown action: skipped */
+        {t + 4, MEMREC_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0},
+        {t + 5, MEMREC_TORCH_SEGMENT_MAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
+        {t + 6, MEMREC_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
+        {t + 7, MEMREC_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456},
+        {t + 10000000, MEMREC_TORCH_ALLOC, A, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
+    };
+    CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 10), 9);
+    uint64_t after_ns = rec_clock_ns();
+    memrec_torch_device(1, 16ull << 30, "Fake GPU");
+    CHECK(rec_session_stop() == 0);
+    CHECK(memrec_torch_recording() == 0);
+    CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 1), 0); /* no session: nothing */
+
+    read_back(path);
+    unlink(path);
+    CHECK_EQ_U64(nevents, 9);
+    if (nevents == 9) {
+        check_event(&events[0], TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, A, 2 * MIB, 2 * MIB, 5);
+        check_event(&events[1], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
+        check_event(&events[2], TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
+        check_event(&events[3], TRACE_OP_FREE, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
+        check_event(&events[4], TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, A, 2 * MIB, 2 * MIB, 5);
+        check_event(&events[5], TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, A + 4 * MIB, 2 * MIB, 2 * MIB,
+                    0);
+        check_event(&events[6], TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, A + 4 * MIB, 2 * MIB, 2 * MIB,
+                    0);
+        check_event(&events[7], TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 0, 3 * MIB + 512, 3 * MIB + 1, 0);
+        check_event(&events[8], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 512, 1, 0);
+        CHECK_EQ_U64(events[5].device, 1);
+        CHECK_EQ_U64(events[3].stack_id, 0);
+        check_frame(events[1].stack_id, 0, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
+        check_frame(events[1].stack_id, 1, "<module>", "train.py", 120, TRACE_FRAME_PYTHON);
+        CHECK_EQ_U64(stacks[events[1].stack_id].parent_id != 0, 1);
+        check_frame(events[0].stack_id, 0, "at::native::empty_cuda", "TensorFactories.cpp", 42,
+                    TRACE_FRAME_OTHER);
+        check_frame(events[0].stack_id, 1, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
+        /* One second before the emit, on the trace clock (5 ms of slack). */
+        uint64_t expect_lo = before_ns - 1000000000ull - 5000000ull;
+        uint64_t expect_hi = after_ns - 1000000000ull + 5000000ull;
+        CHECK(events[0].ts_ns >= expect_lo && events[0].ts_ns <= expect_hi);
+        CHECK_EQ_U64(events[2].ts_ns - events[1].ts_ns, 1000); /* 1 us apart */
+        CHECK(events[8].ts_ns >= before_ns && events[8].ts_ns <= after_ns);
+    }
+    CHECK_EQ_U64(ncounters, 1);
+    CHECK_EQ_U64(counters[0].kind, TRACE_COUNTER_DRIVER_FREE);
+    CHECK_EQ_U64(counters[0].value, 123456);
+    CHECK_EQ_U64(counters[0].device, 1);
+    for (size_t i = 0; i < MAX_IDS; i++)
+        free(strings[i]);
+    return check_finish("test_rec_torch");
+}

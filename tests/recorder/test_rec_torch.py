@@ -1,0 +1,183 @@
+"""test_rec_torch.py — PyTorch's allocator history, recorded live by memrec's
+startup hook, end to end without torch or a GPU: the fake torch in
+fake_torch/ stands in for PyTorch (its ring, _snapshot, lazy CUDA start,
+NVTX), memrec runs Python scripts as a user would, and memanalyze reads
+the traces back.
+
+  1. a training-like loop (6 NVTX steps, drains every 50 ms, at each step
+     boundary and at exit, a ring that must grow from 256 entries): every
+     block, free_requested, free and segment arrives exactly once, each step
+     holds exactly its own events, the leaking line is named with its bytes
+     per step, stacks carry the script's file and line, the block allocated
+     just before exit is there, the analyzer raises no warning, and a
+     sitecustomize the hook hides still runs;
+  2. a ring too small for a burst: one warning, the program unharmed;
+  3. --no-torch, and a script that imports torch but never starts CUDA:
+     PyTorch's history is never turned on.
+
+Usage: test_rec_torch.py MEMREC MEMANALYZE (exit 77: skip).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_TORCH = os.path.join(HERE, "fake_torch")
+
+TRAIN = """\
+import time
+import torch
+import memrec_torch
+keep = []
+for i in range(6):
+    torch.cuda.nvtx.range_push(f"step {i}")
+    a = torch.cuda.fake_alloc(4096, stream=7)
+    keep.append(torch.cuda.fake_alloc(1024))  # the leak: line 8
+    for k in range(50):
+        torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+    time.sleep(0.12)
+    torch.cuda.fake_free(a, stream_use=True)
+    torch.cuda.nvtx.range_pop()
+last = torch.cuda.fake_alloc(8192)  # only the drain at exit sees it
+print("rings", [s[3] for s in torch.cuda.memory.settings])
+d = memrec_torch.drainer()
+print("drains", d.drains if d else 0)
+"""
+LEAK_LINE = 8
+
+BURST = """\
+import torch
+for k in range(200):
+    torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+print("burst done")
+"""
+
+NO_CUDA = """\
+import torch
+torch.cuda.nvtx.mark("step 0")
+print("rings", [s[3] for s in torch.cuda.memory.settings])
+"""
+
+USER_SITE = 'print("user sitecustomize ran")\n'
+
+
+def main():
+    if len(sys.argv) < 3:
+        print("usage: test_rec_torch.py MEMREC MEMANALYZE", file=sys.stderr)
+        return 77
+    memrec, memanalyze = sys.argv[1:3]
+    for tool in (memrec, memanalyze):
+        if not os.access(tool, os.X_OK):
+            print("SKIP: %s not built" % tool, file=sys.stderr)
+            return 77
+    try:
+        subprocess.run([sys.executable, "-c", "import ctypes, array"], check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        print("SKIP: python3 is unusable here", file=sys.stderr)
+        return 77
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+            print("FAILED: " + what, file=sys.stderr)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        user_site = os.path.join(tmp, "site")
+        os.mkdir(user_site)
+        with open(os.path.join(user_site, "sitecustomize.py"), "w") as f:
+            f.write(USER_SITE)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("MEMREC_") and k not in ("LD_PRELOAD", "PYTHONPATH")}
+        env["PYTHONPATH"] = FAKE_TORCH + os.pathsep + user_site
+
+        def record(name, script, options=(), extra=None):
+            path = os.path.join(tmp, name + ".py")
+            with open(path, "w") as f:
+                f.write(script)
+            trace = os.path.join(tmp, name + ".zst")
+            run_env = dict(env, **(extra or {}))
+            out = subprocess.run([memrec, "-o", trace, "--no-symbolize", *options, "--",
+                                  sys.executable, path], env=run_env, capture_output=True,
+                                 text=True, timeout=120, cwd=tmp)
+            return out, trace, path
+
+        def sql(trace, query):
+            out = subprocess.run([memanalyze, "sql", trace, query, "--json"],
+                                 capture_output=True, text=True, timeout=120)
+            if out.returncode != 0:
+                raise RuntimeError(out.stderr.strip())
+            return json.loads(out.stdout)
+
+        # ---- 1. the training-like loop ------------------------------------
+        out, trace, script = record("train", TRAIN, extra={"MEMREC_TORCH_DRAIN_MS": "50",
+                                                           "MEMREC_TORCH_RING": "256"})
+        check(out.returncode == 0, "train.py ran: %r" % out.stderr)
+        check("user sitecustomize ran" in out.stdout, "the hidden sitecustomize still ran")
+        check("memrec: " not in out.stderr.replace("memrec: no CUDA", "").replace(
+            "memrec: trace written", ""), "no recorder warning: %r" % out.stderr)
+        check("rings [256, 1024]" in out.stdout, "the ring grew once: %r" % out.stdout)
+        drains = [int(line.split()[1]) for line in out.stdout.splitlines()
+                  if line.startswith("drains ")]
+        check(drains and drains[0] >= 12, "several drains before exit: %r" % drains)
+        if os.path.exists(trace):
+            counts = {(r["op"], r["level"]): r["n"] for r in sql(
+                trace, "SELECT op, level, count(*) AS n FROM events "
+                       "WHERE source = 'torch' GROUP BY 1, 2")}
+            check(counts == {("alloc", "block"): 313, ("alloc", "segment"): 313,
+                             ("free", "block"): 306, ("free_requested", "block"): 6},
+                  "every entry exactly once: %r" % counts)
+            steps = sql(trace, "SELECT step, end_event_id - begin_event_id AS n FROM steps "
+                               "ORDER BY step")
+            check([(s["step"], s["n"]) for s in steps] ==
+                  [(0, 156), (1, 156), (2, 156), (3, 156), (4, 156), (5, 158)],
+                  "each step holds its own events: %r" % steps)
+            warnings = sql(trace, "SELECT code, message FROM warnings")
+            check(warnings == [], "no analyzer warning: %r" % warnings[:3])
+            segments = sql(trace, "SELECT count(*) AS n FROM segments")
+            check(segments == [{"n": 313}], "one segment per segment_alloc: %r" % segments)
+            leak = sql(trace, "SELECT DISTINCT f.file, f.line, f.name FROM events e "
+                              "JOIN stack_frames f ON f.stack_id = e.stack_id AND f.depth = 0 "
+                              "WHERE e.op = 'alloc' AND e.level = 'block' "
+                              "AND e.requested_size = 1024")
+            check(leak == [{"file": script, "line": LEAK_LINE, "name": "<module>"}],
+                  "the leaking allocation's frame: %r" % leak)
+            last = sql(trace, "SELECT count(*) AS n FROM events WHERE op = 'alloc' "
+                              "AND level = 'block' AND requested_size = 8192")
+            check(last == [{"n": 1}], "the block allocated just before exit: %r" % last)
+            leaks = subprocess.run([memanalyze, "leaks", trace, "--json"], capture_output=True,
+                                   text=True, timeout=120)
+            sites = json.loads(leaks.stdout)["sites"] if leaks.returncode == 0 else []
+            check(bool(sites) and sites[0]["site"] == "train.py:%d <module>" % LEAK_LINE and
+                  sites[0]["growth_bytes_per_step"] == 1024, "leaks names the line: %r" % sites)
+        else:
+            check(False, "train.py left a trace")
+
+        # ---- 2. a burst larger than the ring --------------------------------
+        out, trace, _ = record("burst", BURST, extra={"MEMREC_TORCH_RING": "32"})
+        check(out.returncode == 0 and "burst done" in out.stdout, "the burst ran: %r" % out)
+        check("history wrapped between two drains" in out.stderr,
+              "lost entries are reported: %r" % out.stderr)
+
+        # ---- 3. PyTorch's history left alone --------------------------------
+        out, trace, _ = record("off", TRAIN, options=("--no-torch",))
+        check(out.returncode == 0 and "rings []" in out.stdout,
+              "--no-torch: history never turned on: %r" % out.stdout)
+        out, trace, _ = record("nocuda", NO_CUDA)
+        check(out.returncode == 0 and "rings []" in out.stdout,
+              "torch without CUDA: history never turned on: %r %r" % (out.stdout, out.stderr))
+        if os.path.exists(trace):
+            n = sql(trace, "SELECT count(*) AS n FROM events WHERE source = 'torch'")
+            check(n == [{"n": 0}], "torch without CUDA: no events: %r" % n)
+
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        return 1
+    print("test_rec_torch.py: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
