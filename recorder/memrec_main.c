@@ -36,7 +36,8 @@ typedef struct options {
     unsigned long stack_depth;
     unsigned long long max_bytes; /* 0: no cap */
     const char *stacks;           /* NULL: the library's default */
-    int no_cupti, no_torch, no_symbolize, quiet;
+    unsigned long start_step;     /* with has_start_step: --start-step */
+    int has_start_step, no_cupti, no_torch, no_symbolize, quiet;
     char **command;
 } options;
 
@@ -55,6 +56,9 @@ static void usage(FILE *out) {
             "      --stack-depth N   native frames per stack, 0 for none (default %d)\n"
             "      --max-size SIZE   stop recording once a trace holds SIZE bytes\n"
             "                        (suffix K, M, G, T: 2G); the program goes on\n"
+            "      --start-step N    write nothing before step N (the first NVTX range or\n"
+            "                        mark named like \"step N\", or memrec_step_begin(N)):\n"
+            "                        the trace starts with what was live then as its seed\n"
             "      --no-cupti        do not subscribe to CUPTI: record only NVTX, memrec.h\n"
             "                        and PyTorch's own history (lets torch.profiler or\n"
             "                        Nsight use CUPTI, which allows one subscriber)\n"
@@ -127,6 +131,7 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
     enum {
         OPT_STACK = 256,
         OPT_MAX_SIZE,
+        OPT_START_STEP,
         OPT_NO_CUPTI,
         OPT_NO_TORCH,
         OPT_STACKS,
@@ -137,6 +142,7 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
     static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                              {"stack-depth", required_argument, 0, OPT_STACK},
                                              {"max-size", required_argument, 0, OPT_MAX_SIZE},
+                                             {"start-step", required_argument, 0, OPT_START_STEP},
                                              {"no-cupti", no_argument, 0, OPT_NO_CUPTI},
                                              {"no-torch", no_argument, 0, OPT_NO_TORCH},
                                              {"stacks", required_argument, 0, OPT_STACKS},
@@ -169,6 +175,13 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
         case OPT_MAX_SIZE:
             if (parse_size(optarg, &o->max_bytes) != 0)
                 return usage_error("--max-size takes a size such as 2G, not '%s'", optarg);
+            break;
+        case OPT_START_STEP:
+            errno = 0;
+            o->start_step = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                return usage_error("--start-step takes a step number, not '%s'", optarg);
+            o->has_start_step = 1;
             break;
         case OPT_NO_CUPTI:
             o->no_cupti = 1;
@@ -292,6 +305,12 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
         rc |= setenv("MEMREC_MAX_BYTES", buf, 1);
     } else {
         rc |= unsetenv("MEMREC_MAX_BYTES");
+    }
+    if (o->has_start_step) {
+        snprintf(buf, sizeof buf, "%lu", o->start_step);
+        rc |= setenv("MEMREC_START_STEP", buf, 1);
+    } else {
+        rc |= unsetenv("MEMREC_START_STEP");
     }
     rc |= setenv("MEMREC_MANIFEST", manifest, 1);
     rc |= o->no_cupti ? setenv("MEMREC_NO_CUPTI", "1", 1) : unsetenv("MEMREC_NO_CUPTI");

@@ -127,6 +127,12 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
             return -1;
         c->buffer_records = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
     }
+    if ((s = getenv("MEMREC_START_STEP")) && *s) {
+        if (parse_u64("MEMREC_START_STEP", s, &v, err, errlen) != 0)
+            return -1;
+        c->has_start_step = 1;
+        c->start_step = v > INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
     if ((s = getenv("MEMREC_MANIFEST")) && *s)
         snprintf(c->manifest, sizeof c->manifest, "%s", s);
     c->no_cupti = (s = getenv("MEMREC_NO_CUPTI")) && *s && strcmp(s, "0") != 0;

@@ -40,8 +40,10 @@ typedef struct rec_config {
                                 (one line, O_APPEND) when the trace is created:
                                 how the launcher learns which traces exist */
     int no_cupti;            /* 1: do not subscribe CUPTI (NVTX, memrec.h only) */
-    int quiet;               /* 1: no warnings on stderr (tests) */
-    int stacks;              /* rec_stacks: which frames a stack holds in CPython */
+    int has_start_step;      /* 1: the trace starts at step `start_step` (rec_window.h) */
+    int64_t start_step;
+    int quiet;  /* 1: no warnings on stderr (tests) */
+    int stacks; /* rec_stacks: which frames a stack holds in CPython */
 } rec_config;
 
 /* MEMREC_STACKS: Python frames interleaved with native ones (default),

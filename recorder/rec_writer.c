@@ -13,6 +13,7 @@
 #include "rec_internal.h"
 #include "rec_modules.h"
 #include "rec_stack.h"
+#include "rec_window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ static struct {
     uint32_t *stack_map; /* recorder node id -> trace stack id */
     size_t stack_map_len;
     uint8_t devices_written[256];
+    rec_window *window; /* NULL: no --start-step, or open and gone */
     rec_buffer_view *views;
     size_t views_cap;
     uint64_t last_flush_ns;
@@ -149,12 +151,35 @@ static uint32_t translate_stack(uint32_t node) {
     return parent_trace;
 }
 
+static void write_seed_event(void *ctx, const trace_event *ev) {
+    (void)ctx;
+    trace_event seed = *ev;
+    seed.stack_id = translate_stack(seed.stack_id);
+    if (trace_writer_event(wr.w, &seed) == 0)
+        atomic_fetch_add_explicit(&wr.events, 1, memory_order_relaxed);
+}
+
+/* The first marker of the window's step: what is live now becomes the
+ * trace's seed, closed by a SEED_END marker. */
+static void open_window(uint64_t ts_ns) {
+    rec_window_seed(wr.window, write_seed_event, NULL);
+    rec_window_free(wr.window);
+    wr.window = NULL;
+    trace_marker end = {.ts_ns = ts_ns, .kind = TRACE_MARK_SEED_END};
+    trace_writer_marker(wr.w, &end);
+}
+
 static void write_item(const rec_item *it, uint32_t tid) {
     const void *payload = it + 1;
     switch (it->type) {
     case REC_ITEM_EVENT: {
         trace_event ev;
         memcpy(&ev, payload, sizeof ev);
+        if (wr.window) { /* before --start-step: only what stays live counts */
+            if (rec_window_absorb(wr.window, &ev) != 0)
+                halt_with("out of memory keeping the state before the recording window");
+            break;
+        }
         ev.stack_id = translate_stack(ev.stack_id);
         if (trace_writer_event(wr.w, &ev) == 0)
             atomic_fetch_add_explicit(&wr.events, 1, memory_order_relaxed);
@@ -163,6 +188,11 @@ static void write_item(const rec_item *it, uint32_t tid) {
     case REC_ITEM_MARKER: {
         const rec_marker_item *m = payload;
         const char *domain = (const char *)(m + 1), *name = domain + m->domain_len;
+        if (wr.window) {
+            if (!rec_window_opens(wr.window, m->kind, name, m->name_len, m->value))
+                break; /* markers before the window are not part of the trace */
+            open_window(it->ts_ns);
+        }
         trace_marker rec = {.ts_ns = it->ts_ns,
                             .range_id = m->range_id,
                             .value = m->value,
@@ -174,6 +204,8 @@ static void write_item(const rec_item *it, uint32_t tid) {
         break;
     }
     case REC_ITEM_COUNTER: {
+        if (wr.window)
+            break;
         trace_counter c;
         memcpy(&c, payload, sizeof c);
         trace_writer_counter(wr.w, &c);
@@ -324,6 +356,10 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
     snprintf(wr.path, sizeof wr.path, "%s", c->path);
     wr.flush_ms = c->flush_ms ? c->flush_ms : 200;
     wr.max_bytes = c->max_bytes;
+    if (c->has_start_step && !(wr.window = rec_window_new(c->start_step))) {
+        snprintf(err, errlen, "out of memory starting the trace writer");
+        return -1;
+    }
     int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create the trace %s: %s", c->path, strerror(errno));
@@ -381,10 +417,12 @@ int rec_writer_stop(void) {
     }
     wr.w = NULL;
     rec_modules_free(wr.modules);
+    rec_window_free(wr.window); /* the window never opened: the trace holds no events */
     free(wr.stack_map);
     free(wr.views);
     sem_destroy(&wr.wake);
     wr.modules = NULL;
+    wr.window = NULL;
     wr.stack_map = NULL;
     wr.views = NULL;
     return rc;

@@ -130,6 +130,9 @@ case "$lib" in /*/libmemrec.so) ;; *) fail "CUDA_INJECTION64_PATH is '$lib'" ;; 
 [ "$(env_of MEMREC_STACK_DEPTH --stack-depth 8)" = 8 ] || fail "--stack-depth 8"
 [ "$(env_of MEMREC_MAX_BYTES --max-size 2G)" = 2147483648 ] || fail "--max-size 2G"
 [ "$(env_of MEMREC_MAX_BYTES)" = "(unset)" ] || fail "MEMREC_MAX_BYTES set without --max-size"
+[ "$(env_of MEMREC_START_STEP --start-step 5)" = 5 ] || fail "--start-step 5"
+[ "$(env_of MEMREC_START_STEP)" = "(unset)" ] || fail "MEMREC_START_STEP set without --start-step"
+"$memrec" --start-step x -- true 2>err; [ $? = 2 ] && grep -q "start-step" err || fail "bad --start-step"
 [ "$(env_of MEMREC_NO_CUPTI --no-cupti)" = 1 ] || fail "--no-cupti"
 [ "$(env_of MEMREC_QUIET)" = 1 ] || fail "-q does not quiet the library"
 case "$(env_of MEMREC_MANIFEST)" in /*) ;; *) fail "MEMREC_MANIFEST is not a path" ;; esac

@@ -409,6 +409,94 @@ static void test_sigkill_loses_at_most_a_second(void) {
     free(rb.events);
 }
 
+/* The late lane: records learned after the fact (PyTorch's history) land in
+ * time order with the live ones, because the writer holds back what is
+ * newer than the lane's watermark. */
+static void test_late_lane_keeps_time_order(void) {
+    rec_config c;
+    config_for(&c, "late.zst");
+    c.stack_depth = 0;
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    CHECK(rec_late_open() == 0);
+    uint64_t t0 = rec_clock_ns();
+    emit_alloc(0x2000, 1, 0); /* live, after t0 */
+    struct timespec pause = {0, 300000000};
+    nanosleep(&pause, NULL); /* several writer rounds: it must hold 0x2000 back */
+    trace_event late = {.ts_ns = t0 - 1000,
+                        .addr = 0x1000,
+                        .size = 1,
+                        .requested = 1,
+                        .op = TRACE_OP_ALLOC,
+                        .level = TRACE_LEVEL_BLOCK,
+                        .source = TRACE_SOURCE_TORCH};
+    rec_late_emit_event(&late); /* happened before 0x2000, learned later */
+    rec_late_complete(t0);
+    nanosleep(&pause, NULL);
+    emit_alloc(0x3000, 1, 0);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_trace(c.path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 3);
+    if (rb.n_events == 3) {
+        CHECK_EQ_U64(rb.events[0].addr, 0x1000);
+        CHECK_EQ_U64(rb.events[1].addr, 0x2000);
+        CHECK_EQ_U64(rb.events[2].addr, 0x3000);
+        CHECK_EQ_U64(rb.events[0].tid, 0); /* a late record keeps "unknown thread" */
+    }
+    free(rb.events);
+    /* a lane opened in an earlier session holds nothing back in this one */
+    config_for(&c, "after-late.zst");
+    c.stack_depth = 0;
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    CHECK(rec_late_watermark() == UINT64_MAX);
+    CHECK(rec_session_stop() == 0);
+}
+
+static void emit_op(uint8_t op, uint8_t level, uint64_t addr, uint64_t size) {
+    trace_event ev = {.addr = addr, .size = size, .requested = size, .op = op, .level = level};
+    rec_emit_event(&ev);
+}
+
+/* --start-step 2: nothing before step 2 is written, but the trace starts
+ * with what was live then, in the order it was made, as its seed. */
+static void test_start_step_window(void) {
+    rec_config c;
+    config_for(&c, "window.zst");
+    c.stack_depth = 0;
+    c.has_start_step = 1;
+    c.start_step = 2;
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0xA000, 4096); /* live at step 2 */
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 0xA000, 512);    /* freed before */
+    rec_emit_marker(TRACE_MARK_RANGE_PUSH, NULL, "step 1", 0, 0);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 0xA200, 512); /* live */
+    emit_op(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 0xA000, 512);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0xB000, 4096); /* made and gone */
+    emit_op(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, 0xB000, 4096);
+    emit_op(TRACE_OP_VA_RESERVE, TRACE_LEVEL_SEGMENT, 0xC000, 8192); /* live */
+    rec_emit_marker(TRACE_MARK_RANGE_POP, NULL, NULL, 0, 0);
+    rec_emit_marker(TRACE_MARK_RANGE_PUSH, NULL, "step 2", 0, 0);
+    emit_op(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 0xA200, 512);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(read_trace(c.path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 4);
+    if (rb.n_events == 4) {
+        CHECK(rb.events[0].addr == 0xA000 && rb.events[0].level == TRACE_LEVEL_SEGMENT);
+        CHECK(rb.events[1].addr == 0xA200 && rb.events[1].op == TRACE_OP_ALLOC);
+        CHECK(rb.events[2].addr == 0xC000 && rb.events[2].op == TRACE_OP_VA_RESERVE);
+        CHECK(rb.events[3].addr == 0xA200 && rb.events[3].op == TRACE_OP_FREE);
+    }
+    CHECK_EQ_U64(rb.n_markers, 2);
+    if (rb.n_markers == 2) {
+        CHECK(rb.markers[0].kind == TRACE_MARK_SEED_END);
+        CHECK_STR_EQ(rb.marker_names[1], "step 2");
+    }
+    free(rb.events);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/gmt-rec-core-XXXXXX");
     if (!mkdtemp(dir))
@@ -431,6 +519,8 @@ int main(void) {
     test_fork_child_stays_out();
     test_write_failures_warn_once();
     test_sigkill_loses_at_most_a_second();
+    test_late_lane_keeps_time_order();
+    test_start_step_window();
     if (!check_failures) {
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

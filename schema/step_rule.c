@@ -1,4 +1,5 @@
-/* step_rule.c — the step rule, in one place for every command.
+/* step_rule.c — the step rule (DESIGN.md, "Time, steps and WHEN"), in one
+ * place for the analyzer's commands and the recorder's --start-step window.
  *
  * The number is the first run of digits after the word (skipping spaces,
  * '#', '_', ':', '=' and '-' as separators), so "ProfilerStep#3" is 3 and
