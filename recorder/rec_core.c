@@ -380,28 +380,25 @@ static rec_buffer *late_ring_locked(void) {
     return late_ring;
 }
 
-void rec_late_emit_event(const trace_event *ev) {
+/* Copies one late record into the lane's ring. */
+static void late_put(rec_item_type type, const void *record, size_t size, uint64_t ts_ns) {
     rec_buffer *b = late_ring_locked();
     if (!b)
         return;
-    trace_event *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_EVENT, ev->ts_ns);
+    void *slot = rec_buffer_reserve(b, size, type, ts_ns);
     if (slot) {
-        *slot = *ev;
+        memcpy(slot, record, size);
         commit(b);
     }
     pthread_mutex_unlock(&late_lock);
 }
 
+void rec_late_emit_event(const trace_event *ev) {
+    late_put(REC_ITEM_EVENT, ev, sizeof *ev, ev->ts_ns);
+}
+
 void rec_late_emit_counter(const trace_counter *c) {
-    rec_buffer *b = late_ring_locked();
-    if (!b)
-        return;
-    trace_counter *slot = rec_buffer_reserve(b, sizeof *slot, REC_ITEM_COUNTER, c->ts_ns);
-    if (slot) {
-        *slot = *c;
-        commit(b);
-    }
-    pthread_mutex_unlock(&late_lock);
+    late_put(REC_ITEM_COUNTER, c, sizeof *c, c->ts_ns);
 }
 
 void rec_late_complete(uint64_t ts_ns) {
