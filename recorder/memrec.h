@@ -77,6 +77,9 @@ MEMREC_EXPORT int memrec_enabled(void);
 #else
 
 #include <dlfcn.h>
+#ifndef RTLD_DEFAULT /* glibc < 2.34 defines it only with _GNU_SOURCE */
+#define RTLD_DEFAULT ((void *)0)
+#endif
 
 /* The functions found in libmemrec.so, once per translation unit. */
 typedef struct memrec_functions_ {

@@ -27,7 +27,8 @@ struct rec_buffer {
     _Atomic uint64_t dropped;
     _Atomic uint64_t committed;
     _Atomic int thread_done;
-    int announced; /* writer only: thread record written */
+    _Atomic uint64_t open_call_since; /* 0: no call open (rec_buffer_set_open_call) */
+    int announced;                    /* writer only: thread record written */
     uint32_t tid;
     char name[16];
     size_t capacity; /* power of two */
@@ -44,9 +45,12 @@ static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static __thread rec_buffer *thread_buffer;
 
+/* Item sizes are 32-bit: a ring is at most 1 GiB. */
+#define RING_MAX ((size_t)1 << 30)
+
 void rec_buffer_set_capacity(size_t bytes) {
     size_t cap = 4096;
-    while (cap < bytes && cap < ((size_t)1 << 40))
+    while (cap < bytes && cap < RING_MAX)
         cap <<= 1;
     ring_capacity = cap;
 }
@@ -80,7 +84,7 @@ static rec_buffer *ring_new(size_t capacity, uint32_t tid) {
 
 rec_buffer *rec_buffer_new_shared(size_t capacity, uint32_t tid) {
     size_t cap = 4096;
-    while (cap < capacity && cap < ((size_t)1 << 40))
+    while (cap < capacity && cap < RING_MAX)
         cap <<= 1;
     rec_buffer *b = ring_new(cap, tid);
     if (b)
@@ -103,6 +107,24 @@ rec_buffer *rec_buffer_for_thread(void) {
     thread_buffer = b;
     pthread_setspecific(thread_key, b);
     return b;
+}
+
+rec_buffer *rec_buffer_current(void) { return thread_buffer; }
+
+void rec_buffer_set_open_call(rec_buffer *b, uint64_t since_ns) {
+    atomic_store_explicit(&b->open_call_since, since_ns, memory_order_release);
+}
+
+uint64_t rec_buffers_oldest_open_call(void) {
+    uint64_t oldest = UINT64_MAX;
+    pthread_mutex_lock(&registry_lock);
+    for (rec_buffer *b = registry; b; b = b->next) {
+        uint64_t since = atomic_load_explicit(&b->open_call_since, memory_order_acquire);
+        if (since && since < oldest)
+            oldest = since;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return oldest;
 }
 
 void rec_buffer_count_drop(rec_buffer *b) {

@@ -42,6 +42,18 @@ rec_buffer *rec_buffer_for_thread(void);
  * lock of their own. NULL when it cannot be allocated. */
 rec_buffer *rec_buffer_new_shared(size_t capacity, uint32_t tid);
 
+/* The calling thread's ring if it has one (never creates one). */
+rec_buffer *rec_buffer_current(void);
+
+/* A call in progress on the ring's thread whose record will carry the
+ * call's start time (a free stamped at its entry): the writer holds back
+ * records newer than `since_ns` until it is closed, so the free is not
+ * written after another thread's reuse of the same address. 0 closes. */
+void rec_buffer_set_open_call(rec_buffer *b, uint64_t since_ns);
+
+/* The oldest open call over all rings; UINT64_MAX when none. Writer side. */
+uint64_t rec_buffers_oldest_open_call(void);
+
 /* Reserves an item with `payload` bytes after the header and returns a
  * pointer to the payload, or NULL when the ring is full (the drop is
  * counted). Nothing is visible to the writer until rec_buffer_commit. */

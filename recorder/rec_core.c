@@ -268,12 +268,26 @@ static rec_buffer *ring_for_emit(void) {
         return NULL;
     if (s == STATE_OFF)
         return NULL;
-    rec_buffer *b = rec_buffer_for_thread();
-    if (s == STATE_HALTED || !b) {
-        rec_buffer_count_drop(b);
+    if (s == STATE_HALTED) { /* never a new ring after a halt: the writer is gone */
+        rec_buffer_count_drop(rec_buffer_current());
         return NULL;
     }
+    rec_buffer *b = rec_buffer_for_thread();
+    if (!b)
+        rec_buffer_count_drop(NULL);
     return b;
+}
+
+void rec_call_open(uint64_t since_ns) {
+    rec_buffer *b = rec_enabled() ? rec_buffer_for_thread() : NULL;
+    if (b)
+        rec_buffer_set_open_call(b, since_ns ? since_ns : 1);
+}
+
+void rec_call_closed(void) {
+    rec_buffer *b = rec_buffer_current();
+    if (b)
+        rec_buffer_set_open_call(b, 0);
 }
 
 static void commit(rec_buffer *b) {
@@ -400,6 +414,8 @@ void rec_late_emit_event(const trace_event *ev) {
 void rec_late_emit_counter(const trace_counter *c) {
     late_put(REC_ITEM_COUNTER, c, sizeof *c, c->ts_ns);
 }
+
+void rec_late_close(void) { atomic_store(&late_session, 0); }
 
 void rec_late_complete(uint64_t ts_ns) {
     uint64_t old = atomic_load(&late_watermark);

@@ -96,6 +96,13 @@ uint32_t rec_stack_here(unsigned skip);
 /* Interns a stack given as instruction pointers, innermost first. */
 uint32_t rec_stack_intern(const uint64_t *ips, unsigned n);
 
+/* A call is in progress on this thread whose event will be stamped with
+ * `since_ns` (its start): until rec_call_closed, the writer writes nothing
+ * newer, so the event still lands in time order (a cuMemFree may block for
+ * a long synchronisation between its entry and its exit). */
+void rec_call_open(uint64_t since_ns);
+void rec_call_closed(void);
+
 /* Memory event. ts_ns 0 means now; tid 0 means the calling thread; stack_id
  * is a recorder stack id (0 = none). */
 void rec_emit_event(const trace_event *ev);
@@ -130,6 +137,10 @@ int rec_late_open(void);
  * kept as given (0 = unknown). Emit in time order. */
 void rec_late_emit_event(const trace_event *ev);
 void rec_late_emit_counter(const trace_counter *c);
+
+/* The late source stopped (its drains broke, or it was turned off): the
+ * writer stops holding records back for it. */
+void rec_late_close(void);
 
 /* Everything late up to ts_ns has been emitted: the writer may write all
  * records up to it. */

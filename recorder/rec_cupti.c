@@ -50,6 +50,7 @@ typedef struct open_call {
     uint32_t correlation_id;
     CUpti_CallbackId cbid;
     uint64_t entry_ts;
+    int holds_writer;     /* rec_call_open was called: rec_call_closed at the exit */
     uint32_t entry_stack; /* releases: captured at entry */
     uint32_t device;      /* releases: the device of what is released */
     uint8_t kind;
@@ -223,11 +224,20 @@ static int releases_memory(rec_call_class cls) {
            cls == REC_CALL_UNMAP || cls == REC_CALL_POOL_TRIM;
 }
 
+/* Ends the hold a release stamped at its entry put on the writer. */
+static void release_writer(open_call *oc) {
+    if (oc->holds_writer) {
+        oc->holds_writer = 0;
+        rec_call_closed();
+    }
+}
+
 static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
     open_call *oc = &thread_call;
     unsigned generation = rec_cupti_generation();
     if (oc->generation == generation)
-        return; /* nested in a handled call: the outer call is what the program did */
+        return;         /* nested in a handled call: the outer call is what the program did */
+    release_writer(oc); /* a call whose exit never came (a session change) */
     memset(oc, 0, sizeof *oc);
     oc->generation = generation;
     oc->correlation_id = call->correlation_id;
@@ -237,6 +247,8 @@ static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
     if (releases_memory(cls) && rec_call_decode(call->cbid, call->params, 0, &ci) == 0) {
         oc->entry_stack = rec_stack_here(RECORDER_FRAMES);
         note_release(oc, &ci, rec_cupti_context_device(call->context));
+        rec_call_open(oc->entry_ts); /* its event is stamped now, written at the exit */
+        oc->holds_writer = 1;
     }
     KEEP_FRAME();
 }
@@ -249,8 +261,10 @@ static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
     oc->generation = 0;
     int ok = call->result == CUDA_SUCCESS;
     rec_call_info ci;
-    if (rec_call_decode(call->cbid, call->params, ok, &ci) != 0)
+    if (rec_call_decode(call->cbid, call->params, ok, &ci) != 0) {
+        release_writer(oc);
         return;
+    }
     uint32_t ctx_device = rec_cupti_context_device(call->context);
     switch (cls) {
     case REC_CALL_ALLOC:
@@ -271,6 +285,7 @@ static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
             record_release(oc, &ci);
         break;
     }
+    release_writer(oc); /* after the event is in the ring */
     rec_cupti_sample_driver(ctx_device, 0, 0);
     KEEP_FRAME();
 }

@@ -91,6 +91,8 @@ static struct {
     void *(*import)(const char *);
     void *(*new_cfunction)(py_method_def *, void *, void *);
     void *(*call_objargs)(void *, ...);
+    void *(*capsule_new)(void *, const char *, void (*)(void *));
+    void *(*capsule_pointer)(void *, const char *);
     void *none;
 } py;
 
@@ -114,11 +116,14 @@ static int load_api(void) {
     LOOKUP(import, "PyImport_ImportModule");
     LOOKUP(new_cfunction, "PyCFunction_NewEx");
     LOOKUP(call_objargs, "PyObject_CallFunctionObjArgs");
+    LOOKUP(capsule_new, "PyCapsule_New");
+    LOOKUP(capsule_pointer, "PyCapsule_GetPointer");
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     int all = py.is_initialized && py.gil_check && py.version && py.set_profile &&
               py.current_frame && py.frame_back && py.frame_code && py.frame_line && py.incref &&
               py.decref && py.get_attr && py.utf8 && py.err_clear && py.import &&
-              py.new_cfunction && py.call_objargs && py.none;
+              py.new_cfunction && py.call_objargs && py.capsule_new && py.capsule_pointer &&
+              py.none;
     return all ? 0 : -1;
 }
 
@@ -254,7 +259,9 @@ static uint32_t code_index(void *code) {
 
 static void free_shadow(void *arg) {
     shadow_stack *s = arg;
-    free(s->entries); /* entries left over at thread exit keep their frames */
+    if (thread_shadow == s)
+        thread_shadow = NULL; /* a later destructor's CUDA call must not splice it */
+    free(s->entries);         /* entries left over at thread exit keep their frames */
     free(s);
 }
 
@@ -367,6 +374,36 @@ static int profile_hook(void *obj, void *frame, int what, void *arg) {
     return 0;
 }
 
+#define SHADOW_CAPSULE "memrec.shadow"
+
+/* The profile hook's object is a capsule naming the thread's shadow stack:
+ * CPython drops it when anything else (sys.setprofile, cProfile, a
+ * debugger, torch.profiler) replaces the hook on that thread, and then no
+ * RETURN event will ever pop the shadow stack again — so its destructor
+ * gives the frames back at once. Holding them would keep their locals, CUDA
+ * tensors included, alive for ever. Runs with the GIL held; when it runs on
+ * another thread than the owner's (PyEval_SetProfileAllThreads) the owner
+ * may be splicing, so it leaves the frames alone. */
+static void shadow_capsule_gone(void *capsule) {
+    shadow_stack *s = py.capsule_pointer(capsule, SHADOW_CAPSULE);
+    if (!s) {
+        py.err_clear();
+        return;
+    }
+    if (s == thread_shadow)
+        pop_to(s, 0);
+}
+
+/* Installs the C-level hook on the calling thread (GIL held). */
+static void install_hook(shadow_stack *s) {
+    void *capsule = s ? py.capsule_new(s, SHADOW_CAPSULE, shadow_capsule_gone) : NULL;
+    if (s && !capsule)
+        py.err_clear();
+    py.set_profile(profile_hook, capsule); /* takes its own reference */
+    if (capsule)
+        py.decref(capsule);
+}
+
 /* threading.setprofile's callable: the first profile event of a thread
  * `threading` started. Takes the running frames, then hands the thread to
  * the C-level hook. Python calls it as f(frame, event, arg). */
@@ -387,7 +424,7 @@ static void *thread_bootstrap(void *self, void *const *args, ptrdiff_t nargs) {
         if (back)
             py.decref(back);
     }
-    py.set_profile(profile_hook, NULL);
+    install_hook(s);
     py.incref(py.none);
     return py.none;
 }
@@ -588,10 +625,31 @@ int memrec_python_attach(void) {
     shadow_stack *s = my_shadow();
     if (s)
         populate(s, py.current_frame(), 0); /* ctypes' frames are too deep to compare */
-    py.set_profile(profile_hook, NULL);
+    install_hook(s);
     if (py.set_profile_all_threads) /* 3.12+: threads running now take it too */
         py.set_profile_all_threads(profile_hook, NULL);
     rec_stack_set_splicer(splice_python);
     atomic_store(&attached, 1);
+    return 0;
+}
+
+int memrec_python_detach(void) {
+    if (!atomic_load(&attached) || !py.gil_check || py.gil_check() != 1)
+        return -1;
+    rec_stack_set_splicer(NULL);
+    py.set_profile(NULL, NULL); /* the capsule's destructor gives the frames back */
+    shadow_stack *s = thread_shadow;
+    if (s)
+        pop_to(s, 0);
+    void *threading = py.import("threading");
+    void *setprofile = threading ? py.get_attr(threading, "setprofile") : NULL;
+    void *result = setprofile ? py.call_objargs(setprofile, py.none, NULL) : NULL;
+    if (!result)
+        py.err_clear();
+    void *refs[] = {result, setprofile, threading};
+    for (unsigned i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        if (refs[i])
+            py.decref(refs[i]);
+    atomic_store(&attached, 0);
     return 0;
 }

@@ -29,6 +29,13 @@ __attribute__((visibility("default"))) int memrec_python_attach(void);
  * in an attached process). */
 int rec_python_only(void);
 
+/* Removes the hook from the calling thread and future threads and stops
+ * splicing (GIL held). For a forked child that will not record (the
+ * startup hook calls it through os.register_at_fork): a profile hook there
+ * would only slow the child down. Returns 0, -1 when not attached. A later
+ * memrec_python_attach attaches again. */
+__attribute__((visibility("default"))) int memrec_python_detach(void);
+
 #ifdef __cplusplus
 }
 #endif

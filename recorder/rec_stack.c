@@ -92,6 +92,10 @@ static uint32_t trie_child(uint32_t parent, uint64_t ip) {
         if (id == 0) {
             uint32_t fresh = spare_node;
             if (!fresh) {
+                /* Full stays full: the counter never moves past the end
+                 * (a wrap would hand out ids of published nodes). */
+                if (atomic_load_explicit(&node_count, memory_order_relaxed) >= NODE_CAPACITY)
+                    return 0;
                 fresh = atomic_fetch_add_explicit(&node_count, 1, memory_order_relaxed) + 1;
                 if (fresh > NODE_CAPACITY)
                     return 0;
@@ -112,7 +116,7 @@ static uint32_t trie_child(uint32_t parent, uint64_t ip) {
 }
 
 uint32_t rec_stack_intern(const uint64_t *ips, unsigned n) {
-    if (n == 0 || !atomic_load_explicit(&tables_ready, memory_order_relaxed))
+    if (n == 0 || !atomic_load_explicit(&tables_ready, memory_order_acquire))
         return 0;
     uint64_t h1 = 0x9e3779b97f4a7c15ULL ^ n, h2 = 0x632be59bd9b4e019ULL + n;
     for (unsigned i = 0; i < n; i++) {
@@ -156,7 +160,7 @@ uint32_t rec_stack_intern(const uint64_t *ips, unsigned n) {
 
 uint32_t rec_stack_here(unsigned skip) {
     unsigned depth = stack_depth;
-    if (depth == 0 || !atomic_load_explicit(&tables_ready, memory_order_relaxed))
+    if (depth == 0 || !atomic_load_explicit(&tables_ready, memory_order_acquire))
         return 0;
     rec_stack_splicer splice = atomic_load_explicit(&stack_splicer, memory_order_acquire);
     if (splice && rec_stack_mode() == REC_STACKS_PYTHON) { /* MEMREC_STACKS=python: no unwinding */

@@ -274,6 +274,8 @@ void memrec_torch_history_on(void) {
         rec_late_open();
 }
 
+void memrec_torch_history_off(void) { rec_late_close(); }
+
 void memrec_torch_drained(uint64_t time_us) {
     if (rec_enabled())
         rec_late_complete(rec_torch_trace_time(time_us));

@@ -87,6 +87,10 @@ MEMREC_EXPORT_TORCH uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t 
  * block events, written a drain later, still land in time order. */
 MEMREC_EXPORT_TORCH void memrec_torch_history_on(void);
 
+/* The history is no longer drained (a drain failed, or it was turned
+ * off): the writer stops holding records back for it. */
+MEMREC_EXPORT_TORCH void memrec_torch_history_off(void);
+
 /* Every history entry up to time_us (Unix time in µs, read just before the
  * snapshot that was drained) has been emitted. */
 MEMREC_EXPORT_TORCH void memrec_torch_drained(uint64_t time_us);

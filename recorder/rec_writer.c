@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -234,8 +236,9 @@ static void announce_thread(void *ctx, uint32_t tid, const char *name) {
     trace_writer_thread(wr.w, &t);
 }
 
-/* One round: everything committed so far (up to the late lane's
- * watermark unless `final`), merged by time. */
+/* One round: everything committed so far, merged by time — unless
+ * `final`, only up to the late lane's watermark and to just before the
+ * oldest call still open (rec_call_open). */
 static void drain(int final) {
     if (wr.halted || atomic_load(&writer_held))
         return;
@@ -252,6 +255,9 @@ static void drain(int final) {
     /* Records newer than the late lane's watermark wait for the next round
      * (all of them at the final drain). */
     uint64_t limit = final ? UINT64_MAX : rec_late_watermark();
+    uint64_t open_call = final ? UINT64_MAX : rec_buffers_oldest_open_call();
+    if (open_call <= limit) /* a call stamped at its start is still running */
+        limit = open_call - 1;
     for (;;) {
         rec_buffer_view *best = NULL;
         for (size_t i = 0; i < n; i++) {
@@ -351,6 +357,44 @@ static void append_manifest(const char *manifest, const char *path) {
     close(fd);
 }
 
+/* Creates the trace file, locked (flock) for as long as this process
+ * writes it. When another live process already writes the same path (`-o
+ * trace.zst` without %p and several CUDA processes), this one writes
+ * PATH.PID instead, with a warning, rather than both clobbering one file.
+ * The path written goes to `actual`. Returns the fd, or -1 with err. */
+static int open_trace_file(const char *path, char *actual, size_t actual_len, char *err,
+                           size_t errlen) {
+    static int warned_shared;
+    snprintf(actual, actual_len, "%s", path);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(actual, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot create the trace %s: %s", actual, strerror(errno));
+            return -1;
+        }
+        struct stat st;
+        int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode); /* not /dev/full, a fifo */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            if (regular && ftruncate(fd, 0) != 0) {
+                snprintf(err, errlen, "cannot truncate the trace %s: %s", actual, strerror(errno));
+                close(fd);
+                return -1;
+            }
+            if (attempt)
+                rec_warn_once(&warned_shared,
+                              "%s is being written by another process: this one (pid %d) "
+                              "writes %s (use %%p in -o for one file per process)",
+                              path, (int)getpid(), actual);
+            return fd;
+        }
+        close(fd);
+        if ((size_t)snprintf(actual, actual_len, "%s.%d", path, (int)getpid()) >= actual_len)
+            break;
+    }
+    snprintf(err, errlen, "cannot lock the trace %s: another process writes it", path);
+    return -1;
+}
+
 int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
     memset(&wr, 0, sizeof wr);
     snprintf(wr.path, sizeof wr.path, "%s", c->path);
@@ -360,11 +404,9 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory starting the trace writer");
         return -1;
     }
-    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create the trace %s: %s", c->path, strerror(errno));
+    int fd = open_trace_file(c->path, wr.path, sizeof wr.path, err, errlen);
+    if (fd < 0)
         return -1;
-    }
     wr.w = trace_writer_open_fd(fd, NULL, err, errlen);
     wr.modules = rec_modules_new();
     if (!wr.w || !wr.modules || sem_init(&wr.wake, 0, 0) != 0) {
@@ -379,7 +421,7 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
     }
     write_process_record();
     rec_modules_refresh(wr.modules, wr.w);
-    append_manifest(c->manifest, c->path);
+    append_manifest(c->manifest, wr.path);
     wr.last_flush_ns = rec_clock_ns();
     if (pthread_create(&wr.thread, NULL, writer_main, NULL) != 0) {
         snprintf(err, errlen, "cannot start the trace writer thread");

@@ -30,7 +30,7 @@ Environment (the memrec launcher sets the first ones): MEMREC_TORCH=0 off;
 MEMREC_STACKS python (default: PyTorch records Python frames) or
 native/mixed (PyTorch's C++ frames too: much slower); MEMREC_STACK_DEPTH
 frames kept per stack (innermost); MEMREC_TORCH_DRAIN_MS;
-MEMREC_TORCH_RING, the ring's first size (default 8192), and
+MEMREC_TORCH_RING, the ring's first size (default 65536), and
 MEMREC_TORCH_MAX_ENTRIES, the largest it may grow to (default 4194304).
 
 Nothing here may harm the program: every failure is one memrec warning and
@@ -51,7 +51,10 @@ import time
 ACTIONS = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3,
            "segment_free": 4, "segment_map": 5, "segment_unmap": 6, "oom": 7}
 FIELDS = 8  # uint64 per entry, in rec_torch.h's order
-INITIAL_ENTRIES = 8192
+# Large enough that a busy loop rarely outgrows it between two drains: a
+# resize calls _record_memory_history again, which in some PyTorch versions
+# clears the ring (what was recorded since the last drain is then lost).
+INITIAL_ENTRIES = 65536
 MASK64 = (1 << 64) - 1
 STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
@@ -98,6 +101,8 @@ def load_library():
     lib.memrec_torch_device.argtypes = [u32, u64, ctypes.c_char_p]
     lib.memrec_torch_history_on.restype = None
     lib.memrec_torch_history_on.argtypes = []
+    lib.memrec_torch_history_off.restype = None
+    lib.memrec_torch_history_off.argtypes = []
     lib.memrec_torch_drained.restype = None
     lib.memrec_torch_drained.argtypes = [u64]
     lib.memrec_torch_warn.restype = None
@@ -208,6 +213,7 @@ class Drainer:
         self.cursors = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.wake = threading.Event()
         self.thread = None
         self.enabled = self.broken = self.devices_described = False
         self.last_drain = 0.0
@@ -244,9 +250,18 @@ class Drainer:
                       "(%s: %s): its blocks are not recorded" % (type(e).__name__, e))
 
     def loop(self):
-        while not self.stop.wait(self.interval):
-            if time.monotonic() - self.last_drain >= self.interval * 0.9:
-                self.drain()
+        # Drains every interval, and soon after a step boundary asks for one
+        # (request_drain): never on the program's own thread, where a drain
+        # would stall the training loop for as long as the snapshot takes.
+        while not self.stop.is_set():
+            self.wake.wait(self.interval)
+            self.wake.clear()
+            if self.stop.is_set():
+                break
+            self.drain()
+
+    def request_drain(self):
+        self.wake.set()
 
     # ---- draining ----------------------------------------------------------
 
@@ -265,6 +280,7 @@ class Drainer:
                 self.lib.memrec_torch_drained(taken_us)
             except Exception as e:  # noqa: BLE001
                 self.broken = True
+                self.lib.memrec_torch_history_off()  # stop holding the writer back
                 self.warn(WARN_DRAIN, "draining PyTorch's allocator history failed (%s: %s): "
                           "its blocks are recorded no further" % (type(e).__name__, e))
             finally:
@@ -327,8 +343,9 @@ class Drainer:
     # ---- steps, exit, fork --------------------------------------------------
 
     def patch_nvtx(self, nvtx):
-        """Drains before every step boundary the program marks with NVTX."""
-        drain, local = self.drain, threading.local()
+        """Asks for a drain at every step boundary the program marks with NVTX
+        (the late lane keeps the trace in time order whenever it happens)."""
+        drain, local = self.request_drain, threading.local()
         open_ranges = {}
 
         def wrap(name, before):
@@ -375,6 +392,7 @@ class Drainer:
             enabled = args[0] if args else kwargs.get("enabled", "all")
             if self.enabled and enabled in (None, False):
                 self.drain()
+                self.lib.memrec_torch_history_off()  # stop holding the writer back
                 self.warn(WARN_DISABLED, "the program turned PyTorch's allocator history off: "
                           "its blocks are recorded no further")
             return original(*args, **kwargs)
@@ -382,6 +400,7 @@ class Drainer:
 
     def at_exit(self):
         self.stop.set()
+        self.wake.set()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(timeout=10)
         self.drain()

@@ -44,6 +44,13 @@ def _attach_python_frames():
         attach.restype = ctypes.c_int
         attach.argtypes = []
         attach()
+        detach = getattr(lib, "memrec_python_detach", None)
+        if detach is not None:
+            # A forked child records nothing (the recorder stops in it): the
+            # hook would only slow it down (a DataLoader worker, say).
+            detach.restype = ctypes.c_int
+            detach.argtypes = []
+            os.register_at_fork(after_in_child=detach)
 
 
 def _start_memrec():

@@ -16,6 +16,7 @@
 #include "rec_cupti.h"
 #include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
+#include "rec_readback.h" /* event_list */
 #include "trace_format.h"
 
 #include <pthread.h>
@@ -130,21 +131,6 @@ static void replay_driver_install(void) {
     rec_cupti_set_driver_for_test(&replay_driver);
     rec_cupti_set_sample_interval_for_test(UINT64_MAX);
     n_known_ptrs = n_known_handles = 0;
-}
-
-typedef struct event_list {
-    trace_event *ev;
-    size_t n, cap;
-} event_list;
-
-static void list_push(event_list *l, const trace_event *e) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->ev = realloc(l->ev, l->cap * sizeof *l->ev);
-        if (!l->ev)
-            abort();
-    }
-    l->ev[l->n++] = *e;
 }
 
 /* ---- parsing a log line ------------------------------------------------------ */

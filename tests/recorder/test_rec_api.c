@@ -17,59 +17,13 @@
 #include "memrec.h"
 
 #include "check.h"
+#include "rec_readback.h"
 #include "trace_format.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define MAX_RECORDS 32
-
-typedef struct readback {
-    char strings[256][300];
-    trace_marker markers[MAX_RECORDS];
-    char names[MAX_RECORDS][300], domains[MAX_RECORDS][32];
-    size_t n_markers;
-    trace_event events[MAX_RECORDS];
-    size_t n_events;
-    uint64_t frame_ip[256];     /* by frame id */
-    uint32_t stack_parent[256]; /* by stack id */
-    uint32_t stack_frame[256];
-} readback;
-
-static int read_trace(const char *path, readback *rb) {
-    memset(rb, 0, sizeof *rb);
-    char err[300];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    trace_record rec;
-    while (trace_reader_next(r, &rec) == 1) {
-        if (rec.kind == TRACE_REC_STRING && rec.u.string.string_id < 256) {
-            snprintf(rb->strings[rec.u.string.string_id], sizeof rb->strings[0], "%s",
-                     rec.u.string.text.ptr);
-        } else if (rec.kind == TRACE_REC_MARKER && rb->n_markers < MAX_RECORDS) {
-            const trace_marker *m = &rec.u.marker;
-            snprintf(rb->names[rb->n_markers], sizeof rb->names[0], "%s",
-                     m->name_id < 256 ? rb->strings[m->name_id] : "?");
-            snprintf(rb->domains[rb->n_markers], sizeof rb->domains[0], "%s",
-                     m->domain_id < 256 ? rb->strings[m->domain_id] : "?");
-            rb->markers[rb->n_markers++] = *m;
-        } else if (rec.kind == TRACE_REC_EVENT && rb->n_events < MAX_RECORDS) {
-            rb->events[rb->n_events++] = rec.u.event;
-        } else if (rec.kind == TRACE_REC_FRAME && rec.u.frame.frame_id < 256) {
-            rb->frame_ip[rec.u.frame.frame_id] = rec.u.frame.ip;
-        } else if (rec.kind == TRACE_REC_STACK && rec.u.stack.stack_id < 256) {
-            rb->stack_parent[rec.u.stack.stack_id] = rec.u.stack.parent_id;
-            rb->stack_frame[rec.u.stack.stack_id] = rec.u.stack.frame_id;
-        }
-    }
-    trace_reader_close(r);
-    return 0;
-}
 
 static void check_marker(const readback *rb, size_t i, unsigned kind, const char *name,
                          int64_t value) {
@@ -79,12 +33,13 @@ static void check_marker(const readback *rb, size_t i, unsigned kind, const char
         return;
     }
     const trace_marker *m = &rb->markers[i];
-    if (m->kind != kind || strcmp(rb->names[i], name) || strcmp(rb->domains[i], "memrec") ||
-        m->value != value || m->range_id != 0) {
+    if (m->kind != kind || strcmp(rb->marker_names[i], name) ||
+        strcmp(rb->marker_domains[i], "memrec") || m->value != value || m->range_id != 0) {
         fprintf(stderr,
                 "marker %zu: got kind %u \"%s\" domain \"%s\" value %" PRId64
                 "; want %u \"%s\" \"memrec\" %" PRId64 "\n",
-                i, m->kind, rb->names[i], rb->domains[i], m->value, kind, name, value);
+                i, m->kind, rb->marker_names[i], rb->marker_domains[i], m->value, kind, name,
+                value);
         check_failures++;
     }
 }
@@ -108,8 +63,6 @@ static void check_event(const readback *rb, size_t i, unsigned op, uint64_t addr
         check_failures++;
     }
 }
-
-static char dir[] = "/tmp/test_rec_api.XXXXXX";
 
 #ifndef TEST_API_DLOPEN
 /* ---- test_rec_api: the recorder linked in -------------------------------- */
@@ -150,12 +103,7 @@ static void test_linked(void) {
     CHECK(!rec_regions_any());
 
     rec_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.path, sizeof c.path, "%s/api.zst", dir);
-    c.stack_depth = 16;
-    c.quiet = 1;
-    char err[300];
-    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    CHECK(rb_session_start(&c, "api.zst", 16) == 0);
     CHECK(memrec_enabled() == 1);
     memrec_region_free((const void *)(uintptr_t)REGION_B); /* its alloc was not recorded */
     memrec_step_begin(7);
@@ -179,7 +127,7 @@ static void test_linked(void) {
     memrec_mark("after the session");
 
     readback rb;
-    CHECK(read_trace(c.path, &rb) == 0);
+    CHECK(rb_read(c.path, &rb) == 0);
     check_marker(&rb, 0, TRACE_MARK_STEP_BEGIN, "step 7", 7);
     check_marker(&rb, 1, TRACE_MARK_MARK, "checkpoint", 0);
     long_name[255] = '\0'; /* names are cut to 255 bytes */
@@ -201,16 +149,17 @@ static void test_linked(void) {
     uint32_t stack = rb.n_events ? rb.events[0].stack_id : 0;
     CHECK(stack != 0 && stack < 256);
     if (stack && stack < 256) {
-        const char *inner = symbol_at(rb.frame_ip[rb.stack_frame[stack]]);
-        uint32_t parent = rb.stack_parent[stack];
-        const char *outer = parent < 256 ? symbol_at(rb.frame_ip[rb.stack_frame[parent]]) : "?";
+        const char *inner = symbol_at(rb.frames[rb.stacks[stack].frame_id].ip);
+        uint32_t parent = rb.stacks[stack].parent_id;
+        const char *outer =
+            parent < 256 ? symbol_at(rb.frames[rb.stacks[parent].frame_id].ip) : "?";
         CHECK(strcmp(inner, "memrec_region_alloc") != 0);
         if (strcmp(inner, "test_api_call_site") && strcmp(outer, "test_api_call_site")) {
             fprintf(stderr, "stack starts at %s, %s: not at test_api_call_site\n", inner, outer);
             check_failures++;
         }
     }
-    unlink(c.path);
+    rb_free(&rb);
 }
 
 #else
@@ -242,7 +191,7 @@ static void absent_body(const char *unused) {
 
 static void loaded_body(const char *library) {
     char out[128];
-    snprintf(out, sizeof out, "%s/loaded.zst", dir);
+    rb_path(out, sizeof out, "loaded.zst");
     setenv("MEMREC_OUTPUT", out, 1);
     setenv("MEMREC_NO_CUPTI", "1", 1);
     setenv("MEMREC_QUIET", "1", 1);
@@ -263,9 +212,9 @@ static void test_dlopen(const char *library) {
     CHECK(run_child(absent_body, NULL) == 0);
     CHECK(run_child(loaded_body, library) == 0);
     char path[128];
-    snprintf(path, sizeof path, "%s/loaded.zst", dir);
+    rb_path(path, sizeof path, "loaded.zst");
     readback rb;
-    CHECK(read_trace(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     check_marker(&rb, 0, TRACE_MARK_STEP_BEGIN, "step 4", 4);
     check_marker(&rb, 1, TRACE_MARK_MARK, "loaded", 0);
     check_marker(&rb, 2, TRACE_MARK_STEP_END, "step 4", 4);
@@ -274,24 +223,21 @@ static void test_dlopen(const char *library) {
     check_event(&rb, 1, TRACE_OP_FREE, 0x6000, 64, 5);
     CHECK_EQ_U64(rb.n_events, 2);
     CHECK(rb.n_events == 2 && rb.events[0].stack_id != 0);
-    unlink(path);
+    rb_free(&rb);
 }
 #endif
 
 int main(int argc, char **argv) {
-    if (!mkdtemp(dir))
-        CHECK_SKIP("no temporary directory");
+    rb_tmpdir("test_rec_api");
 #ifndef TEST_API_DLOPEN
     (void)argc;
     (void)argv;
     test_linked();
-    rmdir(dir);
-    return check_finish("test_rec_api");
+    return rb_finish("test_rec_api");
 #else
     if (argc < 3)
         CHECK_SKIP("usage: test_rec_api_dlopen SOURCE_DIR LIBMEMREC");
     test_dlopen(argv[2]);
-    rmdir(dir);
-    return check_finish("test_rec_api_dlopen");
+    return rb_finish("test_rec_api_dlopen");
 #endif
 }

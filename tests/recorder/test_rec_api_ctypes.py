@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from rec_testlib import SKIP, Checks, clean_env, sql_lines  # noqa: E402
+
 CALLS = """
 print("found" if memrec else "absent")
 if memrec:
@@ -41,33 +44,19 @@ def run_python(code, env):
                           timeout=60)
 
 
-def sql(memanalyze, trace, query, env):
-    out = subprocess.run([memanalyze, "sql", trace, query, "--csv", "--raw"], env=env,
-                         capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip())
-    return out.stdout.strip().split("\n")[1:]
-
-
 def main():
     if len(sys.argv) < 4:
         print("usage: test_rec_api_ctypes.py SOURCE_DIR LIBMEMREC MEMANALYZE", file=sys.stderr)
-        return 77
+        return SKIP
     source_dir, library, memanalyze = sys.argv[1:4]
     if not os.path.exists(library) or not os.path.exists(memanalyze):
         print("SKIP: libmemrec.so or memanalyze not built", file=sys.stderr)
-        return 77
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAILED: " + what, file=sys.stderr)
+        return SKIP
+    check = Checks("test_rec_api_ctypes")
 
     code = header_snippet(source_dir) + CALLS
     check("memrec = ctypes.CDLL(" in code, "the snippet is in memrec.h")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MEMREC_") and k != "LD_PRELOAD"}
+    env = clean_env()
 
     absent = run_python(code, env)
     check(absent.returncode == 0 and absent.stdout.strip() == "absent",
@@ -83,23 +72,19 @@ def main():
         check(os.path.exists(trace), "the trace was written")
         if os.path.exists(trace):
             analyze_env = dict(env, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
-            markers = sql(memanalyze, trace,
+            markers = sql_lines(memanalyze, trace,
                           "SELECT kind, name, domain FROM markers ORDER BY marker_id", analyze_env)
             check(markers == ["step_begin,step 3,memrec", "mark,eval,memrec",
                               "step_end,step 3,memrec"], "markers: %r" % markers)
-            steps = sql(memanalyze, trace, "SELECT step, name FROM steps", analyze_env)
+            steps = sql_lines(memanalyze, trace, "SELECT step, name FROM steps", analyze_env)
             check(steps == ["3,step 3"], "steps: %r" % steps)
-            events = sql(memanalyze, trace,
+            events = sql_lines(memanalyze, trace,
                          "SELECT op, level, source, addr, size, device FROM events "
                          "WHERE event_id > 0 ORDER BY event_id", analyze_env)
             check(events == ["alloc,block,memrec,28672,128,1", "free,block,memrec,28672,128,1"],
                   "events: %r" % events)
 
-    if failures:
-        print("test_rec_api_ctypes: %d check(s) failed" % len(failures), file=sys.stderr)
-        return 1
-    print("test_rec_api_ctypes: ok")
-    return 0
+    return check.finish()
 
 
 if __name__ == "__main__":

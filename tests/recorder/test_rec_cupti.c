@@ -12,6 +12,7 @@
 #include "rec_core.h"
 #include "rec_cupti.h"
 #include "rec_cupti_driver.h"
+#include "rec_readback.h"
 #include "replay.h"
 #include "trace_format.h"
 
@@ -160,52 +161,13 @@ static void put_handle(void *p) {
     *((cuMemCreate_params *)p)->handle = (CUmemGenericAllocationHandle)out_addr;
 }
 
-/* ---- reading the trace back ------------------------------------------------ */
+/* ---- sessions ------------------------------------------------------------- */
 
-typedef struct readback {
-    trace_event events[64];
-    size_t n_events;
-    trace_counter counters[64];
-    size_t n_counters;
-    trace_device devices[4];
-    char device_names[4][64];
-    size_t n_devices;
-    uint32_t stack_parent[256]; /* trace stack id -> parent id */
-} readback;
-
-static int read_back(const char *path, readback *rb) {
-    memset(rb, 0, sizeof *rb);
-    char err[300];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    trace_record rec;
-    while (trace_reader_next(r, &rec) == 1) {
-        if (rec.kind == TRACE_REC_EVENT && rb->n_events < 64)
-            rb->events[rb->n_events++] = rec.u.event;
-        else if (rec.kind == TRACE_REC_COUNTER && rb->n_counters < 64)
-            rb->counters[rb->n_counters++] = rec.u.counter;
-        else if (rec.kind == TRACE_REC_DEVICE && rb->n_devices < 4) {
-            snprintf(rb->device_names[rb->n_devices], 64, "%s", rec.u.device.name.ptr);
-            rb->devices[rb->n_devices++] = rec.u.device;
-        } else if (rec.kind == TRACE_REC_STACK && rec.u.stack.stack_id < 256)
-            rb->stack_parent[rec.u.stack.stack_id] = rec.u.stack.parent_id;
-    }
-    trace_reader_close(r);
-    return 0;
-}
-
-static char dir[64];
-
-/* Each test's trace is dir/trace.zst, read back before the next one starts. */
+/* Each test's trace is rb_dir/trace.zst, read back before the next one starts. */
 static void start_session(char *path, size_t pathlen) {
-    rec_config c = {.stack_depth = 32, .quiet = 1};
-    snprintf(path, pathlen, "%s/trace.zst", dir);
-    snprintf(c.path, sizeof c.path, "%s", path);
-    char err[300];
-    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    rec_config c;
+    CHECK(rb_session_start(&c, "trace.zst", 32) == 0);
+    rb_path(path, pathlen, "trace.zst");
     rec_cupti_set_driver_for_test(&fake_driver);
     rec_cupti_set_sample_interval_for_test(UINT64_MAX); /* first sample per device, failures */
 }
@@ -351,18 +313,18 @@ static const trace_counter every_cbid_counters[] = {
     {.kind = TRACE_COUNTER_DRIVER_TOTAL, .device = 0, .value = 80 * GiB},
 };
 
-static void describe(char *out, size_t len, const want *w) {
-    snprintf(out, len, "%s kind %u dev %u addr 0x%llx size %llu req %llu stream 0x%llx pool 0x%llx",
-             trace_op_name(w->op), w->kind, w->device, (unsigned long long)w->addr,
-             (unsigned long long)w->size, (unsigned long long)w->requested,
-             (unsigned long long)w->stream, (unsigned long long)w->pool);
-}
-
 static void check_event(const trace_event *e, const want *w, uint32_t tid) {
     char got[256], expected[256];
-    want g = {e->op, e->kind, e->device, e->addr, e->size, e->requested, e->stream, e->pool};
-    describe(got, sizeof got, &g);
-    describe(expected, sizeof expected, w);
+    trace_event x = {.op = w->op,
+                     .kind = w->kind,
+                     .device = w->device,
+                     .addr = w->addr,
+                     .size = w->size,
+                     .requested = w->requested,
+                     .stream = w->stream,
+                     .pool = w->pool};
+    rb_describe(got, sizeof got, e);
+    rb_describe(expected, sizeof expected, &x);
     CHECK_STR_EQ(got, expected);
     CHECK(e->level == TRACE_LEVEL_SEGMENT && e->source == TRACE_SOURCE_CUPTI);
     CHECK(e->tid == tid && e->stack_id != 0);
@@ -376,7 +338,7 @@ static void describe_counter(char *out, size_t len, const trace_counter *c) {
 /* Replays the trace with the analyzer: the events pair up without warnings. */
 static void check_replay(const char *trace) {
     char err[512], db_path[300];
-    snprintf(db_path, sizeof db_path, "%s/every.db", dir);
+    rb_path(db_path, sizeof db_path, "every.db");
     db_writer *dw = db_writer_open(db_path, err, sizeof err);
     CHECK(dw != NULL);
     if (!dw)
@@ -419,7 +381,7 @@ static void test_every_cbid(void) {
     call_every_cbid();
     CHECK(rec_session_stop() == 0);
     readback rb;
-    CHECK(read_back(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     size_t n_want = sizeof every_cbid_events / sizeof every_cbid_events[0];
     CHECK_EQ_U64(rb.n_events, n_want);
     uint32_t tid = (uint32_t)syscall(SYS_gettid);
@@ -446,6 +408,7 @@ static void test_every_cbid(void) {
         CHECK(rb.devices[i].device == i && rb.devices[i].total_bytes == (80 + i) * GiB);
         CHECK_STR_EQ(rb.device_names[i], name);
     }
+    rb_free(&rb);
     check_replay(path);
 }
 
@@ -496,7 +459,7 @@ static void test_pairing(void) {
     feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, &alloc, CUDA_SUCCESS, 300);
     CHECK(rec_session_stop() == 0);
     readback rb;
-    CHECK(read_back(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     CHECK_EQ_U64(rb.n_events, 3);
     if (rb.n_events == 3) {
         CHECK_EQ_U64(rb.events[0].op, TRACE_OP_ALLOC);
@@ -507,13 +470,15 @@ static void test_pairing(void) {
         CHECK_EQ_U64(rb.events[2].op, TRACE_OP_FREE);
         CHECK(rb.events[2].ts_ns < free_mid);
     }
+    rb_free(&rb);
 
     start_session(path, sizeof path);
     call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 8192}, put_dptr, CUDA_SUCCESS);
     CHECK(rec_session_stop() == 0);
-    CHECK(read_back(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     CHECK_EQ_U64(rb.n_events, 1);
     CHECK_EQ_U64(rb.events[0].size, 8192);
+    rb_free(&rb);
 }
 
 /* ---- stacks --------------------------------------------------------------- */
@@ -537,10 +502,12 @@ static void test_stack_skip(void) {
     alloc_with_reference();
     CHECK(rec_session_stop() == 0);
     readback rb;
-    CHECK(read_back(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     CHECK_EQ_U64(rb.n_events, 2);
-    if (rb.n_events != 2)
+    if (rb.n_events != 2) {
+        rb_free(&rb);
         return;
+    }
     uint32_t got = rb.events[0].stack_id, reference = rb.events[1].stack_id;
     int valid = got != 0 && reference != 0 && got < 256 && reference < 256;
     CHECK(valid);
@@ -548,9 +515,10 @@ static void test_stack_skip(void) {
         /* event: feed <- call <- alloc_with_reference <- test_stack_skip; reference:
          * alloc_with_reference <- test_stack_skip. The event's third ancestor is the
          * reference's parent. */
-        uint32_t up = rb.stack_parent[rb.stack_parent[rb.stack_parent[got]]];
-        CHECK_EQ_U64(up, rb.stack_parent[reference]);
+        uint32_t up = rb.stacks[rb.stacks[rb.stacks[got].parent_id].parent_id].parent_id;
+        CHECK_EQ_U64(up, rb.stacks[reference].parent_id);
     }
+    rb_free(&rb);
 }
 
 /* cuMemFree frees managed memory too: the free must say "managed" as its
@@ -568,13 +536,14 @@ static void test_managed_free(void) {
     call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){0x100000000}, NULL, CUDA_SUCCESS);
     CHECK(rec_session_stop() == 0);
     readback rb;
-    CHECK(read_back(path, &rb) == 0);
+    CHECK(rb_read(path, &rb) == 0);
     CHECK_EQ_U64(rb.n_events, 4);
     if (rb.n_events == 4) {
         CHECK(rb.events[0].kind == TRACE_KIND_MANAGED && rb.events[2].kind == TRACE_KIND_MANAGED);
         CHECK(rb.events[2].op == TRACE_OP_FREE && rb.events[2].addr == 0x100200000);
         CHECK(rb.events[1].kind == TRACE_KIND_DEVICE && rb.events[3].kind == TRACE_KIND_DEVICE);
     }
+    rb_free(&rb);
 }
 
 /* ---- attaching without a driver ------------------------------------------- */
@@ -588,7 +557,7 @@ static void test_attach_without_driver(void) {
         return;
     }
     char log[300];
-    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    rb_path(log, sizeof log, "stderr.txt");
     int saved = dup(STDERR_FILENO), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     CHECK(saved >= 0 && fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
     int first = rec_cupti_attach(), second = rec_cupti_attach();
@@ -610,20 +579,12 @@ static void test_attach_without_driver(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/test_rec_cupti.XXXXXX");
-    if (!mkdtemp(dir))
-        CHECK_SKIP("no temporary directory");
+    rb_tmpdir("test_rec_cupti");
     test_attach_without_driver(); /* first: before a quiet session silences warnings */
     test_every_cbid();
     test_pairing();
     test_stack_skip();
     test_managed_free();
     rec_cupti_set_driver_for_test(NULL);
-    char path[300];
-    snprintf(path, sizeof path, "%s/trace.zst", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/every.db", dir);
-    unlink(path);
-    rmdir(dir);
-    return check_finish("test_rec_cupti");
+    return rb_finish("test_rec_cupti");
 }

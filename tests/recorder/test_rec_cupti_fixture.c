@@ -19,6 +19,7 @@
 #include "db_writer.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_readback.h"
 #include "replay.h"
 #include "trace_format.h"
 
@@ -32,38 +33,13 @@
 #define CBID(name) CUPTI_DRIVER_TRACE_CBID_##name
 #define GARBAGE REPLAY_GARBAGE
 
-/* ---- sessions and reading back -------------------------------------------- */
+/* ---- sessions ---------------------------------------------------------------- */
 
-static char dir[64];
-
-static void start_session(const char *path) {
-    rec_config c = {.stack_depth = 16, .quiet = 1};
-    snprintf(c.path, sizeof c.path, "%s", path);
-    char err[300];
-    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+/* Records into rb_dir/FILE, the log replay's fake driver answering. */
+static void start_session(const char *file) {
+    rec_config c;
+    CHECK(rb_session_start(&c, file, 16) == 0);
     replay_driver_install();
-}
-
-static int read_events(const char *path, event_list *out) {
-    char err[300];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    trace_record rec;
-    while (trace_reader_next(r, &rec) == 1)
-        if (rec.kind == TRACE_REC_EVENT)
-            list_push(out, &rec.u.event);
-    trace_reader_close(r);
-    return 0;
-}
-
-static void describe(char *out, size_t len, const trace_event *e) {
-    snprintf(out, len, "%s kind %u dev %u addr 0x%llx size %llu req %llu stream 0x%llx pool 0x%llx",
-             trace_op_name(e->op), e->kind, e->device, (unsigned long long)e->addr,
-             (unsigned long long)e->size, (unsigned long long)e->requested,
-             (unsigned long long)e->stream, (unsigned long long)e->pool);
 }
 
 /* ---- invariants ------------------------------------------------------------- */
@@ -137,7 +113,7 @@ static int64_t query_i64(sqlite3 *db, const char *sql) {
 /* The analyzer replays the trace without a warning. */
 static void check_analyzer(const char *name, const char *trace) {
     char err[512], db_path[300];
-    snprintf(db_path, sizeof db_path, "%s/replay.db", dir);
+    rb_path(db_path, sizeof db_path, "replay.db");
     unlink(db_path);
     db_writer *dw = db_writer_open(db_path, err, sizeof err);
     CHECK(dw != NULL);
@@ -163,14 +139,14 @@ static void check_analyzer(const char *name, const char *trace) {
  * caller frees them) for known-answer checks. */
 static event_list check_fixture(const char *log) {
     char trace[300];
-    snprintf(trace, sizeof trace, "%s/fixture.zst", dir);
+    rb_path(trace, sizeof trace, "fixture.zst");
     replay_result rr;
     event_list got = {0};
-    start_session(trace);
+    start_session("fixture.zst");
     CHECK(replay_log(log, &rr) == 0);
     CHECK(rec_session_stop() == 0);
     CHECK(rr.lines > 0);
-    CHECK(read_events(trace, &got) == 0);
+    CHECK(rb_read_events(trace, &got) == 0);
     if (got.n != rr.expected.n)
         fprintf(stderr, "%s: %zu events, the log's calls make %zu\n", log, got.n, rr.expected.n);
     CHECK_EQ_U64(got.n, rr.expected.n);
@@ -239,10 +215,10 @@ static char *slurp(const char *path) {
 
 static void test_log_text(void) {
     char log[300], trace[300];
-    snprintf(log, sizeof log, "%s/text.log", dir);
-    snprintf(trace, sizeof trace, "%s/text.zst", dir);
+    rb_path(log, sizeof log, "text.log");
+    rb_path(trace, sizeof trace, "text.zst");
     unlink(log);
-    start_session(trace);
+    start_session("text.zst");
     CHECK(rec_cupti_log_open(log) == 0);
     next_correlation = 1;
     CUdeviceptr d = GARBAGE;
@@ -377,31 +353,31 @@ static void feed_every_cbid(void) {
 
 static void test_round_trip(void) {
     char log[300], live_trace[300], replayed_trace[300];
-    snprintf(log, sizeof log, "%s/every.log", dir);
-    snprintf(live_trace, sizeof live_trace, "%s/live.zst", dir);
-    snprintf(replayed_trace, sizeof replayed_trace, "%s/replayed.zst", dir);
+    rb_path(log, sizeof log, "every.log");
+    rb_path(live_trace, sizeof live_trace, "live.zst");
+    rb_path(replayed_trace, sizeof replayed_trace, "replayed.zst");
     unlink(log);
-    start_session(live_trace);
+    start_session("live.zst");
     CHECK(rec_cupti_log_open(log) == 0);
     feed_every_cbid();
     CHECK(rec_cupti_log_open(NULL) == 0);
     CHECK(rec_session_stop() == 0);
     replay_result rr;
-    start_session(replayed_trace);
+    start_session("replayed.zst");
     CHECK(replay_log(log, &rr) == 0);
     CHECK(rec_session_stop() == 0);
     CHECK_EQ_U64(rr.lines, 2 * 27);
     CHECK_EQ_U64(rr.threads, 1);
     event_list live = {0}, replayed = {0};
-    CHECK(read_events(live_trace, &live) == 0);
-    CHECK(read_events(replayed_trace, &replayed) == 0);
+    CHECK(rb_read_events(live_trace, &live) == 0);
+    CHECK(rb_read_events(replayed_trace, &replayed) == 0);
     CHECK_EQ_U64(live.n, 24);
     CHECK_EQ_U64(replayed.n, live.n);
     CHECK_EQ_U64(rr.expected.n, live.n);
     for (size_t i = 0; i < live.n && i < replayed.n; i++) {
         char a[256], b[256];
-        describe(a, sizeof a, &live.ev[i]);
-        describe(b, sizeof b, &replayed.ev[i]);
+        rb_describe(a, sizeof a, &live.ev[i]);
+        rb_describe(b, sizeof b, &replayed.ev[i]);
         CHECK_STR_EQ(b, a);
     }
     check_pairing("round trip", &replayed);
@@ -456,8 +432,8 @@ static void check_handwritten(const event_list *got) {
         g.requested = g.ts_ns = g.stack_id = g.tid = 0; /* not part of the known answer */
         g.level = g.source = 0;
         char a[256], b[256];
-        describe(a, sizeof a, &g);
-        describe(b, sizeof b, &w);
+        rb_describe(a, sizeof a, &g);
+        rb_describe(b, sizeof b, &w);
         CHECK_STR_EQ(a, b);
     }
 }
@@ -494,13 +470,10 @@ static void test_fixtures(const char *source_dir) {
 int main(int argc, char **argv) {
     if (argc < 2)
         CHECK_SKIP("usage: test_rec_cupti_fixture SOURCE_DIR");
-    snprintf(dir, sizeof dir, "/tmp/test_rec_cupti_fixture.XXXXXX");
-    if (!mkdtemp(dir))
-        CHECK_SKIP("no temporary directory");
+    rb_tmpdir("test_rec_cupti_fixture");
     test_log_text();
     test_round_trip();
     test_fixtures(argv[1]);
     rec_cupti_set_driver_for_test(NULL);
-    rmdir(dir);
-    return check_finish("test_rec_cupti_fixture");
+    return rb_finish("test_rec_cupti_fixture");
 }

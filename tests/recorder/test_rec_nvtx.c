@@ -20,6 +20,7 @@
 #include "rec_api.h"
 #include "rec_core.h"
 #include "rec_nvtx.h"
+#include "rec_readback.h"
 #include "trace_format.h"
 
 #include <dlfcn.h>
@@ -28,84 +29,38 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#define MAX_RECORDS 64
 #define HEAP1 0x7f0000000000ull /* the resolver puts [HEAP1, +1 GiB) on device 2 */
 #define HEAP2 (HEAP1 + (1ull << 20))
 #define LONELY 0x10000ull /* outside: the resolver fails, device 0 */
 
-/* ---- reading the trace back ---------------------------------------------- */
-
-typedef struct readback {
-    char strings[256][REC_NVTX_NAME_MAX + 1];
-    trace_marker markers[MAX_RECORDS];
-    char names[MAX_RECORDS][REC_NVTX_NAME_MAX + 1], domains[MAX_RECORDS][64];
-    size_t n_markers;
-    trace_marker others[4]; /* markers of other threads, names in other_names */
-    char other_names[4][32];
-    size_t n_others;
-    trace_event events[MAX_RECORDS];
-    size_t n_events;
-} readback;
-
-static int read_trace(const char *path, readback *rb) {
-    memset(rb, 0, sizeof *rb);
-    char err[300];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    trace_record rec;
-    while (trace_reader_next(r, &rec) == 1) {
-        if (rec.kind == TRACE_REC_STRING && rec.u.string.string_id < 256) {
-            snprintf(rb->strings[rec.u.string.string_id], sizeof rb->strings[0], "%s",
-                     rec.u.string.text.ptr);
-        } else if (rec.kind == TRACE_REC_MARKER && rec.u.marker.tid != rec_thread_id()) {
-            /* Threads' buffers are drained in turn: another thread's markers
-             * are checked apart from this thread's sequence. */
-            const trace_marker *m = &rec.u.marker;
-            if (rb->n_others < 4) {
-                snprintf(rb->other_names[rb->n_others], sizeof rb->other_names[0], "%s",
-                         m->name_id < 256 ? rb->strings[m->name_id] : "?");
-                rb->others[rb->n_others++] = *m;
-            }
-        } else if (rec.kind == TRACE_REC_MARKER && rb->n_markers < MAX_RECORDS) {
-            const trace_marker *m = &rec.u.marker;
-            snprintf(rb->names[rb->n_markers], sizeof rb->names[0], "%s",
-                     m->name_id < 256 ? rb->strings[m->name_id] : "?");
-            snprintf(rb->domains[rb->n_markers], sizeof rb->domains[0], "%s",
-                     m->domain_id < 256 ? rb->strings[m->domain_id] : "?");
-            rb->markers[rb->n_markers++] = *m;
-        } else if (rec.kind == TRACE_REC_EVENT && rb->n_events < MAX_RECORDS) {
-            rb->events[rb->n_events++] = rec.u.event;
-        }
-    }
-    trace_reader_close(r);
-    return 0;
-}
-
 /* ---- expectations -------------------------------------------------------- */
 
-static size_t next_marker;
+/* Threads' buffers are drained in turn: another thread's markers are
+ * checked apart from this thread's sequence, which expect_marker walks. */
+static size_t next_marker, markers_expected;
 
-/* The next marker is exactly this (domain "" = the default domain, name ""
- * = none). */
+/* This thread's next marker is exactly this (domain "" = the default domain,
+ * name "" = none). */
 static void expect_marker(const readback *rb, unsigned kind, const char *domain, const char *name,
                           uint64_t range_id, int64_t value) {
+    while (next_marker < rb->n_markers && rb->markers[next_marker].tid != rec_thread_id())
+        next_marker++;
     size_t i = next_marker++;
+    markers_expected++;
     if (i >= rb->n_markers) {
         fprintf(stderr, "marker %zu (%s) missing\n", i, name);
         check_failures++;
         return;
     }
     const trace_marker *m = &rb->markers[i];
-    if (m->kind != kind || strcmp(rb->domains[i], domain) || strcmp(rb->names[i], name) ||
-        m->range_id != range_id || m->value != value || m->tid != rec_thread_id()) {
+    if (m->kind != kind || strcmp(rb->marker_domains[i], domain) ||
+        strcmp(rb->marker_names[i], name) || m->range_id != range_id || m->value != value ||
+        m->tid != rec_thread_id()) {
         fprintf(stderr,
                 "marker %zu: got kind %u domain \"%s\" name \"%s\" range %" PRIu64 " value %" PRId64
                 " tid %u; want %u \"%s\" \"%s\" %" PRIu64 " %" PRId64 "\n",
-                i, m->kind, rb->domains[i], rb->names[i], m->range_id, m->value, m->tid, kind,
-                domain, name, range_id, value);
+                i, m->kind, rb->marker_domains[i], rb->marker_names[i], m->range_id, m->value,
+                m->tid, kind, domain, name, range_id, value);
         check_failures++;
     }
 }
@@ -229,16 +184,9 @@ static void test_recorded(void) {
     CHECK(nvtxRangePushA("before the session") == 0);
     CHECK(nvtxRangePop() == 0);
 
-    char dir[] = "/tmp/test_rec_nvtx.XXXXXX";
-    if (!mkdtemp(dir))
-        CHECK_SKIP("no temporary directory");
+    rb_tmpdir("test_rec_nvtx");
     rec_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.path, sizeof c.path, "%s/nvtx.zst", dir);
-    c.stack_depth = 16;
-    c.quiet = 1;
-    char err[300];
-    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    CHECK(rb_session_start(&c, "nvtx.zst", 16) == 0);
 
     /* core: push/pop (torch.cuda.nvtx.range_push is nvtxRangePushA) */
     CHECK(nvtxRangePushA("step 3") == 0);
@@ -330,7 +278,7 @@ static void test_recorded(void) {
     nvtxMarkA("after the session"); /* not recorded */
 
     readback rb;
-    CHECK(read_trace(c.path, &rb) == 0);
+    CHECK(rb_read(c.path, &rb) == 0);
     const unsigned PUSH = TRACE_MARK_RANGE_PUSH, POP = TRACE_MARK_RANGE_POP,
                    START = TRACE_MARK_RANGE_START, END = TRACE_MARK_RANGE_END,
                    MARK = TRACE_MARK_MARK;
@@ -360,11 +308,20 @@ static void test_recorded(void) {
     expect_marker(&rb, MARK, "my.lib", "wide registered", 0, 0);
     expect_marker(&rb, MARK, "wide.domain", "in wide domain", 0, 0);
     expect_marker(&rb, MARK, "", "", 0, 0);
-    CHECK_EQ_U64(rb.n_markers, next_marker);
+    size_t own = 0, others[4], n_others = 0;
+    for (size_t i = 0; i < rb.n_markers; i++) {
+        if (rb.markers[i].tid == rec_thread_id())
+            own++;
+        else if (n_others < 4)
+            others[n_others++] = i;
+    }
+    CHECK_EQ_U64(own, markers_expected);
     /* The other thread's pair, under its own tid. */
-    CHECK_EQ_U64(rb.n_others, 2);
-    CHECK(rb.n_others == 2 && rb.others[0].kind == PUSH && rb.others[1].kind == POP &&
-          !strcmp(rb.other_names[0], "other thread") && rb.others[0].tid == rb.others[1].tid);
+    CHECK_EQ_U64(n_others, 2);
+    CHECK(n_others == 2 && rb.markers[others[0]].kind == PUSH &&
+          rb.markers[others[1]].kind == POP &&
+          !strcmp(rb.marker_names[others[0]], "other thread") &&
+          rb.markers[others[0]].tid == rb.markers[others[1]].tid);
 
     expect_event(&rb, TRACE_OP_ALLOC, HEAP1, 4096, 2);
     expect_event(&rb, TRACE_OP_ALLOC, HEAP1 + 0x10000, 8192, 2);
@@ -384,9 +341,7 @@ static void test_recorded(void) {
     expect_event(&rb, TRACE_OP_FREE, HEAP1 + 0x10000, 16384, 2);
     CHECK_EQ_U64(rb.n_events, next_event);
     CHECK(!rec_regions_any()); /* every region was freed */
-
-    unlink(c.path);
-    rmdir(dir);
+    rb_free(&rb);
 }
 
 /* ---- mode 2: the built libmemrec.so through NVTX_INJECTION64_PATH --------- */
@@ -427,5 +382,5 @@ int main(int argc, char **argv) {
     }
     unsetenv("NVTX_INJECTION64_PATH");
     test_recorded();
-    return check_finish("test_rec_nvtx");
+    return rb_finish("test_rec_nvtx");
 }

@@ -26,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from rec_testlib import SKIP, Checks, clean_env, sql_lines  # noqa: E402
+
 CHILD = """\
 import ctypes, sys, threading
 lib = ctypes.PyDLL(sys.argv[1])
@@ -61,6 +64,24 @@ for addr in (0x4000, 0x5000):
 """
 
 
+PIN = """\
+import ctypes, gc, sys, weakref
+lib = ctypes.PyDLL(sys.argv[1])
+print("attached" if lib.memrec_python_attach() == 0 else "not attached")
+class Activations:
+    pass
+ref = None
+def step():
+    global ref
+    kept = Activations()
+    ref = weakref.ref(kept)
+    sys.setprofile(None)  # another profiler takes over
+step()
+gc.collect()
+print("pinned" if ref() is not None else "released")
+"""
+
+
 def lines_of(source):
     """'# LINE name' comments -> {name: line number}."""
     found = {}
@@ -71,11 +92,7 @@ def lines_of(source):
 
 
 def sql(memanalyze, trace, query, env):
-    out = subprocess.run([memanalyze, "sql", trace, query, "--csv", "--raw"], env=env,
-                         capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip())
-    return [row.split(",") for row in out.stdout.strip().split("\n")[1:] if row]
+    return [row.split(",") for row in sql_lines(memanalyze, trace, query, env) if row]
 
 
 def stacks_by_addr(memanalyze, trace, env):
@@ -102,31 +119,25 @@ def python_part(frames, script):
 def main():
     if len(sys.argv) < 3:
         print("usage: test_rec_python.py LIBMEMREC MEMANALYZE [MEMREC]", file=sys.stderr)
-        return 77
+        return SKIP
     library, memanalyze = sys.argv[1:3]
     launcher = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
     if not os.path.exists(library) or not os.path.exists(memanalyze):
         print("SKIP: libmemrec.so or memanalyze not built", file=sys.stderr)
-        return 77
+        return SKIP
     try:
         import ctypes  # noqa: F401  (the child needs it)
     except ImportError:
         print("SKIP: no ctypes", file=sys.stderr)
-        return 77
+        return SKIP
     if sys.implementation.name != "cpython" or sys.version_info < (3, 9):
         print("SKIP: needs CPython >= 3.9", file=sys.stderr)
-        return 77
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAILED: " + what, file=sys.stderr)
+        return SKIP
+    check = Checks("test_rec_python")
 
     line = lines_of(CHILD)
     exact_311 = sys.version_info[:2] in ((3, 11), (3, 12))  # known eval-call layout
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MEMREC_") and k != "LD_PRELOAD"}
+    env = clean_env()
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "child.py")
         with open(script, "w") as f:
@@ -209,6 +220,20 @@ def main():
               all(f[3] and not f[0] for _, frames in stacks.values() for f in frames),
               "native: only native frames: %r" % (stacks.get(0x1000),))
 
+        # When something else takes over the profile hook (sys.setprofile,
+        # cProfile, torch.profiler), the shadow stack must give its frames
+        # back: their locals (CUDA tensors) would otherwise live for ever.
+        pin = os.path.join(tmp, "pin.py")
+        with open(pin, "w") as f:
+            f.write(PIN)
+        out = subprocess.run([sys.executable, pin, library],
+                             env=dict(env, MEMREC_OUTPUT=os.path.join(tmp, "pin.zst"),
+                                      MEMREC_NO_CUPTI="1", MEMREC_QUIET="1"),
+                             capture_output=True, text=True, timeout=60)
+        check(out.stdout.split() == ["attached", "released"],
+              "a replaced hook keeps frames alive: %r %r" % (out.stdout, out.stderr))
+        check(out.returncode == 0, "pin.py failed: %r" % out.stderr)
+
         if launcher and os.path.exists(launcher):
             trace = os.path.join(tmp, "launched.zst")
             out = subprocess.run([launcher, "-o", trace, "--no-cupti", "--", sys.executable,
@@ -227,11 +252,7 @@ def main():
             else:
                 print("note: python3 has no symbols; launcher names not checked")
 
-    if failures:
-        print("test_rec_python: %d check(s) failed" % len(failures), file=sys.stderr)
-        return 1
-    print("test_rec_python: ok")
-    return 0
+    return check.finish()
 
 
 if __name__ == "__main__":

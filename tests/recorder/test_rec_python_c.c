@@ -6,6 +6,7 @@
 #include "check.h"
 #include "rec_core.h"
 #include "rec_python.h"
+#include "rec_readback.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -35,14 +36,9 @@ int main(void) {
     CHECK(memrec_python_attach() == -1);
     CHECK(memrec_python_attach() == -1);
 
-    char dir[] = "/tmp/test_rec_python_XXXXXX";
-    if (!mkdtemp(dir))
-        CHECK_SKIP("no temporary directory");
+    rb_tmpdir("test_rec_python_c");
     rec_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.path, sizeof c.path, "%s/python.zst", dir);
-    c.stack_depth = 16;
-    c.quiet = 1;
+    rb_config(&c, "python.zst", 16);
     c.stacks = REC_STACKS_PYTHON;
     CHECK(rec_session_start(&c, err, sizeof err) == 0);
     CHECK(rec_python_only() == 0); /* nothing attached: native stacks */
@@ -52,7 +48,5 @@ int main(void) {
     CHECK(ids[0] != 0);
     CHECK(ids[1] == ids[0]);
     CHECK(rec_session_stop() == 0);
-    unlink(c.path);
-    rmdir(dir);
-    return check_finish("test_rec_python_c");
+    return rb_finish("test_rec_python_c");
 }

@@ -6,21 +6,14 @@
  * conversion (and its clamp at "now"). */
 #include "check.h"
 #include "rec_core.h"
+#include "rec_readback.h"
 #include "rec_torch.h"
 
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_IDS 256
-
-static char *strings[MAX_IDS];
-static trace_frame frames[MAX_IDS];
-static trace_stack stacks[MAX_IDS];
-static trace_event events[64];
-static size_t nevents;
-static trace_counter counters[8];
-static size_t ncounters;
+static readback rb;
 
 static uint64_t wall_us(void) {
     struct timespec ts;
@@ -28,39 +21,17 @@ static uint64_t wall_us(void) {
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void read_back(const char *path) {
-    char err[256];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    CHECK(r != NULL);
-    if (!r)
-        return;
-    trace_record rec;
-    while (trace_reader_next(r, &rec) == 1) {
-        if (rec.kind == TRACE_REC_STRING && rec.u.string.string_id < MAX_IDS)
-            strings[rec.u.string.string_id] = strdup(rec.u.string.text.ptr);
-        else if (rec.kind == TRACE_REC_FRAME && rec.u.frame.frame_id < MAX_IDS)
-            frames[rec.u.frame.frame_id] = rec.u.frame;
-        else if (rec.kind == TRACE_REC_STACK && rec.u.stack.stack_id < MAX_IDS)
-            stacks[rec.u.stack.stack_id] = rec.u.stack;
-        else if (rec.kind == TRACE_REC_EVENT && nevents < 64)
-            events[nevents++] = rec.u.event;
-        else if (rec.kind == TRACE_REC_COUNTER && ncounters < 8)
-            counters[ncounters++] = rec.u.counter;
-    }
-    trace_reader_close(r);
-}
-
 /* Checks frame `depth` (0 = innermost) of trace stack `stack`. */
 static void check_frame(uint32_t stack, unsigned depth, const char *function, const char *file,
                         uint32_t line, uint8_t kind) {
     for (unsigned i = 0; i < depth && stack; i++)
-        stack = stacks[stack].parent_id;
-    CHECK(stack != 0 && stack < MAX_IDS);
-    if (!stack || stack >= MAX_IDS)
+        stack = rb.stacks[stack].parent_id;
+    CHECK(stack != 0 && stack < RB_IDS);
+    if (!stack || stack >= RB_IDS)
         return;
-    const trace_frame *f = &frames[stacks[stack].frame_id];
-    CHECK_STR_EQ(strings[f->function_id], function);
-    CHECK_STR_EQ(f->file_id ? strings[f->file_id] : "", file);
+    const trace_frame *f = &rb.frames[rb.stacks[stack].frame_id];
+    CHECK_STR_EQ(rb_string(&rb, f->function_id), function);
+    CHECK_STR_EQ(f->file_id ? rb_string(&rb, f->file_id) : "", file);
     CHECK_EQ_U64(f->line, line);
     CHECK_EQ_U64(f->kind, kind);
 }
@@ -83,14 +54,9 @@ int main(void) {
     CHECK_EQ_U64(rec_torch_round_size(513), 1024);
     CHECK_EQ_U64(memrec_torch_emit(NULL, 1), 0);
 
-    char path[] = "/tmp/test_rec_torch_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    rec_config c = {.stack_depth = 64, .quiet = 1};
-    snprintf(c.path, sizeof c.path, "%s", path);
-    char err[256];
-    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    rb_tmpdir("test_rec_torch");
+    rec_config c;
+    CHECK(rb_session_start(&c, "torch.zst", 64) == 0);
     CHECK(memrec_torch_recording() == 1);
 
     const char *functions[] = {"train_step", "<module>", "at::native::empty_cuda"};
@@ -127,10 +93,10 @@ int main(void) {
     CHECK(memrec_torch_recording() == 0);
     CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 1), 0); /* no session: nothing */
 
-    read_back(path);
-    unlink(path);
-    CHECK_EQ_U64(nevents, 9);
-    if (nevents == 9) {
+    CHECK(rb_read(c.path, &rb) == 0);
+    const trace_event *events = rb.events;
+    CHECK_EQ_U64(rb.n_events, 9);
+    if (rb.n_events == 9) {
         check_event(&events[0], TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, A, 2 * MIB, 2 * MIB, 5);
         check_event(&events[1], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
         check_event(&events[2], TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
@@ -146,7 +112,7 @@ int main(void) {
         CHECK_EQ_U64(events[3].stack_id, 0);
         check_frame(events[1].stack_id, 0, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
         check_frame(events[1].stack_id, 1, "<module>", "train.py", 120, TRACE_FRAME_PYTHON);
-        CHECK_EQ_U64(stacks[events[1].stack_id].parent_id != 0, 1);
+        CHECK_EQ_U64(rb.stacks[events[1].stack_id].parent_id != 0, 1);
         check_frame(events[0].stack_id, 0, "at::native::empty_cuda", "TensorFactories.cpp", 42,
                     TRACE_FRAME_OTHER);
         check_frame(events[0].stack_id, 1, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
@@ -157,11 +123,10 @@ int main(void) {
         CHECK_EQ_U64(events[2].ts_ns - events[1].ts_ns, 1000); /* 1 us apart */
         CHECK(events[8].ts_ns >= before_ns && events[8].ts_ns <= after_ns);
     }
-    CHECK_EQ_U64(ncounters, 1);
-    CHECK_EQ_U64(counters[0].kind, TRACE_COUNTER_DRIVER_FREE);
-    CHECK_EQ_U64(counters[0].value, 123456);
-    CHECK_EQ_U64(counters[0].device, 1);
-    for (size_t i = 0; i < MAX_IDS; i++)
-        free(strings[i]);
-    return check_finish("test_rec_torch");
+    CHECK_EQ_U64(rb.n_counters, 1);
+    CHECK_EQ_U64(rb.counters[0].kind, TRACE_COUNTER_DRIVER_FREE);
+    CHECK_EQ_U64(rb.counters[0].value, 123456);
+    CHECK_EQ_U64(rb.counters[0].device, 1);
+    rb_free(&rb);
+    return rb_finish("test_rec_torch");
 }

