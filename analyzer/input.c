@@ -119,8 +119,11 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         /* A snapshot becomes a trace first (beside the database), then the
          * same replay as any trace. */
         snprintf(trace_path, sizeof trace_path, "%s.zst", db_path);
+        double ts = seconds();
         if (snapshot_import_file(path, trace_path, err, errlen) != 0)
             return -1;
+        if (getenv("GMT_TIMING"))
+            fprintf(stderr, "snapshot to trace: %.3f s\n", seconds() - ts);
     }
     double t0 = seconds();
     db_writer *db = db_writer_open(db_path, err, errlen);
