@@ -272,11 +272,19 @@ size_t rec_buffers_count(void) {
 }
 
 void rec_buffers_abandon_after_fork(void) {
-    /* Another thread may have held registry_lock at fork: never touch it
-     * here. The rings stay listed (so leak checkers still see them) but the
-     * child records nothing and never drains them. */
+    /* Another thread may have held registry_lock at fork: never take it
+     * here. The child is single-threaded now: the rings' items are the
+     * parent's (never the child's to write), and their threads do not exist
+     * here, so each ring is emptied and handed to a writer to free. The
+     * rings stay listed, so leak checkers still see them. */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     registry_lock = fresh;
+    for (rec_buffer *b = registry; b; b = b->next) {
+        atomic_store(&b->head, atomic_load(&b->tail));
+        atomic_store(&b->thread_done, 1);
+        atomic_store(&b->open_call_since, 0);
+        b->announced = 1;
+    }
     thread_buffer = NULL;
 }
 

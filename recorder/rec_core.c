@@ -108,6 +108,7 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
     const char *pattern = getenv("MEMREC_OUTPUT");
     if (!pattern || !*pattern)
         pattern = "memrec-%h-%p.zst";
+    snprintf(c->pattern, sizeof c->pattern, "%s", pattern);
     if (rec_expand_path(pattern, c->path, sizeof c->path) != 0) {
         snprintf(err, errlen, "MEMREC_OUTPUT is too long");
         return -1;
@@ -154,13 +155,29 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
 
 /* ---- session ------------------------------------------------------------ */
 
+/* In the child after fork, before anything else runs: the writer thread
+ * does not exist here and the parent's file is the parent's. Locks another
+ * thread may have held are made anew; what the rings held is the parent's.
+ * A child of a process that had recorded nothing yet (a CPU-only parent
+ * starting CUDA workers) records on its own when the pattern names files by
+ * pid; any other child (a DataLoader worker of a recording process) stops. */
 static void child_after_fork(void) {
-    atomic_store(&session_state, STATE_OFF);
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    start_lock = fresh;
+    int was = atomic_load(&session_state);
+    pthread_mutex_t fresh_start = PTHREAD_MUTEX_INITIALIZER, fresh_late = PTHREAD_MUTEX_INITIALIZER;
+    start_lock = fresh_start;
+    late_lock = fresh_late;
+    atomic_store(&late_session, 0);
     cached_tid = 0;
     rec_writer_abandon_after_fork();
     rec_buffers_abandon_after_fork();
+    if (was == STATE_ARMED && strstr(session_config.pattern, "%p") &&
+        rec_expand_path(session_config.pattern, session_config.path, sizeof session_config.path) ==
+            0) {
+        atomic_fetch_add(&session_serial, 1);
+        atomic_store(&session_state, STATE_ARMED);
+    } else {
+        atomic_store(&session_state, STATE_OFF);
+    }
 }
 
 static void stop_at_exit(void) { rec_session_stop(); }

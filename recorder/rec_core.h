@@ -32,6 +32,9 @@ extern "C" {
  * launcher passes its options through MEMREC_* variables) or by tests. */
 typedef struct rec_config {
     char path[4096];         /* output file, already expanded (no %p left) */
+    char pattern[4096];      /* the pattern it came from ("" when given as a path): a
+                                forked child of a process that recorded nothing yet
+                                records on its own when the pattern holds %p */
     unsigned stack_depth;    /* native frames per stack; 0 = no stacks */
     uint64_t max_bytes;      /* compressed size cap; 0 = no cap */
     uint32_t buffer_records; /* per-thread buffer capacity in records; 0 = default */

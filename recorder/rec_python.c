@@ -636,6 +636,8 @@ int memrec_python_attach(void) {
 int memrec_python_detach(void) {
     if (!atomic_load(&attached) || !py.gil_check || py.gil_check() != 1)
         return -1;
+    if (rec_enabled())
+        return 0; /* a child that records on its own keeps its Python frames */
     rec_stack_set_splicer(NULL);
     py.set_profile(NULL, NULL); /* the capsule's destructor gives the frames back */
     shadow_stack *s = thread_shadow;

@@ -462,6 +462,35 @@ static void test_shared_path_falls_back(void) {
     unlink(moved);
 }
 
+/* A process that has recorded nothing yet forks a worker that uses CUDA
+ * (a CPU-only parent, mp.Process with fork): with %p in the pattern the
+ * child writes a trace of its own; the parent's stays unwritten. */
+static void test_fork_child_of_idle_parent_records(void) {
+    rec_config c;
+    rb_config(&c, "parent.zst", 0);
+    rb_path(c.pattern, sizeof c.pattern, "worker-%p.zst");
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        emit_alloc(0x7000, 4096, 0);
+        _exit(rec_session_stop() == 0 ? 0 : 3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char name[64], worker[4200];
+    snprintf(name, sizeof name, "worker-%d.zst", (int)pid);
+    rb_path(worker, sizeof worker, name);
+    readback rb;
+    CHECK(rb_read(worker, &rb) == 0);
+    CHECK(rb.n_events == 1 && rb.events[0].addr == 0x7000 && rb.process_pid == (uint32_t)pid);
+    rb_free(&rb);
+    CHECK(access(c.path, F_OK) != 0); /* the parent recorded nothing */
+    CHECK(rec_session_stop() == 0);
+    unlink(worker);
+}
+
 int main(void) {
     rb_tmpdir("test_rec_core");
     uint32_t per_thread = 1000000;
@@ -486,5 +515,6 @@ int main(void) {
     test_start_step_window();
     test_open_call_holds_the_writer();
     test_shared_path_falls_back();
+    test_fork_child_of_idle_parent_records();
     return rb_finish("test_rec_core");
 }
