@@ -44,6 +44,12 @@ typedef struct region {
 } region;
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Made anew in a forked child (rec_core.h). */
+__attribute__((constructor)) static void register_table_lock(void) {
+    rec_reset_after_fork(&table_lock);
+}
+
 static region *table;          /* capacity slots, a power of two */
 static uint32_t capacity;      /* guarded by table_lock */
 static atomic_uint live_count; /* written under table_lock, read anywhere */
@@ -235,7 +241,7 @@ void rec_region_alloc(trace_source source, uint64_t heap, uint64_t addr, uint64_
 }
 
 int rec_region_free(trace_source source, uint64_t addr, uint32_t stack_id) {
-    if (!rec_regions_any())
+    if (!rec_regions_any() || !rec_enabled())
         return 0;
     pthread_mutex_lock(&table_lock);
     forget_earlier_sessions();

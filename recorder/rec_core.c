@@ -161,8 +161,20 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
  * A child of a process that had recorded nothing yet (a CPU-only parent
  * starting CUDA workers) records on its own when the pattern names files by
  * pid; any other child (a DataLoader worker of a recording process) stops. */
+static pthread_mutex_t *fork_mutexes[32];
+static _Atomic unsigned fork_mutex_count;
+
+void rec_reset_after_fork(pthread_mutex_t *mutex) {
+    unsigned i = atomic_fetch_add(&fork_mutex_count, 1);
+    if (i < sizeof fork_mutexes / sizeof fork_mutexes[0])
+        fork_mutexes[i] = mutex;
+}
+
 static void child_after_fork(void) {
     int was = atomic_load(&session_state);
+    unsigned n = atomic_load(&fork_mutex_count);
+    for (unsigned i = 0; i < n && i < sizeof fork_mutexes / sizeof fork_mutexes[0]; i++)
+        pthread_mutex_init(fork_mutexes[i], NULL);
     pthread_mutex_t fresh_start = PTHREAD_MUTEX_INITIALIZER, fresh_late = PTHREAD_MUTEX_INITIALIZER;
     start_lock = fresh_start;
     late_lock = fresh_late;
@@ -182,9 +194,12 @@ static void child_after_fork(void) {
 
 static void stop_at_exit(void) { rec_session_stop(); }
 
-static void install_process_hooks(void) {
+static void install_process_hooks(void) { atexit(stop_at_exit); }
+
+/* At load, so a fork before the first session still resets the sources'
+ * locks in the child. */
+__attribute__((constructor)) static void install_fork_handler(void) {
     pthread_atfork(NULL, NULL, child_after_fork);
-    atexit(stop_at_exit);
 }
 
 int rec_session_start(const rec_config *c, char *err, size_t errlen) {

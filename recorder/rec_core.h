@@ -21,6 +21,7 @@
 
 #include "trace_format.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -151,6 +152,11 @@ void rec_late_complete(uint64_t ts_ns);
 
 /* The watermark the writer must respect now (UINT64_MAX: no late source). */
 uint64_t rec_late_watermark(void);
+
+/* Registers a mutex of a capture source to be made anew in the child after
+ * fork (another thread may hold it at the fork, and would never release it
+ * there). Call it once per mutex, e.g. from a constructor; 32 at most. */
+void rec_reset_after_fork(pthread_mutex_t *mutex);
 
 /* Counts seen by the session so far (for tests and the END record). */
 typedef struct rec_stats {

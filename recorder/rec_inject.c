@@ -19,6 +19,12 @@
 #define MEMREC_EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t inject_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Made anew in a forked child (rec_core.h). */
+__attribute__((constructor)) static void register_inject_lock(void) {
+    rec_reset_after_fork(&inject_lock);
+}
+
 static int armed, cupti_attached;
 static rec_config config;
 

@@ -78,6 +78,12 @@ typedef struct name_pool {
 static name_pool domains = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static name_pool strings = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Made anew in a forked child (rec_core.h). */
+__attribute__((constructor)) static void register_pool_locks(void) {
+    rec_reset_after_fork(&domains.lock);
+    rec_reset_after_fork(&strings.lock);
+}
+
 /* Handed out when a pool is full or malloc fails: still a valid handle. */
 static const name_entry overflow_name = {NULL, 0, DEPTH_SLOTS - 1, "(nvtx name table full)"};
 

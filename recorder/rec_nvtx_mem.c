@@ -34,6 +34,12 @@ typedef struct heap_entry {
 } heap_entry;
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Made anew in a forked child (rec_core.h). */
+__attribute__((constructor)) static void register_heaps_lock(void) {
+    rec_reset_after_fork(&heaps_lock);
+}
+
 static heap_entry heaps[MAX_HEAPS];
 /* Given out when every slot is used: a valid handle whose regions are placed
  * one by one, like the process-wide heap's. */

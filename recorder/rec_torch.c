@@ -32,6 +32,12 @@ typedef struct torch_frame {
 } torch_frame;
 
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Made anew in a forked child (rec_core.h). */
+__attribute__((constructor)) static void register_tables_lock(void) {
+    rec_reset_after_fork(&tables_lock);
+}
+
 static torch_frame *frames; /* index = frame id */
 static size_t frames_cap;
 static uint32_t *stack_nodes; /* index = Python stack id -> recorder stack id */
