@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +81,27 @@ static int read_manifest(const char *manifest, char ***out) {
     return n;
 }
 
-/* Memory events in a trace, read through the codec (when not symbolizing). */
-static uint64_t count_events(const char *path) {
+/* Memory events in a trace, read through the codec; *writer_alive is 1 when
+ * the trace has no END record yet and the process that writes it (its
+ * process record's pid) still runs — a grandchild the command left behind. */
+static uint64_t count_events(const char *path, int *writer_alive) {
     char err[256];
+    *writer_alive = 0;
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
         return 0;
     trace_record rec;
+    uint32_t pid = 0;
+    int ended = 0;
     while (trace_reader_next(r, &rec) == 1) {
+        if (rec.kind == TRACE_REC_PROCESS)
+            pid = rec.u.process.pid;
+        else if (rec.kind == TRACE_REC_END)
+            ended = 1;
     }
     uint64_t events = trace_reader_get_stats(r)->events;
     trace_reader_close(r);
+    *writer_alive = !ended && pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
     return events;
 }
 
@@ -104,6 +115,16 @@ static void print_symbolize_warning(void *ctx, const char *message) {
 /* Symbolizes one trace (warnings printed unless quiet); returns its
  * memory event count. */
 static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
+    int alive;
+    uint64_t events = count_events(path, &alive);
+    if (alive) { /* symbolizing renames a copy over the file: its writer would lose the rest */
+        if (!quiet)
+            fprintf(stderr,
+                    "memrec: %s is still being written by a process the command left "
+                    "running: not symbolized (run memanalyze symbolize on it once it ends)\n",
+                    path);
+        return events;
+    }
 #ifdef GMT_HAVE_SYMBOLIZE
     if (symbolize) {
         trace_symbolize_result res;
@@ -118,7 +139,7 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
     if (symbolize && !quiet && !said++)
         fprintf(stderr, "memrec: built without libdw: traces are not symbolized\n");
 #endif
-    return count_events(path);
+    return events;
 }
 
 int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,

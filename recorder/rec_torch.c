@@ -159,12 +159,16 @@ int memrec_torch_define_stacks(uint32_t first_id, uint32_t count, const uint32_t
 
 /* ---- time ------------------------------------------------------------------ */
 
-/* Under tables_lock: the offset between Unix time and the trace clock, read
- * once per session from the tightest of a few paired readings. */
+/* Under tables_lock: the offset between Unix time and the trace clock, from
+ * the tightest of a few paired readings; read again when it is more than a
+ * second old, so an NTP step or slew does not shift PyTorch's events against
+ * CUPTI's for the rest of a long run. */
 static void anchor_locked(void) {
+    static uint64_t anchored_at;
     uint64_t serial = rec_session_serial();
-    if (serial == anchor_serial)
+    if (serial == anchor_serial && rec_clock_ns() - anchored_at < 1000000000ull)
         return;
+    anchored_at = rec_clock_ns();
     int64_t best_gap = INT64_MAX;
     for (int i = 0; i < 5; i++) {
         uint64_t before = rec_clock_ns();

@@ -63,6 +63,12 @@ int main(int argc, char **argv) {
         printf("%d\n", line);
         return 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "linger")) { /* records, then outlives its launcher */
+        annotated_alloc();
+        sleep(2);
+        annotated_free();
+        return 0;
+    }
     if (argc == 3 && !strcmp(argv[1], "env")) {
         const char *v = getenv(argv[2]);
         printf("%s\n", v ? v : "(unset)");

@@ -157,6 +157,17 @@ if [ -n "$memanalyze" ] && [ -f "$traces" ]; then
     grep -q ': [0-9]* native frames: 0 symbolized now, [1-9][0-9]* already' sym.out ||
         fail "memrec left frames to symbolize: $(cat sym.out)"
 fi
+# A trace still being written when the command ends (a background child left
+# running) is not symbolized under its writer's feet, and ends complete.
+"$memrec" -o "$tmp/linger-%p.zst" -- sh -c "\"$prog\" linger & sleep 0.7" >/dev/null 2>linger.err
+grep -q "still being written by a process the command left running" linger.err ||
+    fail "a trace still being written was not recognised: $(cat linger.err)"
+sleep 3
+if [ -n "$memanalyze" ]; then
+    lt=$(ls "$tmp"/linger-*.zst 2>/dev/null | head -n 1)
+    "$memanalyze" info "$lt" >linger.info 2>&1 || fail "lingering trace unreadable: $(cat linger.info)"
+    grep -qi "clean" linger.info || fail "lingering trace did not end cleanly: $(cat linger.info)"
+fi
 # A program that records nothing leaves no trace.
 "$memrec" -o "$tmp/none-%p.zst" -- "$prog" exit 0 >/dev/null 2>&1
 ls "$tmp"/none-*.zst >/dev/null 2>&1 && fail "a program without CUDA or memrec.h calls left a trace"
