@@ -136,6 +136,9 @@ uint32_t live_tag(const replay *rp, const live_entry *e);
 
 /* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row);
+/* Ends the device's current time bucket; `next` is the index of the bucket
+ * that follows (INT64_MAX at the end of the trace). */
+int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);
 /* Before applying an event at ts on device: closes the device's bucket
  * when the event starts a new one. 0 or -1. */
 int replay_bucket_before(replay *rp, uint32_t device, int64_t ts);
