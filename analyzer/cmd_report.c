@@ -202,14 +202,14 @@ static void print_fragmentation(const device_report *r) {
     printf("    worst       %.2f (%s) at event %lld, with %s reserved\n", worst, frag_rating(worst),
            (long long)s->worst_fragmentation.event_id, B(s->worst_fragmentation.reserved, b1));
     if (r->nsteps) {
-        double lo = 1, hi = 0, sum = 0;
+        double lo = 1, hi = -1, sum = 0;
         int64_t hi_step = 0;
         for (size_t i = 0; i < r->nsteps; i++) {
             double f = frag_of(&r->steps[i].at_end);
             sum += f;
             if (f < lo)
                 lo = f;
-            if (f > hi) {
+            if (f > hi) { /* the first step of the highest value */
                 hi = f;
                 hi_step = r->steps[i].step;
             }

@@ -163,9 +163,15 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
         const char *shown = paths[i];
         if (cwd_len > 1 && !strncmp(shown, cwd, cwd_len) && shown[cwd_len] == '/')
             shown += cwd_len + 1;
-        if (!quiet)
-            fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.1f MiB)\n", shown,
-                    events, (double)st.st_size / (1024.0 * 1024.0));
+        if (!quiet) {
+            static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+            double size = (double)st.st_size;
+            unsigned u = 0;
+            while (size >= 1024 && u + 1 < sizeof units / sizeof units[0])
+                size /= 1024, u++;
+            fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.*f %s)\n", shown,
+                    events, u ? 1 : 0, size, units[u]);
+        }
         reported++;
         free(paths[i]);
     }

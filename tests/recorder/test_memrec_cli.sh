@@ -146,7 +146,7 @@ rc=$?
 [ "$rc" = 0 ] || fail "annotate exited $rc: $(cat ann.err)"
 traces=$(ls "$tmp"/ann-*.zst 2>/dev/null)
 [ "$(echo "$traces" | grep -c .)" = 1 ] || fail "expected one trace, got: $traces"
-grep -q "^memrec: trace written: ann-[0-9]*\.zst (2 events, [0-9.]* MiB)$" ann.err ||
+grep -Eq "^memrec: trace written: ann-[0-9]*\.zst \(2 events, [0-9.]+ (B|KiB|MiB)\)$" ann.err ||
     fail "no 'trace written' line: $(cat ann.err)"
 if [ -n "$memanalyze" ] && [ -f "$traces" ]; then
     line=$(cat ann.out)
