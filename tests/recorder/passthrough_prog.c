@@ -7,6 +7,11 @@
  *                                  steps and a region alloc/free, so a trace
  *                                  is written without any GPU; prints the
  *                                  line in main() that calls the alloc
+ *   passthrough_prog linger        a region alloc, 2 s of sleep, its free (a
+ *                                  process that outlives its launcher)
+ *   passthrough_prog steps         steps 0..4, each leaking one 4 KiB region
+ *                                  and making and freeing a 64 KiB one, after
+ *                                  a 1 MiB region live all along
  *   passthrough_prog env NAME      prints $NAME (what memrec set)
  *
  * The script compares what arrives with and without memrec in between. */
@@ -67,6 +72,18 @@ int main(int argc, char **argv) {
         annotated_alloc();
         sleep(2);
         annotated_free();
+        return 0;
+    }
+    if (argc == 2 && !strcmp(argv[1], "steps")) {
+        static char arena[2 << 20];
+        memrec_region_alloc(arena, 1 << 20, 0);
+        for (int step = 0; step < 5; step++) {
+            memrec_step_begin(step);
+            memrec_region_alloc(arena + (1 << 20) + step * 4096, 4096, 0);
+            memrec_region_alloc(arena + (1 << 20) + 65536, 65536, 0);
+            memrec_region_free(arena + (1 << 20) + 65536);
+            memrec_step_end(step);
+        }
         return 0;
     }
     if (argc == 3 && !strcmp(argv[1], "env")) {

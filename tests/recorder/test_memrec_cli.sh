@@ -168,6 +168,17 @@ if [ -n "$memanalyze" ]; then
     "$memanalyze" info "$lt" >linger.info 2>&1 || fail "lingering trace unreadable: $(cat linger.info)"
     grep -qi "clean" linger.info || fail "lingering trace did not end cleanly: $(cat linger.info)"
 fi
+# --start-step 2: steps 0 and 1 are not written, but what they left live
+# (the 1 MiB region and two leaked 4 KiB ones) is the trace's seed.
+if [ -n "$memanalyze" ]; then
+    "$memrec" -q --start-step 2 -o "$tmp/win-%p.zst" -- "$prog" steps || fail "steps exited $?"
+    wt=$(ls "$tmp"/win-*.zst 2>/dev/null | head -n 1)
+    seed=$("$memanalyze" sql "$wt" "SELECT count(*) FROM events WHERE event_id < 0" --csv | tail -n 1)
+    recorded=$("$memanalyze" sql "$wt" "SELECT count(*) FROM events WHERE event_id > 0" --csv | tail -n 1)
+    steps=$("$memanalyze" sql "$wt" "SELECT group_concat(step) FROM steps" --csv | tail -n 1)
+    [ "$seed" = 3 ] && [ "$recorded" = 9 ] && [ "$steps" = "\"2,3,4\"" ] ||
+        fail "--start-step 2: seed $seed (want 3), events $recorded (want 9), steps $steps (want 2,3,4)"
+fi
 # A program that records nothing leaves no trace.
 "$memrec" -o "$tmp/none-%p.zst" -- "$prog" exit 0 >/dev/null 2>&1
 ls "$tmp"/none-*.zst >/dev/null 2>&1 && fail "a program without CUDA or memrec.h calls left a trace"
