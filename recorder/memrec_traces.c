@@ -18,10 +18,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,26 +82,26 @@ static int read_manifest(const char *manifest, char ***out) {
 }
 
 /* Memory events in a trace, read through the codec; *writer_alive is 1 when
- * the trace has no END record yet and the process that writes it (its
- * process record's pid) still runs — a grandchild the command left behind. */
+ * a process still holds its writer's lock — a grandchild the command left
+ * behind (a pid check would take a zombie or a reused pid for the writer). */
 static uint64_t count_events(const char *path, int *writer_alive) {
-    char err[256];
+    /* Its writer holds an exclusive flock while it writes (even before its
+     * first frame is out, when the file is still empty). */
     *writer_alive = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        *writer_alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        close(fd);
+    }
+    char err[256];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
         return 0;
     trace_record rec;
-    uint32_t pid = 0;
-    int ended = 0;
     while (trace_reader_next(r, &rec) == 1) {
-        if (rec.kind == TRACE_REC_PROCESS)
-            pid = rec.u.process.pid;
-        else if (rec.kind == TRACE_REC_END)
-            ended = 1;
     }
     uint64_t events = trace_reader_get_stats(r)->events;
     trace_reader_close(r);
-    *writer_alive = !ended && pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
     return events;
 }
 

@@ -28,6 +28,7 @@ enum { STATE_OFF = 0, STATE_ARMED, STATE_RUNNING, STATE_HALTED };
 
 static _Atomic int session_state;
 static _Atomic uint64_t session_serial;
+static _Atomic pid_t session_pid; /* the process the session belongs to */
 static rec_config session_config;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
@@ -179,6 +180,7 @@ static void child_after_fork(void) {
     start_lock = fresh_start;
     late_lock = fresh_late;
     atomic_store(&late_session, 0);
+    late_ring = NULL; /* the child's writer frees the parent's (rec_buffers_abandon_after_fork) */
     cached_tid = 0;
     rec_writer_abandon_after_fork();
     rec_buffers_abandon_after_fork();
@@ -186,6 +188,7 @@ static void child_after_fork(void) {
         rec_expand_path(session_config.pattern, session_config.path, sizeof session_config.path) ==
             0) {
         atomic_fetch_add(&session_serial, 1);
+        atomic_store(&session_pid, getpid());
         atomic_store(&session_state, STATE_ARMED);
     } else {
         atomic_store(&session_state, STATE_OFF);
@@ -224,6 +227,7 @@ int rec_session_start(const rec_config *c, char *err, size_t errlen) {
     rec_buffer_set_capacity(c->buffer_records ? (size_t)c->buffer_records * 80 : 4u << 20);
     pthread_once(&process_hooks_once, install_process_hooks);
     atomic_fetch_add(&session_serial, 1);
+    atomic_store(&session_pid, getpid());
     atomic_store(&session_state, STATE_ARMED);
     pthread_mutex_unlock(&start_lock);
     return 0;
@@ -249,6 +253,12 @@ static int start_running(void) {
 }
 
 void rec_session_halt(void) { atomic_store(&session_state, STATE_HALTED); }
+
+void rec_session_stop_before_exit(void) {
+    int s = atomic_load(&session_state);
+    if ((s == STATE_RUNNING || s == STATE_HALTED) && atomic_load(&session_pid) == getpid())
+        rec_session_stop();
+}
 
 int rec_session_stop(void) {
     pthread_mutex_lock(&start_lock);

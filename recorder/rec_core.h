@@ -82,6 +82,11 @@ int rec_session_stop(void);
  * it recorded (e.g. the region table) belongs to one session. */
 uint64_t rec_session_serial(void);
 
+/* For an _exit() interposer: stops the session (drain, END record, close)
+ * when this process started it. A vfork child shares its parent's memory and
+ * must not touch it: it has another pid, so nothing happens there. */
+void rec_session_stop_before_exit(void);
+
 /* 1 while a session records (one relaxed atomic load). */
 int rec_enabled(void);
 

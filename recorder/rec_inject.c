@@ -13,8 +13,11 @@
 #include "rec_core.h"
 #include "rec_cupti.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define MEMREC_EXPORT __attribute__((visibility("default")))
 
@@ -63,3 +66,21 @@ MEMREC_EXPORT int InitializeInjection(void) {
     pthread_mutex_unlock(&inject_lock);
     return ok;
 }
+
+/* _exit() skips atexit, so a process ending that way (Python's
+ * multiprocessing workers end with os._exit) would leave its trace without
+ * its last frames and its END record. Only in the library injected into
+ * programs: it stops this process's own session first, then exits. */
+typedef void (*exit_fn)(int);
+
+__attribute__((noreturn)) static void stop_and_exit(const char *name, int status) {
+    rec_session_stop_before_exit();
+    exit_fn real = (exit_fn)dlsym(RTLD_NEXT, name);
+    if (real)
+        real(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+MEMREC_EXPORT void _exit(int status) { stop_and_exit("_exit", status); }
+MEMREC_EXPORT void _Exit(int status) { stop_and_exit("_Exit", status); }

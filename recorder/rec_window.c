@@ -78,7 +78,7 @@ static int life_of(uint8_t op, int *begins) {
 
 static uint64_t key_hash(const trace_event *ev, int life) {
     uint64_t h = ev->addr ^ ((uint64_t)ev->device << 48) ^ ((uint64_t)ev->level << 56) ^
-                 ((uint64_t)life << 60) ^ ((uint64_t)ev->kind << 62);
+                 ((uint64_t)life << 60) ^ ((uint64_t)ev->kind << 62) ^ ((uint64_t)ev->source << 40);
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
@@ -87,8 +87,11 @@ static uint64_t key_hash(const trace_event *ev, int life) {
 
 static int same_key(const trace_event *a, const trace_event *b, int life) {
     int begins;
+    /* The source is part of the key: CUPTI's cuMemAlloc and PyTorch's
+     * segment_alloc of the same memory are two reports the analyzer joins,
+     * each ended by its own free. */
     return a->addr == b->addr && a->device == b->device && a->level == b->level &&
-           a->kind == b->kind && life_of(a->op, &begins) == life;
+           a->kind == b->kind && a->source == b->source && life_of(a->op, &begins) == life;
 }
 
 /* The slot of the live entry matching ev's key, or the empty slot where it

@@ -45,6 +45,7 @@ static struct {
     size_t stack_map_len;
     uint8_t devices_written[256];
     rec_window *window; /* NULL: no --start-step, or open and gone */
+    int fd;             /* the trace file (owned by `w`); -1 when none */
     rec_buffer_view *views;
     size_t views_cap;
     uint64_t last_flush_ns;
@@ -250,14 +251,22 @@ static void drain(int final) {
         wr.views = v;
         wr.views_cap = want * 2;
     }
-    rec_buffers_new_threads(announce_thread, NULL);
-    size_t n = rec_buffers_snapshot(wr.views, wr.views_cap);
-    /* Records newer than the late lane's watermark wait for the next round
-     * (all of them at the final drain). */
+    /* The limit is read before the snapshot: a call closed (or a late drain
+     * completed) after this point has its records in the snapshot already
+     * (release on the producer's side, acquire here), so nothing newer can
+     * overtake them. Records beyond it wait for the next round (all of them
+     * at the final drain); an open call holds them at most
+     * REC_LATE_MAX_HOLD_NS, like the late lane, so one free blocked in a hung
+     * synchronisation cannot keep the whole trace off the disk. */
     uint64_t limit = final ? UINT64_MAX : rec_late_watermark();
     uint64_t open_call = final ? UINT64_MAX : rec_buffers_oldest_open_call();
-    if (open_call <= limit) /* a call stamped at its start is still running */
-        limit = open_call - 1;
+    if (open_call <= limit) {
+        uint64_t now = rec_clock_ns();
+        uint64_t floor = now > REC_LATE_MAX_HOLD_NS ? now - REC_LATE_MAX_HOLD_NS : 0;
+        limit = open_call - 1 > floor ? open_call - 1 : floor;
+    }
+    rec_buffers_new_threads(announce_thread, NULL);
+    size_t n = rec_buffers_snapshot(wr.views, wr.views_cap);
     for (;;) {
         rec_buffer_view *best = NULL;
         for (size_t i = 0; i < n; i++) {
@@ -359,11 +368,31 @@ static void append_manifest(const char *manifest, const char *path) {
 
 /* Creates the trace file, locked (flock) for as long as this process
  * writes it. When another live process already writes the same path (`-o
- * trace.zst` without %p and several CUDA processes), this one writes
- * PATH.PID instead, with a warning, rather than both clobbering one file.
+ * trace.zst` without %p and several CUDA processes), or an earlier process
+ * of the same run wrote it (the manifest lists it), this one writes PATH.PID
+ * instead, with a warning, rather than clobbering that trace. On a file
+ * system without locks it goes on unlocked.
  * The path written goes to `actual`. Returns the fd, or -1 with err. */
-static int open_trace_file(const char *path, char *actual, size_t actual_len, char *err,
-                           size_t errlen) {
+/* 1 when the launcher's manifest already lists `path`: a process of this run
+ * wrote that trace and has ended (else it would hold the lock). */
+static int listed_in_manifest(const char *manifest, const char *path) {
+    if (!manifest || !*manifest)
+        return 0;
+    FILE *f = fopen(manifest, "re");
+    if (!f)
+        return 0;
+    char line[4200];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        found = strcmp(line, path) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+static int open_trace_file(const char *path, const char *manifest, char *actual, size_t actual_len,
+                           char *err, size_t errlen) {
     static int warned_shared;
     snprintf(actual, actual_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -374,7 +403,12 @@ static int open_trace_file(const char *path, char *actual, size_t actual_len, ch
         }
         struct stat st;
         int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode); /* not /dev/full, a fifo */
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        if (!locked && errno != EWOULDBLOCK) /* no locks here (Lustre without flock) */
+            locked = 1;
+        if (locked && !attempt && listed_in_manifest(manifest, actual))
+            locked = 0; /* an earlier process of this run wrote it: keep its trace */
+        if (locked) {
             if (regular && ftruncate(fd, 0) != 0) {
                 snprintf(err, errlen, "cannot truncate the trace %s: %s", actual, strerror(errno));
                 close(fd);
@@ -382,8 +416,8 @@ static int open_trace_file(const char *path, char *actual, size_t actual_len, ch
             }
             if (attempt)
                 rec_warn_once(&warned_shared,
-                              "%s is being written by another process: this one (pid %d) "
-                              "writes %s (use %%p in -o for one file per process)",
+                              "%s is another process's trace: this one (pid %d) writes %s "
+                              "(use %%p in -o for one file per process)",
                               path, (int)getpid(), actual);
             return fd;
         }
@@ -404,9 +438,10 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory starting the trace writer");
         return -1;
     }
-    int fd = open_trace_file(c->path, wr.path, sizeof wr.path, err, errlen);
+    int fd = open_trace_file(c->path, c->manifest, wr.path, sizeof wr.path, err, errlen);
     if (fd < 0)
         return -1;
+    wr.fd = fd;
     wr.w = trace_writer_open_fd(fd, NULL, err, errlen);
     wr.modules = rec_modules_new();
     if (!wr.w || !wr.modules || sem_init(&wr.wake, 0, 0) != 0) {
@@ -458,6 +493,7 @@ int rec_writer_stop(void) {
         rc = -1;
     }
     wr.w = NULL;
+    wr.fd = -1; /* closed with the writer */
     rec_modules_free(wr.modules);
     rec_window_free(wr.window); /* the window never opened: the trace holds no events */
     free(wr.stack_map);
@@ -473,8 +509,13 @@ int rec_writer_stop(void) {
 uint64_t rec_writer_events_written(void) { return atomic_load(&wr.events); }
 
 void rec_writer_abandon_after_fork(void) {
-    /* The thread does not exist in the child; the trace_writer and its fd
-     * belong to the parent's file: leak them, never write. */
+    /* The thread does not exist in the child and the trace_writer belongs
+     * to the parent's file: it is leaked, never written. Its descriptor is
+     * closed, though: the child's copy would keep the parent's flock (and so
+     * "still being written" for the launcher) for as long as it lives. */
+    if (wr.running && wr.fd > 0)
+        close(wr.fd);
+    wr.fd = -1;
     wr.running = 0;
     wr.w = NULL;
 }

@@ -179,6 +179,16 @@ if [ -n "$memanalyze" ]; then
     [ "$seed" = 3 ] && [ "$recorded" = 9 ] && [ "$steps" = "\"2,3,4\"" ] ||
         fail "--start-step 2: seed $seed (want 3), events $recorded (want 9), steps $steps (want 2,3,4)"
 fi
+# A forked child of a process that recorded nothing records on its own, and
+# its trace is complete although it ends with _exit (no atexit).
+if [ -n "$memanalyze" ]; then
+    "$memrec" -q -o "$tmp/fx-%p.zst" -- "$prog" fork-exit || fail "fork-exit exited $?"
+    fx=$(ls "$tmp"/fx-*.zst 2>/dev/null)
+    [ "$(echo "$fx" | grep -c .)" = 1 ] || fail "fork-exit: expected the child's trace only: $fx"
+    "$memanalyze" info "$fx" >fx.info 2>&1
+    grep -q "end: clean shutdown, 1000 events written" fx.info ||
+        fail "fork-exit: the child's trace is not complete: $(cat fx.info)"
+fi
 # A program that records nothing leaves no trace.
 "$memrec" -o "$tmp/none-%p.zst" -- "$prog" exit 0 >/dev/null 2>&1
 ls "$tmp"/none-*.zst >/dev/null 2>&1 && fail "a program without CUDA or memrec.h calls left a trace"

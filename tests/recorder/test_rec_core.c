@@ -377,18 +377,26 @@ static void test_start_step_window(void) {
     emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0xB000, 4096); /* made and gone */
     emit_op(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, 0xB000, 4096);
     emit_op(TRACE_OP_VA_RESERVE, TRACE_LEVEL_SEGMENT, 0xC000, 8192); /* live */
+    trace_event torch_report = {.addr = 0xA000,
+                                .size = 4096,
+                                .requested = 4096,
+                                .op = TRACE_OP_ALLOC,
+                                .level = TRACE_LEVEL_SEGMENT,
+                                .source = TRACE_SOURCE_TORCH}; /* the same segment, joined later */
+    rec_emit_event(&torch_report);
     rec_emit_marker(TRACE_MARK_RANGE_POP, NULL, NULL, 0, 0);
     rec_emit_marker(TRACE_MARK_RANGE_PUSH, NULL, "step 2", 0, 0);
     emit_op(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 0xA200, 512);
     CHECK(rec_session_stop() == 0);
     readback rb;
     CHECK(rb_read(c.path, &rb) == 0);
-    CHECK_EQ_U64(rb.n_events, 4);
-    if (rb.n_events == 4) {
+    CHECK_EQ_U64(rb.n_events, 5);
+    if (rb.n_events == 5) {
         CHECK(rb.events[0].addr == 0xA000 && rb.events[0].level == TRACE_LEVEL_SEGMENT);
         CHECK(rb.events[1].addr == 0xA200 && rb.events[1].op == TRACE_OP_ALLOC);
         CHECK(rb.events[2].addr == 0xC000 && rb.events[2].op == TRACE_OP_VA_RESERVE);
-        CHECK(rb.events[3].addr == 0xA200 && rb.events[3].op == TRACE_OP_FREE);
+        CHECK(rb.events[3].addr == 0xA000 && rb.events[3].source == TRACE_SOURCE_TORCH);
+        CHECK(rb.events[4].addr == 0xA200 && rb.events[4].op == TRACE_OP_FREE);
     }
     CHECK_EQ_U64(rb.n_markers, 2);
     if (rb.n_markers == 2) {
@@ -435,6 +443,26 @@ static void test_open_call_holds_the_writer(void) {
         CHECK(rb.events[0].op == TRACE_OP_ALLOC && rb.events[1].op == TRACE_OP_FREE &&
               rb.events[2].op == TRACE_OP_ALLOC);
     rb_free(&rb);
+}
+
+/* A call that never returns (a free stuck in a hung synchronisation) holds
+ * the writer back at most REC_LATE_MAX_HOLD_NS: what happened meanwhile
+ * still reaches the disk. */
+static void test_open_call_hold_is_bounded(void) {
+    rec_config c;
+    rb_config(&c, "stuck.zst", 0);
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    rec_call_open(rec_clock_ns());
+    emit_alloc(0x1000, 1, 0);
+    struct timespec wait = {3, 0}; /* the 2 s hold, a flush, and slack */
+    nanosleep(&wait, NULL);
+    readback rb;
+    CHECK(rb_read(c.path, &rb) == 0); /* read while the session still runs */
+    CHECK_EQ_U64(rb.n_events, 1);
+    rb_free(&rb);
+    rec_call_closed();
+    CHECK(rec_session_stop() == 0);
 }
 
 /* `-o trace.zst` without %p and two processes: the second one must not
@@ -515,6 +543,7 @@ int main(void) {
     test_start_step_window();
     test_open_call_holds_the_writer();
     test_shared_path_falls_back();
+    test_open_call_hold_is_bounded();
     test_fork_child_of_idle_parent_records();
     return rb_finish("test_rec_core");
 }
