@@ -59,7 +59,7 @@ MASK64 = (1 << 64) - 1
 STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
 
-WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED = 1, 2, 3, 4, 5
+WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED, WARN_CLOCK = 1, 2, 3, 4, 5, 6
 
 
 def is_step_name(name):
@@ -118,15 +118,22 @@ class DeviceCursor:
     """What of one device's ring has been drained: the highest time_us taken
     and how many entries at exactly that time."""
 
-    __slots__ = ("time", "taken")
+    __slots__ = ("time", "taken", "clock_went_back")
 
     def __init__(self):
         self.time = None
         self.taken = 0
+        self.clock_went_back = False
 
     def take(self, entries, ring_size):
         """The entries not drained yet, in time order, and whether the ring
         wrapped past the mark (entries lost)."""
+        in_order = [e["time_us"] for e in entries if "time_us" in e]
+        # time_us is wall-clock time: after the clock is stepped back, new
+        # entries sort below the mark and would be skipped without a word.
+        if any(b < a - 1000 for a, b in zip(in_order, in_order[1:])) or (
+                self.time is not None and in_order and in_order[-1] < self.time - 1000):
+            self.clock_went_back = True
         timed = sorted((e for e in entries if "time_us" in e), key=lambda e: e["time_us"])
         if not timed:
             return [], False
@@ -310,6 +317,10 @@ class Drainer:
                 continue
             cursor = self.cursors.setdefault(device, DeviceCursor())
             new, lost = cursor.take(entries, self.ring)
+            if cursor.clock_went_back:
+                self.warn(WARN_CLOCK, "the wall clock went back while recording: PyTorch's "
+                          "history is stamped with it, so some of its block events may be "
+                          "missing or misplaced")
             if lost:
                 self.warn(WARN_LOST, "PyTorch's history wrapped between two drains: some "
                           "block events are missing (set MEMREC_TORCH_DRAIN_MS lower)")
