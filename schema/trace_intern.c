@@ -4,24 +4,16 @@
  * table can keep its spans in a plain array indexed by id; the tables only
  * answer "seen before, and under which id?". */
 #include "trace_intern.h"
+#include "trace_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static uint64_t hash_bytes(const char *s, size_t len) {
     uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a final mix */
     for (size_t i = 0; i < len; i++)
         h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-    return mix64(h ^ len);
+    return trace_hash_mix64(h ^ len);
 }
 
 static int key_table_grow(key_table *t) {
@@ -33,7 +25,7 @@ static int key_table_grow(key_table *t) {
         key_slot *s = &t->slots[i];
         if (!s->id)
             continue;
-        size_t j = mix64(s->a ^ mix64(s->b)) & (cap - 1);
+        size_t j = trace_hash_mix64(s->a ^ trace_hash_mix64(s->b)) & (cap - 1);
         while (slots[j].id)
             j = (j + 1) & (cap - 1);
         slots[j] = *s;
@@ -47,7 +39,7 @@ static int key_table_grow(key_table *t) {
 uint32_t key_table_intern(key_table *t, uint64_t a, uint64_t b, uint32_t new_id) {
     if ((!t->slots || (t->count + 1) * 2 > t->mask + 1) && key_table_grow(t) != 0)
         return 0;
-    size_t j = mix64(a ^ mix64(b)) & t->mask;
+    size_t j = trace_hash_mix64(a ^ trace_hash_mix64(b)) & t->mask;
     for (;; j = (j + 1) & t->mask) {
         key_slot *s = &t->slots[j];
         if (!s->id) {
