@@ -36,7 +36,7 @@ static struct {
     pthread_t thread;
     sem_t wake;
     _Atomic int stop_requested;
-    int running;
+    _Atomic int running; /* read by producers (rec_writer_wake) without a lock */
     int halted;
     unsigned flush_ms;
     uint64_t max_bytes;
@@ -469,7 +469,7 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
 }
 
 void rec_writer_wake(void) {
-    if (wr.running)
+    if (atomic_load_explicit(&wr.running, memory_order_acquire))
         sem_post(&wr.wake);
 }
 
@@ -498,7 +498,8 @@ int rec_writer_stop(void) {
     rec_window_free(wr.window); /* the window never opened: the trace holds no events */
     free(wr.stack_map);
     free(wr.views);
-    sem_destroy(&wr.wake);
+    /* No sem_destroy: a producer that saw `running` just before it was
+     * cleared may still post (glibc's sem_destroy does nothing anyway). */
     wr.modules = NULL;
     wr.window = NULL;
     wr.stack_map = NULL;
