@@ -147,75 +147,12 @@ typedef struct scan_result {
     int has_seed_end;
 } scan_result;
 
-/* The first pass's view of the live segments of other sources than PyTorch,
- * sorted by (device, addr): where a memrec.h or NVTX region lands, so the
- * segment holding it is known to be sub-allocated before the replay meets
- * it (then it is never one whole block: the summaries and the scans agree). */
-typedef struct seg_range {
-    uint32_t device;
-    uint64_t addr, size;
-} seg_range;
-
-typedef struct seg_ranges {
-    seg_range *v;
-    size_t n, cap;
-} seg_ranges;
-
-static int range_before(const seg_range *a, uint32_t device, uint64_t addr) {
-    return a->device < device || (a->device == device && a->addr < addr);
-}
-
-/* Index of the first range not before (device, addr). */
-static size_t ranges_lower(const seg_ranges *r, uint32_t device, uint64_t addr) {
-    size_t lo = 0, hi = r->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (range_before(&r->v[mid], device, addr))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int ranges_track(seg_ranges *r, const trace_event *ev) {
-    size_t i = ranges_lower(r, ev->device, ev->addr);
-    int here = i < r->n && r->v[i].device == ev->device && r->v[i].addr == ev->addr;
-    if (ev->op == TRACE_OP_FREE || ev->op == TRACE_OP_UNMAP) {
-        if (here) {
-            memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof *r->v);
-            r->n--;
-        }
-        return 0;
-    }
-    if (here) {
-        r->v[i].size = ev->size;
-        return 0;
-    }
-    if (replay_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v) != 0)
-        return -1;
-    memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof *r->v);
-    r->v[i] = (seg_range){ev->device, ev->addr, ev->size};
-    r->n++;
-    return 0;
-}
-
-/* The live segment holding a block's address; NULL when none does. */
-static const seg_range *ranges_holding(const seg_ranges *r, uint32_t device, uint64_t addr) {
-    size_t i = ranges_lower(r, device, addr + 1);
-    if (i == 0)
-        return NULL;
-    const seg_range *s = &r->v[i - 1];
-    return s->device == device && addr < s->addr + s->size ? s : NULL;
-}
-
 static int scan(replay *rp, const char *path, scan_result *sr) {
     char err[512];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
         return replay_fail(rp, "%s", err);
     memset(sr, 0, sizeof *sr);
-    seg_ranges ranges = {0};
     trace_record rec;
     int in_seed_candidate = 1;
     uint64_t events_before_marker = 0;
@@ -251,7 +188,6 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             if ((!d->heat && !(d->heat = heat_rows_new())) ||
                 heat_rows_add_range(d->heat, ev->addr, ev->size) != 0) {
                 trace_reader_close(r);
-                free(ranges.v);
                 return replay_fail(rp, "out of memory");
             }
         }
@@ -259,21 +195,6 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) &&
             addr_map_put(&rp->torch_segments, ev->device, ev->addr, 1) != 0) {
             trace_reader_close(r);
-            free(ranges.v);
-            return replay_fail(rp, "out of memory");
-        }
-        int tracked = ev->level == TRACE_LEVEL_SEGMENT && ev->source != TRACE_SOURCE_TORCH &&
-                      ev->kind == TRACE_KIND_DEVICE &&
-                      (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP ||
-                       ev->op == TRACE_OP_FREE || ev->op == TRACE_OP_UNMAP);
-        const seg_range *holder = NULL;
-        if (ev->level == TRACE_LEVEL_BLOCK && ev->op == TRACE_OP_ALLOC &&
-            ev->source != TRACE_SOURCE_TORCH) /* PyTorch's blocks are in its own segments */
-            holder = ranges_holding(&ranges, ev->device, ev->addr);
-        if ((tracked && ranges_track(&ranges, ev) != 0) ||
-            (holder && addr_map_put(&rp->torch_segments, holder->device, holder->addr, 1) != 0)) {
-            trace_reader_close(r);
-            free(ranges.v);
             return replay_fail(rp, "out of memory");
         }
         if (!sr->have_t0) {
@@ -284,7 +205,6 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             sr->last_ts = (int64_t)ev->ts_ns;
     }
     trace_reader_close(r);
-    free(ranges.v);
     if (rc < 0)
         return replay_fail(rp, "%s: read error", path);
     if (!sr->have_t0 && sr->any_ts)

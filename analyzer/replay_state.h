@@ -82,9 +82,7 @@ typedef struct replay {
     size_t entries_len, entries_cap;
     uint32_t free_entry; /* head of the free list, 1-based; 0 = none */
     addr_map live;
-    addr_map torch_segments; /* first pass: (device, addr) of segments an allocator
-                                sub-allocates (PyTorch's, or one that holds memrec.h/NVTX
-                                regions): never counted as one whole block */
+    addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
 
     char **strings;
     size_t strings_cap;

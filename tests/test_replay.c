@@ -322,26 +322,6 @@ static void test_async_pool(void) {
     CHECK_EQ_U64(q("SELECT count(*) FROM warnings"), 0);
 }
 
-/* A cudaMalloc that a custom allocator hands out through memrec.h: the
- * segment is sub-allocated from the start (the first pass sees its
- * regions), so it is never also counted as one whole block. */
-static void test_user_pool_segment(void) {
-    begin();
-    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 8 * MiB); /* 1: the user's pool */
-    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB); /* 2: a plain cudaMalloc */
-    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x10100000, 1 * MiB, 0, 0); /* 3 */
-    ev(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, TRACE_SOURCE_MEMREC, 0x10100000, 0, 0, 0);        /* 4 */
-    cupti_segment(TRACE_OP_FREE, 0x10000000, 0);                                           /* 5 */
-    replay_it(db_path, DB_READ_WRITE);
-    CHECK_EQ_U64(alloc_after(1), 0); /* not a block of 8 MiB */
-    CHECK_EQ_U64(alloc_after(2), 2); /* the plain cudaMalloc is */
-    CHECK_EQ_U64(alloc_after(3), 3);
-    CHECK_EQ_U64(q("SELECT whole_block FROM segments WHERE addr = 268435456"), 0);
-    CHECK_EQ_U64(q("SELECT count(*) FROM allocations"), 2);
-    CHECK_EQ_U64(q("SELECT allocs FROM devices"), 2); /* summaries agree with the rows */
-    CHECK_EQ_U64(q("SELECT count(*) FROM warnings"), 0);
-}
-
 int main(void) {
     if (tmpdir_make("replay") != 0)
         return 1;
@@ -354,6 +334,5 @@ int main(void) {
     test_steps();
     test_synthetic_run();
     test_async_pool();
-    test_user_pool_segment();
     return tmpdir_finish("test_replay");
 }
