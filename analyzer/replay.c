@@ -20,9 +20,6 @@
  *    are the layout. A device whose trace has no cuMemCreate (a PyTorch
  *    snapshot with expandable segments) counts its mapped ranges instead.
  *  - A free's bytes are those of its alloc, whatever the free record says.
- *  - Async pools keep freed memory until trimmed: a pool's reserve is its
- *    last POOL_RESERVED counter (replay_memory.c, "async pools"), its live
- *    allocations are blocks of it.
  *
  * Warnings are capped at WARNINGS_PER_CODE rows per code (all are counted). */
 #include "replay_state.h"
@@ -319,8 +316,6 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_COUNTER: {
         const trace_counter *c = &rec->u.counter;
         int pool = c->kind == TRACE_COUNTER_POOL_RESERVED || c->kind == TRACE_COUNTER_POOL_USED;
-        if (c->kind == TRACE_COUNTER_POOL_RESERVED)
-            replay_pool_reserved(rp, c->device, c->key, c->value);
         return replay_db_ok(rp,
                             db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, rp->last_event_id,
                                               c->device, trace_counter_kind_name(c->kind),

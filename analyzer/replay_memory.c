@@ -86,46 +86,6 @@ static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
     }
 }
 
-/* ---- async pools ------------------------------------------------------ */
-
-static struct pool_account *pool_account(device_state *d, uint64_t pool, int create) {
-    for (unsigned i = 0; i < d->npools; i++)
-        if (d->pools[i].pool == pool)
-            return &d->pools[i];
-    if (!create || d->npools == MAX_POOLS)
-        return NULL;
-    struct pool_account *p = &d->pools[d->npools++];
-    *p = (struct pool_account){.pool = pool};
-    return p;
-}
-
-/* A CUPTI allocation from an async pool starts (+1) or ends (-1). */
-static void pool_allocation(device_state *d, const live_entry *e, int sign) {
-    if (!e->pool || e->kind != TRACE_KIND_DEVICE || !(e->sources & (1u << TRACE_SOURCE_CUPTI)))
-        return;
-    struct pool_account *p = pool_account(d, e->pool, sign > 0);
-    if (p)
-        p->live += sign * (int64_t)e->size;
-}
-
-void replay_pool_reserved(replay *rp, uint32_t device, uint64_t pool, uint64_t bytes) {
-    if (device >= MAX_DEVICES || !pool)
-        return;
-    struct pool_account *p = pool_account(&rp->dev[device], pool, 1);
-    if (p) {
-        p->reserved = (int64_t)bytes;
-        p->sampled = 1;
-    }
-}
-
-int64_t replay_pool_surplus(const device_state *d) {
-    int64_t surplus = 0;
-    for (unsigned i = 0; i < d->npools; i++)
-        if (d->pools[i].sampled && d->pools[i].reserved > d->pools[i].live)
-            surplus += d->pools[i].reserved - d->pools[i].live;
-    return surplus;
-}
-
 static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     device_state *d = &rp->dev[ev->device];
     live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
@@ -186,7 +146,6 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         return;
     }
     e->in_model = 1;
-    pool_allocation(d, e, +1);
     heat_rows_change(d->heat, ev->addr, ev->size, +1, 0);
     if (!torch && !addr_map_get(&rp->torch_segments, ev->device, ev->addr)) {
         /* Nobody sub-allocates it (yet): the segment is one block. */
@@ -258,7 +217,6 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
         }
         release_blocks_inside(rp, d, e, row->event_id);
         am_segment_remove(d->model, e->addr);
-        pool_allocation(d, e, -1);
         heat_rows_change(d->heat, e->addr, e->size, -1, 0);
     }
     replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);

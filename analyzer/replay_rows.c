@@ -25,7 +25,7 @@ static totals device_totals(const device_state *d) {
     totals t;
     t.allocated = (int64_t)(st.allocated_bytes + d->orphan_allocated);
     t.requested = (int64_t)(st.requested_bytes + d->orphan_requested);
-    t.reserved = (int64_t)st.reserved_bytes + replay_pool_surplus(d);
+    t.reserved = (int64_t)st.reserved_bytes;
     if (d->uses_phys)
         t.reserved = t.reserved - (int64_t)d->mapped_bytes + (int64_t)d->phys_bytes;
     t.segments = (int64_t)st.segment_count;

@@ -37,8 +37,6 @@ typedef struct bucket_acc {
     int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
 } bucket_acc;
 
-#define MAX_POOLS 16 /* per device; more are counted as plain segments */
-
 typedef struct device_state {
     int present;
     am_model *model;
@@ -52,17 +50,6 @@ typedef struct device_state {
     int64_t total_bytes;
     bucket_acc bucket;
     struct heat_rows *heat; /* the heatmap's rows of this device (heat_rows.h) */
-    /* Async pools (cuMemAllocAsync & co.): a pool keeps freed memory until it
-     * is trimmed, so what it reserves is its POOL_RESERVED counter, not the
-     * sum of its live allocations (that is its `used`). Until a pool's first
-     * counter its live allocations stand for its reserve. */
-    struct pool_account {
-        uint64_t pool;
-        int64_t live;     /* bytes of its live allocations (counted in the model) */
-        int64_t reserved; /* its last POOL_RESERVED sample */
-        int sampled;
-    } pools[MAX_POOLS];
-    unsigned npools;
 } device_state;
 
 typedef struct warning_code_count {
@@ -149,11 +136,6 @@ uint32_t live_tag(const replay *rp, const live_entry *e);
 
 /* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row);
-/* A POOL_RESERVED sample: the pool's reserve from now on (replay_memory.c). */
-void replay_pool_reserved(replay *rp, uint32_t device, uint64_t pool, uint64_t bytes);
-/* Reserved bytes of a device's async pools minus their live allocations:
- * what the pools hold beyond what is handed out (replay_memory.c). */
-int64_t replay_pool_surplus(const device_state *d);
 /* Ends the device's current time bucket; `next` is the index of the bucket
  * that follows (INT64_MAX at the end of the trace). */
 int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);

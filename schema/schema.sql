@@ -253,7 +253,7 @@ CREATE TABLE event_rows (
   alloc_event_id     INTEGER,                -- on an event that ends or advances a lifetime (free, free_requested, unmap, phys_release, va_free): event_id of the row that began it; exactly one row ends a lifetime; NULL otherwise or when its start was never seen (see warnings)
   allocated_bytes    INTEGER NOT NULL,       -- after this event: sum of live block sizes on `device` (allocated), bytes
   requested_bytes    INTEGER NOT NULL,       -- after this event: sum of live blocks' requested sizes (requested), bytes
-  reserved_bytes     INTEGER NOT NULL,       -- after this event: sum of live segment sizes (reserved; VMM: created physical memory; an async pool: its last pool_reserved sample, which includes what it keeps after frees), bytes
+  reserved_bytes     INTEGER NOT NULL,       -- after this event: sum of live segment sizes (reserved; VMM: created physical memory), bytes
   segments           INTEGER NOT NULL,       -- after this event: number of live segments on `device`
   largest_free_bytes INTEGER                 -- after this event: largest free range inside a live segment of `device` (the biggest request that fits without a new segment), bytes; NULL: not computed
 );

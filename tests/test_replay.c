@@ -276,52 +276,6 @@ static void test_synthetic_run(void) {
     CHECK_EQ_U64(q("SELECT sum(events) FROM timeline_buckets"), q("SELECT count(*) FROM timeline"));
 }
 
-/* Async pools: a pool keeps what its allocations freed until it is trimmed,
- * so its reserve is its POOL_RESERVED sample, and allocated is what is
- * handed out of it. */
-static void pool_event(trace_op op, uint64_t addr, uint64_t size) {
-    trace_event e = {.op = op,
-                     .level = TRACE_LEVEL_SEGMENT,
-                     .source = TRACE_SOURCE_CUPTI,
-                     .kind = TRACE_KIND_DEVICE,
-                     .addr = addr,
-                     .size = size,
-                     .requested = size,
-                     .pool = 0x7000,
-                     .stream = 0x5000};
-    write_event(e);
-}
-
-static void pool_sample(uint64_t reserved) {
-    trace_counter c = {
-        .ts_ns = now_ns, .kind = TRACE_COUNTER_POOL_RESERVED, .key = 0x7000, .value = reserved};
-    CHECK(trace_writer_counter(w, &c) == 0);
-}
-
-static void test_async_pool(void) {
-    begin();
-    pool_event(TRACE_OP_ALLOC, 0x10000000, 2 * MiB);    /* 1: before any sample */
-    pool_sample(32 * MiB);                              /* the pool reserved 32 MiB */
-    pool_event(TRACE_OP_ALLOC, 0x10200000, 4 * MiB);    /* 2 */
-    pool_event(TRACE_OP_FREE, 0x10000000, 0);           /* 3: the pool keeps it */
-    pool_event(TRACE_OP_POOL_TRIM, 0, 4 * MiB);         /* 4 */
-    pool_sample(4 * MiB);                               /* trimmed to what is in use */
-    pool_event(TRACE_OP_FREE, 0x10200000, 0);           /* 5 */
-    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 1 * MiB); /* 6: a plain cudaMalloc beside it */
-    replay_it(db_path, DB_READ_WRITE);
-    CHECK_EQ_U64(reserved_after(1), 2);
-    CHECK_EQ_U64(alloc_after(1), 2);
-    CHECK_EQ_U64(reserved_after(2), 32);
-    CHECK_EQ_U64(alloc_after(2), 6);
-    CHECK_EQ_U64(reserved_after(3), 32); /* freed into the pool, still reserved */
-    CHECK_EQ_U64(alloc_after(3), 4);
-    CHECK_EQ_U64(reserved_after(5), 4); /* the trim's sample, then the last free */
-    CHECK_EQ_U64(alloc_after(5), 0);
-    CHECK_EQ_U64(reserved_after(6), 5);
-    CHECK_EQ_U64(q("SELECT peak_reserved_bytes / 1048576 FROM devices"), 32);
-    CHECK_EQ_U64(q("SELECT count(*) FROM warnings"), 0);
-}
-
 int main(void) {
     if (tmpdir_make("replay") != 0)
         return 1;
@@ -333,6 +287,5 @@ int main(void) {
     test_anomalies();
     test_steps();
     test_synthetic_run();
-    test_async_pool();
     return tmpdir_finish("test_replay");
 }
