@@ -7,9 +7,12 @@
 #include "render.h"
 #endif
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 typedef struct command {
@@ -45,9 +48,39 @@ static void usage(FILE *out) {
  * transparent huge pages only when told at process start, through
  * GLIBC_TUNABLES, so memanalyze re-executes itself once with
  * glibc.malloc.hugetlb=1 (an older glibc ignores it). Same pid, same argv;
- * GMT_NO_HUGEPAGES=1 turns it off, and a failed exec just goes on. */
+ * GMT_NO_HUGEPAGES=1 turns it off, a failed exec just goes on, and it is not
+ * tried where /proc/self/exe is not memanalyze itself. */
+/* 1 when /proc/self/exe is the file this code was loaded from: not so when
+ * memanalyze was started through ld.so (exe is the loader) or under valgrind
+ * (its preloads are in LD_PRELOAD; an exec would leave valgrind). */
+static int exe_is_this_program(void) {
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return 0;
+    struct stat exe;
+    if (stat("/proc/self/exe", &exe) != 0)
+        return 0;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps)
+        return 0;
+    uintptr_t here = (uintptr_t)&exe_is_this_program;
+    char line[4352];
+    int same = 0;
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long lo, hi, inode;
+        unsigned major, minor;
+        if (sscanf(line, "%lx-%lx %*s %*x %x:%x %lu", &lo, &hi, &major, &minor, &inode) == 5 &&
+            here >= lo && here < hi) {
+            same = inode == (unsigned long)exe.st_ino && makedev(major, minor) == exe.st_dev;
+            break;
+        }
+    }
+    fclose(maps);
+    return same;
+}
+
 static void prefer_huge_pages(char **argv) {
-    if (getenv("GMT_NO_HUGEPAGES") || getenv("GMT_HUGEPAGES_ASKED"))
+    if (getenv("GMT_NO_HUGEPAGES") || getenv("GMT_HUGEPAGES_ASKED") || !exe_is_this_program())
         return;
     const char *tunables = getenv("GLIBC_TUNABLES");
     if (tunables && strstr(tunables, "glibc.malloc.hugetlb"))
