@@ -583,22 +583,33 @@ static void find_eval_ranges(void) {
 
 /* ---- attaching ------------------------------------------------------------ */
 
-/* threading.setprofile(bootstrap): threads started later take the hook on
- * their first profile event. Returns 0, -1 (the error cleared). */
-static int hook_future_threads(void) {
-    static py_method_def bootstrap_def = {"memrec_thread_bootstrap", thread_bootstrap,
-                                          METH_FASTCALL, NULL};
+/* threading.setprofile(callable): what every thread `threading` starts from
+ * now on calls first. Returns 0, -1 (the error cleared). */
+static int threading_setprofile(void *callable) {
     void *threading = py.import("threading");
     void *setprofile = threading ? py.get_attr(threading, "setprofile") : NULL;
-    void *bootstrap = setprofile ? py.new_cfunction(&bootstrap_def, NULL, NULL) : NULL;
-    void *result = bootstrap ? py.call_objargs(setprofile, bootstrap, NULL) : NULL;
+    void *result = setprofile && callable ? py.call_objargs(setprofile, callable, NULL) : NULL;
     if (!result)
         py.err_clear();
-    void *refs[] = {result, bootstrap, setprofile, threading}; /* threading keeps bootstrap */
+    void *refs[] = {result, setprofile, threading};
     for (unsigned i = 0; i < sizeof refs / sizeof refs[0]; i++)
         if (refs[i])
             py.decref(refs[i]);
     return result ? 0 : -1;
+}
+
+/* Threads started later take the hook on their first profile event. */
+static int hook_future_threads(void) {
+    static py_method_def bootstrap_def = {"memrec_thread_bootstrap", thread_bootstrap,
+                                          METH_FASTCALL, NULL};
+    void *bootstrap = py.new_cfunction(&bootstrap_def, NULL, NULL);
+    if (!bootstrap) {
+        py.err_clear();
+        return -1;
+    }
+    int rc = threading_setprofile(bootstrap);
+    py.decref(bootstrap); /* threading keeps its own reference */
+    return rc;
 }
 
 int memrec_python_attach(void) {
@@ -643,15 +654,7 @@ int memrec_python_detach(void) {
     shadow_stack *s = thread_shadow;
     if (s)
         pop_to(s, 0);
-    void *threading = py.import("threading");
-    void *setprofile = threading ? py.get_attr(threading, "setprofile") : NULL;
-    void *result = setprofile ? py.call_objargs(setprofile, py.none, NULL) : NULL;
-    if (!result)
-        py.err_clear();
-    void *refs[] = {result, setprofile, threading};
-    for (unsigned i = 0; i < sizeof refs / sizeof refs[0]; i++)
-        if (refs[i])
-            py.decref(refs[i]);
+    threading_setprofile(py.none);
     atomic_store(&attached, 0);
     return 0;
 }
