@@ -81,18 +81,21 @@ static int read_manifest(const char *manifest, char ***out) {
     return n;
 }
 
-/* Memory events in a trace, read through the codec; *writer_alive is 1 when
- * a process still holds its writer's lock — a grandchild the command left
- * behind (a pid check would take a zombie or a reused pid for the writer). */
-static uint64_t count_events(const char *path, int *writer_alive) {
-    /* Its writer holds an exclusive flock while it writes (even before its
-     * first frame is out, when the file is still empty). */
-    *writer_alive = 0;
+/* 1 when a process still holds the trace's writer lock (an exclusive flock,
+ * taken before its first frame is out) — a grandchild the command left
+ * behind; a pid check would take a zombie or a reused pid for the writer. */
+static int writer_alive(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        *writer_alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-        close(fd);
-    }
+    if (fd < 0)
+        return 0;
+    int alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return alive;
+}
+
+/* Memory events in a trace, read through the codec (when the symbolizer,
+ * which counts them too, does not run). */
+static uint64_t count_events(const char *path) {
     char err[256];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r)
@@ -115,15 +118,14 @@ static void print_symbolize_warning(void *ctx, const char *message) {
 /* Symbolizes one trace (warnings printed unless quiet); returns its
  * memory event count. */
 static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
-    int alive;
-    uint64_t events = count_events(path, &alive);
-    if (alive) { /* symbolizing renames a copy over the file: its writer would lose the rest */
+    if (writer_alive(path)) { /* symbolizing renames a copy over the file: its writer would
+                                 lose the rest */
         if (!quiet)
             fprintf(stderr,
                     "memrec: %s is still being written by a process the command left "
                     "running: not symbolized (run memanalyze symbolize on it once it ends)\n",
                     path);
-        return events;
+        return count_events(path);
     }
 #ifdef GMT_HAVE_SYMBOLIZE
     if (symbolize) {
@@ -139,7 +141,7 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
     if (symbolize && !quiet && !said++)
         fprintf(stderr, "memrec: built without libdw: traces are not symbolized\n");
 #endif
-    return events;
+    return count_events(path);
 }
 
 int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,
