@@ -161,11 +161,7 @@ static int resolve_point(sqlite3 *db, int device, const char *when, const char *
 /* --device, or the default; 0 or 2 when the device has no events. */
 static int pick_device(sqlite3 *db, long wanted, const char *input, int *device) {
     *device = wanted >= 0 ? (int)wanted : when_default_device(db);
-    char sql[128];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM devices WHERE device = %d AND peak_allocated_bytes IS NOT NULL",
-             *device);
-    if (cli_query_int(db, sql, 0) == 0)
+    if (!when_device_answers(db, *device))
         return cli_error("diff: %s: device %d has no events", input, *device);
     return 0;
 }

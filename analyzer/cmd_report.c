@@ -510,7 +510,11 @@ int cmd_report(int argc, char **argv) {
     }
     if (o.json && status == 0)
         printf("\n  ]}\n");
-    for (int i = 0; plots_dir && i < ndev && status == 0; i++) {
+    /* An input without memory events still gets its pictures: "no data" ones for device 0. */
+    int nplots = ndev ? ndev : 1;
+    if (!ndev)
+        devices[0] = 0;
+    for (int i = 0; plots_dir && i < nplots && status == 0; i++) {
         char perr[512];
         if (mkdir(plots_dir, 0755) != 0 && errno != EEXIST)
             status = cli_error("cannot create %s: %s", plots_dir, strerror(errno));

@@ -235,11 +235,7 @@ int cmd_segments(int argc, char **argv) {
     FILE *out = stdout;
     if (device < 0)
         device = when_default_device(db);
-    char sql[128];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM devices WHERE device = %d AND peak_allocated_bytes IS NOT NULL",
-             device);
-    if (cli_query_int(db, sql, 0) == 0) {
+    if (!when_device_answers(db, device)) {
         status = cli_error("segments: device %d has no events", device);
         goto done;
     }

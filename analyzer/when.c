@@ -19,6 +19,19 @@ int when_default_device(sqlite3 *db) {
                               0, 0, 0);
 }
 
+static int input_has_events(sqlite3 *db) {
+    return cli_query_i64(db, "SELECT count(*) FROM devices WHERE peak_allocated_bytes IS NOT NULL",
+                         0, 0, 0) > 0;
+}
+
+int when_device_answers(sqlite3 *db, int device) {
+    return cli_query_i64(db,
+                         "SELECT count(*) FROM devices WHERE device = ? AND "
+                         "peak_allocated_bytes IS NOT NULL",
+                         device, 0, 0) > 0 ||
+           !input_has_events(db);
+}
+
 /* "1.5s", "200ms", "30us", "12ns", "2m", "1h" -> ns; -1 when malformed. */
 static int64_t parse_duration(const char *s) {
     char *end;
@@ -62,6 +75,8 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         *event_id =
             cli_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
                           device, 0, INT64_MIN);
+        if (*event_id == INT64_MIN && !input_has_events(db))
+            *event_id = 0; /* nothing was ever allocated: the peak is the start */
         if (*event_id == INT64_MIN) {
             snprintf(err, errlen, "peak: device %d has no events", device);
             return -1;

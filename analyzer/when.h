@@ -4,7 +4,8 @@
  *   step:N     the state just before step N ends  (steps.end_event_id)
  *   event:N    the state after the N-th event (event:0 = the seeded start)
  *   time:1.5s  the state 1.5 s after the first event (also ms, us, ns, m)
- *   peak       the highest allocated bytes on the selected device
+ *   peak       the highest allocated bytes on the selected device (the
+ *              start in an input without memory events)
  *   end        after the last event
  *   start      the seeded start (= event:0)
  *
@@ -19,6 +20,11 @@
 
 /* The device with the highest peak allocated bytes (0 when none). */
 int when_default_device(sqlite3 *db);
+
+/* 1 when `device` can be looked at: it has events, or the input has no
+ * memory events at all (an empty snapshot), where every command answers
+ * with an empty result instead of an error. */
+int when_device_answers(sqlite3 *db, int device);
 
 /* Resolves `spec`; *event_id gets the event id. Returns 0, or -1 with a
  * one-line message (bad syntax, no such step, out of range). */

@@ -248,6 +248,32 @@ if bad:
 EOF
 done
 
+# ---- an input with nothing in it: every command answers, exit 0 ---------------------
+# (as PyTorch writes it when history was on but nothing was allocated)
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]],
+  "allocator_settings": {"expandable_segments": False}, "external_annotations": []},
+  open(sys.argv[1], "wb"), protocol=2)' "$T/empty.pickle"
+for args in "segments --json" "segments --at peak --json" "segments --at start --blocks" \
+  "diff --from start --to end --json" "report --json" "leaks --json"; do
+  # shellcheck disable=SC2086
+  "$MA" ${args%% *} "$T/empty.pickle" ${args#* } >"$T/empty.out" 2>"$T/empty.err" ||
+    { fail "empty input: $args: exit $?"; cat "$T/empty.err" >&2; }
+done
+"$MA" segments "$T/empty.pickle" --json >"$T/empty.json" || fail "empty input: segments --json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["segments"] == [] and d["reserved_bytes"] == 0 and d["event_id"] == 0, d' "$T/empty.json" ||
+  fail "empty input: segments --json is not an empty layout"
+"$MA" diff "$T/empty.pickle" "$T/empty.pickle" --json >"$T/empty-ab.json" || fail "empty input: diff A B"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["stacks"] == [] and d["change"]["reserved_bytes"] == 0, d' "$T/empty-ab.json" ||
+  fail "empty input: diff A B is not empty"
+if "$MA" segments "$T/empty.pickle" -o "$T/empty.png" >/dev/null 2>"$T/empty.err"; then
+  [ -s "$T/empty.png" ] || fail "empty input: segments -o wrote no picture"
+  "$MA" report "$T/empty.pickle" --plots "$T/empty-plots" >/dev/null 2>&1 || fail "empty input: --plots"
+  [ "$(ls "$T/empty-plots" | wc -l)" -eq 4 ] || fail "empty input: --plots drew $(ls "$T/empty-plots")"
+fi
+# a device that does not exist in an input that has others is still an error (below)
+
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...
   local want=$1
