@@ -105,22 +105,22 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     printf("\n");
     if (*meta_text(db, "command_line", a, sizeof a))
         printf("  command: %s\n", a);
-    long long events = cli_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
-    long long span = cli_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
-    long long steps = cli_query_int(db, "SELECT count(*) FROM steps", 0);
+    long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
+    long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
+    long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
     printf("  %lld events over %s", events, units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
     if (steps)
         printf(", %lld steps (step %lld .. %lld)", steps,
-               cli_query_int(db, "SELECT min(step) FROM steps", 0),
-               cli_query_int(db, "SELECT max(step) FROM steps", 0));
+               db_query_int(db, "SELECT min(step) FROM steps", 0),
+               db_query_int(db, "SELECT max(step) FROM steps", 0));
     else
         printf(", no steps found (NVTX ranges or marks named like \"step 3\" make steps)");
     printf("\n");
-    long long warnings = cli_query_int(db, "SELECT value FROM meta WHERE key='warnings_total'", 0);
+    long long warnings = db_query_int(db, "SELECT value FROM meta WHERE key='warnings_total'", 0);
     if (warnings)
         printf("  %lld replay warnings (memanalyze sql %s \"SELECT * FROM warnings\")\n", warnings,
                input);
-    if (cli_query_int(db, "SELECT value FROM meta WHERE key='truncated_after_events'", -1) >= 0)
+    if (db_query_int(db, "SELECT value FROM meta WHERE key='truncated_after_events'", -1) >= 0)
         printf("  the trace is truncated: the recording was cut short\n");
     if (from > 0 || to < analysis_last_event(db)) {
         char w1[96], w2[96];

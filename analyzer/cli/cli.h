@@ -4,6 +4,7 @@
 #ifndef GMT_CLI_H
 #define GMT_CLI_H
 
+#include "db_query.h"
 #include "input.h"
 
 #include <sqlite3.h>
@@ -38,12 +39,5 @@ int cli_window_option(cli_window *w, int c, const char *arg);
 /* Opens the database of `input` read-only into *db. Returns 0, or prints
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);
-
-/* Runs a query that returns one integer (or NULL / no row / error -> dflt). */
-long long cli_query_int(sqlite3 *db, const char *sql, long long dflt);
-
-/* The same with ?1 and ?2 bound to a and b; a query with fewer parameters
- * ignores the extra ones (SQLite reports SQLITE_RANGE, which is harmless). */
-int64_t cli_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt);
 
 #endif

@@ -5,7 +5,7 @@
  * a WHEN costs milliseconds even on a 10 M-event trace. */
 #include "when.h"
 
-#include "cli.h"
+#include "db_query.h"
 #include "units.h"
 
 #include <stdio.h>
@@ -13,19 +13,19 @@
 #include <string.h>
 
 int when_default_device(sqlite3 *db) {
-    return (int)cli_query_i64(db,
+    return (int)db_query_i64(db,
                               "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
                               "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
                               0, 0, 0);
 }
 
 static int input_has_events(sqlite3 *db) {
-    return cli_query_i64(db, "SELECT count(*) FROM devices WHERE peak_allocated_bytes IS NOT NULL",
+    return db_query_i64(db, "SELECT count(*) FROM devices WHERE peak_allocated_bytes IS NOT NULL",
                          0, 0, 0) > 0;
 }
 
 int when_device_answers(sqlite3 *db, int device) {
-    return cli_query_i64(db,
+    return db_query_i64(db,
                          "SELECT count(*) FROM devices WHERE device = ? AND "
                          "peak_allocated_bytes IS NOT NULL",
                          device, 0, 0) > 0 ||
@@ -59,7 +59,7 @@ static int parse_int(const char *s, int64_t *out) {
 
 int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, char *err,
                  size_t errlen) {
-    int64_t last = cli_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    int64_t last = db_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
     int64_t n;
     if (!strcmp(spec, "end")) {
         *event_id = last;
@@ -73,7 +73,7 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         if (device < 0)
             device = when_default_device(db);
         *event_id =
-            cli_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
+            db_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
                           device, 0, INT64_MIN);
         if (*event_id == INT64_MIN && !input_has_events(db))
             *event_id = 0; /* nothing was ever allocated: the peak is the start */
@@ -93,15 +93,15 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
     }
     if (!strncmp(spec, "step:", 5) && parse_int(spec + 5, &n) == 0) {
         *event_id =
-            cli_query_i64(db, "SELECT end_event_id FROM steps WHERE step = ?", n, 0, INT64_MIN);
+            db_query_i64(db, "SELECT end_event_id FROM steps WHERE step = ?", n, 0, INT64_MIN);
         if (*event_id == INT64_MIN) {
-            int64_t count = cli_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0);
+            int64_t count = db_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0);
             if (count == 0)
                 snprintf(err, errlen, "%s: the trace has no steps", spec);
             else
                 snprintf(err, errlen, "%s: no such step (steps %lld..%lld)", spec,
-                         (long long)cli_query_i64(db, "SELECT min(step) FROM steps", 0, 0, 0),
-                         (long long)cli_query_i64(db, "SELECT max(step) FROM steps", 0, 0, 0));
+                         (long long)db_query_i64(db, "SELECT min(step) FROM steps", 0, 0, 0),
+                         (long long)db_query_i64(db, "SELECT max(step) FROM steps", 0, 0, 0));
             return -1;
         }
         return 0;
@@ -110,12 +110,12 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         /* The last event at or before that time. event_rows has no index on
          * ts_ns: the buckets wholly before the time give a lower bound, and
          * only the events of the bucket holding it are looked at. */
-        int64_t whole = cli_query_i64(db,
+        int64_t whole = db_query_i64(db,
                                       "SELECT max(last_event_id) FROM timeline_buckets WHERE "
                                       "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
                                       n, 0, 0);
         int64_t part =
-            cli_query_i64(db,
+            db_query_i64(db,
                           "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
                           "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
                           "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
@@ -134,7 +134,7 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
 int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int device, int64_t *from,
                 int64_t *to, char *err, size_t errlen) {
     *from = 0;
-    *to = cli_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    *to = db_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
     if ((from_spec && when_resolve(db, from_spec, device, from, err, errlen) != 0) ||
         (to_spec && when_resolve(db, to_spec, device, to, err, errlen) != 0))
         return -1;
@@ -152,8 +152,8 @@ void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
         return;
     }
     int64_t ts =
-        cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
-    int64_t step = cli_query_i64(db,
+        db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
+    int64_t step = db_query_i64(db,
                                  "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
                                  "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
                                  event_id, 0, INT64_MIN);

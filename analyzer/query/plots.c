@@ -12,7 +12,7 @@
 
 #include "addr_map.h"
 #include "analysis.h"
-#include "cli.h"
+#include "db_query.h"
 #include "layout.h"
 #include "render.h"
 #include "units.h"
@@ -408,7 +408,7 @@ static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t
 }
 
 int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
-    int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
+    int64_t bucket_ns = db_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
     timeline_data t = {0};
     site_ranks ranks;
     site_ranks_load(db, rq->device, &ranks);
@@ -479,7 +479,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         }
     }
     sqlite3_finalize(st);
-    int64_t peak_id = cli_query_i64(
+    int64_t peak_id = db_query_i64(
         db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?1", rq->device, 0, 0);
     layout_totals peak = {0};
     if (peak_id < rq->from || peak_id > rq->to ||
@@ -487,7 +487,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         peak.allocated_bytes = 0;
     size_t nooms = 0;
     int64_t *oom_ns = NULL;
-    if (cli_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
+    if (db_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
         (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = 7 AND "
                           "event_id BETWEEN ?2 AND ?3"))) {
         sqlite3_bind_int(st, 1, rq->device);
@@ -528,7 +528,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
                           .peak_ns = peak.ts_ns,
                           .peak_bytes = peak.allocated_bytes,
                           .device_total_bytes =
-                              cli_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1",
+                              db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1",
                                             rq->device, 0, 0),
                           .nooms = nooms,
                           .oom_ns = oom_ns};
@@ -561,7 +561,7 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     int64_t *largest = NULL;
     int x_is_time = 0, rc = analysis_steps(db, rq->device, rq->from, rq->to, &steps, &n);
     if (rc == 0 && n == 0) { /* no steps: over time, from the buckets' ends */
-        int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
+        int64_t bucket_ns = db_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
         timeline_data t = {0};
         rc = load_buckets(db, rq, bucket_ns, &t);
         steps = rc == 0 && t.n ? calloc(t.n, sizeof *steps) : NULL;

@@ -10,7 +10,7 @@
 
 #ifdef GMT_HAVE_CAIRO
 
-#include "cli.h"
+#include "db_query.h"
 #include "heat_rows.h"
 #include "render.h"
 #include "units.h"
@@ -54,11 +54,11 @@ static void put_column(float *grid, size_t col, const float *rows) {
 }
 
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
-    int64_t bucket_ns = cli_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
-    int64_t t0 = cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
+    int64_t bucket_ns = db_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
+    int64_t t0 = db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
                                rq->from > 0 ? rq->from : 1, 0, 0);
     int64_t t1 =
-        cli_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 0, 1);
+        db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 0, 1);
     if (t1 <= t0)
         t1 = t0 + 1;
     heat_rows *h = load_rows(db, rq->device);

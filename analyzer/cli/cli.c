@@ -31,7 +31,7 @@ int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
      * which dominated a report's time. */
     sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL);
     /* A database made by someone else must still be ours. */
-    long long version = cli_query_int(*db, "SELECT value FROM meta WHERE key='schema_version'", -1);
+    long long version = db_query_int(*db, "SELECT value FROM meta WHERE key='schema_version'", -1);
     if (version != 1) {
         sqlite3_close(*db);
         *db = NULL;
@@ -77,21 +77,4 @@ int cli_window_option(cli_window *w, int c, const char *arg) {
     default:
         return 0;
     }
-}
-
-int64_t cli_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
-    sqlite3_stmt *st;
-    int64_t v = dflt;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dflt;
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-long long cli_query_int(sqlite3 *db, const char *sql, long long dflt) {
-    return cli_query_i64(db, sql, 0, 0, dflt);
 }
