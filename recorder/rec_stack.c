@@ -15,7 +15,7 @@
 #define UNW_LOCAL_ONLY
 #include "rec_stack.h"
 #include "rec_core.h"
-#include "trace_hash.h"
+#include "gmt_hash.h"
 
 #include <libunwind.h>
 #include <stdatomic.h>
@@ -77,7 +77,7 @@ void rec_stack_set_depth(unsigned depth) {
 
 /* Finds or inserts the child (parent, ip). 0 when the trie is full. */
 static uint32_t trie_child(uint32_t parent, uint64_t ip) {
-    uint64_t h = trace_hash_mix64(ip ^ ((uint64_t)parent << 40) ^ parent);
+    uint64_t h = gmt_hash_mix64(ip ^ ((uint64_t)parent << 40) ^ parent);
     for (uint32_t probe = 0; probe < NODE_SLOTS; probe++) {
         _Atomic uint32_t *slot = &node_slots[(h + probe) & (NODE_SLOTS - 1)];
         uint32_t id = atomic_load_explicit(slot, memory_order_acquire);
@@ -112,7 +112,7 @@ uint32_t rec_stack_intern(const uint64_t *ips, unsigned n) {
         return 0;
     uint64_t h1 = 0x9e3779b97f4a7c15ULL ^ n, h2 = 0x632be59bd9b4e019ULL + n;
     for (unsigned i = 0; i < n; i++) {
-        h1 = trace_hash_mix64(h1 ^ ips[i]);
+        h1 = gmt_hash_mix64(h1 ^ ips[i]);
         h2 = (h2 ^ ips[i]) * 0x100000001b3ULL + (h2 >> 29);
     }
     h1 |= 1; /* 0 marks an empty slot */

@@ -4,16 +4,13 @@
  * table can keep its spans in a plain array indexed by id; the tables only
  * answer "seen before, and under which id?". */
 #include "trace_intern.h"
-#include "trace_hash.h"
+#include "gmt_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static uint64_t hash_bytes(const char *s, size_t len) {
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a final mix */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-    return trace_hash_mix64(h ^ len);
+    return gmt_hash_mix64(gmt_hash_bytes(GMT_HASH_SEED, s, len) ^ len);
 }
 
 static int key_table_grow(key_table *t) {
@@ -25,7 +22,7 @@ static int key_table_grow(key_table *t) {
         key_slot *s = &t->slots[i];
         if (!s->id)
             continue;
-        size_t j = trace_hash_mix64(s->a ^ trace_hash_mix64(s->b)) & (cap - 1);
+        size_t j = gmt_hash_mix64(s->a ^ gmt_hash_mix64(s->b)) & (cap - 1);
         while (slots[j].id)
             j = (j + 1) & (cap - 1);
         slots[j] = *s;
@@ -39,7 +36,7 @@ static int key_table_grow(key_table *t) {
 uint32_t key_table_intern(key_table *t, uint64_t a, uint64_t b, uint32_t new_id) {
     if ((!t->slots || (t->count + 1) * 2 > t->mask + 1) && key_table_grow(t) != 0)
         return 0;
-    size_t j = trace_hash_mix64(a ^ trace_hash_mix64(b)) & t->mask;
+    size_t j = gmt_hash_mix64(a ^ gmt_hash_mix64(b)) & t->mask;
     for (;; j = (j + 1) & t->mask) {
         key_slot *s = &t->slots[j];
         if (!s->id) {

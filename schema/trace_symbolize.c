@@ -13,6 +13,7 @@
  * but the one that was interrupted), so each is looked up at ip - 1: the
  * call instruction, whose line is the one a reader expects. */
 #include "trace_symbolize.h"
+#include "gmt_grow.h"
 #include "trace_format.h"
 #include "trace_symbolize_dw.h"
 
@@ -82,19 +83,6 @@ static void warnf(trace_symbolize_warn_fn warn, void *ctx, const char *fmt, ...)
     warn(ctx, line);
 }
 
-/* Makes room for one more element in a growing array. */
-static int grow(void **items, size_t *cap, size_t len, size_t item_size) {
-    if (len < *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    void *p = realloc(*items, n * item_size);
-    if (!p)
-        return -1;
-    *items = p;
-    *cap = n;
-    return 0;
-}
-
 static void scan_free(trace_scan *s) {
     for (size_t i = 0; i < s->modules_len; i++) {
         free(s->modules[i].path);
@@ -106,7 +94,7 @@ static void scan_free(trace_scan *s) {
 }
 
 static int keep_module(trace_scan *s, const trace_module *m) {
-    if (grow((void **)&s->modules, &s->modules_cap, s->modules_len, sizeof *s->modules) != 0)
+    if (gmt_grow((void **)&s->modules, &s->modules_cap, s->modules_len, sizeof *s->modules) != 0)
         return -1;
     module_rec *mr = &s->modules[s->modules_len];
     *mr = (module_rec){m->module_id, m->base, m->size, strdup(m->path.ptr), NULL, 0};
@@ -133,15 +121,15 @@ static int on_record(trace_scan *s, const trace_record *rec) {
     case TRACE_REC_FRAME:
         next = &s->append.next_frame_id, id = rec->u.frame.frame_id;
         if (rec->u.frame.kind == TRACE_FRAME_NATIVE) {
-            if (grow((void **)&s->frames, &s->frames_cap, s->frames_len, sizeof *s->frames))
+            if (gmt_grow((void **)&s->frames, &s->frames_cap, s->frames_len, sizeof *s->frames))
                 return -1;
             s->frames[s->frames_len++] =
                 (native_frame){id, rec->u.frame.module_id, rec->u.frame.ip};
         }
         break;
     case TRACE_REC_SYMBOL:
-        if (grow((void **)&s->symbolized, &s->symbolized_cap, s->symbolized_len,
-                 sizeof *s->symbolized))
+        if (gmt_grow((void **)&s->symbolized, &s->symbolized_cap, s->symbolized_len,
+                     sizeof *s->symbolized))
             return -1;
         s->symbolized[s->symbolized_len++] = rec->u.symbol.frame_id;
         break;

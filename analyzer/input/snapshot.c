@@ -14,7 +14,7 @@
  * Errors name the record by its path in the snapshot and the key, and are
  * formatted only when they happen. */
 #include "snapshot.h"
-#include "trace_hash.h"
+#include "gmt_hash.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,7 +47,7 @@ static int ptrmap_get(const ptrmap *m, const void *key, uint32_t *val) {
     if (!m->cap)
         return 0;
     size_t mask = m->cap - 1;
-    for (size_t i = (size_t)trace_hash_mix64((uintptr_t)key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = (size_t)gmt_hash_mix64((uintptr_t)key) & mask;; i = (i + 1) & mask) {
         if (m->keys[i] == key) {
             *val = m->vals[i];
             return 1;
@@ -70,7 +70,7 @@ static int ptrmap_put(ptrmap *m, const void *key, uint32_t val) {
         for (size_t j = 0; j < m->cap; j++) {
             if (!m->keys[j])
                 continue;
-            size_t i = (size_t)trace_hash_mix64((uintptr_t)m->keys[j]) & (cap - 1);
+            size_t i = (size_t)gmt_hash_mix64((uintptr_t)m->keys[j]) & (cap - 1);
             while (keys[i])
                 i = (i + 1) & (cap - 1);
             keys[i] = m->keys[j];
@@ -83,7 +83,7 @@ static int ptrmap_put(ptrmap *m, const void *key, uint32_t val) {
         m->cap = cap;
     }
     size_t mask = m->cap - 1;
-    size_t i = (size_t)trace_hash_mix64((uintptr_t)key) & mask;
+    size_t i = (size_t)gmt_hash_mix64((uintptr_t)key) & mask;
     while (m->keys[i])
         i = (i + 1) & mask;
     m->keys[i] = key;
@@ -414,7 +414,7 @@ static uint64_t hash_bytes(const char *p, size_t n) {
         h ^= (uint8_t)p[i];
         h *= 0x100000001B3u;
     }
-    return trace_hash_mix64(h);
+    return gmt_hash_mix64(h);
 }
 
 /* Interns a str value; *id gets its string id (never 0). */
@@ -488,7 +488,7 @@ static int intern_frame(conv *c, const loc *l, pickle_value fv, uint32_t *id) {
         return -1;
     snapshot *s = c->s;
     const char *np = s->strings[name], *fp = s->strings[file];
-    uint64_t h = trace_hash_mix64(((uint64_t)name << 32 | file) ^ trace_hash_mix64((uint64_t)line));
+    uint64_t h = gmt_hash_mix64(((uint64_t)name << 32 | file) ^ gmt_hash_mix64((uint64_t)line));
     idset *set = &c->frame_set;
     if ((set->len + 1) * 2 > set->cap && idset_grow(set) < 0)
         return oom(c);
@@ -535,12 +535,12 @@ static int read_stack(conv *c, loc *l, const char *key, pickle_value v, uint32_t
         c->scratch = sc;
         c->scratch_cap = n;
     }
-    uint64_t h = trace_hash_mix64(n);
+    uint64_t h = gmt_hash_mix64(n);
     for (size_t i = 0; i < n; i++) {
         l->frame = i;
         if (intern_frame(c, l, items[i], &c->scratch[i]) < 0)
             return -1;
-        h = trace_hash_mix64(h ^ c->scratch[i]);
+        h = gmt_hash_mix64(h ^ c->scratch[i]);
     }
     l->frame = SIZE_MAX;
     snapshot *s = c->s;
