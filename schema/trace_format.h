@@ -16,6 +16,8 @@
 #ifndef GMT_TRACE_FORMAT_H
 #define GMT_TRACE_FORMAT_H
 
+#include "gmt_vocab.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,67 +30,59 @@ extern "C" {
 
 /* ---- record vocabulary ------------------------------------------------ */
 
-/* What happened to memory. Numeric values are part of the file format. */
-typedef enum trace_op {
-    TRACE_OP_ALLOC = 0,          /* memory handed out (segment or block) */
-    TRACE_OP_FREE = 1,           /* memory given back (for blocks: free completed) */
-    TRACE_OP_FREE_REQUESTED = 2, /* block freed by the program, still used by a stream */
-    TRACE_OP_MAP = 3,            /* VMM range mapped: becomes (part of) a segment */
-    TRACE_OP_UNMAP = 4,          /* VMM range unmapped */
-    TRACE_OP_POOL_TRIM = 5,      /* async pool trimmed to `size` bytes kept */
-    TRACE_OP_ALLOC_FAILED = 6,   /* a driver allocation returned an error */
-    TRACE_OP_OOM = 7,            /* the allocator gave up (PyTorch's `oom`) */
-    TRACE_OP_PHYS_CREATE = 8,    /* cuMemCreate: physical memory, not yet mapped */
-    TRACE_OP_PHYS_RELEASE = 9,   /* cuMemRelease */
-    TRACE_OP_VA_RESERVE = 10,    /* cuMemAddressReserve: address space only, no memory */
-    TRACE_OP_VA_FREE = 11,       /* cuMemAddressFree */
-    TRACE_OP_COUNT
-} trace_op;
+/* The enums below are generated from gmt_vocab.h, where each value is
+ * defined once with its SQL name and meaning. Numeric values are part of the
+ * file format. */
+#define GMT_VOCAB_ENUM(prefix, id, code, name, meaning) prefix##id = code,
+#define GMT_VOCAB_ONE(id, code, name, meaning) +1
 
-/* Segment: memory the process got from the driver. Block: memory an
- * allocator handed to the program inside a segment. */
-typedef enum trace_level { TRACE_LEVEL_SEGMENT = 0, TRACE_LEVEL_BLOCK = 1 } trace_level;
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_OP_, id, code, name, meaning)
+typedef enum trace_op { TRACE_OP_LIST(X) TRACE_OP_COUNT } trace_op;
+#undef X
+/* The database's own ops (DB_OP_SEED, ...): never in a trace. */
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(DB_OP_, id, code, name, meaning)
+typedef enum db_op { DB_OP_LIST(X) DB_OP_END } db_op;
+#undef X
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_LEVEL_, id, code, name, meaning)
+typedef enum trace_level { TRACE_LEVEL_LIST(X) TRACE_LEVEL_COUNT } trace_level;
+#undef X
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_KIND_, id, code, name, meaning)
+typedef enum trace_mem_kind { TRACE_KIND_LIST(X) TRACE_KIND_COUNT } trace_mem_kind;
+#undef X
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_SOURCE_, id, code, name, meaning)
+typedef enum trace_source { TRACE_SOURCE_LIST(X) TRACE_SOURCE_COUNT } trace_source;
+#undef X
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_MARK_, id, code, name, meaning)
+typedef enum trace_marker_kind { TRACE_MARK_LIST(X) TRACE_MARK_COUNT } trace_marker_kind;
+#undef X
+#define X(id, code, name, meaning) GMT_VOCAB_ENUM(TRACE_COUNTER_, id, code, name, meaning)
+typedef enum trace_counter_kind { TRACE_COUNTER_LIST(X) TRACE_COUNTER_COUNT } trace_counter_kind;
+#undef X
 
-/* Only device memory counts towards reserved/allocated sums. */
-typedef enum trace_mem_kind {
-    TRACE_KIND_DEVICE = 0,
-    TRACE_KIND_MANAGED = 1,
-    TRACE_KIND_PINNED_HOST = 2,
-    TRACE_KIND_COUNT
-} trace_mem_kind;
+#ifndef __cplusplus
+/* Each list is dense (codes 0 .. COUNT-1, written in order: test_vocab checks
+ * the order), so a code indexes its name table; the database's own op codes
+ * come after every trace op, so a new trace op cannot silently take one. */
+_Static_assert(0 TRACE_OP_LIST(GMT_VOCAB_ONE) == TRACE_OP_COUNT, "TRACE_OP_LIST is not dense");
+_Static_assert(0 TRACE_LEVEL_LIST(GMT_VOCAB_ONE) == TRACE_LEVEL_COUNT,
+               "TRACE_LEVEL_LIST is not dense");
+_Static_assert(0 TRACE_KIND_LIST(GMT_VOCAB_ONE) == TRACE_KIND_COUNT,
+               "TRACE_KIND_LIST is not dense");
+_Static_assert(0 TRACE_SOURCE_LIST(GMT_VOCAB_ONE) == TRACE_SOURCE_COUNT,
+               "TRACE_SOURCE_LIST is not dense");
+_Static_assert(0 TRACE_MARK_LIST(GMT_VOCAB_ONE) == TRACE_MARK_COUNT,
+               "TRACE_MARK_LIST is not dense");
+_Static_assert(0 TRACE_COUNTER_LIST(GMT_VOCAB_ONE) == TRACE_COUNTER_COUNT,
+               "TRACE_COUNTER_LIST is not dense");
+_Static_assert((int)DB_OP_SEED >= (int)TRACE_OP_COUNT,
+               "a trace op took the database's seed code: give DB_OP_SEED a free code");
+_Static_assert(TRACE_OP_COUNT <= 128 && DB_OP_END <= 256, "ops are stored in a byte");
+#endif
 
-/* Who reported an event. Numeric values are part of the file format and
- * match schema.sql's `sources` table. */
-typedef enum trace_source {
-    TRACE_SOURCE_CUPTI = 0,  /* a CUDA driver/runtime call seen through CUPTI */
-    TRACE_SOURCE_TORCH = 1,  /* PyTorch's caching-allocator history (live or a snapshot) */
-    TRACE_SOURCE_NVTX = 2,   /* an NVTX memory-region annotation */
-    TRACE_SOURCE_MEMREC = 3, /* the program itself, through memrec.h */
-    TRACE_SOURCE_COUNT
-} trace_source;
-
-typedef enum trace_marker_kind {
-    TRACE_MARK_RANGE_PUSH = 0,  /* NVTX push: nested range on one thread opens */
-    TRACE_MARK_RANGE_POP = 1,   /* NVTX pop */
-    TRACE_MARK_RANGE_START = 2, /* NVTX start/end range: `range_id` pairs them */
-    TRACE_MARK_RANGE_END = 3,
-    TRACE_MARK_MARK = 4,       /* instantaneous mark */
-    TRACE_MARK_STEP_BEGIN = 5, /* explicit step boundary (memrec.h); value = step */
-    TRACE_MARK_STEP_END = 6,
-    /* The memory events before this marker are the seed: the state that
-     * existed when the recording began (e.g. a snapshot's blocks allocated
-     * before its history starts), not things that happened. At most one. */
-    TRACE_MARK_SEED_END = 7,
-    TRACE_MARK_COUNT
-} trace_marker_kind;
-
-typedef enum trace_counter_kind {
-    TRACE_COUNTER_DRIVER_FREE = 0,   /* cuMemGetInfo free bytes */
-    TRACE_COUNTER_DRIVER_TOTAL = 1,  /* cuMemGetInfo total bytes */
-    TRACE_COUNTER_POOL_RESERVED = 2, /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT; key = pool */
-    TRACE_COUNTER_POOL_USED = 3,     /* CU_MEMPOOL_ATTR_USED_MEM_CURRENT; key = pool */
-    TRACE_COUNTER_COUNT
-} trace_counter_kind;
+/* Warning kinds of the database (warnings.code holds the name). */
+#define X(id, name, meaning) DB_WARNING_##id,
+typedef enum db_warning { DB_WARNING_LIST(X) DB_WARNING_COUNT } db_warning;
+#undef X
 
 typedef enum trace_frame_kind {
     TRACE_FRAME_NATIVE = 0, /* ip in a module; names come from SYMBOL records */
@@ -238,7 +232,9 @@ typedef struct trace_record {
     } u;
 } trace_record;
 
-/* Names used in text, JSON and SQL ("alloc", "segment", "device", ...). */
+/* Names used in text, JSON and SQL ("alloc", "segment", "device", ...), from
+ * gmt_vocab.h; "unknown" for a code outside the list. trace_op_name also
+ * names the database's own ops ("seed"). */
 const char *trace_op_name(unsigned op);
 const char *trace_level_name(unsigned level);
 const char *trace_kind_name(unsigned kind);
@@ -246,6 +242,13 @@ const char *trace_source_name(unsigned source);
 const char *trace_marker_kind_name(unsigned kind);
 const char *trace_counter_kind_name(unsigned kind);
 const char *trace_record_kind_name(unsigned kind);
+const char *db_warning_name(unsigned warning);
+
+/* The code of a vocabulary word, for text that names it: `list` is "op",
+ * "level", "kind", "source", "marker", "counter" or "warning", `name` its SQL
+ * name ("alloc"). Returns the code, or -1 when the list or the name is not
+ * in gmt_vocab.h. */
+int gmt_vocab_code(const char *list, size_t list_len, const char *name, size_t name_len);
 
 /* ---- writer ------------------------------------------------------------ */
 
@@ -349,6 +352,8 @@ uint32_t trace_reader_version(const trace_reader *r);
 #define TRACE_READER_MAX_WARNINGS 64
 size_t trace_reader_warning_count(const trace_reader *r);
 const char *trace_reader_warning(const trace_reader *r, size_t i);
+/* What warning i is: DB_WARNING_TRUNCATED or DB_WARNING_CORRUPT_FRAME. */
+db_warning trace_reader_warning_kind(const trace_reader *r, size_t i);
 const char *trace_reader_error(const trace_reader *r);
 
 void trace_reader_close(trace_reader *r);

@@ -57,12 +57,16 @@ struct trace_reader {
 
     trace_reader_stats stats;
     char *warnings[TRACE_READER_MAX_WARNINGS];
+    uint8_t warning_kinds[TRACE_READER_MAX_WARNINGS]; /* db_warning */
     size_t warning_count;
     char error[256];
 };
 
-static void warn(trace_reader *r, const char *fmt, ...) {
+static void warn(trace_reader *r, db_warning kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void warn(trace_reader *r, db_warning kind, const char *fmt, ...) {
     if (r->warning_count < TRACE_READER_MAX_WARNINGS) {
+        r->warning_kinds[r->warning_count] = (uint8_t)kind;
         char buf[256];
         va_list ap;
         va_start(ap, fmt);
@@ -154,7 +158,8 @@ static int input_find_magic(trace_reader *r, uint64_t from) {
 static void damage(trace_reader *r, uint64_t off, const char *why) {
     if (!r->in_damage) {
         r->stats.corrupt_frames++;
-        warn(r, "corrupt data at byte offset %llu (%s); skipped to the next frame",
+        warn(r, DB_WARNING_CORRUPT_FRAME,
+             "corrupt data at byte offset %llu (%s); skipped to the next frame",
              (unsigned long long)off, why);
     }
     r->in_damage = 1;
@@ -480,7 +485,8 @@ static int parse_chunk_header(trace_reader *r) {
 static void begin_chunk(trace_reader *r) {
     if (parse_chunk_header(r) == 0)
         return;
-    warn(r, "malformed frame at byte offset %llu: no chunk header; frame skipped",
+    warn(r, DB_WARNING_CORRUPT_FRAME,
+         "malformed frame at byte offset %llu: no chunk header; frame skipped",
          (unsigned long long)r->frame_off);
     r->pos = r->end;
     r->tpos = r->tend = NULL;
@@ -493,7 +499,7 @@ int trace_reader_next(trace_reader *r, trace_record *rec) {
             return 0;
         if (r->pos == r->end) {
             if (r->tpos != r->tend) {
-                warn(r,
+                warn(r, DB_WARNING_CORRUPT_FRAME,
                      "malformed frame at byte offset %llu: time column longer than its "
                      "records",
                      (unsigned long long)r->frame_off);
@@ -505,7 +511,8 @@ int trace_reader_next(trace_reader *r, trace_record *rec) {
             if (rc == 0) {
                 r->finished = 1;
                 if (r->stats.truncated)
-                    warn(r, "truncated after %llu events", (unsigned long long)r->stats.events);
+                    warn(r, DB_WARNING_TRUNCATED, "truncated after %llu events",
+                         (unsigned long long)r->stats.events);
                 return 0;
             }
             begin_chunk(r);
@@ -526,7 +533,7 @@ int trace_reader_next(trace_reader *r, trace_record *rec) {
         }
         cursor c = {r->pos, r->end, 0};
         if (parse_record(r, &c, rec) != 0) {
-            warn(r,
+            warn(r, DB_WARNING_CORRUPT_FRAME,
                  "malformed record at byte %llu of the frame at byte offset %llu; rest of "
                  "the frame skipped",
                  (unsigned long long)(r->pos - r->out), (unsigned long long)r->frame_off);
@@ -613,7 +620,7 @@ trace_reader *trace_reader_open(const char *path, char *err, size_t errlen) {
     } else if (rc == 0) {
         r->finished = 1;
         if (r->stats.truncated)
-            warn(r, "truncated after 0 events");
+            warn(r, DB_WARNING_TRUNCATED, "truncated after 0 events");
     } else {
         begin_chunk(r); /* the first good frame after a damaged start */
     }
@@ -646,6 +653,12 @@ const char *trace_reader_warning(const trace_reader *r, size_t i) {
     if (i >= r->warning_count || i >= TRACE_READER_MAX_WARNINGS)
         return NULL;
     return r->warnings[i] ? r->warnings[i] : "";
+}
+
+db_warning trace_reader_warning_kind(const trace_reader *r, size_t i) {
+    if (i >= r->warning_count || i >= TRACE_READER_MAX_WARNINGS)
+        return DB_WARNING_CORRUPT_FRAME;
+    return (db_warning)r->warning_kinds[i];
 }
 
 const char *trace_reader_error(const trace_reader *r) { return r->error; }

@@ -1,12 +1,56 @@
 /* db_query.c — one-integer queries on the database (see db_query.h). */
 #include "db_query.h"
 
-#include <stddef.h>
+#include "trace_format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *db_sql_expand(const char *sql) {
+    /* A token's value is never longer than its text ("{op:oom}" -> "7";
+     * "{warning:x}" -> "'x'"), so the input's length bounds the output. */
+    size_t len = strlen(sql);
+    char *out = malloc(len + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = sql; *p;) {
+        const char *colon, *close;
+        if (*p != '{' || !(close = strchr(p, '}')) ||
+            !(colon = memchr(p, ':', (size_t)(close - p)))) {
+            *o++ = *p++;
+            continue;
+        }
+        const char *list = p + 1, *name = colon + 1;
+        int code = gmt_vocab_code(list, (size_t)(colon - list), name, (size_t)(close - name));
+        if (code < 0) {
+            free(out);
+            return NULL;
+        }
+        if ((size_t)(colon - list) == 7 && !memcmp(list, "warning", 7))
+            o += sprintf(o, "'%.*s'", (int)(close - name), name); /* warnings.code is text */
+        else
+            o += sprintf(o, "%d", code);
+        p = close + 1;
+    }
+    *o = '\0';
+    return out;
+}
+
+int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
+    *st = NULL;
+    char *text = db_sql_expand(sql);
+    if (!text)
+        return SQLITE_ERROR;
+    int rc = sqlite3_prepare_v2(db, text, -1, st, NULL);
+    free(text);
+    return rc;
+}
 
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
     sqlite3_stmt *st;
     int64_t v = dflt;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, sql, &st) != SQLITE_OK)
         return dflt;
     sqlite3_bind_int64(st, 1, a);
     sqlite3_bind_int64(st, 2, b);

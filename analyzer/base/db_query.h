@@ -1,12 +1,26 @@
 /* db_query.h — the smallest question a layer asks the database: one integer.
  *
  * Every analyzer layer above the replay reads the database; most of what
- * they ask is one number (a count, a max event id, a step's end). */
+ * they ask is one number (a count, a max event id, a step's end). Every
+ * query goes through db_prepare, which turns vocabulary words into codes. */
 #ifndef GMT_DB_QUERY_H
 #define GMT_DB_QUERY_H
 
 #include <sqlite3.h>
 #include <stdint.h>
+
+/* SQL text names codes by their vocabulary words (schema/gmt_vocab.h):
+ * `{op:alloc}`, `{level:block}`, `{kind:device}`, `{source:torch}`,
+ * `{marker:push}`, `{counter:driver_free}`, `{warning:free_unknown}`.
+ * db_sql_expand writes the text with each token replaced by what the
+ * database stores for it (0, 1, 'free_unknown'). Returns a malloc'd string
+ * (the caller frees it), or NULL when out of memory or a token names no
+ * word (a programming error: the tests run every query). */
+char *db_sql_expand(const char *sql);
+
+/* sqlite3_prepare_v2 of the expanded text. Returns SQLITE_OK, or an SQLite
+ * error code (SQLITE_ERROR for an unknown token, SQLITE_NOMEM). */
+int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 
 /* Runs a query that returns one integer (or NULL / no row / error -> dflt). */
 long long db_query_int(sqlite3 *db, const char *sql, long long dflt);

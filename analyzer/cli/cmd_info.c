@@ -15,18 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEVICES 64
-
 typedef struct device_tally {
     int seen;
     char name[128];
     uint64_t total_bytes;
-    uint64_t events, by_op[TRACE_OP_COUNT], by_level[2];
+    uint64_t events, by_op[TRACE_OP_COUNT], by_level[TRACE_LEVEL_COUNT];
 } device_tally;
 
 typedef struct info {
     uint64_t by_kind[256];
-    device_tally devices[MAX_DEVICES];
+    device_tally devices[GMT_MAX_DEVICES];
     uint64_t other_device_events;
     uint64_t first_ts, last_ts;
     int any_ts;
@@ -95,7 +93,7 @@ static void note_marker(info *in, const trace_marker *m) {
 
 static void note_event(info *in, const trace_event *ev) {
     note_ts(in, ev->ts_ns);
-    if (ev->device >= MAX_DEVICES) {
+    if (ev->device >= GMT_MAX_DEVICES) {
         in->other_device_events++;
         return;
     }
@@ -122,7 +120,7 @@ static void note_record(info *in, const trace_record *rec) {
         note_ts(in, rec->u.counter.ts_ns);
         break;
     case TRACE_REC_DEVICE:
-        if (rec->u.device.device < MAX_DEVICES) {
+        if (rec->u.device.device < GMT_MAX_DEVICES) {
             device_tally *d = &in->devices[rec->u.device.device];
             d->seen = 1;
             d->total_bytes = rec->u.device.total_bytes;
@@ -169,7 +167,7 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
         if (in->by_kind[kinds[i] & 0xff])
             printf("  %-8s %llu\n", trace_record_kind_name(kinds[i]),
                    (unsigned long long)in->by_kind[kinds[i] & 0xff]);
-    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+    for (int dev = 0; dev < GMT_MAX_DEVICES; dev++) {
         const device_tally *d = &in->devices[dev];
         if (!d->seen)
             continue;
@@ -184,7 +182,7 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
                 printf("  %-15s %llu\n", trace_op_name(op), (unsigned long long)d->by_op[op]);
     }
     if (in->other_device_events)
-        printf("events on devices >= %d: %llu\n", MAX_DEVICES,
+        printf("events on devices >= %d: %llu\n", GMT_MAX_DEVICES,
                (unsigned long long)in->other_device_events);
     if (in->any_ts)
         printf("time span: %s\n", units_duration(in->last_ts - in->first_ts, b1, sizeof b1));

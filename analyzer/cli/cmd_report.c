@@ -8,6 +8,7 @@
 #include "analysis.h"
 #include "cli.h"
 #include "commands.h"
+#include "gmt_vocab.h"
 #include "json_out.h"
 #include "layout.h"
 #include "units.h"
@@ -19,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#define MAX_DEVICES 64
 
 typedef struct device_report {
     device_summary s;
@@ -81,7 +80,7 @@ static void release(device_report *r) {
 static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
     sqlite3_stmt *st;
     buf[0] = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, "SELECT value FROM meta WHERE key = ?", &st) != SQLITE_OK)
         return buf;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
@@ -133,13 +132,13 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
 static void print_ooms(sqlite3 *db, const device_report *r, int64_t from, int64_t to) {
     char b1[32], b2[32], b3[32], when[96];
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT event_id, size, allocated_bytes, reserved_bytes, "
-                           "largest_free_bytes, (SELECT value FROM counters c WHERE c.device = "
-                           "e.device AND c.kind = 'driver_free' AND c.ts_ns <= e.ts_ns ORDER BY "
-                           "c.ts_ns DESC LIMIT 1) FROM event_rows e WHERE device = ? AND op = 7 "
-                           "AND event_id > ? AND event_id <= ? ORDER BY event_id LIMIT 10",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db,
+                   "SELECT event_id, size, allocated_bytes, reserved_bytes, "
+                   "largest_free_bytes, (SELECT value FROM counters c WHERE c.device = "
+                   "e.device AND c.kind = 'driver_free' AND c.ts_ns <= e.ts_ns ORDER BY "
+                   "c.ts_ns DESC LIMIT 1) FROM event_rows e WHERE device = ? AND op = {op:oom} "
+                   "AND event_id > ? AND event_id <= ? ORDER BY event_id LIMIT 10",
+                   &st) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, r->s.device);
     sqlite3_bind_int64(st, 2, from);
@@ -169,11 +168,13 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
         analysis_whole_run(db, from, to)
             ? "SELECT alloc_id, size, stack_id FROM largest_allocations WHERE device = ?1 AND "
               "alloc_id <= ?2 AND alloc_id > ?3 ORDER BY size DESC, alloc_id LIMIT ?4"
-            : "SELECT event_id, size, stack_id FROM event_rows WHERE device = ?1 AND kind = 0 AND "
-              "op IN (0, 3) AND (level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
+            : "SELECT event_id, size, stack_id FROM event_rows WHERE device = ?1 AND kind = "
+              "{kind:device} AND "
+              "op IN ({op:alloc}, {op:map}) AND (level = {level:block} OR event_id IN (SELECT "
+              "segment_id FROM segments WHERE "
               "whole_block = 1)) AND event_id <= ?2 AND event_id > ?3 ORDER BY size DESC, "
               "event_id LIMIT ?4";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, sql, &st) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, device);
     sqlite3_bind_int64(st, 2, to);
@@ -476,8 +477,8 @@ int cmd_report(int argc, char **argv) {
         sqlite3_close(db);
         return cli_error("%s", err);
     }
-    int devices[MAX_DEVICES];
-    int ndev = analysis_devices(db, devices, MAX_DEVICES);
+    int devices[GMT_MAX_DEVICES];
+    int ndev = analysis_devices(db, devices, GMT_MAX_DEVICES);
     if (o.device >= 0) {
         int found = 0;
         for (int i = 0; i < ndev; i++)

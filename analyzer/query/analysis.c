@@ -17,6 +17,8 @@
 #include "analysis.h"
 
 #include "addr_map.h"
+#include "db_query.h"
+#include "trace_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,8 @@
 /* Rows that describe memory handed to the program: blocks, and segments
  * nobody sub-allocates (plain cudaMalloc), which are their own block. */
 #define IS_BLOCK_SQL(a)                                                                            \
-    "(" a ".level = 1 OR " a ".event_id IN (SELECT segment_id FROM segments WHERE whole_block = "  \
+    "(" a ".level = {level:block} OR " a                                                           \
+    ".event_id IN (SELECT segment_id FROM segments WHERE whole_block = "                           \
     "1))"
 
 int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
@@ -48,7 +51,7 @@ const char *frag_rating(double f) {
 
 static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, sql, &st) != SQLITE_OK)
         return NULL;
     return st;
 }
@@ -102,7 +105,7 @@ static void read_moment(sqlite3_stmt *st, int first, moment *m) {
 int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out) {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? "
-                                   "AND event_id <= ? AND (event_id > 0 OR op = 12) "
+                                   "AND event_id <= ? AND (event_id > 0 OR op = {op:seed}) "
                                    "ORDER BY event_id DESC LIMIT 1");
     if (!st)
         return -1;
@@ -126,7 +129,7 @@ static void untracked(sqlite3 *db, device_summary *s) {
             "  t.kind = 'driver_total' AND t.ts_ns <= c.ts_ns ORDER BY t.ts_ns DESC LIMIT 1), "
             "  (SELECT total_bytes FROM devices WHERE device = c.device)), "
             " (SELECT r.reserved_bytes FROM event_rows r WHERE r.device = c.device AND "
-            "  r.event_id <= c.event_id AND (r.event_id > 0 OR r.op = 12) "
+            "  r.event_id <= c.event_id AND (r.event_id > 0 OR r.op = {op:seed}) "
             "  ORDER BY r.event_id DESC LIMIT 1) "
             "FROM counters c WHERE c.device = ? AND c.kind = 'driver_free' AND "
             "c.event_id >= ? AND c.event_id <= ? ORDER BY c.ts_ns");
@@ -233,12 +236,13 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
         return device_summary_from_tables(db, s);
 
     /* One scan of the window: peaks, counts. */
-    st = prepare_window(db,
-                        "SELECT " MOMENT_COLUMNS ", op, level, kind, "
-                        " level = 1 OR event_id IN (SELECT segment_id FROM segments WHERE "
-                        " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
-                        " event_id <= ? ORDER BY event_id",
-                        device, from, to);
+    st = prepare_window(
+        db,
+        "SELECT " MOMENT_COLUMNS ", op, level, kind, "
+        " level = {level:block} OR event_id IN (SELECT segment_id FROM segments WHERE "
+        " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
+        " event_id <= ? ORDER BY event_id",
+        device, from, to);
     if (!st)
         return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -252,23 +256,25 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
             s->peak_requested = m;
         if (m.reserved > s->peak_reserved.reserved)
             s->peak_reserved = m;
-        if (kind == 0 && is_block && op == 0)
+        if (kind == TRACE_KIND_DEVICE && is_block && op == TRACE_OP_ALLOC)
             s->allocs++;
-        if (kind == 0 && is_block && op == 1)
+        if (kind == TRACE_KIND_DEVICE && is_block && op == TRACE_OP_FREE)
             s->frees++;
-        s->ooms += op == 7;
-        s->alloc_failed += op == 6;
+        s->ooms += op == TRACE_OP_OOM;
+        s->alloc_failed += op == TRACE_OP_ALLOC_FAILED;
     }
     sqlite3_finalize(st);
 
     worst_fragmentation(db, s, from, to);
 
     /* Blocks allocated in the window and live at its end (bytes as requested). */
-    st = prepare(db, "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
-                     "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
-                     "WHERE a.device = ? AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
-                         "a") " AND a.event_id > ? AND a.event_id <= ? AND "
-                              "(f.event_id IS NULL OR f.event_id > ?)");
+    st = prepare(db,
+                 "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
+                 "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, "
+                 "{op:unmap}) "
+                 "WHERE a.device = ? AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
+                 "AND " IS_BLOCK_SQL("a") " AND a.event_id > ? AND a.event_id <= ? AND "
+                                          "(f.event_id IS NULL OR f.event_id > ?)");
     if (st) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, from > 0 ? from : 0);
@@ -295,7 +301,7 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
         "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
         "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
         "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
-        "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = 12) ORDER BY r.event_id "
+        "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = {op:seed}) ORDER BY r.event_id "
         "DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
         "ORDER BY s.begin_ts_ns, s.step",
         device, from, to);
@@ -495,13 +501,14 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
                            size_t nends, sweep *sw) {
     int rc = 0;
     sqlite3_stmt *st = prepare(
-        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
+        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN "
+            "e.stack_id ELSE "
             " a.stack_id END, coalesce(e.requested_size, e.size) "
-            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
+            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN ({op:free}, {op:unmap}) AND "
             " a.event_id = e.alloc_event_id "
-            "WHERE e.device = ? AND e.kind = 0 AND e.event_id <= ? AND ("
-            " (e.op IN (0, 3) AND " IS_BLOCK_SQL(
-                "e") ") OR (e.op IN (1, 4) AND "
+            "WHERE e.device = ? AND e.kind = {kind:device} AND e.event_id <= ? AND ("
+            " (e.op IN ({op:alloc}, {op:map}) AND " IS_BLOCK_SQL(
+                "e") ") OR (e.op IN ({op:free}, {op:unmap}) AND "
                      " e.alloc_event_id IS NOT NULL AND " IS_BLOCK_SQL("a") ")) "
                                                                             "ORDER BY e.event_id");
     if (!st)
@@ -521,7 +528,7 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
             rc = -1;
             break;
         }
-        int alloc = op == 0 || op == 3;
+        int alloc = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
         rc |= note_change(sw, s, alloc ? size : -size);
         if (alloc && id > from) { /* never freed unless a free follows (below) */
             s->never_freed_count++;
@@ -532,10 +539,12 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
     while (rc == 0 && next_end < nends)
         rc |= close_window(sw, next_end++ == 0);
     /* never-freed: blocks allocated in the window minus those freed by its end */
-    st = prepare(db, "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
-                     "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
-                     "WHERE f.device = ? AND f.op IN (1, 4) AND f.event_id <= ? AND "
-                     "a.event_id > ? AND a.kind = 0 AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
+    st = prepare(
+        db,
+        "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
+        "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
+        "WHERE f.device = ? AND f.op IN ({op:free}, {op:unmap}) AND f.event_id <= ? AND "
+        "a.event_id > ? AND a.kind = {kind:device} AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
     if (st) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, to);
@@ -633,8 +642,9 @@ int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t lim
     else
         st = prepare(
             db, "SELECT a.stack_id, sum(a.size), count(*) FROM event_rows a LEFT JOIN event_rows f "
-                "ON f.alloc_event_id = a.event_id AND f.op IN (1, 4) "
-                "WHERE a.device = ?1 AND a.kind = 0 AND a.op IN (0, 3) AND " IS_BLOCK_SQL(
+                "ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, {op:unmap}) "
+                "WHERE a.device = ?1 AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
+                "AND " IS_BLOCK_SQL(
                     "a") " AND a.event_id <= ?2 AND (f.event_id IS NULL OR f.event_id > ?2) "
                          "GROUP BY a.stack_id ORDER BY 2 DESC, a.stack_id LIMIT ?3");
     if (!st || !*out) {

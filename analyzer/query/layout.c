@@ -10,7 +10,9 @@
 
 #include "addr_map.h"
 #include "alloc_model.h"
+#include "db_query.h"
 #include "json_out.h"
+#include "trace_format.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -85,7 +87,7 @@ static int load_segments(sqlite3 *db, int device, seg_row **out, size_t *count, 
         "SELECT segment_id, free_event_id, stack_id, addr, size, requested_size, stream, mapped, "
         "whole_block FROM segments WHERE device = ?1 AND kind = 'device' ORDER BY segment_id";
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, sql, &st) != SQLITE_OK)
         return set_err(err, errlen, "reading segments: %s", sqlite3_errmsg(db));
     sqlite3_bind_int(st, 1, device);
     seg_row *rows = NULL;
@@ -341,8 +343,10 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
         "SELECT event_id, op, addr, CASE op WHEN 0 THEN size END, "
         "CASE op WHEN 0 THEN requested_size END, CASE op WHEN 0 THEN stream END, "
         "CASE op WHEN 0 THEN stack_id END, CASE op WHEN 0 THEN segment_id END, "
-        "alloc_event_id FROM event_rows WHERE event_id <= ?1 AND device = ?2 AND level = 1 "
-        "AND kind = 0 AND op IN (0, 1, 2) ORDER BY event_id";
+        "alloc_event_id FROM event_rows WHERE event_id <= ?1 AND device = ?2 AND level = "
+        "{level:block} "
+        "AND kind = {kind:device} AND op IN ({op:alloc}, {op:free}, {op:free_requested}) ORDER BY "
+        "event_id";
     for (size_t i = 0; i < count; i++)
         out[i] = NULL;
     if (count == 0)
@@ -364,7 +368,7 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
     sqlite3_stmt *st = NULL;
     int rc = 0;
     size_t next = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (db_prepare(db, sql, &st) != SQLITE_OK) {
         rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
         goto done;
     }
@@ -394,7 +398,7 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
             break;
         int op = sqlite3_column_int(st, 1);
         uint64_t addr = (uint64_t)sqlite3_column_int64(st, 2);
-        if (op == 0) {
+        if (op == TRACE_OP_ALLOC) {
             live_block nb = {0};
             nb.alloc_id = id;
             nb.addr = addr;
@@ -415,7 +419,7 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
         if (!index || sqlite3_column_type(st, 8) == SQLITE_NULL ||
             p.blocks[*index].alloc_id != sqlite3_column_int64(st, 8))
             continue; /* a free the replay could not match: it changed nothing */
-        if (op == 1)
+        if (op == TRACE_OP_FREE)
             pass_drop(&p, *index);
         else
             p.blocks[*index].pending = 1;
@@ -440,11 +444,11 @@ done:
 static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char *err,
                          size_t errlen, int *rc) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
-                           "segment_id, pending FROM live_at_end WHERE device = ? ORDER BY "
-                           "alloc_id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db,
+                   "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
+                   "segment_id, pending FROM live_at_end WHERE device = ? ORDER BY "
+                   "alloc_id",
+                   &st) != SQLITE_OK)
         return 0; /* a database from before the list existed */
     seg_row *segs = NULL;
     size_t nseg = 0, n = 0, cap = 0;
@@ -483,20 +487,20 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
 static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, char *err,
                            size_t errlen, int *rc) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(*) FROM warnings WHERE code IN ('double_alloc', "
-                           "'segment_free_in_use')",
-                           -1, &st, NULL) != SQLITE_OK ||
+    if (db_prepare(db,
+                   "SELECT count(*) FROM warnings WHERE code IN ({warning:double_alloc}, "
+                   "{warning:segment_free_in_use})",
+                   &st) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) != 0) {
         sqlite3_finalize(st);
         return 0;
     }
     sqlite3_finalize(st);
     st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
-                           "segment_id, pending FROM live_at_end WHERE device = ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db,
+                   "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
+                   "segment_id, pending FROM live_at_end WHERE device = ?",
+                   &st) != SQLITE_OK)
         return 0;
     pass p = {0};
     seg_row *segs = NULL;
@@ -524,11 +528,12 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
      * each for the few blocks that are live then (stack_id -1, pending 2:
      * not known yet) — the scan itself stays a plain primary-key range. */
     if (*rc == 0 &&
-        sqlite3_prepare_v2(db,
-                           "SELECT op, addr, alloc_event_id, size, requested_size, stream, "
-                           "segment_id FROM event_rows WHERE event_id > ?1 AND device = ?2 AND "
-                           "level = 1 AND kind = 0 AND op IN (0, 1, 2) ORDER BY event_id DESC",
-                           -1, &st, NULL) != SQLITE_OK)
+        db_prepare(db,
+                   "SELECT op, addr, alloc_event_id, size, requested_size, stream, "
+                   "segment_id FROM event_rows WHERE event_id > ?1 AND device = ?2 AND "
+                   "level = {level:block} AND kind = {kind:device} AND op IN ({op:alloc}, "
+                   "{op:free}, {op:free_requested}) ORDER BY event_id DESC",
+                   &st) != SQLITE_OK)
         *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
     if (*rc == 0) {
         sqlite3_bind_int64(st, 1, at);
@@ -538,10 +543,10 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
         int op = sqlite3_column_int(st, 0);
         uint64_t addr = (uint64_t)sqlite3_column_int64(st, 1);
         uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
-        if (op == 0) {
+        if (op == TRACE_OP_ALLOC) {
             if (index)
                 pass_drop(&p, *index);
-        } else if (op == 2) {
+        } else if (op == TRACE_OP_FREE_REQUESTED) {
             if (index && p.blocks[*index].alloc_id == sqlite3_column_int64(st, 2))
                 p.blocks[*index].pending = 0;
         } else if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
@@ -562,12 +567,11 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
     st = NULL;
     sqlite3_stmt *pend = NULL;
     if (*rc == 0 &&
-        (sqlite3_prepare_v2(db, "SELECT stack_id FROM event_rows WHERE event_id = ?", -1, &st,
-                            NULL) != SQLITE_OK ||
-         sqlite3_prepare_v2(db,
-                            "SELECT EXISTS (SELECT 1 FROM event_rows WHERE alloc_event_id = ?1 "
-                            "AND op = 2 AND event_id <= ?2)",
-                            -1, &pend, NULL) != SQLITE_OK))
+        (db_prepare(db, "SELECT stack_id FROM event_rows WHERE event_id = ?", &st) != SQLITE_OK ||
+         db_prepare(db,
+                    "SELECT EXISTS (SELECT 1 FROM event_rows WHERE alloc_event_id = ?1 "
+                    "AND op = {op:free_requested} AND event_id <= ?2)",
+                    &pend) != SQLITE_OK))
         *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
     for (size_t i = 0; *rc == 0 && i < p.len; i++) {
         live_block *b = &p.blocks[i];
@@ -603,8 +607,7 @@ int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *
                  size_t errlen) {
     sqlite3_stmt *st = NULL;
     int64_t last = INT64_MAX;
-    if (sqlite3_prepare_v2(db, "SELECT max(event_id) FROM event_rows", -1, &st, NULL) ==
-            SQLITE_OK &&
+    if (db_prepare(db, "SELECT max(event_id) FROM event_rows", &st) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         last = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -630,11 +633,12 @@ void layout_free(layout *l) {
 int layout_timeline_at(sqlite3 *db, int device, int64_t event_id, layout_totals *out) {
     static const char sql[] =
         "SELECT allocated_bytes, requested_bytes, reserved_bytes, segments, largest_free_bytes, "
-        "ts_ns FROM event_rows WHERE event_id <= ?2 AND device = ?1 AND (event_id > 0 OR op = 12) "
+        "ts_ns FROM event_rows WHERE event_id <= ?2 AND device = ?1 AND (event_id > 0 OR op = "
+        "{op:seed}) "
         "ORDER BY event_id DESC LIMIT 1";
     sqlite3_stmt *st;
     memset(out, 0, sizeof *out);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db, sql, &st) != SQLITE_OK)
         return -1;
     sqlite3_bind_int(st, 1, device);
     sqlite3_bind_int64(st, 2, event_id);
@@ -896,7 +900,7 @@ layout_stacks *layout_stacks_new(sqlite3 *db) {
     if (!c)
         return NULL;
     c->db = db;
-    if (sqlite3_prepare_v2(db, walk_sql, -1, &c->walk, NULL) != SQLITE_OK)
+    if (db_prepare(db, walk_sql, &c->walk) != SQLITE_OK)
         c->walk = NULL;
     return c;
 }
@@ -950,7 +954,7 @@ int layout_stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
     layout_stack s;
     if (len == 0)
         return -1;
-    if (stack_id == 0 || sqlite3_prepare_v2(db, walk_sql, -1, &st, NULL) != SQLITE_OK) {
+    if (stack_id == 0 || db_prepare(db, walk_sql, &st) != SQLITE_OK) {
         snprintf(buf, len, "%s", stack_id ? "unknown stack" : "no stack");
         return -1;
     }

@@ -15,6 +15,7 @@
 #include "db_query.h"
 #include "layout.h"
 #include "render.h"
+#include "trace_format.h"
 #include "units.h"
 #include "when.h"
 
@@ -43,10 +44,10 @@ typedef struct site_ranks {
 static void site_ranks_load(sqlite3 *db, int device, site_ranks *r) {
     r->n = 0;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT stack_id FROM site_stats WHERE device = ? AND peak_bytes > 0 "
-                           "ORDER BY peak_bytes DESC, stack_id LIMIT 200",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (db_prepare(db,
+                   "SELECT stack_id FROM site_stats WHERE device = ? AND peak_bytes > 0 "
+                   "ORDER BY peak_bytes DESC, stack_id LIMIT 200",
+                   &st) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, device);
     while (r->n < RANKED_SITES && sqlite3_step(st) == SQLITE_ROW) {
@@ -70,7 +71,7 @@ static uint64_t site_key(const site_ranks *r, const char *label) {
 
 static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;
-    sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    db_prepare(db, sql, &st);
     return st;
 }
 
@@ -310,14 +311,18 @@ static void free_timeline_data(timeline_data *t) {
 static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data *t, series_map *m,
                         int64_t *bytes /* [nseries_max * n] */, size_t max_series) {
     sqlite3_stmt *st = prepare(
-        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN (0, 3) THEN e.stack_id ELSE "
-            "a.stack_id END, CASE WHEN e.op IN (0, 3) THEN e.stream ELSE a.stream END "
-            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN (1, 4) AND "
-            "a.event_id = e.alloc_event_id WHERE e.device = ?1 AND e.kind = 0 AND "
-            "e.event_id <= ?2 AND ((e.op IN (0, 3) AND (e.level = 1 OR e.event_id IN (SELECT "
-            "segment_id FROM segments WHERE whole_block = 1))) OR (e.op IN (1, 4) AND "
-            "e.alloc_event_id IS NOT NULL AND (a.level = 1 OR a.event_id IN (SELECT segment_id "
-            "FROM segments WHERE whole_block = 1)))) ORDER BY e.event_id");
+        db,
+        "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stack_id "
+        "ELSE "
+        "a.stack_id END, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stream ELSE a.stream END "
+        "FROM event_rows e LEFT JOIN event_rows a ON e.op IN ({op:free}, {op:unmap}) AND "
+        "a.event_id = e.alloc_event_id WHERE e.device = ?1 AND e.kind = {kind:device} AND "
+        "e.event_id <= ?2 AND ((e.op IN ({op:alloc}, {op:map}) AND (e.level = {level:block} OR "
+        "e.event_id IN (SELECT "
+        "segment_id FROM segments WHERE whole_block = 1))) OR (e.op IN ({op:free}, {op:unmap}) AND "
+        "e.alloc_event_id IS NOT NULL AND (a.level = {level:block} OR a.event_id IN (SELECT "
+        "segment_id "
+        "FROM segments WHERE whole_block = 1)))) ORDER BY e.event_id");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, rq->device);
@@ -340,7 +345,7 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
         int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
         int s = series_of(m, stack, sqlite3_column_int64(st, 4), size);
         if (s >= 0 && (size_t)s < max_series)
-            live[s] += (op == 0 || op == 3) ? size : -size;
+            live[s] += (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) ? size : -size;
     }
     for (; b < t->n; b++)
         for (size_t s = 0; s < max_series; s++)
@@ -488,7 +493,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     size_t nooms = 0;
     int64_t *oom_ns = NULL;
     if (db_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
-        (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = 7 AND "
+        (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = {op:oom} AND "
                           "event_id BETWEEN ?2 AND ?3"))) {
         sqlite3_bind_int(st, 1, rq->device);
         sqlite3_bind_int64(st, 2, rq->from);
@@ -509,29 +514,29 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
              "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
              "limit marked",
              m.by, units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span));
-    render_timeline rt = {.title = title,
-                          .subtitle = subtitle,
-                          .nbuckets = t.n,
-                          .bucket_start_ns = t.start,
-                          .end_ns = end_ns,
-                          .allocated_min = t.amin,
-                          .allocated_max = t.amax,
-                          .reserved_min = t.rmin,
-                          .reserved_max = t.rmax,
-                          .nseries = rc == 0 && t.n ? nseries + 1 : 0,
-                          .series_label = labels,
-                          .series_key = keys,
-                          .series_bytes = stacked,
-                          .nsteps = nsteps,
-                          .step_ns = step_ns,
-                          .step_label = (const char *const *)step_text,
-                          .peak_ns = peak.ts_ns,
-                          .peak_bytes = peak.allocated_bytes,
-                          .device_total_bytes =
-                              db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1",
-                                            rq->device, 0, 0),
-                          .nooms = nooms,
-                          .oom_ns = oom_ns};
+    render_timeline rt = {
+        .title = title,
+        .subtitle = subtitle,
+        .nbuckets = t.n,
+        .bucket_start_ns = t.start,
+        .end_ns = end_ns,
+        .allocated_min = t.amin,
+        .allocated_max = t.amax,
+        .reserved_min = t.rmin,
+        .reserved_max = t.rmax,
+        .nseries = rc == 0 && t.n ? nseries + 1 : 0,
+        .series_label = labels,
+        .series_key = keys,
+        .series_bytes = stacked,
+        .nsteps = nsteps,
+        .step_ns = step_ns,
+        .step_label = (const char *const *)step_text,
+        .peak_ns = peak.ts_ns,
+        .peak_bytes = peak.allocated_bytes,
+        .device_total_bytes =
+            db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1", rq->device, 0, 0),
+        .nooms = nooms,
+        .oom_ns = oom_ns};
     render_options ro = {.width = rq->width, .height = rq->height};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));

@@ -26,10 +26,10 @@
 static heat_rows *load_rows(sqlite3 *db, int device) {
     heat_rows *h = heat_rows_new();
     sqlite3_stmt *st = NULL;
-    if (!h || sqlite3_prepare_v2(db,
-                                 "SELECT addr, size FROM segments WHERE device = ? AND "
-                                 "kind = 'device'",
-                                 -1, &st, NULL) != SQLITE_OK) {
+    if (!h || db_prepare(db,
+                         "SELECT addr, size FROM segments WHERE device = ? AND "
+                         "kind = 'device'",
+                         &st) != SQLITE_OK) {
         heat_rows_free(h);
         return NULL;
     }
@@ -56,9 +56,8 @@ static void put_column(float *grid, size_t col, const float *rows) {
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
     int64_t bucket_ns = db_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
     int64_t t0 = db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
-                               rq->from > 0 ? rq->from : 1, 0, 0);
-    int64_t t1 =
-        db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 0, 1);
+                              rq->from > 0 ? rq->from : 1, 0, 0);
+    int64_t t1 = db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", rq->to, 0, 1);
     if (t1 <= t0)
         t1 = t0 + 1;
     heat_rows *h = load_rows(db, rq->device);
@@ -68,11 +67,11 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
         current[r] = -1.0f; /* before the first bucket: nothing reserved */
     sqlite3_stmt *st = NULL;
     int rc = h && fraction ? 0 : -1;
-    if (rc == 0 && sqlite3_prepare_v2(db,
-                                      "SELECT bucket, fractions FROM heatmap_rows WHERE "
-                                      "device = ?1 AND bucket_ns = ?2 AND bucket * ?2 < ?3 "
-                                      "ORDER BY bucket",
-                                      -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && db_prepare(db,
+                              "SELECT bucket, fractions FROM heatmap_rows WHERE "
+                              "device = ?1 AND bucket_ns = ?2 AND bucket * ?2 < ?3 "
+                              "ORDER BY bucket",
+                              &st) != SQLITE_OK)
         rc = -1;
     if (rc == 0) {
         sqlite3_bind_int(st, 1, rq->device);

@@ -14,21 +14,21 @@
 
 int when_default_device(sqlite3 *db) {
     return (int)db_query_i64(db,
-                              "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
-                              "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
-                              0, 0, 0);
+                             "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT NULL "
+                             "ORDER BY peak_allocated_bytes DESC, device LIMIT 1",
+                             0, 0, 0);
 }
 
 static int input_has_events(sqlite3 *db) {
     return db_query_i64(db, "SELECT count(*) FROM devices WHERE peak_allocated_bytes IS NOT NULL",
-                         0, 0, 0) > 0;
+                        0, 0, 0) > 0;
 }
 
 int when_device_answers(sqlite3 *db, int device) {
     return db_query_i64(db,
-                         "SELECT count(*) FROM devices WHERE device = ? AND "
-                         "peak_allocated_bytes IS NOT NULL",
-                         device, 0, 0) > 0 ||
+                        "SELECT count(*) FROM devices WHERE device = ? AND "
+                        "peak_allocated_bytes IS NOT NULL",
+                        device, 0, 0) > 0 ||
            !input_has_events(db);
 }
 
@@ -72,9 +72,8 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
     if (!strcmp(spec, "peak")) {
         if (device < 0)
             device = when_default_device(db);
-        *event_id =
-            db_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
-                          device, 0, INT64_MIN);
+        *event_id = db_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?",
+                                 device, 0, INT64_MIN);
         if (*event_id == INT64_MIN && !input_has_events(db))
             *event_id = 0; /* nothing was ever allocated: the peak is the start */
         if (*event_id == INT64_MIN) {
@@ -111,18 +110,18 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
          * ts_ns: the buckets wholly before the time give a lower bound, and
          * only the events of the bucket holding it are looked at. */
         int64_t whole = db_query_i64(db,
-                                      "SELECT max(last_event_id) FROM timeline_buckets WHERE "
-                                      "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
-                                      n, 0, 0);
+                                     "SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                                     "(bucket + 1) * bucket_ns <= ?1 AND last_event_id > 0",
+                                     n, 0, 0);
         int64_t part =
             db_query_i64(db,
-                          "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
-                          "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
-                          "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
-                          " bucket = ?1 / bucket_ns) AND "
-                          "(SELECT max(last_event_id) FROM timeline_buckets WHERE "
-                          " bucket = ?1 / bucket_ns)",
-                          n, 0, 0);
+                         "SELECT max(e.event_id) FROM event_rows AS e WHERE e.event_id > 0 "
+                         "AND e.ts_ns <= ?1 AND e.event_id BETWEEN "
+                         "(SELECT min(first_event_id) FROM timeline_buckets WHERE "
+                         " bucket = ?1 / bucket_ns) AND "
+                         "(SELECT max(last_event_id) FROM timeline_buckets WHERE "
+                         " bucket = ?1 / bucket_ns)",
+                         n, 0, 0);
         *event_id = part > whole ? part : whole;
         return 0;
     }
@@ -154,9 +153,9 @@ void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
     int64_t ts =
         db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?", event_id, 0, 0);
     int64_t step = db_query_i64(db,
-                                 "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
-                                 "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
-                                 event_id, 0, INT64_MIN);
+                                "SELECT step FROM steps WHERE begin_event_id < ?1 AND "
+                                "end_event_id >= ?1 ORDER BY begin_event_id DESC LIMIT 1",
+                                event_id, 0, INT64_MIN);
     char t[32];
     units_duration(ts > 0 ? (uint64_t)ts : 0, t, sizeof t);
     if (step != INT64_MIN)

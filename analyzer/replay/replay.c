@@ -50,25 +50,16 @@ int replay_db_ok(replay *rp, int rc) {
     return 0;
 }
 
-void replay_warn(replay *rp, int64_t event_id, const char *code, const char *fmt, ...) {
+void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt, ...) {
     rp->warnings_total++;
-    warning_code_count *wc = NULL;
-    for (size_t i = 0; i < sizeof rp->warn_counts / sizeof rp->warn_counts[0]; i++) {
-        if (!rp->warn_counts[i].code)
-            rp->warn_counts[i].code = code;
-        if (!strcmp(rp->warn_counts[i].code, code)) {
-            wc = &rp->warn_counts[i];
-            break;
-        }
-    }
-    if (wc && wc->count++ >= WARNINGS_PER_CODE)
+    if (rp->warn_counts[kind]++ >= WARNINGS_PER_CODE)
         return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    replay_db_ok(rp, db_writer_warning(rp->db, event_id, code, msg));
+    replay_db_ok(rp, db_writer_warning(rp->db, event_id, db_warning_name(kind), msg));
 }
 
 int replay_grow(void **arr, size_t *cap, size_t need, size_t item) {
@@ -175,11 +166,11 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
         }
         const trace_event *ev = &rec.u.event;
         events_before_marker++;
-        if (ev->device < MAX_DEVICES)
+        if (ev->device < GMT_MAX_DEVICES)
             rp->dev[ev->device].present = 1;
-        if (ev->device < MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
+        if (ev->device < GMT_MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
             rp->dev[ev->device].uses_phys = 1;
-        if (ev->device < MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&
+        if (ev->device < GMT_MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&
             ev->kind == TRACE_KIND_DEVICE && (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP)) {
             device_state *d = &rp->dev[ev->device];
             if ((!d->heat && !(d->heat = heat_rows_new())) ||
@@ -210,12 +201,6 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
 }
 
 /* ---- the other records ---------------------------------------------------- */
-
-static const char *marker_kind_text(unsigned kind) {
-    static const char *const names[] = {"push", "pop",        "start",    "end",
-                                        "mark", "step_begin", "step_end", "seed_end"};
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
-}
 
 /* Pairs a pop with the latest open push of its thread, an end with the
  * start of its range id; returns the index in open_markers or -1. */
@@ -258,7 +243,7 @@ static int on_marker(replay *rp, const trace_marker *m) {
     db_marker_row row = {.marker_id = id,
                          .ts_ns = ts,
                          .tid = m->tid ? (int64_t)m->tid : DB_NULL,
-                         .kind = marker_kind_text(m->kind),
+                         .kind = trace_marker_kind_name(m->kind),
                          .name = name,
                          .domain = replay_string(rp, m->domain_id),
                          .begin_marker_id = begin};
@@ -306,7 +291,7 @@ static int on_record(replay *rp, const trace_record *rec) {
     }
     case TRACE_REC_DEVICE: {
         uint32_t dev = rec->u.device.device;
-        if (dev >= MAX_DEVICES)
+        if (dev >= GMT_MAX_DEVICES)
             return 0;
         free(rp->dev[dev].name);
         rp->dev[dev].name = strdup(rec->u.device.name.ptr);
@@ -388,7 +373,7 @@ static int finish(replay *rp, const trace_reader *r) {
         if (replay_write_segment_row(rp, e, DB_NULL, DB_NULL, DB_NULL) != 0)
             return -1;
     }
-    for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         device_state *d = &rp->dev[i];
         if (!d->present && !d->name)
             continue;
@@ -425,8 +410,7 @@ static int finish(replay *rp, const trace_reader *r) {
     for (size_t i = 0; i < trace_reader_warning_count(r); i++) {
         const char *w = trace_reader_warning(r, i);
         if (w)
-            replay_warn(rp, DB_NULL, strstr(w, "truncated") ? "truncated" : "corrupt_frame", "%s",
-                        w);
+            replay_warn(rp, DB_NULL, trace_reader_warning_kind(r, i), "%s", w);
     }
     db_writer_meta_int(rp->db, "format_version", trace_reader_version(r));
     db_writer_meta_int(rp->db, "recorded_events", rp->last_event_id);
@@ -445,7 +429,7 @@ static int finish(replay *rp, const trace_reader *r) {
 }
 
 static void cleanup(replay *rp) {
-    for (int i = 0; i < MAX_DEVICES; i++) {
+    for (int i = 0; i < GMT_MAX_DEVICES; i++) {
         am_model_free(rp->dev[i].model);
         heat_rows_free(rp->dev[i].heat);
         free(rp->dev[i].name);
@@ -494,7 +478,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
         rp->in_seed = sr.has_seed_end;
         rp->seed_events_total = sr.seed_events;
         int ndev = 0;
-        for (int i = 0; i < MAX_DEVICES; i++) {
+        for (int i = 0; i < GMT_MAX_DEVICES; i++) {
             device_state *d = &rp->dev[i];
             d->peak_alloc_id = d->peak_res_id = d->peak_req_id = DB_NULL;
             if (!d->present)
@@ -515,7 +499,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     int more;
     uint64_t records = 0;
     while (rc == 0 && (more = trace_reader_next(r, &rec)) == 1) {
-        if (rec.kind == TRACE_REC_EVENT && rec.u.event.device < MAX_DEVICES &&
+        if (rec.kind == TRACE_REC_EVENT && rec.u.event.device < GMT_MAX_DEVICES &&
             !rp->dev[rec.u.event.device].model) {
             rp->dev[rec.u.event.device].present = 1; /* not seen by the scan: damage */
             if (!(rp->dev[rec.u.event.device].model = am_model_new(NULL)))

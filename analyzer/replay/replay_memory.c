@@ -108,7 +108,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
             e->driver_stack_id = row->stack_id;
         }
         if (ev->size != e->size)
-            replay_warn(rp, row->event_id, "segment_size_mismatch",
+            replay_warn(rp, row->event_id, DB_WARNING_SEGMENT_SIZE_MISMATCH,
                         "segment at 0x%llx reported as %llu bytes by %s and %llu by %s",
                         (unsigned long long)ev->addr, (unsigned long long)ev->size,
                         trace_source_name(ev->source), (unsigned long long)e->size,
@@ -116,7 +116,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         return;
     }
     if (e) { /* a second alloc at a live segment's address */
-        replay_warn(rp, row->event_id, "segment_overlap",
+        replay_warn(rp, row->event_id, DB_WARNING_SEGMENT_OVERLAP,
                     "%s segment alloc at 0x%llx while a segment there is live (event %lld)",
                     trace_source_name(ev->source), (unsigned long long)ev->addr,
                     (long long)e->event_id);
@@ -141,7 +141,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         return;
     am_error err = am_segment_insert(d->model, ev->addr, ev->size, ev->stream, live_tag(rp, e));
     if (err != AM_OK) {
-        replay_warn(rp, row->event_id, "segment_overlap", "segment [0x%llx, +%llu): %s",
+        replay_warn(rp, row->event_id, DB_WARNING_SEGMENT_OVERLAP, "segment [0x%llx, +%llu): %s",
                     (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
         return;
     }
@@ -188,7 +188,7 @@ static void release_blocks_inside(replay *rp, device_state *d, const live_entry 
         }
     }
     if (forced && !seg->whole_block)
-        replay_warn(rp, event_id, "segment_free_in_use",
+        replay_warn(rp, event_id, DB_WARNING_SEGMENT_FREE_IN_USE,
                     "segment at 0x%llx freed with %llu live blocks inside; they end with it",
                     (unsigned long long)seg->addr, (unsigned long long)forced);
 }
@@ -197,8 +197,9 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
     device_state *d = &rp->dev[ev->device];
     live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
     if (!e) {
-        replay_warn(rp, row->event_id, "free_unknown", "%s segment free at 0x%llx: no live segment",
-                    trace_source_name(ev->source), (unsigned long long)ev->addr);
+        replay_warn(rp, row->event_id, DB_WARNING_FREE_UNKNOWN,
+                    "%s segment free at 0x%llx: no live segment", trace_source_name(ev->source),
+                    (unsigned long long)ev->addr);
         return;
     }
     row->segment_id = e->event_id;
@@ -252,7 +253,7 @@ static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
         return;
     am_error err = am_segment_map(d->model, ev->addr, ev->size, ev->stream, live_tag(rp, e));
     if (err != AM_OK) {
-        replay_warn(rp, row->event_id, "segment_overlap", "map [0x%llx, +%llu): %s",
+        replay_warn(rp, row->event_id, DB_WARNING_SEGMENT_OVERLAP, "map [0x%llx, +%llu): %s",
                     (unsigned long long)ev->addr, (unsigned long long)ev->size, am_strerror(err));
         return;
     }
@@ -275,7 +276,7 @@ static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) 
             d->mapped_bytes -= size;
             heat_rows_change(d->heat, ev->addr, size, -1, 0);
         } else
-            replay_warn(rp, row->event_id, "unmap_unknown", "unmap [0x%llx, +%llu): %s",
+            replay_warn(rp, row->event_id, DB_WARNING_UNMAP_UNKNOWN, "unmap [0x%llx, +%llu): %s",
                         (unsigned long long)ev->addr, (unsigned long long)size, am_strerror(err));
     }
     if (e) {
@@ -291,7 +292,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     live_entry *e = live_get(rp, ev->device, SPACE_BLOCK, ev->addr);
     if (e) {
         replay_warn(
-            rp, row->event_id, "double_alloc",
+            rp, row->event_id, DB_WARNING_DOUBLE_ALLOC,
             "block alloc at 0x%llx while a block there is live (event %lld); the old one ends",
             (unsigned long long)ev->addr, (long long)e->event_id);
         block_ends(rp, d, e, 0);
@@ -331,7 +332,8 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
             e->segment_id = rp->entries[seg.tag - 1].event_id;
     } else {
         replay_warn(rp, row->event_id,
-                    err == AM_ERR_NO_SEGMENT ? "block_outside_segment" : "block_overlap",
+                    err == AM_ERR_NO_SEGMENT ? DB_WARNING_BLOCK_OUTSIDE_SEGMENT
+                                             : DB_WARNING_BLOCK_OVERLAP,
                     "block [0x%llx, +%llu): %s; counted on its own", (unsigned long long)ev->addr,
                     (unsigned long long)ev->size, am_strerror(err));
         d->orphan_allocated += e->size;
@@ -346,7 +348,7 @@ static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
     device_state *d = &rp->dev[ev->device];
     live_entry *e = live_get(rp, ev->device, SPACE_BLOCK, ev->addr);
     if (!e) {
-        replay_warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: no live block there",
+        replay_warn(rp, row->event_id, DB_WARNING_FREE_UNKNOWN, "%s of 0x%llx: no live block there",
                     trace_op_name(ev->op), (unsigned long long)ev->addr);
         return;
     }
@@ -357,7 +359,7 @@ static void block_free(replay *rp, const trace_event *ev, db_event_row *row) {
     if (ev->op == TRACE_OP_FREE_REQUESTED) {
         e->pending = 1;
         if (e->in_model && am_block_mark_pending(d->model, e->addr) != AM_OK)
-            replay_warn(rp, row->event_id, "double_free", "free_requested of 0x%llx twice",
+            replay_warn(rp, row->event_id, DB_WARNING_DOUBLE_FREE, "free_requested of 0x%llx twice",
                         (unsigned long long)e->addr);
         return;
     }
@@ -385,7 +387,7 @@ static void other_lifetime(replay *rp, const trace_event *ev, db_event_row *row)
         return;
     }
     if (!e) {
-        replay_warn(rp, row->event_id, "free_unknown", "%s of 0x%llx: nothing live there",
+        replay_warn(rp, row->event_id, DB_WARNING_FREE_UNKNOWN, "%s of 0x%llx: nothing live there",
                     trace_op_name(ev->op), (unsigned long long)ev->addr);
         return;
     }
@@ -397,8 +399,9 @@ static void other_lifetime(replay *rp, const trace_event *ev, db_event_row *row)
 }
 
 int replay_event(replay *rp, const trace_event *ev) {
-    if (ev->device >= MAX_DEVICES) {
-        replay_warn(rp, DB_NULL, "device_out_of_range", "event on device %u ignored", ev->device);
+    if (ev->device >= GMT_MAX_DEVICES) {
+        replay_warn(rp, DB_NULL, DB_WARNING_DEVICE_OUT_OF_RANGE, "event on device %u ignored",
+                    ev->device);
         return 0;
     }
     int seed = rp->in_seed;

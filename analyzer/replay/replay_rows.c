@@ -115,7 +115,7 @@ int replay_write_row(replay *rp, db_event_row *row) {
     row->largest_free_bytes = t.largest_free;
     /* Peaks are states of the timeline: the seed row and recorded events,
      * not the partial sums while the seed is being built. */
-    int state = row->event_id > 0 || row->op == 12;
+    int state = row->event_id > 0 || row->op == DB_OP_SEED;
     if (state && (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL)) {
         d->peak_alloc = t.allocated;
         d->peak_alloc_id = row->event_id;
@@ -140,10 +140,11 @@ int replay_write_row(replay *rp, db_event_row *row) {
 /* One 'seed' row per device: the state when the recording began. */
 int replay_write_seed_rows(replay *rp) {
     rp->seed_rows_written = 1;
-    for (uint32_t i = 0; i < MAX_DEVICES; i++) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         if (!rp->dev[i].present)
             continue;
-        db_event_row row = {.event_id = rp->next_seed_id++, .ts_ns = 0, .device = i, .op = 12};
+        db_event_row row = {
+            .event_id = rp->next_seed_id++, .ts_ns = 0, .device = i, .op = DB_OP_SEED};
         row.level = row.kind = row.source = row.addr = row.size = row.requested_size = DB_NULL;
         row.stream = row.pool = row.tid = row.stack_id = row.segment_id = DB_NULL;
         row.alloc_event_id = DB_NULL;

@@ -18,7 +18,6 @@
 
 #include <stdint.h>
 
-#define MAX_DEVICES 256
 #define BUCKETS 4096
 #define WARNINGS_PER_CODE 100
 
@@ -52,11 +51,6 @@ typedef struct device_state {
     struct heat_rows *heat; /* the heatmap's rows of this device (heat_rows.h) */
 } device_state;
 
-typedef struct warning_code_count {
-    const char *code;
-    uint64_t count;
-} warning_code_count;
-
 typedef struct replay {
     db_writer *db;
     const replay_options *opt;
@@ -64,7 +58,7 @@ typedef struct replay {
     size_t errlen;
     int failed;
 
-    device_state dev[MAX_DEVICES];
+    device_state dev[GMT_MAX_DEVICES];
     live_entry *entries;
     size_t entries_len, entries_cap;
     uint32_t free_entry; /* head of the free list, 1-based; 0 = none */
@@ -108,7 +102,7 @@ typedef struct replay {
         int is_push;
     } * open_markers; /* ranges not yet closed, to pair pops/ends with them */
     size_t open_len, open_cap;
-    warning_code_count warn_counts[32];
+    uint64_t warn_counts[DB_WARNING_COUNT]; /* raised so far, by kind */
     uint64_t warnings_total;
     replay_summary *sum;
 } replay;
@@ -121,7 +115,7 @@ int replay_fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 
 int replay_db_ok(replay *rp, int rc);
 /* A replay anomaly: counted, and written to `warnings` for the first
  * WARNINGS_PER_CODE of each code. */
-void replay_warn(replay *rp, int64_t event_id, const char *code, const char *fmt, ...)
+void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Grows *arr (of *cap items of `item` bytes, zero-filled) to hold index `need`. */
 int replay_grow(void **arr, size_t *cap, size_t need, size_t item);

@@ -2,11 +2,11 @@
 #include "site_stats.h"
 
 #include "addr_map.h"
+#include "gmt_vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEVICES 256
 #define LARGEST 16
 
 typedef struct site {
@@ -34,9 +34,9 @@ struct site_stats {
     size_t touched_len, touched_cap;
     uint32_t *bucket_touched; /* sites changed since their device's last bucket end */
     size_t bucket_len, bucket_cap;
-    uint64_t version[MAX_DEVICES];
-    big_alloc largest[MAX_DEVICES][LARGEST];
-    size_t nlargest[MAX_DEVICES];
+    uint64_t version[GMT_MAX_DEVICES];
+    big_alloc largest[GMT_MAX_DEVICES][LARGEST];
+    size_t nlargest[GMT_MAX_DEVICES];
     int steps_seen;
 };
 
@@ -76,7 +76,7 @@ static site *site_of(site_stats *s, uint32_t device, int64_t stack) {
 
 int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t bytes,
                       int64_t blocks) {
-    if (device >= MAX_DEVICES)
+    if (device >= GMT_MAX_DEVICES)
         return 0;
     site *x = site_of(s, device, stack);
     if (!x)
@@ -116,7 +116,7 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
 }
 
 void site_stats_new_peak(site_stats *s, uint32_t device) {
-    if (device < MAX_DEVICES)
+    if (device < GMT_MAX_DEVICES)
         s->version[device]++;
 }
 
@@ -133,7 +133,7 @@ static void at_peak(const site_stats *s, const site *x, int64_t *bytes, int64_t 
 
 void site_stats_alloc(site_stats *s, uint32_t device, int64_t alloc_id, int64_t size,
                       int64_t stack) {
-    if (device >= MAX_DEVICES)
+    if (device >= GMT_MAX_DEVICES)
         return;
     big_alloc *l = s->largest[device];
     size_t *n = &s->nlargest[device];
@@ -184,9 +184,9 @@ int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int
 }
 
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested) {
-    site *x = device < MAX_DEVICES ? site_of(s, device, stack) : NULL;
+    site *x = device < GMT_MAX_DEVICES ? site_of(s, device, stack) : NULL;
     if (!x)
-        return device < MAX_DEVICES ? -1 : 0;
+        return device < GMT_MAX_DEVICES ? -1 : 0;
     x->never_freed_count++;
     x->never_freed_bytes += requested;
     return 0;
@@ -203,7 +203,7 @@ int site_stats_finish(site_stats *s, db_writer *db) {
                            x->never_freed_count, x->never_freed_bytes) != 0)
             return -1;
     }
-    for (uint32_t d = 0; d < MAX_DEVICES; d++)
+    for (uint32_t d = 0; d < GMT_MAX_DEVICES; d++)
         for (size_t i = 0; i < s->nlargest[d]; i++) {
             const big_alloc *a = &s->largest[d][i];
             if (db_writer_largest(db, d, a->alloc_id, a->size, a->stack) != 0)
