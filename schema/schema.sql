@@ -36,8 +36,12 @@
 -- integers. Users never see the codes: the `events`, `allocations` and `segments` surfaces expose
 -- names, so `SELECT … FROM events WHERE op = 'alloc'` works as one expects. The code→name
 -- tables `ops`, `levels`, `memory_kinds` and `sources` list every valid value with a description;
--- codes are stable forever (never renumbered, never reused). The tools themselves may query
--- event_rows with codes. The small tables (segments, markers, counters) store names as TEXT
+-- codes are stable forever (never renumbered, never reused). They are defined once, in
+-- schema/gmt_vocab.h, with the names and descriptions below (tests/test_vocab.c fails when this
+-- file and that list disagree). The tools themselves query event_rows with codes; in this file
+-- (and in memanalyze's own SQL) a code is written as its word in braces, `{op:alloc}`,
+-- `{level:block}`, which memanalyze replaces by the code (0, 1) when it creates the database:
+-- the views in a database read `e.op = 0`. The small tables (segments, markers, counters) store names as TEXT
 -- directly: they hold far fewer rows than event_rows, and a marker row is dominated by its name.
 --
 -- Time. Every `*_ts_ns` column is in nanoseconds on one clock and one origin: ts_ns = 0 is the
@@ -382,7 +386,7 @@ SELECT
   CAST(e.reserved_bytes - e.allocated_bytes AS REAL) / NULLIF(e.reserved_bytes, 0)
                        AS fragmentation       -- (reserved - allocated) / reserved, 0..1; NULL when reserved is 0
 FROM event_rows AS e
-WHERE e.event_id > 0 OR e.op = 12;
+WHERE e.event_id > 0 OR e.op = {op:seed};
 
 -- allocations: one row per block lifetime: every block-level alloc, plus every segment that is
 -- itself one block (segments.whole_block = 1, e.g. a plain cudaMalloc), each joined to the free
@@ -400,7 +404,7 @@ SELECT
   a.segment_id     AS segment_id,     -- segments.segment_id holding the block; NULL: unknown
   a.tid            AS alloc_tid,      -- OS thread that allocated; NULL: unknown
   a.ts_ns          AS alloc_ts_ns,    -- alloc time, ns (seeded: 0)
-  (SELECT q.ts_ns FROM event_rows AS q WHERE q.alloc_event_id = a.event_id AND q.op = 2)
+  (SELECT q.ts_ns FROM event_rows AS q WHERE q.alloc_event_id = a.event_id AND q.op = {op:free_requested})
                    AS free_requested_ts_ns, -- when the program freed it while streams still used it; NULL: no free_requested event
   f.ts_ns          AS free_ts_ns,     -- when the free completed (end of life); NULL: live at the end of the trace
   f.event_id       AS free_event_id,  -- event_id of that free; NULL: live at the end
@@ -413,9 +417,9 @@ SELECT
    FROM steps AS s WHERE s.begin_ts_ns <= f.ts_ns ORDER BY s.begin_ts_ns DESC LIMIT 1)
                    AS free_step       -- step whose [begin, end) holds free_ts_ns; NULL: live at the end or outside every step
 FROM event_rows AS a
-LEFT JOIN event_rows AS f ON f.alloc_event_id = a.event_id AND f.op IN (1, 4)
-WHERE (a.level = 1 AND a.op = 0)
-   OR (a.level = 0 AND a.op IN (0, 3)
+LEFT JOIN event_rows AS f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, {op:unmap})
+WHERE (a.level = {level:block} AND a.op = {op:alloc})
+   OR (a.level = {level:segment} AND a.op IN ({op:alloc}, {op:map})
        AND a.event_id IN (SELECT segment_id FROM segments WHERE whole_block = 1));
 
 -- timeline_buckets: one row per (device, bucket width, bucket) that holds at least one event:
@@ -517,13 +521,33 @@ CREATE TABLE largest_allocations (
 ) WITHOUT ROWID;
 
 -- warnings: one row per anomaly met while decoding or replaying (a free of unknown memory, a
--- double free, a corrupt or truncated trace frame, an unknown stack/string id, …).
+-- double free, a corrupt or truncated trace frame, …); at most 100 rows per code (meta
+-- 'warnings_total' counts them all).
 CREATE TABLE warnings (
   warning_id INTEGER PRIMARY KEY, -- order in which the warnings were raised
   event_id   INTEGER,             -- the event it concerns; NULL: not tied to one event (e.g. a corrupt frame)
-  code       TEXT NOT NULL,       -- short stable identifier, e.g. 'free_unknown', 'double_free', 'corrupt_frame', 'truncated'
+  code       TEXT NOT NULL REFERENCES warning_kinds(code), -- short stable identifier (warning_kinds), e.g. 'free_unknown', 'double_free', 'corrupt_frame', 'truncated'
   message    TEXT NOT NULL        -- human-readable explanation (byte offsets, addresses, counts)
 );
+
+-- warning_kinds: one row per kind of warning; code → what it means (the `code` of warnings).
+CREATE TABLE warning_kinds (
+  code        TEXT PRIMARY KEY, -- warnings.code; stable, never reused
+  description TEXT NOT NULL     -- what the anomaly is and what the replay did about it
+);
+INSERT INTO warning_kinds (code, description) VALUES
+  ('truncated', 'the trace ends inside a frame: the process was killed or the file cut; events up to the last complete frame are used'),
+  ('corrupt_frame', 'a damaged zstd frame was skipped (its byte offset is in the message); ids interned in it read as unknown'),
+  ('device_out_of_range', 'an event on a device ordinal beyond the analyzer''s limit was ignored'),
+  ('segment_size_mismatch', 'two reports of one segment (PyTorch''s and the driver''s) disagree on its size'),
+  ('segment_overlap', 'a new segment or mapped range overlaps a live one; it is left out of the layout'),
+  ('segment_free_in_use', 'a segment was freed while blocks inside it were live; they end with it'),
+  ('free_unknown', 'a free of memory that is not live (never seen allocated, or already freed)'),
+  ('unmap_unknown', 'an unmap of a range that is not mapped'),
+  ('double_free', 'a block''s free was requested twice'),
+  ('double_alloc', 'a block was allocated where a live block already was; the old one ends'),
+  ('block_outside_segment', 'a block lies outside every live segment; it is counted on its own'),
+  ('block_overlap', 'a block overlaps a live block; it is counted on its own');
 
 -- @@ indexes (run after the bulk load)
 -- Everything below only makes queries faster. Index names are not part of the contract.

@@ -39,8 +39,31 @@ def check_eq(got, want, what):
 
 
 def read_schema():
+    """The text as memanalyze loads it: `{op:alloc}` words replaced by their codes."""
     with open(SCHEMA, encoding="utf-8") as f:
-        return f.read()
+        return expand_words(f.read())
+
+
+def expand_words(text):
+    """Replaces each `{list:name}` by what the database stores for it, read from the lookup rows
+    of the file itself (memanalyze takes them from schema/gmt_vocab.h; test_vocab checks that
+    the two agree)."""
+    codes = {}
+    for table, word in (("ops", "op"), ("levels", "level"), ("memory_kinds", "kind"), ("sources", "source")):
+        m = re.search(r"INSERT INTO %s \(\w+, name, description\) VALUES(.*?);\n" % table, text, re.S)
+        check(m is not None, "lookup rows of %s" % table)
+        for code, name in re.findall(r"^\s*\((\d+),\s*'(\w+)'", m.group(1) if m else "", re.M):
+            codes[word, name] = code
+    m = re.search(r"INSERT INTO warning_kinds \(code, description\) VALUES(.*?);\n", text, re.S)
+    check(m is not None, "lookup rows of warning_kinds")
+    for name in re.findall(r"^\s*\('(\w+)'", m.group(1) if m else "", re.M):
+        codes["warning", name] = "'%s'" % name
+
+    def code(m):
+        key = (m.group(1), m.group(2))
+        check(key in codes, "schema.sql names an unknown word {%s:%s}" % key)
+        return codes.get(key, "NULL")
+    return re.sub(r"\{(\w+):(\w+)\}", code, text)
 
 
 def split_schema(text):

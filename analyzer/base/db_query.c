@@ -9,7 +9,7 @@
 
 char *db_sql_expand(const char *sql) {
     /* A token's value is never longer than its text ("{op:oom}" -> "7";
-     * "{warning:x}" -> "'x'"), so the input's length bounds the output. */
+     * "{warning:truncated}" -> "'truncated'"), so the input's length bounds the output. */
     size_t len = strlen(sql);
     char *out = malloc(len + 1), *o = out;
     if (!out)

@@ -19,6 +19,8 @@
  * switches). A bounded queue of batches keeps memory flat. */
 #include "db_writer.h"
 
+#include "db_query.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -266,10 +268,12 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
         "PRAGMA page_size=65536; PRAGMA journal_mode=OFF;"
         "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
         "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
-    char *schema = strdup(schema_sql_text);
+    char *schema = db_sql_expand(schema_sql_text); /* {op:alloc} -> 0 (gmt_vocab.h) */
     char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
     if (!schema || !mark) {
-        snprintf(err, errlen, "%s", schema ? "schema.sql has no index part" : "out of memory");
+        snprintf(err, errlen, "%s",
+                 schema ? "schema.sql has no index part"
+                        : "out of memory (or a bad {word} in schema.sql)");
         free(schema);
         close_db(w);
         unlink(w->tmp_path);
@@ -679,8 +683,8 @@ int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
 }
 
 int db_writer_finish(db_writer *w, char *err, size_t errlen) {
-    const char *indexes = strstr(schema_sql_text, INDEX_MARK);
-    int rc = 0;
+    char *indexes = db_sql_expand(strstr(schema_sql_text, INDEX_MARK));
+    int rc = indexes ? 0 : fail_sqlite(w, "expanding the index part of schema.sql");
     if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
         rc = -1;
     stop_thread(w);
@@ -694,6 +698,7 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         rc = fail_sqlite(w, "building indexes");
     else if (sqlite3_exec(w->db, "PRAGMA optimize;", NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "optimize");
+    free(indexes);
     for (int i = 0; i < ST_COUNT; i++) {
         sqlite3_finalize(w->st[i]);
         w->st[i] = NULL;
