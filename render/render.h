@@ -142,8 +142,20 @@ int render_segments_draw(const render_layout *l, const char *path, const render_
 
 /* ---- fragmentation per step (or over time) ------------------------------ */
 
+/* A rating band: ratios from `from` (inclusive) up to the next band's
+ * `from`, named `name` ("good", "moderate", ...). The caller says which
+ * bands there are (the analyzer's are in schema/gmt_vocab.h); the picture
+ * gives band i the i-th of its RENDER_MAX_BANDS shades. */
+#define RENDER_MAX_BANDS 4
+typedef struct render_band {
+    double from;
+    const char *name;
+} render_band;
+
 typedef struct render_fragmentation {
     const char *title, *subtitle;
+    size_t nbands; /* 0..RENDER_MAX_BANDS, in rising `from` order */
+    const render_band *bands;
     size_t npoints;
     const double *x; /* [npoints] step numbers, or seconds when x_is_time */
     int x_is_time;
@@ -151,7 +163,7 @@ typedef struct render_fragmentation {
     const int64_t *largest_free; /* [npoints] largest free block, bytes (second axis); NULL: none */
 } render_fragmentation;
 
-/* Bands shaded: good < 0.15 <= moderate < 0.30 <= serious < 0.40 <= severe. */
+/* The bands are shaded behind the line and listed in the legend. */
 int render_fragmentation_draw(const render_fragmentation *f, const char *path,
                               const render_options *opt, char *err, size_t errlen);
 

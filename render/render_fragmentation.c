@@ -1,11 +1,11 @@
 /* render_fragmentation.c — fragmentation per step (or over time).
  *
- * The plot is shaded with the rating bands of DESIGN.md (good < 0.15 ≤
- * moderate < 0.30 ≤ serious < 0.40 ≤ severe; pale green, yellow, orange,
- * red), so where the line runs says at once how bad it is. The largest free
- * block — whether the next large request fits — is a second line on a byte
- * axis at the right. The y range always reaches into the severe band, so
- * the bands keep their meaning from picture to picture. More points than
+ * The plot is shaded with the rating bands the caller gives (DESIGN.md's:
+ * good < 0.15 ≤ moderate < 0.30 ≤ serious < 0.40 ≤ severe; pale green,
+ * yellow, orange, red), so where the line runs says at once how bad it is.
+ * The largest free block — whether the next large request fits — is a
+ * second line on a byte axis at the right. The y range always reaches into
+ * the last band, so the bands keep their meaning from picture to picture. More points than
  * pixels are reduced to each column's min..max first. */
 #include "render_common.h"
 
@@ -17,19 +17,36 @@
 #define COLOR_FRAG 0x1d1d1d
 #define COLOR_FREE 0x1f5fa8
 
-static const struct band {
-    double lo;
-    const char *name, *legend;
-    uint32_t color, ink; /* the band's shade, its name's colour */
-} bands[] = {
-    {0.00, "good", "good  < 0.15", 0xdcf0d5, 0x2e7d32},
-    {0.15, "moderate", "moderate  0.15 \xe2\x80\x93 0.30", 0xfff1b8, 0x8a6d00},
-    {0.30, "serious", "serious  0.30 \xe2\x80\x93 0.40", 0xffdcb3, 0xb35900},
-    {0.40, "severe", "severe  \xe2\x89\xa5 0.40", 0xfbc9c6, 0xb71c1c},
-};
-#define NBANDS (sizeof bands / sizeof bands[0])
+/* Band i's shade and the colour of its name, from good to severe. */
+static const struct band_colors {
+    uint32_t color, ink;
+} band_colors[RENDER_MAX_BANDS] = {
+    {0xdcf0d5, 0x2e7d32}, {0xfff1b8, 0x8a6d00}, {0xffdcb3, 0xb35900}, {0xfbc9c6, 0xb71c1c}};
+
+/* The legend's words for band i: "good  < 0.15", "moderate  0.15 – 0.30",
+ * "severe  ≥ 0.40". */
+static void band_legend(const render_fragmentation *f, size_t i, char *buf, size_t len) {
+    const render_band *b = &f->bands[i];
+    if (i == 0 && f->nbands > 1)
+        snprintf(buf, len, "%s  < %.2f", b->name, f->bands[1].from);
+    else if (i + 1 < f->nbands)
+        snprintf(buf, len, "%s  %.2f \xe2\x80\x93 %.2f", b->name, b->from, f->bands[i + 1].from);
+    else
+        snprintf(buf, len, "%s  \xe2\x89\xa5 %.2f", b->name, b->from);
+}
 
 static int check(const render_fragmentation *f, char *err, size_t errlen) {
+    if (f->nbands > RENDER_MAX_BANDS || (f->nbands && !f->bands)) {
+        snprintf(err, errlen, "fragmentation: %zu bands (at most %d, and a table for them)",
+                 f->nbands, RENDER_MAX_BANDS);
+        return -1;
+    }
+    for (size_t i = 1; i < f->nbands; i++)
+        if (!(f->bands[i].from > f->bands[i - 1].from)) {
+            snprintf(err, errlen, "fragmentation: band %zu does not start above band %zu", i,
+                     i - 1);
+            return -1;
+        }
     if (f->npoints && (!f->x || !f->fragmentation)) {
         snprintf(err, errlen, "fragmentation: %zu points but x or fragmentation is NULL",
                  f->npoints);
@@ -48,29 +65,30 @@ static int check(const render_fragmentation *f, char *err, size_t errlen) {
     return 0;
 }
 
-static void draw_bands(canvas *c, const plot *p) {
+static void draw_bands(canvas *c, const plot *p, const render_fragmentation *f) {
     text_font(c, FS_SMALL, FONT_REGULAR);
-    for (size_t i = 0; i < NBANDS; i++) {
-        double lo = bands[i].lo, hi = i + 1 < NBANDS ? bands[i + 1].lo : p->ya.hi;
+    for (size_t i = 0; i < f->nbands; i++) {
+        double lo = f->bands[i].from, hi = i + 1 < f->nbands ? f->bands[i + 1].from : p->ya.hi;
         if (lo >= p->ya.hi)
             break;
         double y0 = plot_y(p, fmin(hi, p->ya.hi)), y1 = plot_y(p, lo);
         cairo_rectangle(c->cr, p->x, y0, p->w, y1 - y0);
-        set_rgb(c->cr, rgb_hex(bands[i].color), 1);
+        set_rgb(c->cr, rgb_hex(band_colors[i].color), 1);
         cairo_fill(c->cr);
     }
 }
 
-static void band_names(canvas *c, const plot *p) {
+static void band_names(canvas *c, const plot *p, const render_fragmentation *f) {
     text_font(c, FS_SMALL, FONT_BOLD);
-    for (size_t i = 0; i < NBANDS; i++) {
-        double lo = bands[i].lo, hi = i + 1 < NBANDS ? bands[i + 1].lo : p->ya.hi;
+    for (size_t i = 0; i < f->nbands; i++) {
+        double lo = f->bands[i].from, hi = i + 1 < f->nbands ? f->bands[i + 1].from : p->ya.hi;
         if (lo >= p->ya.hi)
             break;
         double y0 = plot_y(p, fmin(hi, p->ya.hi)), y1 = plot_y(p, lo);
-        canvas_box b = text_box(c, bands[i].name, p->x + p->w - 6 * c->s, (y0 + y1) / 2, 1, 0.5);
+        const char *name = f->bands[i].name;
+        canvas_box b = text_box(c, name, p->x + p->w - 6 * c->s, (y0 + y1) / 2, 1, 0.5);
         if (y1 - y0 >= b.h + 2 && text_box_free(c, b, 2 * c->s))
-            text_draw_halo(c, bands[i].name, b.x, b.y, 0, 0, rgb_hex(bands[i].ink));
+            text_draw_halo(c, name, b.x, b.y, 0, 0, rgb_hex(band_colors[i].ink));
     }
 }
 
@@ -168,7 +186,8 @@ static void draw(canvas *c, const render_fragmentation *f) {
         if (isfinite(f->fragmentation[i]))
             fmax_v = fmax(fmax_v, f->fragmentation[i]);
     double ymax = ceil(fmax_v * 1.1 * 10 - 1e-9) / 10;
-    ymax = ymax < 0.5 ? 0.5 : ymax > 1 ? 1 : ymax;
+    double lowest = f->nbands ? f->bands[f->nbands - 1].from + 0.1 : 0.5; /* into the last band */
+    ymax = ymax < lowest ? lowest : ymax > 1 ? 1 : ymax;
     axis_plain(&p.ya, AXIS_PLAIN, 0, ymax, 6);
     p.ya.step = 0.1;
     p.ya.decimals = 1;
@@ -197,7 +216,7 @@ static void draw(canvas *c, const render_fragmentation *f) {
     } else {
         axis_plain(&p.xa, AXIS_INTEGER, x0 - 0.5, x1 + 0.5, (int)(p.w / (90 * s)));
     }
-    draw_bands(c, &p);
+    draw_bands(c, &p, f);
     plot_axes(c, &p, f->x_is_time ? "time since the first event" : "step",
               "fragmentation (reserved \xe2\x88\x92 allocated) / reserved");
     if (f->largest_free)
@@ -210,15 +229,18 @@ static void draw(canvas *c, const render_fragmentation *f) {
     draw_line(c, &p, f, 0, rgb_hex(COLOR_FRAG), 2.4 * s, 0);
     cairo_restore(c->cr);
     plot_frame(c, &p);
-    band_names(c, &p);
-    legend_item items[3 + NBANDS];
+    band_names(c, &p, f);
+    legend_item items[3 + RENDER_MAX_BANDS];
+    char legends[RENDER_MAX_BANDS][64];
     size_t n = 0;
     items[n++] = (legend_item){"fragmentation", rgb_hex(COLOR_FRAG), LEGEND_LINE};
     if (f->largest_free)
         items[n++] = (legend_item){"largest free block", rgb_hex(COLOR_FREE), LEGEND_DASH};
     items[n++] = (legend_item){"rating", rgb_hex(COLOR_MUTED), LEGEND_HEADING};
-    for (size_t i = 0; i < NBANDS; i++)
-        items[n++] = (legend_item){bands[i].legend, rgb_hex(bands[i].color), LEGEND_FILL};
+    for (size_t i = 0; i < f->nbands; i++) {
+        band_legend(f, i, legends[i], sizeof legends[i]);
+        items[n++] = (legend_item){legends[i], rgb_hex(band_colors[i].color), LEGEND_FILL};
+    }
     double lx = c->w - m - lw;
     legend_draw(c, lx, p.y, lw, c->h - m - p.y, items, n);
 }

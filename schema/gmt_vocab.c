@@ -63,6 +63,22 @@ int gmt_vocab_code(const char *list, size_t list_len, const char *name, size_t n
     return -1;
 }
 
+#define BAND_FROM(id, from, name) from,
+#define BAND_NAME(id, from, name) name,
+static const double band_from[FRAG_BAND_COUNT] = {FRAG_BAND_LIST(BAND_FROM)};
+static const char *const band_names[FRAG_BAND_COUNT] = {FRAG_BAND_LIST(BAND_NAME)};
+
+double gmt_frag_band_from(gmt_frag_band b) { return b < FRAG_BAND_COUNT ? band_from[b] : 1.0; }
+
+const char *gmt_frag_band_name(gmt_frag_band b) { return NAME_OF(band_names, (unsigned)b); }
+
+gmt_frag_band gmt_frag_rate(double ratio) {
+    gmt_frag_band b = FRAG_BAND_GOOD;
+    while (b + 1 < FRAG_BAND_COUNT && ratio >= band_from[b + 1])
+        b++;
+    return b;
+}
+
 const char *trace_record_kind_name(unsigned kind) {
     switch (kind) {
     case TRACE_REC_PROCESS:

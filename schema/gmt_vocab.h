@@ -160,4 +160,13 @@
     X(SERIOUS, 0.30, "serious")                                                                    \
     X(SEVERE, 0.40, "severe")
 
+#define FRAG_BAND_ENUM(id, from, name) FRAG_BAND_##id,
+typedef enum gmt_frag_band { FRAG_BAND_LIST(FRAG_BAND_ENUM) FRAG_BAND_COUNT } gmt_frag_band;
+#undef FRAG_BAND_ENUM
+
+/* Where band b starts, its name, and the band that rates `ratio`. */
+double gmt_frag_band_from(gmt_frag_band b);
+const char *gmt_frag_band_name(gmt_frag_band b);
+gmt_frag_band gmt_frag_rate(double ratio);
+
 #endif

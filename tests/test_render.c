@@ -524,6 +524,10 @@ static void test_fragmentation(void) {
     }
     render_fragmentation f;
     memset(&f, 0, sizeof f);
+    static const render_band bands[] = {
+        {0.0, "good"}, {0.15, "moderate"}, {0.30, "serious"}, {0.40, "severe"}};
+    f.bands = bands;
+    f.nbands = 4;
     f.title = "frag";
     f.npoints = 10;
     f.x = x;
@@ -534,6 +538,7 @@ static void test_fragmentation(void) {
     CHECK(render_fragmentation_draw(&f, out("frag.png"), &o, err, sizeof err) == 0);
     CHECK(no_overlaps());
     CHECK(find("severe") && find("good"));
+    CHECK(find("moderate  0.15 \xe2\x80\x93 0.30") && find("severe  \xe2\x89\xa5 0.40"));
     double xm = 0, y50 = 0, y45 = 0, y35 = 0, y20 = 0, y05 = 0;
     const text *t4 = find("4"), *t5 = find("5");
     CHECK(t4 && t5);
@@ -659,6 +664,11 @@ static void test_formats_and_errors(void) {
     f.fragmentation = fy;
     CHECK(render_fragmentation_draw(&f, out("bad.pdf"), NULL, err, sizeof err) == -1);
     CHECK(file_size(out("bad.pdf")) == -1);
+    /* bands out of order are refused */
+    static const render_band unordered[] = {{0.0, "good"}, {0.4, "severe"}, {0.3, "serious"}};
+    render_fragmentation fb = {.nbands = 3, .bands = unordered};
+    CHECK(render_fragmentation_draw(&fb, out("bad-bands.png"), NULL, err, sizeof err) == -1);
+    CHECK(strstr(err, "band 2") != NULL);
     /* bytes that are not UTF-8 in a label still make a picture */
     t.bucket_start_ns = starts;
     t.title = "bad \xff\xfe utf-8 \xe2\x82";

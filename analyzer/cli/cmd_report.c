@@ -265,7 +265,8 @@ static void print_recommendations(sqlite3 *db, const device_report *r) {
     int said = 0;
     double at_peak = frag_of(&s->peak_allocated);
     printf("  recommendations:\n");
-    if (at_peak >= 0.30 && s->peak_allocated.reserved - s->peak_allocated.allocated >= (64 << 20)) {
+    if (at_peak >= gmt_frag_band_from(FRAG_BAND_SERIOUS) &&
+        s->peak_allocated.reserved - s->peak_allocated.allocated >= (64 << 20)) {
         printf("  - %s of the peak's %s reserved is not allocated (fragmentation %.2f, %s): "
                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow instead of "
                "leaving split free blocks behind\n",

@@ -45,9 +45,7 @@ double frag_of(const moment *m) {
     return f < 0 ? 0 : f;
 }
 
-const char *frag_rating(double f) {
-    return f < 0.15 ? "good" : f < 0.30 ? "moderate" : f < 0.40 ? "serious" : "severe";
-}
+const char *frag_rating(double f) { return gmt_frag_band_name(gmt_frag_rate(f)); }
 
 static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;

@@ -590,7 +590,13 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     }
     char title[512];
     device_title(db, rq, "Fragmentation", title, sizeof title);
+    render_band bands[FRAG_BAND_COUNT];
+    _Static_assert(FRAG_BAND_COUNT <= RENDER_MAX_BANDS, "the picture shades this many bands");
+    for (int b = 0; b < FRAG_BAND_COUNT; b++)
+        bands[b] = (render_band){gmt_frag_band_from(b), gmt_frag_band_name(b)};
     render_fragmentation rf = {.title = title,
+                               .nbands = FRAG_BAND_COUNT,
+                               .bands = bands,
                                .subtitle = x_is_time
                                                ? "(reserved - allocated) / reserved over time "
                                                  "(no steps found), and the largest free block"
