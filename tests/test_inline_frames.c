@@ -15,6 +15,7 @@
 #include "trace_build.h"
 
 #include "layout.h"
+#include "stack_names.h"
 
 #include <fcntl.h>
 #include <libgen.h>
@@ -227,15 +228,15 @@ static void check_rows(void) {
 
 static void check_sites(void) {
     char label[256];
-    CHECK(layout_stack_label(db, stack_leak, label, sizeof label) == 0);
+    CHECK(stack_label(db, stack_leak, label, sizeof label) == 0);
     CHECK_STR_EQ(label, "app.c:42 train_step");
-    CHECK(layout_stack_label(db, stack_setup, label, sizeof label) == 0);
+    CHECK(stack_label(db, stack_setup, label, sizeof label) == 0);
     CHECK_STR_EQ(label, "pool.h:12 grow_buffer");
-    CHECK(layout_stack_label(db, stack_plain, label, sizeof label) == 0);
+    CHECK(stack_label(db, stack_plain, label, sizeof label) == 0);
     CHECK_STR_EQ(label, "0x401900 (app)");
     /* diff matches sites across runs by the frames' (function, file): all four are in the key */
-    layout_stacks *cache = layout_stacks_new(db);
-    const layout_stack *s = cache ? layout_stacks_get(cache, stack_leak) : NULL;
+    stack_names *cache = stack_names_new(db);
+    const named_stack *s = cache ? stack_names_get(cache, stack_leak) : NULL;
     CHECK(s && s->frame_count == 4);
     if (s && s->frame_count == 4) {
         CHECK_STR_EQ(s->frames[1].name, "memrec_region_alloc");
@@ -245,7 +246,7 @@ static void check_sites(void) {
         CHECK(strstr(s->key, "train_step\x1f"
                              "app.c\x1e") != NULL);
     }
-    layout_stacks_free(cache);
+    stack_names_free(cache);
 }
 
 /* Runs memanalyze (built beside this test) and returns its output (malloc'ed). */

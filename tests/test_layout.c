@@ -4,6 +4,7 @@
  * `allocations` view; and the stack labels and cross-run stack keys. */
 #include "check.h"
 #include "layout.h"
+#include "stack_names.h"
 #include "trace_build.h"
 #include "training_sim.h"
 
@@ -278,7 +279,7 @@ static stack_ids write_stacks(int shift) {
 
 static void check_label(int64_t stack_id, const char *want, int want_rc) {
     char buf[256];
-    int rc = layout_stack_label(db, stack_id, buf, sizeof buf);
+    int rc = stack_label(db, stack_id, buf, sizeof buf);
     CHECK_STR_EQ(buf, want);
     CHECK(rc == want_rc);
 }
@@ -303,11 +304,11 @@ static void test_stacks(void) {
     check_label(0, "no stack", -1);
     check_label(987654, "unknown stack", -1);
     char tiny[8];
-    layout_stack_label(db, a.user, tiny, sizeof tiny);
+    stack_label(db, a.user, tiny, sizeof tiny);
     CHECK_STR_EQ(tiny, "model.p"); /* truncated, terminated */
 
-    layout_stacks *ca = layout_stacks_new(db);
-    const layout_stack *su = layout_stacks_get(ca, a.user);
+    stack_names *ca = stack_names_new(db);
+    const named_stack *su = stack_names_get(ca, a.user);
     CHECK(su && su->known && su->frame_count == 6);
     if (su && su->frame_count == 6) {
         CHECK_STR_EQ(su->frames[0].name, "c10::cuda::CUDACachingAllocator::Native::"
@@ -316,8 +317,8 @@ static void test_stacks(void) {
         CHECK_EQ_U64(su->frames[5].line, 88);
         CHECK_STR_EQ(su->site, "model.py:44 forward");
     }
-    CHECK(layout_stacks_get(ca, a.user) == su); /* cached */
-    const layout_stack *unknown = layout_stacks_get(ca, 987654);
+    CHECK(stack_names_get(ca, a.user) == su); /* cached */
+    const named_stack *unknown = stack_names_get(ca, 987654);
     CHECK(unknown && !unknown->known && unknown->frame_count == 0);
     CHECK(unknown && !strcmp(unknown->site, "unknown stack"));
     /* the layout's segment carries its stack */
@@ -336,22 +337,22 @@ static void test_stacks(void) {
     db = NULL;
     replay_it(path_b, DB_READ_ONLY);
     CHECK(b.user != a.user);
-    layout_stacks *cb = layout_stacks_new(db);
+    stack_names *cb = stack_names_new(db);
     uint32_t as[] = {a.user, a.library, a.native, a.autograd, a.allocator, a.unsymbolized, a.cpp};
     uint32_t bs[] = {b.user, b.library, b.native, b.autograd, b.allocator, b.unsymbolized, b.cpp};
     for (int i = 0; i < 7; i++) {
-        const layout_stack *x = layout_stacks_get(ca, as[i]), *y = layout_stacks_get(cb, bs[i]);
+        const named_stack *x = stack_names_get(ca, as[i]), *y = stack_names_get(cb, bs[i]);
         CHECK(x && y && !strcmp(x->key, y->key));
         for (int k = 0; k < 7; k++)
             if (k != i) {
-                const layout_stack *z = layout_stacks_get(cb, bs[k]);
+                const named_stack *z = stack_names_get(cb, bs[k]);
                 CHECK(x && z && strcmp(x->key, z->key) != 0);
             }
     }
-    CHECK_STR_EQ(layout_stacks_get(cb, b.user)->site, "model.py:45 forward");
-    CHECK(strcmp(layout_stacks_get(ca, 0)->key, layout_stacks_get(ca, 987654)->key) != 0);
-    layout_stacks_free(ca);
-    layout_stacks_free(cb);
+    CHECK_STR_EQ(stack_names_get(cb, b.user)->site, "model.py:45 forward");
+    CHECK(strcmp(stack_names_get(ca, 0)->key, stack_names_get(ca, 987654)->key) != 0);
+    stack_names_free(ca);
+    stack_names_free(cb);
     sqlite3_close(db_a);
 }
 
@@ -461,11 +462,11 @@ static void test_errors(void) {
     layout_totals t;
     CHECK(layout_timeline_at(empty, 0, 5, &t) == -1);
     char buf[64];
-    CHECK(layout_stack_label(empty, 3, buf, sizeof buf) == -1);
+    CHECK(stack_label(empty, 3, buf, sizeof buf) == -1);
     CHECK_STR_EQ(buf, "unknown stack");
-    layout_stacks *c = layout_stacks_new(empty);
-    CHECK(c && !strcmp(layout_stacks_get(c, 3)->site, "unknown stack"));
-    layout_stacks_free(c);
+    stack_names *c = stack_names_new(empty);
+    CHECK(c && !strcmp(stack_names_get(c, 3)->site, "unknown stack"));
+    stack_names_free(c);
     sqlite3_close(empty);
     layout_free(NULL);
 }

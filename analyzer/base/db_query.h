@@ -29,4 +29,9 @@ long long db_query_int(sqlite3 *db, const char *sql, long long dflt);
  * ignores the extra ones (SQLite reports SQLITE_RANGE, which is harmless). */
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt);
 
+/* Column i of the current row, or null_value when it is NULL. */
+static inline int64_t db_column_i64(sqlite3_stmt *st, int i, int64_t null_value) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? null_value : sqlite3_column_int64(st, i);
+}
+
 #endif

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "layout.h"
+#include "stack_names.h"
 #include "units.h"
 #include "when.h"
 
@@ -293,7 +294,7 @@ static int diff_points(sqlite3 *db, int device, const char *from_when, const cha
     p[1].l = ls[1];
     stack_change *changes = NULL;
     size_t nchanges = 0;
-    layout_stacks *stacks = layout_stacks_new(db);
+    stack_names *stacks = stack_names_new(db);
     if (!stacks || stack_changes(ls[0], ls[1], &changes, &nchanges) != 0) {
         status = cli_error("diff: out of memory");
         goto done;
@@ -338,7 +339,7 @@ static int diff_points(sqlite3 *db, int device, const char *from_when, const cha
                nlisted - (all ? churn : 0), churn, shown);
         for (size_t i = 0; i < shown; i++) {
             const stack_change *c = &listed[i];
-            const layout_stack *s = layout_stacks_get(stacks, c->stack_id);
+            const named_stack *s = stack_names_get(stacks, c->stack_id);
             printf("%s\n  {\"stack_id\": %lld, \"site\": ", i ? "," : "", (long long)c->stack_id);
             json_string(stdout, s ? s->site : NULL);
             printf(", \"net_bytes\": %lld, \"net_count\": %lld, \"added_bytes\": %llu, "
@@ -348,7 +349,7 @@ static int diff_points(sqlite3 *db, int device, const char *from_when, const cha
                    (unsigned long long)c->removed_bytes, (unsigned long long)c->removed_count);
             if (s && s->frame_count) {
                 fputs(", \"frames\": ", stdout);
-                layout_json_frames(stdout, s);
+                stack_json_frames(stdout, s);
             }
             putchar('}');
         }
@@ -370,7 +371,7 @@ static int diff_points(sqlite3 *db, int device, const char *from_when, const cha
                    "removed", "blocks", "site");
             for (size_t i = 0; i < shown; i++) {
                 const stack_change *c = &listed[i];
-                const layout_stack *s = layout_stacks_get(stacks, c->stack_id);
+                const named_stack *s = stack_names_get(stacks, c->stack_id);
                 printf("%12s  %+6lld  %12s  %6llu  %12s  %6llu  %s\n",
                        signed_bytes(net_bytes(c), x, sizeof x), (long long)net_count(c),
                        units_bytes(c->added_bytes, y, sizeof y), (unsigned long long)c->added_count,
@@ -392,7 +393,7 @@ static int diff_points(sqlite3 *db, int device, const char *from_when, const cha
     free(listed);
 done:
     free(changes);
-    layout_stacks_free(stacks);
+    stack_names_free(stacks);
     layout_free(ls[0]);
     layout_free(ls[1]);
     return status;
@@ -402,7 +403,7 @@ done:
 
 typedef struct site_total {
     const char *key;
-    const layout_stack *stack; /* the first stack with this key */
+    const named_stack *stack; /* the first stack with this key */
     uint64_t bytes, count;
 } site_total;
 
@@ -411,7 +412,7 @@ typedef struct run {
     sqlite3 *db;
     int device;
     point p;
-    layout_stacks *stacks;
+    stack_names *stacks;
     site_total *sites; /* by key */
     size_t nsites;
 } run;
@@ -431,7 +432,7 @@ static int run_sites(run *r) {
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        const layout_stack *s = layout_stacks_get(r->stacks, items[i].stack_id);
+        const named_stack *s = stack_names_get(r->stacks, items[i].stack_id);
         if (!s) {
             free(items);
             free(per);
@@ -497,7 +498,7 @@ static void json_site_pair(const site_pair *p, int first) {
                (unsigned long long)any->count);
     if (any->stack->frame_count) {
         fputs(", \"frames\": ", stdout);
-        layout_json_frames(stdout, any->stack);
+        stack_json_frames(stdout, any->stack);
     }
     putchar('}');
 }
@@ -541,7 +542,7 @@ static int diff_runs(run *r, const char *at, int json, long top) {
             return status;
         if (layout_build(r[i].db, r[i].device, r[i].p.event_id, &r[i].p.l, err, sizeof err) != 0)
             return cli_error("diff: %s: %s", r[i].input, err);
-        if (!(r[i].stacks = layout_stacks_new(r[i].db)) || run_sites(&r[i]) != 0)
+        if (!(r[i].stacks = stack_names_new(r[i].db)) || run_sites(&r[i]) != 0)
             return cli_error("diff: out of memory");
     }
     pairs = malloc((r[0].nsites + r[1].nsites + 1) * sizeof *pairs);
@@ -705,7 +706,7 @@ int cmd_diff(int argc, char **argv) {
         status = diff_runs(r, at ? at : "end", json, top);
     for (int i = 0; i < 2; i++) {
         free(r[i].sites);
-        layout_stacks_free(r[i].stacks);
+        stack_names_free(r[i].stacks);
         layout_free(r[i].p.l);
         sqlite3_close(r[i].db);
     }

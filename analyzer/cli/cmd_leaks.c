@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "layout.h"
+#include "stack_names.h"
 #include "units.h"
 #include "when.h"
 
@@ -40,7 +41,7 @@ static void print_text(sqlite3 *db, int device, const site_growth *g, size_t n, 
     for (size_t i = 0; i < n && shown < top; i++) {
         if (g[i].growth_per_step <= 0)
             continue;
-        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        stack_label(db, g[i].stack_id, label, sizeof label);
         printf("  %12s %12s %12s %12s  %s (stack %lld, grew in %lld of %zu steps)\n",
                units_bytes((uint64_t)g[i].growth_per_step, b1, 32),
                units_bytes((uint64_t)g[i].bytes_per_min, b2, 32),
@@ -56,7 +57,7 @@ static void print_text(sqlite3 *db, int device, const site_growth *g, size_t n, 
     for (size_t i = 0; i < n && shown < top; i++) {
         if (g[i].never_freed_count <= 0)
             continue;
-        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        stack_label(db, g[i].stack_id, label, sizeof label);
         printf("  %8lld blocks %12s  %s\n", (long long)g[i].never_freed_count,
                units_bytes((uint64_t)g[i].never_freed_bytes, b1, 32), label);
         shown++;
@@ -70,7 +71,7 @@ static void print_json(sqlite3 *db, int device, const site_growth *g, size_t n, 
     char label[256];
     printf("{\"device\": %d, \"growth_windows\": %zu, \"sites\": [", device, windows);
     for (size_t i = 0; i < n && i < top; i++) {
-        layout_stack_label(db, g[i].stack_id, label, sizeof label);
+        stack_label(db, g[i].stack_id, label, sizeof label);
         printf("%s\n  {\"stack_id\": %lld, \"site\": ", i ? "," : "", (long long)g[i].stack_id);
         json_string(stdout, label);
         printf(", \"growth_bytes_per_step\": %lld, \"growth_bytes_per_min\": ",

@@ -11,6 +11,7 @@
 #include "gmt_vocab.h"
 #include "json_out.h"
 #include "layout.h"
+#include "stack_names.h"
 #include "units.h"
 #include "when.h"
 
@@ -36,7 +37,7 @@ typedef struct device_report {
 static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
 
 static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
-    layout_stack_label(db, stack, buf, len);
+    stack_label(db, stack, buf, len);
 }
 
 /* The trend of allocated bytes at step ends, and where it leads. */
@@ -182,8 +183,7 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
     sqlite3_bind_int64(st, 4, (int64_t)top);
     printf("  largest allocations:\n");
     while (sqlite3_step(st) == SQLITE_ROW) {
-        site(db, sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2), label,
-             sizeof label);
+        site(db, db_column_i64(st, 2, 0), label, sizeof label);
         when_describe(db, sqlite3_column_int64(st, 0), when, sizeof when);
         printf("    %10s  %s  at %s\n", B(sqlite3_column_int64(st, 1), b1), label, when);
     }

@@ -8,6 +8,7 @@
 #include "json_out.h"
 #include "layout.h"
 #include "plots.h"
+#include "stack_names.h"
 #include "units.h"
 #include "when.h"
 
@@ -41,7 +42,7 @@ static const char *state_text(layout_state state) {
                                           : "free";
 }
 
-static void print_block_text(FILE *out, const layout_block *b, layout_stacks *stacks) {
+static void print_block_text(FILE *out, const layout_block *b, stack_names *stacks) {
     char size[32], req[32];
     fprintf(out, "    0x%-14llx %10s  ", (unsigned long long)b->addr,
             units_bytes(b->size, size, sizeof size));
@@ -49,13 +50,13 @@ static void print_block_text(FILE *out, const layout_block *b, layout_stacks *st
         fprintf(out, "%s\n", state_text(b->state));
         return;
     }
-    const layout_stack *s = layout_stacks_get(stacks, b->stack_id);
+    const named_stack *s = stack_names_get(stacks, b->stack_id);
     fprintf(out, "%-12s  req %10s  %s\n", state_text(b->state),
             units_bytes(b->requested, req, sizeof req), s ? s->site : "?");
 }
 
 static void print_text(FILE *out, const layout *l, const char *when, const char *described,
-                       int blocks, layout_stacks *stacks) {
+                       int blocks, stack_names *stacks) {
     char a[32], b[32], c[32], d[32], e[32];
     fprintf(out, "segments of device %d at %s = %s\n", l->device, when, described);
     if (l->segment_count == 0)
@@ -65,7 +66,7 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
                 "allocated", "free", "largest free", "stream", "blocks", "gaps", "site");
     for (size_t i = 0; i < l->segment_count; i++) {
         const layout_segment *s = &l->segments[i];
-        const layout_stack *st = layout_stacks_get(stacks, s->stack_id);
+        const named_stack *st = stack_names_get(stacks, s->stack_id);
         fprintf(out, "0x%-14llx  %10s  %10s  %10s  %12s  %6s  %6zu  %4zu  %s%s\n",
                 (unsigned long long)s->addr, units_bytes(s->size, a, sizeof a),
                 units_bytes(s->allocated_bytes, b, sizeof b),
@@ -112,24 +113,24 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
                 l->conflicts == 1 ? "is" : "are");
 }
 
-static void print_json_block(FILE *out, const layout_block *b, layout_stacks *stacks) {
+static void print_json_block(FILE *out, const layout_block *b, stack_names *stacks) {
     fprintf(out, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
             (unsigned long long)b->addr, (unsigned long long)b->size,
             (unsigned long long)b->requested);
     json_string(out, layout_state_name(b->state));
     if (b->state != LAYOUT_INACTIVE) {
         fprintf(out, ", \"alloc_event_id\": %lld", (long long)b->alloc_event_id);
-        const layout_stack *s = b->stack_id ? layout_stacks_get(stacks, b->stack_id) : NULL;
+        const named_stack *s = b->stack_id ? stack_names_get(stacks, b->stack_id) : NULL;
         if (s && s->frame_count) {
             fputs(", \"frames\": ", out);
-            layout_json_frames(out, s);
+            stack_json_frames(out, s);
         }
     }
     fputc('}', out);
 }
 
 static void print_json(FILE *out, const layout *l, const char *when, const char *described,
-                       layout_stacks *stacks) {
+                       stack_names *stacks) {
     fprintf(out, "{\"device\": %d, \"event_id\": %lld, \"when\": ", l->device,
             (long long)l->event_id);
     json_string(out, when);
@@ -153,10 +154,10 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
                 (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
                 s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false",
                 (long long)s->segment_id);
-        const layout_stack *st = s->stack_id ? layout_stacks_get(stacks, s->stack_id) : NULL;
+        const named_stack *st = s->stack_id ? stack_names_get(stacks, s->stack_id) : NULL;
         if (st && st->frame_count) {
             fputs(", \"frames\": ", out);
-            layout_json_frames(out, st);
+            stack_json_frames(out, st);
         }
         fputs(",\n   \"blocks\": [", out);
         for (size_t k = 0; k < s->block_count; k++) {
@@ -231,7 +232,7 @@ int cmd_segments(int argc, char **argv) {
     char err[512], described[128];
     int64_t at;
     layout *l = NULL;
-    layout_stacks *stacks = NULL;
+    stack_names *stacks = NULL;
     FILE *out = stdout;
     if (device < 0)
         device = when_default_device(db);
@@ -255,7 +256,7 @@ int cmd_segments(int argc, char **argv) {
         status = cli_error("segments: %s", err);
         goto done;
     }
-    if (!(stacks = layout_stacks_new(db))) {
+    if (!(stacks = stack_names_new(db))) {
         status = cli_error("segments: out of memory");
         goto done;
     }
@@ -273,7 +274,7 @@ int cmd_segments(int argc, char **argv) {
         status = cli_error("segments: cannot write %s", output);
     out = stdout;
 done:
-    layout_stacks_free(stacks);
+    stack_names_free(stacks);
     layout_free(l);
     sqlite3_close(db);
     return status;

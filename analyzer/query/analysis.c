@@ -520,7 +520,7 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
             rc |= close_window(sw, next_end++ == 0);
         int op = sqlite3_column_int(st, 1);
         int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
+        int64_t stack = db_column_i64(st, 3, 0);
         site_acc *s = site_of(sw, stack);
         if (!s) {
             rc = -1;
@@ -548,8 +548,7 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
         sqlite3_bind_int64(st, 2, to);
         sqlite3_bind_int64(st, 3, from);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t stack =
-                sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+            int64_t stack = db_column_i64(st, 0, 0);
             site_acc *s = site_of(sw, stack);
             if (s) {
                 s->never_freed_count -= sqlite3_column_int64(st, 1);
@@ -654,7 +653,7 @@ int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t lim
     sqlite3_bind_int64(st, 3, (int64_t)limit);
     while (sqlite3_step(st) == SQLITE_ROW && *count < limit) {
         stack_bytes *b = &(*out)[(*count)++];
-        b->stack_id = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+        b->stack_id = db_column_i64(st, 0, 0);
         b->bytes = sqlite3_column_int64(st, 1);
         b->blocks = sqlite3_column_int64(st, 2);
     }

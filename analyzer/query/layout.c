@@ -11,14 +11,12 @@
 #include "addr_map.h"
 #include "alloc_model.h"
 #include "db_query.h"
-#include "json_out.h"
+#include "gmt_grow.h"
 #include "trace_format.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_STACK_DEPTH 65536
 
 const char *layout_state_name(layout_state state) {
     switch (state) {
@@ -39,23 +37,6 @@ static int set_err(char *err, size_t errlen, const char *fmt, ...) {
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-/* Makes room for one more item in a growing array. */
-static int reserve(void **arr, size_t *cap, size_t len, size_t item) {
-    if (len < *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    void *p = realloc(*arr, n * item);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
-static int64_t col_i64(sqlite3_stmt *st, int i, int64_t null_value) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? null_value : sqlite3_column_int64(st, i);
 }
 
 /* ---- the rows ------------------------------------------------------------ */
@@ -94,18 +75,18 @@ static int load_segments(sqlite3 *db, int device, seg_row **out, size_t *count, 
     size_t len = 0, cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (reserve((void **)&rows, &cap, len, sizeof *rows) != 0) {
+        if (gmt_grow((void **)&rows, &cap, len, sizeof *rows) != 0) {
             rc = SQLITE_NOMEM;
             break;
         }
         seg_row *r = &rows[len++];
         r->segment_id = sqlite3_column_int64(st, 0);
-        r->free_event_id = col_i64(st, 1, INT64_MAX);
-        r->stack_id = col_i64(st, 2, 0);
+        r->free_event_id = db_column_i64(st, 1, INT64_MAX);
+        r->stack_id = db_column_i64(st, 2, 0);
         r->addr = (uint64_t)sqlite3_column_int64(st, 3);
         r->size = (uint64_t)sqlite3_column_int64(st, 4);
-        r->requested = (uint64_t)col_i64(st, 5, (int64_t)r->size);
-        r->stream = (uint64_t)col_i64(st, 6, 0);
+        r->requested = (uint64_t)db_column_i64(st, 5, (int64_t)r->size);
+        r->stream = (uint64_t)db_column_i64(st, 6, 0);
         r->mapped = sqlite3_column_int(st, 7);
         r->whole_block = sqlite3_column_int(st, 8);
     }
@@ -152,7 +133,7 @@ static int pass_alloc(pass *p, const live_block *nb) {
         p->free_head = p->blocks[index].next_free;
     } else {
         if (p->len >= UINT32_MAX - 1 ||
-            reserve((void **)&p->blocks, &p->cap, p->len, sizeof *p->blocks) != 0)
+            gmt_grow((void **)&p->blocks, &p->cap, p->len, sizeof *p->blocks) != 0)
             return -1;
         index = (uint32_t)p->len++;
     }
@@ -205,8 +186,8 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         const seg_row *s = &segs[i];
         if (s->segment_id > at || s->free_event_id <= at)
             continue;
-        if (reserve((void **)&l->lifetimes, &cap_lifetimes, l->lifetime_count,
-                    sizeof *l->lifetimes) != 0)
+        if (gmt_grow((void **)&l->lifetimes, &cap_lifetimes, l->lifetime_count,
+                     sizeof *l->lifetimes) != 0)
             goto oom;
         l->lifetimes[l->lifetime_count++] =
             (layout_lifetime){s->segment_id, s->stack_id, s->addr, s->size, s->mapped};
@@ -220,7 +201,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         }
         if (!s->whole_block)
             continue;
-        if (reserve((void **)&placed, &cap_placed, nplaced, sizeof *placed) != 0)
+        if (gmt_grow((void **)&placed, &cap_placed, nplaced, sizeof *placed) != 0)
             goto oom;
         placed[nplaced++] = (layout_block){s->addr,       s->size,     s->requested,    s->stream,
                                            s->segment_id, s->stack_id, LAYOUT_ALLOCATED};
@@ -246,8 +227,8 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         if (e == AM_ERR_NOMEM)
             goto oom;
         if (e != AM_OK) { /* outside every segment, or over another block */
-            if (reserve((void **)&l->outside, &cap_outside, l->outside_count, sizeof *l->outside) !=
-                0)
+            if (gmt_grow((void **)&l->outside, &cap_outside, l->outside_count,
+                         sizeof *l->outside) != 0)
                 goto oom;
             l->outside[l->outside_count++] = lb;
             l->allocated_bytes += lb.size;
@@ -259,7 +240,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         }
         if (b->pending)
             am_block_mark_pending(m, b->addr);
-        if (reserve((void **)&placed, &cap_placed, nplaced, sizeof *placed) != 0)
+        if (gmt_grow((void **)&placed, &cap_placed, nplaced, sizeof *placed) != 0)
             goto oom;
         placed[nplaced++] = lb;
     }
@@ -267,7 +248,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
     for (const am_segment *s = am_first_segment(m); s; s = am_next_segment(s)) {
         am_segment_info si;
         am_segment_get(s, &si);
-        if (reserve((void **)&l->segments, &cap_segments, l->segment_count, sizeof *l->segments) !=
+        if (gmt_grow((void **)&l->segments, &cap_segments, l->segment_count, sizeof *l->segments) !=
             0)
             goto oom;
         layout_segment *ls = &l->segments[l->segment_count++];
@@ -284,7 +265,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         for (const am_block *b = am_segment_first_block(m, s); b; b = am_next_block(b)) {
             am_block_info bi;
             am_block_get(b, &bi);
-            if (reserve((void **)&l->blocks, &cap_blocks, l->block_count, sizeof *l->blocks) != 0)
+            if (gmt_grow((void **)&l->blocks, &cap_blocks, l->block_count, sizeof *l->blocks) != 0)
                 goto oom;
             layout_block *lb = &l->blocks[l->block_count++];
             if (bi.state == AM_BLOCK_INACTIVE || bi.tag < 1 || bi.tag > nplaced) {
@@ -403,7 +384,7 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
             nb.alloc_id = id;
             nb.addr = addr;
             nb.size = (uint64_t)sqlite3_column_int64(st, 3); /* NULL reads as 0: none */
-            nb.requested = (uint64_t)col_i64(st, 4, (int64_t)nb.size);
+            nb.requested = (uint64_t)db_column_i64(st, 4, (int64_t)nb.size);
             nb.stream = (uint64_t)sqlite3_column_int64(st, 5);
             nb.stack_id = sqlite3_column_int64(st, 6);
             nb.segment_id = sqlite3_column_int64(st, 7);
@@ -456,7 +437,7 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
     *rc = load_segments(db, device, &segs, &nseg, err, errlen);
     sqlite3_bind_int(st, 1, device);
     while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        if (reserve((void **)&live, &cap, n, sizeof *live) != 0) {
+        if (gmt_grow((void **)&live, &cap, n, sizeof *live) != 0) {
             *rc = set_err(err, errlen, "out of memory");
             break;
         }
@@ -466,9 +447,9 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
         b->addr = (uint64_t)sqlite3_column_int64(st, 1);
         b->size = (uint64_t)sqlite3_column_int64(st, 2);
         b->requested = (uint64_t)sqlite3_column_int64(st, 3);
-        b->stream = (uint64_t)col_i64(st, 4, 0);
-        b->stack_id = col_i64(st, 5, 0);
-        b->segment_id = col_i64(st, 6, 0);
+        b->stream = (uint64_t)db_column_i64(st, 4, 0);
+        b->stack_id = db_column_i64(st, 5, 0);
+        b->segment_id = db_column_i64(st, 6, 0);
         b->pending = (uint8_t)sqlite3_column_int(st, 7);
         b->live = 1;
     }
@@ -513,9 +494,9 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
         b.addr = (uint64_t)sqlite3_column_int64(st, 1);
         b.size = (uint64_t)sqlite3_column_int64(st, 2);
         b.requested = (uint64_t)sqlite3_column_int64(st, 3);
-        b.stream = (uint64_t)col_i64(st, 4, 0);
-        b.stack_id = col_i64(st, 5, 0);
-        b.segment_id = col_i64(st, 6, 0);
+        b.stream = (uint64_t)db_column_i64(st, 4, 0);
+        b.stack_id = db_column_i64(st, 5, 0);
+        b.segment_id = db_column_i64(st, 6, 0);
         b.pending = (uint8_t)sqlite3_column_int(st, 7);
         if (pass_alloc(&p, &b) != 0)
             *rc = set_err(err, errlen, "out of memory");
@@ -554,9 +535,9 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
             b.alloc_id = sqlite3_column_int64(st, 2);
             b.addr = addr;
             b.size = (uint64_t)sqlite3_column_int64(st, 3);
-            b.requested = (uint64_t)col_i64(st, 4, (int64_t)b.size);
-            b.stream = (uint64_t)col_i64(st, 5, 0);
-            b.segment_id = col_i64(st, 6, 0);
+            b.requested = (uint64_t)db_column_i64(st, 4, (int64_t)b.size);
+            b.stream = (uint64_t)db_column_i64(st, 5, 0);
+            b.segment_id = db_column_i64(st, 6, 0);
             b.stack_id = -1;
             b.pending = 2;
             if (pass_alloc(&p, &b) != 0)
@@ -579,7 +560,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
             continue;
         if (b->stack_id == -1) {
             sqlite3_bind_int64(st, 1, b->alloc_id);
-            b->stack_id = sqlite3_step(st) == SQLITE_ROW ? col_i64(st, 0, 0) : 0;
+            b->stack_id = sqlite3_step(st) == SQLITE_ROW ? db_column_i64(st, 0, 0) : 0;
             sqlite3_reset(st);
         }
         if (b->pending == 2) {
@@ -648,337 +629,10 @@ int layout_timeline_at(sqlite3 *db, int device, int64_t event_id, layout_totals 
         out->requested_bytes = sqlite3_column_int64(st, 1);
         out->reserved_bytes = sqlite3_column_int64(st, 2);
         out->segments = sqlite3_column_int64(st, 3);
-        out->largest_free_bytes = col_i64(st, 4, 0);
+        out->largest_free_bytes = db_column_i64(st, 4, 0);
         out->ts_ns = sqlite3_column_int64(st, 5);
         rc = 0;
     }
     sqlite3_finalize(st);
     return rc;
-}
-
-/* ---- stacks ---------------------------------------------------------------- */
-
-static const char *base_name(const char *path) {
-    const char *s = path ? strrchr(path, '/') : NULL;
-    return s ? s + 1 : path;
-}
-
-static int starts_with(const char *s, const char *prefix) {
-    return s && !strncmp(s, prefix, strlen(prefix));
-}
-
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = s ? strlen(s) : 0, k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-static int is_python(const layout_frame *f) { return ends_with(f->file, ".py"); }
-
-/* A Python file of the program itself, not of a library or the interpreter. */
-/* Code torch.compile generated (named by a hash that changes between runs). */
-static int is_generated(const char *file) { return file && strstr(file, "torchinductor_"); }
-
-/* A Python file of the program itself, not of a library, the interpreter or
- * torch.compile's generated code. */
-static int is_user_python(const layout_frame *f) {
-    const char *file = f->file;
-    return is_python(f) && !strstr(file, "site-packages/") && !strstr(file, "dist-packages/") &&
-           !strstr(file, "lib/python") && !starts_with(file, "torch/") &&
-           !strstr(file, "/torch/") && !is_generated(file);
-}
-
-/* The file part of a frame's key: the file name, without directories (they
- * differ between machines and checkouts); generated code has none. */
-static const char *key_file(const layout_frame *f) {
-    if (is_generated(f->file))
-        return "<generated>";
-    return f->file ? base_name(f->file) : f->module ? base_name(f->module) : "";
-}
-
-static int matches(const layout_frame *f, const char *const *names, size_t nnames,
-                   const char *const *files, size_t nfiles, const char *const *modules,
-                   size_t nmodules) {
-    for (size_t i = 0; i < nnames; i++)
-        if (starts_with(f->name, names[i]))
-            return 1;
-    for (size_t i = 0; f->file && i < nfiles; i++)
-        if (strstr(f->file, files[i]))
-            return 1;
-    const char *module = base_name(f->module);
-    for (size_t i = 0; i < nmodules; i++)
-        if (starts_with(module, modules[i]))
-            return 1;
-    return 0;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* How memory is obtained, never why: the allocator, c10, ATen's tensor
- * factories and dispatcher, the CUDA runtime and driver, the recorder. */
-static int is_allocation_plumbing(const layout_frame *f) {
-    static const char *const names[] = {
-        "c10::",      "at::detail::", "at::_ops::", "at::TensorBase at::detail::",
-        "cudaMalloc", "cudaFree",     "cuMem",      "memrec_",
-        "gmt_"};
-    static const char *const files[] = {"c10/", "CUDACachingAllocator", "EmptyTensor.cpp",
-                                        "ATen/core/dispatch/"};
-    static const char *const modules[] = {"libc10", "libcudart", "libcuda.", "libcupti",
-                                          "libmemrec"};
-    return matches(f, names, COUNT(names), files, COUNT(files), modules, COUNT(modules)) ||
-           (f->name && strstr(f->name, "at::detail::"));
-}
-
-/* Also ATen's operators, torch's bindings and engine, the interpreter and
- * libc: frames every allocation of a PyTorch program passes through. */
-static int is_plumbing(const layout_frame *f) {
-    static const char *const names[] = {
-        "at::",       "caffe2::",          "torch::", "std::",        "_Py",     "Py",
-        "cfunction_", "method_vectorcall", "__libc_", "start_thread", "__clone", "_start"};
-    static const char *const files[] = {"ATen/",           "aten/src/", "torch/csrc/",
-                                        "Python/",         "Objects/",  "Modules/",
-                                        "Programs/python", "sysdeps/",  "nptl/"};
-    static const char *const modules[] = {"libtorch", "libpython",  "python",  "libc.so",
-                                          "libc-",    "libpthread", "ld-linux"};
-    return is_allocation_plumbing(f) ||
-           matches(f, names, COUNT(names), files, COUNT(files), modules, COUNT(modules));
-}
-
-static int is_named(const layout_frame *f) { return f->name || f->file; }
-
-static size_t site_frame(const layout_frame *frames, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (is_user_python(&frames[i]))
-            return i;
-    for (size_t i = 0; i < n; i++)
-        if (is_python(&frames[i]))
-            return i;
-    for (size_t i = 0; i < n; i++)
-        if ((is_named(&frames[i]) || frames[i].module) && !is_plumbing(&frames[i]))
-            return i;
-    /* a stack of plumbing only (e.g. autograd's threads): the operator that allocated */
-    for (size_t i = 0; i < n; i++)
-        if (is_named(&frames[i]) && !is_allocation_plumbing(&frames[i]))
-            return i;
-    return 0;
-}
-
-/* A C++ name without its parameter list ("f(int, char)" -> "f"); Python
- * and C names are unchanged. */
-static void short_name(const char *name, char *buf, size_t len) {
-    size_t n = strlen(name);
-    for (const char *p = strchr(name, '('); p; p = strchr(p + 1, '('))
-        if (p > name && strncmp(p, "(anonymous namespace)", 21) != 0) {
-            n = (size_t)(p - name);
-            break;
-        }
-    snprintf(buf, len, "%.*s", (int)(n < 400 ? n : 400), name);
-}
-
-static void frame_label(const layout_frame *f, char *buf, size_t len) {
-    const char *file = base_name(f->file);
-    char name[512] = "";
-    if (file && (!*file || !strcmp(file, "??")))
-        file = NULL; /* an importer's "unknown" */
-    if (f->name)
-        short_name(f->name, name, sizeof name);
-    const char *sep = *name ? " " : "";
-    if (file && f->line > 0)
-        snprintf(buf, len, "%s:%lld%s%s", file, (long long)f->line, sep, name);
-    else if (file)
-        snprintf(buf, len, "%s%s%s", file, sep, name);
-    else if (*name && f->module)
-        snprintf(buf, len, "%s (%s)", name, base_name(f->module));
-    else if (*name)
-        snprintf(buf, len, "%s", name);
-    else if (f->module)
-        snprintf(buf, len, "0x%llx (%s)", (unsigned long long)f->ip, base_name(f->module));
-    else
-        snprintf(buf, len, "unknown frame");
-}
-
-static void stack_release(layout_stack *s) {
-    for (size_t i = 0; i < s->frame_count; i++) {
-        free((char *)s->frames[i].name);
-        free((char *)s->frames[i].file);
-        free((char *)s->frames[i].module);
-    }
-    free(s->frames);
-    free((char *)s->site);
-    free((char *)s->key);
-    memset(s, 0, sizeof *s);
-}
-
-static char *dup_text(sqlite3_stmt *st, int i, int *oom) {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    if (!t)
-        return NULL;
-    char *s = strdup((const char *)t);
-    if (!s)
-        *oom = 1;
-    return s;
-}
-
-/* Reads the frames of `stack_id` with `st` (the walk query) and names it.
- * 0, or -1 when out of memory. */
-static int stack_load(sqlite3_stmt *st, int64_t stack_id, layout_stack *s) {
-    memset(s, 0, sizeof *s);
-    s->stack_id = stack_id;
-    size_t cap = 0;
-    int oom = 0;
-    int64_t node = stack_id;
-    for (int depth = 0; node != 0 && depth < MAX_STACK_DEPTH && !oom; depth++) {
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, node);
-        if (sqlite3_step(st) != SQLITE_ROW)
-            break; /* a lost node: the stack ends here */
-        s->known = 1;
-        if (reserve((void **)&s->frames, &cap, s->frame_count, sizeof *s->frames) != 0) {
-            oom = 1;
-            break;
-        }
-        layout_frame *f = &s->frames[s->frame_count++];
-        memset(f, 0, sizeof *f);
-        f->name = dup_text(st, 1, &oom);
-        f->file = dup_text(st, 2, &oom);
-        f->line = col_i64(st, 3, 0);
-        f->module = dup_text(st, 4, &oom);
-        f->ip = (uint64_t)col_i64(st, 5, 0);
-        node = col_i64(st, 0, 0);
-    }
-    sqlite3_reset(st);
-    char label[512];
-    if (stack_id == 0)
-        snprintf(label, sizeof label, "no stack");
-    else if (!s->known || s->frame_count == 0)
-        snprintf(label, sizeof label, "unknown stack");
-    else
-        frame_label(&s->frames[site_frame(s->frames, s->frame_count)], label, sizeof label);
-    s->site = strdup(label);
-    /* the key: (function, file name) per frame, innermost first */
-    size_t klen = 16;
-    for (size_t i = 0; i < s->frame_count; i++) {
-        const layout_frame *f = &s->frames[i];
-        klen += (f->name ? strlen(f->name) : 1) + strlen(key_file(f)) + 2;
-    }
-    char *key = malloc(klen);
-    if (key) {
-        if (stack_id == 0)
-            strcpy(key, "-");
-        else if (!s->known)
-            strcpy(key, "?");
-        else {
-            char *k = key;
-            for (size_t i = 0; i < s->frame_count; i++) {
-                const layout_frame *f = &s->frames[i];
-                k += sprintf(k, "%s\x1f%s\x1e", f->name ? f->name : "?", key_file(f));
-            }
-            *k = 0;
-        }
-    }
-    s->key = key;
-    if (oom || !s->site || !s->key) {
-        stack_release(s);
-        return -1;
-    }
-    return 0;
-}
-
-static const char walk_sql[] =
-    "SELECT s.parent_id, f.name, f.file, f.line, f.module, f.ip FROM stacks AS s "
-    "LEFT JOIN frames AS f ON f.frame_id = s.frame_id WHERE s.stack_id = ?1";
-
-struct layout_stacks {
-    sqlite3 *db;
-    sqlite3_stmt *walk; /* NULL when the query cannot be prepared: every stack is unknown */
-    layout_stack **stacks;
-    size_t len, cap;
-    addr_map by_id; /* stack_id -> index */
-};
-
-layout_stacks *layout_stacks_new(sqlite3 *db) {
-    layout_stacks *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->db = db;
-    if (db_prepare(db, walk_sql, &c->walk) != SQLITE_OK)
-        c->walk = NULL;
-    return c;
-}
-
-const layout_stack *layout_stacks_get(layout_stacks *c, int64_t stack_id) {
-    uint32_t *index = addr_map_get(&c->by_id, 0, (uint64_t)stack_id);
-    if (index)
-        return c->stacks[*index];
-    layout_stack *s = malloc(sizeof *s);
-    if (!s || reserve((void **)&c->stacks, &c->cap, c->len, sizeof *c->stacks) != 0) {
-        free(s);
-        return NULL;
-    }
-    int rc;
-    if (c->walk)
-        rc = stack_load(c->walk, stack_id, s);
-    else {
-        memset(s, 0, sizeof *s);
-        s->stack_id = stack_id;
-        s->site = strdup(stack_id ? "unknown stack" : "no stack");
-        s->key = strdup(stack_id ? "?" : "-");
-        rc = s->site && s->key ? 0 : -1;
-        if (rc != 0)
-            stack_release(s);
-    }
-    if (rc != 0 || addr_map_put(&c->by_id, 0, (uint64_t)stack_id, (uint32_t)c->len) != 0) {
-        if (rc == 0)
-            stack_release(s);
-        free(s);
-        return NULL;
-    }
-    c->stacks[c->len++] = s;
-    return s;
-}
-
-void layout_stacks_free(layout_stacks *c) {
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->len; i++) {
-        stack_release(c->stacks[i]);
-        free(c->stacks[i]);
-    }
-    free(c->stacks);
-    addr_map_free(&c->by_id);
-    sqlite3_finalize(c->walk);
-    free(c);
-}
-
-int layout_stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
-    sqlite3_stmt *st;
-    layout_stack s;
-    if (len == 0)
-        return -1;
-    if (stack_id == 0 || db_prepare(db, walk_sql, &st) != SQLITE_OK) {
-        snprintf(buf, len, "%s", stack_id ? "unknown stack" : "no stack");
-        return -1;
-    }
-    int rc = stack_load(st, stack_id, &s);
-    sqlite3_finalize(st);
-    if (rc != 0) {
-        snprintf(buf, len, "unknown stack");
-        return -1;
-    }
-    snprintf(buf, len, "%s", s.site);
-    rc = s.known && s.frame_count ? 0 : -1;
-    stack_release(&s);
-    return rc;
-}
-
-void layout_json_frames(FILE *out, const layout_stack *stack) {
-    fputc('[', out);
-    for (size_t i = 0; stack && i < stack->frame_count; i++) {
-        const layout_frame *f = &stack->frames[i];
-        fputs(i ? ", {\"name\": " : "{\"name\": ", out);
-        json_string(out, f->name ? f->name : "??");
-        fputs(", \"filename\": ", out);
-        json_string(out, f->file ? f->file : f->module ? f->module : "??");
-        fprintf(out, ", \"line\": %lld}", (long long)f->line);
-    }
-    fputc(']', out);
 }

@@ -1,5 +1,5 @@
 /* layout.h — the segment layout of one device at an event id, rebuilt from
- * the database, and the names of allocation stacks.
+ * the database (stack names are in stack_names.h).
  *
  * The layout at event N (DESIGN.md "Time, steps and WHEN": the state after
  * event N) is what the replay's allocator model held then:
@@ -18,7 +18,7 @@
  * and a hash of the blocks live during the pass, so memory stays in the
  * order of the live blocks; the `allocations` view (a correlated lookup per
  * row) is not used. layout_build_many shares the pass between several
- * points. Nothing here prints except layout_json_frames. */
+ * points. Nothing here prints. */
 #ifndef GMT_LAYOUT_H
 #define GMT_LAYOUT_H
 
@@ -102,45 +102,5 @@ typedef struct layout_totals {
     int64_t ts_ns;
 } layout_totals;
 int layout_timeline_at(sqlite3 *db, int device, int64_t event_id, layout_totals *out);
-
-/* ---- stacks ------------------------------------------------------------ */
-
-typedef struct layout_frame {
-    const char *name, *file, *module; /* NULL: unknown (module: a Python/imported frame) */
-    int64_t line;                     /* 0: unknown */
-    uint64_t ip;                      /* native instruction pointer; 0: none */
-} layout_frame;
-
-typedef struct layout_stack {
-    int64_t stack_id;
-    int known;            /* the stack id has rows (0 for id 0 and lost ids) */
-    layout_frame *frames; /* innermost first */
-    size_t frame_count;
-    const char *site; /* the short label, see layout_stack_label */
-    const char *key;  /* the frames' (function, file name) sequence: equal in two runs of
-                         the same code, whatever the ids, addresses and directories */
-} layout_stack;
-
-/* A cache of stacks read from one database. */
-typedef struct layout_stacks layout_stacks;
-layout_stacks *layout_stacks_new(sqlite3 *db);
-/* The stack (frames, site, key); NULL only when out of memory. Valid until
- * layout_stacks_free. */
-const layout_stack *layout_stacks_get(layout_stacks *cache, int64_t stack_id);
-void layout_stacks_free(layout_stacks *cache);
-
-/* The short "site" label of a stack: the innermost frame that is user code
- * (a .py file not under site-packages/, dist-packages/, torch/ or
- * lib/python), else the innermost Python frame, else the innermost native
- * frame that is not allocator/ATen/c10/CUDA runtime/interpreter plumbing,
- * else the innermost frame; written "train.py:88 train_step" (file name,
- * line, function) or "function (libfoo.so)" when the file is unknown.
- * "no stack" for stack id 0, "unknown stack" when the id has no rows.
- * Returns 0, or -1 when the stack is unknown or absent (buf is set anyway). */
-int layout_stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
-
-/* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
- * innermost first. */
-void layout_json_frames(FILE *out, const layout_stack *stack);
 
 #endif

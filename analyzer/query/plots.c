@@ -15,6 +15,7 @@
 #include "db_query.h"
 #include "layout.h"
 #include "render.h"
+#include "stack_names.h"
 #include "trace_format.h"
 #include "units.h"
 #include "when.h"
@@ -52,7 +53,7 @@ static void site_ranks_load(sqlite3 *db, int device, site_ranks *r) {
     sqlite3_bind_int(st, 1, device);
     while (r->n < RANKED_SITES && sqlite3_step(st) == SQLITE_ROW) {
         char label[256];
-        layout_stack_label(db, sqlite3_column_int64(st, 0), label, sizeof label);
+        stack_label(db, sqlite3_column_int64(st, 0), label, sizeof label);
         size_t k = 0;
         while (k < r->n && strcmp(r->labels[k], label))
             k++;
@@ -143,7 +144,7 @@ static void series_top_sites(series_map *m, int device, size_t top) {
     sqlite3_bind_int(st, 1, device);
     while (m->n < top && sqlite3_step(st) == SQLITE_ROW) {
         char label[256];
-        layout_stack_label(m->db, sqlite3_column_int64(st, 0), label, sizeof label);
+        stack_label(m->db, sqlite3_column_int64(st, 0), label, sizeof label);
         series_add(m, label);
     }
     sqlite3_finalize(st);
@@ -172,7 +173,7 @@ static int series_of(series_map *m, int64_t stack, int64_t stream, int64_t size)
     }
     if (!m->stack_series[stack]) {
         char label[256];
-        layout_stack_label(m->db, stack, label, sizeof label);
+        stack_label(m->db, stack, label, sizeof label);
         int found = -1;
         for (size_t i = 0; i < m->n; i++)
             if (!strcmp(m->labels[i], label))
@@ -342,7 +343,7 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
         }
         int op = sqlite3_column_int(st, 1);
         int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 3);
+        int64_t stack = db_column_i64(st, 3, 0);
         int s = series_of(m, stack, sqlite3_column_int64(st, 4), size);
         if (s >= 0 && (size_t)s < max_series)
             live[s] += (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) ? size : -size;
@@ -638,7 +639,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
     render_segment *segs = calloc(l->segment_count + 1, sizeof *segs);
     render_block *blocks = calloc(l->block_count + 1, sizeof *blocks);
     legend_entry *legend = calloc(l->block_count + 1, sizeof *legend);
-    layout_stacks *cache = layout_stacks_new(db);
+    stack_names *cache = stack_names_new(db);
     size_t nlegend = 0;
     site_ranks ranks;
     site_ranks_load(db, rq->device, &ranks);
@@ -651,7 +652,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
                                                             : RENDER_BLOCK_ALLOCATED;
         if (b->state == LAYOUT_INACTIVE)
             continue;
-        const layout_stack *s = layout_stacks_get(cache, b->stack_id);
+        const named_stack *s = stack_names_get(cache, b->stack_id);
         const char *site = s && s->site ? s->site : "no stack";
         blocks[i].site_key = site_key(&ranks, site);
         size_t k = 0;
@@ -704,7 +705,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
     free(legend);
     free(segs);
     free(blocks);
-    layout_stacks_free(cache);
+    stack_names_free(cache);
     layout_free(l);
     return rc;
 }

@@ -1,0 +1,54 @@
+/* stack_names.h — what people call an allocation stack: its frames, the
+ * short "site" label every report and picture shows, and the key that
+ * matches the same code across two runs.
+ *
+ * One rule names sites for report, leaks, diff, JSON and every picture, so
+ * the same allocation reads the same everywhere. Stacks are read from the
+ * database's stack_frames view, once per stack (stack_names caches them). */
+#ifndef GMT_STACK_NAMES_H
+#define GMT_STACK_NAMES_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct named_frame {
+    const char *name, *file, *module; /* NULL: unknown (module: a Python/imported frame) */
+    int64_t line;                     /* 0: unknown */
+    uint64_t ip;                      /* native instruction pointer; 0: none */
+} named_frame;
+
+typedef struct named_stack {
+    int64_t stack_id;
+    int known;           /* the stack id has rows (0 for id 0 and lost ids) */
+    named_frame *frames; /* innermost first */
+    size_t frame_count;
+    const char *site; /* the short label, see stack_label */
+    const char *key;  /* the frames' (function, file name) sequence: equal in two runs of
+                         the same code, whatever the ids, addresses and directories */
+} named_stack;
+
+/* A cache of stacks read from one database. */
+typedef struct stack_names stack_names;
+stack_names *stack_names_new(sqlite3 *db);
+/* The stack (frames, site, key); NULL only when out of memory. Valid until
+ * stack_names_free. */
+const named_stack *stack_names_get(stack_names *cache, int64_t stack_id);
+void stack_names_free(stack_names *cache);
+
+/* The short "site" label of a stack: the innermost frame that is user code
+ * (a .py file not under site-packages/, dist-packages/, torch/ or
+ * lib/python), else the innermost Python frame, else the innermost native
+ * frame that is not allocator/ATen/c10/CUDA runtime/interpreter plumbing,
+ * else the innermost frame; written "train.py:88 train_step" (file name,
+ * line, function) or "function (libfoo.so)" when the file is unknown.
+ * "no stack" for stack id 0, "unknown stack" when the id has no rows.
+ * Returns 0, or -1 when the stack is unknown or absent (buf is set anyway). */
+int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
+
+/* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
+ * innermost first. */
+void stack_json_frames(FILE *out, const named_stack *stack);
+
+#endif
