@@ -47,6 +47,15 @@ int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
     return rc;
 }
 
+sqlite3_stmt *db_statement(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (db_prepare(db, sql, &st) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
     sqlite3_stmt *st;
     int64_t v = dflt;

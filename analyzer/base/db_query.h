@@ -22,6 +22,9 @@ char *db_sql_expand(const char *sql);
  * error code (SQLITE_ERROR for an unknown token, SQLITE_NOMEM). */
 int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 
+/* db_prepare's statement, or NULL when it fails. */
+sqlite3_stmt *db_statement(sqlite3 *db, const char *sql);
+
 /* Runs a query that returns one integer (or NULL / no row / error -> dflt). */
 long long db_query_int(sqlite3 *db, const char *sql, long long dflt);
 

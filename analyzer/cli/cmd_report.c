@@ -6,6 +6,7 @@
  * The numbers come from analysis.c; this file only chooses what to say and
  * says it. A recommendation is printed only when a number supports it. */
 #include "analysis.h"
+#include "block_sweep.h"
 #include "cli.h"
 #include "commands.h"
 #include "gmt_vocab.h"
@@ -169,12 +170,10 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
         analysis_whole_run(db, from, to)
             ? "SELECT alloc_id, size, stack_id FROM largest_allocations WHERE device = ?1 AND "
               "alloc_id <= ?2 AND alloc_id > ?3 ORDER BY size DESC, alloc_id LIMIT ?4"
-            : "SELECT event_id, size, stack_id FROM event_rows WHERE device = ?1 AND kind = "
-              "{kind:device} AND "
-              "op IN ({op:alloc}, {op:map}) AND (level = {level:block} OR event_id IN (SELECT "
-              "segment_id FROM segments WHERE "
-              "whole_block = 1)) AND event_id <= ?2 AND event_id > ?3 ORDER BY size DESC, "
-              "event_id LIMIT ?4";
+            : "SELECT event_id, size, stack_id FROM event_rows AS e WHERE device = ?1 AND "
+              "kind = {kind:device} AND op IN ({op:alloc}, {op:map}) AND " SQL_IS_BLOCK(
+                  "e") " AND event_id <= ?2 AND event_id > ?3 ORDER BY size DESC, event_id LIMIT "
+                       "?4";
     if (db_prepare(db, sql, &st) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, device);

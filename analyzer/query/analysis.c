@@ -17,19 +17,13 @@
 #include "analysis.h"
 
 #include "addr_map.h"
+#include "block_sweep.h"
 #include "db_query.h"
 #include "trace_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Rows that describe memory handed to the program: blocks, and segments
- * nobody sub-allocates (plain cudaMalloc), which are their own block. */
-#define IS_BLOCK_SQL(a)                                                                            \
-    "(" a ".level = {level:block} OR " a                                                           \
-    ".event_id IN (SELECT segment_id FROM segments WHERE whole_block = "                           \
-    "1))"
 
 int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
     const char *off = getenv("GMT_NO_SUMMARIES");
@@ -47,19 +41,12 @@ double frag_of(const moment *m) {
 
 const char *frag_rating(double f) { return gmt_frag_band_name(gmt_frag_rate(f)); }
 
-static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    if (db_prepare(db, sql, &st) != SQLITE_OK)
-        return NULL;
-    return st;
-}
-
 static int cmp_i64(const void *a, const void *b);
 
 /* Prepares a query over a window of one device: ?1 device, ?2 from, ?3 to. */
 static sqlite3_stmt *prepare_window(sqlite3 *db, const char *sql, int device, int64_t from,
                                     int64_t to) {
-    sqlite3_stmt *st = prepare(db, sql);
+    sqlite3_stmt *st = db_statement(db, sql);
     if (st) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, from);
@@ -69,7 +56,7 @@ static sqlite3_stmt *prepare_window(sqlite3 *db, const char *sql, int device, in
 }
 
 int64_t analysis_last_event(sqlite3 *db) {
-    sqlite3_stmt *st = prepare(db, "SELECT max(event_id) FROM event_rows");
+    sqlite3_stmt *st = db_statement(db, "SELECT max(event_id) FROM event_rows");
     int64_t v = 0;
     if (st && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -78,8 +65,9 @@ int64_t analysis_last_event(sqlite3 *db) {
 }
 
 int analysis_devices(sqlite3 *db, int *devices, int max) {
-    sqlite3_stmt *st = prepare(db, "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT "
-                                   "NULL ORDER BY device");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT device FROM devices WHERE peak_allocated_bytes IS NOT "
+                         "NULL ORDER BY device");
     int n = 0;
     while (st && sqlite3_step(st) == SQLITE_ROW && n < max)
         devices[n++] = sqlite3_column_int(st, 0);
@@ -102,9 +90,10 @@ static void read_moment(sqlite3_stmt *st, int first, moment *m) {
 
 int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out) {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = prepare(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? "
-                                   "AND event_id <= ? AND (event_id > 0 OR op = {op:seed}) "
-                                   "ORDER BY event_id DESC LIMIT 1");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? "
+                         "AND event_id <= ? AND (event_id > 0 OR op = {op:seed}) "
+                         "ORDER BY event_id DESC LIMIT 1");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, device);
@@ -121,7 +110,7 @@ int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out) {
  * at each driver sample; the one nearest the peak and the largest. */
 static void untracked(sqlite3 *db, device_summary *s) {
     s->untracked_at_peak = s->untracked_max = -1;
-    sqlite3_stmt *st = prepare(
+    sqlite3_stmt *st = db_statement(
         db, "SELECT c.ts_ns, c.value, "
             " coalesce((SELECT t.value FROM counters t WHERE t.device = c.device AND "
             "  t.kind = 'driver_total' AND t.ts_ns <= c.ts_ns ORDER BY t.ts_ns DESC LIMIT 1), "
@@ -189,11 +178,12 @@ static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, in
 
 /* The whole run: what the replay kept in devices and site_stats. */
 static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
-    sqlite3_stmt *st = prepare(db, "SELECT peak_allocated_event_id, peak_requested_event_id, "
-                                   "peak_reserved_event_id, allocs, frees, ooms, alloc_failed, "
-                                   "(SELECT sum(never_freed_count) FROM site_stats WHERE device = "
-                                   "?1), (SELECT sum(never_freed_bytes) FROM site_stats WHERE "
-                                   "device = ?1) FROM devices WHERE device = ?1");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT peak_allocated_event_id, peak_requested_event_id, "
+                         "peak_reserved_event_id, allocs, frees, ooms, alloc_failed, "
+                         "(SELECT sum(never_freed_count) FROM site_stats WHERE device = "
+                         "?1), (SELECT sum(never_freed_bytes) FROM site_stats WHERE "
+                         "device = ?1) FROM devices WHERE device = ?1");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, s->device);
@@ -217,7 +207,7 @@ static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
 int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
     memset(s, 0, sizeof *s);
     s->device = device;
-    sqlite3_stmt *st = prepare(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
+    sqlite3_stmt *st = db_statement(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, device);
@@ -266,13 +256,13 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     worst_fragmentation(db, s, from, to);
 
     /* Blocks allocated in the window and live at its end (bytes as requested). */
-    st = prepare(db,
-                 "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
-                 "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, "
-                 "{op:unmap}) "
-                 "WHERE a.device = ? AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
-                 "AND " IS_BLOCK_SQL("a") " AND a.event_id > ? AND a.event_id <= ? AND "
-                                          "(f.event_id IS NULL OR f.event_id > ?)");
+    st = db_statement(
+        db, "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
+            "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, "
+            "{op:unmap}) "
+            "WHERE a.device = ? AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
+            "AND " SQL_IS_BLOCK("a") " AND a.event_id > ? AND a.event_id <= ? AND "
+                                     "(f.event_id IS NULL OR f.event_id > ?)");
     if (st) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, from > 0 ? from : 0);
@@ -455,8 +445,9 @@ static int by_growth(const void *a, const void *b) {
  * (site_stats) give the same accumulators the sweep builds. */
 static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size_t nends,
                               sweep *sw) {
-    sqlite3_stmt *st = prepare(db, "SELECT stack_id, end_event_id, delta_bytes, live_bytes FROM "
-                                   "site_steps WHERE device = ? ORDER BY end_event_id");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT stack_id, end_event_id, delta_bytes, live_bytes FROM "
+                         "site_steps WHERE device = ? ORDER BY end_event_id");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, device);
@@ -475,8 +466,8 @@ static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size
     sqlite3_finalize(st);
     while (rc == 0 && next_end < nends)
         rc |= close_window(sw, next_end++ == 0);
-    st = prepare(db, "SELECT stack_id, end_bytes, never_freed_count, never_freed_bytes FROM "
-                     "site_stats WHERE device = ?");
+    st = db_statement(db, "SELECT stack_id, end_bytes, never_freed_count, never_freed_bytes FROM "
+                          "site_stats WHERE device = ?");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, device);
@@ -498,51 +489,35 @@ static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size
 static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, const int64_t *ends,
                            size_t nends, sweep *sw) {
     int rc = 0;
-    sqlite3_stmt *st = prepare(
-        db, "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN "
-            "e.stack_id ELSE "
-            " a.stack_id END, coalesce(e.requested_size, e.size) "
-            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN ({op:free}, {op:unmap}) AND "
-            " a.event_id = e.alloc_event_id "
-            "WHERE e.device = ? AND e.kind = {kind:device} AND e.event_id <= ? AND ("
-            " (e.op IN ({op:alloc}, {op:map}) AND " IS_BLOCK_SQL(
-                "e") ") OR (e.op IN ({op:free}, {op:unmap}) AND "
-                     " e.alloc_event_id IS NOT NULL AND " IS_BLOCK_SQL("a") ")) "
-                                                                            "ORDER BY e.event_id");
-    if (!st)
+    block_sweep *bs = block_sweep_open(db, device, to);
+    if (!bs)
         return -1;
-    sqlite3_bind_int(st, 1, device);
-    sqlite3_bind_int64(st, 2, to);
     size_t next_end = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        while (next_end < nends && id > ends[next_end])
+    block_change c;
+    while (rc == 0 && block_sweep_next(bs, &c)) {
+        while (next_end < nends && c.event_id > ends[next_end])
             rc |= close_window(sw, next_end++ == 0);
-        int op = sqlite3_column_int(st, 1);
-        int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = db_column_i64(st, 3, 0);
-        site_acc *s = site_of(sw, stack);
+        site_acc *s = site_of(sw, c.stack_id);
         if (!s) {
             rc = -1;
             break;
         }
-        int alloc = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
-        rc |= note_change(sw, s, alloc ? size : -size);
-        if (alloc && id > from) { /* never freed unless a free follows (below) */
+        rc |= note_change(sw, s, c.is_alloc ? c.size : -c.size);
+        if (c.is_alloc && c.event_id > from) { /* never freed unless a free follows (below) */
             s->never_freed_count++;
-            s->never_freed_bytes += sqlite3_column_int64(st, 4);
+            s->never_freed_bytes += c.requested;
         }
     }
-    sqlite3_finalize(st);
+    block_sweep_close(bs);
     while (rc == 0 && next_end < nends)
         rc |= close_window(sw, next_end++ == 0);
     /* never-freed: blocks allocated in the window minus those freed by its end */
-    st = prepare(
+    sqlite3_stmt *st = db_statement(
         db,
         "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
         "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
         "WHERE f.device = ? AND f.op IN ({op:free}, {op:unmap}) AND f.event_id <= ? AND "
-        "a.event_id > ? AND a.kind = {kind:device} AND " IS_BLOCK_SQL("a") " GROUP BY a.stack_id");
+        "a.event_id > ? AND a.kind = {kind:device} AND " SQL_IS_BLOCK("a") " GROUP BY a.stack_id");
     if (st) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, to);
@@ -625,7 +600,8 @@ int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t lim
     *out = calloc(limit ? limit : 1, sizeof **out);
     *count = 0;
     int64_t peak = INT64_MIN;
-    sqlite3_stmt *st = prepare(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?");
     if (st) {
         sqlite3_bind_int(st, 1, device);
         if (sqlite3_step(st) == SQLITE_ROW)
@@ -633,15 +609,16 @@ int analysis_top_stacks_at(sqlite3 *db, int device, int64_t event_id, size_t lim
         sqlite3_finalize(st);
     }
     if (event_id == peak && analysis_whole_run(db, 0, analysis_last_event(db)))
-        st = prepare(db, "SELECT stack_id, peak_bytes, peak_blocks FROM site_stats WHERE device = "
-                         "?1 AND peak_bytes > 0 AND ?2 = ?2 ORDER BY peak_bytes DESC, stack_id "
-                         "LIMIT ?3");
+        st = db_statement(db,
+                          "SELECT stack_id, peak_bytes, peak_blocks FROM site_stats WHERE device = "
+                          "?1 AND peak_bytes > 0 AND ?2 = ?2 ORDER BY peak_bytes DESC, stack_id "
+                          "LIMIT ?3");
     else
-        st = prepare(
+        st = db_statement(
             db, "SELECT a.stack_id, sum(a.size), count(*) FROM event_rows a LEFT JOIN event_rows f "
                 "ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, {op:unmap}) "
                 "WHERE a.device = ?1 AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
-                "AND " IS_BLOCK_SQL(
+                "AND " SQL_IS_BLOCK(
                     "a") " AND a.event_id <= ?2 AND (f.event_id IS NULL OR f.event_id > ?2) "
                          "GROUP BY a.stack_id ORDER BY 2 DESC, a.stack_id LIMIT ?3");
     if (!st || !*out) {

@@ -12,6 +12,7 @@
 
 #include "addr_map.h"
 #include "analysis.h"
+#include "block_sweep.h"
 #include "db_query.h"
 #include "layout.h"
 #include "render.h"
@@ -70,19 +71,13 @@ static uint64_t site_key(const site_ranks *r, const char *label) {
     return plot_site_key(label);
 }
 
-static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    db_prepare(db, sql, &st);
-    return st;
-}
-
 /* "train.zst — device 0 (Simulated GPU, 80.0 GiB)" */
 static void device_title(sqlite3 *db, const plot_request *rq, const char *what, char *buf,
                          size_t len) {
     const char *base = rq->input ? strrchr(rq->input, '/') : NULL;
     base = base ? base + 1 : rq->input ? rq->input : "trace";
     char name[128] = "", total[32] = "";
-    sqlite3_stmt *st = prepare(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
+    sqlite3_stmt *st = db_statement(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
     if (st) {
         sqlite3_bind_int(st, 1, rq->device);
         if (sqlite3_step(st) == SQLITE_ROW) {
@@ -137,8 +132,9 @@ static int series_add(series_map *m, const char *label) {
 
 /* The top sites by bytes at the device's peak, grouped by label. */
 static void series_top_sites(series_map *m, int device, size_t top) {
-    sqlite3_stmt *st = prepare(m->db, "SELECT stack_id, peak_bytes FROM site_stats WHERE device = "
-                                      "? AND peak_bytes > 0 ORDER BY peak_bytes DESC");
+    sqlite3_stmt *st =
+        db_statement(m->db, "SELECT stack_id, peak_bytes FROM site_stats WHERE device = "
+                            "? AND peak_bytes > 0 ORDER BY peak_bytes DESC");
     if (!st)
         return;
     sqlite3_bind_int(st, 1, device);
@@ -200,7 +196,7 @@ static void free_timeline_data(timeline_data *t);
 static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t);
 
 static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, timeline_data *t) {
-    sqlite3_stmt *st = prepare(
+    sqlite3_stmt *st = db_statement(
         db, "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
             "max_reserved_bytes, first_event_id, last_event_id FROM timeline_buckets WHERE "
             "device = ?1 AND bucket_ns = ?2 AND last_event_id >= ?3 AND first_event_id <= ?4 "
@@ -257,8 +253,8 @@ static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t) {
             free_timeline_data(&d);
             return -1;
         }
-    sqlite3_stmt *st = prepare(db, "SELECT allocated_bytes, reserved_bytes FROM event_rows "
-                                   "WHERE event_id = ?");
+    sqlite3_stmt *st = db_statement(db, "SELECT allocated_bytes, reserved_bytes FROM event_rows "
+                                        "WHERE event_id = ?");
     if (!st) {
         free_timeline_data(&d);
         return -1;
@@ -311,48 +307,31 @@ static void free_timeline_data(timeline_data *t) {
  * the device's block allocs and frees up to the window's end. */
 static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data *t, series_map *m,
                         int64_t *bytes /* [nseries_max * n] */, size_t max_series) {
-    sqlite3_stmt *st = prepare(
-        db,
-        "SELECT e.event_id, e.op, e.size, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stack_id "
-        "ELSE "
-        "a.stack_id END, CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stream ELSE a.stream END "
-        "FROM event_rows e LEFT JOIN event_rows a ON e.op IN ({op:free}, {op:unmap}) AND "
-        "a.event_id = e.alloc_event_id WHERE e.device = ?1 AND e.kind = {kind:device} AND "
-        "e.event_id <= ?2 AND ((e.op IN ({op:alloc}, {op:map}) AND (e.level = {level:block} OR "
-        "e.event_id IN (SELECT "
-        "segment_id FROM segments WHERE whole_block = 1))) OR (e.op IN ({op:free}, {op:unmap}) AND "
-        "e.alloc_event_id IS NOT NULL AND (a.level = {level:block} OR a.event_id IN (SELECT "
-        "segment_id "
-        "FROM segments WHERE whole_block = 1)))) ORDER BY e.event_id");
-    if (!st)
+    block_sweep *bs = block_sweep_open(db, rq->device, rq->to);
+    if (!bs)
         return -1;
-    sqlite3_bind_int(st, 1, rq->device);
-    sqlite3_bind_int64(st, 2, rq->to);
     int64_t *live = calloc(max_series + 1, sizeof *live);
     if (!live) {
-        sqlite3_finalize(st);
+        block_sweep_close(bs);
         return -1;
     }
     size_t b = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        while (b < t->n && id > t->last_id[b]) {
+    block_change c;
+    while (block_sweep_next(bs, &c)) {
+        while (b < t->n && c.event_id > t->last_id[b]) {
             for (size_t s = 0; s < max_series; s++)
                 bytes[s * t->n + b] = live[s];
             b++;
         }
-        int op = sqlite3_column_int(st, 1);
-        int64_t size = sqlite3_column_int64(st, 2);
-        int64_t stack = db_column_i64(st, 3, 0);
-        int s = series_of(m, stack, sqlite3_column_int64(st, 4), size);
+        int s = series_of(m, c.stack_id, c.stream, c.size);
         if (s >= 0 && (size_t)s < max_series)
-            live[s] += (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) ? size : -size;
+            live[s] += c.is_alloc ? c.size : -c.size;
     }
     for (; b < t->n; b++)
         for (size_t s = 0; s < max_series; s++)
             bytes[s * t->n + b] = live[s];
     free(live);
-    sqlite3_finalize(st);
+    block_sweep_close(bs);
     return 0;
 }
 
@@ -361,9 +340,10 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
 static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns,
                                     const timeline_data *t, series_map *m, int64_t *bytes,
                                     size_t max_series) {
-    sqlite3_stmt *st = prepare(db, "SELECT bucket, stack_id, live_bytes FROM site_buckets WHERE "
-                                   "device = ?1 AND bucket_ns = ?2 AND bucket <= ?3 ORDER BY "
-                                   "bucket");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT bucket, stack_id, live_bytes FROM site_buckets WHERE "
+                         "device = ?1 AND bucket_ns = ?2 AND bucket <= ?3 ORDER BY "
+                         "bucket");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, rq->device);
@@ -462,8 +442,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     size_t nsteps = 0;
     int64_t *step_ns = NULL;
     char **step_text = NULL;
-    sqlite3_stmt *st = prepare(db, "SELECT step, begin_ts_ns FROM steps WHERE end_event_id >= ?1 "
-                                   "AND begin_event_id <= ?2 ORDER BY begin_ts_ns");
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT step, begin_ts_ns FROM steps WHERE end_event_id >= ?1 "
+                         "AND begin_event_id <= ?2 ORDER BY begin_ts_ns");
     if (st && rc == 0) {
         sqlite3_bind_int64(st, 1, rq->from);
         sqlite3_bind_int64(st, 2, rq->to);
@@ -494,8 +475,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     size_t nooms = 0;
     int64_t *oom_ns = NULL;
     if (db_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
-        (st = prepare(db, "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = {op:oom} AND "
-                          "event_id BETWEEN ?2 AND ?3"))) {
+        (st = db_statement(db,
+                           "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = {op:oom} AND "
+                           "event_id BETWEEN ?2 AND ?3"))) {
         sqlite3_bind_int(st, 1, rq->device);
         sqlite3_bind_int64(st, 2, rq->from);
         sqlite3_bind_int64(st, 3, rq->to);
