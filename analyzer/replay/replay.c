@@ -24,105 +24,14 @@
  * Warnings are capped at WARNINGS_PER_CODE rows per code (all are counted). */
 #include "replay_state.h"
 
+#include "gmt_grow.h"
+
 #include "heat_rows.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- small helpers ------------------------------------------------------ */
-
-int replay_fail(replay *rp, const char *fmt, ...) {
-    if (!rp->failed) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(rp->err, rp->errlen, fmt, ap);
-        va_end(ap);
-        rp->failed = 1;
-    }
-    return -1;
-}
-
-int replay_db_ok(replay *rp, int rc) {
-    if (rc != 0)
-        return replay_fail(rp, "%s", db_writer_error(rp->db));
-    return 0;
-}
-
-void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt, ...) {
-    rp->warnings_total++;
-    if (rp->warn_counts[kind]++ >= WARNINGS_PER_CODE)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    replay_db_ok(rp, db_writer_warning(rp->db, event_id, db_warning_name(kind), msg));
-}
-
-int replay_grow(void **arr, size_t *cap, size_t need, size_t item) {
-    if (need < *cap)
-        return 0;
-    size_t n = *cap ? *cap : 256;
-    while (n <= need)
-        n *= 2;
-    void *p = realloc(*arr, n * item);
-    if (!p)
-        return -1;
-    memset((char *)p + *cap * item, 0, (n - *cap) * item);
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
-const char *replay_string(const replay *rp, uint32_t id) {
-    return id && id < rp->strings_cap ? rp->strings[id] : NULL;
-}
-
-uint64_t replay_space_key(uint32_t device, enum space space) {
-    return (uint64_t)device * SPACE_COUNT + space;
-}
-
-live_entry *live_get(replay *rp, uint32_t device, enum space space, uint64_t addr) {
-    uint32_t *v = addr_map_get(&rp->live, replay_space_key(device, space), addr);
-    return v ? &rp->entries[*v] : NULL;
-}
-
-live_entry *live_new(replay *rp, uint32_t device, enum space space, uint64_t addr) {
-    uint32_t index;
-    if (rp->free_entry) {
-        index = rp->free_entry - 1;
-        rp->free_entry = rp->entries[index].next_free;
-    } else {
-        if (replay_grow((void **)&rp->entries, &rp->entries_cap, rp->entries_len,
-                        sizeof *rp->entries) != 0) {
-            replay_fail(rp, "out of memory");
-            return NULL;
-        }
-        index = (uint32_t)rp->entries_len++;
-    }
-    if (addr_map_put(&rp->live, replay_space_key(device, space), addr, index) != 0) {
-        replay_fail(rp, "out of memory");
-        return NULL;
-    }
-    live_entry *e = &rp->entries[index];
-    memset(e, 0, sizeof *e);
-    e->device = device;
-    e->space = (uint8_t)space;
-    e->addr = addr;
-    return e;
-}
-
-void live_drop(replay *rp, live_entry *e) {
-    addr_map_remove(&rp->live, replay_space_key(e->device, (enum space)e->space), e->addr);
-    uint32_t index = (uint32_t)(e - rp->entries);
-    e->next_free = rp->free_entry;
-    rp->free_entry = index + 1;
-}
-
-uint32_t live_tag(const replay *rp, const live_entry *e) { return (uint32_t)(e - rp->entries) + 1; }
 
 /* ---- the first pass ------------------------------------------------------ */
 
@@ -224,8 +133,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
     int is_push = m->kind == TRACE_MARK_RANGE_PUSH || m->kind == TRACE_MARK_RANGE_POP;
     uint64_t key = is_push ? m->tid : m->range_id;
     if (opens) {
-        if (replay_grow((void **)&rp->open_markers, &rp->open_cap, rp->open_len,
-                        sizeof *rp->open_markers) != 0)
+        if (gmt_grow((void **)&rp->open_markers, &rp->open_cap, rp->open_len,
+                     sizeof *rp->open_markers) != 0)
             return replay_fail(rp, "out of memory");
         rp->open_markers[rp->open_len++] = (struct open_marker){key, id, name_id, is_push};
     } else if (closes) {
@@ -264,7 +173,7 @@ static int on_record(replay *rp, const trace_record *rec) {
         return on_marker(rp, &rec->u.marker);
     case TRACE_REC_STRING: {
         uint32_t id = rec->u.string.string_id;
-        if (replay_grow((void **)&rp->strings, &rp->strings_cap, id, sizeof *rp->strings) != 0)
+        if (gmt_grow((void **)&rp->strings, &rp->strings_cap, id, sizeof *rp->strings) != 0)
             return replay_fail(rp, "out of memory");
         free(rp->strings[id]);
         rp->strings[id] = strdup(rec->u.string.text.ptr);
@@ -281,8 +190,8 @@ static int on_record(replay *rp, const trace_record *rec) {
         char hex[2 * 64 + 1] = "";
         for (uint32_t i = 0; i < m->build_id.len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", (uint8_t)m->build_id.ptr[i]);
-        if (replay_grow((void **)&rp->modules, &rp->modules_cap, m->module_id,
-                        sizeof *rp->modules) != 0)
+        if (gmt_grow((void **)&rp->modules, &rp->modules_cap, m->module_id, sizeof *rp->modules) !=
+            0)
             return replay_fail(rp, "out of memory");
         free(rp->modules[m->module_id]);
         rp->modules[m->module_id] = strdup(m->path.ptr);

@@ -29,13 +29,15 @@
  * record left dangling in an event. */
 #include "replay_state.h"
 
+#include "gmt_grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #define REPLAY_MADE_ID_BASE ((int64_t)1 << 32)
 
 static struct frame_info *frame_slot(replay *rp, uint32_t id) {
-    if (replay_grow((void **)&rp->frames, &rp->frames_cap, id, sizeof *rp->frames) != 0) {
+    if (gmt_grow((void **)&rp->frames, &rp->frames_cap, id, sizeof *rp->frames) != 0) {
         replay_fail(rp, "out of memory");
         return NULL;
     }
@@ -60,8 +62,8 @@ int replay_on_symbol(replay *rp, const trace_symbol *s) {
         return -1;
     /* A later symbol of the same frame replaces the earlier one; the
      * entries it leaves behind are a few bytes. */
-    if (replay_grow((void **)&rp->chains, &rp->chains_cap, rp->chains_len + count - 1,
-                    sizeof *rp->chains) != 0)
+    if (gmt_grow((void **)&rp->chains, &rp->chains_cap, rp->chains_len + count - 1,
+                 sizeof *rp->chains) != 0)
         return replay_fail(rp, "out of memory");
     memcpy(rp->chains + rp->chains_len, s->entries, count * sizeof *s->entries);
     fi->chain_first = (uint32_t)rp->chains_len;
@@ -71,7 +73,7 @@ int replay_on_symbol(replay *rp, const trace_symbol *s) {
 }
 
 int replay_on_stack(replay *rp, const trace_stack *s) {
-    if (replay_grow((void **)&rp->stacks, &rp->stacks_cap, rp->stacks_len, sizeof *rp->stacks) != 0)
+    if (gmt_grow((void **)&rp->stacks, &rp->stacks_cap, rp->stacks_len, sizeof *rp->stacks) != 0)
         return replay_fail(rp, "out of memory");
     rp->stacks[rp->stacks_len++] = *s;
     return 0;

@@ -107,7 +107,7 @@ typedef struct replay {
     replay_summary *sum;
 } replay;
 
-/* ---- shared helpers (replay.c) ---- */
+/* ---- services every replay file uses (replay_services.c) ---- */
 
 /* Records the first error (one line) and returns -1. */
 int replay_fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -117,8 +117,6 @@ int replay_db_ok(replay *rp, int rc);
  * WARNINGS_PER_CODE of each code. */
 void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Grows *arr (of *cap items of `item` bytes, zero-filled) to hold index `need`. */
-int replay_grow(void **arr, size_t *cap, size_t need, size_t item);
 const char *replay_string(const replay *rp, uint32_t id);
 uint64_t replay_space_key(uint32_t device, enum space space);
 

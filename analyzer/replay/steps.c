@@ -7,6 +7,8 @@
  * step) merge into one: a step is global. */
 #include "steps.h"
 
+#include "gmt_grow.h"
+
 #include "step_rule.h"
 #include "trace_format.h"
 
@@ -34,18 +36,6 @@ struct step_tracker {
     int64_t open_mark; /* interval opened by a step mark, or -1 */
 };
 
-static int grow(void **arr, size_t *cap, size_t len, size_t item) {
-    if (len < *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, n * item);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
 step_tracker *steps_new(const char *word) {
     step_tracker *t = calloc(1, sizeof *t);
     if (!t)
@@ -70,7 +60,7 @@ void steps_free(step_tracker *t) {
 /* Opens an interval; returns its index or -1 (out of memory). */
 static int64_t open_interval(step_tracker *t, int64_t number, const char *name, int64_t ts,
                              int64_t event_id) {
-    if (grow((void **)&t->intervals, &t->cap, t->count, sizeof *t->intervals) != 0)
+    if (gmt_grow((void **)&t->intervals, &t->cap, t->count, sizeof *t->intervals) != 0)
         return -1;
     step_interval *s = &t->intervals[t->count];
     s->step = number;
@@ -106,7 +96,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
     case TRACE_MARK_RANGE_PUSH:
         if (is_step && (index = open_interval(t, number, name, ts, last_event_id)) < 0)
             return -1;
-        if (grow((void **)&t->pushes, &t->pushes_cap, t->pushes_len, sizeof *t->pushes) != 0)
+        if (gmt_grow((void **)&t->pushes, &t->pushes_cap, t->pushes_len, sizeof *t->pushes) != 0)
             return -1;
         t->pushes[t->pushes_len++] = (open_push){tid, index};
         break;
@@ -124,7 +114,7 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
         if (!is_step)
             break;
         if ((index = open_interval(t, number, name, ts, last_event_id)) < 0 ||
-            grow((void **)&t->ranges, &t->ranges_cap, t->ranges_len, sizeof *t->ranges) != 0)
+            gmt_grow((void **)&t->ranges, &t->ranges_cap, t->ranges_len, sizeof *t->ranges) != 0)
             return -1;
         t->ranges[t->ranges_len++] = (open_range){range_id, index};
         break;
