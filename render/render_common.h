@@ -102,7 +102,7 @@ int text_fit(canvas *c, const char *text, double maxw, char *buf, size_t len);
  * (margin added around it). */
 int text_box_free(const canvas *c, canvas_box b, double margin);
 
-/* ---- colours and legends (render_legend.c) ----------------------------- */
+/* ---- colours (render_color.c) and legends (render_legend.c) ------------ */
 
 render_rgb rgb_hex(uint32_t hex);
 render_rgb rgb_mix(render_rgb a, render_rgb b, double t); /* t 0: a, 1: b */

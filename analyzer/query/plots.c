@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "block_sweep.h"
 #include "db_query.h"
+#include "gmt_hash.h"
 #include "layout.h"
 #include "render.h"
 #include "stack_names.h"
@@ -28,9 +29,7 @@
 int plots_available(void) { return 1; }
 
 uint64_t plot_site_key(const char *label) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)label; p && *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
+    uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, label ? label : "", label ? strlen(label) : 0);
     return h > 20 ? h : h + 21; /* 0 is "other", 1..20 are ranks (site_ranks) */
 }
 
