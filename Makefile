@@ -36,12 +36,17 @@ deps:
 	  fi; \
 	fi
 
+# `make test` builds with -Werror (GMT_WERROR); `make demo` keeps what the build
+# directory was configured with (off in a fresh one).
+WERROR_FLAG :=
+test: WERROR_FLAG := -DGMT_WERROR=ON
+
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR_FLAG) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
-	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGMT_SANITIZE=ON >/dev/null
+	@CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGMT_SANITIZE=ON $(WERROR_FLAG) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # The suite twice: a normal build, then clang with ASan/UBSan (+ fuzzers).

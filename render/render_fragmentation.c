@@ -92,6 +92,12 @@ static void band_names(canvas *c, const plot *p, const render_fragmentation *f) 
     }
 }
 
+/* More points than columns: each column is drawn as its min..max, solid
+ * (a dash pattern on a min..max zigzag is noise), and the legend says so. */
+static int reduced(const render_fragmentation *f, const plot *p) {
+    return f->npoints > 2 * (size_t)p->w;
+}
+
 /* A line through the points, with gaps at NaN; more points than columns
  * are drawn as each column's min..max. */
 static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, int second,
@@ -108,7 +114,7 @@ static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, i
     }
     int pen = 0;
     double col = -1, cmin = 0, cmax = 0, cx = 0;
-    int reduce = f->npoints > 2 * (size_t)p->w;
+    int reduce = reduced(f, p);
     for (size_t i = 0; i <= f->npoints; i++) {
         double v = NAN, x = 0;
         if (i < f->npoints) {
@@ -155,7 +161,7 @@ static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, i
     }
     set_rgb(cr, color, 1);
     cairo_set_line_width(cr, reduce ? width * 0.6 : width);
-    if (dashed && !reduce) { /* a dash pattern on a min..max zigzag is noise */
+    if (dashed && !reduce) {
         double dash[] = {7 * c->s, 4 * c->s};
         cairo_set_dash(cr, dash, 2, 0);
     }
@@ -235,7 +241,8 @@ static void draw(canvas *c, const render_fragmentation *f) {
     size_t n = 0;
     items[n++] = (legend_item){"fragmentation", rgb_hex(COLOR_FRAG), LEGEND_LINE};
     if (f->largest_free)
-        items[n++] = (legend_item){"largest free block", rgb_hex(COLOR_FREE), LEGEND_DASH};
+        items[n++] = (legend_item){"largest free block", rgb_hex(COLOR_FREE),
+                                   reduced(f, &p) ? LEGEND_LINE : LEGEND_DASH};
     items[n++] = (legend_item){"rating", rgb_hex(COLOR_MUTED), LEGEND_HEADING};
     for (size_t i = 0; i < f->nbands; i++) {
         band_legend(f, i, legends[i], sizeof legends[i]);

@@ -292,6 +292,17 @@ check_error "bad --device" "$MA" segments "$T/l1.zst" --device x
 # a picture: drawn with Cairo, else one line saying why not
 if "$MA" segments "$T/l1.zst" -o "$T/x.png" >/dev/null 2>"$T/png.err"; then
   [ -s "$T/x.png" ] || fail "segments -o x.png wrote no picture"
+  "$MA" segments "$T/l1.zst" --at peak -o "$T/small.png" --width 640 --height 360 >/dev/null ||
+    fail "segments -o --width/--height"
+  python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24)
+assert struct.unpack(">II", d[16:24]) == (640, 360), struct.unpack(">II", d[16:24])' "$T/small.png" ||
+    fail "segments -o --width 640 --height 360: wrong picture size"
+  # more sites than the legend lists: the rest are drawn and listed as "other"
+  big="$(cd "$(dirname "$0")" && pwd)/../../shared/data/pytorch/train-step-m512.pickle"
+  if [ -f "$big" ]; then
+    "$MA" segments "$big" --at peak -o "$T/many.svg" >/dev/null || fail "segments -o many.svg"
+    grep -q "other ([0-9]* sites)" "$T/many.svg" || fail "segments picture: no 'other' legend entry"
+  fi
 else
   grep -q "pictures are off in this build" "$T/png.err" || fail "segments -o x.png: $(cat "$T/png.err")"
 fi

@@ -561,6 +561,26 @@ static void test_fragmentation(void) {
     CHECK(moderate.r > moderate.b + 0.15 && moderate.g > moderate.b + 0.15);
     CHECK(good.g > good.r && good.g > good.b);
     cairo_surface_destroy(s);
+
+    /* The largest free block is dashed, in the plot and in the legend; with more points than
+     * columns both are solid (each column is a min..max stroke). */
+    CHECK(render_fragmentation_draw(&f, out("frag-few.svg"), &o, err, sizeof err) == 0);
+    CHECK(file_contains(out("frag-few.svg"), "stroke-dasharray"));
+    enum { MANY = 6000 };
+    static double mx[MANY], mfr[MANY];
+    static int64_t mlf[MANY];
+    for (size_t i = 0; i < MANY; i++) {
+        mx[i] = (double)i;
+        mfr[i] = 0.2 + 0.1 * (double)(i % 7) / 7;
+        mlf[i] = (int64_t)(i % 13) << 20;
+    }
+    f.npoints = MANY;
+    f.x = mx;
+    f.fragmentation = mfr;
+    f.largest_free = mlf;
+    o = options(1200, 700);
+    CHECK(render_fragmentation_draw(&f, out("frag-many.svg"), &o, err, sizeof err) == 0);
+    CHECK(!file_contains(out("frag-many.svg"), "stroke-dasharray"));
 }
 
 /* Every picture of nothing says so, and is still a picture. */
@@ -690,10 +710,11 @@ static void test_site_colors(void) {
 }
 
 static void remove_outputs(void) {
-    static const char *const names[] = {
-        "flat.png",     "markers.png", "speed.png", "heat.png", "heat_big.png", "seg.png",
-        "seg_many.png", "frag.png",    "e1.png",    "e2.png",   "e3.png",       "e4.svg",
-        "f.png",        "f.svg",       "f.pdf",     "F.PNG",    "utf8.png"};
+    static const char *const names[] = {"flat.png",     "markers.png",  "speed.png",    "heat.png",
+                                        "heat_big.png", "seg.png",      "seg_many.png", "frag.png",
+                                        "e1.png",       "e2.png",       "e3.png",       "e4.svg",
+                                        "f.png",        "f.svg",        "f.pdf",        "F.PNG",
+                                        "utf8.png",     "frag-few.svg", "frag-many.svg"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(out(names[i]));
     rmdir(dir);

@@ -27,6 +27,8 @@ static void segments_usage(FILE *out) {
                  "  --blocks      list the blocks inside each segment\n"
                  "  --json        PyTorch snapshot keys: segments with blocks that tile them\n"
                  "  -o FILE       write the output to FILE; .png, .svg or .pdf draw the picture\n"
+                 "  --width/--height  the picture's pixels (PNG) or points (SVG, PDF); default "
+                 "1600 x 900\n"
                  "  --step-rule WORD  the word step names contain (default \"step\")\n");
 }
 
@@ -185,9 +187,10 @@ int cmd_segments(int argc, char **argv) {
         {"at", required_argument, 0, 'a'},     {"device", required_argument, 0, 'd'},
         {"json", no_argument, 0, 'j'},         {"blocks", no_argument, 0, 'b'},
         {"output", required_argument, 0, 'o'}, {"step-rule", required_argument, 0, 's'},
+        {"width", required_argument, 0, 'W'},  {"height", required_argument, 0, 'H'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     const char *when = "end", *output = NULL;
-    int device = -1, json = 0, blocks = 0, c;
+    int device = -1, json = 0, blocks = 0, width = 0, height = 0, c;
     long number;
     input_options io = {0};
     optind = 1;
@@ -212,6 +215,12 @@ int cmd_segments(int argc, char **argv) {
             break;
         case 's':
             io.step_word = optarg;
+            break;
+        case 'W':
+        case 'H':
+            if (cli_parse_count(c == 'W' ? "width" : "height", optarg, 20000, &number) != 0)
+                return 2;
+            *(c == 'W' ? &width : &height) = (int)number;
             break;
         case 'h':
             segments_usage(stdout);
@@ -245,7 +254,8 @@ int cmd_segments(int argc, char **argv) {
         goto done;
     }
     if (output && is_picture(output)) { /* the picture, drawn by render/ */
-        plot_request rq = {.device = device, .at = at, .input = argv[optind]};
+        plot_request rq = {
+            .device = device, .at = at, .input = argv[optind], .width = width, .height = height};
         if (plot_segments(db, &rq, output, err, sizeof err) != 0)
             status = cli_error("%s", err);
         else

@@ -663,6 +663,22 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
         labels[i] = legend[i].label;
         keys[i] = legend[i].key;
     }
+    /* The sites the legend leaves out are drawn as "other" (key 0, grey), so
+     * every colour in the picture is in its legend. */
+    char other[64];
+    size_t nlisted = shown;
+    if (labels && keys && nlegend > shown) {
+        for (size_t i = 0; i < l->block_count; i++) {
+            size_t k = 0;
+            while (k < shown && keys[k] != blocks[i].site_key)
+                k++;
+            if (k == shown)
+                blocks[i].site_key = 0;
+        }
+        snprintf(other, sizeof other, "other (%zu sites)", nlegend - shown);
+        labels[nlisted] = other;
+        keys[nlisted++] = 0;
+    }
     char title[512], subtitle[256], when[96], b1[32], b2[32];
     device_title(db, rq, "Segments", title, sizeof title);
     when_describe(db, rq->at, when, sizeof when);
@@ -673,7 +689,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
                         .subtitle = subtitle,
                         .nsegments = l->segment_count,
                         .segments = segs,
-                        .nlegend = labels && keys ? shown : 0,
+                        .nlegend = labels && keys ? nlisted : 0,
                         .legend_label = labels,
                         .legend_key = keys};
     render_options ro = {.width = rq->width, .height = rq->height};
