@@ -242,6 +242,16 @@ for s in theirs:
     keys = ("total_size", "allocated_size", "requested_size", "stream")
     if got != want or any(m[k] != s[k] for k in keys if k in s):
         bad.append("segment %#x" % s["address"])
+# the replay's seed ids (<= 0) never reach users: a block or segment from before the recording
+# has null ids and says its allocation was not recorded
+for m in mine.values():
+    if m["segment_id"] is not None and m["segment_id"] <= 0:
+        bad.append("segment %#x shows the internal id %d" % (m["address"], m["segment_id"]))
+    for b in m["blocks"]:
+        if b["state"] != "inactive" and b["alloc_event_id"] is None and b.get("alloc_recorded") is not False:
+            bad.append("block %#x: no alloc id but not marked alloc_recorded: false" % b["address"])
+        if b.get("alloc_event_id") is not None and b["alloc_event_id"] <= 0:
+            bad.append("block %#x shows the internal id %d" % (b["address"], b["alloc_event_id"]))
 if bad:
     print(sys.argv[1], *bad[:5], sep="\n  ", file=sys.stderr)
     sys.exit(1)

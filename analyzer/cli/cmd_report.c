@@ -342,8 +342,9 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
 /* ---- JSON ------------------------------------------------------------- */
 
 static void json_moment_fields(const char *prefix, const moment *m) {
-    printf("\"%s_event_id\": %lld, \"%s_ts_ns\": %lld", prefix, (long long)m->event_id, prefix,
-           (long long)m->ts_ns);
+    /* a moment of the seed (several devices: rows 1-n .. 0) is the start, event 0 */
+    printf("\"%s_event_id\": %lld, \"%s_ts_ns\": %lld", prefix,
+           (long long)(m->event_id > 0 ? m->event_id : 0), prefix, (long long)m->ts_ns);
 }
 
 static void print_device_json(sqlite3 *db, const device_report *r, int first) {
@@ -376,7 +377,7 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
     printf(", \"fragmentation_worst\": ");
     json_number(stdout, frag_of(&s->worst_fragmentation));
     printf(", \"fragmentation_worst_event_id\": %lld,\n",
-           (long long)s->worst_fragmentation.event_id);
+           (long long)(s->worst_fragmentation.event_id > 0 ? s->worst_fragmentation.event_id : 0));
     printf("     \"largest_free_at_peak_bytes\": %lld, \"largest_free_at_end_bytes\": %lld,\n",
            (long long)s->peak_allocated.largest_free, (long long)s->end.largest_free);
     printf("     \"ooms\": %lld, \"alloc_failed\": %lld, \"untracked_at_peak_bytes\": ",

@@ -121,7 +121,11 @@ static void print_json_block(FILE *out, const layout_block *b, stack_names *stac
             (unsigned long long)b->requested);
     json_string(out, layout_state_name(b->state));
     if (b->state != LAYOUT_INACTIVE) {
-        fprintf(out, ", \"alloc_event_id\": %lld", (long long)b->alloc_event_id);
+        /* ids <= 0 are the replay's seed: allocated before the recording began */
+        if (b->alloc_event_id > 0)
+            fprintf(out, ", \"alloc_event_id\": %lld", (long long)b->alloc_event_id);
+        else
+            fputs(", \"alloc_event_id\": null, \"alloc_recorded\": false", out);
         const named_stack *s = b->stack_id ? stack_names_get(stacks, b->stack_id) : NULL;
         if (s && s->frame_count) {
             fputs(", \"frames\": ", out);
@@ -150,12 +154,15 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
         fprintf(out,
                 "%s\n  {\"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
                 "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, "
-                "\"segment_type\": \"%s\", \"is_expandable\": %s, \"segment_id\": %lld",
+                "\"segment_type\": \"%s\", \"is_expandable\": %s, \"segment_id\": ",
                 i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
                 (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
                 (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
-                s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false",
-                (long long)s->segment_id);
+                s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false");
+        if (s->segment_id > 0) /* <= 0: seeded, it existed before the recording began */
+            fprintf(out, "%lld", (long long)s->segment_id);
+        else
+            fputs("null", out);
         const named_stack *st = s->stack_id ? stack_names_get(stacks, s->stack_id) : NULL;
         if (st && st->frame_count) {
             fputs(", \"frames\": ", out);
