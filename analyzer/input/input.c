@@ -11,6 +11,7 @@
 #include "input.h"
 
 #include "db_writer.h"
+#include "gmt_env.h"
 #include "gmt_hash.h"
 #include "replay.h"
 #include "replay_key.h" /* generated: GMT_REPLAY_KEY */
@@ -69,7 +70,7 @@ int input_detect(const char *path, input_kind *kind, char *err, size_t errlen) {
 }
 
 static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
-    const char *dir = getenv("GMT_CACHE_DIR");
+    const char *dir = getenv(GMT_ENV_CACHE_DIR);
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     if (dir && *dir)
@@ -116,7 +117,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         double ts = seconds();
         if (snapshot_import_file(path, trace_path, err, errlen) != 0)
             return -1;
-        if (getenv("GMT_TIMING"))
+        if (getenv(GMT_ENV_TIMING))
             fprintf(stderr, "snapshot to trace: %.3f s\n", seconds() - ts);
     }
     double t0 = seconds();
@@ -155,7 +156,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     int rc = db_writer_finish(db, err, errlen);
     if (ro.progress)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    if (getenv("GMT_TIMING"))        /* for bench/: where an import's time goes */
+    if (getenv(GMT_ENV_TIMING))      /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
                 (unsigned long long)sum.events, t1 - t0, seconds() - t1);
     return rc;

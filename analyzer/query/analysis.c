@@ -17,6 +17,7 @@
 #include "analysis.h"
 
 #include "addr_map.h"
+#include "gmt_env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@
     "1))"
 
 int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
-    const char *off = getenv("GMT_NO_SUMMARIES");
+    const char *off = getenv(GMT_ENV_NO_SUMMARIES);
     if (off && *off && strcmp(off, "0") != 0)
         return 0;
     return from <= 0 && to >= analysis_last_event(db);
