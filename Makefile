@@ -36,7 +36,7 @@ deps:
 	  fi; \
 	fi
 
-# `make test` builds with -Werror (GMT_WERROR); `make demo` keeps what the build
+# `make test` builds with -Werror (-DGMT_WERROR=ON); `make demo` keeps what the build
 # directory was configured with (off in a fresh one).
 WERROR_FLAG :=
 test: WERROR_FLAG := -DGMT_WERROR=ON

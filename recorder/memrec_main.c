@@ -14,6 +14,8 @@
  * symbolize and report each trace (memrec_traces.c). */
 #include "memrec_launch.h"
 
+#include "gmt_env.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -72,7 +74,7 @@ static void usage(FILE *out) {
             "                        too, which costs much more)\n"
             "      --no-symbolize    leave native frames as raw addresses\n"
             "      --lib PATH        the libmemrec.so to inject (default: beside memrec,\n"
-            "                        or $MEMREC_LIB)\n"
+            "                        or $" GMT_ENV_MEMREC_LIB ")\n"
             "  -q, --quiet           print nothing but errors\n"
             "  -h, --help            this text\n"
             "      --version         the version\n"
@@ -224,7 +226,7 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
 /* libmemrec.so: --lib, $MEMREC_LIB, beside this binary (the build tree),
  * or ../lib beside it (an install). Absolute, because the command may chdir. */
 static int find_library(const options *o, char *out, size_t outlen) {
-    const char *given = o->lib ? o->lib : getenv("MEMREC_LIB");
+    const char *given = o->lib ? o->lib : getenv(GMT_ENV_MEMREC_LIB);
     char candidate[PATH_MAX];
     if (given && *given) {
         if (!realpath(given, out) || access(out, R_OK) != 0) {
@@ -297,26 +299,26 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
         snprintf(buf, sizeof buf, "%s", o->pattern);
     else if ((size_t)snprintf(buf, sizeof buf, "%s/%s", cwd, o->pattern) >= sizeof buf)
         return -1;
-    int rc = setenv("MEMREC_OUTPUT", buf, 1);
+    int rc = setenv(GMT_ENV_MEMREC_OUTPUT, buf, 1);
     snprintf(buf, sizeof buf, "%lu", o->stack_depth);
-    rc |= setenv("MEMREC_STACK_DEPTH", buf, 1);
+    rc |= setenv(GMT_ENV_MEMREC_STACK_DEPTH, buf, 1);
     if (o->max_bytes) {
         snprintf(buf, sizeof buf, "%llu", o->max_bytes);
-        rc |= setenv("MEMREC_MAX_BYTES", buf, 1);
+        rc |= setenv(GMT_ENV_MEMREC_MAX_BYTES, buf, 1);
     } else {
-        rc |= unsetenv("MEMREC_MAX_BYTES");
+        rc |= unsetenv(GMT_ENV_MEMREC_MAX_BYTES);
     }
     if (o->has_start_step) {
         snprintf(buf, sizeof buf, "%lu", o->start_step);
-        rc |= setenv("MEMREC_START_STEP", buf, 1);
+        rc |= setenv(GMT_ENV_MEMREC_START_STEP, buf, 1);
     } else {
-        rc |= unsetenv("MEMREC_START_STEP");
+        rc |= unsetenv(GMT_ENV_MEMREC_START_STEP);
     }
-    rc |= setenv("MEMREC_MANIFEST", manifest, 1);
-    rc |= o->no_cupti ? setenv("MEMREC_NO_CUPTI", "1", 1) : unsetenv("MEMREC_NO_CUPTI");
-    rc |= o->quiet ? setenv("MEMREC_QUIET", "1", 1) : unsetenv("MEMREC_QUIET");
-    rc |= setenv("MEMREC_TORCH", o->no_torch ? "0" : "1", 1);
-    rc |= o->stacks ? setenv("MEMREC_STACKS", o->stacks, 1) : unsetenv("MEMREC_STACKS");
+    rc |= setenv(GMT_ENV_MEMREC_MANIFEST, manifest, 1);
+    rc |= o->no_cupti ? setenv(GMT_ENV_MEMREC_NO_CUPTI, "1", 1) : unsetenv(GMT_ENV_MEMREC_NO_CUPTI);
+    rc |= o->quiet ? setenv(GMT_ENV_MEMREC_QUIET, "1", 1) : unsetenv(GMT_ENV_MEMREC_QUIET);
+    rc |= setenv(GMT_ENV_MEMREC_TORCH, o->no_torch ? "0" : "1", 1);
+    rc |= o->stacks ? setenv(GMT_ENV_MEMREC_STACKS, o->stacks, 1) : unsetenv(GMT_ENV_MEMREC_STACKS);
     char hook_dir[PATH_MAX];
     if (find_python_hook(lib, hook_dir, sizeof hook_dir) == 0)
         rc |= prepend_path("PYTHONPATH", hook_dir);

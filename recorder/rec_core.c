@@ -8,6 +8,7 @@
  *
  * A forked child stops recording (it must never write into the parent's
  * file; the fork handler only resets state, it takes no lock). */
+#include "gmt_env.h"
 #include "rec_buffer.h"
 #include "rec_internal.h"
 #include "rec_stack.h"
@@ -106,48 +107,48 @@ int rec_expand_path(const char *pattern, char *out, size_t outlen) {
 int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     c->stack_depth = 64;
-    const char *pattern = getenv("MEMREC_OUTPUT");
+    const char *pattern = getenv(GMT_ENV_MEMREC_OUTPUT);
     if (!pattern || !*pattern)
         pattern = "memrec-%h-%p.zst";
     snprintf(c->pattern, sizeof c->pattern, "%s", pattern);
     if (rec_expand_path(pattern, c->path, sizeof c->path) != 0) {
-        snprintf(err, errlen, "MEMREC_OUTPUT is too long");
+        snprintf(err, errlen, GMT_ENV_MEMREC_OUTPUT " is too long");
         return -1;
     }
     uint64_t v;
     const char *s;
-    if ((s = getenv("MEMREC_STACK_DEPTH")) && *s) {
-        if (parse_u64("MEMREC_STACK_DEPTH", s, &v, err, errlen) != 0)
+    if ((s = getenv(GMT_ENV_MEMREC_STACK_DEPTH)) && *s) {
+        if (parse_u64(GMT_ENV_MEMREC_STACK_DEPTH, s, &v, err, errlen) != 0)
             return -1;
         c->stack_depth = v > REC_STACK_MAX_DEPTH ? REC_STACK_MAX_DEPTH : (unsigned)v;
     }
-    if ((s = getenv("MEMREC_MAX_BYTES")) && *s &&
-        parse_u64("MEMREC_MAX_BYTES", s, &c->max_bytes, err, errlen) != 0)
+    if ((s = getenv(GMT_ENV_MEMREC_MAX_BYTES)) && *s &&
+        parse_u64(GMT_ENV_MEMREC_MAX_BYTES, s, &c->max_bytes, err, errlen) != 0)
         return -1;
-    if ((s = getenv("MEMREC_BUFFER_RECORDS")) && *s) {
-        if (parse_u64("MEMREC_BUFFER_RECORDS", s, &v, err, errlen) != 0)
+    if ((s = getenv(GMT_ENV_MEMREC_BUFFER_RECORDS)) && *s) {
+        if (parse_u64(GMT_ENV_MEMREC_BUFFER_RECORDS, s, &v, err, errlen) != 0)
             return -1;
         c->buffer_records = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
     }
-    if ((s = getenv("MEMREC_START_STEP")) && *s) {
-        if (parse_u64("MEMREC_START_STEP", s, &v, err, errlen) != 0)
+    if ((s = getenv(GMT_ENV_MEMREC_START_STEP)) && *s) {
+        if (parse_u64(GMT_ENV_MEMREC_START_STEP, s, &v, err, errlen) != 0)
             return -1;
         c->has_start_step = 1;
         c->start_step = v > INT64_MAX ? INT64_MAX : (int64_t)v;
     }
-    if ((s = getenv("MEMREC_MANIFEST")) && *s)
+    if ((s = getenv(GMT_ENV_MEMREC_MANIFEST)) && *s)
         snprintf(c->manifest, sizeof c->manifest, "%s", s);
-    c->no_cupti = (s = getenv("MEMREC_NO_CUPTI")) && *s && strcmp(s, "0") != 0;
-    c->quiet = (s = getenv("MEMREC_QUIET")) && *s && strcmp(s, "0") != 0;
-    if ((s = getenv("MEMREC_STACKS")) && *s) {
+    c->no_cupti = (s = getenv(GMT_ENV_MEMREC_NO_CUPTI)) && *s && strcmp(s, "0") != 0;
+    c->quiet = (s = getenv(GMT_ENV_MEMREC_QUIET)) && *s && strcmp(s, "0") != 0;
+    if ((s = getenv(GMT_ENV_MEMREC_STACKS)) && *s) {
         static const char *const modes[] = {"mixed", "python", "native"};
         c->stacks = -1;
         for (int m = 0; m < 3; m++)
             if (strcmp(s, modes[m]) == 0)
                 c->stacks = m;
         if (c->stacks < 0) {
-            snprintf(err, errlen, "MEMREC_STACKS must be mixed, python or native, not \"%.40s\"",
-                     s);
+            snprintf(err, errlen,
+                     GMT_ENV_MEMREC_STACKS " must be mixed, python or native, not \"%.40s\"", s);
             return -1;
         }
     }

@@ -22,6 +22,7 @@
  * and the descriptor is never closed under a live program. */
 #include "rec_cupti.h"
 
+#include "gmt_env.h"
 #include "rec_core.h"
 #include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
@@ -484,7 +485,8 @@ static NOINLINE void log_callback(int fd, const rec_cupti_call *call) {
     char line[512];
     int n = rec_cupti_log_format(call, rec_thread_id(), line, sizeof line);
     if (n > 0 && write(fd, line, (size_t)n) != n)
-        rec_warn_once(&warned_log, "cannot write the callback log (MEMREC_CALLBACK_LOG)");
+        rec_warn_once(&warned_log,
+                      "cannot write the callback log (" GMT_ENV_MEMREC_CALLBACK_LOG ")");
 }
 
 void CUPTIAPI rec_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -577,9 +579,10 @@ int rec_cupti_attach(void) {
         rec_warn_once(&warned_enable,
                       "CUPTI refused %d of %zu memory callbacks: those calls are not recorded",
                       failed, n);
-    const char *log_path = getenv("MEMREC_CALLBACK_LOG");
+    const char *log_path = getenv(GMT_ENV_MEMREC_CALLBACK_LOG);
     if (!callback_log_checked && log_path && *log_path && rec_cupti_log_open(log_path) != 0)
-        rec_warn_once(&warned_log, "cannot open the callback log %s (MEMREC_CALLBACK_LOG)",
+        rec_warn_once(&warned_log,
+                      "cannot open the callback log %s (" GMT_ENV_MEMREC_CALLBACK_LOG ")",
                       log_path);
     callback_log_checked = 1;
     atomic_store(&attached, 1);

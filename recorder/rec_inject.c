@@ -10,6 +10,7 @@
  *    was set by hand) and subscribe to CUPTI.
  * Without MEMREC_OUTPUT or CUDA_INJECTION64_PATH (e.g. the library loaded
  * through ctypes just for memrec.h) the library stays silent and inert. */
+#include "gmt_env.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
 
@@ -48,7 +49,7 @@ static int arm_from_env(void) {
 }
 
 __attribute__((constructor)) static void memrec_loaded(void) {
-    const char *out = getenv("MEMREC_OUTPUT");
+    const char *out = getenv(GMT_ENV_MEMREC_OUTPUT);
     if (out && *out)
         arm_from_env();
 }

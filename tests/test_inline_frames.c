@@ -12,6 +12,7 @@
  * the symbolizer does, and after the stacks that use them; the same trace
  * with the symbols in the stream must give the same rows. */
 #include "check.h"
+#include "gmt_env.h"
 #include "trace_build.h"
 
 #include "layout.h"
@@ -252,8 +253,8 @@ static void check_sites(void) {
 /* Runs memanalyze (built beside this test) and returns its output (malloc'ed). */
 static char *run_memanalyze(const char *memanalyze, const char *args, int no_summaries) {
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "GMT_CACHE_DIR=%s/cache %s %s %s %s 2>&1", tmpdir,
-             no_summaries ? "GMT_NO_SUMMARIES=1" : "", memanalyze, args, trace_path);
+    snprintf(cmd, sizeof cmd, GMT_ENV_CACHE_DIR "=%s/cache %s %s %s %s 2>&1", tmpdir,
+             no_summaries ? GMT_ENV_NO_SUMMARIES "=1" : "", memanalyze, args, trace_path);
     FILE *p = popen(cmd, "r");
     CHECK(p != NULL);
     size_t cap = 1 << 16, len = 0;

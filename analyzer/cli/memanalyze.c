@@ -2,6 +2,7 @@
  * hands it the rest of argv. Each command parses its own options (they
  * differ), prints its own errors, and returns the exit status. */
 #include "commands.h"
+#include "gmt_env.h"
 
 #ifdef GMT_HAVE_CAIRO
 #include "render.h"
@@ -80,7 +81,7 @@ static int exe_is_this_program(void) {
 }
 
 static void prefer_huge_pages(char **argv) {
-    if (getenv("GMT_NO_HUGEPAGES") || getenv("GMT_HUGEPAGES_ASKED") || !exe_is_this_program())
+    if (getenv(GMT_ENV_NO_HUGEPAGES) || getenv(GMT_ENV_HUGEPAGES_ASKED) || !exe_is_this_program())
         return;
     const char *tunables = getenv("GLIBC_TUNABLES");
     if (tunables && strstr(tunables, "glibc.malloc.hugetlb"))
@@ -91,7 +92,7 @@ static void prefer_huge_pages(char **argv) {
     if (n < 0 || (size_t)n >= sizeof value)
         return;
     char *saved = tunables ? strdup(tunables) : NULL;
-    if (setenv("GLIBC_TUNABLES", value, 1) == 0 && setenv("GMT_HUGEPAGES_ASKED", "1", 1) == 0)
+    if (setenv("GLIBC_TUNABLES", value, 1) == 0 && setenv(GMT_ENV_HUGEPAGES_ASKED, "1", 1) == 0)
         execv("/proc/self/exe", argv);
     if (saved) /* the exec failed: as we were */
         setenv("GLIBC_TUNABLES", saved, 1);

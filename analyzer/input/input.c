@@ -2,15 +2,19 @@
  *
  * The cache file name is a hash of everything the database depends on: the
  * input's real path, size and modification time, the step rule, and
- * REPLAY_VERSION (bumped whenever the replay's output changes meaning). So
- * a stale database is never reused: a changed input or a newer memanalyze
- * simply gets a new file. A database is built under a temporary name and
- * renamed into place (db_writer.c), so two memanalyze processes racing on
- * one input both end up with a complete file. */
+ * GMT_REPLAY_KEY, a hash of the sources that make the database (schema.sql,
+ * the codec, the model, replay/, input/, common/) generated at build time by
+ * cmake/replay_key.cmake. So a stale database is never reused: a changed
+ * input or a memanalyze built from other sources simply gets a new file. A database is built under
+ * a temporary name and renamed into place (db_writer.c), so two memanalyze processes racing on one
+ * input both end up with a complete file. */
 #include "input.h"
 
 #include "db_writer.h"
+#include "gmt_env.h"
+#include "gmt_hash.h"
 #include "replay.h"
+#include "replay_key.h" /* generated: GMT_REPLAY_KEY */
 #include "snapshot_import.h"
 
 #include <errno.h>
@@ -23,8 +27,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define REPLAY_VERSION "replay-6" /* bump when the database changes */
 
 static double seconds(void) {
     struct timespec ts;
@@ -68,7 +70,7 @@ int input_detect(const char *path, input_kind *kind, char *err, size_t errlen) {
 }
 
 static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
-    const char *dir = getenv("GMT_CACHE_DIR");
+    const char *dir = getenv(GMT_ENV_CACHE_DIR);
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     if (dir && *dir)
@@ -98,13 +100,6 @@ static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
     return 0;
 }
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 static void show_progress(void *ctx, uint64_t done, uint64_t total) {
     fprintf(stderr, "\rmemanalyze: replaying %s: %3d %%", (const char *)ctx,
             total ? (int)(done * 100 / total) : 0);
@@ -122,7 +117,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         double ts = seconds();
         if (snapshot_import_file(path, trace_path, err, errlen) != 0)
             return -1;
-        if (getenv("GMT_TIMING"))
+        if (getenv(GMT_ENV_TIMING))
             fprintf(stderr, "snapshot to trace: %.3f s\n", seconds() - ts);
     }
     double t0 = seconds();
@@ -152,7 +147,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         db_writer_meta_int(db, "input_mtime_ns",
                            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
     }
-    db_writer_meta_text(db, "analyzer_version", REPLAY_VERSION);
+    db_writer_meta_text(db, "analyzer_version", GMT_REPLAY_KEY);
     if (kind == INPUT_SNAPSHOT)
         unlink(trace_path);
     if (ro.progress)
@@ -161,7 +156,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     int rc = db_writer_finish(db, err, errlen);
     if (ro.progress)
         fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    if (getenv("GMT_TIMING"))        /* for bench/: where an import's time goes */
+    if (getenv(GMT_ENV_TIMING))      /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
                 (unsigned long long)sum.events, t1 - t0, seconds() - t1);
     return rc;
@@ -184,14 +179,14 @@ int input_database(const char *path, const input_options *opt, char *db_path, si
     }
     if (cache_dir(dir, sizeof dir, err, errlen) != 0)
         return -1;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = GMT_HASH_SEED;
     int64_t facts[2] = {(int64_t)st.st_size,
                         (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
     const char *word = opt && opt->step_word ? opt->step_word : "step";
-    h = fnv(h, real, strlen(real));
-    h = fnv(h, facts, sizeof facts);
-    h = fnv(h, word, strlen(word) + 1);
-    h = fnv(h, REPLAY_VERSION, sizeof REPLAY_VERSION);
+    h = gmt_hash_bytes(h, real, strlen(real));
+    h = gmt_hash_bytes(h, facts, sizeof facts);
+    h = gmt_hash_bytes(h, word, strlen(word) + 1);
+    h = gmt_hash_bytes(h, GMT_REPLAY_KEY, sizeof GMT_REPLAY_KEY);
     const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
     snprintf(db_path, db_len, "%s/%.64s-%016llx.db", dir, base, (unsigned long long)h);
     if (access(db_path, R_OK) == 0)

@@ -19,6 +19,7 @@
 #include "addr_map.h"
 #include "block_sweep.h"
 #include "db_query.h"
+#include "gmt_env.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -26,7 +27,7 @@
 #include <string.h>
 
 int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
-    const char *off = getenv("GMT_NO_SUMMARIES");
+    const char *off = getenv(GMT_ENV_NO_SUMMARIES);
     if (off && *off && strcmp(off, "0") != 0)
         return 0;
     return from <= 0 && to >= analysis_last_event(db);

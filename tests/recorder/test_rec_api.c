@@ -17,6 +17,7 @@
 #include "memrec.h"
 
 #include "check.h"
+#include "gmt_env.h"
 #include "rec_readback.h"
 #include "trace_format.h"
 
@@ -192,9 +193,9 @@ static void absent_body(const char *unused) {
 static void loaded_body(const char *library) {
     char out[128];
     rb_path(out, sizeof out, "loaded.zst");
-    setenv("MEMREC_OUTPUT", out, 1);
-    setenv("MEMREC_NO_CUPTI", "1", 1);
-    setenv("MEMREC_QUIET", "1", 1);
+    setenv(GMT_ENV_MEMREC_OUTPUT, out, 1);
+    setenv(GMT_ENV_MEMREC_NO_CUPTI, "1", 1);
+    setenv(GMT_ENV_MEMREC_QUIET, "1", 1);
     /* RTLD_LOCAL: not in the global namespace, found through its soname. */
     CHECK(dlopen(library, RTLD_LAZY | RTLD_LOCAL) != NULL);
     CHECK(memrec_enabled() == 1);

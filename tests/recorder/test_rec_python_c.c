@@ -4,6 +4,7 @@
  * attached. The frames themselves are checked by test_rec_python.py, which
  * needs a real CPython. */
 #include "check.h"
+#include "gmt_env.h"
 #include "rec_core.h"
 #include "rec_python.h"
 #include "rec_readback.h"
@@ -13,9 +14,9 @@
 
 static int stacks_from_env(const char *value, char *err, size_t errlen) {
     if (value)
-        setenv("MEMREC_STACKS", value, 1);
+        setenv(GMT_ENV_MEMREC_STACKS, value, 1);
     else
-        unsetenv("MEMREC_STACKS");
+        unsetenv(GMT_ENV_MEMREC_STACKS);
     rec_config c;
     if (rec_config_from_env(&c, err, errlen) != 0)
         return -1;
@@ -29,8 +30,8 @@ int main(void) {
     CHECK_EQ_U64(stacks_from_env("python", err, sizeof err), REC_STACKS_PYTHON);
     CHECK_EQ_U64(stacks_from_env("native", err, sizeof err), REC_STACKS_NATIVE);
     CHECK(stacks_from_env("Python", err, sizeof err) == -1);
-    CHECK_STR_EQ(err, "MEMREC_STACKS must be mixed, python or native, not \"Python\"");
-    unsetenv("MEMREC_STACKS");
+    CHECK_STR_EQ(err, GMT_ENV_MEMREC_STACKS " must be mixed, python or native, not \"Python\"");
+    unsetenv(GMT_ENV_MEMREC_STACKS);
 
     /* No CPython in this process: attaching fails and changes nothing. */
     CHECK(memrec_python_attach() == -1);
