@@ -15,6 +15,8 @@
 #include "rec_stack.h"
 #include "rec_window.h"
 
+#include "gmt_rank.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -321,16 +323,6 @@ static void read_cmdline(char *out, size_t cap) {
     out[n] = 0;
 }
 
-static int32_t rank_from_env(void) {
-    const char *names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < 3; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return (int32_t)atoi(v);
-    }
-    return -1;
-}
-
 static void write_process_record(void) {
     char host[256] = "", cmdline[4096];
     gethostname(host, sizeof host - 1);
@@ -341,7 +333,7 @@ static void write_process_record(void) {
     trace_process p = {
         .pid = (uint32_t)getpid(),
         .ppid = (uint32_t)getppid(),
-        .rank = rank_from_env(),
+        .rank = gmt_rank(),
         .wall_anchor_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec,
         .clock_anchor_ns = mono,
         .host = {host, (uint32_t)strlen(host)},
