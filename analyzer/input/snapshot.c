@@ -588,10 +588,6 @@ static int read_stack(conv *c, loc *l, const char *key, pickle_value v, uint32_t
 
 /* ---- records ------------------------------------------------------------ */
 
-static const char *const action_names[SNAPSHOT_ACTION_COUNT] = {
-    "alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap",  "snapshot",       "oom",           "other"};
-
 static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, uint32_t *str) {
     const void *node = pickle_identity(v);
     size_t h = (size_t)(((uintptr_t)node >> 3) & (ACTION_CACHE - 1));
@@ -602,11 +598,8 @@ static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, u
     }
     if (get_string(c, l, "action", v, 1, str) < 0)
         return -1;
-    const char *text = c->s->strings[*str];
-    *action = SNAPSHOT_ACTION_OTHER;
-    for (int a = 0; a < SNAPSHOT_ACTION_OTHER; a++)
-        if (strcmp(text, action_names[a]) == 0)
-            *action = (uint8_t)a;
+    int a = gmt_torch_action_named(c->s->strings[*str]);
+    *action = a < 0 ? SNAPSHOT_ACTION_OTHER : (uint8_t)a;
     c->actions[h] = (action_slot){node, *action, *str};
     return 0;
 }
@@ -618,7 +611,7 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
     memset(e, 0, sizeof *e);
     if (read_action(c, l, f[E_ACTION], &e->action, &e->action_name) < 0)
         return -1;
-    int is_oom = e->action == SNAPSHOT_OOM;
+    int is_oom = e->action == GMT_TORCH_OOM;
     int rc;
     if (get_u64(c, l, "addr", f[E_ADDR], !is_oom, &e->addr) < 0 ||
         get_u64(c, l, "device_free", f[E_DEVICE_FREE], is_oom, &e->device_free) < 0 ||
@@ -1041,8 +1034,11 @@ void snapshot_free(snapshot *s) {
     free(s);
 }
 
-const char *snapshot_action_name(snapshot_action a) {
-    return (unsigned)a < SNAPSHOT_ACTION_COUNT ? action_names[a] : "?";
+const char *snapshot_action_name(unsigned action) {
+    if (action == SNAPSHOT_ACTION_OTHER)
+        return "other";
+    const char *name = gmt_torch_action_name(action);
+    return name ? name : "?";
 }
 
 const char *snapshot_block_state_name(snapshot_block_state st) {
