@@ -14,6 +14,8 @@
 #include "rec_core.h"
 #include "rec_stack.h"
 
+#include "gmt_grow.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -49,21 +51,6 @@ static int warned[64];
 
 /* ---- the tables ------------------------------------------------------------ */
 
-static int grow(void **table, size_t *cap, size_t need, size_t item) {
-    if (need < *cap)
-        return 0;
-    size_t n = *cap ? *cap : 1024;
-    while (n <= need)
-        n *= 2;
-    void *p = realloc(*table, n * item);
-    if (!p)
-        return -1;
-    memset((char *)p + *cap * item, 0, (n - *cap) * item);
-    *table = p;
-    *cap = n;
-    return 0;
-}
-
 static int is_python_file(const char *file) {
     size_t n = strlen(file);
     return n > 3 && strcmp(file + n - 3, ".py") == 0;
@@ -95,7 +82,7 @@ int memrec_torch_define_frames(uint32_t first_id, uint32_t count, const char *co
         return -1;
     int rc = 0;
     pthread_mutex_lock(&tables_lock);
-    if (grow((void **)&frames, &frames_cap, (size_t)first_id + count, sizeof *frames) != 0)
+    if (gmt_grow((void **)&frames, &frames_cap, (size_t)first_id + count, sizeof *frames) != 0)
         rc = -1;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
         torch_frame *f = &frames[first_id + i];
@@ -127,7 +114,7 @@ int memrec_torch_define_stacks(uint32_t first_id, uint32_t count, const uint32_t
     uint64_t tokens[REC_STACK_MAX_DEPTH];
     pthread_mutex_lock(&tables_lock);
     uint64_t prefix = prefix_locked();
-    if (grow((void **)&stack_nodes, &stacks_cap, (size_t)first_id + count, sizeof *stack_nodes))
+    if (gmt_grow((void **)&stack_nodes, &stacks_cap, (size_t)first_id + count, sizeof *stack_nodes))
         rc = -1;
     size_t at = 0;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {

@@ -15,6 +15,7 @@
 #include "rec_stack.h"
 #include "rec_window.h"
 
+#include "gmt_grow.h"
 #include "gmt_rank.h"
 
 #include <errno.h>
@@ -115,17 +116,8 @@ static uint32_t translate_frame(uint64_t token) {
 static uint32_t translate_stack(uint32_t node) {
     if (node == 0)
         return 0;
-    if (node >= wr.stack_map_len) {
-        size_t len = wr.stack_map_len ? wr.stack_map_len : 4096;
-        while (len <= node)
-            len *= 2;
-        uint32_t *m = realloc(wr.stack_map, len * sizeof *m);
-        if (!m)
-            return 0;
-        memset(m + wr.stack_map_len, 0, (len - wr.stack_map_len) * sizeof *m);
-        wr.stack_map = m;
-        wr.stack_map_len = len;
-    }
+    if (gmt_grow((void **)&wr.stack_map, &wr.stack_map_len, node, sizeof *wr.stack_map) != 0)
+        return 0;
     if (wr.stack_map[node])
         return wr.stack_map[node];
     uint32_t chain[REC_STACK_MAX_DEPTH + 1];

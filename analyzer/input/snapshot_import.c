@@ -21,6 +21,7 @@
 #include "snapshot_import.h"
 
 #include "addr_map.h"
+#include "gmt_grow.h"
 #include "snapshot.h"
 #include "torch_history.h"
 #include "trace_format.h"
@@ -51,17 +52,10 @@ typedef struct seed_state {
     size_t nranges, cap_ranges;
 } seed_state;
 
-static int push(void **arr, size_t *len, size_t *cap, size_t item, const void *value) {
-    if (*len == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        void *p = realloc(*arr, n * item);
-        if (!p)
-            return -1;
-        *arr = p;
-        *cap = n;
-    }
-    memcpy((char *)*arr + *len * item, value, item);
-    (*len)++;
+static int add_range(seed_state *s, const seed_range *r) {
+    if (gmt_grow((void **)&s->ranges, &s->cap_ranges, s->nranges, sizeof *s->ranges) != 0)
+        return -1;
+    s->ranges[s->nranges++] = *r;
     return 0;
 }
 
@@ -71,9 +65,11 @@ static seed_block *find_block(seed_state *s, uint64_t addr) {
 }
 
 static int add_block(seed_state *s, const seed_block *b) {
-    if (addr_map_put(&s->live_blocks, 0, b->addr, (uint32_t)s->nblocks) != 0)
+    if (addr_map_put(&s->live_blocks, 0, b->addr, (uint32_t)s->nblocks) != 0 ||
+        gmt_grow((void **)&s->blocks, &s->cap_blocks, s->nblocks, sizeof *s->blocks) != 0)
         return -1;
-    return push((void **)&s->blocks, &s->nblocks, &s->cap_blocks, sizeof *b, b);
+    s->blocks[s->nblocks++] = *b;
+    return 0;
 }
 
 static void drop_block(seed_state *s, seed_block *b) {
@@ -106,7 +102,7 @@ static int cut_range(seed_state *s, uint64_t addr, uint64_t size) {
     if (end < r_end) {
         tail.addr = end;
         tail.size = r_end - end;
-        return push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof tail, &tail);
+        return add_range(s, &tail);
     }
     return 0;
 }
@@ -119,7 +115,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             continue;
         seed_range r = {seg->address, seg->total_size,         seg->stream,
                         seg->stack,   seg->is_expandable == 1, 1};
-        if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+        if (add_range(s, &r) != 0)
             return -1;
         for (size_t k = 0; k < seg->block_count; k++) {
             const snapshot_block *b = &seg->blocks[k];
@@ -166,7 +162,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
                 }
             break;
         case GMT_TORCH_SEGMENT_FREE:
-            if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+            if (add_range(s, &r) != 0)
                 return -1;
             break;
         case GMT_TORCH_SEGMENT_MAP:
@@ -175,7 +171,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             break;
         case GMT_TORCH_SEGMENT_UNMAP:
             r.expandable = 1;
-            if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+            if (add_range(s, &r) != 0)
                 return -1;
             break;
         default:
