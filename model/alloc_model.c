@@ -1,10 +1,11 @@
 /* alloc_model.c — the caching-allocator model's policy and public API (alloc_model.h).
  *
  * This file decides; alloc_model_layout.c changes the layout. Here live PyTorch's rules
- * (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp): rounding, pools, best fit,
- * split, the malloc sequence with its cache release and retry, empty_cache; and the checks that
- * turn an apply-mode operation that does not fit the layout into an error before anything
- * changes. Functions that mirror a PyTorch function say which. */
+ * (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp): pools, best fit, split, the
+ * malloc sequence with its cache release and retry, empty_cache (the size rules, rounding
+ * included, are in alloc_model_size.c); and the checks that turn an apply-mode operation that
+ * does not fit the layout into an error before anything changes. Functions that mirror a
+ * PyTorch function say which. */
 #include "alloc_model.h"
 
 #include "alloc_model_layout.h"
@@ -96,22 +97,6 @@ void am_model_free(am_model *model) {
         return;
     aml_release_storage(model);
     free(model);
-}
-
-uint64_t am_round_size(uint64_t requested) {
-    if (requested < AM_MIN_BLOCK_SIZE)
-        return AM_MIN_BLOCK_SIZE;
-    return (requested + AM_MIN_BLOCK_SIZE - 1) / AM_MIN_BLOCK_SIZE * AM_MIN_BLOCK_SIZE;
-}
-
-bool am_is_small(uint64_t rounded) { return rounded <= AM_SMALL_SIZE; }
-
-uint64_t am_allocation_size(uint64_t rounded) {
-    if (rounded <= AM_SMALL_SIZE)
-        return AM_SMALL_BUFFER;
-    if (rounded < AM_MIN_LARGE_ALLOC)
-        return AM_LARGE_BUFFER;
-    return (rounded + AM_ROUND_LARGE - 1) / AM_ROUND_LARGE * AM_ROUND_LARGE;
 }
 
 am_stats_info am_stats(const am_model *model) {

@@ -15,9 +15,11 @@
 #include "memrec_launch.h"
 
 #include "gmt_env.h"
+#include "gmt_size.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +38,9 @@ typedef struct options {
     const char *pattern;
     const char *lib;
     unsigned long stack_depth;
-    unsigned long long max_bytes; /* 0: no cap */
-    const char *stacks;           /* NULL: the library's default */
-    unsigned long start_step;     /* with has_start_step: --start-step */
+    uint64_t max_bytes;       /* 0: no cap */
+    const char *stacks;       /* NULL: the library's default */
+    unsigned long start_step; /* with has_start_step: --start-step */
     int has_start_step, no_cupti, no_torch, no_symbolize, quiet;
     char **command;
 } options;
@@ -90,44 +92,6 @@ static int usage_error(const char *fmt, const char *arg) {
     return 2;
 }
 
-/* "2G", "512M", "1000000", "1.5G" -> bytes. Returns 0, -1 when malformed. */
-static int parse_size(const char *text, unsigned long long *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || v < 0 || text[0] == '-')
-        return -1;
-    double mult = 1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1024.0, end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1024.0 * 1024, end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1024.0 * 1024 * 1024, end++;
-        break;
-    case 't':
-    case 'T':
-        mult = 1024.0 * 1024 * 1024 * 1024, end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'i' && mult > 1)
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v * mult >= 1.8e19 || v * mult < 1)
-        return -1;
-    *out = (unsigned long long)(v * mult);
-    return 0;
-}
-
 /* Returns 0 with o filled, or the exit status to end with (0 for --help). */
 static int parse_options(int argc, char **argv, options *o, int *done) {
     enum {
@@ -175,7 +139,7 @@ static int parse_options(int argc, char **argv, options *o, int *done) {
                 return usage_error("--stack-depth takes 0 to 1024, not '%s'", optarg);
             break;
         case OPT_MAX_SIZE:
-            if (parse_size(optarg, &o->max_bytes) != 0)
+            if (gmt_parse_size(optarg, &o->max_bytes) != 0 || o->max_bytes == 0)
                 return usage_error("--max-size takes a size such as 2G, not '%s'", optarg);
             break;
         case OPT_START_STEP:
@@ -303,7 +267,7 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
     snprintf(buf, sizeof buf, "%lu", o->stack_depth);
     rc |= setenv(GMT_ENV_MEMREC_STACK_DEPTH, buf, 1);
     if (o->max_bytes) {
-        snprintf(buf, sizeof buf, "%llu", o->max_bytes);
+        snprintf(buf, sizeof buf, "%" PRIu64, o->max_bytes);
         rc |= setenv(GMT_ENV_MEMREC_MAX_BYTES, buf, 1);
     } else {
         rc |= unsetenv(GMT_ENV_MEMREC_MAX_BYTES);

@@ -9,6 +9,7 @@
  * Symbolization runs here, on the recording host, because the binaries the
  * frames point into (libtorch_cuda.so, ...) exist only here. A trace that
  * cannot be symbolized is still reported: its frames keep their raw ips. */
+#include "gmt_grow.h"
 #include "memrec_launch.h"
 #include "trace_format.h"
 #ifdef GMT_HAVE_SYMBOLIZE
@@ -52,7 +53,8 @@ static int read_manifest(const char *manifest, char ***out) {
     if (!f)
         return 0;
     char **paths = NULL;
-    int n = 0, cap = 0;
+    int n = 0;
+    size_t cap = 0;
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
@@ -64,13 +66,8 @@ static int read_manifest(const char *manifest, char ***out) {
             seen = strcmp(paths[i], line) == 0;
         if (seen)
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            char **grown = realloc(paths, (size_t)cap * sizeof *paths);
-            if (!grown)
-                break;
-            paths = grown;
-        }
+        if (gmt_grow((void **)&paths, &cap, (size_t)n, sizeof *paths) != 0)
+            break;
         if (!(paths[n] = strdup(line)))
             break;
         n++;

@@ -14,7 +14,9 @@
 #include "rec_stack.h"
 #include "rec_writer.h"
 
-#include <errno.h>
+#include "gmt_rank.h"
+#include "gmt_size.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,22 +47,12 @@ static _Atomic uint64_t late_session; /* serial of the session it is open in; 0 
 
 /* ---- configuration ---------------------------------------------------- */
 
+/* A number, with an optional unit (gmt_size.h: "4096", "64k", "2G"). */
 static int parse_u64(const char *name, const char *v, uint64_t *out, char *err, size_t errlen) {
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    uint64_t mult = 1;
-    if (*end == 'k' || *end == 'K')
-        mult = 1ull << 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        mult = 1ull << 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        mult = 1ull << 30, end++;
-    if (errno || end == v || *end || v[0] == '-') {
+    if (gmt_parse_size(v, out) != 0) {
         snprintf(err, errlen, "%s=%s is not a number", name, v);
         return -1;
     }
-    *out = (uint64_t)x * mult;
     return 0;
 }
 
@@ -79,12 +71,8 @@ int rec_expand_path(const char *pattern, char *out, size_t outlen) {
                     snprintf(piece, sizeof piece, "host");
                 piece[sizeof piece - 1] = 0;
             } else if (*p == 'r') {
-                const char *r = getenv("RANK");
-                if (!r || !*r)
-                    r = getenv("OMPI_COMM_WORLD_RANK");
-                if (!r || !*r)
-                    r = getenv("SLURM_PROCID");
-                snprintf(piece, sizeof piece, "%s", r && *r ? r : "0");
+                const char *r = gmt_rank_text(); /* getenv only: fine after fork */
+                snprintf(piece, sizeof piece, "%s", r ? r : "0");
             } else if (*p == '%') {
                 add = "%";
             } else {

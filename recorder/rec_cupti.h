@@ -53,56 +53,7 @@ typedef struct rec_cupti_call {
  * before the exit. */
 void rec_cupti_handle(const rec_cupti_call *call);
 
-/* ---- raw callback log (MEMREC_CALLBACK_LOG) --------------------------------
- * With MEMREC_CALLBACK_LOG=PATH in the environment at attach, the callback
- * appends one text line per handled callback to PATH: exactly the
- * rec_cupti_call it hands rec_cupti_handle, params fields included, so a
- * stream saved on a GPU machine replays through the handler without one
- * (tests/fixtures/cupti/README.md has the format). Unset, it costs one
- * branch per callback. A debugging and fixture path: it formats text. */
-
-/* How a params field is written: 8-byte values as decimal (sizes) or hex
- * (addresses, handles, streams, pools, flags); unsigned int; a pointer to
- * an 8-byte output (its value at a successful exit, "-" before, "null"
- * when the pointer is NULL); allocation or pool properties as
- * "type,location type,location id" (or "null"). */
-typedef enum rec_cupti_field_type {
-    REC_FIELD_SIZE,
-    REC_FIELD_HEX,
-    REC_FIELD_UINT,
-    REC_FIELD_OUT,
-    REC_FIELD_ALLOC_PROP, /* const CUmemAllocationProp * */
-    REC_FIELD_POOL_PROPS, /* const CUmemPoolProps * */
-} rec_cupti_field_type;
-
-typedef struct rec_cupti_field {
-    const char *name; /* the params struct member; NULL ends a list */
-    size_t offset;
-    rec_cupti_field_type type;
-} rec_cupti_field;
-
-/* A handled cbid's params struct as the log writes it: the fields the
- * handler reads, in struct order. */
-typedef struct rec_cupti_layout {
-    CUpti_CallbackId cbid;
-    const char *name; /* the driver function, e.g. "cuMemAlloc_v2" */
-    size_t params_size;
-    const rec_cupti_field *fields;
-} rec_cupti_layout;
-
-/* The layout of a handled cbid, or of a driver function by name; NULL when
- * not handled. */
-const rec_cupti_layout *rec_cupti_layout_of(CUpti_CallbackId cbid);
-const rec_cupti_layout *rec_cupti_layout_named(const char *name);
-
-/* Formats `call`, made on thread `tid`, as one log line ending in '\n'.
- * Returns its length, or -1 for an unhandled cbid or a line too long. */
-int rec_cupti_log_format(const rec_cupti_call *call, uint32_t tid, char *out, size_t len);
-
-/* Starts appending the log to `path` (created 0644, a "#" header line
- * naming the pid), or stops it with NULL. Attach calls it once with
- * MEMREC_CALLBACK_LOG; tests call it directly. Returns 0, -1 when the file
- * cannot be opened (nothing is logged then). */
-int rec_cupti_log_open(const char *path);
+/* The raw callback log (MEMREC_CALLBACK_LOG), which the callback writes
+ * before handing a call to rec_cupti_handle: rec_cupti_log.h. */
 
 #endif

@@ -6,6 +6,8 @@
  * (rescans are rare: only when the loader's add counter moved). */
 #include "rec_modules.h"
 
+#include "gmt_grow.h"
+
 #include <elf.h>
 #include <link.h>
 #include <stdlib.h>
@@ -91,15 +93,9 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg) {
         exe[n > 0 ? n : 0] = 0;
         path = exe;
     }
-    if (m->count == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        module_range *r = realloc(m->ranges, cap * sizeof *r);
-        if (!r) {
-            m->failed = 1;
-            return 0;
-        }
-        m->ranges = r;
-        m->cap = cap;
+    if (gmt_grow((void **)&m->ranges, &m->cap, m->count, sizeof *m->ranges) != 0) {
+        m->failed = 1;
+        return 0;
     }
     const unsigned char *bid = NULL;
     size_t bid_len = build_id_of(info, &bid);

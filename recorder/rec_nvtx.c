@@ -18,6 +18,8 @@
 
 #include "rec_core.h"
 
+#include "gmt_hash.h"
+
 #define NVTX_NO_IMPL /* the types only: the implementation is the program's */
 #include <nvtx3/nvToolsExt.h>
 
@@ -95,20 +97,13 @@ static size_t utf8_cut(const char *s, size_t len, size_t max) {
     return max;
 }
 
-static uint32_t fnv1a(const char *s, size_t len) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
-
 /* Returns the pool's entry equal to `text` (cut to REC_NVTX_NAME_MAX), made
  * on first use; never NULL. */
 static const name_entry *intern(name_pool *pool, const char *text) {
     if (!text)
         text = "";
     size_t len = utf8_cut(text, strlen(text), REC_NVTX_NAME_MAX);
-    uint32_t hash = fnv1a(text, len);
+    uint32_t hash = (uint32_t)gmt_hash_bytes(GMT_HASH_SEED, text, len);
     const name_entry *found = &overflow_name;
     pthread_mutex_lock(&pool->lock);
     name_entry **bucket = &pool->buckets[hash % NAME_BUCKETS];

@@ -14,13 +14,14 @@
 #include "rec_core.h"
 #include "rec_stack.h"
 
+#include "gmt_grow.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define MIN_BLOCK_SIZE 512u     /* PyTorch's kMinBlockSize */
 #define EMIT_CHUNK 2048u        /* entries converted per lock hold */
 #define MAX_FRAME_ID (1u << 24) /* far beyond any real run; bounds the tables */
 #define MAX_STACK_ID (1u << 26)
@@ -48,28 +49,7 @@ static uint64_t anchor_serial;   /* the session the anchor belongs to */
 static int64_t wall_to_trace_ns; /* trace clock - Unix time, in ns */
 static int warned[64];
 
-uint64_t rec_torch_round_size(uint64_t requested) {
-    if (requested < MIN_BLOCK_SIZE)
-        return MIN_BLOCK_SIZE;
-    return (requested + MIN_BLOCK_SIZE - 1) / MIN_BLOCK_SIZE * MIN_BLOCK_SIZE;
-}
-
 /* ---- the tables ------------------------------------------------------------ */
-
-static int grow(void **table, size_t *cap, size_t need, size_t item) {
-    if (need < *cap)
-        return 0;
-    size_t n = *cap ? *cap : 1024;
-    while (n <= need)
-        n *= 2;
-    void *p = realloc(*table, n * item);
-    if (!p)
-        return -1;
-    memset((char *)p + *cap * item, 0, (n - *cap) * item);
-    *table = p;
-    *cap = n;
-    return 0;
-}
 
 static int is_python_file(const char *file) {
     size_t n = strlen(file);
@@ -102,7 +82,7 @@ int memrec_torch_define_frames(uint32_t first_id, uint32_t count, const char *co
         return -1;
     int rc = 0;
     pthread_mutex_lock(&tables_lock);
-    if (grow((void **)&frames, &frames_cap, (size_t)first_id + count, sizeof *frames) != 0)
+    if (gmt_grow((void **)&frames, &frames_cap, (size_t)first_id + count, sizeof *frames) != 0)
         rc = -1;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
         torch_frame *f = &frames[first_id + i];
@@ -134,7 +114,7 @@ int memrec_torch_define_stacks(uint32_t first_id, uint32_t count, const uint32_t
     uint64_t tokens[REC_STACK_MAX_DEPTH];
     pthread_mutex_lock(&tables_lock);
     uint64_t prefix = prefix_locked();
-    if (grow((void **)&stack_nodes, &stacks_cap, (size_t)first_id + count, sizeof *stack_nodes))
+    if (gmt_grow((void **)&stack_nodes, &stacks_cap, (size_t)first_id + count, sizeof *stack_nodes))
         rc = -1;
     size_t at = 0;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
@@ -202,46 +182,24 @@ uint64_t rec_torch_trace_time(uint64_t time_us) {
 
 /* ---- emit ------------------------------------------------------------------ */
 
-static const struct {
-    uint8_t op, level, rounded;
-} action_map[MEMREC_TORCH_ACTION_COUNT] = {
-    [MEMREC_TORCH_ALLOC] = {TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 1},
-    [MEMREC_TORCH_FREE_REQUESTED] = {TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, 1},
-    [MEMREC_TORCH_FREE_COMPLETED] = {TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 1},
-    [MEMREC_TORCH_SEGMENT_ALLOC] = {TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0},
-    [MEMREC_TORCH_SEGMENT_FREE] = {TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, 0},
-    [MEMREC_TORCH_SEGMENT_MAP] = {TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, 0},
-    [MEMREC_TORCH_SEGMENT_UNMAP] = {TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, 0},
-    [MEMREC_TORCH_OOM] = {TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 1},
-};
-
-static void emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
-    uint64_t action = f[MEMREC_TORCH_ACTION];
-    uint64_t request = f[MEMREC_TORCH_SIZE];
-    uint32_t device = (uint32_t)f[MEMREC_TORCH_DEVICE];
-    if (action_map[action].rounded && request == 0)
-        request = 1; /* as snapshot_import.c: a zero request counts as 1 */
-    if (action == MEMREC_TORCH_OOM) {
-        trace_counter c = {.ts_ns = ts,
-                           .device = device,
-                           .kind = TRACE_COUNTER_DRIVER_FREE,
-                           .value = f[MEMREC_TORCH_DEVICE_FREE]};
+/* One entry, by torch_history.h's rules: 1 when it became an event. */
+static int emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
+    gmt_torch_entry e = {.action = f[MEMREC_TORCH_ACTION],
+                         .addr = f[MEMREC_TORCH_ADDR],
+                         .size = f[MEMREC_TORCH_SIZE],
+                         .stream = f[MEMREC_TORCH_STREAM],
+                         .device_free = f[MEMREC_TORCH_DEVICE_FREE],
+                         .ts_ns = ts,
+                         .device = (uint32_t)f[MEMREC_TORCH_DEVICE],
+                         .stack_id = stack};
+    trace_event ev;
+    trace_counter c;
+    if (!gmt_torch_event(&e, &ev))
+        return 0;
+    if (gmt_torch_counter(&e, &c))
         rec_late_emit_counter(&c);
-    }
-    trace_event ev = {
-        .ts_ns = ts,
-        .addr = action == MEMREC_TORCH_OOM ? 0 : f[MEMREC_TORCH_ADDR],
-        .size = action_map[action].rounded ? rec_torch_round_size(request) : request,
-        .requested = request,
-        .stream = f[MEMREC_TORCH_STREAM],
-        .stack_id = stack,
-        .device = device,
-        .op = action_map[action].op,
-        .level = action_map[action].level,
-        .kind = TRACE_KIND_DEVICE,
-        .source = TRACE_SOURCE_TORCH,
-    };
     rec_late_emit_event(&ev); /* tid 0: the history does not say which thread */
+    return 1;
 }
 
 uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count) {
@@ -268,10 +226,7 @@ uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count) {
         pthread_mutex_unlock(&tables_lock);
         for (uint32_t i = 0; i < n; i++) {
             const uint64_t *f = chunk + (size_t)i * MEMREC_TORCH_FIELDS;
-            if (f[MEMREC_TORCH_ACTION] >= MEMREC_TORCH_ACTION_COUNT)
-                continue;
-            emit_one(f, times[i], stacks[i]);
-            emitted++;
+            emitted += (uint32_t)emit_one(f, times[i], stacks[i]);
         }
     }
     return emitted;

@@ -9,24 +9,25 @@
  * stack id. Frames become symbolic tokens of the stack trie (rec_stack.h),
  * named by this module's resolver on the writer thread.
  *
- * Event mapping is the one analyzer/snapshot_import.c applies to snapshot
- * history, so the analyzer replays live history and pickles alike:
- *   alloc            block alloc,          size = the allocator's rounding
- *   free_requested   block free_requested  of the request, requested = it
- *   free_completed   block free
- *   segment_alloc    segment alloc         (joins CUPTI's cuMemAlloc by addr)
- *   segment_free     segment free
- *   segment_map      segment map           (expandable segments; joins cuMemMap)
- *   segment_unmap    segment unmap
- *   oom              a DRIVER_FREE counter (device_free), then an oom event
- * all device memory, source torch. PyTorch stamps entries with Unix time in
- * microseconds; they are put on the trace clock (CLOCK_MONOTONIC) with an
- * anchor taken once per session, and never later than now.
+ * Each entry becomes the event model/torch_history.h's table says (the one
+ * analyzer/input/snapshot_import.c applies to a pickle's history, so the
+ * analyzer replays live history and pickles alike): block alloc,
+ * free_requested and free (size = the allocator's rounding of the request),
+ * segment alloc, free, map and unmap (joining CUPTI's cuMemAlloc and cuMemMap
+ * by address), and for an oom a DRIVER_FREE counter (device_free), then an oom
+ * event; snapshot entries and unknown actions make nothing. Entries carry
+ * torch_history.h's action numbers (gmt_torch_action), which
+ * python/memrec_torch.py's ACTIONS spells out. PyTorch stamps entries with
+ * Unix time in microseconds; they are put on the trace clock
+ * (CLOCK_MONOTONIC) with an anchor taken once per session, and never later
+ * than now.
  *
  * Every function is exported (memrec_torch_*, see libmemrec.map), returns
  * at once when nothing records, and never fails loudly. */
 #ifndef GMT_REC_TORCH_H
 #define GMT_REC_TORCH_H
+
+#include "torch_history.h"
 
 #include <stdint.h>
 
@@ -35,7 +36,7 @@
 /* An entry is MEMREC_TORCH_FIELDS consecutive uint64 values, in this order. */
 enum memrec_torch_field {
     MEMREC_TORCH_TIME_US = 0, /* PyTorch's time_us (Unix time) */
-    MEMREC_TORCH_ACTION,      /* memrec_torch_action */
+    MEMREC_TORCH_ACTION,      /* gmt_torch_action (torch_history.h) */
     MEMREC_TORCH_ADDR,
     MEMREC_TORCH_SIZE, /* the size PyTorch recorded (the request for blocks) */
     MEMREC_TORCH_STREAM,
@@ -43,18 +44,6 @@ enum memrec_torch_field {
     MEMREC_TORCH_STACK,       /* a stack id from memrec_torch_define_stacks; 0 = none */
     MEMREC_TORCH_DEVICE_FREE, /* oom: the driver's free bytes; else 0 */
     MEMREC_TORCH_FIELDS
-};
-
-enum memrec_torch_action {
-    MEMREC_TORCH_ALLOC = 0,
-    MEMREC_TORCH_FREE_REQUESTED,
-    MEMREC_TORCH_FREE_COMPLETED,
-    MEMREC_TORCH_SEGMENT_ALLOC,
-    MEMREC_TORCH_SEGMENT_FREE,
-    MEMREC_TORCH_SEGMENT_MAP,
-    MEMREC_TORCH_SEGMENT_UNMAP,
-    MEMREC_TORCH_OOM,
-    MEMREC_TORCH_ACTION_COUNT
 };
 
 /* 1 while a session records (the Python side skips its drains otherwise). */
@@ -79,7 +68,8 @@ MEMREC_EXPORT_TORCH int memrec_torch_define_stacks(uint32_t first_id, uint32_t c
 
 /* Emits `count` entries (count * MEMREC_TORCH_FIELDS values), which should
  * be in time order. Returns how many became trace records; entries with an
- * unknown action are skipped. They go through the late lane (rec_core.h). */
+ * action that makes no event (snapshot, unknown) are skipped. They go
+ * through the late lane (rec_core.h). */
 MEMREC_EXPORT_TORCH uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count);
 
 /* The history was just turned on: from now on the writer holds back what
@@ -101,9 +91,6 @@ MEMREC_EXPORT_TORCH void memrec_torch_device(uint32_t device, uint64_t total_byt
 
 /* One warning line through the recorder's log, once per `code` (0..63). */
 MEMREC_EXPORT_TORCH void memrec_torch_warn(uint32_t code, const char *message);
-
-/* PyTorch's block rounding (kMinBlockSize 512), as alloc_model.c's. */
-uint64_t rec_torch_round_size(uint64_t requested);
 
 /* Trace time of a PyTorch time_us in the current session (tests). */
 uint64_t rec_torch_trace_time(uint64_t time_us);

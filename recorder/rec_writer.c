@@ -15,6 +15,9 @@
 #include "rec_stack.h"
 #include "rec_window.h"
 
+#include "gmt_grow.h"
+#include "gmt_rank.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -113,17 +116,8 @@ static uint32_t translate_frame(uint64_t token) {
 static uint32_t translate_stack(uint32_t node) {
     if (node == 0)
         return 0;
-    if (node >= wr.stack_map_len) {
-        size_t len = wr.stack_map_len ? wr.stack_map_len : 4096;
-        while (len <= node)
-            len *= 2;
-        uint32_t *m = realloc(wr.stack_map, len * sizeof *m);
-        if (!m)
-            return 0;
-        memset(m + wr.stack_map_len, 0, (len - wr.stack_map_len) * sizeof *m);
-        wr.stack_map = m;
-        wr.stack_map_len = len;
-    }
+    if (gmt_grow((void **)&wr.stack_map, &wr.stack_map_len, node, sizeof *wr.stack_map) != 0)
+        return 0;
     if (wr.stack_map[node])
         return wr.stack_map[node];
     uint32_t chain[REC_STACK_MAX_DEPTH + 1];
@@ -321,16 +315,6 @@ static void read_cmdline(char *out, size_t cap) {
     out[n] = 0;
 }
 
-static int32_t rank_from_env(void) {
-    const char *names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < 3; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return (int32_t)atoi(v);
-    }
-    return -1;
-}
-
 static void write_process_record(void) {
     char host[256] = "", cmdline[4096];
     gethostname(host, sizeof host - 1);
@@ -341,7 +325,7 @@ static void write_process_record(void) {
     trace_process p = {
         .pid = (uint32_t)getpid(),
         .ppid = (uint32_t)getppid(),
-        .rank = rank_from_env(),
+        .rank = gmt_rank(),
         .wall_anchor_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec,
         .clock_anchor_ns = mono,
         .host = {host, (uint32_t)strlen(host)},

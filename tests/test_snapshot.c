@@ -224,7 +224,7 @@ static void test_old_format(void) {
     }
     CHECK(s->device_count == 1 && s->devices[0].entry_count == 1);
     const snapshot_entry *e = &s->devices[0].entries[0];
-    CHECK(e->action == SNAPSHOT_ALLOC && e->flags == 0 && e->time_us == 0 && e->stack == 0);
+    CHECK(e->action == GMT_TORCH_ALLOC && e->flags == 0 && e->time_us == 0 && e->stack == 0);
     CHECK_EQ_U64(e->addr, BASE);
     CHECK_STR_EQ(s->strings[e->action_name], "alloc");
     snapshot_free(s);
@@ -446,14 +446,14 @@ static void test_new_format(void) {
     CHECK_STR_EQ(s->strings[e[0].user_metadata], "tag");
     CHECK(e[1].compile_context == 0 && e[1].user_metadata == 0); /* None, absent */
     CHECK(s->strings[0] == NULL);
-    CHECK(e[1].action == SNAPSHOT_FREE_REQUESTED);
-    CHECK(e[2].action == SNAPSHOT_SEGMENT_MAP);
-    CHECK(e[3].action == SNAPSHOT_OOM && e[3].device_free == 123456 && e[3].addr == 0);
+    CHECK(e[1].action == GMT_TORCH_FREE_REQUESTED);
+    CHECK(e[2].action == GMT_TORCH_SEGMENT_MAP);
+    CHECK(e[3].action == GMT_TORCH_OOM && e[3].device_free == 123456 && e[3].addr == 0);
     CHECK(e[3].size == 0x40000000 && e[3].stack == 0 && e[3].flags == SNAPSHOT_HAS_TIME);
-    CHECK(e[4].action == SNAPSHOT_SEGMENT_UNMAP && e[5].action == SNAPSHOT_SNAPSHOT);
+    CHECK(e[4].action == GMT_TORCH_SEGMENT_UNMAP && e[5].action == GMT_TORCH_SNAPSHOT);
     CHECK(e[6].action == SNAPSHOT_ACTION_OTHER && e[6].flags & SNAPSHOT_HAS_FRAMES);
     CHECK_STR_EQ(s->strings[e[6].action_name], "empty_cache");
-    CHECK_STR_EQ(snapshot_action_name(SNAPSHOT_SEGMENT_UNMAP), "segment_unmap");
+    CHECK_STR_EQ(snapshot_action_name(GMT_TORCH_SEGMENT_UNMAP), "segment_unmap");
     CHECK_STR_EQ(snapshot_block_state_name(SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE),
                  "active_pending_free");
     CHECK(s->annotation_count == 2);
@@ -732,7 +732,7 @@ static const expected real[] = {
      UINT64_C(13726405838848),
      1,
      0,
-     {[SNAPSHOT_FREE_COMPLETED] = 1},
+     {[GMT_TORCH_FREE_COMPLETED] = 1},
      12288,
      0,
      27,
@@ -752,11 +752,11 @@ static const expected real[] = {
      UINT64_C(138830354536368128),
      4152,
      4152,
-     {[SNAPSHOT_ALLOC] = 1301,
-      [SNAPSHOT_FREE_REQUESTED] = 657,
-      [SNAPSHOT_FREE_COMPLETED] = 657,
-      [SNAPSHOT_SEGMENT_ALLOC] = 418,
-      [SNAPSHOT_SEGMENT_FREE] = 1119},
+     {[GMT_TORCH_ALLOC] = 1301,
+      [GMT_TORCH_FREE_REQUESTED] = 657,
+      [GMT_TORCH_FREE_COMPLETED] = 657,
+      [GMT_TORCH_SEGMENT_ALLOC] = 418,
+      [GMT_TORCH_SEGMENT_FREE] = 1119},
      UINT64_C(130537503896),
      451008,
      1034,
@@ -776,10 +776,10 @@ static const expected real[] = {
      UINT64_C(53162088617581568),
      8507,
      8507,
-     {[SNAPSHOT_ALLOC] = 2998,
-      [SNAPSHOT_FREE_REQUESTED] = 2753,
-      [SNAPSHOT_FREE_COMPLETED] = 2753,
-      [SNAPSHOT_SEGMENT_ALLOC] = 3},
+     {[GMT_TORCH_ALLOC] = 2998,
+      [GMT_TORCH_FREE_REQUESTED] = 2753,
+      [GMT_TORCH_FREE_COMPLETED] = 2753,
+      [GMT_TORCH_SEGMENT_ALLOC] = 3},
      UINT64_C(29287021700),
      874376,
      560,

@@ -14,6 +14,7 @@
  * Errors name the record by its path in the snapshot and the key, and are
  * formatted only when they happen. */
 #include "snapshot.h"
+#include "gmt_grow.h"
 #include "gmt_hash.h"
 
 #include <stdarg.h>
@@ -214,7 +215,7 @@ typedef struct conv {
     action_slot actions[ACTION_CACHE];
 
     /* strings */
-    size_t strings_cap;
+    size_t strings_cap, lens_cap;
     size_t *string_lens;
     ptrmap string_by_node;
     idset string_set;
@@ -408,15 +409,6 @@ static char *store_chars(conv *c, const char *p, size_t len) {
     return out;
 }
 
-static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 0xCBF29CE484222325u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 0x100000001B3u;
-    }
-    return gmt_hash_mix64(h);
-}
-
 /* Interns a str value; *id gets its string id (never 0). */
 static int intern_string(conv *c, pickle_value v, uint32_t *id) {
     const void *node = pickle_identity(v);
@@ -424,7 +416,7 @@ static int intern_string(conv *c, pickle_value v, uint32_t *id) {
         return 0;
     size_t len;
     const char *p = pickle_get_str(v, &len);
-    uint64_t h = hash_bytes(p, len);
+    uint64_t h = gmt_hash_mix64(gmt_hash_bytes(GMT_HASH_SEED, p, len));
     snapshot *s = c->s;
     idset *set = &c->string_set;
     if ((set->len + 1) * 2 > set->cap && idset_grow(set) < 0)
@@ -438,18 +430,9 @@ static int intern_string(conv *c, pickle_value v, uint32_t *id) {
             return ptrmap_put(&c->string_by_node, node, cand) < 0 ? oom(c) : 0;
         }
     }
-    if (s->string_count == c->strings_cap) {
-        size_t cap = c->strings_cap * 2;
-        const char **strs = realloc(s->strings, cap * sizeof *strs);
-        if (!strs)
-            return oom(c);
-        s->strings = strs;
-        size_t *lens = realloc(c->string_lens, cap * sizeof *lens);
-        if (!lens)
-            return oom(c);
-        c->string_lens = lens;
-        c->strings_cap = cap;
-    }
+    if (gmt_grow((void **)&s->strings, &c->strings_cap, s->string_count, sizeof *s->strings) ||
+        gmt_grow((void **)&c->string_lens, &c->lens_cap, s->string_count, sizeof *c->string_lens))
+        return oom(c);
     char *copy = store_chars(c, p, len);
     if (!copy)
         return oom(c);
@@ -500,14 +483,8 @@ static int intern_frame(conv *c, const loc *l, pickle_value fv, uint32_t *id) {
             return ptrmap_put(&c->frame_by_node, node, *id) < 0 ? oom(c) : 0;
         }
     }
-    if (s->frame_count == c->frames_cap) {
-        size_t cap = c->frames_cap ? c->frames_cap * 2 : 256;
-        snapshot_frame *fr = realloc(s->frames, cap * sizeof *fr);
-        if (!fr)
-            return oom(c);
-        s->frames = fr;
-        c->frames_cap = cap;
-    }
+    if (gmt_grow((void **)&s->frames, &c->frames_cap, s->frame_count, sizeof *s->frames))
+        return oom(c);
     *id = (uint32_t)s->frame_count;
     s->frames[s->frame_count++] = (snapshot_frame){np, fp, line};
     set->slots[i] = *id + 1;
@@ -528,13 +505,8 @@ static int read_stack(conv *c, loc *l, const char *key, pickle_value v, uint32_t
         return 0;
     if (ptrmap_get(&c->stack_by_items, items, stack))
         return 0;
-    if (n > c->scratch_cap) {
-        uint32_t *sc = realloc(c->scratch, n * sizeof *sc);
-        if (!sc)
-            return oom(c);
-        c->scratch = sc;
-        c->scratch_cap = n;
-    }
+    if (gmt_grow((void **)&c->scratch, &c->scratch_cap, n - 1, sizeof *c->scratch))
+        return oom(c);
     uint64_t h = gmt_hash_mix64(n);
     for (size_t i = 0; i < n; i++) {
         l->frame = i;
@@ -558,24 +530,10 @@ static int read_stack(conv *c, loc *l, const char *key, pickle_value v, uint32_t
     }
     if (c->stack_frames_len + n > UINT32_MAX || s->stack_count >= UINT32_MAX)
         return fail(c, l, "too many stack frames");
-    if (c->stack_frames_len + n > c->stack_frames_cap) {
-        size_t cap = c->stack_frames_cap ? c->stack_frames_cap * 2 : 4096;
-        while (cap < c->stack_frames_len + n)
-            cap *= 2;
-        uint32_t *sf = realloc(s->stack_frames, cap * sizeof *sf);
-        if (!sf)
-            return oom(c);
-        s->stack_frames = sf;
-        c->stack_frames_cap = cap;
-    }
-    if (s->stack_count == c->stacks_cap) {
-        size_t cap = c->stacks_cap * 2;
-        snapshot_stack *st = realloc(s->stacks, cap * sizeof *st);
-        if (!st)
-            return oom(c);
-        s->stacks = st;
-        c->stacks_cap = cap;
-    }
+    if (gmt_grow((void **)&s->stack_frames, &c->stack_frames_cap, c->stack_frames_len + n - 1,
+                 sizeof *s->stack_frames) ||
+        gmt_grow((void **)&s->stacks, &c->stacks_cap, s->stack_count, sizeof *s->stacks))
+        return oom(c);
     memcpy(s->stack_frames + c->stack_frames_len, c->scratch, n * sizeof *c->scratch);
     *stack = (uint32_t)s->stack_count;
     s->stacks[s->stack_count++] = (snapshot_stack){(uint32_t)c->stack_frames_len, (uint32_t)n};
@@ -588,10 +546,6 @@ static int read_stack(conv *c, loc *l, const char *key, pickle_value v, uint32_t
 
 /* ---- records ------------------------------------------------------------ */
 
-static const char *const action_names[SNAPSHOT_ACTION_COUNT] = {
-    "alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap",  "snapshot",       "oom",           "other"};
-
 static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, uint32_t *str) {
     const void *node = pickle_identity(v);
     size_t h = (size_t)(((uintptr_t)node >> 3) & (ACTION_CACHE - 1));
@@ -602,11 +556,8 @@ static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, u
     }
     if (get_string(c, l, "action", v, 1, str) < 0)
         return -1;
-    const char *text = c->s->strings[*str];
-    *action = SNAPSHOT_ACTION_OTHER;
-    for (int a = 0; a < SNAPSHOT_ACTION_OTHER; a++)
-        if (strcmp(text, action_names[a]) == 0)
-            *action = (uint8_t)a;
+    int a = gmt_torch_action_named(c->s->strings[*str]);
+    *action = a < 0 ? SNAPSHOT_ACTION_OTHER : (uint8_t)a;
     c->actions[h] = (action_slot){node, *action, *str};
     return 0;
 }
@@ -618,7 +569,7 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
     memset(e, 0, sizeof *e);
     if (read_action(c, l, f[E_ACTION], &e->action, &e->action_name) < 0)
         return -1;
-    int is_oom = e->action == SNAPSHOT_OOM;
+    int is_oom = e->action == GMT_TORCH_OOM;
     int rc;
     if (get_u64(c, l, "addr", f[E_ADDR], !is_oom, &e->addr) < 0 ||
         get_u64(c, l, "device_free", f[E_DEVICE_FREE], is_oom, &e->device_free) < 0 ||
@@ -975,12 +926,9 @@ snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) 
         oom(&c);
         goto done;
     }
-    c.strings_cap = 256;
-    c.stacks_cap = 256;
-    s->strings = malloc(c.strings_cap * sizeof *s->strings);
-    c.string_lens = malloc(c.strings_cap * sizeof *c.string_lens);
-    s->stacks = malloc(c.stacks_cap * sizeof *s->stacks);
-    if (!s->strings || !c.string_lens || !s->stacks) {
+    if (gmt_grow((void **)&s->strings, &c.strings_cap, 0, sizeof *s->strings) ||
+        gmt_grow((void **)&c.string_lens, &c.lens_cap, 0, sizeof *c.string_lens) ||
+        gmt_grow((void **)&s->stacks, &c.stacks_cap, 0, sizeof *s->stacks)) {
         oom(&c);
         goto done;
     }
@@ -1041,8 +989,11 @@ void snapshot_free(snapshot *s) {
     free(s);
 }
 
-const char *snapshot_action_name(snapshot_action a) {
-    return (unsigned)a < SNAPSHOT_ACTION_COUNT ? action_names[a] : "?";
+const char *snapshot_action_name(unsigned action) {
+    if (action == SNAPSHOT_ACTION_OTHER)
+        return "other";
+    const char *name = gmt_torch_action_name(action);
+    return name ? name : "?";
 }
 
 const char *snapshot_block_state_name(snapshot_block_state st) {

@@ -26,6 +26,7 @@
 #define GMT_SNAPSHOT_H
 
 #include "pickle.h"
+#include "torch_history.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,19 +35,12 @@
 extern "C" {
 #endif
 
-typedef enum snapshot_action {
-    SNAPSHOT_ALLOC = 0,
-    SNAPSHOT_FREE_REQUESTED, /* the program freed it; a stream may still use it */
-    SNAPSHOT_FREE_COMPLETED, /* the allocator may reuse it */
-    SNAPSHOT_SEGMENT_ALLOC,  /* cudaMalloc */
-    SNAPSHOT_SEGMENT_FREE,   /* cudaFree */
-    SNAPSHOT_SEGMENT_MAP,    /* expandable segments: pages mapped */
-    SNAPSHOT_SEGMENT_UNMAP,
-    SNAPSHOT_SNAPSHOT,     /* a snapshot was taken here */
-    SNAPSHOT_OOM,          /* the allocator gave up; device_free is set */
-    SNAPSHOT_ACTION_OTHER, /* an action this reader does not know; see action_name */
-    SNAPSHOT_ACTION_COUNT
-} snapshot_action;
+/* snapshot_entry.action: PyTorch's actions are model/torch_history.h's
+ * gmt_torch_action (GMT_TORCH_ALLOC, ..., GMT_TORCH_OOM, GMT_TORCH_SNAPSHOT);
+ * an action this reader does not know is SNAPSHOT_ACTION_OTHER (its text in
+ * action_name). */
+#define SNAPSHOT_ACTION_OTHER GMT_TORCH_ACTION_COUNT
+#define SNAPSHOT_ACTION_COUNT (SNAPSHOT_ACTION_OTHER + 1)
 
 typedef enum snapshot_block_state {
     SNAPSHOT_BLOCK_ACTIVE_ALLOCATED = 0,
@@ -90,7 +84,7 @@ typedef struct snapshot_entry {
     uint32_t stack;       /* stack id */
     uint32_t action_name; /* string id of the action text (for SNAPSHOT_ACTION_OTHER) */
     uint32_t compile_context, user_metadata; /* string ids, 0 when absent */
-    uint8_t action;                          /* snapshot_action */
+    uint8_t action;                          /* gmt_torch_action or SNAPSHOT_ACTION_OTHER */
     uint8_t flags;
 } snapshot_entry;
 
@@ -190,7 +184,7 @@ snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen);
 snapshot *snapshot_load(const char *path, char *err, size_t errlen);
 void snapshot_free(snapshot *s);
 
-const char *snapshot_action_name(snapshot_action a); /* "alloc", ... */
+const char *snapshot_action_name(unsigned action); /* "alloc", ..., "other" */
 const char *snapshot_block_state_name(snapshot_block_state st);
 /* A stack's frame ids, innermost first; NULL and *depth 0 for a bad id. */
 const uint32_t *snapshot_stack_frames(const snapshot *s, uint32_t stack, size_t *depth);

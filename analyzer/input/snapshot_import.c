@@ -15,12 +15,15 @@
  *
  * Sizes: PyTorch's history records requested sizes. Seed blocks from the
  * final state carry their real (allocator) size; the others carry the
- * rounded request, and the replay applies the allocator's split rule. */
+ * rounded request, and the replay applies the allocator's split rule. What
+ * each history entry becomes is model/torch_history.h's rule, the one the
+ * recorder applies to live history. */
 #include "snapshot_import.h"
 
 #include "addr_map.h"
-#include "alloc_model.h"
+#include "gmt_grow.h"
 #include "snapshot.h"
+#include "torch_history.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -49,17 +52,10 @@ typedef struct seed_state {
     size_t nranges, cap_ranges;
 } seed_state;
 
-static int push(void **arr, size_t *len, size_t *cap, size_t item, const void *value) {
-    if (*len == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        void *p = realloc(*arr, n * item);
-        if (!p)
-            return -1;
-        *arr = p;
-        *cap = n;
-    }
-    memcpy((char *)*arr + *len * item, value, item);
-    (*len)++;
+static int add_range(seed_state *s, const seed_range *r) {
+    if (gmt_grow((void **)&s->ranges, &s->cap_ranges, s->nranges, sizeof *s->ranges) != 0)
+        return -1;
+    s->ranges[s->nranges++] = *r;
     return 0;
 }
 
@@ -69,9 +65,11 @@ static seed_block *find_block(seed_state *s, uint64_t addr) {
 }
 
 static int add_block(seed_state *s, const seed_block *b) {
-    if (addr_map_put(&s->live_blocks, 0, b->addr, (uint32_t)s->nblocks) != 0)
+    if (addr_map_put(&s->live_blocks, 0, b->addr, (uint32_t)s->nblocks) != 0 ||
+        gmt_grow((void **)&s->blocks, &s->cap_blocks, s->nblocks, sizeof *s->blocks) != 0)
         return -1;
-    return push((void **)&s->blocks, &s->nblocks, &s->cap_blocks, sizeof *b, b);
+    s->blocks[s->nblocks++] = *b;
+    return 0;
 }
 
 static void drop_block(seed_state *s, seed_block *b) {
@@ -104,7 +102,7 @@ static int cut_range(seed_state *s, uint64_t addr, uint64_t size) {
     if (end < r_end) {
         tail.addr = end;
         tail.size = r_end - end;
-        return push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof tail, &tail);
+        return add_range(s, &tail);
     }
     return 0;
 }
@@ -117,7 +115,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             continue;
         seed_range r = {seg->address, seg->total_size,         seg->stream,
                         seg->stack,   seg->is_expandable == 1, 1};
-        if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+        if (add_range(s, &r) != 0)
             return -1;
         for (size_t k = 0; k < seg->block_count; k++) {
             const snapshot_block *b = &seg->blocks[k];
@@ -139,41 +137,41 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
         seed_block *b;
         seed_range r = {e->addr, e->size, e->stream, e->stack, 0, 1};
         switch (e->action) {
-        case SNAPSHOT_ALLOC:
+        case GMT_TORCH_ALLOC:
             if ((b = find_block(s, e->addr)))
                 drop_block(s, b);
             break;
-        case SNAPSHOT_FREE_REQUESTED:
+        case GMT_TORCH_FREE_REQUESTED:
             if ((b = find_block(s, e->addr)))
                 b->pending = 0;
             break;
-        case SNAPSHOT_FREE_COMPLETED: {
+        case GMT_TORCH_FREE_COMPLETED: {
             seed_block nb = {
-                e->addr, am_round_size(e->size ? e->size : 1), e->size, e->stream, e->stack, 1, 1};
+                e->addr, gmt_torch_block_size(e->size), e->size, e->stream, e->stack, 1, 1};
             if ((b = find_block(s, e->addr))) /* inconsistent history: keep the newer */
                 drop_block(s, b);
             if (add_block(s, &nb) != 0)
                 return -1;
             break;
         }
-        case SNAPSHOT_SEGMENT_ALLOC:
+        case GMT_TORCH_SEGMENT_ALLOC:
             for (size_t k = s->nranges; k-- > 0;)
                 if (s->ranges[k].live && s->ranges[k].addr == e->addr) {
                     s->ranges[k].live = 0;
                     break;
                 }
             break;
-        case SNAPSHOT_SEGMENT_FREE:
-            if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+        case GMT_TORCH_SEGMENT_FREE:
+            if (add_range(s, &r) != 0)
                 return -1;
             break;
-        case SNAPSHOT_SEGMENT_MAP:
+        case GMT_TORCH_SEGMENT_MAP:
             if (cut_range(s, e->addr, e->size) != 0)
                 return -1;
             break;
-        case SNAPSHOT_SEGMENT_UNMAP:
+        case GMT_TORCH_SEGMENT_UNMAP:
             r.expandable = 1;
-            if (push((void **)&s->ranges, &s->nranges, &s->cap_ranges, sizeof r, &r) != 0)
+            if (add_range(s, &r) != 0)
                 return -1;
             break;
         default:
@@ -268,43 +266,23 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
     return rc;
 }
 
+/* One history entry, by model/torch_history.h's rules (the recorder's too). */
 static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
-    uint64_t req = e->size ? e->size : 1;
-    switch (e->action) {
-    case SNAPSHOT_ALLOC:
-        return event(im, device, TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, e->addr, am_round_size(req),
-                     req, e->stream, e->stack);
-    case SNAPSHOT_FREE_REQUESTED:
-        return event(im, device, TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, e->addr,
-                     am_round_size(req), req, e->stream, e->stack);
-    case SNAPSHOT_FREE_COMPLETED:
-        return event(im, device, TRACE_OP_FREE, TRACE_LEVEL_BLOCK, e->addr, am_round_size(req), req,
-                     e->stream, e->stack);
-    case SNAPSHOT_SEGMENT_ALLOC:
-        return event(im, device, TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size,
-                     e->stream, e->stack);
-    case SNAPSHOT_SEGMENT_FREE:
-        return event(im, device, TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size,
-                     e->stream, e->stack);
-    case SNAPSHOT_SEGMENT_MAP:
-        return event(im, device, TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size,
-                     e->stream, e->stack);
-    case SNAPSHOT_SEGMENT_UNMAP:
-        return event(im, device, TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size,
-                     e->stream, e->stack);
-    case SNAPSHOT_OOM: {
-        trace_counter c = {.ts_ns = im->ts,
-                           .device = device,
-                           .kind = TRACE_COUNTER_DRIVER_FREE,
-                           .value = e->device_free};
-        if (trace_writer_counter(im->w, &c) != 0)
-            return -1;
-        return event(im, device, TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 0, am_round_size(req), req,
-                     e->stream, e->stack);
-    }
-    default:
+    gmt_torch_entry h = {.action = e->action,
+                         .addr = e->addr,
+                         .size = e->size,
+                         .stream = e->stream,
+                         .device_free = e->device_free,
+                         .ts_ns = im->ts,
+                         .device = device};
+    trace_event ev;
+    trace_counter c;
+    if (!gmt_torch_event(&h, &ev))
         return 0; /* snapshot markers and unknown actions carry no memory */
-    }
+    if (gmt_torch_counter(&h, &c) && trace_writer_counter(im->w, &c) != 0)
+        return -1;
+    ev.stack_id = stack_id(im, e->stack); /* after the counter: stack records follow it */
+    return trace_writer_event(im->w, &ev);
 }
 
 /* History entries of all devices and the annotations, in time order (entries

@@ -48,6 +48,9 @@ import sys
 import threading
 import time
 
+# The history actions that become trace events, numbered as model/torch_history.h's
+# gmt_torch_action (its table says what each becomes; tests/test_torch_history.c keeps the two
+# in step). "snapshot" entries carry no memory and are not handed over.
 ACTIONS = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3,
            "segment_free": 4, "segment_map": 5, "segment_unmap": 6, "oom": 7}
 FIELDS = 8  # uint64 per entry, in rec_torch.h's order

@@ -7,7 +7,8 @@
  * The demo's input and the benchmarks' workload; see training_sim.h. */
 #include "training_sim.h"
 
-#include <errno.h>
+#include "gmt_size.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,25 +32,6 @@ static void usage(FILE *out) {
                  "  --chunk-bytes B    uncompressed bytes per zstd frame (default 256 KiB)\n");
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *s == '-')
-        return -1;
-    uint64_t mult = 1;
-    if (*end == 'k' || *end == 'K')
-        mult = 1024, end++;
-    else if (*end == 'M')
-        mult = 1024 * 1024, end++;
-    else if (*end == 'G')
-        mult = 1024ULL * 1024 * 1024, end++;
-    if (*end)
-        return -1;
-    *out = v * mult;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     sim_config cfg = sim_config_default();
     trace_writer_options wopt = {0};
@@ -70,7 +52,7 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
-        if (c == '?' || (c != 'o' && c != 'f' && parse_u64(optarg, &v) != 0)) {
+        if (c == '?' || (c != 'o' && c != 'f' && gmt_parse_size(optarg, &v) != 0)) {
             if (c != '?')
                 fprintf(stderr, "synth: bad number '%s'\n", optarg);
             usage(stderr);

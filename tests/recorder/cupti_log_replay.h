@@ -16,6 +16,7 @@
 #include "rec_cupti.h"
 #include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
+#include "rec_cupti_log.h"
 #include "rec_readback.h" /* event_list */
 #include "trace_format.h"
 

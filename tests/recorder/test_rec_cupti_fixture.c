@@ -19,6 +19,7 @@
 #include "db_writer.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_cupti_log.h"
 #include "rec_readback.h"
 #include "replay.h"
 #include "trace_format.h"

@@ -9,6 +9,8 @@
 #include "rec_readback.h"
 #include "rec_torch.h"
 
+#include "alloc_model.h" /* am_round_size: the rounding the recorder applies */
+
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,9 +51,9 @@ static void check_event(const trace_event *e, uint8_t op, uint8_t level, uint64_
 }
 
 int main(void) {
-    CHECK_EQ_U64(rec_torch_round_size(0), 512);
-    CHECK_EQ_U64(rec_torch_round_size(512), 512);
-    CHECK_EQ_U64(rec_torch_round_size(513), 1024);
+    CHECK_EQ_U64(am_round_size(0), 512);
+    CHECK_EQ_U64(am_round_size(512), 512);
+    CHECK_EQ_U64(am_round_size(513), 1024);
     CHECK_EQ_U64(memrec_torch_emit(NULL, 1), 0);
 
     rb_tmpdir("test_rec_torch");
@@ -75,16 +77,16 @@ int main(void) {
     uint64_t t = wall_us() - 1000000; /* one second ago */
     enum { A = 0x7f0000000000ull, MIB = 1u << 20 };
     const uint64_t entries[][MEMREC_TORCH_FIELDS] = {
-        {t, MEMREC_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 5, 0, 2, 0},
-        {t, MEMREC_TORCH_ALLOC, A, 1000, 5, 0, 1, 0},
-        {t + 1, MEMREC_TORCH_FREE_REQUESTED, A, 1000, 5, 0, 1, 0},
-        {t + 2, MEMREC_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0},
+        {t, GMT_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 5, 0, 2, 0},
+        {t, GMT_TORCH_ALLOC, A, 1000, 5, 0, 1, 0},
+        {t + 1, GMT_TORCH_FREE_REQUESTED, A, 1000, 5, 0, 1, 0},
+        {t + 2, GMT_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0},
         {t + 3, 99, A, 1, 0, 0, 0, 0}, /* unknown action: skipped */
-        {t + 4, MEMREC_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0},
-        {t + 5, MEMREC_TORCH_SEGMENT_MAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
-        {t + 6, MEMREC_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
-        {t + 7, MEMREC_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456},
-        {t + 10000000, MEMREC_TORCH_ALLOC, A, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
+        {t + 4, GMT_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0},
+        {t + 5, GMT_TORCH_SEGMENT_MAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
+        {t + 6, GMT_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
+        {t + 7, GMT_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456},
+        {t + 10000000, GMT_TORCH_ALLOC, A, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
     };
     CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 10), 9);
     uint64_t after_ns = rec_clock_ns();
