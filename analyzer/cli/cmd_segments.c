@@ -115,22 +115,35 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
                 l->conflicts == 1 ? "is" : "are");
 }
 
+/* `, "frames": [...]` of a stack, when it has frames. */
+static void print_json_frames(FILE *out, stack_names *stacks, int64_t stack_id) {
+    const named_stack *s = stack_id ? stack_names_get(stacks, stack_id) : NULL;
+    if (s && s->frame_count) {
+        fputs(", \"frames\": ", out);
+        stack_json_frames(out, s);
+    }
+}
+
+/* An event id, or null for ids <= 0: the replay's seed, what existed before
+ * the recording began (internal ids that never reach users). */
+static void print_json_id(FILE *out, int64_t id) {
+    if (id > 0)
+        fprintf(out, "%lld", (long long)id);
+    else
+        fputs("null", out);
+}
+
 static void print_json_block(FILE *out, const layout_block *b, stack_names *stacks) {
     fprintf(out, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
             (unsigned long long)b->addr, (unsigned long long)b->size,
             (unsigned long long)b->requested);
     json_string(out, layout_state_name(b->state));
     if (b->state != LAYOUT_INACTIVE) {
-        /* ids <= 0 are the replay's seed: allocated before the recording began */
-        if (b->alloc_event_id > 0)
-            fprintf(out, ", \"alloc_event_id\": %lld", (long long)b->alloc_event_id);
-        else
-            fputs(", \"alloc_event_id\": null, \"alloc_recorded\": false", out);
-        const named_stack *s = b->stack_id ? stack_names_get(stacks, b->stack_id) : NULL;
-        if (s && s->frame_count) {
-            fputs(", \"frames\": ", out);
-            stack_json_frames(out, s);
-        }
+        fputs(", \"alloc_event_id\": ", out);
+        print_json_id(out, b->alloc_event_id);
+        if (b->alloc_event_id <= 0)
+            fputs(", \"alloc_recorded\": false", out);
+        print_json_frames(out, stacks, b->stack_id);
     }
     fputc('}', out);
 }
@@ -159,15 +172,8 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
                 (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
                 (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
                 s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false");
-        if (s->segment_id > 0) /* <= 0: seeded, it existed before the recording began */
-            fprintf(out, "%lld", (long long)s->segment_id);
-        else
-            fputs("null", out);
-        const named_stack *st = s->stack_id ? stack_names_get(stacks, s->stack_id) : NULL;
-        if (st && st->frame_count) {
-            fputs(", \"frames\": ", out);
-            stack_json_frames(out, st);
-        }
+        print_json_id(out, s->segment_id);
+        print_json_frames(out, stacks, s->stack_id);
         fputs(",\n   \"blocks\": [", out);
         for (size_t k = 0; k < s->block_count; k++) {
             fputs(k ? ",\n    " : "\n    ", out);
