@@ -617,8 +617,9 @@ static void test_limits(void) {
 /* ---- pickles written by Python --------------------------------------------- */
 
 static pickle_doc *load(const char *dir, const char *name) {
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char path[8192], err[256];
+    if ((size_t)snprintf(path, sizeof path, "%.4096s/%.1024s", dir, name) >= sizeof path)
+        return NULL;
     pickle_doc *d = pickle_parse_file(path, NULL, err, sizeof err);
     if (!d) {
         fprintf(stderr, "%s\n", err);
