@@ -224,6 +224,7 @@ static void module(uint32_t id, const char *path) {
 
 typedef struct stack_ids {
     uint32_t user, library, native, autograd, allocator, unsymbolized, cpp;
+    uint32_t backward, accumulate, runtime_only;
 } stack_ids;
 
 /* The same stacks in every run; `shift` interns other frames first, so ids differ. */
@@ -274,6 +275,40 @@ static stack_ids write_stacks(int shift) {
         frame(TRACE_FRAME_OTHER, "pool::(anonymous namespace)::Arena::grow(unsigned long, bool)",
               "??", 0, 0, 0);
     s.cpp = stack((uint32_t[]){thread, grow, malloc_f}, 3);
+    /* A backward thread's stack as PyTorch snapshots symbolize it (train-step-m512.pickle):
+     * C++ only, its outer frames named after neighbouring libc/libstdc++ symbols. */
+    uint32_t clone_f = frame(TRACE_FRAME_OTHER, "__clone", "??", 0, 0, 0);
+    uint32_t pthread = frame(TRACE_FRAME_OTHER, "pthread_condattr_setpshared", "??", 0, 0, 0);
+    uint32_t errc =
+        frame(TRACE_FRAME_OTHER, "std::error_code::default_error_condition() const", "??", 0, 0, 0);
+    uint32_t tmain = frame(TRACE_FRAME_OTHER,
+                           "torch::autograd::Engine::thread_main(std::shared_ptr<"
+                           "torch::autograd::GraphTask> const&)",
+                           "??", 0, 0, 0);
+    uint32_t node = frame(TRACE_FRAME_OTHER,
+                          "torch::autograd::Node::operator()(std::vector<at::Tensor, "
+                          "std::allocator<at::Tensor> >&&)",
+                          "", 0, 0, 0);
+    uint32_t gather = frame(TRACE_FRAME_OTHER,
+                            "torch::autograd::generated::GatherBackward0::apply(std::vector<"
+                            "at::Tensor, std::allocator<at::Tensor> >&&)",
+                            "??", 0, 0, 0);
+    uint32_t op = frame(TRACE_FRAME_OTHER,
+                        "at::native::gather_backward(at::Tensor const&, at::Tensor const&, long, "
+                        "at::Tensor const&, bool)",
+                        "??", 0, 0, 0);
+    uint32_t accumulate = frame(TRACE_FRAME_OTHER,
+                                "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, "
+                                "std::allocator<at::Tensor> >&&)",
+                                "??", 0, 0, 0);
+    s.backward =
+        stack((uint32_t[]){clone_f, pthread, errc, tmain, node, gather, op, empty, malloc_f}, 9);
+    s.accumulate =
+        stack((uint32_t[]){clone_f, pthread, tmain, node, accumulate, empty, malloc_f}, 7);
+    uint32_t xmknod = frame(TRACE_FRAME_OTHER, "__xmknodat", "??", 0, 0, 0);
+    uint32_t routine =
+        frame(TRACE_FRAME_OTHER, "execute_native_thread_routine", "thread48.o", 0, 0, 0);
+    s.runtime_only = stack((uint32_t[]){xmknod, pthread, routine, errc, op, empty, malloc_f}, 7);
     return s;
 }
 
@@ -301,6 +336,10 @@ static void test_stacks(void) {
                 0);
     check_label(a.unsymbolized, "0x401234 (app)", 0);
     check_label(a.cpp, "pool::(anonymous namespace)::Arena::grow", 0);
+    /* threads and the C/C++ runtime never name a site; a backward thread's autograd node does */
+    check_label(a.backward, "GatherBackward0::apply", 0);
+    check_label(a.accumulate, "AccumulateGrad::apply", 0);
+    check_label(a.runtime_only, "at::native::gather_backward", 0);
     check_label(0, "no stack", -1);
     check_label(987654, "unknown stack", -1);
     char tiny[8];

@@ -83,19 +83,45 @@ static int is_allocation_plumbing(const named_frame *f) {
            (f->name && strstr(f->name, "at::detail::"));
 }
 
+/* Where a thread starts and the C/C++ runtime under it: never why memory
+ * was allocated. Snapshot symbolizers often name these frames after a
+ * neighbouring libc symbol (`pthread_condattr_setpshared` for the start of
+ * autograd's threads), so they go by every name libc and libstdc++ use. */
+static int is_runtime(const named_frame *f) {
+    static const char *const names[] = {"pthread_", "start_thread", "clone",
+                                        "__clone",  "_start",       "__libc_",
+                                        "__GI_",    "_dl_",         "execute_native_thread_routine",
+                                        "std::",    "__cxa_",       "__gnu_cxx::",
+                                        "_Unwind_", "__pthread_",   "thread_start"};
+    static const char *const files[] = {"sysdeps/", "nptl/", "libstdc++", "bits/std_thread.h"};
+    static const char *const modules[] = {"libc.so",  "libc-",     "libpthread",
+                                          "ld-linux", "libstdc++", "libgcc_s"};
+    /* libc's internal names (`__xmknodat`, `__GI___clone3`) stand in for the
+     * frames under a thread start too; C++ code is qualified (`ns::f`) */
+    if (f->name && starts_with(f->name, "__") && !strstr(f->name, "::"))
+        return 1;
+    return matches(f, names, COUNT(names), files, COUNT(files), modules, COUNT(modules));
+}
+
 /* Also ATen's operators, torch's bindings and engine, the interpreter and
- * libc: frames every allocation of a PyTorch program passes through. */
+ * the runtime: frames every allocation of a PyTorch program passes through. */
 static int is_plumbing(const named_frame *f) {
-    static const char *const names[] = {
-        "at::",       "caffe2::",          "torch::", "std::",        "_Py",     "Py",
-        "cfunction_", "method_vectorcall", "__libc_", "start_thread", "__clone", "_start"};
-    static const char *const files[] = {"ATen/",           "aten/src/", "torch/csrc/",
-                                        "Python/",         "Objects/",  "Modules/",
-                                        "Programs/python", "sysdeps/",  "nptl/"};
-    static const char *const modules[] = {"libtorch", "libpython",  "python",  "libc.so",
-                                          "libc-",    "libpthread", "ld-linux"};
-    return is_allocation_plumbing(f) ||
+    static const char *const names[] = {"at::", "caffe2::",   "torch::",          "_Py",
+                                        "Py",   "cfunction_", "method_vectorcall"};
+    static const char *const files[] = {"ATen/",    "aten/src/", "torch/csrc/",    "Python/",
+                                        "Objects/", "Modules/",  "Programs/python"};
+    static const char *const modules[] = {"libtorch", "libpython", "python"};
+    return is_allocation_plumbing(f) || is_runtime(f) ||
            matches(f, names, COUNT(names), files, COUNT(files), modules, COUNT(modules));
+}
+
+/* An autograd node's apply (`torch::autograd::generated::GatherBackward0::
+ * apply`, `torch::autograd::AccumulateGrad::apply`): in a backward thread's
+ * C++-only stack, the node that asked for the memory. */
+static int is_autograd_node(const named_frame *f) {
+    return f->name && starts_with(f->name, "torch::autograd::") &&
+           !starts_with(f->name, "torch::autograd::Engine::") &&
+           !starts_with(f->name, "torch::autograd::Node::") && strstr(f->name, "::apply(");
 }
 
 static int is_named(const named_frame *f) { return f->name || f->file; }
@@ -110,9 +136,16 @@ static size_t site_frame(const named_frame *frames, size_t n) {
     for (size_t i = 0; i < n; i++)
         if ((is_named(&frames[i]) || frames[i].module) && !is_plumbing(&frames[i]))
             return i;
-    /* a stack of plumbing only (e.g. autograd's threads): the operator that allocated */
+    /* a stack of plumbing only: a backward thread's autograd node, else the
+     * operator that allocated, else the innermost frame that is not runtime */
     for (size_t i = 0; i < n; i++)
-        if (is_named(&frames[i]) && !is_allocation_plumbing(&frames[i]))
+        if (is_autograd_node(&frames[i]))
+            return i;
+    for (size_t i = 0; i < n; i++)
+        if (is_named(&frames[i]) && !is_allocation_plumbing(&frames[i]) && !is_runtime(&frames[i]))
+            return i;
+    for (size_t i = 0; i < n; i++)
+        if (is_named(&frames[i]) && !is_runtime(&frames[i]))
             return i;
     return 0;
 }
@@ -136,6 +169,14 @@ static void frame_label(const named_frame *f, char *buf, size_t len) {
         file = NULL; /* an importer's "unknown" */
     if (f->name)
         short_name(f->name, name, sizeof name);
+    if (is_autograd_node(f)) { /* "GatherBackward0::apply", not the namespaces before it */
+        char *colon = NULL;
+        for (char *p = strstr(name, "::"); p; p = strstr(p + 2, "::"))
+            if (strcmp(p, "::apply") != 0)
+                colon = p;
+        if (colon)
+            memmove(name, colon + 2, strlen(colon + 2) + 1);
+    }
     const char *sep = *name ? " " : "";
     if (file && f->line > 0)
         snprintf(buf, len, "%s:%lld%s%s", file, (long long)f->line, sep, name);
