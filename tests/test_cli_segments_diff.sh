@@ -284,6 +284,54 @@ if "$MA" segments "$T/empty.pickle" -o "$T/empty.png" >/dev/null 2>"$T/empty.err
 fi
 # a device that does not exist in an input that has others is still an error (below)
 
+# ---- real snapshots: trapped and releasable at the end, computed from the pickle ----------
+# (DESIGN.md: releasable = whole free segments and whole free pages of expandable segments,
+# 20 MiB in the large pool and 2 MiB in the small one; trapped = the rest of the free bytes)
+for f in "$DATA"/*.pickle; do
+  [ -f "$f" ] || continue
+  "$MA" report "$f" --json >"$T/rj.json" 2>"$T/rj.err" || { fail "report --json $f"; continue; }
+  python3 - "$f" "$T/rj.json" <<'EOF' || fail "trapped/releasable of $f differ from the pickle's"
+import json, pickle, sys
+
+class DataOnly(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError("refusing global %s.%s" % (module, name))
+
+snap = DataOnly(open(sys.argv[1], "rb")).load()
+segs = snap["segments"] if isinstance(snap, dict) else snap
+want = {}
+for s in segs:
+    live = [b for b in s["blocks"] if b["state"] != "inactive"]
+    free = s["total_size"] - sum(b["size"] for b in live)
+    if not live:
+        rel = s["total_size"]
+    elif s.get("is_expandable"):
+        page = (2 << 20) if s.get("segment_type") == "small" else (20 << 20)
+        rel, a = 0, s["address"]
+        for b in s["blocks"]:
+            if b["state"] == "inactive":
+                lo = (a - s["address"] + page - 1) // page
+                hi = (a + b["size"] - s["address"]) // page
+                rel += max(0, hi - lo) * page
+            a += b["size"]
+    else:
+        rel = 0
+    d = want.setdefault(s.get("device", 0), [0, 0])
+    d[0] += rel
+    d[1] += free - rel
+got = {d["device"]: d for d in json.load(open(sys.argv[2]))["devices"]}
+bad = []
+for dev, (rel, trapped) in want.items():
+    g = got.get(dev)
+    if g is None or (g["end_releasable_bytes"], g["end_trapped_bytes"]) != (rel, trapped):
+        bad.append("device %d: want releasable %d trapped %d, got %s" % (
+            dev, rel, trapped, g and (g["end_releasable_bytes"], g["end_trapped_bytes"])))
+if bad:
+    print(sys.argv[1], *bad, sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+EOF
+done
+
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...
   local want=$1

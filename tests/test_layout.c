@@ -3,6 +3,7 @@
  * timeline at every event of a synthetic run, and against the schema's
  * `allocations` view; and the stack labels and cross-run stack keys. */
 #include "check.h"
+#include "free_split.h"
 #include "layout.h"
 #include "stack_names.h"
 #include "trace_build.h"
@@ -157,6 +158,49 @@ static void test_vmm_join(void) {
     layout_free(l);
 }
 
+/* The free part of the segments, split as DESIGN.md's "fragmentation" says: whole free
+ * segments and whole free pages of expandable segments are releasable (empty_cache() returns
+ * them), the rest of the free bytes is trapped. */
+static void test_releasable(void) {
+    begin();
+    /* A: 20 MiB, nothing live: all releasable */
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, 0x10000000, 20 * MiB, 0, 0);
+    /* B: 20 MiB holding a 2 MiB block: 18 MiB trapped */
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_TORCH, 0x20000000, 20 * MiB, 0, 0);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x20000000, 2 * MiB, 0, 0);
+    /* C: expandable, 60 MiB (three 20 MiB large-pool pages) holding 4 MiB at 0 and 2 MiB at
+     * 42 MiB: free [4, 42) holds the whole page [20, 40); [44, 60) holds none */
+    cupti_segment(TRACE_OP_MAP, 0x40000000, 60 * MiB);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x40000000, 4 * MiB, 0, 0);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x40000000 + 42 * MiB, 2 * MiB, 0, 0);
+    /* D: expandable small pool, 4 MiB (two 2 MiB pages) holding 512 KiB at 0: page [2, 4) */
+    cupti_segment(TRACE_OP_MAP, 0x50000000, 4 * MiB);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x50000000, MiB / 2, 0, 0);
+    replay_it(db_path, DB_READ_ONLY);
+    layout *l = at(8);
+    CHECK(l && l->segment_count == 4 && tiles(l));
+    if (l && l->segment_count == 4) {
+        CHECK_EQ_U64(l->segments[0].releasable_bytes, 20 * MiB);
+        CHECK_EQ_U64(l->segments[1].releasable_bytes, 0);
+        CHECK_EQ_U64(l->segments[2].releasable_bytes, 20 * MiB);
+        CHECK_EQ_U64(l->segments[3].releasable_bytes, 2 * MiB);
+        CHECK_EQ_U64(l->releasable_bytes, 42 * MiB);
+        CHECK_EQ_U64(l->trapped_bytes, 18 * MiB + 34 * MiB + 3 * MiB / 2);
+        CHECK_EQ_U64(l->releasable_bytes + l->trapped_bytes + l->allocated_bytes,
+                     l->reserved_bytes);
+    }
+    layout_free(l);
+    free_split f[2];
+    char err[256];
+    int64_t ids[] = {8, 2};
+    CHECK(free_split_at(db, 0, ids, 2, f, err, sizeof err) == 0);
+    CHECK_EQ_U64(f[0].trapped, 18 * MiB + 34 * MiB + 3 * MiB / 2);
+    CHECK_EQ_U64(f[0].releasable, 42 * MiB);
+    CHECK_EQ_U64(f[1].releasable, 40 * MiB); /* A and B, both free after event 2 */
+    CHECK_EQ_U64(f[1].trapped, 0);
+    CHECK(free_split_trapped_ratio(&f[0]) > 0.514 && free_split_trapped_ratio(&f[0]) < 0.515);
+}
+
 /* What the replay did with damaged traces, the layout does too. */
 static void test_anomalies(void) {
     begin();
@@ -224,7 +268,7 @@ static void module(uint32_t id, const char *path) {
 
 typedef struct stack_ids {
     uint32_t user, library, native, autograd, allocator, unsymbolized, cpp;
-    uint32_t backward, accumulate, runtime_only;
+    uint32_t backward, accumulate, runtime_only, bmm, returns;
 } stack_ids;
 
 /* The same stacks in every run; `shift` interns other frames first, so ids differ. */
@@ -309,6 +353,18 @@ static stack_ids write_stacks(int shift) {
     uint32_t routine =
         frame(TRACE_FRAME_OTHER, "execute_native_thread_routine", "thread48.o", 0, 0, 0);
     s.runtime_only = stack((uint32_t[]){xmknod, pthread, routine, errc, op, empty, malloc_f}, 7);
+    /* return types do not hide a frame's namespace: "void at::meta::..." is ATen's */
+    uint32_t bmm_node = frame(TRACE_FRAME_OTHER,
+                              "torch::autograd::generated::BmmBackward0::apply(std::vector<"
+                              "at::Tensor, std::allocator<at::Tensor> >&&)",
+                              "??", 0, 0, 0);
+    uint32_t checks = frame(TRACE_FRAME_OTHER,
+                            "void at::meta::common_checks_baddbmm_bmm<at::meta::structured_bmm>("
+                            "at::meta::structured_bmm&, at::Tensor const&, bool)",
+                            "", 0, 0, 0);
+    s.bmm =
+        stack((uint32_t[]){clone_f, pthread, tmain, node, bmm_node, checks, empty, malloc_f}, 8);
+    s.returns = stack((uint32_t[]){clone_f, pthread, checks, empty, malloc_f}, 5);
     return s;
 }
 
@@ -340,6 +396,8 @@ static void test_stacks(void) {
     check_label(a.backward, "GatherBackward0::apply", 0);
     check_label(a.accumulate, "AccumulateGrad::apply", 0);
     check_label(a.runtime_only, "at::native::gather_backward", 0);
+    check_label(a.bmm, "BmmBackward0::apply", 0);
+    check_label(a.returns, "at::meta::common_checks_baddbmm_bmm<at::meta::structured_bmm>", 0);
     check_label(0, "no stack", -1);
     check_label(987654, "unknown stack", -1);
     char tiny[8];
@@ -516,6 +574,7 @@ int main(void) {
     test_whole_blocks();
     test_blocks_pending();
     test_vmm_join();
+    test_releasable();
     test_anomalies();
     test_stacks();
     test_synthetic_every_event();

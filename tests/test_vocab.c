@@ -179,10 +179,51 @@ static void check_dense(const word *list, size_t n, const char *what) {
     }
 }
 
+/* SQL that compares a coded column with a bare number: `op = 7`, `op IN (1, 4)`,
+ * `CASE op WHEN 0`, `level = 1`, `kind = 0`. In a C file's string literals the
+ * number must be a {list:word}. */
+static void check_literal(const char *path, const char *lit, size_t len) {
+    static const char *const columns[] = {"op", "level", "kind", "source"};
+    static const char *const compares[] = {" = ", " IN (", " WHEN ", " <> ", " != "};
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), lit);
+    for (size_t c = 0; c < COUNT(columns); c++)
+        for (size_t o = 0; o < COUNT(compares); o++) {
+            char pat[32];
+            snprintf(pat, sizeof pat, "%s%s", columns[c], compares[o]);
+            for (const char *p = strstr(buf, pat); p; p = strstr(p + 1, pat)) {
+                const char *v = p + strlen(pat);
+                int word_start = p == buf || !((p[-1] >= 'a' && p[-1] <= 'z') || p[-1] == '_');
+                if (word_start && *v >= '0' && *v <= '9') {
+                    fprintf(stderr, "%s: a bare code in SQL: \"%.24s\" (write {%s:word})\n", path,
+                            p, columns[c]);
+                    CHECK(0);
+                }
+            }
+        }
+}
+
+static void check_no_bare_codes(const char *path, const char *text) {
+    for (const char *p = strchr(text, '"'); p; p = strchr(p + 1, '"')) {
+        if (p > text && p[-1] == '\'')
+            continue; /* the character '"' */
+        const char *q = p + 1;
+        while (*q && *q != '"')
+            q += *q == '\\' && q[1] ? 2 : 1;
+        check_literal(path, p + 1, (size_t)(q - p - 1));
+        if (!*q)
+            break;
+        p = q;
+    }
+}
+
 /* Every {list:word} token in a file names a word. */
 static size_t check_tokens(const char *path) {
     char *text = read_file(path);
     size_t seen = 0;
+    size_t n = text ? strlen(path) : 0;
+    if (text && n > 2 && !strcmp(path + n - 2, ".c"))
+        check_no_bare_codes(path, text);
     for (const char *p = text ? strchr(text, '{') : NULL; p; p = strchr(p + 1, '{')) {
         const char *colon = p + 1, *close;
         while ((*colon >= 'a' && *colon <= 'z'))

@@ -9,6 +9,7 @@
 #include "block_sweep.h"
 #include "cli.h"
 #include "commands.h"
+#include "free_split.h"
 #include "gmt_vocab.h"
 #include "json_out.h"
 #include "layout.h"
@@ -23,6 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define MAX_OOM_LINES 10 /* OOMs described one by one */
+
 typedef struct device_report {
     device_summary s;
     stack_bytes *top; /* at the peak */
@@ -33,6 +36,13 @@ typedef struct device_report {
     size_t nsteps;
     int64_t growth_per_step; /* allocated at step ends, median change */
     int64_t limit_step;      /* step at which the trend reaches the device: -1 none */
+    /* the free part of reserved, releasable vs trapped (free_split.h) */
+    int have_split;
+    free_split split_peak, split_end;
+    free_split *split_steps; /* [nsteps], at each step's end */
+    free_split split_oom[MAX_OOM_LINES];
+    int64_t oom_ids[MAX_OOM_LINES];
+    size_t nooms_listed;
 } device_report;
 
 static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
@@ -61,6 +71,50 @@ static void headroom(device_report *r) {
             last->step + (r->s.total_bytes - last->at_end.allocated) / r->growth_per_step;
 }
 
+/* The OOM events of the window, the first MAX_OOM_LINES. */
+static void list_ooms(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
+    sqlite3_stmt *st = db_statement(db, "SELECT event_id FROM event_rows WHERE device = ? AND "
+                                        "op = {op:oom} AND event_id > ? AND event_id <= ? "
+                                        "ORDER BY event_id LIMIT ?");
+    if (!st)
+        return;
+    sqlite3_bind_int(st, 1, r->s.device);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int(st, 4, MAX_OOM_LINES);
+    while (r->nooms_listed < MAX_OOM_LINES && sqlite3_step(st) == SQLITE_ROW)
+        r->oom_ids[r->nooms_listed++] = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+}
+
+/* Releasable and trapped at the peak, the end, each step's end and each OOM:
+ * one pass over the events (layouts). Without it the report still stands. */
+static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
+    list_ooms(db, from, to, r);
+    size_t n = 2 + r->nsteps + r->nooms_listed;
+    int64_t *ids = malloc(n * sizeof *ids);
+    free_split *out = malloc(n * sizeof *out);
+    r->split_steps = r->nsteps ? malloc(r->nsteps * sizeof *r->split_steps) : NULL;
+    char err[256];
+    if (ids && out && (r->split_steps || !r->nsteps)) {
+        ids[0] = r->s.peak_allocated.event_id;
+        ids[1] = r->s.end.event_id;
+        for (size_t i = 0; i < r->nsteps; i++)
+            ids[2 + i] = r->steps[i].at_end.event_id;
+        for (size_t i = 0; i < r->nooms_listed; i++)
+            ids[2 + r->nsteps + i] = r->oom_ids[i];
+        if (free_split_at(db, r->s.device, ids, n, out, err, sizeof err) == 0) {
+            r->have_split = 1;
+            r->split_peak = out[0];
+            r->split_end = out[1];
+            memcpy(r->split_steps, out + 2, r->nsteps * sizeof *out);
+            memcpy(r->split_oom, out + 2 + r->nsteps, r->nooms_listed * sizeof *out);
+        }
+    }
+    free(ids);
+    free(out);
+}
+
 static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, device_report *r) {
     memset(r, 0, sizeof *r);
     if (analysis_device_summary(db, device, from, to, &r->s) != 0 ||
@@ -70,10 +124,12 @@ static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, 
         analysis_steps(db, device, from, to, &r->steps, &r->nsteps) != 0)
         return -1;
     headroom(r);
+    splits(db, from, to, r);
     return 0;
 }
 
 static void release(device_report *r) {
+    free(r->split_steps);
     free(r->top);
     free(r->growth);
     free(r->steps);
@@ -89,6 +145,22 @@ static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len
         snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return buf;
+}
+
+/* meta `timestamps`: 0 for a snapshot without time_us; traces always have them. */
+static int has_timestamps(sqlite3 *db) {
+    return db_query_int(db, "SELECT value FROM meta WHERE key = 'timestamps'", 1) != 0;
+}
+
+/* meta `allocator_settings`, a JSON object as PyTorch names the settings;
+ * 0 when the input says nothing about them. */
+static int allocator_settings(sqlite3 *db, char *buf, size_t len) {
+    meta_text(db, "allocator_settings", buf, len);
+    if (buf[0] != '{') {
+        snprintf(buf, len, "{}");
+        return 0;
+    }
+    return 1;
 }
 
 /* ---- text ------------------------------------------------------------- */
@@ -109,7 +181,12 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
     long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
     long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
-    printf("  %lld events over %s", events, units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
+    if (has_timestamps(db))
+        printf("  %lld events over %s", events,
+               units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
+    else
+        printf("  %lld events, no timestamps (PyTorch <= 2.1 records none): times are event order",
+               events);
     if (steps)
         printf(", %lld steps (step %lld .. %lld)", steps,
                db_query_int(db, "SELECT min(step) FROM steps", 0),
@@ -117,6 +194,12 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     else
         printf(", no steps found (NVTX ranges or marks named like \"step 3\" make steps)");
     printf("\n");
+    if (db_query_int(db, "SELECT value FROM meta WHERE key = 'history'", 1) == 0)
+        printf("  no history: the snapshot holds its final segments only (memory history was "
+               "off), so there is one moment to look at, the end\n");
+    char settings[1024];
+    if (allocator_settings(db, settings, sizeof settings) && strcmp(settings, "{}") != 0)
+        printf("  allocator settings: %s\n", settings);
     long long warnings = db_query_int(db, "SELECT value FROM meta WHERE key='warnings_total'", 0);
     if (warnings)
         printf("  %lld replay warnings (memanalyze sql %s \"SELECT * FROM warnings\")\n", warnings,
@@ -139,21 +222,30 @@ static void print_ooms(sqlite3 *db, const device_report *r, int64_t from, int64_
                    "largest_free_bytes, (SELECT value FROM counters c WHERE c.device = "
                    "e.device AND c.kind = 'driver_free' AND c.ts_ns <= e.ts_ns ORDER BY "
                    "c.ts_ns DESC LIMIT 1) FROM event_rows e WHERE device = ? AND op = {op:oom} "
-                   "AND event_id > ? AND event_id <= ? ORDER BY event_id LIMIT 10",
+                   "AND event_id > ? AND event_id <= ? ORDER BY event_id LIMIT ?",
                    &st) != SQLITE_OK)
         return;
     sqlite3_bind_int(st, 1, r->s.device);
     sqlite3_bind_int64(st, 2, from);
     sqlite3_bind_int64(st, 3, to);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    sqlite3_bind_int(st, 4, MAX_OOM_LINES);
+    for (size_t k = 0; sqlite3_step(st) == SQLITE_ROW; k++) {
         int64_t id = sqlite3_column_int64(st, 0), ask = sqlite3_column_int64(st, 1);
         int64_t unalloc = sqlite3_column_int64(st, 3) - sqlite3_column_int64(st, 2);
         int64_t largest = sqlite3_column_int64(st, 4);
+        const free_split *f =
+            r->have_split && k < r->nooms_listed && r->oom_ids[k] == id ? &r->split_oom[k] : NULL;
         when_describe(db, id, when, sizeof when);
         printf("    OOM at %s asking %s while %s is reserved but unallocated", when, B(ask, b1),
                B(unalloc, b2));
-        if (unalloc >= ask && largest < ask)
-            printf(" (largest free block %s): fragmentation", B(largest, b3));
+        if (f && f->releasable >= ask)
+            printf(" (%s of it releasable: whole free segments or pages): the allocator's "
+                   "retry frees its cache and should have found room, so look for memory "
+                   "outside this allocator (untracked below, another process)",
+                   B(f->releasable, b3));
+        else if (unalloc >= ask && largest < ask)
+            printf(" (largest free block %s%s%s): fragmentation", B(largest, b3),
+                   f ? ", trapped " : "", f ? B(f->trapped, b2) : "");
         else if (sqlite3_column_type(st, 5) != SQLITE_NULL)
             printf("; the driver had %s free: the device is full",
                    B(sqlite3_column_int64(st, 5), b3));
@@ -217,6 +309,33 @@ static void print_fragmentation(const device_report *r) {
         printf("    per step (at step ends): min %.2f, mean %.2f, max %.2f (%s) at step %lld\n", lo,
                sum / (double)r->nsteps, hi, frag_rating(hi), (long long)hi_step);
     }
+    if (!r->have_split)
+        return;
+    const free_split *p = &r->split_peak, *e = &r->split_end;
+    double tp = free_split_trapped_ratio(p), te = free_split_trapped_ratio(e);
+    printf("  trapped / reserved (free bytes empty_cache() cannot return: the fragmentation "
+           "verdict):\n");
+    printf("    at the peak %.2f (%s): %s trapped, %s releasable\n", tp, frag_rating(tp),
+           B(p->trapped, b1), B(p->releasable, b2));
+    printf("    at the end  %.2f (%s): %s trapped, %s releasable%s\n", te, frag_rating(te),
+           B(e->trapped, b1), B(e->releasable, b2),
+           e->releasable > e->trapped && e->releasable >= (64 << 20)
+               ? " (a warm cache, not fragmentation: empty_cache() returns it)"
+               : "");
+    if (r->nsteps) {
+        double hi = -1, sum = 0;
+        int64_t hi_step = 0;
+        for (size_t i = 0; i < r->nsteps; i++) {
+            double f = free_split_trapped_ratio(&r->split_steps[i]);
+            sum += f;
+            if (f > hi) {
+                hi = f;
+                hi_step = r->steps[i].step;
+            }
+        }
+        printf("    per step (at step ends): mean %.2f, max %.2f (%s) at step %lld\n",
+               sum / (double)r->nsteps, hi, frag_rating(hi), (long long)hi_step);
+    }
 }
 
 static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
@@ -258,19 +377,31 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
     }
 }
 
+/* The run's allocator settings say expandable_segments was on (meta allocator_settings). */
+static int expandable_on(sqlite3 *db) {
+    return db_query_int(db,
+                        "SELECT count(*) FROM meta WHERE key = 'allocator_settings' AND "
+                        "replace(value, ' ', '') LIKE '%\"expandable_segments\":true%'",
+                        0) > 0;
+}
+
 static void print_recommendations(sqlite3 *db, const device_report *r) {
     char b1[32], b2[32], label[256];
     const device_summary *s = &r->s;
     int said = 0;
-    double at_peak = frag_of(&s->peak_allocated);
+    /* the verdict is the trapped ratio: a warm cache (releasable) is not fragmentation */
+    double at_peak = r->have_split ? free_split_trapped_ratio(&r->split_peak) : 0;
+    int64_t trapped = r->have_split ? r->split_peak.trapped : 0;
     printf("  recommendations:\n");
-    if (at_peak >= gmt_frag_band_from(FRAG_BAND_SERIOUS) &&
-        s->peak_allocated.reserved - s->peak_allocated.allocated >= (64 << 20)) {
-        printf("  - %s of the peak's %s reserved is not allocated (fragmentation %.2f, %s): "
-               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow instead of "
-               "leaving split free blocks behind\n",
-               B(s->peak_allocated.reserved - s->peak_allocated.allocated, b1),
-               B(s->peak_allocated.reserved, b2), at_peak, frag_rating(at_peak));
+    if (at_peak >= gmt_frag_band_from(FRAG_BAND_SERIOUS) && trapped >= (64 << 20)) {
+        printf("  - %s of the peak's %s reserved is free but trapped in segments that hold live "
+               "blocks (trapped ratio %.2f, %s): %s\n",
+               B(trapped, b1), B(s->peak_allocated.reserved, b2), at_peak, frag_rating(at_peak),
+               expandable_on(db) ? "with expandable segments already on, "
+                                   "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb keeps large free "
+                                   "blocks from being split by small requests"
+                                 : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets "
+                                   "segments grow instead of leaving split free blocks behind");
         said = 1;
     }
     if (r->ngrowth && r->growth[0].growth_per_step > 0 && r->windows >= 2) {
@@ -380,6 +511,23 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
            (long long)(s->worst_fragmentation.event_id > 0 ? s->worst_fragmentation.event_id : 0));
     printf("     \"largest_free_at_peak_bytes\": %lld, \"largest_free_at_end_bytes\": %lld,\n",
            (long long)s->peak_allocated.largest_free, (long long)s->end.largest_free);
+    if (r->have_split) {
+        printf("     \"end_trapped_bytes\": %lld, \"end_releasable_bytes\": %lld, "
+               "\"trapped_ratio_at_peak\": ",
+               (long long)r->split_end.trapped, (long long)r->split_end.releasable);
+        json_number(stdout, free_split_trapped_ratio(&r->split_peak));
+        printf(", \"trapped_ratio_at_end\": ");
+        json_number(stdout, free_split_trapped_ratio(&r->split_end));
+        printf(",\n");
+    } else {
+        printf("     \"end_trapped_bytes\": null, \"end_releasable_bytes\": null, "
+               "\"trapped_ratio_at_peak\": null, \"trapped_ratio_at_end\": null,\n");
+    }
+    printf("     \"replay_warnings\": %lld,\n",
+           (long long)db_query_i64(db,
+                                   "SELECT count(*) FROM warnings w JOIN event_rows e ON "
+                                   "e.event_id = w.event_id WHERE e.device = ?",
+                                   s->device, 0, 0));
     printf("     \"ooms\": %lld, \"alloc_failed\": %lld, \"untracked_at_peak_bytes\": ",
            (long long)s->ooms, (long long)s->alloc_failed);
     if (s->untracked_at_peak >= 0)
@@ -494,10 +642,16 @@ int cmd_report(int argc, char **argv) {
     if (!o.json) {
         print_header(db, argv[optind], from, to);
     } else {
+        char settings[4096];
+        allocator_settings(db, settings, sizeof settings);
         printf("{\"input\": ");
         json_string(stdout, argv[optind]);
-        printf(", \"from_event_id\": %lld, \"to_event_id\": %lld, \"devices\": [", (long long)from,
-               (long long)to);
+        printf(
+            ", \"timestamps\": %s, \"allocator_settings\": %s, \"replay_warnings_total\": %lld,\n"
+            " \"from_event_id\": %lld, \"to_event_id\": %lld, \"devices\": [",
+            has_timestamps(db) ? "true" : "false", settings,
+            db_query_int(db, "SELECT value FROM meta WHERE key = 'warnings_total'", 0),
+            (long long)from, (long long)to);
     }
     for (int i = 0; i < ndev && status == 0; i++) {
         device_report r;

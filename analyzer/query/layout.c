@@ -167,6 +167,33 @@ static live_block *pass_snapshot(const pass *p, const seg_row *segs, size_t nseg
     return out;
 }
 
+/* ---- what empty_cache() would return ---------------------------------------- */
+
+uint64_t layout_releasable(const layout *l, const layout_segment *s) {
+    if (s->live_blocks == 0)
+        return s->size;
+    if (!s->mapped)
+        return 0;
+    uint64_t largest_live = 0;
+    for (size_t k = 0; k < s->block_count; k++) {
+        const layout_block *b = &l->blocks[s->first_block + k];
+        if (b->state != LAYOUT_INACTIVE && b->size > largest_live)
+            largest_live = b->size;
+    }
+    uint64_t page = largest_live <= (1ull << 20) ? LAYOUT_SMALL_PAGE : LAYOUT_LARGE_PAGE;
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < s->block_count; k++) { /* pages wholly inside a free block */
+        const layout_block *b = &l->blocks[s->first_block + k];
+        if (b->state != LAYOUT_INACTIVE)
+            continue;
+        uint64_t first = (b->addr - s->addr + page - 1) / page;
+        uint64_t end = (b->addr + b->size - s->addr) / page;
+        if (end > first)
+            bytes += (end - first) * page;
+    }
+    return bytes;
+}
+
 /* ---- one layout from the live rows ------------------------------------------ */
 
 static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
@@ -286,6 +313,9 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
             }
             ls->block_count++;
         }
+        ls->releasable_bytes = layout_releasable(l, ls);
+        l->releasable_bytes += ls->releasable_bytes;
+        l->trapped_bytes += ls->size - ls->allocated_bytes - ls->releasable_bytes;
         l->reserved_bytes += ls->size;
         l->allocated_bytes += ls->allocated_bytes;
         l->pending_bytes += ls->pending_bytes;
@@ -321,9 +351,9 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
                       char *err, size_t errlen) {
     static const char sql[] =
         /* the columns a free does not need are not even decoded for it (a third faster) */
-        "SELECT event_id, op, addr, CASE op WHEN 0 THEN size END, "
-        "CASE op WHEN 0 THEN requested_size END, CASE op WHEN 0 THEN stream END, "
-        "CASE op WHEN 0 THEN stack_id END, CASE op WHEN 0 THEN segment_id END, "
+        "SELECT event_id, op, addr, CASE op WHEN {op:alloc} THEN size END, "
+        "CASE op WHEN {op:alloc} THEN requested_size END, CASE op WHEN {op:alloc} THEN stream END, "
+        "CASE op WHEN {op:alloc} THEN stack_id END, CASE op WHEN {op:alloc} THEN segment_id END, "
         "alloc_event_id FROM event_rows WHERE event_id <= ?1 AND device = ?2 AND level = "
         "{level:block} "
         "AND kind = {kind:device} AND op IN ({op:alloc}, {op:free}, {op:free_requested}) ORDER BY "

@@ -56,6 +56,7 @@ typedef struct layout_segment {
     uint64_t pending_bytes;          /* pending-free blocks */
     uint64_t requested_bytes;        /* live blocks' requested sizes */
     uint64_t largest_free_bytes;     /* the largest inactive block */
+    uint64_t releasable_bytes;       /* what empty_cache() gives back (layout_releasable) */
     size_t live_blocks;              /* allocated + pending-free blocks */
 } layout_segment;
 
@@ -80,6 +81,11 @@ typedef struct layout {
     size_t lifetime_count;
     /* sums over the layout; allocated/requested/live_blocks include `outside` */
     uint64_t reserved_bytes, allocated_bytes, pending_bytes, requested_bytes, largest_free_bytes;
+    /* the free part of the segments, split (DESIGN.md "fragmentation"): releasable is what
+     * empty_cache() returns, trapped the free bytes it cannot (they share a segment, or an
+     * expandable segment's page, with live blocks); releasable + trapped = the segments'
+     * size - their live blocks */
+    uint64_t releasable_bytes, trapped_bytes;
     size_t live_blocks;
     size_t conflicts; /* rows that did not fit the layout (overlaps): left out */
 } layout;
@@ -94,6 +100,19 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
                       char *err, size_t errlen);
 
 void layout_free(layout *l);
+
+/* The page an expandable segment maps and unmaps: PyTorch's segment size of
+ * its pool, 2 MiB (kSmallBuffer) in the small pool, 20 MiB (kLargeBuffer) in
+ * the large one. A segment is in the small pool when it holds only blocks of
+ * at most 1 MiB (kSmallSize: larger requests go to the large pool). */
+#define LAYOUT_SMALL_PAGE (2ull << 20)
+#define LAYOUT_LARGE_PAGE (20ull << 20)
+
+/* What empty_cache() would give back of segment `s` (whose blocks are
+ * l->blocks[s->first_block ..]): all of it when no block is live; for an
+ * expandable segment, each page that lies entirely inside free blocks;
+ * nothing else (PyTorch frees whole segments only). */
+uint64_t layout_releasable(const layout *l, const layout_segment *s);
 
 /* The timeline row of `device` at `event_id` (its row with the greatest
  * event_id <= event_id): the replay's totals. 0, or -1 when it has none. */

@@ -50,11 +50,35 @@ static const char *key_file(const named_frame *f) {
     return f->file ? base_name(f->file) : f->module ? base_name(f->module) : "";
 }
 
+/* A C++ function name without its return type: "void at::meta::f<T>(int)" and
+ * "at::TensorBase at::detail::g(...)" are matched and shown from "at::"
+ * on. The return type ends at the last space, outside template arguments,
+ * before the parameter list. */
+static const char *qualified_name(const char *name) {
+    if (!name)
+        return NULL;
+    const char *start = name;
+    int depth = 0;
+    for (const char *p = name; *p && !(*p == '(' && depth == 0); p++) {
+        if (*p == '<')
+            depth++;
+        else if (*p == '>' && depth > 0)
+            depth--;
+        else if (*p == ' ' && depth == 0 && strncmp(p, " [", 2) != 0)
+            start = p + 1;
+        if (*p == '(' && depth == 0)
+            break;
+    }
+    /* "(anonymous namespace)::" opens a parenthesis that is not the parameter list */
+    return strncmp(start, "(anonymous", 10) == 0 || !*start ? name : start;
+}
+
 static int matches(const named_frame *f, const char *const *names, size_t nnames,
                    const char *const *files, size_t nfiles, const char *const *modules,
                    size_t nmodules) {
+    const char *name = qualified_name(f->name);
     for (size_t i = 0; i < nnames; i++)
-        if (starts_with(f->name, names[i]))
+        if (starts_with(name, names[i]))
             return 1;
     for (size_t i = 0; f->file && i < nfiles; i++)
         if (strstr(f->file, files[i]))
@@ -119,9 +143,10 @@ static int is_plumbing(const named_frame *f) {
  * apply`, `torch::autograd::AccumulateGrad::apply`): in a backward thread's
  * C++-only stack, the node that asked for the memory. */
 static int is_autograd_node(const named_frame *f) {
-    return f->name && starts_with(f->name, "torch::autograd::") &&
-           !starts_with(f->name, "torch::autograd::Engine::") &&
-           !starts_with(f->name, "torch::autograd::Node::") && strstr(f->name, "::apply(");
+    const char *name = qualified_name(f->name);
+    return name && starts_with(name, "torch::autograd::") &&
+           !starts_with(name, "torch::autograd::Engine::") &&
+           !starts_with(name, "torch::autograd::Node::") && strstr(name, "::apply(");
 }
 
 static int is_named(const named_frame *f) { return f->name || f->file; }
@@ -168,7 +193,7 @@ static void frame_label(const named_frame *f, char *buf, size_t len) {
     if (file && (!*file || !strcmp(file, "??")))
         file = NULL; /* an importer's "unknown" */
     if (f->name)
-        short_name(f->name, name, sizeof name);
+        short_name(qualified_name(f->name), name, sizeof name);
     if (is_autograd_node(f)) { /* "GatherBackward0::apply", not the namespaces before it */
         char *colon = NULL;
         for (char *p = strstr(name, "::"); p; p = strstr(p + 2, "::"))
