@@ -469,18 +469,20 @@ CREATE TABLE site_steps (
   PRIMARY KEY (device, end_event_id, stack_id)
 ) WITHOUT ROWID;
 
--- site_buckets: one row per (device, timeline bucket, site) whose live block bytes changed since
--- the previous row of that device: the site's live bytes at the bucket's end (the last event of
--- the device in it, timeline_buckets.last_event_id). Written for every 16th bucket (the last
--- bucket of each group of 16 that has events), to bound rows = buckets x sites; a site without a
--- row in a bucket kept its previous value.
+-- site_buckets: one row per (device, group of 16 timeline buckets, site) whose live block bytes
+-- changed in the group: the site's live bytes at the group's end, and at the moment of the
+-- group's highest allocated bytes (so a picture's stacked sites reach the allocated envelope at
+-- every spike: what filled the peak is the question). The row's bucket is the bucket of that
+-- highest moment. Groups bound rows = buckets x sites; a site without a row in a group kept its
+-- previous value.
 -- Pictures read it to stack allocated bytes by site without a pass over the events.
 CREATE TABLE site_buckets (
   device     INTEGER NOT NULL, -- device ordinal
   bucket_ns  INTEGER NOT NULL, -- bucket width, as in timeline_buckets
   bucket     INTEGER NOT NULL, -- bucket index, as in timeline_buckets
   stack_id   INTEGER NOT NULL, -- the allocation stack (0: none recorded)
-  live_bytes INTEGER NOT NULL, -- the site's live block bytes at the bucket's end
+  live_bytes INTEGER NOT NULL, -- the site's live block bytes at the end of the bucket group (rows are written for groups of buckets, at the bucket of the group's highest allocated bytes)
+  peak_live_bytes INTEGER NOT NULL, -- the site's live block bytes at the group's highest allocated bytes: what filled the spike
   PRIMARY KEY (device, bucket_ns, bucket, stack_id)
 ) WITHOUT ROWID;
 

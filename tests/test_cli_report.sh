@@ -124,4 +124,33 @@ n1=$(ls "$GMT_CACHE_DIR" | wc -l)
 "$MA" report "$T/leak.zst" >/dev/null
 [ "$(ls "$GMT_CACHE_DIR" | wc -l)" -eq "$n1" ] || fail "database rebuilt for an unchanged input"
 
+# The timeline's stacked sites reach the allocated envelope at the peak: the bucket of the peak
+# holds every site's bytes at that moment (site_buckets.peak_live_bytes), which sum to the peak.
+"$SYNTH" --steps 30 --fragment --seed 3 -o "$T/spike.zst" >/dev/null
+"$MA" import "$T/spike.zst" -o "$T/spike.db" >/dev/null || fail "import spike.zst"
+python3 - "$T/spike.db" <<'EOF' || fail "the sites at the peak's bucket do not sum to the peak"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+checked = 0
+for dev, peak, peak_id in db.execute("SELECT device, peak_allocated_bytes, peak_allocated_event_id "
+                                     "FROM devices WHERE peak_allocated_bytes IS NOT NULL"):
+    for (ns,) in db.execute("SELECT DISTINCT bucket_ns FROM site_buckets WHERE device = ?", (dev,)):
+        b = db.execute("SELECT bucket FROM timeline_buckets WHERE device = ? AND bucket_ns = ? AND "
+                       "first_event_id <= ? AND last_event_id >= ?", (dev, ns, peak_id, peak_id)).fetchone()
+        if not b:
+            continue
+        before, at = {}, {}
+        for bucket, stack, live, at_max in db.execute(
+                "SELECT bucket, stack_id, live_bytes, peak_live_bytes FROM site_buckets "
+                "WHERE device = ? AND bucket_ns = ? ORDER BY bucket", (dev, ns)):
+            if bucket < b[0]:
+                before[stack] = live
+            elif bucket == b[0]:
+                at[stack] = at_max
+        total = sum(at.get(s, before.get(s, 0)) for s in set(before) | set(at))
+        assert total == peak, (dev, ns, total, peak)
+        checked += 1
+assert checked, "no bucket holds the peak"
+EOF
+
 [ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }

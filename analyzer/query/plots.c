@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "block_sweep.h"
 #include "db_query.h"
+#include "gmt_grow.h"
 #include "gmt_hash.h"
 #include "layout.h"
 #include "render.h"
@@ -314,21 +315,40 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
         block_sweep_close(bs);
         return -1;
     }
+    /* each bucket shows its series at its highest allocated moment (the envelope's top) */
+    int64_t *at_max = calloc(max_series + 1, sizeof *at_max);
+    if (!at_max) {
+        free(live);
+        block_sweep_close(bs);
+        return -1;
+    }
     size_t b = 0;
+    int64_t total = 0, bucket_max = INT64_MIN;
     block_change c;
     while (block_sweep_next(bs, &c)) {
         while (b < t->n && c.event_id > t->last_id[b]) {
+            const int64_t *v = bucket_max == INT64_MIN ? live : at_max;
             for (size_t s = 0; s < max_series; s++)
-                bytes[s * t->n + b] = live[s];
+                bytes[s * t->n + b] = v[s];
             b++;
+            bucket_max = INT64_MIN;
         }
         int s = series_of(m, c.stack_id, c.stream, c.size);
         if (s >= 0 && (size_t)s < max_series)
             live[s] += c.is_alloc ? c.size : -c.size;
+        total += c.is_alloc ? c.size : -c.size;
+        if (b < t->n && c.event_id > t->first_id[b] - 1 && total > bucket_max) {
+            bucket_max = total;
+            memcpy(at_max, live, max_series * sizeof *live);
+        }
     }
-    for (; b < t->n; b++)
+    for (; b < t->n; b++) {
+        const int64_t *v = bucket_max == INT64_MIN ? live : at_max;
         for (size_t s = 0; s < max_series; s++)
-            bytes[s * t->n + b] = live[s];
+            bytes[s * t->n + b] = v[s];
+        bucket_max = INT64_MIN;
+    }
+    free(at_max);
     free(live);
     block_sweep_close(bs);
     return 0;
@@ -339,56 +359,62 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
 static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns,
                                     const timeline_data *t, series_map *m, int64_t *bytes,
                                     size_t max_series) {
-    sqlite3_stmt *st =
-        db_statement(db, "SELECT bucket, stack_id, live_bytes FROM site_buckets WHERE "
-                         "device = ?1 AND bucket_ns = ?2 AND bucket <= ?3 ORDER BY "
-                         "bucket");
+    sqlite3_stmt *st = db_statement(db, "SELECT bucket, stack_id, live_bytes, peak_live_bytes "
+                                        "FROM site_buckets WHERE device = ?1 AND bucket_ns = ?2 "
+                                        "AND bucket <= ?3 ORDER BY bucket");
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, rq->device);
     sqlite3_bind_int64(st, 2, bucket_ns);
     sqlite3_bind_int64(st, 3, t->n ? t->bucket[t->n - 1] : -1);
-    addr_map last = {0}; /* stack -> index into values */
-    int64_t *values = NULL, *live = calloc(max_series + 1, sizeof *live);
+    addr_map last = {0}; /* stack -> index into values (its live bytes at its last row) */
+    int64_t *values = NULL;
+    /* live: each series after the rows read; at_max: the rows' bucket at its highest moment */
+    int64_t *live = calloc(max_series + 1, sizeof *live);
+    int64_t *at_max = calloc(max_series + 1, sizeof *at_max);
     size_t nvalues = 0, cap = 0, b = 0;
-    int rc = live ? 0 : -1;
+    int64_t cur = INT64_MIN; /* the bucket of the rows being read */
+    int rc = live && at_max ? 0 : -1;
+    /* Buckets before `limit`: the rows' bucket shows its highest moment, later ones what
+     * was live after it. */
+#define FLUSH_BEFORE(limit)                                                                        \
+    for (; b < t->n && t->bucket[b] < (limit); b++)                                                \
+        for (size_t s = 0; s < max_series; s++)                                                    \
+            bytes[s * t->n + b] = t->bucket[b] == cur ? at_max[s] : live[s];
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         int64_t bucket = sqlite3_column_int64(st, 0), stack = sqlite3_column_int64(st, 1);
-        int64_t value = sqlite3_column_int64(st, 2);
-        for (; b < t->n && t->bucket[b] < bucket; b++)
-            for (size_t s = 0; s < max_series; s++)
-                bytes[s * t->n + b] = live[s];
+        int64_t value = sqlite3_column_int64(st, 2), peak = sqlite3_column_int64(st, 3);
+        if (bucket != cur) {
+            FLUSH_BEFORE(bucket);
+            memcpy(at_max, live, max_series * sizeof *live);
+            cur = bucket;
+        }
         uint32_t *slot = addr_map_get(&last, 0, (uint64_t)stack);
         if (!slot) {
-            if (nvalues == cap) {
-                cap = cap ? cap * 2 : 256;
-                int64_t *grown = realloc(values, cap * sizeof *grown);
-                if (!grown) {
-                    rc = -1;
-                    break;
-                }
-                values = grown;
-            }
-            values[nvalues] = 0;
-            if (addr_map_put(&last, 0, (uint64_t)stack, (uint32_t)nvalues) != 0) {
+            if (gmt_grow((void **)&values, &cap, nvalues, sizeof *values) != 0 ||
+                addr_map_put(&last, 0, (uint64_t)stack, (uint32_t)nvalues) != 0) {
                 rc = -1;
                 break;
             }
+            values[nvalues] = 0;
             slot = addr_map_get(&last, 0, (uint64_t)stack);
             nvalues++;
         }
         int s = series_of(m, stack, 0, 0);
-        if (s >= 0 && (size_t)s < max_series)
+        if (s >= 0 && (size_t)s < max_series) {
+            at_max[s] += peak - values[*slot];
             live[s] += value - values[*slot];
+        }
         values[*slot] = value;
     }
-    for (; rc == 0 && b < t->n; b++)
-        for (size_t s = 0; s < max_series; s++)
-            bytes[s * t->n + b] = live[s];
+    if (rc == 0)
+        FLUSH_BEFORE(INT64_MAX);
+#undef FLUSH_BEFORE
     sqlite3_finalize(st);
     addr_map_free(&last);
     free(values);
     free(live);
+    free(at_max);
     return rc;
 }
 

@@ -82,7 +82,7 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_SITE_STEP] = "INSERT OR REPLACE INTO site_steps (device, stack_id, end_event_id,"
                      " delta_bytes, live_bytes) VALUES (?,?,?,?,?)",
     [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
-                       " live_bytes) VALUES (?,?,?,?,?)",
+                       " live_bytes, peak_live_bytes) VALUES (?,?,?,?,?,?)",
     [ST_HEAT_ROW] = "INSERT OR REPLACE INTO heatmap_rows (device, bucket_ns, bucket, fractions)"
                     " VALUES (?,?,?,?)",
     [ST_LIVE_END] = "INSERT OR REPLACE INTO live_at_end (alloc_id, device, addr, size,"
@@ -570,9 +570,9 @@ int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t 
 }
 
 int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
-                          int64_t stack_id, int64_t live_bytes) {
-    const int64_t v[] = {device, bucket_ns, bucket, stack_id, live_bytes};
-    return insert_ints(w, ST_SITE_BUCKET, v, 5);
+                          int64_t stack_id, int64_t live_bytes, int64_t peak_live_bytes) {
+    const int64_t v[] = {device, bucket_ns, bucket, stack_id, live_bytes, peak_live_bytes};
+    return insert_ints(w, ST_SITE_BUCKET, v, 6);
 }
 
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,

@@ -85,7 +85,7 @@ int db_writer_site(db_writer *w, int64_t device, int64_t stack_id, int64_t peak_
 int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t end_event_id,
                         int64_t delta_bytes, int64_t live_bytes);
 int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
-                          int64_t stack_id, int64_t live_bytes);
+                          int64_t stack_id, int64_t live_bytes, int64_t peak_live_bytes);
 /* A heatmap row: `n` floats, stored as a little-endian float32 blob. */
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
                        const float *fractions, size_t n);

@@ -90,6 +90,7 @@ static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t t
     }
     b->last_id = event_id;
     b->events++;
+    site_stats_allocated(rp->sites, device, t->allocated, b->index);
     if (t->allocated < b->min_alloc)
         b->min_alloc = t->allocated;
     if (t->allocated > b->max_alloc)

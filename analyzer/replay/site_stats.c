@@ -15,6 +15,8 @@ typedef struct site {
     int64_t live_bytes, live_blocks;
     int64_t peak_bytes, peak_blocks; /* valid when peak_version == device's version */
     uint64_t peak_version;
+    int64_t group_peak_bytes; /* valid when group_version == the device's group_version */
+    uint64_t group_version;
     int64_t step_live;  /* live bytes at the previous step end */
     int stepped;        /* has a step_live (seen at a step end) */
     int touched;        /* in the touched list (step ends) */
@@ -35,6 +37,11 @@ struct site_stats {
     uint32_t *bucket_touched; /* sites changed since their device's last bucket end */
     size_t bucket_len, bucket_cap;
     uint64_t version[GMT_MAX_DEVICES];
+    /* the highest allocated bytes of the device's current bucket group, where it was
+     * reached, and the version of that moment (the same lazy snapshot as the peak's) */
+    uint64_t group_version[GMT_MAX_DEVICES];
+    int64_t group_max[GMT_MAX_DEVICES], group_max_bucket[GMT_MAX_DEVICES];
+    uint8_t group_started[GMT_MAX_DEVICES];
     big_alloc largest[GMT_MAX_DEVICES][LARGEST];
     size_t nlargest[GMT_MAX_DEVICES];
     int steps_seen;
@@ -71,6 +78,7 @@ static site *site_of(site_stats *s, uint32_t device, int64_t stack) {
     x->device = device;
     x->stack = stack;
     x->peak_version = s->version[device];
+    x->group_version = s->group_version[device]; /* 0 bytes at any earlier group max */
     return x;
 }
 
@@ -85,6 +93,10 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
         x->peak_bytes = x->live_bytes;
         x->peak_blocks = x->live_blocks;
         x->peak_version = s->version[device];
+    }
+    if (x->group_version != s->group_version[device]) { /* first change since a group max */
+        x->group_peak_bytes = x->live_bytes;
+        x->group_version = s->group_version[device];
     }
     x->live_bytes += bytes;
     x->live_blocks += blocks;
@@ -118,6 +130,17 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
 void site_stats_new_peak(site_stats *s, uint32_t device) {
     if (device < GMT_MAX_DEVICES)
         s->version[device]++;
+}
+
+void site_stats_allocated(site_stats *s, uint32_t device, int64_t allocated, int64_t bucket) {
+    if (device >= GMT_MAX_DEVICES)
+        return;
+    if (!s->group_started[device] || allocated > s->group_max[device]) {
+        s->group_started[device] = 1;
+        s->group_max[device] = allocated;
+        s->group_max_bucket[device] = bucket;
+        s->group_version[device]++;
+    }
 }
 
 /* The value of a site at its device's last peak. */
@@ -176,10 +199,15 @@ int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int
             continue;
         }
         x->bucket_touched = 0;
-        if (db_writer_site_bucket(db, device, bucket_ns, bucket, x->stack, x->live_bytes) != 0)
+        int64_t at_max =
+            x->group_version == s->group_version[device] ? x->group_peak_bytes : x->live_bytes;
+        int64_t where = s->group_started[device] ? s->group_max_bucket[device] : bucket;
+        if (db_writer_site_bucket(db, device, bucket_ns, where, x->stack, x->live_bytes, at_max) !=
+            0)
             return -1;
     }
     s->bucket_len = kept;
+    s->group_started[device] = 0;
     return 0;
 }
 

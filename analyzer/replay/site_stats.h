@@ -30,6 +30,11 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
 /* `device` reached a new peak of allocated bytes (after the last change). */
 void site_stats_new_peak(site_stats *s, uint32_t device);
 
+/* After each row of `device` (in timeline bucket `bucket`): its allocated
+ * bytes. The highest of a bucket group is where site_stats_bucket_end
+ * samples the sites (what filled the spike, not what was left after it). */
+void site_stats_allocated(site_stats *s, uint32_t device, int64_t allocated, int64_t bucket);
+
 /* A block allocation, for the largest-allocations list. */
 void site_stats_alloc(site_stats *s, uint32_t device, int64_t alloc_id, int64_t size,
                       int64_t stack);
@@ -38,8 +43,10 @@ void site_stats_alloc(site_stats *s, uint32_t device, int64_t alloc_id, int64_t 
  * the previous step end. 0 or -1. */
 int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db);
 
-/* `device`'s timeline bucket `bucket` (of width bucket_ns) ended: writes the
- * live bytes of its sites that changed since its previous bucket end. */
+/* `device`'s timeline bucket `bucket` (of width bucket_ns), the last of a
+ * group, ended: writes, for the sites that changed since the previous group,
+ * their live bytes at the group's end and at its highest allocated bytes,
+ * as the row of the bucket where that highest point was. */
 int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int64_t bucket,
                           db_writer *db);
 
