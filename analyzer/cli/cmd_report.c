@@ -107,7 +107,8 @@ static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
             r->have_split = 1;
             r->split_peak = out[0];
             r->split_end = out[1];
-            memcpy(r->split_steps, out + 2, r->nsteps * sizeof *out);
+            if (r->nsteps) /* split_steps is NULL without steps */
+                memcpy(r->split_steps, out + 2, r->nsteps * sizeof *out);
             memcpy(r->split_oom, out + 2 + r->nsteps, r->nooms_listed * sizeof *out);
         }
     }
