@@ -35,6 +35,9 @@ typedef struct render_options {
     int width, height;      /* 0: 1600 x 900 */
     render_text_fn on_text; /* optional, NULL: none */
     void *text_ctx;         /* passed to on_text */
+    /* > 0: the input has no timestamps (an old PyTorch snapshot): its times are the events'
+     * order, ns_per_event apart, and time axes say "events, in order" instead of a duration */
+    int64_t ns_per_event;
 } render_options;
 
 /* An RGB colour, components 0..1. */

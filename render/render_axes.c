@@ -105,6 +105,20 @@ void axis_time(axis *a, double lo_ns, double hi_ns, int target_ticks) {
     a->decimals = decimals_for(step);
 }
 
+const char *axis_x_time(const canvas *c, axis *a, double lo_ns, double hi_ns, int target_ticks) {
+    if (c->ns_per_event <= 0) {
+        axis_time(a, lo_ns, hi_ns, target_ticks);
+        return "time since the first event";
+    }
+    double per = (double)c->ns_per_event;
+    axis_plain(a, AXIS_INTEGER, lo_ns / per, hi_ns / per, target_ticks);
+    a->lo *= per; /* the plot keeps its data in ns; labels show events */
+    a->hi *= per;
+    a->step *= per;
+    a->unit *= per;
+    return "events, in order (no timestamps)";
+}
+
 void axis_plain(axis *a, int kind, double lo, double hi, int target_ticks) {
     memset(a, 0, sizeof *a);
     if (!(hi > lo))
@@ -159,6 +173,13 @@ void format_bytes(double bytes, char *buf, size_t len) {
         u++;
     }
     snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, names[u]);
+}
+
+void format_moment(const canvas *c, double ns, char *buf, size_t len) {
+    if (c->ns_per_event > 0)
+        snprintf(buf, len, "event %.0f", ns / (double)c->ns_per_event);
+    else
+        format_duration(ns, buf, len);
 }
 
 void format_duration(double ns, char *buf, size_t len) {

@@ -198,6 +198,7 @@ static void canvas_release(canvas *c) {
 int canvas_open(canvas *c, const char *path, const render_options *opt, const char *title,
                 const char *subtitle, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
+    c->ns_per_event = opt ? opt->ns_per_event : 0;
     if (!path || !*path) {
         snprintf(err, errlen, "no output file name for the picture");
         return -1;

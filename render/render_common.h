@@ -31,7 +31,8 @@ typedef struct canvas {
     double s;    /* type and line scale: 1 at 1600 x 900 */
     render_text_fn on_text;
     void *text_ctx;
-    canvas_box *boxes; /* text placed so far */
+    int64_t ns_per_event; /* render_options.ns_per_event */
+    canvas_box *boxes;    /* text placed so far */
     size_t nboxes, boxes_cap;
     const char *svg_title, *svg_desc; /* spliced into the SVG as <title>, <desc> */
     int svg_state;
@@ -161,6 +162,10 @@ typedef struct axis {
 void axis_bytes(axis *a, double max, int target_ticks);
 /* lo .. hi nanoseconds, ticks in the unit that suits the span. */
 void axis_time(axis *a, double lo_ns, double hi_ns, int target_ticks);
+/* The x axis of a picture over time: time since the first event, or the
+ * events' order for an input without timestamps (canvas ns_per_event).
+ * Returns the axis title. */
+const char *axis_x_time(const canvas *c, axis *a, double lo_ns, double hi_ns, int target_ticks);
 /* lo .. hi as given (AXIS_PLAIN) or widened to whole ticks (AXIS_INTEGER). */
 void axis_plain(axis *a, int kind, double lo, double hi, int target_ticks);
 /* The tick values inside [lo, hi]; returns their count (<= max). */
@@ -171,6 +176,8 @@ void axis_label(const axis *a, double v, char *buf, size_t len);
 void format_bytes(double bytes, char *buf, size_t len);
 /* A duration, e.g. "850 ns", "12.5 µs", "3.20 ms", "1.234 s", "2m 05s". */
 void format_duration(double ns, char *buf, size_t len);
+/* A moment on a time axis: a duration, or "event N" without timestamps. */
+void format_moment(const canvas *c, double ns, char *buf, size_t len);
 
 typedef struct plot {
     double x, y, w, h; /* the data area */

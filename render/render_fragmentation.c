@@ -211,10 +211,11 @@ static void draw(canvas *c, const render_fragmentation *f) {
         return;
     }
     double x0 = f->x[0], x1 = f->x[f->npoints - 1];
+    const char *xtitle = "step";
     if (f->x_is_time) {
         if (x1 <= x0)
             x1 = x0 + 1;
-        axis_time(&p.xa, x0 * 1e9, x1 * 1e9, (int)(p.w / (130 * s)));
+        xtitle = axis_x_time(c, &p.xa, x0 * 1e9, x1 * 1e9, (int)(p.w / (130 * s)));
         p.xa.lo /= 1e9;
         p.xa.hi /= 1e9;
         p.xa.step /= 1e9;
@@ -223,8 +224,7 @@ static void draw(canvas *c, const render_fragmentation *f) {
         axis_plain(&p.xa, AXIS_INTEGER, x0 - 0.5, x1 + 0.5, (int)(p.w / (90 * s)));
     }
     draw_bands(c, &p, f);
-    plot_axes(c, &p, f->x_is_time ? "time since the first event" : "step",
-              "fragmentation (reserved \xe2\x88\x92 allocated) / reserved");
+    plot_axes(c, &p, xtitle, "fragmentation (reserved \xe2\x88\x92 allocated) / reserved");
     if (f->largest_free)
         plot_right_axis(c, &p, &right, "largest free block", rgb_hex(COLOR_FREE));
     cairo_save(c->cr);

@@ -205,7 +205,8 @@ static int draw(canvas *c, const render_heatmap *h) {
         canvas_message(c, top, "the picture is too small for a plot");
         return 0;
     }
-    axis_time(&p.xa, (double)h->start_ns, (double)h->end_ns, (int)(p.w / (130 * s)));
+    const char *xtitle =
+        axis_x_time(c, &p.xa, (double)h->start_ns, (double)h->end_ns, (int)(p.w / (130 * s)));
     size_t iw = h->ncols < (size_t)p.w ? h->ncols : (size_t)p.w;
     size_t ih = h->nrows < (size_t)p.h ? h->nrows : (size_t)p.h;
     cairo_surface_t *img = grid_image(h, iw, ih);
@@ -217,7 +218,7 @@ static int draw(canvas *c, const render_heatmap *h) {
     char row_bytes[32], ytitle[96];
     format_bytes((double)h->bytes_per_row, row_bytes, sizeof row_bytes);
     snprintf(ytitle, sizeof ytitle, "segments stacked by address (one row = %s)", row_bytes);
-    plot_axes(c, &p, "time since the first event", ytitle);
+    plot_axes(c, &p, xtitle, ytitle);
     cairo_t *cr = c->cr;
     cairo_save(cr);
     cairo_rectangle(cr, p.x, p.y, p.w, p.h);

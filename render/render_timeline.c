@@ -382,7 +382,7 @@ static void draw_markers(canvas *c, const render_timeline *t, const plot *p, con
         cairo_set_line_width(cr, 2.2 * s);
         cairo_stroke(cr);
         format_bytes((double)t->peak_bytes, b1, sizeof b1);
-        format_duration((double)t->peak_ns, b2, sizeof b2);
+        format_moment(c, (double)t->peak_ns, b2, sizeof b2);
         snprintf(buf, sizeof buf, "peak %s at %s", b1, b2);
         text_font(c, FS_LABEL, FONT_BOLD);
         double d = 9 * s;
@@ -459,13 +459,14 @@ static int draw(canvas *c, const render_timeline *t) {
         canvas_message(c, top, "the picture is too small for a plot");
         return 0;
     }
-    axis_time(&p.xa, (double)t->bucket_start_ns[0], (double)t->end_ns, (int)(p.w / (130 * s)));
+    const char *xtitle = axis_x_time(c, &p.xa, (double)t->bucket_start_ns[0], (double)t->end_ns,
+                                     (int)(p.w / (130 * s)));
     columns k;
     if (columns_build(&k, t, &p) != 0) {
         columns_free(&k);
         return -1;
     }
-    plot_axes(c, &p, "time since the first event", "bytes");
+    plot_axes(c, &p, xtitle, "bytes");
     cairo_save(c->cr);
     cairo_rectangle(c->cr, p.x, p.y - 8 * s, p.w, p.h + 8 * s);
     cairo_clip(c->cr);

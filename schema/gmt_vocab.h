@@ -28,6 +28,11 @@
  * others are a `device_out_of_range` warning. */
 #define GMT_MAX_DEVICES 256
 
+/* An input without timestamps (a PyTorch <= 2.1 snapshot) keeps its events'
+ * order, this many ns apart; meta `timestamps` = 0 says so, and pictures
+ * then draw over event numbers. */
+#define GMT_UNTIMED_EVENT_NS 1000
+
 /* ---- trace vocabulary: X(ID, code, "sql name", "meaning") ------------------ */
 
 /* What happened to memory (trace_event.op; event_rows.op). */

@@ -153,4 +153,22 @@ for dev, peak, peak_id in db.execute("SELECT device, peak_allocated_bytes, peak_
 assert checked, "no bucket holds the peak"
 EOF
 
+# An input without timestamps (meta timestamps = 0, as for a PyTorch <= 2.1 snapshot): times are
+# the events' order, and nothing says "ms".
+cp "$T/spike.db" "$T/untimed.db"
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
+db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("timestamps", "0")); db.commit()' \
+  "$T/untimed.db"
+"$MA" report "$T/untimed.db" >"$T/untimed.txt" || fail "report of an untimed input"
+grep -q "no timestamps" "$T/untimed.txt" || fail "report does not say the input has no timestamps"
+grep -q "peak allocated .* at event [0-9]* (step [0-9]*)$" "$T/untimed.txt" ||
+  fail "untimed: the peak is not an event and a step"
+if "$MA" timeline "$T/untimed.db" -o "$T/untimed.svg" >/dev/null 2>&1; then
+  grep -q "events, in order (no timestamps)" "$T/untimed.svg" || fail "untimed timeline axis"
+  grep -q "over [0-9]* events" "$T/untimed.svg" || fail "untimed timeline subtitle"
+  grep -q " ms\b\|[0-9] s<" "$T/untimed.svg" && fail "untimed timeline shows times"
+  "$MA" heatmap "$T/untimed.db" -o "$T/untimed-heat.svg" >/dev/null 2>&1 &&
+    grep -q "events, in order (no timestamps)" "$T/untimed-heat.svg" || fail "untimed heatmap axis"
+fi
+
 [ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }

@@ -57,7 +57,7 @@ static void on_text(void *ctx, const char *s, double x, double y, double w, doub
 
 static render_options options(int w, int h) {
     ntexts = 0;
-    render_options o = {w, h, on_text, NULL};
+    render_options o = {.width = w, .height = h, .on_text = on_text};
     return o;
 }
 
@@ -653,12 +653,12 @@ static void test_formats_and_errors(void) {
     CHECK(render_segments_draw(&(render_layout){0}, "/nonexistent-dir/x.svg", NULL, err,
                                sizeof err) == -1);
     /* sizes: the smallest allowed still makes a picture; smaller is refused */
-    render_options small = {64, 64, NULL, NULL};
+    render_options small = {.width = 64, .height = 64};
     CHECK(render_timeline_draw(&t, out("small.png"), &small, err, sizeof err) == 0);
     cairo_surface_t *sp = load(out("small.png"), 64, 64);
     if (sp)
         cairo_surface_destroy(sp);
-    render_options tiny = {10, 10, NULL, NULL};
+    render_options tiny = {.width = 10, .height = 10};
     CHECK(render_timeline_draw(&t, out("tiny.png"), &tiny, err, sizeof err) == -1);
     CHECK(strstr(err, "10x10") != NULL);
     /* inconsistent input: refused before a file is made */

@@ -148,11 +148,6 @@ static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len
     return buf;
 }
 
-/* meta `timestamps`: 0 for a snapshot without time_us; traces always have them. */
-static int has_timestamps(sqlite3 *db) {
-    return db_query_int(db, "SELECT value FROM meta WHERE key = 'timestamps'", 1) != 0;
-}
-
 /* meta `allocator_settings`, a JSON object as PyTorch names the settings;
  * 0 when the input says nothing about them. */
 static int allocator_settings(sqlite3 *db, char *buf, size_t len) {
@@ -182,7 +177,7 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
     long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
     long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
-    if (has_timestamps(db))
+    if (when_has_timestamps(db))
         printf("  %lld events over %s", events,
                units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
     else
@@ -650,7 +645,7 @@ int cmd_report(int argc, char **argv) {
         printf(
             ", \"timestamps\": %s, \"allocator_settings\": %s, \"replay_warnings_total\": %lld,\n"
             " \"from_event_id\": %lld, \"to_event_id\": %lld, \"devices\": [",
-            has_timestamps(db) ? "true" : "false", settings,
+            when_has_timestamps(db) ? "true" : "false", settings,
             db_query_int(db, "SELECT value FROM meta WHERE key = 'warnings_total'", 0),
             (long long)from, (long long)to);
     }

@@ -29,6 +29,9 @@
 
 int plots_available(void) { return 1; }
 
+/* Time axes of an input without timestamps count events (render_options). */
+int64_t ns_per_event(sqlite3 *db) { return when_has_timestamps(db) ? 0 : GMT_UNTIMED_EVENT_NS; }
+
 uint64_t plot_site_key(const char *label) {
     uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, label ? label : "", label ? strlen(label) : 0);
     return h > 20 ? h : h + 21; /* 0 is "other", 1..20 are ranks (site_ranks) */
@@ -518,10 +521,14 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     char title[512], subtitle[256], span[32];
     device_title(db, rq, "Timeline", title, sizeof title);
     int64_t end_ns = t.n ? t.start[t.n - 1] + bucket_ns : 0;
+    if (when_has_timestamps(db))
+        units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span);
+    else
+        snprintf(span, sizeof span, "%lld events", (long long)(end_ns / GMT_UNTIMED_EVENT_NS));
     snprintf(subtitle, sizeof subtitle,
              "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
              "limit marked",
-             m.by, units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span));
+             m.by, span);
     render_timeline rt = {
         .title = title,
         .subtitle = subtitle,
@@ -545,7 +552,8 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1", rq->device, 0, 0),
         .nooms = nooms,
         .oom_ns = oom_ns};
-    render_options ro = {.width = rq->width, .height = rq->height};
+    render_options ro = {
+        .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));
     else
@@ -615,7 +623,8 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
                                .x_is_time = x_is_time,
                                .fragmentation = frag,
                                .largest_free = largest};
-    render_options ro = {.width = rq->width, .height = rq->height};
+    render_options ro = {
+        .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for fragmentation: %s", sqlite3_errmsg(db));
     else
@@ -718,7 +727,8 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
                         .nlegend = labels && keys ? nlisted : 0,
                         .legend_label = labels,
                         .legend_key = keys};
-    render_options ro = {.width = rq->width, .height = rq->height};
+    render_options ro = {
+        .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
     if (rc != 0)
         snprintf(err, errlen, "out of memory drawing segments");
     else

@@ -30,6 +30,10 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
 int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
                        size_t errlen);
 
+/* For render_options.ns_per_event: GMT_UNTIMED_EVENT_NS when the input has no
+ * timestamps, else 0. */
+int64_t ns_per_event(sqlite3 *db);
+
 /* The colour key of a site label (stable across pictures and runs). */
 uint64_t plot_site_key(const char *label);
 

@@ -14,6 +14,7 @@
 #include "heat_rows.h"
 #include "render.h"
 #include "units.h"
+#include "when.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,8 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
                          .fraction = fraction,
                          .nbounds = bounds ? nbounds : 0,
                          .bound_rows = bounds};
-    render_options ro = {.width = rq->width, .height = rq->height};
+    render_options ro = {
+        .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
     if (rc != 0)
         snprintf(err, errlen, "reading the database for the heatmap: %s", sqlite3_errmsg(db));
     else

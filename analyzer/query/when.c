@@ -145,6 +145,10 @@ int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int dev
     return 0;
 }
 
+int when_has_timestamps(sqlite3 *db) {
+    return db_query_int(db, "SELECT value FROM meta WHERE key = 'timestamps'", 1) != 0;
+}
+
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
     if (event_id <= 0) {
         snprintf(buf, len, "the start (event 0)");
@@ -158,7 +162,11 @@ void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
                                 event_id, 0, INT64_MIN);
     char t[32];
     units_duration(ts > 0 ? (uint64_t)ts : 0, t, sizeof t);
-    if (step != INT64_MIN)
+    if (!when_has_timestamps(db) && step != INT64_MIN)
+        snprintf(buf, len, "event %lld (step %lld)", (long long)event_id, (long long)step);
+    else if (!when_has_timestamps(db))
+        snprintf(buf, len, "event %lld", (long long)event_id);
+    else if (step != INT64_MIN)
         snprintf(buf, len, "event %lld (step %lld, %s)", (long long)event_id, (long long)step, t);
     else
         snprintf(buf, len, "event %lld (%s)", (long long)event_id, t);

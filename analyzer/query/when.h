@@ -36,7 +36,12 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
 int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int device, int64_t *from,
                 int64_t *to, char *err, size_t errlen);
 
-/* Describes an event id for people: "event 1234 (step 3, 12.5 s)". */
+/* 0 when the input has no timestamps (meta `timestamps` = 0: its times are
+ * the events' order, GMT_UNTIMED_EVENT_NS apart), else 1. */
+int when_has_timestamps(sqlite3 *db);
+
+/* Describes an event id for people: "event 1234 (step 3, 12.5 s)"; without
+ * timestamps, no time. */
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len);
 
 #endif
