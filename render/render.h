@@ -163,6 +163,7 @@ typedef struct render_fragmentation {
     const double *x; /* [npoints] step numbers, or seconds when x_is_time */
     int x_is_time;
     const double *fragmentation; /* [npoints] (reserved - allocated) / reserved, 0..1 */
+    const double *trapped; /* [npoints] its trapped part: trapped / reserved, 0..1; NULL: none */
     const int64_t *largest_free; /* [npoints] largest free block, bytes (second axis); NULL: none */
 } render_fragmentation;
 

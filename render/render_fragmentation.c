@@ -16,6 +16,16 @@
 
 #define COLOR_FRAG 0x1d1d1d
 #define COLOR_FREE 0x1f5fa8
+#define COLOR_TRAPPED 0x8e24aa
+
+enum { LINE_FRAGMENTATION, LINE_LARGEST_FREE, LINE_TRAPPED };
+
+/* Point i of a line; the largest free block is on the byte axis at the right. */
+static double line_value(const render_fragmentation *f, int which, size_t i) {
+    return which == LINE_LARGEST_FREE ? (double)f->largest_free[i]
+           : which == LINE_TRAPPED    ? f->trapped[i]
+                                      : f->fragmentation[i];
+}
 
 /* Band i's shade and the colour of its name, from good to severe. */
 static const struct band_colors {
@@ -100,8 +110,9 @@ static int reduced(const render_fragmentation *f, const plot *p) {
 
 /* A line through the points, with gaps at NaN; more points than columns
  * are drawn as each column's min..max. */
-static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, int second,
+static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, int which,
                       render_rgb color, double width, int dashed) {
+    int second = which == LINE_LARGEST_FREE;
     cairo_t *cr = c->cr;
     double ymax = p->ya.hi;
     plot q = *p;
@@ -118,7 +129,7 @@ static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, i
     for (size_t i = 0; i <= f->npoints; i++) {
         double v = NAN, x = 0;
         if (i < f->npoints) {
-            v = second ? (double)f->largest_free[i] : f->fragmentation[i];
+            v = line_value(f, which, i);
             x = plot_x(p, f->x[i]);
             if (!second && v > ymax)
                 v = ymax;
@@ -171,7 +182,7 @@ static void draw_line(canvas *c, const plot *p, const render_fragmentation *f, i
     if (reduce || (f->npoints > 1 && p->w / (double)f->npoints < 8 * c->s))
         return;
     for (size_t i = 0; i < f->npoints; i++) {
-        double v = second ? (double)f->largest_free[i] : fmin(f->fragmentation[i], ymax);
+        double v = second ? line_value(f, which, i) : fmin(line_value(f, which, i), ymax);
         if (!isfinite(v))
             continue;
         cairo_arc(cr, plot_x(p, f->x[i]), plot_y(&q, v), (second ? 2.5 : 3.2) * c->s, 0, 2 * M_PI);
@@ -231,15 +242,20 @@ static void draw(canvas *c, const render_fragmentation *f) {
     cairo_rectangle(c->cr, p.x - 4 * s, p.y - 4 * s, p.w + 8 * s, p.h + 8 * s);
     cairo_clip(c->cr);
     if (f->largest_free)
-        draw_line(c, &p, f, 1, rgb_hex(COLOR_FREE), 2 * s, 1);
-    draw_line(c, &p, f, 0, rgb_hex(COLOR_FRAG), 2.4 * s, 0);
+        draw_line(c, &p, f, LINE_LARGEST_FREE, rgb_hex(COLOR_FREE), 2 * s, 1);
+    draw_line(c, &p, f, LINE_FRAGMENTATION, rgb_hex(COLOR_FRAG), 2.4 * s, 0);
+    if (f->trapped)
+        draw_line(c, &p, f, LINE_TRAPPED, rgb_hex(COLOR_TRAPPED), 2.4 * s, 0);
     cairo_restore(c->cr);
     plot_frame(c, &p);
     band_names(c, &p, f);
-    legend_item items[3 + RENDER_MAX_BANDS];
+    legend_item items[4 + RENDER_MAX_BANDS];
     char legends[RENDER_MAX_BANDS][64];
     size_t n = 0;
     items[n++] = (legend_item){"fragmentation", rgb_hex(COLOR_FRAG), LEGEND_LINE};
+    if (f->trapped)
+        items[n++] = (legend_item){"trapped (empty_cache() cannot return it)",
+                                   rgb_hex(COLOR_TRAPPED), LEGEND_LINE};
     if (f->largest_free)
         items[n++] = (legend_item){"largest free block", rgb_hex(COLOR_FREE),
                                    reduced(f, &p) ? LEGEND_LINE : LEGEND_DASH};

@@ -566,6 +566,16 @@ static void test_fragmentation(void) {
      * columns both are solid (each column is a min..max stroke). */
     CHECK(render_fragmentation_draw(&f, out("frag-few.svg"), &o, err, sizeof err) == 0);
     CHECK(file_contains(out("frag-few.svg"), "stroke-dasharray"));
+    CHECK(!find("trapped (empty_cache() cannot return it)"));
+    /* the trapped part of the fragmentation is a line of its own, in the legend */
+    double tr[10];
+    for (size_t i = 0; i < 10; i++)
+        tr[i] = 0.1;
+    f.trapped = tr;
+    o = options(1200, 700);
+    CHECK(render_fragmentation_draw(&f, out("frag-trapped.png"), &o, err, sizeof err) == 0);
+    CHECK(find("trapped (empty_cache() cannot return it)") != NULL);
+    f.trapped = NULL;
     enum { MANY = 6000 };
     static double mx[MANY], mfr[MANY];
     static int64_t mlf[MANY];
@@ -710,11 +720,26 @@ static void test_site_colors(void) {
 }
 
 static void remove_outputs(void) {
-    static const char *const names[] = {"flat.png",     "markers.png",  "speed.png",    "heat.png",
-                                        "heat_big.png", "seg.png",      "seg_many.png", "frag.png",
-                                        "e1.png",       "e2.png",       "e3.png",       "e4.svg",
-                                        "f.png",        "f.svg",        "f.pdf",        "F.PNG",
-                                        "utf8.png",     "frag-few.svg", "frag-many.svg"};
+    static const char *const names[] = {"flat.png",
+                                        "markers.png",
+                                        "speed.png",
+                                        "heat.png",
+                                        "heat_big.png",
+                                        "seg.png",
+                                        "seg_many.png",
+                                        "frag.png",
+                                        "e1.png",
+                                        "e2.png",
+                                        "e3.png",
+                                        "e4.svg",
+                                        "f.png",
+                                        "f.svg",
+                                        "f.pdf",
+                                        "F.PNG",
+                                        "utf8.png",
+                                        "frag-few.svg",
+                                        "frag-trapped.png",
+                                        "frag-many.svg"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(out(names[i]));
     rmdir(dir);

@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "block_sweep.h"
 #include "db_query.h"
+#include "free_split.h"
 #include "gmt_grow.h"
 #include "gmt_hash.h"
 #include "layout.h"
@@ -574,11 +575,37 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
 
 /* ---- fragmentation ---------------------------------------------------------- */
 
+/* The trapped ratio at each point (free_split.h), from layouts: at most
+ * TRAPPED_POINTS of them, the points between holding the last value. NULL
+ * when it cannot be had (the picture then shows the ratio without it). */
+#define TRAPPED_POINTS 1024
+static double *trapped_ratios(sqlite3 *db, int device, const step_state *points, size_t n) {
+    size_t stride = n > TRAPPED_POINTS ? (n + TRAPPED_POINTS - 1) / TRAPPED_POINTS : 1;
+    size_t m = n ? (n + stride - 1) / stride : 0;
+    double *out = calloc(n + 1, sizeof *out);
+    int64_t *ids = calloc(m + 1, sizeof *ids);
+    free_split *splits = calloc(m + 1, sizeof *splits);
+    char err[256];
+    int ok = out && ids && splits;
+    for (size_t k = 0; ok && k < m; k++)
+        ids[k] = points[k * stride].at_end.event_id;
+    ok = ok && free_split_at(db, device, ids, m, splits, err, sizeof err) == 0;
+    for (size_t i = 0; ok && i < n; i++)
+        out[i] = free_split_trapped_ratio(&splits[i / stride]);
+    free(ids);
+    free(splits);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
                        size_t errlen) {
     step_state *steps = NULL;
     size_t n = 0;
-    double *x = NULL, *frag = NULL;
+    double *x = NULL, *frag = NULL, *trapped = NULL;
     int64_t *largest = NULL;
     int x_is_time = 0, rc = analysis_steps(db, rq->device, rq->from, rq->to, &steps, &n);
     if (rc == 0 && n == 0) { /* no steps: over time, from the buckets' ends */
@@ -604,6 +631,8 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
         frag[i] = frag_of(&steps[i].at_end);
         largest[i] = steps[i].at_end.largest_free;
     }
+    if (rc == 0)
+        trapped = trapped_ratios(db, rq->device, steps, n);
     char title[512];
     device_title(db, rq, "Fragmentation", title, sizeof title);
     render_band bands[FRAG_BAND_COUNT];
@@ -613,15 +642,18 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     render_fragmentation rf = {.title = title,
                                .nbands = FRAG_BAND_COUNT,
                                .bands = bands,
-                               .subtitle = x_is_time
-                                               ? "(reserved - allocated) / reserved over time "
-                                                 "(no steps found), and the largest free block"
-                                               : "(reserved - allocated) / reserved at each step's "
-                                                 "end, and the largest free block",
+                               .subtitle =
+                                   x_is_time ? "(reserved - allocated) / reserved and its trapped "
+                                               "part over time (no steps found), and the "
+                                               "largest free block"
+                                             : "(reserved - allocated) / reserved and its trapped "
+                                               "part at each step's end, and the largest free "
+                                               "block",
                                .npoints = n,
                                .x = x,
                                .x_is_time = x_is_time,
                                .fragmentation = frag,
+                               .trapped = trapped,
                                .largest_free = largest};
     render_options ro = {
         .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
@@ -632,6 +664,7 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     free(steps);
     free(x);
     free(frag);
+    free(trapped);
     free(largest);
     return rc;
 }
