@@ -311,11 +311,12 @@ int am_settings_parse(am_settings *s, const char *conf, char *err, size_t errlen
 /* ---- the model's configuration -------------------------------------------------------- */
 
 am_config am_settings_config(const am_settings *s, am_config base) {
+    /* values PyTorch refuses (below 20 MiB) cannot have been in effect: ignored */
     if (s->known & AM_SET_EXPANDABLE)
         base.expandable_segments = s->expandable_segments;
-    if (s->known & AM_SET_MAX_SPLIT)
+    if ((s->known & AM_SET_MAX_SPLIT) && s->max_split_size >= AM_LARGE_BUFFER)
         base.max_split_size = s->max_split_size;
-    if (s->known & AM_SET_MAX_NON_SPLIT_ROUNDING)
+    if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && s->max_non_split_rounding >= AM_LARGE_BUFFER)
         base.max_non_split_rounding = s->max_non_split_rounding;
     if (s->known & AM_SET_ROUNDUP)
         memcpy(base.roundup_power2_divisions, s->roundup_power2_divisions,
@@ -381,9 +382,11 @@ size_t am_settings_json(const am_settings *s, char *out, size_t len) {
         else
             put(&o, "%llu", (unsigned long long)s->max_split_size);
     }
-    if (s->known & AM_SET_GC_THRESHOLD) {
+    if (s->known & AM_SET_GC_THRESHOLD) { /* a float, written as Python writes it: 0.0 */
+        char number[40];
+        snprintf(number, sizeof number, "%.17g", s->garbage_collection_threshold);
         put_key(&o, "garbage_collection_threshold");
-        put(&o, "%.17g", s->garbage_collection_threshold);
+        put(&o, "%s%s", number, strpbrk(number, ".eEn") ? "" : ".0");
     }
     if (s->known & AM_SET_ROUNDUP) {
         put_key(&o, "roundup_power2_divisions");

@@ -79,7 +79,9 @@ uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64
 unsigned am_roundup_interval_of_mib(uint64_t mib);
 
 /* `base` with the settings of *s that the model follows applied (expandable_segments,
- * max_split_size, max_non_split_rounding, roundup_power2_divisions). */
+ * max_split_size, max_non_split_rounding, roundup_power2_divisions); a size below 20 MiB,
+ * which PyTorch refuses, is left out. The result is always accepted by am_model_new (when
+ * `base` is). */
 am_config am_settings_config(const am_settings *s, am_config base);
 
 /* The known settings as one JSON object with PyTorch's names: the snapshot dict's

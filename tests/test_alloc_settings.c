@@ -107,7 +107,7 @@ static void test_config_and_json(void) {
     all.backend_async = true;
     am_settings_json(&all, json, sizeof json);
     CHECK_STR_EQ(json, "{\"PYTORCH_CUDA_ALLOC_CONF\": \"a\\\"b\\\\c\", \"max_split_size\": -1, "
-                       "\"garbage_collection_threshold\": 0, \"roundup_power2_divisions\": "
+                       "\"garbage_collection_threshold\": 0.0, \"roundup_power2_divisions\": "
                        "{\"1\": 0, \"2\": 2, \"4\": 0, \"8\": 0, \"16\": 0, \"32\": 0, \"64\": 0, "
                        "\"128\": 0, \"256\": 0, \"512\": 0, \"1024\": 0, \"2048\": 0, \"4096\": "
                        "0, \"8192\": 0, \"16384\": 0, \"32768\": 0}, "
