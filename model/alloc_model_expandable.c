@@ -155,6 +155,8 @@ static long reserve_range(am_model *model, uint64_t stream, bool is_small, am_er
     uint64_t page = am_expandable_page(is_small);
     uint64_t total =
         model->config.device_capacity ? model->config.device_capacity : UNLIMITED_DEVICE;
+    if (total > (1ULL << 60)) /* no device is that large; keeps the sums below from wrapping */
+        total = 1ULL << 60;
     uint64_t wanted = total + total / 8;
     uint64_t size = wanted / page * page + (wanted % page ? page : 0);
     uint64_t addr = align_up(expandable_base(model), VA_ALIGN);

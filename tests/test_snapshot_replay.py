@@ -265,6 +265,29 @@ def main():
                           f"{len(want)}, first difference "
                           f"{bad[0][:2] if bad else None}, outside "
                           f"{len(got['outside_blocks'])}, left out {got['rows_left_out']}")
+                # every moment has a full layout: at a few events, the layout agrees with the
+                # timeline and leaves nothing out (no live block drawn outside its segment)
+                ids = [r[0] for r in db.execute(
+                    "SELECT event_id FROM timeline WHERE device = ? AND event_id >= 0 "
+                    "ORDER BY event_id", (dev,))]
+                picks = sorted({ids[i * (len(ids) - 1) // 4] for i in range(5)} if ids else set())
+                for at in picks:
+                    seg_run = subprocess.run([memanalyze, "segments", db_path, "--at",
+                                              f"event:{at}", "--device", str(dev), "--json"],
+                                             capture_output=True, text=True, env=env)
+                    if seg_run.returncode != 0:
+                        check(False, f"{name} device {dev} event {at}: {seg_run.stderr.strip()}")
+                        continue
+                    got = json.loads(seg_run.stdout)
+                    row = db.execute("SELECT reserved_bytes, allocated_bytes FROM timeline WHERE "
+                                     "device = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1",
+                                     (dev, at)).fetchone()
+                    check((got["reserved_bytes"], got["allocated_bytes"]) == row and
+                          not got["outside_blocks"] and not got["rows_left_out"],
+                          f"{name} device {dev} event {at}: layout reserved/allocated "
+                          f"{got['reserved_bytes']}/{got['allocated_bytes']}, timeline {row}, "
+                          f"outside {len(got['outside_blocks'])}, left out "
+                          f"{got['rows_left_out']}")
             got = db.execute("SELECT count(*) FROM event_rows WHERE event_id > 0").fetchone()[0]
             check(got == expected_events(snap),
                   f"{name}: {got} events replayed, {expected_events(snap)} expected")

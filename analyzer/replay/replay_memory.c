@@ -451,10 +451,11 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
         e->in_model = 1;
         am_segment_info seg;
         if (am_segment_lookup(d->model, ev->addr, &seg) == AM_OK && seg.is_expandable) {
-            /* mapped memory: the row (map) holding the block's start, which no unmap can end
-             * while the block lives (unmaps take whole free pages) */
+            /* mapped memory: the row (map) holding the block's start when it is one page,
+             * which no unmap can end while the block lives (unmaps take whole free pages);
+             * a map of several pages may be cut under it: unknown then */
             const live_entry *m = mapped_row_containing(rp, ev->device, ev->addr);
-            if (m)
+            if (m && m->size <= am_expandable_page(seg.is_small))
                 e->segment_id = m->event_id;
         } else if (seg.tag) {
             e->segment_id = rp->entries[seg.tag - 1].event_id;
