@@ -40,6 +40,10 @@
  *    Releasing the cache unmaps the pages that lie entirely inside free blocks (unmap_block)
  *    and forgets a range with nothing mapped.
  *
+ * Settings without an effect on the layout are not modelled: garbage_collection_threshold
+ * (PyTorch collects only under a memory fraction, which the model has no notion of) and
+ * release_lock_on_cudamalloc.
+ *
  * The modes may be mixed on one model (e.g. seed from a snapshot, then decide); expandable
  * segments made in apply mode have no reserved range the model knows of, so decide mode does
  * not grow them (it still reuses and unmaps their free pages).
