@@ -210,6 +210,16 @@ static int by_hint_addr(const void *a, const void *b) {
 /* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
 static int map_is_small(uint64_t size) { return size % AM_PAGE_LARGE != 0; }
 
+typedef struct range_at {
+    uint64_t addr;
+    size_t index;
+} range_at;
+
+static int by_range_addr(const void *a, const void *b) {
+    uint64_t x = ((const range_at *)a)->addr, y = ((const range_at *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
 static int resolve_pools(const snapshot_device *dev, seed_state *s) {
     size_t unknown = 0;
     for (size_t i = 0; i < s->nranges; i++)
@@ -250,22 +260,26 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
             r->small = hints[lo].small;
     }
     free(hints);
-    for (int changed = 1; changed;) { /* a neighbour of the same stream tells */
-        changed = 0;
-        for (size_t i = 0; i < s->nranges; i++) {
-            seed_range *r = &s->ranges[i];
-            if (!r->live || !r->expandable || r->small >= 0)
-                continue;
-            for (size_t k = 0; k < s->nranges && r->small < 0; k++) {
-                const seed_range *o = &s->ranges[k];
-                if (o->live && o->expandable && o->small >= 0 && o->stream == r->stream &&
-                    (o->addr + o->size == r->addr || r->addr + r->size == o->addr)) {
-                    r->small = o->small;
-                    changed = 1;
-                }
-            }
+    /* a neighbour of the same stream tells: ranges in address order, a forward and a backward
+     * sweep carry a pool along a run of touching ranges */
+    range_at *order = malloc((s->nranges ? s->nranges : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].live && s->ranges[i].expandable)
+            order[n++] = (range_at){s->ranges[i].addr, i};
+    qsort(order, n, sizeof *order, by_range_addr);
+    for (int sweep = 0; sweep < 2; sweep++) {
+        for (size_t k = 1; k < n; k++) {
+            seed_range *a = &s->ranges[order[sweep ? n - k : k - 1].index];
+            seed_range *b = &s->ranges[order[sweep ? n - k - 1 : k].index];
+            seed_range *lo = sweep ? b : a, *hi = sweep ? a : b;
+            if (lo->addr + lo->size == hi->addr && lo->stream == hi->stream && b->small < 0)
+                b->small = a->small;
         }
     }
+    free(order);
     for (size_t i = 0; i < s->nranges; i++)
         if (s->ranges[i].small < 0)
             s->ranges[i].small = map_is_small(s->ranges[i].size);
