@@ -352,16 +352,21 @@ am_error am_empty_cache(am_model *model, am_effect_fn effect_fn, void *ctx) {
 
 /* ---- apply mode ---- */
 
-am_error am_segment_insert(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
-                           uint64_t tag) {
+/* Whether a new segment may take [addr, addr+size): AM_OK with room for it reserved. */
+static am_error check_new_range(am_model *model, uint64_t addr, uint64_t size) {
     if (!model || !aml_range_is_valid(addr, size))
         return AM_ERR_INVALID_ARG;
     if (aml_range_overlaps_segment(model, addr, size))
         return AM_ERR_SEGMENT_OVERLAP;
-    if (!aml_reserve(model, 1, 1, 0))
-        return AM_ERR_NOMEM;
-    aml_segment_create(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER, false);
-    return AM_OK;
+    return aml_reserve(model, 1, 1, 0) ? AM_OK : AM_ERR_NOMEM;
+}
+
+am_error am_segment_insert(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                           uint64_t tag) {
+    am_error error = check_new_range(model, addr, size);
+    if (error == AM_OK)
+        aml_segment_create(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER, false);
+    return error;
 }
 
 am_error am_segment_remove(am_model *model, uint64_t addr) {
@@ -396,14 +401,10 @@ void amp_map_range(am_model *model, uint64_t addr, uint64_t size, uint64_t strea
 
 am_error am_segment_map_in_pool(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
                                 uint64_t tag, bool is_small) {
-    if (!model || !aml_range_is_valid(addr, size))
-        return AM_ERR_INVALID_ARG;
-    if (aml_range_overlaps_segment(model, addr, size))
-        return AM_ERR_SEGMENT_OVERLAP;
-    if (!aml_reserve(model, 1, 1, 0))
-        return AM_ERR_NOMEM;
-    amp_map_range(model, addr, size, stream, tag, is_small);
-    return AM_OK;
+    am_error error = check_new_range(model, addr, size);
+    if (error == AM_OK)
+        amp_map_range(model, addr, size, stream, tag, is_small);
+    return error;
 }
 
 am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,

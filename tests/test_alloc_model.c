@@ -29,16 +29,21 @@ static void record_effect(void *ctx, const am_effect *effect) {
     log->count++;
 }
 
-static am_model *new_model(uint64_t capacity, uint64_t max_split) {
+static am_model *new_model_with(uint64_t capacity, uint64_t max_split, bool expandable) {
     am_config config = am_config_default();
     config.device_capacity = capacity;
     config.max_split_size = max_split;
+    config.expandable_segments = expandable;
     am_model *model = am_model_new(&config);
     if (!model) {
         fprintf(stderr, "am_model_new failed\n");
         exit(1);
     }
     return model;
+}
+
+static am_model *new_model(uint64_t capacity, uint64_t max_split) {
+    return new_model_with(capacity, max_split, false);
 }
 
 /* malloc that must succeed; returns the block's address. */
@@ -690,15 +695,7 @@ static void test_expandable(void) {
 /* ---- known answers: expandable segments in decide mode (PyTorch's ExpandableSegment) ---- */
 
 static am_model *new_expandable_model(uint64_t capacity) {
-    am_config config = am_config_default();
-    config.device_capacity = capacity;
-    config.expandable_segments = true;
-    am_model *model = am_model_new(&config);
-    if (!model) {
-        fprintf(stderr, "am_model_new failed\n");
-        exit(1);
-    }
-    return model;
+    return new_model_with(capacity, UINT64_MAX, true);
 }
 
 #define ES (VA + AM_EXPANDABLE_VA_OFFSET) /* the first reserved range */
@@ -1076,6 +1073,39 @@ static void apply_effects(am_model *twin, const effect_log *log, live_block *liv
     }
 }
 
+#define LIVE_MAX 8192
+
+/* A block decide mode handed out: placed in the apply-mode twin and remembered (or, with no
+ * room left to remember it, freed in both). */
+static void keep_block(am_model *model, am_model *twin, const am_block_info *info,
+                       uint64_t requested, uint64_t stream, uint64_t tag, live_block *live,
+                       int *count) {
+    CHECK_EQ_U64(am_block_place(twin, info->addr, info->size, requested, stream, tag), AM_OK);
+    if (*count < LIVE_MAX)
+        live[(*count)++] = (live_block){info->addr, false};
+    else
+        CHECK_EQ_U64(am_free(model, info->addr), am_free(twin, info->addr));
+}
+
+/* A random live block freed in both models. */
+static void free_random(am_model *model, am_model *twin, random_state *r, live_block *live,
+                        int *count) {
+    int i = (int)(next_random(r) % (uint64_t)*count);
+    CHECK_EQ_U64(am_free(model, live[i].addr), AM_OK);
+    CHECK_EQ_U64(am_block_release(twin, live[i].addr), AM_OK);
+    live[i] = live[--*count];
+}
+
+/* A random live block's free requested in both models (a second request is refused). */
+static void free_request_random(am_model *model, am_model *twin, random_state *r, live_block *live,
+                                int count) {
+    int i = (int)(next_random(r) % (uint64_t)count);
+    am_error expected = live[i].pending ? AM_ERR_ALREADY_PENDING : AM_OK;
+    CHECK_EQ_U64(am_free_request(model, live[i].addr), expected);
+    CHECK_EQ_U64(am_block_mark_pending(twin, live[i].addr), expected);
+    live[i].pending = true;
+}
+
 /* How often the rarer paths ran over all seeds: each must have run at least once. */
 static int retried_allocs, completed_by_sync, single_release_retries;
 
@@ -1083,7 +1113,7 @@ static void run_differential(uint64_t seed, int operations, uint64_t capacity, u
     am_model *model = new_model(capacity, max_split);
     am_model *twin = new_model(0, UINT64_MAX);
     random_state r = {seed * 0x9e3779b97f4a7c15ULL + 1};
-    static live_block live[8192];
+    static live_block live[LIVE_MAX];
     static effect_log log;
     int count = 0, ooms = 0, reuses = 0, failures_before = check_failures;
     for (int op = 0; op < operations && check_failures == failures_before; op++) {
@@ -1123,26 +1153,12 @@ static void run_differential(uint64_t seed, int operations, uint64_t capacity, u
                     CHECK_EQ_U64(log.items[0].addr, segment_addr);
                     CHECK_EQ_U64(info.addr, segment_addr);
                 }
-                CHECK_EQ_U64(
-                    am_block_place(twin, info.addr, info.size, requested, stream, (uint64_t)op + 1),
-                    AM_OK);
-                if (count < (int)(sizeof live / sizeof live[0]))
-                    live[count++] = (live_block){info.addr, false};
-                else
-                    CHECK_EQ_U64(am_free(model, info.addr), am_free(twin, info.addr));
+                keep_block(model, twin, &info, requested, stream, (uint64_t)op + 1, live, &count);
             }
         } else if (pick < 85) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            uint64_t addr = live[i].addr;
-            CHECK_EQ_U64(am_free(model, addr), AM_OK);
-            CHECK_EQ_U64(am_block_release(twin, addr), AM_OK);
-            live[i] = live[--count];
+            free_random(model, twin, &r, live, &count);
         } else if (pick < 98) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            am_error expected = live[i].pending ? AM_ERR_ALREADY_PENDING : AM_OK;
-            CHECK_EQ_U64(am_free_request(model, live[i].addr), expected);
-            CHECK_EQ_U64(am_block_mark_pending(twin, live[i].addr), expected);
-            live[i].pending = true;
+            free_request_random(model, twin, &r, live, count);
         } else {
             CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
             apply_effects(twin, &log, live, &count);
@@ -1184,11 +1200,9 @@ static int no_whole_free_page(const am_model *model) {
  * blocks cut whenever 512 bytes remain, and no whole free page left by a cache release. */
 static void run_differential_expandable(uint64_t seed, int operations, uint64_t capacity) {
     am_model *model = new_expandable_model(capacity);
-    am_config twin_config = am_config_default();
-    twin_config.expandable_segments = true;
-    am_model *twin = am_model_new(&twin_config);
+    am_model *twin = new_expandable_model(0);
     random_state r = {seed * 0x9e3779b97f4a7c15ULL + 7};
-    static live_block live[8192];
+    static live_block live[LIVE_MAX];
     static effect_log log;
     int count = 0, maps = 0, unmaps = 0, ooms = 0, failures_before = check_failures;
     for (int op = 0; op < operations && check_failures == failures_before; op++) {
@@ -1216,25 +1230,12 @@ static void run_differential_expandable(uint64_t seed, int operations, uint64_t 
                 CHECK_EQ_U64(err, AM_OK);
                 uint64_t rounded = am_round_size(requested);
                 CHECK(info.size == rounded || info.size - rounded < AM_MIN_BLOCK_SIZE);
-                CHECK_EQ_U64(
-                    am_block_place(twin, info.addr, info.size, requested, stream, (uint64_t)op + 1),
-                    AM_OK);
-                if (count < (int)(sizeof live / sizeof live[0]))
-                    live[count++] = (live_block){info.addr, false};
-                else
-                    CHECK_EQ_U64(am_free(model, info.addr), am_free(twin, info.addr));
+                keep_block(model, twin, &info, requested, stream, (uint64_t)op + 1, live, &count);
             }
         } else if (pick < 85) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            CHECK_EQ_U64(am_free(model, live[i].addr), AM_OK);
-            CHECK_EQ_U64(am_block_release(twin, live[i].addr), AM_OK);
-            live[i] = live[--count];
+            free_random(model, twin, &r, live, &count);
         } else if (pick < 95) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            am_error expected = live[i].pending ? AM_ERR_ALREADY_PENDING : AM_OK;
-            CHECK_EQ_U64(am_free_request(model, live[i].addr), expected);
-            CHECK_EQ_U64(am_block_mark_pending(twin, live[i].addr), expected);
-            live[i].pending = true;
+            free_request_random(model, twin, &r, live, count);
         } else {
             CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
             apply_effects(twin, &log, live, &count);

@@ -6,23 +6,6 @@
 #include "check.h"
 #include "trace_build.h"
 
-/* Replays the trace with `opt` (replay_it passes none). */
-static void replay_with(const replay_options *opt) {
-    char err[512];
-    CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
-    db_writer *dw = db_writer_open(db_path, err, sizeof err);
-    CHECK(dw != NULL);
-    replay_summary sum;
-    int rc = replay_trace(trace_path, dw, opt, &sum, err, sizeof err);
-    if (rc != 0)
-        fprintf(stderr, "replay: %s\n", err);
-    CHECK(rc == 0);
-    CHECK(db_writer_finish(dw, err, sizeof err) == 0);
-    if (db)
-        sqlite3_close(db);
-    CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-}
-
 static void torch(trace_op op, trace_level level, uint64_t addr, uint64_t size) {
     ev(op, level, TRACE_SOURCE_TORCH, addr, size, size, 0);
 }
@@ -52,7 +35,7 @@ static void test_multi_page_maps(void) {
     torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, x, 0);                      /* 5 */
     torch(TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, x, 20 * MiB);            /* 6 */
     torch(TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, x + 20 * MiB, 20 * MiB);   /* 7: rejoins */
-    replay_with(NULL);
+    replay_with(db_path, DB_READ_ONLY, NULL);
     CHECK_EQ_U64(q("SELECT size FROM event_rows WHERE event_id = 2"), 19 * MiB);
     CHECK_EQ_U64(q("SELECT reserved_bytes / 1048576 FROM timeline WHERE event_id = 4"), 40);
     CHECK_EQ_U64(q("SELECT segments FROM timeline WHERE event_id = 4"), 2);
@@ -96,7 +79,7 @@ static void test_given_settings(void) {
                             sizeof err) == 0);
     replay_options opt = {
         .settings = &s, .settings_source = "snapshot", .timestamps = 0, .history = 1};
-    replay_with(&opt);
+    replay_with(db_path, DB_READ_ONLY, &opt);
     CHECK_EQ_U64(q("SELECT size FROM event_rows WHERE event_id = 2"), 20 * MiB);   /* not split */
     CHECK_EQ_U64(q("SELECT size FROM event_rows WHERE event_id = 4"), 1280 * MiB); /* quarters */
     CHECK(q_text_is("SELECT value FROM meta WHERE key = 'allocator_settings_source'", "snapshot"));

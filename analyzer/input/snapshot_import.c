@@ -197,28 +197,18 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
  * history unmapped comes from what the history did inside it (an allocation's size, a map of
  * one small page), else from a neighbouring range, else from its size. */
 
-typedef struct pool_hint {
+typedef struct at_addr { /* something about an address: a pool hint, a range's index */
     uint64_t addr;
-    int small;
-} pool_hint;
+    size_t value;
+} at_addr;
 
-static int by_hint_addr(const void *a, const void *b) {
-    uint64_t x = ((const pool_hint *)a)->addr, y = ((const pool_hint *)b)->addr;
+static int by_addr(const void *a, const void *b) {
+    uint64_t x = ((const at_addr *)a)->addr, y = ((const at_addr *)b)->addr;
     return x < y ? -1 : x > y;
 }
 
 /* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
 static int map_is_small(uint64_t size) { return size % AM_PAGE_LARGE != 0; }
-
-typedef struct range_at {
-    uint64_t addr;
-    size_t index;
-} range_at;
-
-static int by_range_addr(const void *a, const void *b) {
-    uint64_t x = ((const range_at *)a)->addr, y = ((const range_at *)b)->addr;
-    return x < y ? -1 : x > y;
-}
 
 static int resolve_pools(const snapshot_device *dev, seed_state *s) {
     size_t unknown = 0;
@@ -226,15 +216,15 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
         unknown += s->ranges[i].live && s->ranges[i].expandable && s->ranges[i].small < 0;
     if (!unknown)
         return 0;
-    pool_hint *hints = NULL;
+    at_addr *hints = NULL;
     size_t nhints = 0, cap = 0;
     for (size_t i = 0; dev && i < dev->entry_count; i++) {
         const snapshot_entry *e = &dev->entries[i];
-        pool_hint h = {e->addr, -1};
+        at_addr h = {e->addr, 0}; /* value: 1 small pool, 0 large */
         if (e->action == GMT_TORCH_ALLOC)
-            h.small = am_is_small(gmt_torch_block_size(e->size));
+            h.value = am_is_small(gmt_torch_block_size(e->size));
         else if (e->action == GMT_TORCH_SEGMENT_MAP)
-            h.small = map_is_small(e->size);
+            h.value = (size_t)map_is_small(e->size);
         else
             continue;
         if (gmt_grow((void **)&hints, &cap, nhints, sizeof *hints) != 0) {
@@ -243,7 +233,7 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
         }
         hints[nhints++] = h;
     }
-    qsort(hints, nhints, sizeof *hints, by_hint_addr);
+    qsort(hints, nhints, sizeof *hints, by_addr);
     for (size_t i = 0; i < s->nranges; i++) {
         seed_range *r = &s->ranges[i];
         if (!r->live || !r->expandable || r->small >= 0)
@@ -257,23 +247,23 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
                 hi = mid;
         }
         if (lo < nhints && hints[lo].addr < r->addr + r->size)
-            r->small = hints[lo].small;
+            r->small = (int)hints[lo].value;
     }
     free(hints);
     /* a neighbour of the same stream tells: ranges in address order, a forward and a backward
      * sweep carry a pool along a run of touching ranges */
-    range_at *order = malloc((s->nranges ? s->nranges : 1) * sizeof *order);
+    at_addr *order = malloc((s->nranges ? s->nranges : 1) * sizeof *order); /* value: index */
     if (!order)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < s->nranges; i++)
         if (s->ranges[i].live && s->ranges[i].expandable)
-            order[n++] = (range_at){s->ranges[i].addr, i};
-    qsort(order, n, sizeof *order, by_range_addr);
+            order[n++] = (at_addr){s->ranges[i].addr, i};
+    qsort(order, n, sizeof *order, by_addr);
     for (int sweep = 0; sweep < 2; sweep++) {
         for (size_t k = 1; k < n; k++) {
-            seed_range *a = &s->ranges[order[sweep ? n - k : k - 1].index];
-            seed_range *b = &s->ranges[order[sweep ? n - k - 1 : k].index];
+            seed_range *a = &s->ranges[order[sweep ? n - k : k - 1].value];
+            seed_range *b = &s->ranges[order[sweep ? n - k - 1 : k].value];
             seed_range *lo = sweep ? b : a, *hi = sweep ? a : b;
             if (lo->addr + lo->size == hi->addr && lo->stream == hi->stream && b->small < 0)
                 b->small = a->small;
