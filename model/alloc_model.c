@@ -3,24 +3,19 @@
  * This file decides; alloc_model_layout.c changes the layout. Here live PyTorch's rules
  * (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp): pools, best fit, split, the
  * malloc sequence with its cache release and retry, empty_cache (the size rules, rounding
- * included, are in alloc_model_size.c); and the checks that turn an apply-mode operation that
- * does not fit the layout into an error before anything changes. Functions that mirror a
- * PyTorch function say which. */
+ * included, are in alloc_model_size.c; expandable segments in decide mode in
+ * alloc_model_expandable.c); and the checks that turn an apply-mode operation that does not
+ * fit the layout into an error before anything changes. Functions that mirror a PyTorch
+ * function say which. */
 #include "alloc_model.h"
 
 #include "alloc_model_layout.h"
+#include "alloc_model_policy.h"
 
 #include <stdlib.h>
 
-typedef struct effect_sink {
-    am_effect_fn fn;
-    void *ctx;
-} effect_sink;
-
-static void emit(effect_sink sink, am_effect effect) {
-    if (sink.fn)
-        sink.fn(sink.ctx, &effect);
-}
+typedef amp_sink effect_sink;
+#define emit amp_emit
 
 static void describe_block(const am_block *block, uint64_t segment_addr, am_block_info *out) {
     *out = (am_block_info){.addr = block->addr,
@@ -76,13 +71,17 @@ const char *am_strerror(am_error error) {
 }
 
 am_config am_config_default(void) {
-    return (am_config){
-        .device_capacity = 0, .max_split_size = UINT64_MAX, .va_base = AM_DEFAULT_VA_BASE};
+    return (am_config){.device_capacity = 0,
+                       .max_split_size = UINT64_MAX,
+                       .va_base = AM_DEFAULT_VA_BASE,
+                       .expandable_segments = false,
+                       .max_non_split_rounding = AM_LARGE_BUFFER};
 }
 
 am_model *am_model_new(const am_config *cfg) {
     am_config config = cfg ? *cfg : am_config_default();
-    if (config.max_split_size != UINT64_MAX && config.max_split_size <= AM_LARGE_BUFFER)
+    /* PyTorch accepts max_split_size_mb and max_non_split_rounding_mb from 20 */
+    if (config.max_split_size < AM_LARGE_BUFFER || config.max_non_split_rounding < AM_LARGE_BUFFER)
         return NULL;
     am_model *model = calloc(1, sizeof *model);
     if (!model)
@@ -91,6 +90,8 @@ am_model *am_model_new(const am_config *cfg) {
     aml_init_storage(model);
     return model;
 }
+
+const am_config *am_model_config(const am_model *model) { return &model->config; }
 
 void am_model_free(am_model *model) {
     if (!model)
@@ -115,26 +116,45 @@ am_stats_info am_stats(const am_model *model) {
 
 /* ---- decide mode ---- */
 
-/* get_free_block: best fit in the pool, same stream, within max_split_size's limits. */
+/* get_free_block: best fit in the pool, same stream, within max_split_size's limits. Among
+ * free blocks of expandable segments, one that could grow into unmapped pages counts as that
+ * large (expandable_size): a later, larger block that can grow less is preferred. With
+ * expandable segments off, their free blocks are not used. */
 static am_block *find_free_block(const am_model *model, bool is_small, uint64_t stream,
                                  uint64_t size) {
     ami_node *node = ami_search(&model->free_blocks[is_small], AMI_GE, stream, size, 0);
     if (!node || node->key[0] != stream)
         return NULL;
+    am_block *block = AML_BLOCK_BY_SIZE(node);
+    if (block->is_expandable && model->config.expandable_segments) {
+        uint64_t grows_to = amp_expandable_size(model, block);
+        for (ami_node *next = ami_next(node); block->is_expandable && next; next = ami_next(node)) {
+            uint64_t next_grows_to = amp_expandable_size(model, AML_BLOCK_BY_SIZE(next));
+            if (next->key[0] != stream || next_grows_to >= grows_to)
+                break;
+            node = next;
+            block = AML_BLOCK_BY_SIZE(node);
+            grows_to = next_grows_to;
+        }
+    } else if (block->is_expandable) {
+        do
+            node = ami_next(node);
+        while (node && node->key[0] == stream && AML_BLOCK_BY_SIZE(node)->is_expandable);
+        if (!node || node->key[0] != stream)
+            return NULL;
+        block = AML_BLOCK_BY_SIZE(node);
+    }
     uint64_t max_split = model->config.max_split_size;
-    uint64_t found = node->key[1];
+    uint64_t found = block->size;
     if (size < max_split && found >= max_split)
         return NULL; /* no oversized block for a small request */
-    if (size >= max_split && found >= size + AM_LARGE_BUFFER)
+    if (size >= max_split && found - size >= model->config.max_non_split_rounding)
         return NULL; /* an oversized block may be rounded up, within a limit */
-    return AML_BLOCK_BY_SIZE(node);
+    return block;
 }
 
 static bool should_split(const am_model *model, const am_block *block, uint64_t size) {
-    uint64_t remaining = block->size - size;
-    if (block->is_small)
-        return remaining >= AM_MIN_BLOCK_SIZE;
-    return size < model->config.max_split_size && remaining > AM_SMALL_SIZE;
+    return am_should_split(&model->config, block->is_small, block->size, size);
 }
 
 /* alloc_block: "cudaMalloc" a segment of alloc_size, or report the failure. */
@@ -145,7 +165,8 @@ static am_block *alloc_segment(am_model *model, uint64_t alloc_size, uint64_t st
         capacity == 0 || (model->reserved <= capacity && alloc_size <= capacity - model->reserved);
     uint64_t addr = 0;
     if (fits) /* the address space itself may be full too */
-        fits = aml_find_free_range(model, alloc_size, &addr);
+        fits = aml_find_free_range(model, alloc_size, &addr) &&
+               amp_below_expandable_region(model, addr, alloc_size);
     if (!fits) {
         emit(sink, (am_effect){.kind = AM_EFFECT_ALLOC_FAILED,
                                .size = alloc_size,
@@ -236,11 +257,27 @@ static void release_pool(am_model *model, bool is_small, effect_sink sink) {
     }
 }
 
-/* release_cached_blocks */
-static void release_cache(am_model *model, effect_sink sink) {
+/* release_cached_blocks: release_blocks of the large pool, then of the small one */
+static am_error release_cache(am_model *model, effect_sink sink) {
     complete_pending_frees(model, sink);
-    release_pool(model, false, sink);
-    release_pool(model, true, sink);
+    for (int is_small = 0; is_small < 2; is_small++) {
+        release_pool(model, is_small, sink);
+        am_error error = amp_unmap_free_pages(model, is_small, sink);
+        if (error != AM_OK)
+            return error;
+    }
+    return AM_OK;
+}
+
+/* alloc_block: a new segment (cudaMalloc), or with expandable segments on, pages mapped
+ * (try_allocate_expandable_block). NULL with *error AM_ERR_OOM or AM_ERR_NOMEM. */
+static am_block *alloc_block(am_model *model, uint64_t size, uint64_t stream, bool is_small,
+                             uint64_t tag, effect_sink sink, am_error *error) {
+    if (model->config.expandable_segments)
+        return amp_allocate_expandable(model, size, stream, is_small, tag, sink, error);
+    am_block *block = alloc_segment(model, am_allocation_size(size), stream, is_small, tag, sink);
+    *error = block ? AM_OK : AM_ERR_OOM;
+    return block;
 }
 
 am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_t tag,
@@ -250,18 +287,21 @@ am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_
     if (!aml_reserve(model, 2, 1, 1))
         return AM_ERR_NOMEM;
     effect_sink sink = {effect_fn, ctx};
-    uint64_t size = am_round_size(requested);
+    uint64_t size = am_config_round_size(&model->config, requested);
     bool is_small = am_is_small(size);
     am_block *block = find_free_block(model, is_small, stream, size);
     if (!block) {
-        uint64_t alloc_size = am_allocation_size(size);
-        block = alloc_segment(model, alloc_size, stream, is_small, tag, sink);
-        if (!block && release_oversized(model, is_small, stream, size, sink))
-            block = alloc_segment(model, alloc_size, stream, is_small, tag, sink);
-        if (!block) {
-            release_cache(model, sink);
-            block = alloc_segment(model, alloc_size, stream, is_small, tag, sink);
+        am_error error;
+        block = alloc_block(model, size, stream, is_small, tag, sink, &error);
+        if (!block && error == AM_ERR_OOM && release_oversized(model, is_small, stream, size, sink))
+            block = alloc_block(model, size, stream, is_small, tag, sink, &error);
+        if (!block && error == AM_ERR_OOM) {
+            error = release_cache(model, sink);
+            if (error == AM_OK)
+                block = alloc_block(model, size, stream, is_small, tag, sink, &error);
         }
+        if (!block && error == AM_ERR_NOMEM)
+            return AM_ERR_NOMEM;
         if (!block) {
             uint64_t capacity = model->config.device_capacity;
             emit(sink, (am_effect){.kind = AM_EFFECT_OOM,
@@ -307,22 +347,26 @@ am_error am_free_request(am_model *model, uint64_t addr) {
 am_error am_empty_cache(am_model *model, am_effect_fn effect_fn, void *ctx) {
     if (!model)
         return AM_ERR_INVALID_ARG;
-    release_cache(model, (effect_sink){effect_fn, ctx});
-    return AM_OK;
+    return release_cache(model, (effect_sink){effect_fn, ctx});
 }
 
 /* ---- apply mode ---- */
 
-am_error am_segment_insert(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
-                           uint64_t tag) {
+/* Whether a new segment may take [addr, addr+size): AM_OK with room for it reserved. */
+static am_error check_new_range(am_model *model, uint64_t addr, uint64_t size) {
     if (!model || !aml_range_is_valid(addr, size))
         return AM_ERR_INVALID_ARG;
     if (aml_range_overlaps_segment(model, addr, size))
         return AM_ERR_SEGMENT_OVERLAP;
-    if (!aml_reserve(model, 1, 1, 0))
-        return AM_ERR_NOMEM;
-    aml_segment_create(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER, false);
-    return AM_OK;
+    return aml_reserve(model, 1, 1, 0) ? AM_OK : AM_ERR_NOMEM;
+}
+
+am_error am_segment_insert(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                           uint64_t tag) {
+    am_error error = check_new_range(model, addr, size);
+    if (error == AM_OK)
+        aml_segment_create(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER, false);
+    return error;
 }
 
 am_error am_segment_remove(am_model *model, uint64_t addr) {
@@ -338,28 +382,34 @@ am_error am_segment_remove(am_model *model, uint64_t addr) {
     return AM_OK;
 }
 
-am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
-                        uint64_t tag) {
-    if (!model || !aml_range_is_valid(addr, size))
-        return AM_ERR_INVALID_ARG;
-    if (aml_range_overlaps_segment(model, addr, size))
-        return AM_ERR_SEGMENT_OVERLAP;
-    if (!aml_reserve(model, 1, 1, 0))
-        return AM_ERR_NOMEM;
+void amp_map_range(am_model *model, uint64_t addr, uint64_t size, uint64_t stream, uint64_t tag,
+                   bool is_small) {
     ami_node *node = ami_search(&model->segments, AMI_LT, addr, 0, 0);
     am_segment *below = node ? AML_SEGMENT_OF(node) : NULL;
     am_segment *above = below ? below->next : model->first_segment;
-    if (below &&
-        !(below->is_expandable && below->stream == stream && aml_segment_end(below) == addr))
+    if (below && !(below->is_expandable && below->stream == stream && below->is_small == is_small &&
+                   aml_segment_end(below) == addr))
         below = NULL;
-    if (above && !(above->is_expandable && above->stream == stream && above->addr == addr + size &&
-                   (!below || below->is_small == above->is_small)))
+    if (above && !(above->is_expandable && above->stream == stream && above->is_small == is_small &&
+                   above->addr == addr + size))
         above = NULL;
     if (below || above)
         aml_segment_extend(model, below, above, addr, size);
     else
-        aml_segment_create(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER, true);
-    return AM_OK;
+        aml_segment_create(model, addr, size, stream, tag, is_small, true);
+}
+
+am_error am_segment_map_in_pool(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                                uint64_t tag, bool is_small) {
+    am_error error = check_new_range(model, addr, size);
+    if (error == AM_OK)
+        amp_map_range(model, addr, size, stream, tag, is_small);
+    return error;
+}
+
+am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                        uint64_t tag) {
+    return am_segment_map_in_pool(model, addr, size, stream, tag, size <= AM_SMALL_BUFFER);
 }
 
 am_error am_segment_unmap(am_model *model, uint64_t addr, uint64_t size) {
@@ -402,7 +452,7 @@ am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t reque
     am_block *block = aml_block_containing(model, addr);
     if (!block)
         return AM_ERR_NO_SEGMENT;
-    uint64_t size = am_round_size(requested);
+    uint64_t size = am_config_round_size(&model->config, requested);
     if (block->state != AM_BLOCK_INACTIVE || size > aml_block_end(block) - addr)
         return AM_ERR_NOT_FREE;
     /* PyTorch handed out the start of a free block and split off the rest only when
@@ -410,9 +460,7 @@ am_error am_block_place_requested(am_model *model, uint64_t addr, uint64_t reque
      * from addr on is that free block (before addr it may have merged with a neighbour
      * freed since). */
     uint64_t remaining = aml_block_end(block) - addr - size;
-    bool split = block->is_small ? remaining >= AM_MIN_BLOCK_SIZE
-                                 : size < model->config.max_split_size && remaining > AM_SMALL_SIZE;
-    if (!split)
+    if (!am_should_split(&model->config, block->is_small, size + remaining, size))
         size += remaining;
     /* as am_block_place, without searching for the block a second time */
     if (!aml_reserve(model, 2, 0, 1))

@@ -13,20 +13,40 @@
  * The layout can be walked at any time (segments by address, each with blocks that tile it
  * exactly, free gaps being AM_BLOCK_INACTIVE blocks), and am_stats is O(1).
  *
- * PyTorch's rules, with its defaults:
- *  - round_size(s) = s < 512 ? 512 : 512 * ceil(s / 512)
+ * PyTorch's rules (DeviceCachingAllocator in c10/cuda/CUDACachingAllocator.cpp), with its
+ * defaults; the knobs are am_config's (alloc_settings.h reads them from PYTORCH_CUDA_ALLOC_CONF):
+ *  - round_size(s) = s < 512 ? 512 : 512 * ceil(s / 512); with roundup_power2_divisions d for
+ *    the size's interval (d > 1 and s > 512 d), s rounds up to the next of d equal divisions
+ *    between the powers of two around it (roundup_power2_next_division).
  *  - rounded <= 1 MiB: small pool, segments of 2 MiB; larger: large pool, segments of 20 MiB
  *    when rounded < 10 MiB, else rounded up to a multiple of 2 MiB.
  *  - best fit: the smallest free block of the pool with the same stream that is large enough,
  *    ties by lowest address. With max_split_size: a request below it never gets a block of at
- *    least that size; a request at or above it never gets a block 20 MiB (or more) larger.
- *  - split: the block is cut (allocated part at the lower address) when the rest is >= 512 in
- *    the small pool, > 1 MiB in the large pool (and the request is below max_split_size).
+ *    least that size; a request at or above it never gets a block max_non_split_rounding
+ *    (20 MiB) or more larger.
+ *  - split (should_split): with expandable_segments on, the block is cut (allocated part at the
+ *    lower address) whenever the rest is >= 512, in either pool; otherwise when the rest is
+ *    >= 512 in the small pool, > 1 MiB in the large pool (and the request is below
+ *    max_split_size).
  *  - a freed block merges with inactive neighbours of its segment; a pending-free block
  *    (free requested, a stream still uses it) stays allocated until its free completes.
+ *  - expandable segments (expandable_segments:True): one address range reserved per stream and
+ *    pool (1 1/8 of the device, in pages of 20 MiB in the large pool, 2 MiB in the small one),
+ *    of which mapped pages form the segments (a segment is one contiguous mapped range, as in
+ *    PyTorch's snapshot). A request takes the best-fitting free mapped block (among blocks that
+ *    can grow into unmapped pages right after them, the one that can grow least is preferred:
+ *    get_free_block's expandable_size), else maps pages at the lowest address of the range
+ *    where free and unmapped space together hold it (find_expandable_block, map_block).
+ *    Releasing the cache unmaps the pages that lie entirely inside free blocks (unmap_block)
+ *    and forgets a range with nothing mapped.
  *
- * The modes may be mixed on one model (e.g. seed from a snapshot, then decide), but decide mode
- * never creates expandable segments and treats free space in them like any other.
+ * Settings without an effect on the layout are not modelled: garbage_collection_threshold
+ * (PyTorch collects only under a memory fraction, which the model has no notion of) and
+ * release_lock_on_cudamalloc.
+ *
+ * The modes may be mixed on one model (e.g. seed from a snapshot, then decide); expandable
+ * segments made in apply mode have no reserved range the model knows of, so decide mode does
+ * not grow them (it still reuses and unmaps their free pages).
  *
  * Ownership: the model owns all its memory; handles (am_segment, am_block) returned by the
  * walk functions point into it and stay valid until the next call that changes the model.
@@ -48,6 +68,11 @@
 #define AM_ROUND_LARGE (2ULL << 20)          /* kRoundLarge: larger segments round to this */
 #define AM_MAX_REQUEST (1ULL << 62)          /* larger requests are AM_ERR_INVALID_ARG */
 #define AM_DEFAULT_VA_BASE 0x7f0000000000ULL /* where decide mode starts placing segments */
+#define AM_EXPANDABLE_VA_OFFSET                                                                    \
+    (1ULL << 44)                      /* expandable ranges are reserved from va_base + this */
+#define AM_PAGE_SMALL AM_SMALL_BUFFER /* an expandable segment's page, small pool */
+#define AM_PAGE_LARGE AM_LARGE_BUFFER /* an expandable segment's page, large pool */
+#define AM_ROUNDUP_INTERVALS 16 /* roundup_power2_divisions: 1 MiB, 2 MiB, ... 32 GiB and up */
 
 typedef enum am_error {
     AM_OK = 0,
@@ -73,27 +98,46 @@ const char *am_strerror(am_error error);
 typedef struct am_config {
     uint64_t device_capacity; /* bytes the driver can hand out (decide mode); 0 = unlimited */
     uint64_t max_split_size;  /* PYTORCH_CUDA_ALLOC_CONF max_split_size_mb in bytes; UINT64_MAX
-                                 = off (PyTorch's default); otherwise must exceed 20 MiB */
+                                 = off (PyTorch's default); otherwise at least 20 MiB */
     uint64_t va_base;         /* decide mode places segments first-fit, 2 MiB aligned, from here */
+    bool expandable_segments; /* expandable_segments:True: decide mode maps pages, and blocks
+                                 split whenever 512 bytes remain (both modes) */
+    uint64_t max_non_split_rounding; /* max_non_split_rounding_mb in bytes (AM_LARGE_BUFFER) */
+    uint32_t roundup_power2_divisions[AM_ROUNDUP_INTERVALS]; /* 0 or 1: plain rounding */
 } am_config;
 
-/* device_capacity 0, max_split_size UINT64_MAX, va_base AM_DEFAULT_VA_BASE. */
+/* device_capacity 0, max_split_size UINT64_MAX, va_base AM_DEFAULT_VA_BASE, expandable
+ * segments off, max_non_split_rounding AM_LARGE_BUFFER, no roundup divisions. */
 am_config am_config_default(void);
 
 typedef struct am_model am_model;
 
 /* A new, empty model; cfg NULL means am_config_default(). NULL when out of memory or when
- * cfg->max_split_size is <= 20 MiB (PyTorch refuses such a setting too). */
+ * cfg->max_split_size or cfg->max_non_split_rounding is below 20 MiB (PyTorch refuses such a
+ * setting too). */
 am_model *am_model_new(const am_config *cfg);
+
+/* The configuration the model follows. */
+const am_config *am_model_config(const am_model *model);
 
 /* Frees the model and everything it holds; NULL is fine. */
 void am_model_free(am_model *model);
 
 /* --- PyTorch's size rules (pure functions) ------------------------------------------------ */
 
-uint64_t am_round_size(uint64_t requested);    /* round_size */
+uint64_t am_round_size(uint64_t requested);    /* round_size without roundup divisions */
 bool am_is_small(uint64_t rounded);            /* rounded <= AM_SMALL_SIZE */
 uint64_t am_allocation_size(uint64_t rounded); /* get_allocation_size: the segment size */
+/* round_size under `cfg`'s roundup_power2_divisions (am_round_size when there are none). */
+uint64_t am_config_round_size(const am_config *cfg, uint64_t requested);
+/* roundup_power2_next_division: `size` rounded up to the next of `divisions` (a power of two)
+ * equal steps between the powers of two around it. */
+uint64_t am_roundup_power2_next_division(uint64_t size, uint64_t divisions);
+/* should_split: whether a free block of `block_size` bytes in the given pool is cut for a
+ * request of `size` (rounded) bytes under `cfg`. */
+bool am_should_split(const am_config *cfg, bool is_small, uint64_t block_size, uint64_t size);
+/* The page of an expandable segment in a pool: AM_PAGE_SMALL or AM_PAGE_LARGE. */
+uint64_t am_expandable_page(bool is_small);
 
 /* --- what the layout holds ------------------------------------------------------------------ */
 
@@ -137,15 +181,20 @@ am_stats_info am_stats(const am_model *model);
 /* --- decide mode --------------------------------------------------------------------------- */
 
 typedef enum am_effect_kind {
-    AM_EFFECT_SEGMENT_ALLOC, /* cudaMalloc succeeded: addr, size, stream, is_small, tag */
-    AM_EFFECT_SEGMENT_FREE,  /* a cached segment went back to the driver: addr, size, stream,
-                                is_small, tag (the segment's) */
-    AM_EFFECT_ALLOC_FAILED,  /* cudaMalloc of `size` bytes failed: size, stream, is_small */
-    AM_EFFECT_OOM,           /* the allocator gave up: requested, size (rounded), stream,
-                                device_free (capacity - reserved; 0 when unlimited) */
-    AM_EFFECT_FREE_COMPLETED /* a pending-free block was completed because the allocator
+    AM_EFFECT_SEGMENT_ALLOC,  /* cudaMalloc succeeded: addr, size, stream, is_small, tag */
+    AM_EFFECT_SEGMENT_FREE,   /* a cached segment went back to the driver: addr, size, stream,
+                                 is_small, tag (the segment's) */
+    AM_EFFECT_ALLOC_FAILED,   /* cudaMalloc of `size` bytes failed (or, with expandable segments,
+                                 mapping `size` bytes of pages did): size, stream, is_small */
+    AM_EFFECT_OOM,            /* the allocator gave up: requested, size (rounded), stream,
+                                 device_free (capacity - reserved; 0 when unlimited) */
+    AM_EFFECT_FREE_COMPLETED, /* a pending-free block was completed because the allocator
                                 synchronized (empty_cache, or the retry after a failed
                                 cudaMalloc): addr, size, requested, stream, tag (the block's) */
+    AM_EFFECT_SEGMENT_MAP,    /* pages of an expandable segment were mapped (PyTorch's
+                                 segment_map): addr, size (whole pages), stream, is_small, tag */
+    AM_EFFECT_SEGMENT_UNMAP   /* free pages were unmapped (segment_unmap): addr, size, stream,
+                                 is_small, tag (the segment's) */
 } am_effect_kind;
 
 typedef struct am_effect {
@@ -160,9 +209,10 @@ typedef void (*am_effect_fn)(void *ctx, const am_effect *effect);
 
 /* Allocates `requested` bytes (1..AM_MAX_REQUEST) on `stream`, as PyTorch's malloc would, and
  * describes the block in *out (may be NULL). `effect_fn` may be NULL. Returns AM_OK, or
- * AM_ERR_OOM after the effects ALLOC_FAILED, (FREE_COMPLETED, SEGMENT_FREE)..., ALLOC_FAILED,
- * OOM: the model then keeps the cache release but holds no new block. Releasing the cache may
- * complete pending frees (FREE_COMPLETED): the caller must forget those blocks. */
+ * AM_ERR_OOM after the effects ALLOC_FAILED, (FREE_COMPLETED, SEGMENT_FREE, SEGMENT_UNMAP)...,
+ * ALLOC_FAILED, OOM: the model then keeps the cache release (and pages mapped before a later
+ * map failed) but holds no new block. Releasing the cache may complete pending frees
+ * (FREE_COMPLETED): the caller must forget those blocks. */
 am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_t tag,
                    am_effect_fn effect_fn, void *ctx, am_block_info *out);
 
@@ -175,9 +225,11 @@ am_error am_free(am_model *model, uint64_t addr);
  * AM_ERR_ALREADY_PENDING. */
 am_error am_free_request(am_model *model, uint64_t addr);
 
-/* torch.cuda.empty_cache(): completes every pending free (FREE_COMPLETED effects, oldest
- * request first), then releases every non-expandable segment that is one inactive block
- * (SEGMENT_FREE effects, large pool then small pool, each by (stream, size, address)). */
+/* torch.cuda.empty_cache() (release_cached_blocks): completes every pending free
+ * (FREE_COMPLETED effects, oldest request first), then per pool, large then small: releases
+ * every non-expandable segment that is one inactive block (SEGMENT_FREE effects, by (stream,
+ * size, address)), then unmaps the pages that lie entirely inside free blocks of expandable
+ * segments (SEGMENT_UNMAP effects, same order). */
 am_error am_empty_cache(am_model *model, am_effect_fn effect_fn, void *ctx);
 
 /* --- apply mode ---------------------------------------------------------------------------- */
@@ -193,12 +245,17 @@ am_error am_segment_remove(am_model *model, uint64_t addr);
 
 /* Expandable segments (PyTorch's cuMemMap/cuMemUnmap). A segment here is one contiguous
  * mapped range, as in PyTorch's snapshot. am_segment_map makes [addr, addr+size) inactive
- * memory: it extends an expandable segment of the same stream that ends at addr, or one that
- * starts at addr+size, or joins two such segments when they are in the same pool; the segment
- * keeps its tag and pool (the lower one's when joining). Otherwise it creates a new expandable
- * segment with `tag` (small pool when size <= AM_SMALL_BUFFER). Plain segments never grow. */
+ * memory of the small pool when size <= AM_SMALL_BUFFER (PyTorch maps the small pool one
+ * 2 MiB page at a time, the large pool in 20 MiB pages), else of the large pool: it extends an
+ * expandable segment of the same stream and pool that ends at addr, or one that starts at
+ * addr+size, or joins the two; the segment keeps its tag (the lower one's when joining).
+ * Otherwise it creates a new expandable segment with `tag`. Plain segments never grow. */
 am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
                         uint64_t tag);
+
+/* am_segment_map with the pool given rather than read from the size. */
+am_error am_segment_map_in_pool(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
+                                uint64_t tag, bool is_small);
 
 /* Unmaps [addr, addr+size), which must lie inside one inactive block of an expandable
  * segment: the segment shrinks, splits in two (a hole in the middle; the upper part keeps the

@@ -165,6 +165,7 @@ bool aml_reserve(am_model *model, size_t blocks, size_t segments, size_t live) {
 }
 
 void aml_release_storage(am_model *model) {
+    free(model->reservations);
     pool_release_all(&model->block_pool);
     pool_release_all(&model->segment_pool);
     free(model->live.slots);

@@ -68,8 +68,15 @@ typedef struct aml_live_table { /* live blocks by start address: open addressing
     unsigned shift;
 } aml_live_table;
 
+typedef struct aml_reservation { /* decide mode: the address range of an expandable segment */
+    uint64_t addr, size, stream;
+    bool is_small;
+} aml_reservation;
+
 struct am_model {
     am_config config;
+    aml_reservation *reservations; /* by address */
+    size_t reservation_count, reservation_cap;
     ami_tree segments;
     ami_tree blocks;
     ami_tree free_blocks[2]; /* [0] large pool, [1] small pool */

@@ -153,7 +153,17 @@
     X(BLOCK_OUTSIDE_SEGMENT, "block_outside_segment",                                              \
       "a block lies outside every live "                                                           \
       "segment; it is counted on its own")                                                         \
-    X(BLOCK_OVERLAP, "block_overlap", "a block overlaps a live block; it is counted on its own")
+    X(BLOCK_OVERLAP, "block_overlap", "a block overlaps a live block; it is counted on its own")   \
+    X(ALLOCATED_ABOVE_RESERVED, "allocated_above_reserved",                                        \
+      "invariant: after this event a device's allocated bytes exceed its reserved bytes (a "       \
+      "block counted outside every segment, or a segment the replay missed); raised when it "      \
+      "starts")                                                                                    \
+    X(REQUESTED_ABOVE_ALLOCATED, "requested_above_allocated",                                      \
+      "invariant: after this event a device's requested bytes exceed its allocated bytes (a "      \
+      "block smaller than its request); raised when it starts")                                    \
+    X(LAYOUT_INVALID, "layout_invalid",                                                            \
+      "invariant: the replay's layout of a device failed its self-check (blocks not tiling "       \
+      "their segment, overlaps, totals that disagree); checked after the seed and at the end")
 
 /* ---- fragmentation bands (DESIGN.md) ---------------------------------------
  * X(ID, lower bound, "name"): a ratio r is rated by the last band whose lower

@@ -85,7 +85,19 @@ PRAGMA user_version = 1;
 --   recorded_events (count of event_rows rows with event_id > 0), dropped_events (the recorder's
 --   count from the end record), clean_shutdown (1 when the end record was read, else 0),
 --   truncated_after_events (set when the trace ended early), corrupt_frames (count skipped),
---   analyzer_version, step_rule (the regular expression used for step names).
+--   analyzer_version, step_rule (the regular expression used for step names),
+--   allocator_settings (PyTorch's caching-allocator settings the replay followed, as the text
+--   of one JSON object with PyTorch's names: those of a snapshot's allocator_settings dict,
+--   e.g. "expandable_segments": true, "max_split_size": -1 (bytes; -1: unlimited),
+--   "roundup_power2_divisions" (an object keyed by MiB), and PYTORCH_CUDA_ALLOC_CONF's key for
+--   a setting the dict has none for, e.g. "max_non_split_rounding_mb"; only the settings
+--   known; an empty object when none),
+--   allocator_settings_source ('snapshot': the snapshot's allocator_settings, plus expandable
+--   segments inferred when it does not say; 'inferred': nothing but expandable segments inferred
+--   from mapped memory in the input; 'none'),
+--   timestamps (1: events carry times; 0: a snapshot without time_us, PyTorch <= 2.1, whose
+--   ts_ns only keep the order), history (1: the input has a history of events; 0: a snapshot
+--   without trace entries, i.e. its final state alone).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
   value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
@@ -549,7 +561,10 @@ INSERT INTO warning_kinds (code, description) VALUES
   ('double_free', 'a block''s free was requested twice'),
   ('double_alloc', 'a block was allocated where a live block already was; the old one ends'),
   ('block_outside_segment', 'a block lies outside every live segment; it is counted on its own'),
-  ('block_overlap', 'a block overlaps a live block; it is counted on its own');
+  ('block_overlap', 'a block overlaps a live block; it is counted on its own'),
+  ('allocated_above_reserved', 'invariant: after this event a device''s allocated bytes exceed its reserved bytes (a block counted outside every segment, or a segment the replay missed); raised when it starts'),
+  ('requested_above_allocated', 'invariant: after this event a device''s requested bytes exceed its allocated bytes (a block smaller than its request); raised when it starts'),
+  ('layout_invalid', 'invariant: the replay''s layout of a device failed its self-check (blocks not tiling their segment, overlaps, totals that disagree); checked after the seed and at the end');
 
 -- @@ indexes (run after the bulk load)
 -- Everything below only makes queries faster. Index names are not part of the contract.

@@ -8,6 +8,9 @@ snapshot shaped like a real one, to measure the reader against pickle.load.
 
     make_pickles.py --out DIR                 fixtures (values-pN.pickle, ...)
     make_pickles.py --big FILE [--entries N]  synthetic snapshot (default 1 M entries)
+    make_pickles.py --snapshots DIR           snapshots made by a simulated PyTorch allocator
+                                              (expandable segments, OOM, settings), for
+                                              test_snapshot_replay.py
 
 Standard library only; deterministic (fixed seed)."""
 import argparse
@@ -131,18 +134,552 @@ def synthetic_snapshot(entries, seed=1):
             "external_annotations": annotations}
 
 
+# ---- a PyTorch caching allocator in Python, to build consistent snapshots ------------------
+#
+# DeviceCachingAllocator (c10/cuda/CUDACachingAllocator.cpp), followed rule for rule where a
+# snapshot can show it: round_size with roundup_power2_divisions, small/large pools,
+# get_free_block (max_split_size, expandable_size), should_split, cudaMalloc segments,
+# expandable segments (one reserved range per stream and pool, 20 MiB / 2 MiB pages,
+# find_expandable_block, map_block, unmap_block), release_available_cached_blocks,
+# release_cached_blocks, free_requested / free_completed, the OOM entry, the ring buffer of
+# trace entries and snapshot() (one segment per contiguous mapped range). Addresses come from
+# a bump allocator. Written from PyTorch's source for the tests, apart from the C model.
+
+MIB = 1 << 20
+K_MIN_BLOCK = 512
+K_SMALL_SIZE = MIB
+K_SMALL_BUFFER = 2 * MIB
+K_LARGE_BUFFER = 20 * MIB
+K_MIN_LARGE_ALLOC = 10 * MIB
+K_ROUND_LARGE = 2 * MIB
+
+
+class OutOfMemory(Exception):
+    pass
+
+
+class Block:
+    __slots__ = ("addr", "size", "stream", "small", "allocated", "mapped", "requested", "es",
+                 "prev", "next", "pending", "frames", "seg_frames")
+
+    def __init__(self, addr, size, stream, small, es=None, mapped=True):
+        self.addr, self.size, self.stream, self.small = addr, size, stream, small
+        self.allocated, self.mapped, self.requested, self.es = False, mapped, 0, es
+        self.prev = self.next = None
+        self.pending = False
+        self.frames = []
+        self.seg_frames = []
+
+
+class Expandable:
+    def __init__(self, base, size, page):
+        self.base, self.size, self.page = base, size, page
+
+
+class Allocator:
+    def __init__(self, device, capacity, expandable=False, max_split=None, roundup=None,
+                 clock=None, frames_of=None):
+        self.device, self.capacity = device, capacity
+        self.expandable = expandable
+        self.max_split = max_split if max_split is not None else (1 << 64) - 1
+        self.roundup = roundup or [0] * 16
+        self.reserved = 0
+        self.free = {True: set(), False: set()}      # mapped free blocks per pool
+        self.unmapped = {True: set(), False: set()}  # unmapped blocks per pool
+        self.active = {}                             # addr -> allocated block
+        self.pending = []                            # blocks waiting for their free to complete
+        self.trace = []
+        self.segments_va = 0x7f0000000000 + device * (1 << 40)
+        self.es_va = 0x7a0000000000 + device * (1 << 40)
+        self.clock = clock or (lambda: 0)
+        self.frames_of = frames_of or (lambda what: [])
+
+    # -- trace --
+    def record(self, action, addr, size, stream, frames=None):
+        e = {"action": action, "addr": addr, "size": size, "stream": stream,
+             "time_us": self.clock(), "frames": frames if frames is not None else []}
+        if action == "oom":
+            e["device_free"] = e.pop("addr")
+        self.trace.append(e)
+
+    # -- sizes --
+    def round_size(self, size):
+        if size < K_MIN_BLOCK:
+            return K_MIN_BLOCK
+        index = max(0, min(size.bit_length() - 1 - 20, 15))
+        divisions = self.roundup[index]
+        if divisions > 1 and size > K_MIN_BLOCK * divisions:
+            if size & (size - 1) == 0:
+                return size
+            floor = 1 << (size.bit_length() - 1)
+            step = floor >> (divisions.bit_length() - 1)
+            if step == 0:
+                return floor << 1
+            down = size & ~(step - 1)
+            return size if down == size else down + step
+        return (size + K_MIN_BLOCK - 1) // K_MIN_BLOCK * K_MIN_BLOCK
+
+    @staticmethod
+    def allocation_size(size):
+        if size <= K_SMALL_SIZE:
+            return K_SMALL_BUFFER
+        if size < K_MIN_LARGE_ALLOC:
+            return K_LARGE_BUFFER
+        return (size + K_ROUND_LARGE - 1) // K_ROUND_LARGE * K_ROUND_LARGE
+
+    def should_split(self, block, size):
+        remaining = block.size - size
+        if block.small or self.expandable:
+            return remaining >= K_MIN_BLOCK
+        return size < self.max_split and remaining > K_SMALL_SIZE
+
+    # -- finding blocks --
+    @staticmethod
+    def key(b):
+        return (b.stream, b.size, b.addr)
+
+    @staticmethod
+    def expandable_size(b):
+        return b.size + (b.next.size if b.next is not None and not b.next.mapped else 0)
+
+    def get_free_block(self, small, stream, size):
+        blocks = sorted((b for b in self.free[small] if b.stream == stream and b.size >= size),
+                        key=self.key)
+        if not blocks:
+            return None
+        i = 0
+        if blocks[0].es is not None:
+            if self.expandable:
+                while (blocks[i].es is not None and i + 1 < len(blocks) and
+                       self.expandable_size(blocks[i + 1]) < self.expandable_size(blocks[i])):
+                    i += 1
+            else:
+                i += 1
+                while i < len(blocks) and blocks[i].es is not None:
+                    i += 1
+                if i == len(blocks):
+                    return None
+        b = blocks[i]
+        if size < self.max_split and b.size >= self.max_split:
+            return None
+        if size >= self.max_split and b.size >= size + K_LARGE_BUFFER:
+            return None
+        self.free[small].discard(b)
+        return b
+
+    # -- plain segments --
+    def cuda_malloc(self, small, stream, alloc_size, frames):
+        if self.reserved + alloc_size > self.capacity:
+            return None
+        b = Block(self.segments_va, alloc_size, stream, small)
+        self.segments_va += (alloc_size + K_ROUND_LARGE - 1) // K_ROUND_LARGE * K_ROUND_LARGE
+        self.reserved += alloc_size
+        b.seg_frames = frames
+        self.record("segment_alloc", b.addr, alloc_size, stream, frames)
+        return b
+
+    def release_block(self, b):
+        self.record("segment_free", b.addr, b.size, b.stream, b.seg_frames)
+        self.reserved -= b.size
+        self.free[b.small].discard(b)
+
+    # -- expandable segments --
+    def find_expandable_block(self, small, stream, size):
+        def allocatable(b):
+            return b is not None and not b.allocated and not b.pending
+
+        def has_room(b):
+            n = 0
+            while n < size and allocatable(b):
+                n += b.size
+                b = b.next
+            return n >= size
+
+        for c in sorted((b for b in self.unmapped[small] if b.stream == stream),
+                        key=lambda b: b.addr):
+            if allocatable(c.prev):
+                c = c.prev
+            if has_room(c):
+                return c
+        page = K_SMALL_BUFFER if small else K_LARGE_BUFFER
+        total = self.capacity + self.capacity // 8
+        pages = (total + page - 1) // page
+        es = Expandable(self.es_va, pages * page, page)
+        self.es_va += pages * page + (64 << 20)  # a gap: reservations never touch
+        c = Block(es.base, es.size, stream, small, es=es, mapped=False)
+        self.unmapped[small].add(c)
+        return c
+
+    def map_block(self, b, size, frames):
+        es = b.es
+        begin = (b.addr - es.base) // es.page
+        end = (b.addr + size - es.base + es.page - 1) // es.page
+        mapped = (end - begin) * es.page
+        if self.reserved + mapped > self.capacity:
+            return False
+        self.unmapped[b.small].discard(b)
+        b.mapped = True
+        if mapped < b.size:
+            rest = Block(b.addr + mapped, b.size - mapped, b.stream, b.small, es=es, mapped=False)
+            rest.prev, rest.next = b, b.next
+            if b.next is not None:
+                b.next.prev = rest
+            b.next = rest
+            b.size = mapped
+            self.unmapped[b.small].add(rest)
+        self.merge(b, b.prev)
+        self.merge(b, b.next)
+        self.free[b.small].add(b)
+        self.reserved += mapped
+        self.record("segment_map", es.base + begin * es.page, mapped, b.stream, frames)
+        if b.prev is None or not b.prev.mapped:
+            b.seg_frames = b.seg_frames or frames
+        return True
+
+    def try_allocate_expandable(self, small, stream, size, frames):
+        c = self.find_expandable_block(small, stream, size)
+        if not c.mapped and not self.map_block(c, min(c.size, size), frames):
+            return None
+        while c.size < size:
+            nxt = c.next
+            if not self.map_block(nxt, min(size - c.size, nxt.size), frames):
+                return None
+            c = nxt
+        self.free[small].discard(c)
+        return c
+
+    def merge(self, dst, src):
+        if (src is None or src.allocated or src.pending or dst.mapped != src.mapped):
+            return
+        if dst.prev is src:
+            dst.addr = src.addr
+            dst.prev = src.prev
+            if dst.prev is not None:
+                dst.prev.next = dst
+            dst.seg_frames = src.seg_frames or dst.seg_frames
+        else:
+            dst.next = src.next
+            if dst.next is not None:
+                dst.next.prev = dst
+        dst.size += src.size
+        (self.free if src.mapped else self.unmapped)[src.small].discard(src)
+
+    def unmap_block(self, b):
+        es = b.es
+        begin = (b.addr - es.base + es.page - 1) // es.page
+        end = (b.addr + b.size - es.base) // es.page
+        if begin >= end:
+            return
+        ua, usize = es.base + begin * es.page, (end - begin) * es.page
+        self.free[b.small].discard(b)
+        if ua > b.addr:
+            before = Block(b.addr, ua - b.addr, b.stream, b.small, es=es)
+            before.prev, before.next = b.prev, b
+            if b.prev is not None:
+                b.prev.next = before
+            b.prev = before
+            before.seg_frames = b.seg_frames
+            self.free[b.small].add(before)
+        after_size = b.addr + b.size - (ua + usize)
+        if after_size > 0:
+            after = Block(ua + usize, after_size, b.stream, b.small, es=es)
+            after.prev, after.next = b, b.next
+            if b.next is not None:
+                b.next.prev = after
+            b.next = after
+            self.free[b.small].add(after)
+        b.addr, b.size, b.mapped = ua, usize, False
+        self.merge(b, b.prev)
+        self.merge(b, b.next)
+        self.unmapped[b.small].add(b)
+        self.reserved -= usize
+        self.record("segment_unmap", ua, usize, b.stream, b.seg_frames)
+
+    # -- releasing --
+    def release_available_cached_blocks(self, small, stream, size):
+        if self.max_split == (1 << 64) - 1:
+            return False
+        want = max(size, self.max_split)
+        blocks = sorted((b for b in self.free[small] if b.es is None), key=self.key)
+        big = [b for b in blocks if b.stream == stream and b.size >= want]
+        if big:
+            if big[0].prev is None and big[0].next is None:
+                self.release_block(big[0])
+            return True
+        released = 0
+        for b in reversed([b for b in blocks if b.stream == stream]):
+            if released >= want or b.size < self.max_split:
+                break
+            if b.prev is None and b.next is None:
+                released += b.size
+                self.release_block(b)
+        return released >= want
+
+    def synchronize(self):
+        for b in list(self.pending):
+            self.free_completed(b)
+
+    def release_cached_blocks(self):
+        self.synchronize()
+        for small in (False, True):
+            to_unmap = []
+            for b in sorted(self.free[small], key=self.key):
+                if b.es is not None:
+                    to_unmap.append(b)
+                elif b.prev is None and b.next is None:
+                    self.release_block(b)
+            for b in to_unmap:
+                self.unmap_block(b)
+                if b.prev is None and b.next is None:
+                    self.unmapped[small].discard(b)
+
+    def empty_cache(self):
+        self.release_cached_blocks()
+
+    # -- malloc and free --
+    def alloc_block(self, small, stream, size, frames):
+        if self.expandable:
+            return self.try_allocate_expandable(small, stream, size, frames)
+        return self.cuda_malloc(small, stream, self.allocation_size(size), frames)
+
+    def malloc(self, requested, stream=0, frames=None):
+        frames = frames if frames is not None else self.frames_of("alloc")
+        size = self.round_size(requested)
+        small = size <= K_SMALL_SIZE
+        b = self.get_free_block(small, stream, size)
+        if b is None:
+            b = self.alloc_block(small, stream, size, frames)
+            if b is None and self.release_available_cached_blocks(small, stream, size):
+                b = self.alloc_block(small, stream, size, frames)
+            if b is None:
+                self.release_cached_blocks()
+                b = self.alloc_block(small, stream, size, frames)
+            if b is None:
+                self.record("oom", self.capacity - self.reserved, size, stream, frames)
+                raise OutOfMemory()
+        if self.should_split(b, size):
+            rest = Block(b.addr + size, b.size - size, b.stream, b.small, es=b.es)
+            rest.prev, rest.next = b, b.next
+            if b.next is not None:
+                b.next.prev = rest
+            b.next = rest
+            b.size = size
+            self.free[small].add(rest)
+        b.allocated, b.requested, b.frames, b.stream = True, requested, frames, stream
+        self.active[b.addr] = b
+        self.record("alloc", b.addr, requested, stream, frames)
+        return b.addr
+
+    def free_block(self, addr, delayed=False):
+        b = self.active.pop(addr)
+        b.allocated = False
+        self.record("free_requested", b.addr, b.requested, b.stream, b.frames)
+        if delayed:  # used by another stream: the free completes later
+            b.pending = True
+            self.pending.append(b)
+        else:
+            self.free_completed(b)
+
+    def free_completed(self, b):
+        if b in self.pending:
+            self.pending.remove(b)
+        b.pending = False
+        self.record("free_completed", b.addr, b.requested, b.stream, b.frames)
+        self.merge(b, b.prev)
+        self.merge(b, b.next)
+        self.free[b.small].add(b)
+        b.frames = []
+        b.requested = 0
+
+    # -- snapshot() --
+    def blocks(self):
+        seen = set()
+        for b in list(self.active.values()) + self.pending + [
+                x for p in (True, False) for x in self.free[p]]:
+            while b.prev is not None and b.prev.mapped:
+                b = b.prev
+            if id(b) in seen:
+                continue
+            seen.add(id(b))
+            yield b
+
+    def segments(self):
+        out = []
+        for head in self.blocks():
+            seg = {"device": self.device, "address": head.addr, "total_size": 0,
+                   "allocated_size": 0, "active_size": 0, "requested_size": 0,
+                   "stream": head.stream, "segment_type": "small" if head.small else "large",
+                   "segment_pool_id": (0, 0), "is_expandable": head.es is not None,
+                   "frames": head.seg_frames, "blocks": []}
+            b = head
+            while b is not None and b.mapped:
+                state = ("active_allocated" if b.allocated else
+                         "active_pending_free" if b.pending else "inactive")
+                seg["blocks"].append({"address": b.addr, "size": b.size,
+                                      "requested_size": b.requested, "state": state,
+                                      "frames": b.frames})
+                seg["total_size"] += b.size
+                if b.allocated or b.pending:
+                    seg["allocated_size"] += b.size if b.allocated else 0
+                    seg["active_size"] += b.size
+                    seg["requested_size"] += b.requested
+                b = b.next
+            out.append(seg)
+        return sorted(out, key=lambda s: s["address"])
+
+# ---- snapshots with known answers, made by the simulated allocator ---------------------------
+
+
+class Clock:
+    def __init__(self, start=1748474028000000):
+        self.t = start
+
+    def __call__(self):
+        self.t += 7
+        return self.t
+
+
+def sim_frames(rnd):
+    return [{"name": "fn_%d" % rnd.randrange(40), "filename": "/home/user/train.py",
+             "line": rnd.randrange(1, 500)}]
+
+
+def workload(alloc, rnd, steps, sizes, streams=(0,), empty_every=5, delay=0.05, live_cap=60):
+    """Steps of allocations and frees; empty_cache now and then, some frees that wait for a
+    stream. Returns the live addresses."""
+    live = []
+    for step in range(steps):
+        for _ in range(rnd.randrange(4, 12)):
+            size = rnd.choice(sizes)
+            size = max(1, size + rnd.randrange(-size // 8 - 1, size // 8 + 1))
+            try:
+                live.append(alloc.malloc(size, rnd.choice(streams), sim_frames(rnd)))
+            except OutOfMemory:
+                return live, True
+        while len(live) > live_cap or (live and rnd.random() < 0.45):
+            addr = live.pop(rnd.randrange(len(live)))
+            alloc.free_block(addr, delayed=rnd.random() < delay)
+        if rnd.random() < 0.3 and alloc.pending:
+            alloc.free_completed(alloc.pending[0])
+        if empty_every and step % empty_every == empty_every - 1:
+            alloc.empty_cache()
+    return live, False
+
+
+def snapshot_of(allocs, keep, settings=None, times=True):
+    """torch.cuda.memory._snapshot(): the segments of every device, and per device the newest
+    `keep` (a fraction) of its trace entries: the ring buffer started mid-run."""
+    traces = []
+    for a in allocs:
+        entries = a.trace[-int(len(a.trace) * keep):] if keep else []
+        if not times:
+            entries = [{k: v for k, v in e.items() if k != "time_us"} for e in entries]
+        traces.append(entries)
+    snap = {"segments": [s for a in allocs for s in a.segments()], "device_traces": traces}
+    if settings is not None:
+        snap["allocator_settings"] = settings
+    return snap
+
+
+def settings_dict(conf="", expandable=False, max_split=-1, roundup=None, gc=0.0):
+    d = {"PYTORCH_CUDA_ALLOC_CONF": conf, "max_split_size": max_split,
+         "garbage_collection_threshold": gc, "expandable_segments": expandable,
+         "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
+         "pinned_use_cuda_host_register": False}
+    d["roundup_power2_divisions"] = {str(1 << i): (roundup or [0] * 16)[i] for i in range(16)}
+    return d
+
+
+SIZES = [700, 4096, 200 * 1024, 1 << 20, 3 << 20, 9 << 20, 24 << 20, 45 << 20, 70 << 20]
+
+
+def es_two_devices():
+    """Expandable segments on two devices and two streams; the ring buffer starts mid-run, so
+    maps and unmaps of the history span the final segments and the unmapped ranges alike."""
+    rnd = random.Random(11)
+    clock = Clock()
+    allocs = [Allocator(d, 3 << 30, expandable=True, clock=clock) for d in (0, 1)]
+    for a in allocs:
+        workload(a, rnd, 30, SIZES, streams=(0, 0, 0, 5))
+    for a in allocs:  # the history: a map over pages unmapped later, around live blocks
+        first = a.malloc(4 << 20, 0)
+        big = a.malloc(100 << 20, 0)
+        last = a.malloc(4 << 20, 0)
+        a.free_block(big)
+        a.empty_cache()
+        workload(a, rnd, 25, SIZES, streams=(0, 0, 5))
+        a.free_block(first)
+        a.free_block(last)
+    return snapshot_of(allocs, 0.6, settings_dict("expandable_segments:True", True))
+
+
+def es_oom():
+    """Expandable segments until the device is full: the history ends with the unmaps of the
+    retry and PyTorch's oom entry."""
+    rnd = random.Random(5)
+    a = Allocator(0, 1 << 30, expandable=True, clock=Clock())
+    workload(a, rnd, 40, SIZES, streams=(0, 3), live_cap=25, empty_every=6)
+    live, oom = workload(a, rnd, 400, SIZES + [120 << 20], live_cap=1000, empty_every=0)
+    assert oom and a.trace[-1]["action"] == "oom"
+    return snapshot_of([a], 0.5, settings_dict("expandable_segments:True", True))
+
+
+def es_no_time():
+    """PyTorch 2.1's format: no time_us, no allocator_settings; expandable segments show only
+    in the segments and the history (the settings are inferred)."""
+    rnd = random.Random(3)
+    a = Allocator(0, 2 << 30, expandable=True, clock=Clock())
+    workload(a, rnd, 40, SIZES)
+    return snapshot_of([a], 0.5, None, times=False)
+
+
+def split_roundup():
+    """Plain segments with max_split_size 64 MiB and roundup_power2_divisions: block sizes
+    follow the rounding, oversized blocks are never split."""
+    rnd = random.Random(9)
+    roundup = [4] * 8 + [2] * 8
+    a = Allocator(0, 4 << 30, max_split=64 << 20, roundup=roundup, clock=Clock())
+    workload(a, rnd, 40, SIZES + [90 << 20, 150 << 20], empty_every=9)
+    conf = "max_split_size_mb:64,roundup_power2_divisions:[128:4,>:2]"
+    return snapshot_of([a], 0.5, settings_dict(conf, False, 64 << 20, roundup))
+
+
+def es_conf_only():
+    """An allocator_settings dict that lacks expandable_segments (as older PyTorch wrote it):
+    only its PYTORCH_CUDA_ALLOC_CONF string says so."""
+    rnd = random.Random(4)
+    a = Allocator(0, 2 << 30, expandable=True, clock=Clock())
+    workload(a, rnd, 30, SIZES)
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "max_split_size": -1}
+    return snapshot_of([a], 0.7, settings)
+
+
+SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": es_no_time,
+             "split-roundup": split_roundup, "es-conf-only": es_conf_only}
+
+
+def write_snapshots(out):
+    os.makedirs(out, exist_ok=True)
+    for name, make in SNAPSHOTS.items():
+        with open(os.path.join(out, name + ".pickle"), "wb") as f:
+            pickle.dump(make(), f, protocol=4)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--big")
     ap.add_argument("--entries", type=int, default=1000000)
+    ap.add_argument("--snapshots")
     args = ap.parse_args()
     if args.out:
         write_fixtures(args.out)
+    if args.snapshots:
+        write_snapshots(args.snapshots)
     if args.big:
         with open(args.big, "wb") as f:
             pickle.dump(synthetic_snapshot(args.entries), f, protocol=4)
-    if not args.out and not args.big:
+    if not args.out and not args.big and not args.snapshots:
         ap.print_usage(sys.stderr)
         return 2
     return 0

@@ -29,16 +29,21 @@ static void record_effect(void *ctx, const am_effect *effect) {
     log->count++;
 }
 
-static am_model *new_model(uint64_t capacity, uint64_t max_split) {
+static am_model *new_model_with(uint64_t capacity, uint64_t max_split, bool expandable) {
     am_config config = am_config_default();
     config.device_capacity = capacity;
     config.max_split_size = max_split;
+    config.expandable_segments = expandable;
     am_model *model = am_model_new(&config);
     if (!model) {
         fprintf(stderr, "am_model_new failed\n");
         exit(1);
     }
     return model;
+}
+
+static am_model *new_model(uint64_t capacity, uint64_t max_split) {
+    return new_model_with(capacity, max_split, false);
 }
 
 /* malloc that must succeed; returns the block's address. */
@@ -230,7 +235,7 @@ static void test_rounding_and_pools(void) {
     CHECK_STR_EQ(am_strerror(AM_ERR_NOT_FREE), "range is not inside one inactive block");
     CHECK_STR_EQ(am_strerror((am_error)999), "unknown error");
     am_config bad = am_config_default();
-    bad.max_split_size = 20 * MiB; /* PyTorch requires max_split_size_mb > 20 */
+    bad.max_split_size = 19 * MiB; /* PyTorch requires max_split_size_mb >= 20 */
     CHECK(am_model_new(&bad) == NULL);
     am_model *model = new_model(0, UINT64_MAX);
     CHECK_EQ_U64(am_malloc(model, 0, 0, 0, NULL, NULL, NULL), AM_ERR_INVALID_ARG);
@@ -687,6 +692,194 @@ static void test_expandable(void) {
     am_model_free(model);
 }
 
+/* ---- known answers: expandable segments in decide mode (PyTorch's ExpandableSegment) ---- */
+
+static am_model *new_expandable_model(uint64_t capacity) {
+    return new_model_with(capacity, UINT64_MAX, true);
+}
+
+#define ES (VA + AM_EXPANDABLE_VA_OFFSET) /* the first reserved range */
+
+static void test_expandable_rules(void) {
+    /* should_split with expandable segments: any remainder of 512 bytes is cut, in both pools */
+    am_config plain = am_config_default(), expandable = am_config_default();
+    expandable.expandable_segments = true;
+    CHECK(!am_should_split(&plain, false, 20 * MiB, 19 * MiB));
+    CHECK(am_should_split(&expandable, false, 20 * MiB, 19 * MiB));
+    CHECK(am_should_split(&expandable, false, 20 * MiB, 20 * MiB - 512));
+    CHECK(!am_should_split(&expandable, false, 20 * MiB, 20 * MiB - 511));
+    CHECK(am_should_split(&plain, true, 2 * MiB, 2 * MiB - 512));
+    CHECK(!am_should_split(&plain, false, 40 * MiB, 39 * MiB)); /* exactly 1 MiB: kept */
+    CHECK(am_should_split(&plain, false, 40 * MiB, 39 * MiB - 512));
+    plain.max_split_size = 32 * MiB; /* at or above max_split_size: never split */
+    CHECK(!am_should_split(&plain, false, 80 * MiB, 32 * MiB));
+    CHECK(am_should_split(&plain, false, 80 * MiB, 32 * MiB - 512));
+    CHECK_EQ_U64(am_expandable_page(true), 2 * MiB);
+    CHECK_EQ_U64(am_expandable_page(false), 20 * MiB);
+
+    /* roundup_power2_next_division, and round_size with roundup_power2_divisions */
+    CHECK_EQ_U64(am_roundup_power2_next_division(1200, 4), 1280); /* PyTorch's own example */
+    CHECK_EQ_U64(am_roundup_power2_next_division(1024, 4), 1024);
+    CHECK_EQ_U64(am_roundup_power2_next_division(1280, 4), 1280);
+    am_config roundup = am_config_default();
+    roundup.roundup_power2_divisions[10] = 4; /* [1 GiB, 2 GiB) in quarters */
+    roundup.roundup_power2_divisions[0] = 2;  /* below 2 MiB in halves */
+    CHECK_EQ_U64(am_config_round_size(&roundup, 1200 * MiB + 1), 1280 * MiB);
+    CHECK_EQ_U64(am_config_round_size(&roundup, 1024 * MiB), 1024 * MiB);
+    CHECK_EQ_U64(am_config_round_size(&roundup, 2000 * MiB), 2048 * MiB);
+    CHECK_EQ_U64(am_config_round_size(&roundup, 600 * 1024 + 1), 768 * 1024);
+    CHECK_EQ_U64(am_config_round_size(&roundup, 1000), 1024); /* not above 512 x 2 */
+    CHECK_EQ_U64(am_config_round_size(&roundup, 3 * MiB + 1), 3 * MiB + 512); /* no divisions */
+    CHECK_EQ_U64(am_config_round_size(&roundup, 100), 512);
+
+    /* a model with roundup divisions places history entries at the rounded size */
+    am_model *model = am_model_new(&roundup);
+    CHECK_EQ_U64(am_segment_insert(model, VA, 2048 * MiB, 0, 0), AM_OK);
+    am_block_info info;
+    CHECK_EQ_U64(am_block_place_requested(model, VA, 1200 * MiB + 1, 0, 1, &info), AM_OK);
+    CHECK_EQ_U64(info.size, 1280 * MiB);
+    am_model_free(model);
+
+    /* apply mode: the split rule follows the configuration */
+    model = new_expandable_model(0);
+    CHECK_EQ_U64(am_segment_map(model, VA, 20 * MiB, 0, 1), AM_OK);
+    CHECK_EQ_U64(am_block_place_requested(model, VA, 19 * MiB, 0, 2, &info), AM_OK);
+    CHECK_EQ_U64(info.size, 19 * MiB); /* 1 MiB left: cut, as PyTorch does with expandable on */
+    am_model_free(model);
+    model = new_model(0, UINT64_MAX);
+    CHECK_EQ_U64(am_segment_map(model, VA, 20 * MiB, 0, 1), AM_OK);
+    CHECK_EQ_U64(am_block_place_requested(model, VA, 19 * MiB, 0, 2, &info), AM_OK);
+    CHECK_EQ_U64(info.size, 20 * MiB); /* expandable off (toggled later): the large-pool rule */
+    am_model_free(model);
+
+    /* segments of another pool are never joined, even when adjacent */
+    model = new_model(0, UINT64_MAX);
+    CHECK_EQ_U64(am_segment_map(model, VA, 20 * MiB, 0, 1), AM_OK);
+    CHECK_EQ_U64(am_segment_map(model, VA + 20 * MiB, 2 * MiB, 0, 2), AM_OK);
+    CHECK_EQ_U64(am_stats(model).segment_count, 2);
+    CHECK_EQ_U64(am_segment_map_in_pool(model, VA + 22 * MiB, 4 * MiB, 0, 3, true), AM_OK);
+    CHECK_EQ_U64(am_stats(model).segment_count, 2); /* joins the small one */
+    am_model_free(model);
+}
+
+static void test_expandable_decide(void) {
+    /* capacity 200 MiB: ranges of 1 1/8 of it, 12 pages of 20 MiB = 240 MiB */
+    am_model *model = new_expandable_model(200 * MiB);
+    effect_log log = {0};
+    am_block_info info;
+    uint64_t a = must_malloc(model, 30 * MiB, 0, &log); /* two pages mapped, the rest split */
+    CHECK_EQ_U64(a, ES);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES, 40 * MiB);
+    CHECK(!log.items[0].is_small);
+    expect_stats(model, 40 * MiB, 30 * MiB, 30 * MiB, 1, 1, 10 * MiB);
+    uint64_t b = must_malloc(model, 5 * MiB, 0, NULL); /* from the free 10 MiB */
+    CHECK_EQ_U64(b, ES + 30 * MiB);
+    log.count = 0;
+    /* 5 MiB free at the end + 7 MiB more: one page mapped right after, merged */
+    uint64_t c = must_malloc(model, 12 * MiB, 0, &log);
+    CHECK_EQ_U64(c, ES + 35 * MiB);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES + 40 * MiB, 20 * MiB);
+    expect_stats(model, 60 * MiB, 47 * MiB, 47 * MiB, 1, 3, 13 * MiB);
+    CHECK_EQ_U64(am_free(model, a), AM_OK);
+    /* free: 30 MiB at ES (cannot grow) and 13 MiB at the end (can grow by 180 MiB): the best
+     * fit by size is the 13 MiB block, but PyTorch prefers the one that can grow least */
+    CHECK_EQ_U64(am_malloc(model, 10 * MiB, 0, 0, NULL, NULL, &info), AM_OK);
+    CHECK_EQ_U64(info.addr, ES);
+    CHECK_EQ_U64(info.size, 10 * MiB);
+    uint64_t d = info.addr;
+    CHECK_EQ_U64(am_free(model, c), AM_OK);
+    log.count = 0;
+    /* empty_cache: [ES+10, ES+30) holds no whole page; [ES+35, ES+60) holds [ES+40, ES+60) */
+    CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_UNMAP, ES + 40 * MiB, 20 * MiB);
+    expect_stats(model, 40 * MiB, 15 * MiB, 15 * MiB, 1, 2, 20 * MiB);
+    CHECK_EQ_U64(am_free(model, b), AM_OK);
+    CHECK_EQ_U64(am_free(model, d), AM_OK);
+    log.count = 0;
+    CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_UNMAP, ES, 40 * MiB);
+    expect_stats(model, 0, 0, 0, 0, 0, 0);
+    log.count = 0;
+    CHECK_EQ_U64(must_malloc(model, 1000, 0, &log), ES); /* the range was given back */
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES, 2 * MiB);
+    CHECK(log.items[0].is_small);
+    expect_stats(model, 2 * MiB, 1024, 1000, 1, 1, 2 * MiB - 1024);
+    log.count = 0;
+    /* the large pool gets a range of its own above the small one (113 pages of 2 MiB) */
+    CHECK_EQ_U64(must_malloc(model, 3 * MiB, 0, &log), ES + 226 * MiB);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES + 226 * MiB, 20 * MiB);
+    log.count = 0;
+    CHECK_EQ_U64(must_malloc(model, 3 * MiB, 1, &log), ES + 466 * MiB); /* and each stream */
+    am_model_free(model);
+
+    /* the lowest address with enough free and unmapped space, holes first */
+    model = new_expandable_model(0);
+    uint64_t x = must_malloc(model, 40 * MiB, 0, NULL);
+    uint64_t y = must_malloc(model, 40 * MiB, 0, NULL);
+    uint64_t z = must_malloc(model, 40 * MiB, 0, NULL);
+    CHECK(x == ES && y == ES + 40 * MiB && z == ES + 80 * MiB);
+    CHECK_EQ_U64(am_free(model, x), AM_OK);
+    log.count = 0;
+    CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_UNMAP, ES, 40 * MiB); /* a hole at the start */
+    CHECK_EQ_U64(am_free(model, z), AM_OK);
+    log.count = 0;
+    /* 60 MiB: the hole (40 MiB, then y) is too small; the free 40 MiB at ES+80 and one more
+     * page after it hold it */
+    CHECK_EQ_U64(am_malloc(model, 60 * MiB, 0, 0, record_effect, &log, &info), AM_OK);
+    CHECK_EQ_U64(info.addr, ES + 80 * MiB);
+    CHECK_EQ_U64(info.size, 60 * MiB);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES + 120 * MiB, 20 * MiB);
+    CHECK_EQ_U64(am_free(model, y), AM_OK);
+    log.count = 0;
+    /* now the hole and the free y after it hold 60 MiB: the hole is mapped and joins */
+    CHECK_EQ_U64(am_malloc(model, 60 * MiB, 0, 0, record_effect, &log, &info), AM_OK);
+    CHECK_EQ_U64(info.addr, ES);
+    CHECK_EQ_U64(info.size, 60 * MiB);
+    CHECK_EQ_U64(log.count, 1);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_MAP, ES, 40 * MiB);
+    am_segment_info seg;
+    CHECK_EQ_U64(am_segment_lookup(model, ES, &seg), AM_OK);
+    CHECK(seg.addr == ES && seg.size == 140 * MiB && seg.is_expandable);
+    expect_stats(model, 140 * MiB, 120 * MiB, 120 * MiB, 1, 2, 20 * MiB);
+    am_model_free(model);
+
+    /* out of memory: a map fails as a whole; the retry unmaps free pages first */
+    model = new_expandable_model(50 * MiB);
+    a = must_malloc(model, 30 * MiB, 0, NULL);
+    log.count = 0;
+    CHECK_EQ_U64(am_malloc(model, 30 * MiB, 0, 0, record_effect, &log, &info), AM_ERR_OOM);
+    CHECK_EQ_U64(log.count, 3);
+    expect_effect(&log, 0, AM_EFFECT_ALLOC_FAILED, 0, 20 * MiB);
+    expect_effect(&log, 1, AM_EFFECT_ALLOC_FAILED, 0, 20 * MiB);
+    CHECK_EQ_U64(log.items[2].kind, AM_EFFECT_OOM);
+    CHECK_EQ_U64(log.items[2].device_free, 10 * MiB);
+    CHECK_EQ_U64(am_free(model, a), AM_OK);
+    log.count = 0;
+    CHECK_EQ_U64(am_malloc(model, 45 * MiB, 0, 0, record_effect, &log, &info), AM_ERR_OOM);
+    CHECK_EQ_U64(log.count, 4);
+    expect_effect(&log, 0, AM_EFFECT_ALLOC_FAILED, 0, 20 * MiB);
+    expect_effect(&log, 1, AM_EFFECT_SEGMENT_UNMAP, ES, 40 * MiB);
+    expect_effect(&log, 2, AM_EFFECT_ALLOC_FAILED, 0, 60 * MiB);
+    CHECK_EQ_U64(log.items[3].kind, AM_EFFECT_OOM);
+    expect_stats(model, 0, 0, 0, 0, 0, 0);
+    CHECK_EQ_U64(must_malloc(model, 40 * MiB, 0, NULL), ES); /* two pages fit */
+    am_model_free(model);
+
+    /* expandable segments turned off: their free blocks are not used */
+    model = new_model(0, UINT64_MAX);
+    CHECK_EQ_U64(am_segment_map(model, 0x1000000000ULL, 40 * MiB, 0, 1), AM_OK);
+    log.count = 0;
+    CHECK_EQ_U64(must_malloc(model, 5 * MiB, 0, &log), VA);
+    expect_effect(&log, 0, AM_EFFECT_SEGMENT_ALLOC, VA, 20 * MiB);
+    am_model_free(model);
+}
+
 /* ---- apply mode under random, mostly invalid, operations ---- */
 
 /* Random operations at random 512-aligned addresses of a 64 MiB window: most do not fit the
@@ -865,11 +1058,52 @@ static void apply_effects(am_model *twin, const effect_log *log, live_block *liv
             CHECK_EQ_U64(am_block_release(twin, e->addr), AM_OK);
             forget_block(live, count, e->addr);
             break;
+        case AM_EFFECT_SEGMENT_MAP:
+            CHECK_EQ_U64(
+                am_segment_map_in_pool(twin, e->addr, e->size, e->stream, e->tag, e->is_small),
+                AM_OK);
+            break;
+        case AM_EFFECT_SEGMENT_UNMAP:
+            CHECK_EQ_U64(am_segment_unmap(twin, e->addr, e->size), AM_OK);
+            break;
         case AM_EFFECT_ALLOC_FAILED:
         case AM_EFFECT_OOM:
             break;
         }
     }
+}
+
+#define LIVE_MAX 8192
+
+/* A block decide mode handed out: placed in the apply-mode twin and remembered (or, with no
+ * room left to remember it, freed in both). */
+static void keep_block(am_model *model, am_model *twin, const am_block_info *info,
+                       uint64_t requested, uint64_t stream, uint64_t tag, live_block *live,
+                       int *count) {
+    CHECK_EQ_U64(am_block_place(twin, info->addr, info->size, requested, stream, tag), AM_OK);
+    if (*count < LIVE_MAX)
+        live[(*count)++] = (live_block){info->addr, false};
+    else
+        CHECK_EQ_U64(am_free(model, info->addr), am_free(twin, info->addr));
+}
+
+/* A random live block freed in both models. */
+static void free_random(am_model *model, am_model *twin, random_state *r, live_block *live,
+                        int *count) {
+    int i = (int)(next_random(r) % (uint64_t)*count);
+    CHECK_EQ_U64(am_free(model, live[i].addr), AM_OK);
+    CHECK_EQ_U64(am_block_release(twin, live[i].addr), AM_OK);
+    live[i] = live[--*count];
+}
+
+/* A random live block's free requested in both models (a second request is refused). */
+static void free_request_random(am_model *model, am_model *twin, random_state *r, live_block *live,
+                                int count) {
+    int i = (int)(next_random(r) % (uint64_t)count);
+    am_error expected = live[i].pending ? AM_ERR_ALREADY_PENDING : AM_OK;
+    CHECK_EQ_U64(am_free_request(model, live[i].addr), expected);
+    CHECK_EQ_U64(am_block_mark_pending(twin, live[i].addr), expected);
+    live[i].pending = true;
 }
 
 /* How often the rarer paths ran over all seeds: each must have run at least once. */
@@ -879,7 +1113,7 @@ static void run_differential(uint64_t seed, int operations, uint64_t capacity, u
     am_model *model = new_model(capacity, max_split);
     am_model *twin = new_model(0, UINT64_MAX);
     random_state r = {seed * 0x9e3779b97f4a7c15ULL + 1};
-    static live_block live[8192];
+    static live_block live[LIVE_MAX];
     static effect_log log;
     int count = 0, ooms = 0, reuses = 0, failures_before = check_failures;
     for (int op = 0; op < operations && check_failures == failures_before; op++) {
@@ -919,26 +1153,12 @@ static void run_differential(uint64_t seed, int operations, uint64_t capacity, u
                     CHECK_EQ_U64(log.items[0].addr, segment_addr);
                     CHECK_EQ_U64(info.addr, segment_addr);
                 }
-                CHECK_EQ_U64(
-                    am_block_place(twin, info.addr, info.size, requested, stream, (uint64_t)op + 1),
-                    AM_OK);
-                if (count < (int)(sizeof live / sizeof live[0]))
-                    live[count++] = (live_block){info.addr, false};
-                else
-                    CHECK_EQ_U64(am_free(model, info.addr), am_free(twin, info.addr));
+                keep_block(model, twin, &info, requested, stream, (uint64_t)op + 1, live, &count);
             }
         } else if (pick < 85) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            uint64_t addr = live[i].addr;
-            CHECK_EQ_U64(am_free(model, addr), AM_OK);
-            CHECK_EQ_U64(am_block_release(twin, addr), AM_OK);
-            live[i] = live[--count];
+            free_random(model, twin, &r, live, &count);
         } else if (pick < 98) {
-            int i = (int)(next_random(&r) % (uint64_t)count);
-            am_error expected = live[i].pending ? AM_ERR_ALREADY_PENDING : AM_OK;
-            CHECK_EQ_U64(am_free_request(model, live[i].addr), expected);
-            CHECK_EQ_U64(am_block_mark_pending(twin, live[i].addr), expected);
-            live[i].pending = true;
+            free_request_random(model, twin, &r, live, count);
         } else {
             CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
             apply_effects(twin, &log, live, &count);
@@ -955,12 +1175,95 @@ static void run_differential(uint64_t seed, int operations, uint64_t capacity, u
     am_model_free(twin);
 }
 
+/* No free block of an expandable segment holds a whole page after the cache was released. */
+static int no_whole_free_page(const am_model *model) {
+    for (const am_segment *s = am_first_segment(model); s; s = am_next_segment(s)) {
+        am_segment_info seg;
+        am_segment_get(s, &seg);
+        if (!seg.is_expandable)
+            continue;
+        uint64_t page = am_expandable_page(seg.is_small);
+        for (const am_block *b = am_segment_first_block(model, s); b; b = am_next_block(b)) {
+            am_block_info block;
+            am_block_get(b, &block);
+            uint64_t first = (block.addr - seg.addr + page - 1) / page * page;
+            uint64_t last = (block.addr + block.size - seg.addr) / page * page;
+            if (block.state == AM_BLOCK_INACTIVE && first < last)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Decide mode with expandable segments against its own effects replayed in apply mode: the
+ * same layout after every operation, maps of whole pages, the device never over-committed,
+ * blocks cut whenever 512 bytes remain, and no whole free page left by a cache release. */
+static void run_differential_expandable(uint64_t seed, int operations, uint64_t capacity) {
+    am_model *model = new_expandable_model(capacity);
+    am_model *twin = new_expandable_model(0);
+    random_state r = {seed * 0x9e3779b97f4a7c15ULL + 7};
+    static live_block live[LIVE_MAX];
+    static effect_log log;
+    int count = 0, maps = 0, unmaps = 0, ooms = 0, failures_before = check_failures;
+    for (int op = 0; op < operations && check_failures == failures_before; op++) {
+        uint64_t pick = next_random(&r) % 100;
+        log.count = 0;
+        if (pick < 55 || count == 0) {
+            uint64_t requested = random_size(&r), stream = next_random(&r) % 2;
+            am_block_info info;
+            am_error err =
+                am_malloc(model, requested, stream, (uint64_t)op + 1, record_effect, &log, &info);
+            apply_effects(twin, &log, live, &count);
+            for (int e = 0; e < log.count; e++) {
+                const am_effect *x = &log.items[e];
+                if (x->kind == AM_EFFECT_SEGMENT_MAP) {
+                    maps++;
+                    CHECK_EQ_U64(x->size % am_expandable_page(x->is_small), 0);
+                }
+                unmaps += x->kind == AM_EFFECT_SEGMENT_UNMAP;
+                CHECK(x->kind != AM_EFFECT_SEGMENT_ALLOC && x->kind != AM_EFFECT_SEGMENT_FREE);
+            }
+            if (err == AM_ERR_OOM) {
+                ooms++;
+                CHECK(no_whole_free_page(model)); /* the retry released the cache */
+            } else {
+                CHECK_EQ_U64(err, AM_OK);
+                uint64_t rounded = am_round_size(requested);
+                CHECK(info.size == rounded || info.size - rounded < AM_MIN_BLOCK_SIZE);
+                keep_block(model, twin, &info, requested, stream, (uint64_t)op + 1, live, &count);
+            }
+        } else if (pick < 85) {
+            free_random(model, twin, &r, live, &count);
+        } else if (pick < 95) {
+            free_request_random(model, twin, &r, live, count);
+        } else {
+            CHECK_EQ_U64(am_empty_cache(model, record_effect, &log), AM_OK);
+            apply_effects(twin, &log, live, &count);
+            for (int e = 0; e < log.count; e++)
+                unmaps += log.items[e].kind == AM_EFFECT_SEGMENT_UNMAP;
+            CHECK(no_whole_free_page(model));
+        }
+        CHECK(capacity == 0 || am_stats(model).reserved_bytes <= capacity);
+        CHECK(walk_is_consistent(model));
+        CHECK(layouts_equal(model, twin));
+    }
+    if (getenv("AM_TEST_VERBOSE"))
+        printf("expandable seed %" PRIu64 ": %d maps, %d unmaps, %d OOMs, %d live\n", seed, maps,
+               unmaps, ooms, count);
+    CHECK(maps > 0 && unmaps > 0);
+    CHECK(capacity == 0 || ooms > 0);
+    am_model_free(model);
+    am_model_free(twin);
+}
+
 static void test_differential(void) {
     for (uint64_t seed = 1; seed <= 6; seed++) {
         uint64_t capacity = seed % 3 == 0 ? 0 : (seed % 3 == 1 ? 300 * MiB : 900 * MiB);
         uint64_t max_split = seed % 2 ? UINT64_MAX : 48 * MiB;
         run_differential(seed, 2500, capacity, max_split);
     }
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        run_differential_expandable(seed, 2500, seed == 3 ? 0 : 400 * MiB * seed);
     if (getenv("AM_TEST_VERBOSE"))
         printf(
             "retried allocations %d, retries after one segment release %d, completed by sync %d\n",
@@ -1070,6 +1373,8 @@ int main(int argc, char **argv) {
     test_stats_script();
     test_apply_mode();
     test_expandable();
+    test_expandable_rules();
+    test_expandable_decide();
     test_apply_fuzz();
     test_differential();
     if (argc > 1 && strcmp(argv[1], "-v") == 0) {

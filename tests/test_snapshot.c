@@ -190,6 +190,7 @@ static void test_old_format(void) {
     CHECK(s->segment_count == 2);
     CHECK(!s->settings.present && !s->has_annotations && s->has_device_traces);
     CHECK(s->settings.max_split_size == -1 && s->settings.expandable_segments == -1);
+    CHECK(!s->settings.has_max_split_size && !s->settings.has_garbage_collection_threshold);
     const snapshot_segment *g = &s->segments[0];
     CHECK(g->block_count == 3 && g->pool == SNAPSHOT_POOL_LARGE && g->is_expandable == -1);
     CHECK(!(g->flags & (SNAPSHOT_SEGMENT_HAS_REQUESTED | SNAPSHOT_SEGMENT_HAS_POOL_ID)));
@@ -463,6 +464,8 @@ static void test_new_format(void) {
     CHECK(s->annotations[1].time_us == 1010);
     const snapshot_settings *st = &s->settings;
     CHECK(st->present && st->max_split_size == -1 && st->garbage_collection_threshold == 0.75);
+    CHECK(st->has_max_split_size && st->has_garbage_collection_threshold);
+    CHECK(st->graph_capture_record_stream_reuse == -1); /* absent */
     CHECK_STR_EQ(st->alloc_conf, "expandable_segments:True");
     CHECK(st->expandable_segments == 1 && st->release_lock_on_cudamalloc == 0);
     CHECK(st->pinned_use_cuda_host_register == -1 && st->pinned_num_register_threads == 8);

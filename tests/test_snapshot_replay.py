@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""test_snapshot_replay.py — every shared PyTorch snapshot, imported and replayed by
-memanalyze, ends exactly in the snapshot's own final state, and starts where walking
-its history backwards says it must.
+"""test_snapshot_replay.py — PyTorch snapshots, imported and replayed by memanalyze, end exactly
+in the snapshot's own final state, start where walking its history backwards says they must,
+and reach the peaks the history says they reach.
 
 usage: test_snapshot_replay.py MEMANALYZE SHARED_DATA_DIR
-Exit 0 pass, 1 fail, 77 skip (no shared data). The expectations are computed here, in
-Python, independently of the C code: the pickles are read with a restricted Unpickler
-that refuses every global (the files are data only), the database with sqlite3.
+Every shared snapshot (skipped when the directory has none) and the snapshots
+tests/make_pickles.py --snapshots makes with a simulated PyTorch allocator (expandable segments
+on two devices, an OOM, no time_us, max_split_size with roundup_power2_divisions, settings only
+in PYTORCH_CUDA_ALLOC_CONF). Exit 0 pass, 1 fail. The expectations are computed here, in
+Python, from the pickle alone, independently of the C code: the pickles are read with a
+restricted Unpickler that refuses every global (the files are data only), the database with
+sqlite3, the layout at the end with `memanalyze segments --at end --json`.
 """
 import glob
+import json
 import os
 import pickle
 import sqlite3
 import subprocess
 import sys
 import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
 
 
 class DataOnly(pickle.Unpickler):
@@ -27,10 +35,42 @@ def load(path):
         return DataOnly(f).load()
 
 
+def segments_of(snap):
+    return snap["segments"] if isinstance(snap, dict) else snap
+
+
+def traces_of(snap):
+    return snap.get("device_traces", []) if isinstance(snap, dict) else []
+
+
+def entries_of(snap, device):
+    traces = traces_of(snap)
+    return traces[device] if device < len(traces) else []
+
+
+def final_layout(snap, device):
+    """The snapshot's segments of `device` as [(address, total_size, [(address, size, state)])],
+    block addresses accumulated where the file has none (as PyTorch's viewer does)."""
+    out = []
+    for s in segments_of(snap):
+        if s.get("device", 0) != device:
+            continue
+        addr, blocks = s["address"], []
+        for b in s["blocks"]:
+            a = b.get("address", addr)
+            addr = a + b["size"]
+            state = b["state"]
+            if state == "active_awaiting_free":
+                state = "active_pending_free"
+            blocks.append((a, b["size"], state))
+        out.append((s["address"], s["total_size"], blocks))
+    return sorted(out)
+
+
 def expected_final(snap, device):
     """Segments {address: size} and live blocks {address: (size, requested, pending)}."""
     segs, blocks = {}, {}
-    for s in snap["segments"] if isinstance(snap, dict) else snap:
+    for s in segments_of(snap):
         if s.get("device", 0) != device:
             continue
         segs[s["address"]] = s["total_size"]
@@ -56,27 +96,86 @@ def merge_ranges(rows):
     return out
 
 
-def expected_start_reserved(snap, device):
-    """Reserved before the first history entry: the final reserved bytes with every
-    segment event undone, newest first."""
-    segs, _ = expected_final(snap, device)
-    reserved = sum(segs.values())
-    traces = snap.get("device_traces", []) if isinstance(snap, dict) else []
-    entries = traces[device] if device < len(traces) else []
+def request(e):
+    return e["size"] or 1  # a zero request counts as 1 (model/torch_history.h)
+
+
+def expected_series(snap, device):
+    """(start reserved, peak reserved, start requested, peak requested) from the history: the
+    final totals with every entry undone newest first give the start; replaying the entries
+    forward from there gives the peaks (the start included)."""
+    segs, blocks = expected_final(snap, device)
+    entries = entries_of(snap, device)
+    reserved, requested = sum(segs.values()), sum(b[1] for b in blocks.values())
     for e in reversed(entries):
-        if e["action"] in ("segment_alloc", "segment_map"):
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
             reserved -= e["size"]
-        elif e["action"] in ("segment_free", "segment_unmap"):
+        elif a in ("segment_free", "segment_unmap"):
             reserved += e["size"]
-    return reserved
+        elif a == "alloc":
+            requested -= request(e)
+        elif a == "free_completed":
+            requested += request(e)
+    start = (reserved, requested)
+    peak_reserved, peak_requested = reserved, requested
+    for e in entries:
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
+            reserved += e["size"]
+        elif a in ("segment_free", "segment_unmap"):
+            reserved -= e["size"]
+        elif a == "alloc":
+            requested += request(e)
+        elif a == "free_completed":
+            requested -= request(e)
+        peak_reserved = max(peak_reserved, reserved)
+        peak_requested = max(peak_requested, requested)
+    return start[0], peak_reserved, start[1], peak_requested
+
+
+def expected_events(snap):
+    """Events the import writes: one per entry but snapshot markers, one per page of a
+    segment_map (20 MiB pages in the large pool, 2 MiB ones in the small pool)."""
+    n = 0
+    for trace in traces_of(snap):
+        for e in trace:
+            if e["action"] == "snapshot":
+                continue
+            if e["action"] == "segment_map":
+                page = 20 * MIB if e["size"] % (20 * MIB) == 0 else 2 * MIB
+                n += (e["size"] + page - 1) // page
+            else:
+                n += 1
+    return n
+
+
+def expected_facts(snap):
+    """meta 'allocator_settings_source', 'timestamps', 'history' and whether expandable
+    segments are on, from the pickle."""
+    traces = traces_of(snap)
+    entries = [e for t in traces for e in t]
+    settings = snap.get("allocator_settings") if isinstance(snap, dict) else None
+    mapped = any(e["action"] in ("segment_map", "segment_unmap") for e in entries) or any(
+        s.get("is_expandable") for s in segments_of(snap))
+    if settings is not None:
+        source = "snapshot"
+        expandable = settings.get("expandable_segments")
+        if expandable is None:
+            conf = settings.get("PYTORCH_CUDA_ALLOC_CONF") or ""
+            expandable = "expandable_segments:True" in conf.replace(" ", "") or (
+                None if "expandable_segments" not in conf else False)
+        if expandable is None:
+            expandable = mapped or None
+    else:
+        source = "inferred" if mapped else "none"
+        expandable = True if mapped else None
+    times = int(any("time_us" in e for e in entries))
+    return source, times, int(bool(entries)), expandable
 
 
 def main():
     memanalyze, data = sys.argv[1], sys.argv[2]
-    pickles = sorted(glob.glob(os.path.join(data, "*.pickle")))
-    if not pickles:
-        print(f"SKIP: no shared snapshots in {data}", file=sys.stderr)
-        return 77
     failures = 0
 
     def check(cond, what):
@@ -86,18 +185,27 @@ def main():
             print(f"FAIL: {what}", file=sys.stderr)
 
     with tempfile.TemporaryDirectory() as tmp:
+        made = os.path.join(tmp, "made")
+        gen = subprocess.run([sys.executable, os.path.join(HERE, "make_pickles.py"),
+                              "--snapshots", made], capture_output=True, text=True)
+        check(gen.returncode == 0, f"make_pickles.py --snapshots: {gen.stderr.strip()}")
+        pickles = sorted(glob.glob(os.path.join(data, "*.pickle")))
+        if not pickles:
+            print(f"note: no shared snapshots in {data}; the made ones only", file=sys.stderr)
+        pickles += sorted(glob.glob(os.path.join(made, "*.pickle")))
+        env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
         for path in pickles:
             name = os.path.basename(path)
             db_path = os.path.join(tmp, name + ".db")
             run = subprocess.run([memanalyze, "import", path, "-o", db_path],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env=env)
             check(run.returncode == 0, f"{name}: import failed: {run.stderr.strip()}")
             if run.returncode != 0:
                 continue
             snap = load(path)
             db = sqlite3.connect(db_path)
-            devices = sorted({s.get("device", 0) for s in
-                              (snap["segments"] if isinstance(snap, dict) else snap)})
+            devices = sorted({s.get("device", 0) for s in segments_of(snap)} |
+                             {d for d, t in enumerate(traces_of(snap)) if t})
             for dev in devices:
                 segs, blocks = expected_final(snap, dev)
                 rows = db.execute("SELECT addr, size, mapped FROM segments WHERE device = ? "
@@ -127,20 +235,83 @@ def main():
                 check(end == (sum(b[0] for b in blocks.values()), sum(segs.values()),
                               sum(b[1] for b in blocks.values())),
                       f"{name} device {dev}: end totals {end}")
-                start = db.execute("SELECT reserved_bytes FROM events WHERE device = ? AND "
-                                   "op = 'seed'", (dev,)).fetchone()
-                check(start is not None and start[0] == expected_start_reserved(snap, dev),
-                      f"{name} device {dev}: start reserved {start} want "
-                      f"{expected_start_reserved(snap, dev)}")
-            traces = snap.get("device_traces", []) if isinstance(snap, dict) else []
-            n_entries = sum(len([e for e in t if e["action"] not in ("snapshot",)])
-                            for t in traces)
+                start_res, peak_res, start_req, peak_req = expected_series(snap, dev)
+                start = db.execute("SELECT reserved_bytes, requested_bytes FROM events WHERE "
+                                   "device = ? AND op = 'seed'", (dev,)).fetchone()
+                check(start == (start_res, start_req),
+                      f"{name} device {dev}: start (reserved, requested) {start} want "
+                      f"{(start_res, start_req)}")
+                peaks = db.execute("SELECT peak_reserved_bytes, peak_requested_bytes FROM "
+                                   "devices WHERE device = ?", (dev,)).fetchone()
+                check(peaks == (peak_res, peak_req),
+                      f"{name} device {dev}: peaks (reserved, requested) {peaks} want "
+                      f"{(peak_res, peak_req)}")
+                # the layout at the end is the snapshot's own segments, byte for byte
+                seg_run = subprocess.run([memanalyze, "segments", db_path, "--at", "end",
+                                          "--device", str(dev), "--json"],
+                                         capture_output=True, text=True, env=env)
+                check(seg_run.returncode == 0,
+                      f"{name} device {dev}: segments --json: {seg_run.stderr.strip()}")
+                if seg_run.returncode == 0:
+                    got = json.loads(seg_run.stdout)
+                    layout = sorted((s["address"], s["total_size"],
+                                     [(b["address"], b["size"], b["state"]) for b in s["blocks"]])
+                                    for s in got["segments"])
+                    want = final_layout(snap, dev)
+                    bad = [w for w, g in zip(want, layout) if w != g]
+                    check(layout == want and not got["outside_blocks"] and
+                          not got["rows_left_out"],
+                          f"{name} device {dev}: layout at end: {len(layout)} segments vs "
+                          f"{len(want)}, first difference "
+                          f"{bad[0][:2] if bad else None}, outside "
+                          f"{len(got['outside_blocks'])}, left out {got['rows_left_out']}")
+                # every moment has a full layout: at a few events, the layout agrees with the
+                # timeline and leaves nothing out (no live block drawn outside its segment)
+                ids = [r[0] for r in db.execute(
+                    "SELECT event_id FROM timeline WHERE device = ? AND event_id >= 0 "
+                    "ORDER BY event_id", (dev,))]
+                picks = sorted({ids[i * (len(ids) - 1) // 4] for i in range(5)} if ids else set())
+                for at in picks:
+                    seg_run = subprocess.run([memanalyze, "segments", db_path, "--at",
+                                              f"event:{at}", "--device", str(dev), "--json"],
+                                             capture_output=True, text=True, env=env)
+                    if seg_run.returncode != 0:
+                        check(False, f"{name} device {dev} event {at}: {seg_run.stderr.strip()}")
+                        continue
+                    got = json.loads(seg_run.stdout)
+                    row = db.execute("SELECT reserved_bytes, allocated_bytes FROM timeline WHERE "
+                                     "device = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1",
+                                     (dev, at)).fetchone()
+                    check((got["reserved_bytes"], got["allocated_bytes"]) == row and
+                          not got["outside_blocks"] and not got["rows_left_out"],
+                          f"{name} device {dev} event {at}: layout reserved/allocated "
+                          f"{got['reserved_bytes']}/{got['allocated_bytes']}, timeline {row}, "
+                          f"outside {len(got['outside_blocks'])}, left out "
+                          f"{got['rows_left_out']}")
             got = db.execute("SELECT count(*) FROM event_rows WHERE event_id > 0").fetchone()[0]
-            check(got == n_entries, f"{name}: {got} events replayed, {n_entries} entries")
+            check(got == expected_events(snap),
+                  f"{name}: {got} events replayed, {expected_events(snap)} expected")
             warnings = db.execute("SELECT code, count(*) FROM warnings GROUP BY code").fetchall()
             check(not warnings, f"{name}: replay warnings {warnings}")
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+            source, times, history, expandable = expected_facts(snap)
+            check((meta.get("allocator_settings_source"), meta.get("timestamps"),
+                   meta.get("history")) == (source, times, history),
+                  f"{name}: meta source/timestamps/history "
+                  f"{meta.get('allocator_settings_source')}/{meta.get('timestamps')}/"
+                  f"{meta.get('history')}, want {source}/{times}/{history}")
+            settings = json.loads(meta.get("allocator_settings", "null")) or {}
+            check(isinstance(settings, dict) and
+                  settings.get("expandable_segments") == expandable,
+                  f"{name}: meta allocator_settings {settings}: expandable_segments should be "
+                  f"{expandable}")
+            snap_settings = snap.get("allocator_settings") if isinstance(snap, dict) else None
+            for key, value in (snap_settings or {}).items():
+                check(settings.get(key) == value,
+                      f"{name}: allocator_settings[{key!r}] = {settings.get(key)!r}, "
+                      f"the snapshot says {value!r}")
             db.close()
-            print(f"{name}: {len(segs)} segments, {len(blocks)} live blocks, {got} events: "
+            print(f"{name}: {len(devices)} device(s), {got} events: "
                   f"{'ok' if not failures else 'checked'}")
     print(f"test_snapshot_replay: {'ok' if failures == 0 else f'{failures} failure(s)'}")
     return 1 if failures else 0

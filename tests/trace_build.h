@@ -79,15 +79,16 @@ static void cupti_segment(trace_op op, uint64_t addr, uint64_t size) {
 
 enum { DB_READ_WRITE, DB_READ_ONLY };
 
-/* Closes the trace, replays it into a new database at path and opens that
- * as `db` (closing the one before), read-only or as sqlite3_open() would. */
-static void replay_it(const char *path, int mode) {
+/* Closes the trace, replays it with `opt` (may be NULL) into a new database
+ * at path and opens that as `db` (closing the one before), read-only or as
+ * sqlite3_open() would. */
+static void replay_with(const char *path, int mode, const replay_options *opt) {
     char err[512];
     CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
     db_writer *dw = db_writer_open(path, err, sizeof err);
     CHECK(dw != NULL);
     replay_summary sum;
-    int rc = replay_trace(trace_path, dw, NULL, &sum, err, sizeof err);
+    int rc = replay_trace(trace_path, dw, opt, &sum, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "replay: %s\n", err);
     CHECK(rc == 0);
@@ -98,6 +99,9 @@ static void replay_it(const char *path, int mode) {
         mode == DB_READ_ONLY ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     CHECK(sqlite3_open_v2(path, &db, flags, NULL) == SQLITE_OK);
 }
+
+/* replay_with, without options. */
+static void replay_it(const char *path, int mode) { replay_with(path, mode, NULL); }
 
 /* The first column of the first row: -1 for NULL, -999 for no row, -998 for an error. */
 static int64_t q(const char *sql) {

@@ -110,12 +110,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen) {
     char trace_path[PATH_MAX + 16];
     snprintf(trace_path, sizeof trace_path, "%s", path);
+    snapshot_facts facts;
     if (kind == INPUT_SNAPSHOT) {
         /* A snapshot becomes a trace first (beside the database), then the
          * same replay as any trace. */
         snprintf(trace_path, sizeof trace_path, "%s.zst", db_path);
         double ts = seconds();
-        if (snapshot_import_file(path, trace_path, err, errlen) != 0)
+        if (snapshot_import_file_facts(path, trace_path, &facts, err, errlen) != 0)
             return -1;
         if (getenv(GMT_ENV_TIMING))
             fprintf(stderr, "snapshot to trace: %.3f s\n", seconds() - ts);
@@ -124,7 +125,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     db_writer *db = db_writer_open(db_path, err, errlen);
     if (!db)
         return -1;
-    replay_options ro = {.step_word = opt ? opt->step_word : NULL};
+    replay_options ro = {.step_word = opt ? opt->step_word : NULL, .timestamps = -1, .history = -1};
+    if (kind == INPUT_SNAPSHOT) { /* what the snapshot says beyond its events */
+        ro.settings = &facts.settings;
+        ro.settings_source = facts.settings_source;
+        ro.timestamps = facts.timestamps;
+        ro.history = facts.history;
+    }
     /* A progress line for people waiting at a terminal on a large input. */
     struct stat in_st;
     if ((!opt || !opt->quiet) && isatty(2) && stat(trace_path, &in_st) == 0 &&

@@ -838,11 +838,18 @@ static int read_settings(conv *c, pickle_value d) {
         st->alloc_conf = c->s->strings[id];
     }
     st->max_split_size = pickle_dict_i64(d, "max_split_size", -1);
+    int64_t i64;
+    double f64;
+    st->has_max_split_size = pickle_get_i64(pickle_dict_get(d, "max_split_size"), &i64);
     st->garbage_collection_threshold = pickle_dict_f64(d, "garbage_collection_threshold", 0);
+    st->has_garbage_collection_threshold =
+        pickle_get_f64(pickle_dict_get(d, "garbage_collection_threshold"), &f64);
     st->expandable_segments = pickle_dict_bool(d, "expandable_segments", -1);
     st->release_lock_on_cudamalloc = pickle_dict_bool(d, "release_lock_on_cudamalloc", -1);
     st->pinned_use_cuda_host_register = pickle_dict_bool(d, "pinned_use_cuda_host_register", -1);
     st->pinned_num_register_threads = pickle_dict_i64(d, "pinned_num_register_threads", -1);
+    st->graph_capture_record_stream_reuse =
+        pickle_dict_bool(d, "graph_capture_record_stream_reuse", -1);
     pickle_value r = pickle_dict_get(d, "roundup_power2_divisions");
     size_t n = pickle_typeof(r) == PICKLE_DICT ? pickle_len(r) : 0;
     if (n) {
@@ -937,7 +944,12 @@ snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) 
     s->string_count = 1;
     s->stacks[0] = (snapshot_stack){0, 0};
     s->stack_count = 1;
-    s->settings = (snapshot_settings){0, NULL, -1, 0, -1, -1, -1, -1, 0, NULL};
+    s->settings = (snapshot_settings){.max_split_size = -1,
+                                      .expandable_segments = -1,
+                                      .release_lock_on_cudamalloc = -1,
+                                      .pinned_use_cuda_host_register = -1,
+                                      .pinned_num_register_threads = -1,
+                                      .graph_capture_record_stream_reuse = -1};
     rc = convert(&c, pickle_root(doc));
 done:
     ptrmap_free(&c.string_by_node);

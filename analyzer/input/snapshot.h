@@ -138,12 +138,15 @@ typedef struct snapshot_settings {
     int present;
     const char *alloc_conf;              /* PYTORCH_CUDA_ALLOC_CONF; NULL */
     int64_t max_split_size;              /* -1 (unlimited) */
+    int has_max_split_size;              /* the key was there (with an int) */
     double garbage_collection_threshold; /* 0 */
-    int expandable_segments;             /* -1 (unknown), else 0/1 */
-    int release_lock_on_cudamalloc;      /* -1, else 0/1 */
-    int pinned_use_cuda_host_register;   /* -1, else 0/1 */
-    int64_t pinned_num_register_threads; /* -1 */
-    size_t roundup_count;                /* roundup_power2_divisions */
+    int has_garbage_collection_threshold;
+    int expandable_segments;               /* -1 (unknown), else 0/1 */
+    int release_lock_on_cudamalloc;        /* -1, else 0/1 */
+    int pinned_use_cuda_host_register;     /* -1, else 0/1 */
+    int64_t pinned_num_register_threads;   /* -1 */
+    int graph_capture_record_stream_reuse; /* -1, else 0/1 */
+    size_t roundup_count;                  /* roundup_power2_divisions */
     struct snapshot_roundup {
         uint64_t size; /* the key: a size in MiB ("1", "2", ..., or ">") */
         int64_t divisions;

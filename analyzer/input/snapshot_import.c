@@ -21,6 +21,7 @@
 #include "snapshot_import.h"
 
 #include "addr_map.h"
+#include "alloc_model.h"
 #include "gmt_grow.h"
 #include "snapshot.h"
 #include "torch_history.h"
@@ -42,6 +43,7 @@ typedef struct seed_range {
     uint64_t addr, size, stream;
     uint32_t stack;
     int expandable, live;
+    int small; /* an expandable range's pool: 1 small, 0 large, -1 not known yet */
 } seed_range;
 
 typedef struct seed_state {
@@ -77,34 +79,38 @@ static void drop_block(seed_state *s, seed_block *b) {
     addr_map_remove(&s->live_blocks, 0, b->addr);
 }
 
-/* Segments are few next to blocks (hundreds to thousands): a linear search
- * over them is cheaper than keeping an ordered index of ranges. */
-static seed_range *find_range(seed_state *s, uint64_t addr) {
-    for (size_t i = s->nranges; i-- > 0;)
-        if (s->ranges[i].live && s->ranges[i].addr <= addr &&
-            addr < s->ranges[i].addr + s->ranges[i].size)
-            return &s->ranges[i];
-    return NULL;
-}
-
-/* Removes [addr, addr+size) from the live ranges (a map undone). */
-static int cut_range(seed_state *s, uint64_t addr, uint64_t size) {
-    seed_range *r = find_range(s, addr);
-    if (!r)
-        return 0;
-    uint64_t end = addr + size, r_end = r->addr + r->size;
-    if (end > r_end)
-        end = r_end;
-    seed_range tail = *r;
-    r->size = addr - r->addr;
-    if (r->size == 0)
-        r->live = 0;
-    if (end < r_end) {
-        tail.addr = end;
-        tail.size = r_end - end;
-        return add_range(s, &tail);
+/* Removes [addr, addr+size) from every live range it touches: a map undone takes away the
+ * whole mapped range, whichever ranges (final segments, unmaps undone) it lies across; what a
+ * range keeps on either side stays a range. Segments are few next to blocks (hundreds to
+ * thousands): a linear pass is cheaper than an ordered index of ranges. */
+static int cut_ranges(seed_state *s, uint64_t addr, uint64_t size) {
+    uint64_t end = addr + size;
+    for (size_t i = 0, n = s->nranges; i < n; i++) {
+        seed_range *r = &s->ranges[i];
+        uint64_t r_end = r->addr + r->size;
+        if (!r->live || r_end <= addr || end <= r->addr)
+            continue;
+        seed_range after = *r;
+        if (r->addr < addr) {
+            r->size = addr - r->addr; /* keeps the part before */
+        } else {
+            r->live = 0;
+        }
+        if (end < r_end) {
+            after.addr = end;
+            after.size = r_end - end;
+            if (add_range(s, &after) != 0) /* may move s->ranges: r is not used after it */
+                return -1;
+        }
     }
     return 0;
+}
+
+/* The seed's ranges: the final `segments`, with the history's segment entries undone newest
+ * first. An entry that adds memory back (segment_free, segment_unmap undone) takes it from any
+ * range that claims it already (an inconsistent history: the newer state wins). */
+static int restore_range(seed_state *s, const seed_range *r) {
+    return cut_ranges(s, r->addr, r->size) != 0 ? -1 : add_range(s, r);
 }
 
 static int build_seed(const snapshot *snap, int64_t device, const snapshot_device *dev,
@@ -113,8 +119,15 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
         const snapshot_segment *seg = &snap->segments[i];
         if (seg->device != device)
             continue;
-        seed_range r = {seg->address, seg->total_size,         seg->stream,
-                        seg->stack,   seg->is_expandable == 1, 1};
+        seed_range r = {seg->address,
+                        seg->total_size,
+                        seg->stream,
+                        seg->stack,
+                        seg->is_expandable == 1,
+                        1,
+                        seg->pool == SNAPSHOT_POOL_SMALL   ? 1
+                        : seg->pool == SNAPSHOT_POOL_LARGE ? 0
+                                                           : -1};
         if (add_range(s, &r) != 0)
             return -1;
         for (size_t k = 0; k < seg->block_count; k++) {
@@ -135,7 +148,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
     for (size_t i = dev ? dev->entry_count : 0; i-- > 0;) {
         const snapshot_entry *e = &dev->entries[i];
         seed_block *b;
-        seed_range r = {e->addr, e->size, e->stream, e->stack, 0, 1};
+        seed_range r = {e->addr, e->size, e->stream, e->stack, 0, 1, -1};
         switch (e->action) {
         case GMT_TORCH_ALLOC:
             if ((b = find_block(s, e->addr)))
@@ -155,29 +168,111 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             break;
         }
         case GMT_TORCH_SEGMENT_ALLOC:
-            for (size_t k = s->nranges; k-- > 0;)
-                if (s->ranges[k].live && s->ranges[k].addr == e->addr) {
-                    s->ranges[k].live = 0;
-                    break;
-                }
-            break;
-        case GMT_TORCH_SEGMENT_FREE:
-            if (add_range(s, &r) != 0)
+        case GMT_TORCH_SEGMENT_MAP:
+            if (cut_ranges(s, e->addr, e->size) != 0)
                 return -1;
             break;
-        case GMT_TORCH_SEGMENT_MAP:
-            if (cut_range(s, e->addr, e->size) != 0)
+        case GMT_TORCH_SEGMENT_FREE:
+            if (restore_range(s, &r) != 0)
                 return -1;
             break;
         case GMT_TORCH_SEGMENT_UNMAP:
             r.expandable = 1;
-            if (add_range(s, &r) != 0)
+            if (restore_range(s, &r) != 0)
                 return -1;
             break;
         default:
             break;
         }
     }
+    return 0;
+}
+
+/* ---- pools and pages of expandable ranges ----------------------------------- */
+
+/* PyTorch maps an expandable segment in pages of 20 MiB (large pool) or 2 MiB (small pool).
+ * The trace gives every page its own map event, as the driver sees them (one cuMemMap per
+ * page): a page is then one row of the database's segments, and a later unmap of some pages
+ * ends whole rows, whatever pages a single segment_map entry covered. The pool of a range the
+ * history unmapped comes from what the history did inside it (an allocation's size, a map of
+ * one small page), else from a neighbouring range, else from its size. */
+
+typedef struct at_addr { /* something about an address: a pool hint, a range's index */
+    uint64_t addr;
+    size_t value;
+} at_addr;
+
+static int by_addr(const void *a, const void *b) {
+    uint64_t x = ((const at_addr *)a)->addr, y = ((const at_addr *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
+/* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
+static int map_is_small(uint64_t size) { return size % AM_PAGE_LARGE != 0; }
+
+static int resolve_pools(const snapshot_device *dev, seed_state *s) {
+    size_t unknown = 0;
+    for (size_t i = 0; i < s->nranges; i++)
+        unknown += s->ranges[i].live && s->ranges[i].expandable && s->ranges[i].small < 0;
+    if (!unknown)
+        return 0;
+    at_addr *hints = NULL;
+    size_t nhints = 0, cap = 0;
+    for (size_t i = 0; dev && i < dev->entry_count; i++) {
+        const snapshot_entry *e = &dev->entries[i];
+        at_addr h = {e->addr, 0}; /* value: 1 small pool, 0 large */
+        if (e->action == GMT_TORCH_ALLOC)
+            h.value = am_is_small(gmt_torch_block_size(e->size));
+        else if (e->action == GMT_TORCH_SEGMENT_MAP)
+            h.value = (size_t)map_is_small(e->size);
+        else
+            continue;
+        if (gmt_grow((void **)&hints, &cap, nhints, sizeof *hints) != 0) {
+            free(hints);
+            return -1;
+        }
+        hints[nhints++] = h;
+    }
+    qsort(hints, nhints, sizeof *hints, by_addr);
+    for (size_t i = 0; i < s->nranges; i++) {
+        seed_range *r = &s->ranges[i];
+        if (!r->live || !r->expandable || r->small >= 0)
+            continue;
+        size_t lo = 0, hi = nhints; /* the first hint at or above r->addr */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (hints[mid].addr < r->addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < nhints && hints[lo].addr < r->addr + r->size)
+            r->small = (int)hints[lo].value;
+    }
+    free(hints);
+    /* a neighbour of the same stream tells: ranges in address order, a forward and a backward
+     * sweep carry a pool along a run of touching ranges */
+    at_addr *order = malloc((s->nranges ? s->nranges : 1) * sizeof *order); /* value: index */
+    if (!order)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].live && s->ranges[i].expandable)
+            order[n++] = (at_addr){s->ranges[i].addr, i};
+    qsort(order, n, sizeof *order, by_addr);
+    for (int sweep = 0; sweep < 2; sweep++) {
+        for (size_t k = 1; k < n; k++) {
+            seed_range *a = &s->ranges[order[sweep ? n - k : k - 1].value];
+            seed_range *b = &s->ranges[order[sweep ? n - k - 1 : k].value];
+            seed_range *lo = sweep ? b : a, *hi = sweep ? a : b;
+            if (lo->addr + lo->size == hi->addr && lo->stream == hi->stream && b->small < 0)
+                b->small = a->small;
+        }
+    }
+    free(order);
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].small < 0)
+            s->ranges[i].small = map_is_small(s->ranges[i].size);
     return 0;
 }
 
@@ -245,13 +340,29 @@ static int event(importer *im, uint32_t device, trace_op op, trace_level level, 
     return trace_writer_event(im->w, &ev);
 }
 
+/* One map event per page of [addr, addr+size), a page being `page` bytes. */
+static int map_pages(importer *im, uint32_t device, uint64_t addr, uint64_t size, uint64_t page,
+                     uint64_t stream, uint32_t stack) {
+    int rc = 0;
+    for (uint64_t at = addr; at < addr + size && rc == 0; at += page) {
+        uint64_t n = addr + size - at < page ? addr + size - at : page;
+        rc = event(im, device, TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, at, n, n, stream, stack);
+    }
+    return rc;
+}
+
 static int write_seed(importer *im, uint32_t device, const seed_state *s) {
     int rc = 0;
     for (size_t i = 0; i < s->nranges && rc == 0; i++) {
         const seed_range *r = &s->ranges[i];
-        if (r->live && r->size)
-            rc = event(im, device, r->expandable ? TRACE_OP_MAP : TRACE_OP_ALLOC,
-                       TRACE_LEVEL_SEGMENT, r->addr, r->size, r->size, r->stream, r->stack);
+        if (!r->live || !r->size)
+            continue;
+        if (r->expandable)
+            rc = map_pages(im, device, r->addr, r->size, am_expandable_page(r->small == 1),
+                           r->stream, r->stack);
+        else
+            rc = event(im, device, TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, r->addr, r->size, r->size,
+                       r->stream, r->stack);
     }
     for (size_t i = 0; i < s->nblocks && rc == 0; i++) {
         const seed_block *b = &s->blocks[i];
@@ -281,7 +392,10 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
         return 0; /* snapshot markers and unknown actions carry no memory */
     if (gmt_torch_counter(&h, &c) && trace_writer_counter(im->w, &c) != 0)
         return -1;
-    ev.stack_id = stack_id(im, e->stack); /* after the counter: stack records follow it */
+    ev.stack_id = stack_id(im, e->stack);   /* after the counter: stack records follow it */
+    if (e->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
+        return map_pages(im, device, e->addr, e->size, am_expandable_page(map_is_small(e->size)),
+                         e->stream, e->stack);
     return trace_writer_event(im->w, &ev);
 }
 
@@ -352,11 +466,105 @@ static uint64_t first_time_ns(const snapshot *snap) {
     return t == UINT64_MAX ? 0 : t;
 }
 
+/* ---- facts: allocator settings, times, history ----------------------------- */
+
+static void roundup_of(const snapshot_settings *ss, am_settings *st) {
+    unsigned highest = 0;
+    int any = 0, rest = -1;
+    for (size_t i = 0; i < ss->roundup_count; i++) {
+        int64_t divisions = ss->roundup[i].divisions;
+        uint32_t d = divisions < 0 ? 0 : divisions > UINT32_MAX ? UINT32_MAX : (uint32_t)divisions;
+        if (ss->roundup[i].size == UINT64_MAX) { /* ">": every interval above the others */
+            rest = (int)d;
+            continue;
+        }
+        unsigned index = am_roundup_interval_of_mib(ss->roundup[i].size);
+        st->roundup_power2_divisions[index] = d;
+        if (!any || index > highest)
+            highest = index;
+        any = 1;
+    }
+    for (unsigned i = any ? highest + 1 : 0; rest >= 0 && i < AM_ROUNDUP_INTERVALS; i++)
+        st->roundup_power2_divisions[i] = (uint32_t)rest;
+    st->known |= AM_SET_ROUNDUP;
+}
+
+static void facts_of(const snapshot *snap, snapshot_facts *f) {
+    const snapshot_settings *ss = &snap->settings;
+    am_settings st = am_settings_default();
+    if (ss->present) {
+        if (ss->alloc_conf) { /* the string first: the dict's keys are the current values */
+            am_settings_parse(&st, ss->alloc_conf, NULL, 0);
+            snprintf(st.alloc_conf, sizeof st.alloc_conf, "%s", ss->alloc_conf);
+            st.known |= AM_SET_CONF;
+        }
+        if (ss->has_max_split_size) {
+            st.max_split_size = ss->max_split_size < 0 ? UINT64_MAX : (uint64_t)ss->max_split_size;
+            st.known |= AM_SET_MAX_SPLIT;
+        }
+        if (ss->has_garbage_collection_threshold) {
+            st.garbage_collection_threshold = ss->garbage_collection_threshold;
+            st.known |= AM_SET_GC_THRESHOLD;
+        }
+        if (ss->expandable_segments >= 0) {
+            st.expandable_segments = ss->expandable_segments;
+            st.known |= AM_SET_EXPANDABLE;
+        }
+        if (ss->release_lock_on_cudamalloc >= 0) {
+            st.release_lock_on_cudamalloc = ss->release_lock_on_cudamalloc;
+            st.known |= AM_SET_RELEASE_LOCK;
+        }
+        if (ss->pinned_use_cuda_host_register >= 0) {
+            st.pinned_use_cuda_host_register = ss->pinned_use_cuda_host_register;
+            st.known |= AM_SET_PINNED_REGISTER;
+        }
+        if (ss->pinned_num_register_threads >= 0) {
+            st.pinned_num_register_threads = (uint64_t)ss->pinned_num_register_threads;
+            st.known |= AM_SET_PINNED_THREADS;
+        }
+        if (ss->graph_capture_record_stream_reuse >= 0) {
+            st.graph_capture_record_stream_reuse = ss->graph_capture_record_stream_reuse;
+            st.known |= AM_SET_GRAPH_REUSE;
+        }
+        if (ss->roundup_count)
+            roundup_of(ss, &st);
+    }
+    int mapped = 0, times = 0, entries = 0;
+    for (size_t i = 0; i < snap->segment_count; i++)
+        mapped |= snap->segments[i].is_expandable == 1;
+    for (size_t d = 0; d < snap->device_count; d++) {
+        const snapshot_device *dev = &snap->devices[d];
+        entries |= dev->entry_count > 0;
+        for (size_t i = 0; i < dev->entry_count; i++) {
+            times |= (dev->entries[i].flags & SNAPSHOT_HAS_TIME) != 0;
+            mapped |= dev->entries[i].action == GMT_TORCH_SEGMENT_MAP ||
+                      dev->entries[i].action == GMT_TORCH_SEGMENT_UNMAP;
+        }
+    }
+    f->settings_source = ss->present ? "snapshot" : "none";
+    if (!(st.known & AM_SET_EXPANDABLE) && mapped) {
+        st.expandable_segments = true;
+        st.known |= AM_SET_EXPANDABLE;
+        if (!ss->present)
+            f->settings_source = "inferred";
+    }
+    f->settings = st;
+    f->timestamps = times;
+    f->history = entries;
+}
+
 int snapshot_import_file(const char *pickle_path, const char *trace_path, char *err,
                          size_t errlen) {
+    return snapshot_import_file_facts(pickle_path, trace_path, NULL, err, errlen);
+}
+
+int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
+                               snapshot_facts *facts, char *err, size_t errlen) {
     snapshot *snap = snapshot_load(pickle_path, err, errlen);
     if (!snap)
         return -1;
+    if (facts)
+        facts_of(snap, facts);
     trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
     trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
     if (!w) {
@@ -387,9 +595,11 @@ int snapshot_import_file(const char *pickle_path, const char *trace_path, char *
         trace_device dev = {.device = (uint32_t)d, .name = {name, (uint32_t)strlen(name)}};
         rc = trace_writer_device(w, &dev);
         seed_state s = {0};
+        const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
         if (rc == 0)
-            rc =
-                build_seed(snap, d, d < (int64_t)snap->device_count ? &snap->devices[d] : NULL, &s);
+            rc = build_seed(snap, d, history, &s);
+        if (rc == 0)
+            rc = resolve_pools(history, &s);
         if (rc == 0)
             rc = write_seed(&im, (uint32_t)d, &s);
         free(s.blocks);

@@ -5,14 +5,33 @@
  * backwards (as PyTorch's own viewer does). The importer writes that seed
  * as memory events followed by a seed_end marker, then the history as
  * events, the external annotations as markers and the frames as stacks —
- * so the analyzer replays a snapshot exactly like a recording. */
+ * so the analyzer replays a snapshot exactly like a recording. Expandable
+ * segments are mapped one page per event (see snapshot_import.c). */
 #ifndef GMT_SNAPSHOT_IMPORT_H
 #define GMT_SNAPSHOT_IMPORT_H
 
+#include "alloc_settings.h"
+
 #include <stddef.h>
 
-/* Reads the pickle at `pickle_path` and writes a trace to `trace_path`.
- * 0, or -1 with a one-line message (unreadable, hostile or malformed). */
+/* What the database says about the snapshot beyond its events (meta keys of the same
+ * names, written by the replay). */
+typedef struct snapshot_facts {
+    /* allocator_settings: the snapshot's `allocator_settings` dict, with what its
+     * PYTORCH_CUDA_ALLOC_CONF string states and the dict has no key for; expandable segments
+     * inferred (segment_map/segment_unmap entries, is_expandable segments) when neither says. */
+    am_settings settings;
+    const char *settings_source; /* "snapshot", "inferred" (nothing but the inference) or "none" */
+    int timestamps;              /* 1: the history carries time_us (0: PyTorch <= 2.1, or none) */
+    int history;                 /* 1: the snapshot has trace entries (0: segments only) */
+} snapshot_facts;
+
+/* Reads the pickle at `pickle_path` and writes a trace to `trace_path`; fills *facts (may be
+ * NULL). 0, or -1 with a one-line message (unreadable, hostile or malformed). */
+int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
+                               snapshot_facts *facts, char *err, size_t errlen);
+
+/* snapshot_import_file_facts without the facts. */
 int snapshot_import_file(const char *pickle_path, const char *trace_path, char *err, size_t errlen);
 
 #endif

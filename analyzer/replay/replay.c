@@ -19,6 +19,11 @@
  *  - VMM: physical memory (cuMemCreate) is what is reserved; mapped ranges
  *    are the layout. A device whose trace has no cuMemCreate (a PyTorch
  *    snapshot with expandable segments) counts its mapped ranges instead.
+ *    Each map is a segments row; an unmap ends the rows it covers (a row it
+ *    cuts keeps its other part as a new row).
+ *  - The models follow the allocator's settings (replay_options.settings),
+ *    with expandable segments inferred from PyTorch's map/unmap events when
+ *    the settings do not say: the split rule depends on them.
  *  - A free's bytes are those of its alloc, whatever the free record says.
  *
  * Warnings are capped at WARNINGS_PER_CODE rows per code (all are counted). */
@@ -89,6 +94,9 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             }
         }
         if (ev->level == TRACE_LEVEL_SEGMENT && ev->source == TRACE_SOURCE_TORCH &&
+            (ev->op == TRACE_OP_MAP || ev->op == TRACE_OP_UNMAP))
+            rp->torch_maps = 1; /* PyTorch's expandable segments */
+        if (ev->level == TRACE_LEVEL_SEGMENT && ev->source == TRACE_SOURCE_TORCH &&
             (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) &&
             addr_map_put(&rp->torch_segments, ev->device, ev->addr, 1) != 0) {
             trace_reader_close(r);
@@ -123,6 +131,7 @@ static long find_open(const replay *rp, int is_push, uint64_t key) {
 static int on_marker(replay *rp, const trace_marker *m) {
     if (m->kind == TRACE_MARK_SEED_END) {
         rp->in_seed = 0;
+        replay_check_layouts(rp, "after the seed");
         return replay_write_seed_rows(rp);
     }
     int64_t ts = (int64_t)m->ts_ns - rp->t0;
@@ -236,11 +245,48 @@ static int on_record(replay *rp, const trace_record *rec) {
     }
 }
 
+/* ---- the allocator's settings ----------------------------------------------- */
+
+/* The settings the models follow: the input's, with expandable segments inferred from
+ * PyTorch's mapped memory when they do not say. */
+static void choose_settings(replay *rp) {
+    const replay_options *opt = rp->opt;
+    rp->settings = opt && opt->settings ? *opt->settings : am_settings_default();
+    rp->settings_source =
+        opt && opt->settings && opt->settings_source ? opt->settings_source : "none";
+    if (!(rp->settings.known & AM_SET_EXPANDABLE) && rp->torch_maps) {
+        rp->settings.expandable_segments = true;
+        rp->settings.known |= AM_SET_EXPANDABLE;
+        if (!strcmp(rp->settings_source, "none"))
+            rp->settings_source = "inferred";
+    }
+    rp->config = am_settings_config(&rp->settings, am_config_default());
+}
+
+static int write_input_facts(replay *rp) {
+    char json[2048];
+    size_t need = am_settings_json(&rp->settings, json, sizeof json);
+    char *text = need < sizeof json ? json : malloc(need + 1);
+    if (!text)
+        return replay_fail(rp, "out of memory");
+    if (text != json)
+        am_settings_json(&rp->settings, text, need + 1);
+    db_writer_meta_text(rp->db, "allocator_settings", text);
+    if (text != json)
+        free(text);
+    db_writer_meta_text(rp->db, "allocator_settings_source", rp->settings_source);
+    const replay_options *opt = rp->opt;
+    db_writer_meta_int(rp->db, "timestamps", opt && opt->timestamps >= 0 ? opt->timestamps : 1);
+    return replay_db_ok(
+        rp, db_writer_meta_int(rp->db, "history", opt && opt->history >= 0 ? opt->history : 1));
+}
+
 /* ---- the end ---------------------------------------------------------------- */
 
 static int finish(replay *rp, const trace_reader *r) {
     if (!rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
         return -1;
+    replay_check_layouts(rp, "at the end");
     /* frames and stacks, now that every SYMBOL record has been read */
     if (replay_write_frames(rp) != 0)
         return -1;
@@ -327,6 +373,8 @@ static int finish(replay *rp, const trace_reader *r) {
     if (st->truncated)
         db_writer_meta_int(rp->db, "truncated_after_events", (int64_t)st->events);
     db_writer_meta_int(rp->db, "lost_events", (int64_t)st->lost_events);
+    if (write_input_facts(rp) != 0)
+        return -1;
     db_writer_meta_int(rp->db, "warnings_total", (int64_t)rp->warnings_total);
     db_writer_meta_int(rp->db, "bucket_ns", rp->bucket_ns);
     db_writer_meta_text(rp->db, "step_rule",
@@ -358,6 +406,7 @@ static void cleanup(replay *rp) {
     steps_free(rp->steps);
     site_stats_free(rp->sites);
     free(rp->open_markers);
+    free(rp->pieces);
 }
 
 int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
@@ -380,6 +429,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     int rc = rp->steps && rp->sites ? scan(rp, trace_path, &sr) : replay_fail(rp, "out of memory");
     trace_reader *r = NULL;
     if (rc == 0) {
+        choose_settings(rp);
         rp->t0 = sr.first_ts;
         rp->last_ts = 0;
         int64_t span = sr.last_ts - sr.first_ts;
@@ -395,7 +445,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
             ndev++;
             if (d->heat)
                 heat_rows_freeze(d->heat);
-            if (!(d->model = am_model_new(NULL)))
+            if (!(d->model = am_model_new(&rp->config)))
                 rc = replay_fail(rp, "out of memory");
         }
         /* Seed events, then one seed row per device, end at event_id 0. */
@@ -411,7 +461,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
         if (rec.kind == TRACE_REC_EVENT && rec.u.event.device < GMT_MAX_DEVICES &&
             !rp->dev[rec.u.event.device].model) {
             rp->dev[rec.u.event.device].present = 1; /* not seen by the scan: damage */
-            if (!(rp->dev[rec.u.event.device].model = am_model_new(NULL)))
+            if (!(rp->dev[rec.u.event.device].model = am_model_new(&rp->config)))
                 rc = replay_fail(rp, "out of memory");
         }
         if (rc == 0)

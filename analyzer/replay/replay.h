@@ -12,10 +12,15 @@
  *
  * Anomalies (a free of unknown memory, overlapping segments, a block outside
  * any segment, a damaged trace frame) become rows in `warnings` and never
- * stop the replay. */
+ * stop the replay. So do broken invariants, checked at every event:
+ * allocated <= reserved and requested <= allocated on every device (blocks
+ * lie inside their segment and never overlap by construction: the model
+ * refuses anything else, and the refusal is a warning), and the model's
+ * self-check after the seed and at the end. */
 #ifndef GMT_REPLAY_H
 #define GMT_REPLAY_H
 
+#include "alloc_settings.h"
 #include "db_writer.h"
 
 #include <stddef.h>
@@ -27,6 +32,16 @@ typedef struct replay_options {
      * so far and its size; NULL: none. */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* The caching allocator's settings the input states (a snapshot's), and
+     * where they come from ("snapshot", "inferred"); NULL: none known. The
+     * model of every device follows them (split rule, rounding); when they do
+     * not say whether expandable segments were on, PyTorch's mapped memory in
+     * the trace says so. Written to meta 'allocator_settings' and
+     * 'allocator_settings_source'. */
+    const am_settings *settings;
+    const char *settings_source;
+    /* meta 'timestamps' and 'history' (schema.sql); -1: 1, as for a trace. */
+    int timestamps, history;
 } replay_options;
 
 typedef struct replay_summary {

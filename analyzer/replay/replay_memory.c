@@ -7,6 +7,7 @@
  * replay.c; this file applies them, one function per kind of event. */
 #include "replay_state.h"
 
+#include "gmt_grow.h"
 #include "heat_rows.h"
 
 #include <stdio.h>
@@ -125,6 +126,7 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
     e = live_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
     if (!e)
         return;
+    rp->row_made = 1;
     e->event_id = row->event_id;
     e->alloc_ts = row->ts_ns;
     e->size = ev->size;
@@ -239,6 +241,7 @@ static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
     live_entry *e = live_new(rp, ev->device, SPACE_SEGMENT, ev->addr);
     if (!e)
         return;
+    rp->row_made = 1;
     e->event_id = row->segment_id = row->event_id;
     e->alloc_ts = row->ts_ns;
     e->size = e->requested = ev->size;
@@ -262,27 +265,146 @@ static void segment_map(replay *rp, const trace_event *ev, db_event_row *row) {
     heat_rows_change(d->heat, ev->addr, ev->size, +1, 0);
 }
 
+/* The live mapped row (a map's lifetime) holding `addr`, or NULL. Rows start on page
+ * boundaries of their segment (PyTorch maps whole pages), so the row is found by stepping
+ * back one page at a time from the page of addr. */
+#define ROW_SEARCH_PAGES 65536
+static live_entry *mapped_row_containing(replay *rp, uint32_t device, uint64_t addr) {
+    live_entry *e = live_get(rp, device, SPACE_SEGMENT, addr);
+    if (e && e->mapped && !e->ended)
+        return e;
+    am_segment_info seg;
+    if (am_segment_lookup(rp->dev[device].model, addr, &seg) != AM_OK || !seg.is_expandable)
+        return NULL;
+    uint64_t page = am_expandable_page(seg.is_small);
+    uint64_t at = seg.addr + (addr - seg.addr) / page * page;
+    for (int steps = 0; steps < ROW_SEARCH_PAGES; steps++, at -= page) {
+        e = live_get(rp, device, SPACE_SEGMENT, at);
+        if (e && e->mapped && !e->ended && at + e->size > addr)
+            return e;
+        if (at < seg.addr + page)
+            break;
+    }
+    return NULL;
+}
+
+/* A segments row of its own for a part of a mapped row that an unmap left, created by event
+ * `event_id`. */
+static void piece_row(replay *rp, uint32_t device, uint64_t addr, uint64_t size, uint64_t stream,
+                      int64_t stack_id, int64_t event_id, int64_t ts) {
+    live_entry *e = live_new(rp, device, SPACE_SEGMENT, addr);
+    if (!e)
+        return;
+    e->event_id = event_id;
+    e->alloc_ts = ts;
+    e->size = e->requested = size;
+    e->stream = stream;
+    e->kind = TRACE_KIND_DEVICE;
+    e->mapped = e->in_model = 1;
+    e->sources = (uint8_t)(1u << TRACE_SOURCE_TORCH);
+    e->stack_id = stack_id;
+    e->driver_stack_id = DB_NULL;
+}
+
+/* What is left of a mapped row cut by an unmap: a row of its own, with the unmap's id; a
+ * second one (an unmap in the middle of a row) waits for the next event that makes no row:
+ * a segments row is one event's (segment_id). Traces made by the snapshot importer map one
+ * page per event, so their unmaps end whole rows and never get here. */
+static void keep_piece(replay *rp, uint32_t device, uint64_t addr, uint64_t size,
+                       const live_entry *from, const db_event_row *row) {
+    if (!rp->row_made) {
+        rp->row_made = 1;
+        piece_row(rp, device, addr, size, from->stream, from->stack_id, row->event_id, row->ts_ns);
+        return;
+    }
+    if (gmt_grow((void **)&rp->pieces, &rp->pieces_cap, rp->pieces_len, sizeof *rp->pieces) != 0) {
+        replay_fail(rp, "out of memory");
+        return;
+    }
+    rp->pieces[rp->pieces_len++] =
+        (struct pending_piece){device, addr, size, from->stream, from->stack_id};
+}
+
+/* An unmap of [addr, end) takes what it covers out of a waiting piece; the waiting piece that
+ * holds addr, or none (returns end). Returns where the piece ended. */
+static uint64_t cut_waiting_piece(replay *rp, uint32_t device, uint64_t addr, uint64_t end) {
+    for (size_t i = 0; i < rp->pieces_len; i++) {
+        struct pending_piece *p = &rp->pieces[i];
+        uint64_t p_end = p->addr + p->size;
+        if (p->device != device || addr < p->addr || addr >= p_end)
+            continue;
+        struct pending_piece after = *p;
+        if (p->addr < addr) {
+            p->size = addr - p->addr;
+        } else {
+            memmove(p, p + 1, (rp->pieces_len - i - 1) * sizeof *p);
+            rp->pieces_len--;
+        }
+        if (end < p_end) {
+            after.addr = end;
+            after.size = p_end - end;
+            if (gmt_grow((void **)&rp->pieces, &rp->pieces_cap, rp->pieces_len,
+                         sizeof *rp->pieces) != 0) {
+                replay_fail(rp, "out of memory");
+                return end;
+            }
+            rp->pieces[rp->pieces_len++] = after;
+        }
+        return p_end < end ? p_end : end;
+    }
+    return end;
+}
+
 static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) {
     device_state *d = &rp->dev[ev->device];
-    live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    uint64_t size = e ? e->size : ev->size;
-    if (e) {
-        row->segment_id = row->alloc_event_id = e->event_id;
-        row->size = (int64_t)size;
+    if (ev->kind != TRACE_KIND_DEVICE) { /* managed or host memory: a lifetime only */
+        live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
+        if (e) {
+            row->segment_id = row->alloc_event_id = e->event_id;
+            replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
+            live_drop(rp, e);
+        }
+        return;
     }
-    if (ev->kind == TRACE_KIND_DEVICE && (!e || e->in_model)) {
-        am_error err = am_segment_unmap(d->model, ev->addr, size);
-        if (err == AM_OK) {
-            d->mapped_bytes -= size;
-            heat_rows_change(d->heat, ev->addr, size, -1, 0);
-        } else
-            replay_warn(rp, row->event_id, DB_WARNING_UNMAP_UNKNOWN, "unmap [0x%llx, +%llu): %s",
-                        (unsigned long long)ev->addr, (unsigned long long)size, am_strerror(err));
+    uint64_t addr = ev->addr, size = ev->size, end = addr + ev->size;
+    live_entry *first = mapped_row_containing(rp, ev->device, addr);
+    am_error err = am_segment_unmap(d->model, addr, size);
+    if (err != AM_OK) {
+        replay_warn(rp, row->event_id, DB_WARNING_UNMAP_UNKNOWN, "unmap [0x%llx, +%llu): %s",
+                    (unsigned long long)addr, (unsigned long long)size, am_strerror(err));
+        return;
     }
-    if (e) {
+    d->mapped_bytes -= size;
+    heat_rows_change(d->heat, addr, size, -1, 0);
+    if (first)
+        row->segment_id = row->alloc_event_id = first->event_id;
+    /* The rows under [addr, end) end here; they tile the range (a row starts where the one
+     * before it ends), but for parts still waiting for a row of their own. */
+    for (uint64_t at = addr; at < end && !rp->failed;) {
+        live_entry *e = first ? first : live_get(rp, ev->device, SPACE_SEGMENT, at);
+        first = NULL;
+        if (!e || !e->mapped || e->ended) {
+            at = cut_waiting_piece(rp, ev->device, at, end);
+            continue;
+        }
+        uint64_t e_addr = e->addr, e_end = e->addr + e->size;
         replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
+        live_entry kept = *e;
         live_drop(rp, e);
+        if (e_addr < addr)
+            keep_piece(rp, ev->device, e_addr, addr - e_addr, &kept, row);
+        if (e_end > end)
+            keep_piece(rp, ev->device, end, e_end - end, &kept, row);
+        at = e_end;
     }
+}
+
+/* A row for the oldest waiting piece, created by this event (one that made no row). */
+static void give_waiting_piece_a_row(replay *rp, const db_event_row *row) {
+    struct pending_piece p = rp->pieces[0];
+    memmove(rp->pieces, rp->pieces + 1, (rp->pieces_len - 1) * sizeof *rp->pieces);
+    rp->pieces_len--;
+    piece_row(rp, p.device, p.addr, p.size, p.stream, p.stack_id, row->event_id, row->ts_ns);
 }
 
 /* ---- blocks ------------------------------------------------------------- */
@@ -328,8 +450,16 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
     if (err == AM_OK) {
         e->in_model = 1;
         am_segment_info seg;
-        if (am_segment_lookup(d->model, ev->addr, &seg) == AM_OK && seg.tag)
+        if (am_segment_lookup(d->model, ev->addr, &seg) == AM_OK && seg.is_expandable) {
+            /* mapped memory: the row (map) holding the block's start when it is one page,
+             * which no unmap can end while the block lives (unmaps take whole free pages);
+             * a map of several pages may be cut under it: unknown then */
+            const live_entry *m = mapped_row_containing(rp, ev->device, ev->addr);
+            if (m && m->size <= am_expandable_page(seg.is_small))
+                e->segment_id = m->event_id;
+        } else if (seg.tag) {
             e->segment_id = rp->entries[seg.tag - 1].event_id;
+        }
     } else {
         replay_warn(rp, row->event_id,
                     err == AM_ERR_NO_SEGMENT ? DB_WARNING_BLOCK_OUTSIDE_SEGMENT
@@ -432,6 +562,7 @@ int replay_event(replay *rp, const trace_event *ev) {
     else if (row.ts_ns > rp->last_ts)
         rp->last_ts = row.ts_ns;
     rp->dev[ev->device].present = 1;
+    rp->row_made = 0;
     switch (ev->op) {
     case TRACE_OP_ALLOC:
         if (ev->level == TRACE_LEVEL_SEGMENT)
@@ -464,5 +595,9 @@ int replay_event(replay *rp, const trace_event *ev) {
         row.addr = DB_NULL;
         break;
     }
+    if (rp->pieces_len && !rp->row_made)
+        give_waiting_piece_a_row(rp, &row);
+    if (ev->kind == TRACE_KIND_DEVICE)
+        replay_check_invariants(rp, ev->device, row.event_id);
     return rp->failed ? -1 : replay_write_row(rp, &row);
 }

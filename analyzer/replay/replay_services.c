@@ -88,3 +88,34 @@ void live_drop(replay *rp, live_entry *e) {
 }
 
 uint32_t live_tag(const replay *rp, const live_entry *e) { return (uint32_t)(e - rp->entries) + 1; }
+
+/* ---- invariants --------------------------------------------------------- */
+
+void replay_check_invariants(replay *rp, uint32_t device, int64_t event_id) {
+    device_state *d = &rp->dev[device];
+    am_stats_info st = am_stats(d->model);
+    uint64_t allocated = st.allocated_bytes + d->orphan_allocated;
+    uint64_t requested = st.requested_bytes + d->orphan_requested;
+    uint64_t reserved = st.reserved_bytes; /* VMM: physical memory, as the rows count it */
+    if (d->uses_phys)
+        reserved = reserved - d->mapped_bytes + d->phys_bytes;
+    int over = allocated > reserved;
+    if (over && !d->over_reserved)
+        replay_warn(rp, event_id, DB_WARNING_ALLOCATED_ABOVE_RESERVED,
+                    "device %u: %llu bytes allocated, %llu reserved", device,
+                    (unsigned long long)allocated, (unsigned long long)reserved);
+    d->over_reserved = (uint8_t)over;
+    over = requested > allocated;
+    if (over && !d->over_allocated)
+        replay_warn(rp, event_id, DB_WARNING_REQUESTED_ABOVE_ALLOCATED,
+                    "device %u: %llu bytes requested, %llu allocated", device,
+                    (unsigned long long)requested, (unsigned long long)allocated);
+    d->over_allocated = (uint8_t)over;
+}
+
+void replay_check_layouts(replay *rp, const char *when) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++)
+        if (rp->dev[i].model && am_validate(rp->dev[i].model) != AM_OK)
+            replay_warn(rp, DB_NULL, DB_WARNING_LAYOUT_INVALID,
+                        "device %u: the replay's layout failed its self-check %s", i, when);
+}

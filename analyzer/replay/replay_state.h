@@ -43,6 +43,7 @@ typedef struct device_state {
     uint64_t phys_bytes, mapped_bytes;
     uint64_t whole_blocks; /* live segments counted as one block (see end_whole_block) */
     int uses_phys;         /* the trace has cuMemCreate on this device */
+    uint8_t over_reserved, over_allocated; /* an invariant is broken now (warned once) */
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
     int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
     char *name;
@@ -93,6 +94,20 @@ typedef struct replay {
     int seed_rows_written;
     uint64_t marker_count;
 
+    am_settings settings;        /* the allocator's settings the models follow */
+    const char *settings_source; /* meta allocator_settings_source */
+    am_config config;            /* the models' configuration, from `settings` */
+    int torch_maps;              /* first pass: PyTorch mapped memory (expandable segments) */
+    /* pieces of mapped rows cut by an unmap that still need a row of their own (see
+     * replay_memory.c's split_rows): each takes the id of a later event that makes no row */
+    struct pending_piece {
+        uint32_t device;
+        uint64_t addr, size, stream;
+        int64_t stack_id;
+    } * pieces;
+    size_t pieces_len, pieces_cap;
+    int row_made; /* the event being replayed made a segments row */
+
     step_tracker *steps;
     site_stats *sites;
     struct open_marker {
@@ -125,6 +140,13 @@ live_entry *live_get(replay *rp, uint32_t device, enum space space, uint64_t add
 live_entry *live_new(replay *rp, uint32_t device, enum space space, uint64_t addr);
 void live_drop(replay *rp, live_entry *e);
 uint32_t live_tag(const replay *rp, const live_entry *e);
+
+/* The invariants after an event on `device` (allocated <= reserved, requested <=
+ * allocated): a warning when one starts to fail. O(1). */
+void replay_check_invariants(replay *rp, uint32_t device, int64_t event_id);
+/* The model's self-check of every device (after the seed, at the end): a warning per device
+ * whose layout is broken. O(n log n). */
+void replay_check_layouts(replay *rp, const char *when);
 
 /* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row);

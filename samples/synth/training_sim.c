@@ -294,6 +294,11 @@ static void on_effect(void *ctx, const am_effect *e) {
         emit(s, dev, TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size, e->stream,
              x->stack, x->tid);
         break;
+    case AM_EFFECT_SEGMENT_MAP: /* expandable segments (not enabled by the generator yet) */
+    case AM_EFFECT_SEGMENT_UNMAP:
+        emit(s, dev, e->kind == AM_EFFECT_SEGMENT_MAP ? TRACE_OP_MAP : TRACE_OP_UNMAP,
+             TRACE_LEVEL_SEGMENT, e->addr, e->size, e->size, e->stream, x->stack, x->tid);
+        break;
     case AM_EFFECT_ALLOC_FAILED:
         driver_sample(s, x->d);
         emit(s, dev, TRACE_OP_ALLOC_FAILED, TRACE_LEVEL_SEGMENT, 0, e->size, e->size, e->stream,

@@ -1,0 +1,424 @@
+/* alloc_settings.c — PyTorch's allocator settings: the PYTORCH_CUDA_ALLOC_CONF parser, the
+ * roundup table, the model's configuration and the JSON text (alloc_settings.h).
+ *
+ * The parser follows AllocatorConfig::parseArgs (c10/core/AllocatorConfig.cpp) and
+ * CUDAAllocatorConfig::parseArgs: the same tokens (',', ':', '[', ']' split, spaces dropped),
+ * the same keys, the same checks. */
+#include "alloc_settings.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MIB (1ULL << 20)
+
+am_settings am_settings_default(void) {
+    am_settings s;
+    memset(&s, 0, sizeof s);
+    s.max_split_size = UINT64_MAX;
+    s.max_non_split_rounding = AM_LARGE_BUFFER;
+    s.pinned_num_register_threads = 1;
+    return s;
+}
+
+/* ---- the roundup table ---------------------------------------------------------------- */
+
+static unsigned floor_log2(uint64_t v) {
+    unsigned r = 0;
+    while (v >>= 1)
+        r++;
+    return r;
+}
+
+unsigned am_roundup_interval_of_mib(uint64_t mib) {
+    unsigned index = mib ? floor_log2(mib) : 0;
+    return index < AM_ROUNDUP_INTERVALS ? index : AM_ROUNDUP_INTERVALS - 1;
+}
+
+uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64_t size) {
+    /* AllocatorConfig::roundup_power2_divisions: intervals start at 1 MiB (2^20) */
+    int index = size ? (int)floor_log2(size) - 20 : 0;
+    if (index < 0)
+        index = 0;
+    if (index > AM_ROUNDUP_INTERVALS - 1)
+        index = AM_ROUNDUP_INTERVALS - 1;
+    return table[index];
+}
+
+/* ---- the parser ------------------------------------------------------------------------ */
+
+#define MAX_TOKENS 256
+#define TOKEN_MAX 64
+
+typedef struct tokens {
+    char text[MAX_TOKENS][TOKEN_MAX];
+    size_t count;
+    size_t at; /* the token being read */
+    char *err;
+    size_t errlen;
+} tokens;
+
+static int fail(tokens *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(tokens *t, const char *fmt, ...) {
+    if (t->err && t->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t->err, t->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* AllocatorConfig::lexArgs */
+static int lex(tokens *t, const char *conf) {
+    size_t len = 0;
+    char word[TOKEN_MAX];
+    for (const char *p = conf;; p++) {
+        int separator = *p == ',' || *p == ':' || *p == '[' || *p == ']';
+        if ((separator || !*p) && len) {
+            if (t->count == MAX_TOKENS)
+                return fail(t, "allocator settings: too many items");
+            word[len] = '\0';
+            memcpy(t->text[t->count++], word, len + 1);
+            len = 0;
+        }
+        if (!*p)
+            return 0;
+        if (separator) {
+            if (t->count == MAX_TOKENS)
+                return fail(t, "allocator settings: too many items");
+            t->text[t->count][0] = *p;
+            t->text[t->count++][1] = '\0';
+        } else if (*p != ' ') {
+            if (len + 1 == TOKEN_MAX)
+                return fail(t, "allocator settings: '%.20s...' is too long", p - len);
+            word[len++] = *p;
+        }
+    }
+}
+
+static const char *next_token(tokens *t) { return t->at < t->count ? t->text[t->at++] : NULL; }
+
+static int expect(tokens *t, char c, const char *after) {
+    const char *tok = next_token(t);
+    if (!tok || tok[0] != c || tok[1])
+        return fail(t, "allocator settings: expected '%c' after '%s'", c, after);
+    return 0;
+}
+
+static int number(tokens *t, const char *key, uint64_t *out) {
+    const char *tok = next_token(t);
+    uint64_t v = 0;
+    if (!tok || !*tok)
+        return fail(t, "allocator settings: %s: a number is missing", key);
+    for (const char *p = tok; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+            return fail(t, "allocator settings: %s: '%s' is not a number", key, tok);
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int boolean(tokens *t, const char *key, bool *out) {
+    const char *tok = next_token(t);
+    if (tok && (!strcmp(tok, "True") || !strcmp(tok, "true"))) {
+        *out = true;
+        return 0;
+    }
+    if (tok && (!strcmp(tok, "False") || !strcmp(tok, "false"))) {
+        *out = false;
+        return 0;
+    }
+    return fail(t, "allocator settings: %s: expected True or False", key);
+}
+
+static bool is_power_of_2(uint64_t v) { return v && !(v & (v - 1)); }
+
+/* parseRoundUpPower2Divisions */
+static int roundup(tokens *t, am_settings *s) {
+    const char *key = "roundup_power2_divisions";
+    if (t->at < t->count && !strcmp(t->text[t->at], "[")) {
+        t->at++;
+        bool first = true;
+        unsigned last_index = 0;
+        while (t->at < t->count && strcmp(t->text[t->at], "]") != 0) {
+            const char *interval = next_token(t);
+            uint64_t divisions;
+            if (expect(t, ':', interval) != 0 || number(t, key, &divisions) != 0)
+                return -1;
+            if (divisions && !is_power_of_2(divisions))
+                return fail(t, "allocator settings: %s: %llu divisions is not a power of 2", key,
+                            (unsigned long long)divisions);
+            if (divisions > UINT32_MAX)
+                divisions = UINT32_MAX;
+            if (!strcmp(interval, ">")) {
+                for (unsigned i = last_index; i < AM_ROUNDUP_INTERVALS; i++)
+                    s->roundup_power2_divisions[i] = (uint32_t)divisions;
+            } else {
+                uint64_t mib = 0;
+                for (const char *p = interval; *p; p++) {
+                    if (*p < '0' || *p > '9' || mib > UINT64_MAX / 10)
+                        return fail(t, "allocator settings: %s: '%s' is not a size", key, interval);
+                    mib = mib * 10 + (uint64_t)(*p - '0');
+                }
+                if (!is_power_of_2(mib))
+                    return fail(t, "allocator settings: %s: interval %s is not a power of 2", key,
+                                interval);
+                unsigned index = am_roundup_interval_of_mib(mib);
+                if (first) {
+                    for (unsigned i = 0; i < index; i++)
+                        s->roundup_power2_divisions[i] = (uint32_t)divisions;
+                    first = false;
+                }
+                s->roundup_power2_divisions[index] = (uint32_t)divisions;
+                last_index = index;
+            }
+            if (t->at < t->count && strcmp(t->text[t->at], "]") != 0 &&
+                expect(t, ',', interval) != 0)
+                return -1;
+        }
+        if (t->at == t->count)
+            return fail(t, "allocator settings: %s: ']' is missing", key);
+        t->at++; /* the ']' */
+    } else {
+        uint64_t divisions;
+        if (number(t, key, &divisions) != 0)
+            return -1;
+        if (!is_power_of_2(divisions))
+            return fail(t, "allocator settings: %s: %llu divisions is not a power of 2", key,
+                        (unsigned long long)divisions);
+        for (unsigned i = 0; i < AM_ROUNDUP_INTERVALS; i++)
+            s->roundup_power2_divisions[i] =
+                divisions > UINT32_MAX ? UINT32_MAX : (uint32_t)divisions;
+    }
+    s->known |= AM_SET_ROUNDUP;
+    return 0;
+}
+
+static int threshold(tokens *t, am_settings *s) {
+    const char *tok = next_token(t);
+    double v = 0;
+    int n = 0;
+    if (!tok || sscanf(tok, "%lf%n", &v, &n) != 1 || tok[n] != '\0')
+        return fail(t, "allocator settings: garbage_collection_threshold: not a number");
+    if (!(v > 0.0 && v < 1.0))
+        return fail(t, "allocator settings: garbage_collection_threshold must be in (0.0, 1.0)");
+    s->garbage_collection_threshold = v;
+    s->known |= AM_SET_GC_THRESHOLD;
+    return 0;
+}
+
+/* A size in MiB of at least 20 (kLargeBuffer), as bytes. */
+static int size_mb(tokens *t, const char *key, uint64_t *out) {
+    uint64_t mib;
+    if (number(t, key, &mib) != 0)
+        return -1;
+    if (mib < AM_LARGE_BUFFER / MIB)
+        return fail(t, "allocator settings: %s too small, must be >= %llu", key,
+                    (unsigned long long)(AM_LARGE_BUFFER / MIB));
+    *out = mib > UINT64_MAX / MIB ? UINT64_MAX / MIB * MIB : mib * MIB;
+    return 0;
+}
+
+static int one_setting(tokens *t, am_settings *s, const char *key) {
+    if (expect(t, ':', key) != 0)
+        return -1;
+    if (!strcmp(key, "max_split_size_mb")) {
+        if (size_mb(t, key, &s->max_split_size) != 0)
+            return -1;
+        s->known |= AM_SET_MAX_SPLIT;
+    } else if (!strcmp(key, "max_non_split_rounding_mb")) {
+        if (size_mb(t, key, &s->max_non_split_rounding) != 0)
+            return -1;
+        s->known |= AM_SET_MAX_NON_SPLIT_ROUNDING;
+    } else if (!strcmp(key, "garbage_collection_threshold")) {
+        return threshold(t, s);
+    } else if (!strcmp(key, "roundup_power2_divisions")) {
+        return roundup(t, s);
+    } else if (!strcmp(key, "expandable_segments")) {
+        if (boolean(t, key, &s->expandable_segments) != 0)
+            return -1;
+        s->known |= AM_SET_EXPANDABLE;
+    } else if (!strcmp(key, "release_lock_on_cudamalloc") ||
+               !strcmp(key, "release_lock_on_hipmalloc")) {
+        if (boolean(t, key, &s->release_lock_on_cudamalloc) != 0)
+            return -1;
+        s->known |= AM_SET_RELEASE_LOCK;
+    } else if (!strcmp(key, "pinned_use_cuda_host_register") ||
+               !strcmp(key, "pinned_use_hip_host_register")) {
+        if (boolean(t, key, &s->pinned_use_cuda_host_register) != 0)
+            return -1;
+        s->known |= AM_SET_PINNED_REGISTER;
+    } else if (!strcmp(key, "pinned_use_background_threads")) {
+        if (boolean(t, key, &s->pinned_use_background_threads) != 0)
+            return -1;
+        s->known |= AM_SET_PINNED_BACKGROUND;
+    } else if (!strcmp(key, "graph_capture_record_stream_reuse")) {
+        if (boolean(t, key, &s->graph_capture_record_stream_reuse) != 0)
+            return -1;
+        s->known |= AM_SET_GRAPH_REUSE;
+    } else if (!strcmp(key, "pinned_num_register_threads")) {
+        uint64_t n;
+        if (number(t, key, &n) != 0)
+            return -1;
+        if (!is_power_of_2(n) || n > 128)
+            return fail(t, "allocator settings: %s must be a power of 2 up to 128", key);
+        s->pinned_num_register_threads = n;
+        s->known |= AM_SET_PINNED_THREADS;
+    } else if (!strcmp(key, "pinned_reserve_segment_size_mb")) {
+        uint64_t n;
+        if (number(t, key, &n) != 0)
+            return -1;
+        if (n == 0)
+            return fail(t, "allocator settings: %s must be greater than 0", key);
+        s->pinned_reserve_segment_size_mb = n;
+        s->known |= AM_SET_PINNED_RESERVE;
+    } else if (!strcmp(key, "backend")) {
+        const char *v = next_token(t);
+        if (!v || (strcmp(v, "native") != 0 && strcmp(v, "cudaMallocAsync") != 0 &&
+                   strcmp(v, "hipMallocAsync") != 0))
+            return fail(t, "allocator settings: backend must be native or cudaMallocAsync");
+        s->backend_async = strcmp(v, "native") != 0;
+        s->known |= AM_SET_BACKEND;
+    } else {
+        return fail(t, "allocator settings: unknown key '%s'", key);
+    }
+    return 0;
+}
+
+int am_settings_parse(am_settings *s, const char *conf, char *err, size_t errlen) {
+    tokens t; /* 16 KiB: PYTORCH_CUDA_ALLOC_CONF strings are short */
+    t.count = t.at = 0;
+    t.err = err;
+    t.errlen = errlen;
+    if (err && errlen)
+        err[0] = '\0';
+    if (!conf)
+        return 0;
+    if (lex(&t, conf) != 0)
+        return -1;
+    while (t.at < t.count) {
+        const char *key = next_token(&t);
+        if (one_setting(&t, s, key) != 0)
+            return -1;
+        if (t.at < t.count && expect(&t, ',', key) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the model's configuration -------------------------------------------------------- */
+
+am_config am_settings_config(const am_settings *s, am_config base) {
+    /* values PyTorch refuses (below 20 MiB) cannot have been in effect: ignored */
+    if (s->known & AM_SET_EXPANDABLE)
+        base.expandable_segments = s->expandable_segments;
+    if ((s->known & AM_SET_MAX_SPLIT) && s->max_split_size >= AM_LARGE_BUFFER)
+        base.max_split_size = s->max_split_size;
+    if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && s->max_non_split_rounding >= AM_LARGE_BUFFER)
+        base.max_non_split_rounding = s->max_non_split_rounding;
+    if (s->known & AM_SET_ROUNDUP)
+        memcpy(base.roundup_power2_divisions, s->roundup_power2_divisions,
+               sizeof base.roundup_power2_divisions);
+    return base;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+typedef struct out_buf {
+    char *p;
+    size_t len, used;
+} out_buf;
+
+static void put(out_buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out_buf *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->used < o->len ? o->len - o->used : 0;
+    int n = vsnprintf(room ? o->p + o->used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->used += (size_t)n;
+}
+
+static void put_key(out_buf *o, const char *key) {
+    put(o, "%s\"%s\": ", o->used > 1 ? ", " : "", key);
+}
+
+static void put_string(out_buf *o, const char *text) {
+    put(o, "\"");
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            put(o, "\\%c", *p);
+        else if (*p < 0x20)
+            put(o, "\\u%04x", *p);
+        else
+            put(o, "%c", *p);
+    }
+    put(o, "\"");
+}
+
+static void put_bool(out_buf *o, const char *key, bool v) {
+    put_key(o, key);
+    put(o, "%s", v ? "true" : "false");
+}
+
+size_t am_settings_json(const am_settings *s, char *out, size_t len) {
+    out_buf o = {out, len, 0};
+    if (out && len)
+        out[0] = '\0';
+    put(&o, "{");
+    if (s->known & AM_SET_CONF) {
+        put_key(&o, "PYTORCH_CUDA_ALLOC_CONF");
+        put_string(&o, s->alloc_conf);
+    }
+    if (s->known & AM_SET_EXPANDABLE)
+        put_bool(&o, "expandable_segments", s->expandable_segments);
+    if (s->known & AM_SET_MAX_SPLIT) {
+        put_key(&o, "max_split_size");
+        if (s->max_split_size == UINT64_MAX)
+            put(&o, "-1");
+        else
+            put(&o, "%llu", (unsigned long long)s->max_split_size);
+    }
+    if (s->known & AM_SET_GC_THRESHOLD) { /* a float, written as Python writes it: 0.0 */
+        char number[40];
+        snprintf(number, sizeof number, "%.17g", s->garbage_collection_threshold);
+        put_key(&o, "garbage_collection_threshold");
+        put(&o, "%s%s", number, strpbrk(number, ".eEn") ? "" : ".0");
+    }
+    if (s->known & AM_SET_ROUNDUP) {
+        put_key(&o, "roundup_power2_divisions");
+        put(&o, "{");
+        for (unsigned i = 0; i < AM_ROUNDUP_INTERVALS; i++)
+            put(&o, "%s\"%llu\": %u", i ? ", " : "", 1ULL << i, s->roundup_power2_divisions[i]);
+        put(&o, "}");
+    }
+    if (s->known & AM_SET_RELEASE_LOCK)
+        put_bool(&o, "release_lock_on_cudamalloc", s->release_lock_on_cudamalloc);
+    if (s->known & AM_SET_PINNED_REGISTER)
+        put_bool(&o, "pinned_use_cuda_host_register", s->pinned_use_cuda_host_register);
+    if (s->known & AM_SET_PINNED_THREADS) {
+        put_key(&o, "pinned_num_register_threads");
+        put(&o, "%llu", (unsigned long long)s->pinned_num_register_threads);
+    }
+    if (s->known & AM_SET_PINNED_BACKGROUND)
+        put_bool(&o, "pinned_use_background_threads", s->pinned_use_background_threads);
+    if (s->known & AM_SET_GRAPH_REUSE)
+        put_bool(&o, "graph_capture_record_stream_reuse", s->graph_capture_record_stream_reuse);
+    if (s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) {
+        put_key(&o, "max_non_split_rounding_mb");
+        put(&o, "%llu", (unsigned long long)(s->max_non_split_rounding / MIB));
+    }
+    if (s->known & AM_SET_PINNED_RESERVE) {
+        put_key(&o, "pinned_reserve_segment_size_mb");
+        put(&o, "%llu", (unsigned long long)s->pinned_reserve_segment_size_mb);
+    }
+    if (s->known & AM_SET_BACKEND) {
+        put_key(&o, "backend");
+        put_string(&o, s->backend_async ? "cudaMallocAsync" : "native");
+    }
+    put(&o, "}");
+    return o.used;
+}
