@@ -212,12 +212,13 @@ assert d["only_in_a"] == [] == d["only_in_b"]' "$T/same.json" || fail "diff of a
 # ---- real PyTorch snapshots: the layout at the end is their own `segments` --------
 # (DESIGN.md: replaying a snapshot reproduces its final segments; skipped without ../shared)
 DATA="$(cd "$(dirname "$0")" && pwd)/../../shared/data/pytorch"
-for f in "$DATA"/*.pickle; do
+# and the snapshots a simulated PyTorch allocator makes (expandable segments, two devices, OOM)
+mkdir -p "$T/made"
+python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/made" >/dev/null || fail "make_pickles --snapshots"
+for f in "$DATA"/*.pickle "$T"/made/*.pickle; do
   [ -f "$f" ] || continue
-  "$MA" segments "$f" --at end --json >"$T/snap.json" 2>"$T/snap.err" ||
-    { fail "segments $f: exit $?"; cat "$T/snap.err" >&2; continue; }
-  python3 - "$f" "$T/snap.json" <<'EOF' || fail "segments of $f differ from its final segments"
-import json, pickle, sys
+  python3 - "$f" "$MA" <<'EOF' || fail "segments of $f differ from its final segments"
+import json, pickle, subprocess, sys
 
 class DataOnly(pickle.Unpickler):  # these files hold data only: refuse anything else
     def find_class(self, module, name):
@@ -225,12 +226,19 @@ class DataOnly(pickle.Unpickler):  # these files hold data only: refuse anything
 
 with open(sys.argv[1], "rb") as fh:
     snap = DataOnly(fh).load()
-theirs = snap["segments"] if isinstance(snap, dict) else snap
-mine = {s["address"]: s for s in json.load(open(sys.argv[2]))["segments"]}
+everything = snap["segments"] if isinstance(snap, dict) else snap
 bad = []
-if set(mine) != {s["address"] for s in theirs}:
-    bad.append("segment addresses differ")
-for s in theirs:
+for device in sorted({s.get("device", 0) for s in everything}) or [0]:
+  theirs = [s for s in everything if s.get("device", 0) == device]
+  out = subprocess.run([sys.argv[2], "segments", sys.argv[1], "--at", "end", "--json",
+                        "--device", str(device)], capture_output=True, text=True)
+  if out.returncode:
+    bad.append("device %d: exit %d %s" % (device, out.returncode, out.stderr.strip()))
+    continue
+  mine = {s["address"]: s for s in json.loads(out.stdout)["segments"]}
+  if set(mine) != {s["address"] for s in theirs}:
+    bad.append("device %d: segment addresses differ" % device)
+  for s in theirs:
     m = mine.get(s["address"])
     if not m:
         continue
@@ -239,12 +247,13 @@ for s in theirs:
         want.append((b.get("address", a), b["size"], b["state"]))
         a += b["size"]
     got = [(b["address"], b["size"], b["state"]) for b in m["blocks"]]
-    keys = ("total_size", "allocated_size", "requested_size", "stream")
-    if got != want or any(m[k] != s[k] for k in keys if k in s):
-        bad.append("segment %#x" % s["address"])
-# the replay's seed ids (<= 0) never reach users: a block or segment from before the recording
-# has null ids and says its allocation was not recorded
-for m in mine.values():
+    keys = ("total_size", "allocated_size", "requested_size", "stream", "segment_type")
+    differ = [k for k in keys if k in s and m[k] != s[k]]
+    if got != want or differ:
+        bad.append("device %d: segment %#x %s" % (device, s["address"], differ or "blocks"))
+  # the replay's seed ids (<= 0) never reach users: a block or segment from before the
+  # recording has null ids and says its allocation was not recorded
+  for m in mine.values():
     if m["segment_id"] is not None and m["segment_id"] <= 0:
         bad.append("segment %#x shows the internal id %d" % (m["address"], m["segment_id"]))
     for b in m["blocks"]:
@@ -284,10 +293,11 @@ if "$MA" segments "$T/empty.pickle" -o "$T/empty.png" >/dev/null 2>"$T/empty.err
 fi
 # a device that does not exist in an input that has others is still an error (below)
 
-# ---- real snapshots: trapped and releasable at the end, computed from the pickle ----------
+# ---- snapshots: trapped and releasable at the end, computed from the pickle ----------------
 # (DESIGN.md: releasable = whole free segments and whole free pages of expandable segments,
 # 20 MiB in the large pool and 2 MiB in the small one; trapped = the rest of the free bytes)
-for f in "$DATA"/*.pickle; do
+# The real ones, and those a simulated PyTorch allocator makes (expandable segments, two devices).
+for f in "$DATA"/*.pickle "$T"/made/*.pickle; do
   [ -f "$f" ] || continue
   "$MA" report "$f" --json >"$T/rj.json" 2>"$T/rj.err" || { fail "report --json $f"; continue; }
   python3 - "$f" "$T/rj.json" <<'EOF' || fail "trapped/releasable of $f differ from the pickle's"
@@ -331,6 +341,44 @@ if bad:
     sys.exit(1)
 EOF
 done
+
+# ---- a block allocated before the history began: "alloc not recorded" -------------------
+# Its only stack in the snapshot is the stack of its free; it is not named after that code.
+python3 - "$T/notrec.pickle" <<'EOF'
+import pickle, sys
+MiB = 1 << 20
+base = 0x7f0000000000
+free_frames = [{"name": "step", "filename": "/proj/optimizer.py", "line": 73}]
+alloc_frames = [{"name": "forward", "filename": "/proj/model.py", "line": 12}]
+snap = {
+    "segments": [{"device": 0, "address": base, "total_size": 2 * MiB, "allocated_size": MiB,
+                  "active_size": MiB, "requested_size": MiB, "stream": 0, "segment_type": "small",
+                  "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
+                  "blocks": [{"address": base, "size": MiB, "requested_size": MiB,
+                              "state": "inactive", "frames": []},
+                             {"address": base + MiB, "size": MiB, "requested_size": MiB,
+                              "state": "active_allocated", "frames": alloc_frames}]}],
+    "device_traces": [[
+        {"action": "free_requested", "addr": base, "size": MiB, "stream": 0, "time_us": 10,
+         "frames": free_frames},
+        {"action": "free_completed", "addr": base, "size": MiB, "stream": 0, "time_us": 11,
+         "frames": free_frames},
+        {"action": "alloc", "addr": base + MiB, "size": MiB, "stream": 0, "time_us": 12,
+         "frames": alloc_frames}]],
+}
+pickle.dump(snap, open(sys.argv[1], "wb"), protocol=4)
+EOF
+"$MA" report "$T/notrec.pickle" --json >"$T/notrec.json" || fail "report --json notrec.pickle"
+"$MA" sql "$T/notrec.pickle" --csv "SELECT f.name FROM events e JOIN stack_frames f USING (stack_id)
+  WHERE e.op = 'free' AND f.depth = 0" >"$T/notrec-free.csv" || fail "sql notrec.pickle"
+python3 - "$T/notrec.json" "$T/notrec-free.csv" <<'EOF' || fail "a block from before the history: not 'alloc not recorded'"
+import json, sys
+d = json.load(open(sys.argv[1]))["devices"][0]
+sites = {s["site"]: s["bytes"] for s in d["top_stacks_at_peak"]}
+assert sites.get("alloc not recorded") == 1 << 20, sites   # the seeded block, at the start
+assert not any("optimizer.py" in s for s in sites), sites    # not named after its free
+assert "step" in open(sys.argv[2]).read()                    # the free keeps its own stack
+EOF
 
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...

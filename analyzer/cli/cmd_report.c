@@ -159,6 +159,57 @@ static int allocator_settings(sqlite3 *db, char *buf, size_t len) {
     return 1;
 }
 
+/* The value text after `"key": ` in a flat JSON object (our own meta JSON:
+ * strings without escaped quotes, numbers, true/false, one nested object). */
+static const char *json_field(const char *json, const char *key, char *buf, size_t len) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(json, pat);
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    const char *end = *p == '{'   ? strchr(p, '}') + 1
+                      : *p == '"' ? strchr(p + 1, '"') + 1
+                                  : p + strcspn(p, ",}");
+    snprintf(buf, len, "%.*s", (int)(end - p), p);
+    return buf;
+}
+
+/* The settings people compare runs by, in a line: "expandable_segments True,
+ * max_split_size 256 MiB, roundup_power2_divisions [1:4, 2:4], ...". */
+static void settings_summary(const char *json, char *out, size_t len) {
+    char v[512], b[32];
+    size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__)
+    out[0] = 0;
+    if (json_field(json, "expandable_segments", v, sizeof v))
+        ADD("expandable_segments %s", !strcmp(v, "true") ? "True" : "False");
+    if (json_field(json, "max_split_size", v, sizeof v))
+        ADD("%smax_split_size %s", n ? ", " : "",
+            atoll(v) < 0 ? "unlimited" : units_bytes((uint64_t)atoll(v), b, sizeof b));
+    if (json_field(json, "roundup_power2_divisions", v, sizeof v)) {
+        ADD("%sroundup_power2_divisions ", n ? ", " : "");
+        int any = 0; /* {"1": 0, "2": 4, ...}: the intervals that round, keyed by MiB */
+        for (const char *p = strchr(v, '"'); p; p = strchr(p + 1, '"')) {
+            const char *q = strchr(p + 1, '"');
+            if (!q)
+                break;
+            long d = strtol(q + 2 + (q[1] == ':' && q[2] == ' '), NULL, 10);
+            if (d > 0)
+                ADD("%s%.*s:%ld", any++ ? ", " : "[", (int)(q - p - 1), p + 1, d);
+            p = q;
+        }
+        ADD("%s", any ? "]" : "off");
+    }
+    if (json_field(json, "garbage_collection_threshold", v, sizeof v) && atof(v) > 0)
+        ADD("%sgarbage_collection_threshold %s", n ? ", " : "", v);
+    if (json_field(json, "PYTORCH_CUDA_ALLOC_CONF", v, sizeof v) && strcmp(v, "\"\"") != 0)
+        ADD("%sPYTORCH_CUDA_ALLOC_CONF=%s", n ? "; " : "", v);
+#undef ADD
+    if (!out[0]) /* settings we do not summarize: as they are */
+        snprintf(out, len, "%.1000s", json);
+}
+
 /* ---- text ------------------------------------------------------------- */
 
 static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t to) {
@@ -177,25 +228,31 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
     long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
     long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
-    if (when_has_timestamps(db))
+    int history = db_query_int(db, "SELECT value FROM meta WHERE key = 'history'", 1) != 0;
+    if (!history)
+        printf("  no history: the snapshot holds its final segments only (memory history was "
+               "off), so there is one moment to look at, the end\n");
+    else if (when_has_timestamps(db))
         printf("  %lld events over %s", events,
                units_duration(span > 0 ? (uint64_t)span : 0, d, 32));
     else
         printf("  %lld events, no timestamps (PyTorch <= 2.1 records none): times are event order",
                events);
-    if (steps)
+    if (!history)
+        ; /* nothing happened: no steps to look for */
+    else if (steps)
         printf(", %lld steps (step %lld .. %lld)", steps,
                db_query_int(db, "SELECT min(step) FROM steps", 0),
                db_query_int(db, "SELECT max(step) FROM steps", 0));
     else
         printf(", no steps found (NVTX ranges or marks named like \"step 3\" make steps)");
-    printf("\n");
-    if (db_query_int(db, "SELECT value FROM meta WHERE key = 'history'", 1) == 0)
-        printf("  no history: the snapshot holds its final segments only (memory history was "
-               "off), so there is one moment to look at, the end\n");
-    char settings[1024];
-    if (allocator_settings(db, settings, sizeof settings) && strcmp(settings, "{}") != 0)
-        printf("  allocator settings: %s\n", settings);
+    if (history)
+        printf("\n");
+    char settings[4096], line[1024];
+    if (allocator_settings(db, settings, sizeof settings) && strcmp(settings, "{}") != 0) {
+        settings_summary(settings, line, sizeof line);
+        printf("  allocator settings: %s\n", line);
+    }
     long long warnings = db_query_int(db, "SELECT value FROM meta WHERE key='warnings_total'", 0);
     if (warnings)
         printf("  %lld replay warnings (memanalyze sql %s \"SELECT * FROM warnings\")\n", warnings,

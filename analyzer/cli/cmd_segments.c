@@ -171,7 +171,7 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
                 i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
                 (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
                 (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
-                s->size <= (2ULL << 20) ? "small" : "large", s->mapped ? "true" : "false");
+                layout_small_pool(l, s) ? "small" : "large", s->mapped ? "true" : "false");
         print_json_id(out, s->segment_id);
         print_json_frames(out, stacks, s->stack_id);
         fputs(",\n   \"blocks\": [", out);

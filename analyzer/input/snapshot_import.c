@@ -33,9 +33,13 @@
 
 /* ---- the state while walking backwards ---------------------------------- */
 
+/* A seed block's stack when the history knows only its free: PyTorch's viewer
+ * says "alloc not recorded", and so do we (the free keeps its own stack). */
+#define STACK_ALLOC_NOT_RECORDED UINT32_MAX
+
 typedef struct seed_block {
     uint64_t addr, size, requested, stream;
-    uint32_t stack;
+    uint32_t stack; /* snapshot stack, or STACK_ALLOC_NOT_RECORDED */
     int pending, live;
 } seed_block;
 
@@ -159,8 +163,9 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
                 b->pending = 0;
             break;
         case GMT_TORCH_FREE_COMPLETED: {
-            seed_block nb = {
-                e->addr, gmt_torch_block_size(e->size), e->size, e->stream, e->stack, 1, 1};
+            seed_block nb = {e->addr,   gmt_torch_block_size(e->size), e->size,
+                             e->stream, STACK_ALLOC_NOT_RECORDED,      1,
+                             1};
             if ((b = find_block(s, e->addr))) /* inconsistent history: keep the newer */
                 drop_block(s, b);
             if (add_block(s, &nb) != 0)
@@ -281,9 +286,10 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
 typedef struct importer {
     const snapshot *snap;
     trace_writer *w;
-    uint32_t *stack_ids; /* snapshot stack -> trace stack (0 = not yet) */
-    uint32_t *frame_ids; /* snapshot frame -> trace frame */
-    uint64_t ts;         /* the time of the record being written */
+    uint32_t *stack_ids;   /* snapshot stack -> trace stack (0 = not yet) */
+    uint32_t *frame_ids;   /* snapshot frame -> trace frame */
+    uint32_t not_recorded; /* the stack "alloc not recorded" (0 = not yet) */
+    uint64_t ts;           /* the time of the record being written */
 } importer;
 
 static uint32_t str(importer *im, const char *s) {
@@ -312,6 +318,14 @@ static uint32_t frame_id(importer *im, uint32_t f) {
 
 /* The trie node of a snapshot stack, built from its outermost frame in. */
 static uint32_t stack_id(importer *im, uint32_t stack) {
+    if (stack == STACK_ALLOC_NOT_RECORDED) {
+        if (!im->not_recorded) {
+            trace_frame tf = {.kind = TRACE_FRAME_OTHER,
+                              .function_id = str(im, "alloc not recorded")};
+            im->not_recorded = trace_writer_stack(im->w, 0, trace_writer_frame(im->w, &tf));
+        }
+        return im->not_recorded;
+    }
     if (!stack || stack >= im->snap->stack_count)
         return 0;
     if (im->stack_ids[stack])

@@ -169,18 +169,23 @@ static live_block *pass_snapshot(const pass *p, const seg_row *segs, size_t nseg
 
 /* ---- what empty_cache() would return ---------------------------------------- */
 
+int layout_small_pool(const layout *l, const layout_segment *s) {
+    if (!s->mapped || s->live_blocks == 0)
+        return s->size <= LAYOUT_SMALL_PAGE;
+    for (size_t k = 0; k < s->block_count; k++) {
+        const layout_block *b = &l->blocks[s->first_block + k];
+        if (b->state != LAYOUT_INACTIVE && b->size > (1ull << 20))
+            return 0;
+    }
+    return 1;
+}
+
 uint64_t layout_releasable(const layout *l, const layout_segment *s) {
     if (s->live_blocks == 0)
         return s->size;
     if (!s->mapped)
         return 0;
-    uint64_t largest_live = 0;
-    for (size_t k = 0; k < s->block_count; k++) {
-        const layout_block *b = &l->blocks[s->first_block + k];
-        if (b->state != LAYOUT_INACTIVE && b->size > largest_live)
-            largest_live = b->size;
-    }
-    uint64_t page = largest_live <= (1ull << 20) ? LAYOUT_SMALL_PAGE : LAYOUT_LARGE_PAGE;
+    uint64_t page = layout_small_pool(l, s) ? LAYOUT_SMALL_PAGE : LAYOUT_LARGE_PAGE;
     uint64_t bytes = 0;
     for (size_t k = 0; k < s->block_count; k++) { /* pages wholly inside a free block */
         const layout_block *b = &l->blocks[s->first_block + k];

@@ -103,8 +103,7 @@ void layout_free(layout *l);
 
 /* The page an expandable segment maps and unmaps: PyTorch's segment size of
  * its pool, 2 MiB (kSmallBuffer) in the small pool, 20 MiB (kLargeBuffer) in
- * the large one. A segment is in the small pool when it holds only blocks of
- * at most 1 MiB (kSmallSize: larger requests go to the large pool). */
+ * the large one. */
 #define LAYOUT_SMALL_PAGE (2ull << 20)
 #define LAYOUT_LARGE_PAGE (20ull << 20)
 
@@ -113,6 +112,13 @@ void layout_free(layout *l);
  * expandable segment, each page that lies entirely inside free blocks;
  * nothing else (PyTorch frees whole segments only). */
 uint64_t layout_releasable(const layout *l, const layout_segment *s);
+
+/* Whether segment `s` is in PyTorch's small pool. An ordinary segment is
+ * when it is 2 MiB (kSmallBuffer) or less. An expandable one (one per pool
+ * and stream, any size) is when the blocks it holds are all of at most 1 MiB
+ * (kSmallSize: larger requests go to the large pool); with nothing live, by
+ * its size as an ordinary one. */
+int layout_small_pool(const layout *l, const layout_segment *s);
 
 /* The timeline row of `device` at `event_id` (its row with the greatest
  * event_id <= event_id): the replay's totals. 0, or -1 when it has none. */

@@ -69,8 +69,9 @@ static const char *qualified_name(const char *name) {
         if (*p == '(' && depth == 0)
             break;
     }
-    /* "(anonymous namespace)::" opens a parenthesis that is not the parameter list */
-    return strncmp(start, "(anonymous", 10) == 0 || !*start ? name : start;
+    /* "(anonymous namespace)::" opens a parenthesis that is not the parameter list; a
+     * return type comes before a qualified C++ name only ("alloc not recorded" is a name) */
+    return strncmp(start, "(anonymous", 10) == 0 || !*start || !strstr(start, "::") ? name : start;
 }
 
 static int matches(const named_frame *f, const char *const *names, size_t nnames,
