@@ -364,7 +364,8 @@ snap = {
         {"action": "free_completed", "addr": base, "size": MiB, "stream": 0, "time_us": 11,
          "frames": free_frames},
         {"action": "alloc", "addr": base + MiB, "size": MiB, "stream": 0, "time_us": 12,
-         "frames": alloc_frames}]],
+         "frames": alloc_frames},
+        {"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 13, "frames": []}]],
 }
 pickle.dump(snap, open(sys.argv[1], "wb"), protocol=4)
 EOF
@@ -379,6 +380,9 @@ assert sites.get("alloc not recorded") == 1 << 20, sites   # the seeded block, a
 assert not any("optimizer.py" in s for s in sites), sites    # not named after its free
 assert "step" in open(sys.argv[2]).read()                    # the free keeps its own stack
 EOF
+[ "$("$MA" sql "$T/notrec.pickle" --raw --csv \
+  "SELECT count(*) FROM markers WHERE kind = 'mark' AND name = 'torch.cuda.memory snapshot'" |
+  tail -1)" = 1 ] || fail "PyTorch's snapshot entry is not a mark"
 
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...

@@ -402,8 +402,14 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
                          .device = device};
     trace_event ev;
     trace_counter c;
+    if (e->action == GMT_TORCH_SNAPSHOT) { /* a memory snapshot was taken here: a mark */
+        trace_marker m = {.ts_ns = im->ts,
+                          .name_id = str(im, "torch.cuda.memory snapshot"),
+                          .kind = TRACE_MARK_MARK};
+        return trace_writer_marker(im->w, &m);
+    }
     if (!gmt_torch_event(&h, &ev))
-        return 0; /* snapshot markers and unknown actions carry no memory */
+        return 0; /* unknown actions carry no memory */
     if (gmt_torch_counter(&h, &c) && trace_writer_counter(im->w, &c) != 0)
         return -1;
     ev.stack_id = stack_id(im, e->stack);   /* after the counter: stack records follow it */
