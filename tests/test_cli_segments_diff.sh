@@ -291,6 +291,19 @@ if "$MA" segments "$T/empty.pickle" -o "$T/empty.png" >/dev/null 2>"$T/empty.err
   "$MA" report "$T/empty.pickle" --plots "$T/empty-plots" >/dev/null 2>&1 || fail "empty input: --plots"
   [ "$(ls "$T/empty-plots" | wc -l)" -eq 4 ] || fail "empty input: --plots drew $(ls "$T/empty-plots")"
 fi
+# a snapshot without history (its final segments only): one moment, said so, not drawn over time
+python3 -c 'import pickle,sys; pickle.dump({"segments": [{"device": 0, "address": 1 << 40,
+  "total_size": 2 << 20, "allocated_size": 1 << 20, "active_size": 1 << 20,
+  "requested_size": 1 << 20, "stream": 0, "segment_type": "small", "blocks": [
+  {"address": 1 << 40, "size": 1 << 20, "requested_size": 1 << 20, "state": "active_allocated"},
+  {"address": (1 << 40) + (1 << 20), "size": 1 << 20, "requested_size": 0, "state": "inactive"}]}],
+  "device_traces": [[]]}, open(sys.argv[1], "wb"), protocol=2)' "$T/nohist.pickle"
+"$MA" report "$T/nohist.pickle" >"$T/nohist.txt" || fail "report of a snapshot without history"
+expect_grep "$T/nohist.txt" "no history" "report of a snapshot without history"
+if "$MA" timeline "$T/nohist.pickle" -o "$T/nohist.svg" >/dev/null 2>&1; then
+  grep -q "no history: the snapshot holds one moment" "$T/nohist.svg" ||
+    fail "timeline of a snapshot without history does not say so"
+fi
 # a device that does not exist in an input that has others is still an error (below)
 
 # ---- snapshots: trapped and releasable at the end, computed from the pickle ----------------

@@ -431,6 +431,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     size_t top = rq->top ? rq->top : 8, max_series = 16;
     int64_t *bytes = NULL, *stacked = NULL;
     int rc = load_buckets(db, rq, bucket_ns, &t);
+    int history = when_has_history(db);
+    if (!history)
+        t.n = 0; /* one moment: no time to draw it over */
     if (rc == 0 && !strcmp(m.by, "site"))
         series_top_sites(&m, rq->device, top);
     if (rc == 0 && t.n) {
@@ -530,6 +533,8 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
              "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
              "limit marked",
              m.by, span);
+    if (!history)
+        snprintf(subtitle, sizeof subtitle, "%s", PLOT_NO_HISTORY);
     render_timeline rt = {
         .title = title,
         .subtitle = subtitle,
@@ -631,6 +636,8 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
         frag[i] = frag_of(&steps[i].at_end);
         largest[i] = steps[i].at_end.largest_free;
     }
+    if (!when_has_history(db))
+        n = 0; /* one moment: no time to draw it over */
     if (rc == 0)
         trapped = trapped_ratios(db, rq->device, steps, n);
     char title[512];
@@ -639,22 +646,24 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
     _Static_assert(FRAG_BAND_COUNT <= RENDER_MAX_BANDS, "the picture shades this many bands");
     for (int b = 0; b < FRAG_BAND_COUNT; b++)
         bands[b] = (render_band){gmt_frag_band_from(b), gmt_frag_band_name(b)};
-    render_fragmentation rf = {.title = title,
-                               .nbands = FRAG_BAND_COUNT,
-                               .bands = bands,
-                               .subtitle =
-                                   x_is_time ? "(reserved - allocated) / reserved and its trapped "
-                                               "part over time (no steps found), and the "
-                                               "largest free block"
-                                             : "(reserved - allocated) / reserved and its trapped "
-                                               "part at each step's end, and the largest free "
-                                               "block",
-                               .npoints = n,
-                               .x = x,
-                               .x_is_time = x_is_time,
-                               .fragmentation = frag,
-                               .trapped = trapped,
-                               .largest_free = largest};
+    const char *no_history = when_has_history(db) ? NULL : PLOT_NO_HISTORY;
+    render_fragmentation rf = {
+        .title = title,
+        .nbands = FRAG_BAND_COUNT,
+        .bands = bands,
+        .subtitle = no_history  ? no_history
+                    : x_is_time ? "(reserved - allocated) / reserved and its trapped "
+                                  "part over time (no steps found), and the "
+                                  "largest free block"
+                                : "(reserved - allocated) / reserved and its trapped "
+                                  "part at each step's end, and the largest free "
+                                  "block",
+        .npoints = n,
+        .x = x,
+        .x_is_time = x_is_time,
+        .fragmentation = frag,
+        .trapped = trapped,
+        .largest_free = largest};
     render_options ro = {
         .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
     if (rc != 0)

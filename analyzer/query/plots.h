@@ -30,6 +30,12 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
 int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
                        size_t errlen);
 
+/* A picture over time of an input without history has nothing to draw:
+ * its subtitle says so. */
+#define PLOT_NO_HISTORY                                                                            \
+    "no history: the snapshot holds one moment, its end (memanalyze segments INPUT -o FILE "       \
+    "draws it)"
+
 /* For render_options.ns_per_event: GMT_UNTIMED_EVENT_NS when the input has no
  * timestamps, else 0. */
 int64_t ns_per_event(sqlite3 *db);

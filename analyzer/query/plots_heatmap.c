@@ -102,9 +102,10 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
              "address space (segments stacked, %s) over time; colour: the fraction of reserved "
              "memory that is allocated",
              units_bytes(h ? heat_rows_total(h) : 0, b1, sizeof b1));
+    int history = when_has_history(db);
     render_heatmap rh = {.title = title,
-                         .subtitle = subtitle,
-                         .ncols = COLUMNS,
+                         .subtitle = history ? subtitle : PLOT_NO_HISTORY,
+                         .ncols = history ? COLUMNS : 0,
                          .nrows = HEAT_ROWS,
                          .start_ns = t0,
                          .end_ns = t1,

@@ -149,6 +149,10 @@ int when_has_timestamps(sqlite3 *db) {
     return db_query_int(db, "SELECT value FROM meta WHERE key = 'timestamps'", 1) != 0;
 }
 
+int when_has_history(sqlite3 *db) {
+    return db_query_int(db, "SELECT value FROM meta WHERE key = 'history'", 1) != 0;
+}
+
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
     if (event_id <= 0) {
         snprintf(buf, len, "the start (event 0)");

@@ -40,6 +40,10 @@ int when_window(sqlite3 *db, const char *from_spec, const char *to_spec, int dev
  * the events' order, GMT_UNTIMED_EVENT_NS apart), else 1. */
 int when_has_timestamps(sqlite3 *db);
 
+/* 0 for a snapshot without history (meta `history` = 0: its final segments
+ * only, one moment), else 1. */
+int when_has_history(sqlite3 *db);
+
 /* Describes an event id for people: "event 1234 (step 3, 12.5 s)"; without
  * timestamps, no time. */
 void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len);
