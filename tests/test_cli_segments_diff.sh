@@ -397,6 +397,32 @@ EOF
   "SELECT count(*) FROM markers WHERE kind = 'mark' AND name = 'torch.cuda.memory snapshot'" |
   tail -1)" = 1 ] || fail "PyTorch's snapshot entry is not a mark"
 
+# ---- legacy record_function annotations: `user_defined` entries (PyTorch 2.4-2.6) -------
+# Their one frame holds the stage as its name and the range's name as its filename.
+python3 - "$T/ud.pickle" <<'EOF'
+import pickle, sys
+MiB, base = 1 << 20, 0x7f0000000000
+def ud(stage, name, t):
+    return {"action": "user_defined", "addr": 0, "size": 0, "stream": 0, "time_us": t,
+            "frames": [{"name": stage, "filename": name, "line": 0}]}
+def ev(action, t):
+    return {"action": action, "addr": base, "size": MiB, "stream": 0, "time_us": t, "frames": []}
+snap = {"segments": [{"device": 0, "address": base, "total_size": 2 * MiB, "allocated_size": 0,
+                      "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "small",
+                      "blocks": [{"address": base, "size": 2 * MiB, "requested_size": 0,
+                                  "state": "inactive", "frames": []}], "frames": []}],
+        "device_traces": [[ud("START", "ProfilerStep#0", 1),
+                           dict(ev("segment_alloc", 2), size=2 * MiB), ev("alloc", 3),
+                           ud("END", "ProfilerStep#0", 4), ud("START", "ProfilerStep#1", 5),
+                           ev("free_requested", 6), ev("free_completed", 7),
+                           ud("END", "ProfilerStep#1", 8)]]}
+pickle.dump(snap, open(sys.argv[1], "wb"), protocol=4)
+EOF
+"$MA" sql "$T/ud.pickle" --csv --raw "SELECT step, name, end_event_id FROM steps ORDER BY step" \
+  >"$T/ud.csv" || fail "sql ud.pickle"
+[ "$(tail -n +2 "$T/ud.csv" | tr '\n' ' ')" = "0,ProfilerStep#0,2 1,ProfilerStep#1,4 " ] ||
+  { fail "user_defined annotations are not steps: $(cat "$T/ud.csv")"; }
+
 # ---- errors: one line on stderr, exit 2 -----------------------------------------
 check_error() { # expected text, command...
   local want=$1

@@ -391,6 +391,33 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
     return rc;
 }
 
+/* A `user_defined` entry (PyTorch 2.4-2.6 recorded record_function ranges,
+ * ProfilerStep#N included, this way before external_annotations): its one
+ * frame holds the stage as its name ("START"/"END") and the range's name as
+ * its filename. A range marker, like an external annotation; other unknown
+ * actions carry nothing. */
+static int user_defined(importer *im, const snapshot_entry *e) {
+    const snapshot *snap = im->snap;
+    const char *action = e->action_name < snap->string_count ? snap->strings[e->action_name] : NULL;
+    size_t depth = 0;
+    const uint32_t *frames = e->stack && e->stack < snap->stack_count
+                                 ? snapshot_stack_frames(snap, e->stack, &depth)
+                                 : NULL;
+    if (!action || strcmp(action, "user_defined") != 0 || depth < 1 ||
+        frames[0] >= snap->frame_count)
+        return 0;
+    const snapshot_frame *f = &snap->frames[frames[0]];
+    int start = f->name && !strcmp(f->name, "START"), end = f->name && !strcmp(f->name, "END");
+    if ((!start && !end) || !f->filename)
+        return 0;
+    uint32_t name = str(im, f->filename);
+    trace_marker m = {.ts_ns = im->ts,
+                      .range_id = name,
+                      .name_id = name,
+                      .kind = start ? TRACE_MARK_RANGE_START : TRACE_MARK_RANGE_END};
+    return trace_writer_marker(im->w, &m);
+}
+
 /* One history entry, by model/torch_history.h's rules (the recorder's too). */
 static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
     gmt_torch_entry h = {.action = e->action,
@@ -402,6 +429,8 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
                          .device = device};
     trace_event ev;
     trace_counter c;
+    if (e->action == SNAPSHOT_ACTION_OTHER) /* a legacy annotation, or an unknown action */
+        return user_defined(im, e);
     if (e->action == GMT_TORCH_SNAPSHOT) { /* a memory snapshot was taken here: a mark */
         trace_marker m = {.ts_ns = im->ts,
                           .name_id = str(im, "torch.cuda.memory snapshot"),
