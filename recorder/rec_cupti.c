@@ -8,6 +8,11 @@
  * and pool while the memory still exists), its exit (matched by correlation
  * id) reads the result and records. A handled call arriving while the slot
  * is open is nested and recorded by nobody: the outer one stands for it.
+ * Callbacks of one thread nest strictly, so the slot counts the nested
+ * entries whose exits are still to come: an exit that matches neither the
+ * open call nor a nested one is the open call's own exit reported with
+ * another correlation id, and closes the slot (a slot left open would take
+ * every later call of the thread for a nested one: silence for good).
  * Allocations are stamped at their exit (the memory exists from then),
  * releases at their entry (the program gave it up then), so a block freed
  * on one thread and handed out again on another never looks overlapping.
@@ -41,6 +46,7 @@ typedef struct open_call {
     unsigned generation; /* rec_cupti_generation() when opened; 0 = none */
     uint32_t correlation_id;
     CUpti_CallbackId cbid;
+    uint32_t nested; /* handled entries inside it whose exits have not come yet */
     uint64_t entry_ts;
     int holds_writer;     /* rec_call_open was called: rec_call_closed at the exit */
     uint32_t entry_stack; /* releases: captured at entry */
@@ -224,8 +230,10 @@ static void release_writer(open_call *oc) {
 static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
     open_call *oc = &thread_call;
     unsigned generation = rec_cupti_generation();
-    if (oc->generation == generation)
-        return;         /* nested in a handled call: the outer call is what the program did */
+    if (oc->generation == generation) {
+        oc->nested++; /* nested in a handled call: the outer call is what the program did */
+        return;
+    }
     release_writer(oc); /* a call whose exit never came (a session change) */
     memset(oc, 0, sizeof *oc);
     oc->generation = generation;
@@ -244,9 +252,20 @@ static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
 
 static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
     open_call *oc = &thread_call;
-    if (oc->generation != rec_cupti_generation() || oc->correlation_id != call->correlation_id ||
-        oc->cbid != call->cbid)
-        return; /* a nested call's exit, or an exit whose entry we did not see */
+    if (oc->generation != rec_cupti_generation())
+        return; /* an exit whose entry we did not see */
+    if (oc->correlation_id != call->correlation_id || oc->cbid != call->cbid) {
+        if (oc->nested) {
+            oc->nested--; /* a nested call's exit */
+            return;
+        }
+        if (oc->cbid != call->cbid) { /* not even the same call: close it, unrecorded */
+            oc->generation = 0;
+            release_writer(oc);
+            return;
+        }
+        /* The open call's own exit under another correlation id: recorded. */
+    }
     oc->generation = 0;
     int ok = call->result == CUDA_SUCCESS;
     rec_call_info ci;

@@ -225,7 +225,8 @@ class Drainer:
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.thread = None
-        self.enabled = self.broken = self.devices_described = False
+        self.enabled = self.broken = False
+        self.devices_described = set()
         self.last_drain = 0.0
         self.drains = 0
         self.emitted = 0
@@ -296,24 +297,24 @@ class Drainer:
             finally:
                 self.last_drain = time.monotonic()
 
-    def describe_devices(self, count):
-        self.devices_described = True
-        for device in range(count):
-            try:
-                props = self.torch.cuda.get_device_properties(device)
-                self.lib.memrec_torch_device(device, int(props.total_memory),
-                                             _text(props.name))
-            except Exception:  # noqa: BLE001 - CUPTI may name the device instead
-                pass
+    def describe_device(self, device):
+        """A device's record, the first time this process's history has
+        entries on it: a rank that uses one GPU of eight describes one."""
+        self.devices_described.add(device)
+        try:
+            props = self.torch.cuda.get_device_properties(device)
+            self.lib.memrec_torch_device(device, int(props.total_memory), _text(props.name))
+        except Exception:  # noqa: BLE001 - CUPTI may name the device instead
+            pass
 
     def drain_snapshot(self, snapshot):
         traces = snapshot.get("device_traces") or []
-        if not self.devices_described:
-            self.describe_devices(len(traces))
         merged, most_new = [], 0
         for device, entries in enumerate(traces):
             if not entries:
                 continue
+            if device not in self.devices_described:
+                self.describe_device(device)
             if "time_us" not in entries[-1]:
                 self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its blocks "
                           "cannot be drained without duplicates and are not recorded")

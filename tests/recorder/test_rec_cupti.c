@@ -4,7 +4,8 @@
  * entry then exit, success and failure) with a fake driver table, and the
  * trace read back must hold exactly the expected events, counters and device
  * records. Also: nesting is recorded once, an entry without its exit and an
- * exit without its entry record nothing, the stack starts at the program's
+ * exit without its entry record nothing, an exit under another correlation
+ * id closes its call (the thread is recorded on), the stack starts at the program's
  * caller, the analyzer replays the result without a warning, and attaching
  * without a driver returns -1 with one warning. */
 #include "check.h"
@@ -481,6 +482,44 @@ static void test_pairing(void) {
     rb_free(&rb);
 }
 
+/* An exit reported under another correlation id than its entry closes the
+ * thread's open call: the thread's later calls are recorded again. */
+static void test_correlation_mismatch(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    CUdeviceptr d = GARBAGE;
+    cuMemAlloc_v2_params alloc = {&d, 4096};
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, &alloc, CUDA_SUCCESS, 700);
+    d = 0x100000000;
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_EXIT, &alloc, CUDA_SUCCESS, 701); /* its own exit */
+    cuMemFree_v2_params free_p = {0x100000000};
+    feed(CBID(cuMemFree_v2), CUPTI_API_ENTER, &free_p, CUDA_SUCCESS, 702);
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_EXIT, &alloc, CUDA_SUCCESS, 703); /* not even its cbid */
+    out_addr = 0x100100000;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 8192}, put_dptr, CUDA_SUCCESS);
+    /* Nesting still holds: the inner call's exit does not close the outer one. */
+    CUdeviceptr outer = GARBAGE, inner = GARBAGE;
+    cuMemAllocAsync_params a = {&outer, 1 * MiB, (CUstream)0x5000};
+    cuMemAllocFromPoolAsync_params b = {&inner, 1 * MiB, POOL_DEV0, (CUstream)0x5000};
+    feed(CBID(cuMemAllocAsync), CUPTI_API_ENTER, &a, CUDA_SUCCESS, 710);
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_ENTER, &b, CUDA_SUCCESS, 711);
+    inner = 0x180000000;
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_EXIT, &b, CUDA_SUCCESS, 711);
+    outer = 0x180000000;
+    feed(CBID(cuMemAllocAsync), CUPTI_API_EXIT, &a, CUDA_SUCCESS, 712); /* mismatched too */
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 3);
+    if (rb.n_events == 3) {
+        CHECK(rb.events[0].op == TRACE_OP_ALLOC && rb.events[0].size == 4096);
+        CHECK(rb.events[1].op == TRACE_OP_ALLOC && rb.events[1].size == 8192);
+        CHECK(rb.events[2].op == TRACE_OP_ALLOC && rb.events[2].addr == 0x180000000 &&
+              rb.events[2].pool == 0x7000);
+    }
+    rb_free(&rb);
+}
+
 /* ---- stacks --------------------------------------------------------------- */
 
 /* The stack of an event starts at the function that made the driver call:
@@ -583,6 +622,7 @@ int main(void) {
     test_attach_without_driver(); /* first: before a quiet session silences warnings */
     test_every_cbid();
     test_pairing();
+    test_correlation_mismatch();
     test_stack_skip();
     test_managed_free();
     rec_cupti_set_driver_for_test(NULL);

@@ -13,7 +13,8 @@ the traces back.
      sitecustomize the hook hides still runs;
   2. a ring too small for a burst: one warning, the program unharmed;
   3. --no-torch, and a script that imports torch but never starts CUDA:
-     PyTorch's history is never turned on.
+     PyTorch's history is never turned on;
+  4. a process with four GPUs that uses the third: one device record, its.
 
 Usage: test_rec_torch.py MEMREC MEMANALYZE (exit 77: skip).
 """
@@ -62,6 +63,12 @@ NO_CUDA = """\
 import torch
 torch.cuda.nvtx.mark("step 0")
 print("rings", [s[3] for s in torch.cuda.memory.settings])
+"""
+
+ONE_OF_FOUR = """\
+import torch
+torch.cuda.memory.fake_devices, torch.cuda.memory.fake_device = 4, 2
+torch.cuda.fake_free(torch.cuda.fake_alloc(512))
 """
 
 USER_SITE = 'print("user sitecustomize ran")\n'
@@ -165,6 +172,15 @@ def main():
         if os.path.exists(trace):
             n = sql(trace, "SELECT count(*) AS n FROM events WHERE source = 'torch'")
             check(n == [{"n": 0}], "torch without CUDA: no events: %r" % n)
+
+        # ---- 4. only the devices the process uses ----------------------------
+        out, trace, _ = record("one_of_four", ONE_OF_FOUR)
+        check(out.returncode == 0, "one_of_four.py ran: %r" % out.stderr)
+        if os.path.exists(trace):
+            devices = sql(trace, "SELECT device FROM devices ORDER BY device")
+            check(devices == [{"device": 2}], "one device record, the used one: %r" % devices)
+        else:
+            check(False, "one_of_four.py left a trace")
 
     return check.finish()
 
