@@ -271,6 +271,18 @@ int rec_session_stop(void) {
 
 uint64_t rec_session_serial(void) { return atomic_load(&session_serial); }
 
+void rec_manifest_note(const char *prefix, const char *text) {
+    char manifest[sizeof session_config.manifest], line[1024];
+    pthread_mutex_lock(&start_lock);
+    int on = atomic_load(&session_state) != STATE_OFF;
+    memcpy(manifest, session_config.manifest, sizeof manifest);
+    pthread_mutex_unlock(&start_lock);
+    if (on && manifest[0] && text && !strchr(text, '\n')) {
+        snprintf(line, sizeof line, "%s%s", prefix, text);
+        rec_manifest_append(manifest, line);
+    }
+}
+
 int rec_enabled(void) {
     int s = atomic_load_explicit(&session_state, memory_order_relaxed);
     return s == STATE_ARMED || s == STATE_RUNNING;

@@ -62,8 +62,14 @@ MEMREC_EXPORT int InitializeInjection(void) {
         return 0;
     pthread_mutex_lock(&inject_lock);
     int ok = cupti_attached || config.no_cupti;
-    if (!ok && rec_cupti_attach() == 0)
-        ok = cupti_attached = 1;
+    if (!ok) {
+        if (rec_cupti_attach() == 0) {
+            ok = cupti_attached = 1;
+            rec_manifest_note(REC_MANIFEST_NOTE, rec_cupti_in_use()); /* the launcher says it */
+        } else {
+            rec_manifest_note(REC_MANIFEST_WARNED, "CUPTI"); /* the warning said why */
+        }
+    }
     pthread_mutex_unlock(&inject_lock);
     return ok;
 }

@@ -12,6 +12,7 @@
 #include "db_writer.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
 #include "rec_readback.h"
 #include "replay.h"
@@ -104,8 +105,7 @@ static CUresult fake_allocation_properties(CUmemAllocationProp *prop,
                                            CUmemGenericAllocationHandle h) {
     memset(prop, 0, sizeof *prop);
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop->location.type =
-        h == HANDLE_HOST ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.type = h == HANDLE_HOST ? REC_MEM_LOCATION_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
     return h == HANDLE_DEV0 || h == HANDLE_HOST ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -260,7 +260,7 @@ static void call_every_cbid(void) {
     call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){0x300000000, 64 * MiB}, NULL,
          CUDA_SUCCESS);
     CUmemAllocationProp host_prop = prop;
-    host_prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    host_prop.location.type = REC_MEM_LOCATION_HOST;
     out_addr = HANDLE_HOST;
     call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &host_prop, 0}, put_handle,
          CUDA_SUCCESS);
