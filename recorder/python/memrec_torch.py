@@ -77,14 +77,26 @@ def _env_int(name, default):
         return default
 
 
+def injected_library_path():
+    """The libmemrec.so memrec injects (CUDA_INJECTION64_PATH), or None when
+    that variable names another tool's library."""
+    path = os.environ.get("CUDA_INJECTION64_PATH", "")
+    return path if os.path.basename(path).startswith("libmemrec") else None
+
+
 def load_library():
-    """libmemrec.so as already loaded here (LD_PRELOAD or the CUDA driver),
-    with its torch entry points typed; None when absent."""
+    """libmemrec.so with its torch entry points typed; None when absent.
+    Called once CUDA has started: the driver has loaded the library by then;
+    if it has not (a driver that did not, a fake torch in the tests), it is
+    loaded here, into a process that uses CUDA."""
     lib = None
-    for name in ("libmemrec.so", os.environ.get("CUDA_INJECTION64_PATH", "")):
+    path = injected_library_path()
+    for name, mode in ((path, os.RTLD_NOLOAD | os.RTLD_LAZY),
+                       ("libmemrec.so", os.RTLD_NOLOAD | os.RTLD_LAZY),
+                       (path, os.RTLD_NOW)):
         if name:
             try:
-                lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+                lib = ctypes.CDLL(name, mode=mode)
                 break
             except OSError:
                 continue
@@ -233,7 +245,8 @@ class Drainer:
 
     def warn(self, code, message):
         try:
-            self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
+            if self.lib is not None:
+                self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
         except Exception:  # noqa: BLE001
             pass
 
@@ -250,6 +263,11 @@ class Drainer:
         try:
             if self.enabled or self.broken:
                 return
+            if self.lib is None:  # CUDA starts now: libmemrec.so is (or may be) here
+                self.lib = load_library()
+                if self.lib is None:
+                    self.broken = True
+                    return
             self.record(self.ring)
             self.lib.memrec_torch_history_on()
             self.enabled = True
@@ -440,10 +458,7 @@ def torch_imported(torch):
     global _drainer
     if _drainer is not None:
         return
-    lib = load_library()
-    if lib is None:
-        return
-    d = _drainer = Drainer(torch, lib)
+    d = _drainer = Drainer(torch, None)  # the library comes with CUDA (enable)
     cuda = torch.cuda
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
@@ -495,6 +510,6 @@ def step_begin(step):
     """For programs that mark steps with memrec.h from Python: drains, then
     memrec_step_begin(step)."""
     d = _drainer
-    if d is not None:
+    if d is not None and d.lib is not None:
         d.drain()
         d.lib.memrec_step_begin(ctypes.c_int64(step))

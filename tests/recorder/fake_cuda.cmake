@@ -6,7 +6,7 @@
 # no library), and a program that uses them. With them: which CUPTI the recorder
 # chooses and why (test_rec_cupti_lib), and memrec end to end on them
 # (test_memrec_cupti.sh: the CUPTI line, the fallbacks, one warning when none
-# suits).
+# suits, no preload, no libunwind in the program's C++ exceptions).
 # Built without sanitizers: they are loaded into uninstrumented programs.
 set(GMT_FAKE_CUDA ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
 

@@ -11,7 +11,10 @@
 #   - MEMREC_CUPTI missing, or a CUPTI that refuses to subscribe: one warning
 #     (with a hint when the CUPTI is newer than the driver), the program's
 #     output and exit status as without memrec, no other memrec line;
-#   - libmemrec.so does not link CUPTI (readelf -d).
+#   - libmemrec.so needs neither CUPTI nor libunwind (readelf -d), memrec sets
+#     no LD_PRELOAD, and in a process that loads libmemrec.so (cuInit) a C++
+#     throw/catch in a library it dlopens after (pybind11's shape) still binds
+#     every _Unwind_* to libgcc_s (LD_DEBUG=bindings; g++ builds the library).
 set -u
 memrec=$1
 prog=$2
@@ -103,10 +106,44 @@ MEMREC_CUPTI="$fake/cupti-broken/libcupti.so.13" run driver12 broken -- alloc
     grep -q "^memrec: CUPTI subscription failed (CUPTI_ERROR_UNKNOWN; $fake/cupti-broken/libcupti.so.13); this CUPTI is for CUDA 13, the driver is 12.4: put libcupti.so.12 on LD_LIBRARY_PATH or name it in MEMREC_CUPTI: CUDA allocations are not recorded, the program runs on$" broken.err ||
     fail "refusing CUPTI: not one clear warning: $(cat broken.err)"
 
+# ---- nothing interposed ------------------------------------------------------------
 lib="$(dirname "$memrec")/libmemrec.so"
 if command -v readelf >/dev/null && [ -f "$lib" ]; then
-    readelf -d "$lib" | grep NEEDED | grep -q cupti &&
-        fail "libmemrec.so links CUPTI: $(readelf -d "$lib" | grep NEEDED)"
+    readelf -d "$lib" | grep NEEDED | grep -Eq 'cupti|unwind' &&
+        fail "libmemrec.so links CUPTI or libunwind: $(readelf -d "$lib" | grep NEEDED)"
+fi
+"$memrec" -q -- env >env.out 2>&1
+grep -q '^LD_PRELOAD=' env.out && fail "memrec sets LD_PRELOAD: $(grep '^LD_PRELOAD=' env.out)"
+
+if command -v g++ >/dev/null; then
+    cat >throw.cpp <<'EOF'
+#include <stdexcept>
+extern "C" int gmt_throw_catch(int i) {
+    try {
+        if (i >= 0)
+            throw std::runtime_error("thrown");
+    } catch (const std::exception &) {
+        return 1;
+    }
+    return 0;
+}
+EOF
+    if g++ -O2 -shared -fPIC -o libthrow.so throw.cpp; then
+        LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/bind" run driver13 throw -- throw "$tmp/libthrow.so" 100
+        [ "$(cat throw.out)" = "throws: 100" ] || fail "throw: $(cat throw.out) $(cat throw.err)"
+        cat "$tmp"/bind.* >bindings.txt 2>/dev/null
+        grep -q "binding file [^ ]*/libmemrec.so " bindings.txt ||
+            fail "throw: libmemrec.so was not loaded into the program (the test proves nothing)"
+        grep -q "binding file [^ ]*libstdc++[^ ]* .* to [^ ]*libgcc_s[^ ]* .*_Unwind_RaiseException" bindings.txt ||
+            fail "throw: libstdc++'s _Unwind_RaiseException binding is not to libgcc_s"
+        bad=$(grep "symbol \`_Unwind_" bindings.txt | grep -v "binding file [^ ]*libunwind" |
+            grep -v " to [^ ]*libgcc_s")
+        [ -z "$bad" ] || fail "throw: _Unwind_* bound to something but libgcc_s: $(echo "$bad" | head -n 3)"
+    else
+        echo "note: g++ cannot build the C++ library: the bindings are not checked" >&2
+    fi
+else
+    echo "note: no g++: the bindings are not checked" >&2
 fi
 
 if [ "$failures" -gt 0 ]; then
