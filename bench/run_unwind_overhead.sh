@@ -15,19 +15,8 @@ memrec=$B/recorder/memrec
 N=${THROWS:-200000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/throw.cpp" <<'CPP'
-#include <stdexcept>
-extern "C" int gmt_throw_catch(int i) {
-    try {
-        if (i >= 0)
-            throw std::runtime_error("thrown");
-    } catch (const std::exception &) {
-        return 1;
-    }
-    return 0;
-}
-CPP
-g++ -O2 -shared -fPIC -o "$tmp/libthrow.so" "$tmp/throw.cpp"
+g++ -O2 -shared -fPIC -o "$tmp/libthrow.so" \
+    "$(dirname "$0")/../tests/recorder/fake_cuda/throw_catch.cpp"
 export LD_LIBRARY_PATH="$fake/driver13:$fake/cupti"
 ns() { "$@" 2>&1 >/dev/null | awk '/^ns per throw:/ {print $4}'; }
 best_direct="" best_memrec=""

@@ -10,22 +10,9 @@ set -u
 memrec=$1
 prog=$2
 memanalyze=${3:-}
-tmp=$(mktemp -d /tmp/gmt-memrec-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# An ASan-built libmemrec.so preloaded into an uninstrumented program (/bin/true)
-# would make ASan refuse to start; the sanitizer build runs with that check off.
-if ldd "$memrec" 2>/dev/null | grep -q libasan; then
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
-fi
-
-cd "$tmp" || exit 1
+name=test_memrec_cli
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/shlib.sh"
 
 # ---- memrec -- /bin/true: exit 0, exactly one line from memrec ---------------
 "$memrec" -- /bin/true >out 2>err
@@ -216,8 +203,4 @@ fi
 "$memrec" -o "$tmp/none-%p.zst" -- "$prog" exit 0 >/dev/null 2>&1
 ls "$tmp"/none-*.zst >/dev/null 2>&1 && fail "a program without CUDA or memrec.h calls left a trace"
 
-if [ "$failures" -gt 0 ]; then
-    echo "test_memrec_cli: $failures failure(s)" >&2
-    exit 1
-fi
-echo "test_memrec_cli: ok"
+finish

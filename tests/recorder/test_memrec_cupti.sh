@@ -20,36 +20,27 @@ memrec=$1
 prog=$2
 fake=$3
 memanalyze=${4:-}
-tmp=$(mktemp -d /tmp/gmt-memrec-cupti-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
+name=test_memrec_cupti
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/shlib.sh"
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-if ldd "$memrec" 2>/dev/null | grep -q libasan; then
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-fi
 [ -f "$fake/driver13/libcuda.so.1" ] && [ -f "$fake/cupti/libcupti.so.13" ] || {
     echo "SKIP: the fake CUDA libraries are not built" >&2
     exit 77
 }
 unset MEMREC_CUPTI CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH
-cd "$tmp" || exit 1
 
 # run DRIVER NAME [memrec options] -- ARGS: the program under memrec with the
 # fake driver and the stand-ins on the search path; NAME.out, NAME.err, NAME.rc.
 run() {
-    local driver=$1 name=$2
+    local driver=$1 run_name=$2
     shift 2
     local opts=()
     while [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
-    LD_LIBRARY_PATH="$fake/$driver:$fake/cupti" "$memrec" -o "$tmp/$name.zst" --no-symbolize \
-        "${opts[@]}" -- "$prog" "$@" >"$name.out" 2>"$name.err"
-    echo $? >"$name.rc"
+    LD_LIBRARY_PATH="$fake/$driver:$fake/cupti" "$memrec" -o "$tmp/$run_name.zst" --no-symbolize \
+        "${opts[@]}" -- "$prog" "$@" >"$run_name.out" 2>"$run_name.err"
+    echo $? >"$run_name.rc"
 }
 
 memrec_lines() { grep -a '^memrec: ' "$1.err" | grep -v '^memrec: trace written: '; }
@@ -116,19 +107,7 @@ fi
 grep -q '^LD_PRELOAD=' env.out && fail "memrec sets LD_PRELOAD: $(grep '^LD_PRELOAD=' env.out)"
 
 if command -v g++ >/dev/null; then
-    cat >throw.cpp <<'EOF'
-#include <stdexcept>
-extern "C" int gmt_throw_catch(int i) {
-    try {
-        if (i >= 0)
-            throw std::runtime_error("thrown");
-    } catch (const std::exception &) {
-        return 1;
-    }
-    return 0;
-}
-EOF
-    if g++ -O2 -shared -fPIC -o libthrow.so throw.cpp; then
+    if g++ -O2 -shared -fPIC -o libthrow.so "$here/fake_cuda/throw_catch.cpp"; then
         LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/bind" run driver13 throw -- throw "$tmp/libthrow.so" 100
         [ "$(cat throw.out)" = "throws: 100" ] || fail "throw: $(cat throw.out) $(cat throw.err)"
         cat "$tmp"/bind.* >bindings.txt 2>/dev/null
@@ -146,8 +125,4 @@ else
     echo "note: no g++: the bindings are not checked" >&2
 fi
 
-if [ "$failures" -gt 0 ]; then
-    echo "test_memrec_cupti: $failures failure(s)" >&2
-    exit 1
-fi
-echo "test_memrec_cupti: ok"
+finish

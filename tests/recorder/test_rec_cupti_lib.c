@@ -61,28 +61,30 @@ static int ends_with(const char *s, const char *tail) {
     return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
-static void driver_12_takes_12(void) {
+/* A driver of version `driver` takes FILE from the stand-ins' folder. */
+static void check_driver_match(int driver, const char *file, int has_v2, uint32_t version,
+                               rec_cupti_lib *lib) {
     char dir[PATH_MAX], why[2048];
     path_of(dir, sizeof dir, "cupti");
+    CHECK(load(driver, dir, NULL, NULL, lib, why, sizeof why) == 0);
+    CHECK(ends_with(lib->path, file));
+    CHECK(lib->subscribe && lib->enable_callback && lib->unsubscribe);
+    CHECK(!lib->subscribe_v2 == !has_v2);
+    CHECK_EQ_U64(lib->version, version);
+    CHECK(!lib->in_process);
+}
+
+static void driver_12_takes_12(void) {
     rec_cupti_lib lib;
-    CHECK(load(12040, dir, NULL, NULL, &lib, why, sizeof why) == 0);
-    CHECK(ends_with(lib.path, "/cupti/libcupti.so.12"));
-    CHECK(lib.subscribe && !lib.subscribe_v2 && lib.enable_callback && lib.unsubscribe);
-    CHECK_EQ_U64(lib.version, 24);
-    CHECK(!lib.in_process);
+    check_driver_match(12040, "/cupti/libcupti.so.12", 0, 24, &lib);
     char line[8192];
     rec_cupti_lib_describe(&lib, 12040, line, sizeof line);
     CHECK(strstr(line, "(API version 24, matches the driver, cuptiSubscribe), CUDA driver 12.4"));
 }
 
 static void driver_13_takes_13(void) {
-    char dir[PATH_MAX], why[2048];
-    path_of(dir, sizeof dir, "cupti");
     rec_cupti_lib lib;
-    CHECK(load(13000, dir, NULL, NULL, &lib, why, sizeof why) == 0);
-    CHECK(ends_with(lib.path, "/cupti/libcupti.so.13"));
-    CHECK(lib.subscribe && lib.subscribe_v2);
-    CHECK_EQ_U64(lib.version, 130001);
+    check_driver_match(13000, "/cupti/libcupti.so.13", 1, 130001, &lib);
 }
 
 static void loaded_one_wins(void) {
