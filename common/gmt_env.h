@@ -31,6 +31,7 @@
 #define GMT_ENV_MEMREC_MANIFEST "MEMREC_MANIFEST"       /* internal: where traces are listed */
 #define GMT_ENV_MEMREC_BUFFER_RECORDS "MEMREC_BUFFER_RECORDS" /* tuning/bench: ring size */
 #define GMT_ENV_MEMREC_CALLBACK_LOG "MEMREC_CALLBACK_LOG"     /* test: raw CUPTI callback log */
+#define GMT_ENV_MEMREC_CUPTI "MEMREC_CUPTI"                   /* user: the libcupti to use */
 
 /* ---- the PyTorch drain (recorder/python/memrec_torch.py; read in Python only) ------------- */
 #define GMT_ENV_MEMREC_TORCH_DRAIN_MS "MEMREC_TORCH_DRAIN_MS"       /* tuning/test */

@@ -4,11 +4,12 @@
  * Header-only on purpose: a program includes it and needs nothing at link
  * time. Each wrapper finds the real function in libmemrec.so the first time
  * it runs (dlsym on the process's global symbols, then on an already loaded
- * libmemrec.so); when the program is not running under memrec the wrappers
- * find nothing and each call is one load and one branch. Under memrec but
- * outside a recording window the real functions return at once too.
- * libmemrec.so must already be loaded at the first call of a translation
- * unit's wrappers: `memrec` preloads it (LD_PRELOAD), so it is.
+ * libmemrec.so, then in the libmemrec.so that memrec injects, which
+ * CUDA_INJECTION64_PATH names: memrec preloads nothing, so before CUDA
+ * starts the library is not loaded yet and the first call loads it); when
+ * the program is not running under memrec the wrappers find nothing and
+ * each call is one load and one branch. Under memrec but outside a
+ * recording window the real functions return at once too.
  *
  * C and C++:
  *     #include "memrec.h"
@@ -23,15 +24,15 @@
  *
  * Python (ctypes), the same functions under the same names:
  *     import ctypes, os
- *     try:   # only when memrec injected it; never loads a second copy
- *         memrec = ctypes.CDLL("libmemrec.so", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+ *     memrec = None  # only under memrec: the library it injects (loaded once)
+ *     path = os.environ.get("CUDA_INJECTION64_PATH", "")
+ *     if os.environ.get("MEMREC_OUTPUT") and os.path.basename(path).startswith("libmemrec"):
+ *         memrec = ctypes.CDLL(path)
  *         memrec.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
  *         memrec.memrec_region_free.argtypes = [ctypes.c_void_p]
  *         memrec.memrec_step_begin.argtypes = [ctypes.c_int64]
  *         memrec.memrec_step_end.argtypes = [ctypes.c_int64]
  *         memrec.memrec_mark.argtypes = [ctypes.c_char_p]
- *     except OSError:
- *         memrec = None
  *
  * and then, for example:
  *     if memrec: memrec.memrec_step_begin(3)
@@ -77,6 +78,8 @@ MEMREC_EXPORT int memrec_enabled(void);
 #else
 
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
 #ifndef RTLD_DEFAULT /* glibc < 2.34 defines it only with _GNU_SOURCE */
 #define RTLD_DEFAULT ((void *)0)
 #endif
@@ -94,6 +97,19 @@ typedef struct memrec_functions_ {
 static memrec_functions_ memrec_fns_;
 static int memrec_state_; /* 0 not looked yet, 1 looked (pointers final) */
 
+/* The libmemrec.so memrec injects (its file name starts with "libmemrec"),
+ * loaded; NULL when CUDA_INJECTION64_PATH names none (not under memrec, or
+ * another tool's library, which is never loaded here). */
+static inline void *memrec_injected_(void) {
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (!base || strncmp(base, "libmemrec", 9) != 0)
+        return NULL;
+    void *lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    return lib ? lib : dlopen(path, RTLD_NOW | RTLD_LOCAL); /* kept: never closed */
+}
+
 static inline void *memrec_lookup_(const char *name) {
     void *sym = dlsym(RTLD_DEFAULT, name);
     if (!sym) { /* loaded, but not into the global namespace */
@@ -102,6 +118,11 @@ static inline void *memrec_lookup_(const char *name) {
             sym = dlsym(lib, name);
             dlclose(lib); /* drops only the reference RTLD_NOLOAD took */
         }
+    }
+    if (!sym) { /* under memrec before CUDA started: not loaded yet */
+        void *lib = memrec_injected_();
+        if (lib)
+            sym = dlsym(lib, name);
     }
     return sym;
 }

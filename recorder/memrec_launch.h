@@ -49,9 +49,11 @@ int memrec_exit_status(const memrec_child_status *st, const char *command, int q
  * it). Returns 0 with its path in `path`, -1 with err filled. */
 int memrec_manifest_create(char *path, size_t pathlen, char *err, size_t errlen);
 
-/* Reads the manifest, symbolizes each trace listed (unless `symbolize` is
- * 0) and prints one line per trace on stderr ("memrec: trace written:
- * PATH (N events, X MiB)"), or that none was written (not when
+/* Reads the manifest, prints each distinct note the processes left in it
+ * ("memrec: CUPTI PATH (...), CUDA driver X.Y"), symbolizes each trace
+ * listed (unless `symbolize` is 0) and prints one line per trace on stderr
+ * ("memrec: trace written: PATH (N events, X MiB)"), or that none was
+ * written (not when
  * `quiet_if_none`: the driver warning already said why). Paths under `cwd`
  * are shown relative to it. Removes the manifest. Returns the number of
  * traces. */

@@ -3,11 +3,13 @@
  *
  * The launcher configures the library only through the environment (the
  * MEMREC_* variables rec_config_from_env reads, CUDA_INJECTION64_PATH and
- * NVTX_INJECTION64_PATH for the driver and NVTX, LD_PRELOAD so memrec.h and
- * NVTX calls made before CUDA starts are seen, PYTHONPATH so Python runs
- * memrec's startup hook from python/ beside the library), because the command may be a
- * shell, a Python interpreter or torchrun whose grandchildren are the CUDA
- * processes: the environment reaches all of them. Everything the program
+ * NVTX_INJECTION64_PATH for the driver and NVTX, PYTHONPATH so Python runs
+ * memrec's startup hook from python/ beside the library), because the
+ * command may be a shell, a Python interpreter or torchrun whose
+ * grandchildren are the CUDA processes: the environment reaches all of
+ * them. It sets no LD_PRELOAD: the library is loaded only into processes
+ * that start CUDA or NVTX (or call memrec.h), never into the shell, the
+ * compiler or torchrun's agent (rec_inject.c says why). Everything the program
  * sees is otherwise untouched: stdin/stdout/stderr are inherited and its exit
  * status is passed through (memrec_child.c). Order of work: options, find
  * the library, probe the driver (one warning line without one), run, then
@@ -288,7 +290,6 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
         rc |= prepend_path("PYTHONPATH", hook_dir);
     rc |= setenv("CUDA_INJECTION64_PATH", lib, 1);
     rc |= setenv("NVTX_INJECTION64_PATH", lib, 1);
-    rc |= prepend_path("LD_PRELOAD", lib);
     return rc ? -1 : 0;
 }
 

@@ -5,6 +5,15 @@
  * manifest (MEMREC_MANIFEST), so memrec needs neither to guess the names
  * the %p/%h/%r patterns expanded to nor to scan directories, and traces
  * from child processes (data loaders, torchrun workers) are all found.
+ * A line that starts with "#note " is no trace but something a process
+ * wants said after the run (which CUPTI and driver it used: rec_core.h's
+ * rec_manifest_note): the manifest is already the one file every process
+ * of the run can append to and the launcher reads once they are done, and
+ * a trace may be created before CUPTI is chosen (an NVTX marker first), so
+ * its process record could not carry it. Each distinct note is printed
+ * once, so eight ranks on one driver make one line. "#warned " lines say
+ * a process already warned (no usable CUPTI): then a run without traces
+ * is not said to have made no CUDA calls.
  *
  * Symbolization runs here, on the recording host, because the binaries the
  * frames point into (libtorch_cuda.so, ...) exist only here. A trace that
@@ -45,9 +54,14 @@ int memrec_manifest_create(char *path, size_t pathlen, char *err, size_t errlen)
     return 0;
 }
 
-/* The manifest's distinct lines, in order. Returns the count (the array
- * and its strings are the caller's), -1 when out of memory. */
-static int read_manifest(const char *manifest, char ***out) {
+/* rec_core.h's REC_MANIFEST_NOTE and REC_MANIFEST_WARNED */
+static const char *const kinds[] = {"", "#note ", "#warned "};
+enum { TRACES, NOTES, WARNED };
+
+/* The manifest's distinct lines of one kind, in order (without their
+ * prefix). Returns the count (the array and its strings are the caller's),
+ * -1 when out of memory. */
+static int read_manifest(const char *manifest, int kind, char ***out) {
     *out = NULL;
     FILE *f = fopen(manifest, "r");
     if (!f)
@@ -61,14 +75,21 @@ static int read_manifest(const char *manifest, char ***out) {
     while ((len = getline(&line, &line_cap, f)) > 0 && n < MAX_TRACES) {
         if (line[len - 1] == '\n')
             line[--len] = 0;
-        int seen = len == 0;
+        int line_kind = line[0] != '#'                                         ? TRACES
+                        : !strncmp(line, kinds[NOTES], strlen(kinds[NOTES]))   ? NOTES
+                        : !strncmp(line, kinds[WARNED], strlen(kinds[WARNED])) ? WARNED
+                                                                               : -1;
+        if (line_kind != kind || len == 0)
+            continue;
+        const char *text = line + strlen(kinds[kind]);
+        int seen = 0;
         for (int i = 0; i < n && !seen; i++)
-            seen = strcmp(paths[i], line) == 0;
+            seen = strcmp(paths[i], text) == 0;
         if (seen)
             continue;
         if (gmt_grow((void **)&paths, &cap, (size_t)n, sizeof *paths) != 0)
             break;
-        if (!(paths[n] = strdup(line)))
+        if (!(paths[n] = strdup(text)))
             break;
         n++;
     }
@@ -144,7 +165,18 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
 int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,
                          int quiet_if_none) {
     char **paths;
-    int n = read_manifest(manifest, &paths);
+    int n = read_manifest(manifest, NOTES, &paths);
+    for (int i = 0; i < n; i++) {
+        if (!quiet)
+            fprintf(stderr, "memrec: %s\n", paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    int warned = read_manifest(manifest, WARNED, &paths);
+    for (int i = 0; i < warned; i++)
+        free(paths[i]);
+    free(paths);
+    n = read_manifest(manifest, TRACES, &paths);
     unlink(manifest);
     size_t cwd_len = cwd ? strlen(cwd) : 0;
     int reported = 0;
@@ -175,7 +207,7 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
         free(paths[i]);
     }
     free(paths);
-    if (!reported && !quiet && !quiet_if_none)
+    if (!reported && !quiet && !quiet_if_none && warned <= 0)
         fprintf(stderr, "memrec: no trace written (the program made no CUDA calls)\n");
     return reported;
 }

@@ -228,6 +228,14 @@ static int start_running(void) {
     pthread_mutex_lock(&start_lock);
     int state = atomic_load(&session_state);
     if (state == STATE_ARMED) {
+        /* The pattern is expanded again now, in the process that records, at
+         * its first record: a worker started by mp.spawn (a fresh interpreter
+         * that armed at start-up) sets RANK itself before it uses CUDA, so %r
+         * read at arm time would make every worker rank 0. */
+        char fresh[sizeof session_config.path];
+        if (session_config.pattern[0] &&
+            rec_expand_path(session_config.pattern, fresh, sizeof fresh) == 0)
+            memcpy(session_config.path, fresh, sizeof fresh);
         char err[600] = "";
         if (rec_writer_start(&session_config, err, sizeof err) == 0) {
             state = STATE_RUNNING;
@@ -262,6 +270,18 @@ int rec_session_stop(void) {
 }
 
 uint64_t rec_session_serial(void) { return atomic_load(&session_serial); }
+
+void rec_manifest_note(const char *prefix, const char *text) {
+    char manifest[sizeof session_config.manifest], line[1024];
+    pthread_mutex_lock(&start_lock);
+    int on = atomic_load(&session_state) != STATE_OFF;
+    memcpy(manifest, session_config.manifest, sizeof manifest);
+    pthread_mutex_unlock(&start_lock);
+    if (on && manifest[0] && text && !strchr(text, '\n')) {
+        snprintf(line, sizeof line, "%s%s", prefix, text);
+        rec_manifest_append(manifest, line);
+    }
+}
 
 int rec_enabled(void) {
     int s = atomic_load_explicit(&session_state, memory_order_relaxed);

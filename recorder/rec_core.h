@@ -173,6 +173,16 @@ typedef struct rec_stats {
 } rec_stats;
 void rec_get_stats(rec_stats *out);
 
+/* A note for the launcher, which prints it after the run (once per
+ * distinct text, whatever the number of processes): a manifest line
+ * REC_MANIFEST_NOTE + text. With REC_MANIFEST_WARNED instead, the text is
+ * what a warning this process printed was about: the launcher prints
+ * nothing more for it, but no longer says a run without a trace "made no
+ * CUDA calls". Nothing without a session or a manifest. */
+#define REC_MANIFEST_NOTE "#note "
+#define REC_MANIFEST_WARNED "#warned "
+void rec_manifest_note(const char *prefix, const char *text);
+
 /* One warning line on stderr, "memrec: ..." (suppressed with quiet). Each
  * call site passes a `once` flag it owns so a warning is printed once. */
 void rec_warn_once(int *once, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

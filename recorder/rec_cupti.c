@@ -8,6 +8,11 @@
  * and pool while the memory still exists), its exit (matched by correlation
  * id) reads the result and records. A handled call arriving while the slot
  * is open is nested and recorded by nobody: the outer one stands for it.
+ * Callbacks of one thread nest strictly, so the slot counts the nested
+ * entries whose exits are still to come: an exit that matches neither the
+ * open call nor a nested one is the open call's own exit reported with
+ * another correlation id, and closes the slot (a slot left open would take
+ * every later call of the thread for a nested one: silence for good).
  * Allocations are stamped at their exit (the memory exists from then),
  * releases at their entry (the program gave it up then), so a block freed
  * on one thread and handed out again on another never looks overlapping.
@@ -23,9 +28,14 @@
 #include "rec_core.h"
 #include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
+#include "rec_cupti_lib.h"
 #include "rec_cupti_log.h"
 
+#include "gmt_env.h"
+
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Frames of the recorder on top of a stack captured in at_entry/at_exit:
@@ -41,6 +51,7 @@ typedef struct open_call {
     unsigned generation; /* rec_cupti_generation() when opened; 0 = none */
     uint32_t correlation_id;
     CUpti_CallbackId cbid;
+    uint32_t nested; /* handled entries inside it whose exits have not come yet */
     uint64_t entry_ts;
     int holds_writer;     /* rec_call_open was called: rec_call_closed at the exit */
     uint32_t entry_stack; /* releases: captured at entry */
@@ -53,7 +64,7 @@ static _Thread_local open_call thread_call;
 
 static CUpti_SubscriberHandle subscriber;
 static atomic_int attached;
-static int warned_no_driver, warned_other_client, warned_subscribe, warned_enable;
+static int warned_no_driver, warned_other_client, warned_enable;
 
 /* ---- recording ------------------------------------------------------------ */
 
@@ -224,8 +235,10 @@ static void release_writer(open_call *oc) {
 static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
     open_call *oc = &thread_call;
     unsigned generation = rec_cupti_generation();
-    if (oc->generation == generation)
-        return;         /* nested in a handled call: the outer call is what the program did */
+    if (oc->generation == generation) {
+        oc->nested++; /* nested in a handled call: the outer call is what the program did */
+        return;
+    }
     release_writer(oc); /* a call whose exit never came (a session change) */
     memset(oc, 0, sizeof *oc);
     oc->generation = generation;
@@ -244,9 +257,20 @@ static NOINLINE void at_entry(const rec_cupti_call *call, rec_call_class cls) {
 
 static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
     open_call *oc = &thread_call;
-    if (oc->generation != rec_cupti_generation() || oc->correlation_id != call->correlation_id ||
-        oc->cbid != call->cbid)
-        return; /* a nested call's exit, or an exit whose entry we did not see */
+    if (oc->generation != rec_cupti_generation())
+        return; /* an exit whose entry we did not see */
+    if (oc->correlation_id != call->correlation_id || oc->cbid != call->cbid) {
+        if (oc->nested) {
+            oc->nested--; /* a nested call's exit */
+            return;
+        }
+        if (oc->cbid != call->cbid) { /* not even the same call: close it, unrecorded */
+            oc->generation = 0;
+            release_writer(oc);
+            return;
+        }
+        /* The open call's own exit under another correlation id: recorded. */
+    }
     oc->generation = 0;
     int ok = call->result == CUDA_SUCCESS;
     rec_call_info ci;
@@ -320,9 +344,13 @@ void CUPTIAPI rec_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CU
 
 /* ---- subscription ---------------------------------------------------------- */
 
+static rec_cupti_lib cupti; /* chosen at the first attach, kept for the process */
+static char cupti_line[700];
+static int warned_cupti;
+
 static const char *cupti_error(CUptiResult r) {
     const char *s = NULL;
-    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s)
+    if (!cupti.get_result_string || cupti.get_result_string(r, &s) != CUPTI_SUCCESS || !s)
         s = "unknown CUPTI error";
     return s;
 }
@@ -331,28 +359,67 @@ static int enable_cbids(int enable) {
     const CUpti_CallbackId *ids;
     size_t n = rec_call_cbids(&ids), ok = 0;
     for (size_t i = 0; i < n; i++)
-        ok += cuptiEnableCallback((uint32_t)enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                                  ids[i]) == CUPTI_SUCCESS;
+        ok += cupti.enable_callback((uint32_t)enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                    ids[i]) == CUPTI_SUCCESS;
     return (int)(n - ok);
+}
+
+/* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39 in every CUPTI since 10). */
+#define MULTIPLE_SUBSCRIBERS ((CUptiResult)39)
+
+static CUptiResult subscribe(char *old_name, size_t old_size) {
+    if (!cupti.subscribe_v2)
+        return cupti.subscribe(&subscriber, rec_cupti_callback, NULL);
+    rec_cupti_subscriber_params params = {
+        .struct_size = sizeof params,
+        .name = "memrec",
+        .old_name = old_name,
+        .old_name_size = old_size,
+    };
+    return cupti.subscribe_v2(&subscriber, rec_cupti_callback, NULL, &params);
+}
+
+/* Why a subscription failed, with a hint when the CUPTI is newer than the
+ * driver (CUPTI 13 on an R570 driver, say). */
+static void subscribe_failed(CUptiResult r, int driver_version) {
+    int cupti_major = rec_cupti_version_major(cupti.version);
+    int driver_major = driver_version / 1000;
+    char hint[300] = "";
+    if (cupti_major && driver_major && cupti_major > driver_major)
+        snprintf(hint, sizeof hint,
+                 "; this CUPTI is for CUDA %d, the driver is %d.%d: put libcupti.so.%d on "
+                 "LD_LIBRARY_PATH or name it in " GMT_ENV_MEMREC_CUPTI,
+                 cupti_major, driver_major, driver_version % 1000 / 10, driver_major);
+    rec_warn_once(&warned_cupti,
+                  "CUPTI subscription failed (%s; %s)%s: CUDA allocations are not "
+                  "recorded, the program runs on",
+                  cupti_error(r), cupti.path, hint);
 }
 
 int rec_cupti_attach(void) {
     if (atomic_load(&attached))
         return 0;
-    char err[256];
+    char err[1024];
     if (rec_cupti_driver_load(err, sizeof err) != 0) {
         rec_warn_once(&warned_no_driver, "%s: the program runs unrecorded", err);
         return -1;
     }
-    char old_name[2 * CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
-    CUpti_SubscriberParams params;
-    memset(&params, 0, sizeof params);
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "memrec";
-    params.oldSubscriberName = old_name;
-    params.oldSubscriberSize = sizeof old_name;
-    CUptiResult r = cuptiSubscribe_v2(&subscriber, rec_cupti_callback, NULL, &params);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    int driver_version = rec_cupti_driver_version();
+    if (!cupti.handle) {
+        rec_cupti_search search;
+        rec_cupti_search_default(&search, driver_version);
+        search.forced = getenv(GMT_ENV_MEMREC_CUPTI);
+        if (rec_cupti_lib_load(&search, &cupti, err, sizeof err) != 0) {
+            rec_warn_once(&warned_cupti,
+                          "no usable CUPTI (%s): CUDA allocations are not recorded, the program "
+                          "runs on",
+                          err);
+            return -1;
+        }
+    }
+    char old_name[2 * REC_CUPTI_OLD_NAME_MIN] = "";
+    CUptiResult r = subscribe(old_name, sizeof old_name);
+    if (r == MULTIPLE_SUBSCRIBERS) {
         old_name[sizeof old_name - 1] = '\0';
         rec_warn_once(&warned_other_client,
                       "another CUPTI client is subscribed (%s); CUPTI allows one per process, so "
@@ -362,16 +429,14 @@ int rec_cupti_attach(void) {
         return -1;
     }
     if (r != CUPTI_SUCCESS) {
-        rec_warn_once(&warned_subscribe,
-                      "CUPTI subscription failed (%s): the program runs unrecorded",
-                      cupti_error(r));
+        subscribe_failed(r, driver_version);
         return -1;
     }
     const CUpti_CallbackId *ids;
     size_t n = rec_call_cbids(&ids);
     int failed = enable_cbids(1);
     if ((size_t)failed == n) {
-        cuptiUnsubscribe(subscriber);
+        cupti.unsubscribe(subscriber);
         rec_warn_once(&warned_enable,
                       "CUPTI refused every memory callback: the program runs unrecorded");
         return -1;
@@ -380,15 +445,18 @@ int rec_cupti_attach(void) {
         rec_warn_once(&warned_enable,
                       "CUPTI refused %d of %zu memory callbacks: those calls are not recorded",
                       failed, n);
+    rec_cupti_lib_describe(&cupti, driver_version, cupti_line, sizeof cupti_line);
     rec_cupti_log_from_env();
     atomic_store(&attached, 1);
     return 0;
 }
 
+const char *rec_cupti_in_use(void) { return atomic_load(&attached) ? cupti_line : NULL; }
+
 void rec_cupti_detach(void) {
     if (!atomic_exchange(&attached, 0))
         return;
     enable_cbids(0);
-    cuptiUnsubscribe(subscriber);
+    cupti.unsubscribe(subscriber);
     rec_cupti_driver_reset(); /* calls still open on other threads are forgotten */
 }

@@ -22,12 +22,18 @@
 
 #include <stdint.h>
 
-/* Resolves the driver entry points it needs from libcuda.so.1, subscribes
- * (cuptiSubscribe_v2, named "memrec") and enables the handled driver-API
- * cbids one by one. Returns 0 (also when already attached), or -1 after one
- * warning (no driver, another CUPTI client holds the subscription, CUPTI
- * fails): the program then runs unrecorded. */
+/* Resolves the driver entry points it needs from libcuda.so.1, loads a
+ * CUPTI that suits the driver (rec_cupti_lib.h), subscribes (named "memrec"
+ * through cuptiSubscribe_v2 where CUPTI has it) and enables the handled
+ * driver-API cbids one by one. Returns 0 (also when already attached), or
+ * -1 after one warning (no driver, no usable CUPTI, another CUPTI client
+ * holds the subscription, CUPTI fails): the program then runs unrecorded. */
 int rec_cupti_attach(void);
+
+/* While attached: which CUPTI and driver, in one line ("CUPTI PATH (API
+ * version V, how it was found, which subscribe), CUDA driver X.Y"), for the
+ * launcher to print; NULL when not attached. */
+const char *rec_cupti_in_use(void);
 
 /* Disables the callbacks and unsubscribes (never dlcloses libcupti). */
 void rec_cupti_detach(void);

@@ -43,10 +43,10 @@ size_t rec_call_cbids(const CUpti_CallbackId **out) {
 }
 
 uint8_t rec_call_location_kind(CUmemAllocationType type, CUmemLocationType location) {
-    if (type == CU_MEM_ALLOCATION_TYPE_MANAGED)
+    if (type == REC_MEM_ALLOCATION_MANAGED)
         return TRACE_KIND_MANAGED;
-    if (location == CU_MEM_LOCATION_TYPE_HOST || location == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
-        location == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+    if (location == REC_MEM_LOCATION_HOST || location == REC_MEM_LOCATION_HOST_NUMA ||
+        location == REC_MEM_LOCATION_HOST_NUMA_CURRENT)
         return TRACE_KIND_PINNED_HOST;
     return TRACE_KIND_DEVICE;
 }

@@ -60,6 +60,25 @@ int rec_call_decode(CUpti_CallbackId cbid, const void *params, int read_outputs,
  * host memory, a managed type is managed, the rest device memory. */
 uint8_t rec_call_location_kind(CUmemAllocationType type, CUmemLocationType location);
 
+/* The recorder keeps to the CUDA 12.0 API so it builds against any CUDA 12
+ * toolkit (and runs on any driver its CUPTI suits). Values newer than 12.0
+ * it must still recognise are spelled here by number (they never change);
+ * where the headers have them, the build checks the numbers. */
+#define REC_MEM_LOCATION_HOST ((CUmemLocationType)0x2)              /* CUDA 12.2 */
+#define REC_MEM_LOCATION_HOST_NUMA ((CUmemLocationType)0x3)         /* CUDA 12.2 */
+#define REC_MEM_LOCATION_HOST_NUMA_CURRENT ((CUmemLocationType)0x4) /* CUDA 12.2 */
+#define REC_MEM_ALLOCATION_MANAGED ((CUmemAllocationType)0x2)       /* CUDA 13.0 */
+#if CUDA_VERSION >= 12020
+_Static_assert(REC_MEM_LOCATION_HOST == CU_MEM_LOCATION_TYPE_HOST &&
+                   REC_MEM_LOCATION_HOST_NUMA == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+                   REC_MEM_LOCATION_HOST_NUMA_CURRENT == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+               "CUmemLocationType values");
+#endif
+#if CUDA_VERSION >= 13000
+_Static_assert(REC_MEM_ALLOCATION_MANAGED == CU_MEM_ALLOCATION_TYPE_MANAGED,
+               "CUmemAllocationType values");
+#endif
+
 /* The handled driver cbids, for enabling them one by one. */
 size_t rec_call_cbids(const CUpti_CallbackId **out);
 

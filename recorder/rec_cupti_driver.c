@@ -78,6 +78,7 @@ int rec_cupti_driver_load(char *err, size_t errlen) {
     RESOLVE(stream_get_device, "cuStreamGetDevice");
     RESOLVE(pointer_get_attribute, "cuPointerGetAttribute");
     RESOLVE(mem_get_allocation_properties, "cuMemGetAllocationPropertiesFromHandle");
+    RESOLVE(driver_get_version, "cuDriverGetVersion");
     if (!t.ctx_get_device) {
         snprintf(err, errlen, "libcuda.so.1 has no cuCtxGetDevice: not a CUDA driver");
         return -1; /* the handle stays open: a driver is never unloaded under the program */
@@ -86,6 +87,15 @@ int rec_cupti_driver_load(char *err, size_t errlen) {
     rec_cupti_driver_reset();
     atomic_store_explicit(&table, &loaded_table, memory_order_release);
     return 0;
+}
+
+int rec_cupti_driver_version(void) {
+    const rec_cupti_driver *d = drv();
+    int version = 0;
+    if (!d || !d->driver_get_version || d->driver_get_version(&version) != CUDA_SUCCESS ||
+        version < 0)
+        return 0;
+    return version;
 }
 
 void rec_cupti_set_driver_for_test(const rec_cupti_driver *fake) {

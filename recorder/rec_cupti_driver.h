@@ -25,11 +25,15 @@ typedef struct rec_cupti_driver {
     CUresult (*pointer_get_attribute)(void *data, CUpointer_attribute attr, CUdeviceptr ptr);
     CUresult (*mem_get_allocation_properties)(CUmemAllocationProp *prop,
                                               CUmemGenericAllocationHandle handle);
+    CUresult (*driver_get_version)(int *version);
 } rec_cupti_driver;
 
 /* Resolves the table from libcuda.so.1 (already loaded in a CUDA process;
  * never dlclosed). Returns 0, or -1 with err filled when there is no driver. */
 int rec_cupti_driver_load(char *err, size_t errlen);
+
+/* cuDriverGetVersion (12040 for 12.4); 0 when unknown or no driver. */
+int rec_cupti_driver_version(void);
 
 /* Replaces the table (NULL: no driver at all) and starts a fresh session
  * state, as rec_cupti_driver_reset does. For tests. */

@@ -1,24 +1,37 @@
 /* rec_inject.c — how libmemrec.so comes alive in somebody else's process.
  *
- * Two doors, one session:
- *  - LD_PRELOAD (set by the memrec launcher): the constructor arms a session
- *    from the MEMREC_* environment, so NVTX markers and memrec.h calls made
- *    before CUDA starts are recorded. Nothing is written until the first
- *    record: a process that never records anything leaves no file.
- *  - CUDA_INJECTION64_PATH: the driver calls InitializeInjection() from
- *    cuInit; we arm the session if the constructor did not (the variable
- *    was set by hand) and subscribe to CUPTI.
- * Without MEMREC_OUTPUT or CUDA_INJECTION64_PATH (e.g. the library loaded
- * through ctypes just for memrec.h) the library stays silent and inert. */
+ * The launcher does not preload the library: it is loaded only into
+ * processes that use CUDA or its tools, by whoever comes first:
+ *  - the CUDA driver (CUDA_INJECTION64_PATH) calls InitializeInjection()
+ *    from cuInit: we arm the session and subscribe to CUPTI;
+ *  - NVTX (NVTX_INJECTION64_PATH) at the program's first NVTX call
+ *    (rec_nvtx.c), so markers before CUDA starts are seen;
+ *  - memrec.h's wrappers and its Python snippet, at the program's first
+ *    call, and memrec's Python hook when PyTorch starts CUDA.
+ * Its constructor arms the session from the MEMREC_* environment; nothing
+ * is written until the first record, so a process that records nothing
+ * leaves no file. Without MEMREC_OUTPUT and CUDA_INJECTION64_PATH (the
+ * library loaded through ctypes just for memrec.h) it stays silent and
+ * inert. In a CPython process, arming also asks the interpreter to attach
+ * the Python frame hook (rec_python.h) as soon as its main thread runs
+ * Python code again.
+ *
+ * Not preloading is what keeps the program as it was: a preloaded library
+ * puts its dependencies (libunwind's _Unwind_* with them, which then took
+ * over every C++ throw) into the global scope of every process, compilers
+ * and nvidia-smi included. What the preload gave is kept another way:
+ * early markers come through NVTX's own injection, and a process that ends
+ * with os._exit (multiprocessing workers) has memrec's Python hook call
+ * memrec_before_exit first (sitecustomize.py). A C program that calls
+ * _exit(2) itself skips the END record (its frames up to the last half
+ * second are on disk). */
 #include "gmt_env.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_python.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define MEMREC_EXPORT __attribute__((visibility("default")))
 
@@ -39,10 +52,12 @@ static int arm_from_env(void) {
         static int warned;
         char err[300] = "";
         if (rec_config_from_env(&config, err, sizeof err) != 0 ||
-            rec_session_start(&config, err, sizeof err) != 0)
+            rec_session_start(&config, err, sizeof err) != 0) {
             rec_warn_once(&warned, "%s; the program runs unrecorded", err);
-        else
+        } else {
             armed = 1;
+            rec_python_attach_soon();
+        }
     }
     pthread_mutex_unlock(&inject_lock);
     return armed;
@@ -62,26 +77,22 @@ MEMREC_EXPORT int InitializeInjection(void) {
         return 0;
     pthread_mutex_lock(&inject_lock);
     int ok = cupti_attached || config.no_cupti;
-    if (!ok && rec_cupti_attach() == 0)
-        ok = cupti_attached = 1;
+    if (!ok) {
+        if (rec_cupti_attach() == 0) {
+            ok = cupti_attached = 1;
+            rec_manifest_note(REC_MANIFEST_NOTE, rec_cupti_in_use()); /* the launcher says it */
+        } else {
+            rec_manifest_note(REC_MANIFEST_WARNED, "CUPTI"); /* the warning said why */
+        }
+    }
     pthread_mutex_unlock(&inject_lock);
     return ok;
 }
 
-/* _exit() skips atexit, so a process ending that way (Python's
- * multiprocessing workers end with os._exit) would leave its trace without
- * its last frames and its END record. Only in the library injected into
- * programs: it stops this process's own session first, then exits. */
-typedef void (*exit_fn)(int);
-
-__attribute__((noreturn)) static void stop_and_exit(const char *name, int status) {
-    rec_session_stop_before_exit();
-    exit_fn real = (exit_fn)dlsym(RTLD_NEXT, name);
-    if (real)
-        real(status);
-    for (;;)
-        syscall(SYS_exit_group, status);
-}
-
-MEMREC_EXPORT void _exit(int status) { stop_and_exit("_exit", status); }
-MEMREC_EXPORT void _Exit(int status) { stop_and_exit("_Exit", status); }
+/* _exit() skips atexit, so a process ending that way would leave its trace
+ * without its last frames and its END record. memrec's Python hook calls
+ * this from os._exit (Python's multiprocessing workers end with it); a
+ * program may call it before its own _exit. Stops this process's own
+ * session; nothing in a process that does not record. */
+MEMREC_EXPORT void memrec_before_exit(void);
+MEMREC_EXPORT void memrec_before_exit(void) { rec_session_stop_before_exit(); }

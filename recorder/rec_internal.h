@@ -31,4 +31,9 @@ void rec_log_set_quiet(int quiet);
  * emits become no-ops that count drops, the file is closed properly. */
 void rec_session_halt(void);
 
+/* Appends `line` and a newline to the launcher's manifest (one write,
+ * O_APPEND, so lines of concurrent processes never mix); nothing when
+ * `manifest` is empty or cannot be opened. */
+void rec_manifest_append(const char *manifest, const char *line);
+
 #endif

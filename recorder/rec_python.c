@@ -93,6 +93,10 @@ static struct {
     void *(*call_objargs)(void *, ...);
     void *(*capsule_new)(void *, const char *, void (*)(void *));
     void *(*capsule_pointer)(void *, const char *);
+    void *(*call)(void *, void *, void *);
+    void *(*tuple_new)(ptrdiff_t);
+    void *(*dict_new)(void);
+    int (*dict_set_item)(void *, const char *, void *);
     void *none;
 } py;
 
@@ -118,12 +122,16 @@ static int load_api(void) {
     LOOKUP(call_objargs, "PyObject_CallFunctionObjArgs");
     LOOKUP(capsule_new, "PyCapsule_New");
     LOOKUP(capsule_pointer, "PyCapsule_GetPointer");
+    LOOKUP(call, "PyObject_Call");
+    LOOKUP(tuple_new, "PyTuple_New");
+    LOOKUP(dict_new, "PyDict_New");
+    LOOKUP(dict_set_item, "PyDict_SetItemString");
     py.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
     int all = py.is_initialized && py.gil_check && py.version && py.set_profile &&
               py.current_frame && py.frame_back && py.frame_code && py.frame_line && py.incref &&
               py.decref && py.get_attr && py.utf8 && py.err_clear && py.import &&
               py.new_cfunction && py.call_objargs && py.capsule_new && py.capsule_pointer &&
-              py.none;
+              py.call && py.tuple_new && py.dict_new && py.dict_set_item && py.none;
     return all ? 0 : -1;
 }
 
@@ -612,6 +620,57 @@ static int hook_future_threads(void) {
     return rc;
 }
 
+/* os.register_at_fork(after_in_child=...)'s callable: a forked child that
+ * does not record (a DataLoader worker) drops the hook, which would only
+ * slow it down. */
+static void *detach_in_child(void *self, void *const *args, ptrdiff_t nargs) {
+    (void)self, (void)args, (void)nargs;
+    memrec_python_detach();
+    py.incref(py.none);
+    return py.none;
+}
+
+/* Once per process: detach_in_child after every os.fork. */
+static void detach_at_fork(void) {
+    static int registered;
+    if (registered)
+        return;
+    static py_method_def def = {"memrec_detach_in_child", detach_in_child, METH_FASTCALL, NULL};
+    void *os = py.import("os");
+    void *reg = os ? py.get_attr(os, "register_at_fork") : NULL;
+    void *fn = reg ? py.new_cfunction(&def, NULL, NULL) : NULL;
+    void *args = fn ? py.tuple_new(0) : NULL;
+    void *kwargs = args ? py.dict_new() : NULL;
+    void *result = NULL;
+    if (kwargs && py.dict_set_item(kwargs, "after_in_child", fn) == 0)
+        result = py.call(reg, args, kwargs);
+    if (!result)
+        py.err_clear();
+    registered = result != NULL;
+    void *refs[] = {result, kwargs, args, fn, reg, os};
+    for (unsigned i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        if (refs[i])
+            py.decref(refs[i]);
+}
+
+static int attach_pending(void *arg) {
+    (void)arg;
+    memrec_python_attach(); /* clears any error it meets */
+    return 0;
+}
+
+void rec_python_attach_soon(void) {
+    int (*initialized)(void), (*add_pending)(int (*)(void *), void *);
+    void *a = dlsym(RTLD_DEFAULT, "Py_IsInitialized"),
+         *b = dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
+    memcpy(&initialized, &a, sizeof a);
+    memcpy(&add_pending, &b, sizeof b);
+    if (!initialized || !add_pending || !initialized() || rec_stack_mode() == REC_STACKS_NATIVE ||
+        atomic_load(&attached))
+        return;
+    add_pending(attach_pending, NULL); /* needs neither the GIL nor a thread state */
+}
+
 int memrec_python_attach(void) {
     static int warned_threads;
     if (load_api() != 0 || !py.is_initialized() || py.gil_check() != 1)
@@ -641,6 +700,7 @@ int memrec_python_attach(void) {
         py.set_profile_all_threads(profile_hook, NULL);
     rec_stack_set_splicer(splice_python);
     atomic_store(&attached, 1);
+    detach_at_fork();
     return 0;
 }
 

@@ -15,14 +15,23 @@
 extern "C" {
 #endif
 
-/* Exported from libmemrec.so. Call with the GIL held (Python's startup
- * hook does, through ctypes.PyDLL): installs the profile hook on the
- * calling thread, on every thread `threading` starts later and, on
- * CPython >= 3.12, on the threads already running. Returns 0 when attached
+/* Exported from libmemrec.so. Call with the GIL held (the library does,
+ * through rec_python_attach_soon; a test through ctypes.PyDLL): installs
+ * the profile hook on the calling thread, on every thread `threading`
+ * starts later and, on CPython >= 3.12, on the threads already running, and
+ * has os.fork's children that do not record drop it again. Returns 0 when attached
  * (or when MEMREC_STACKS=native asks for no Python frames), -1 when the
  * process is not CPython >= 3.9 with a GIL, or the GIL is not held.
  * Idempotent. */
 __attribute__((visibility("default"))) int memrec_python_attach(void);
+
+/* In a CPython process (the library loaded by the driver, NVTX or ctypes
+ * when recording starts): asks the interpreter to run memrec_python_attach
+ * on its main thread as soon as that thread runs Python code again
+ * (Py_AddPendingCall, which needs no GIL). Nothing in any other process,
+ * with MEMREC_STACKS=native, or when attached already. Frames of threads
+ * started before that moment are missing before CPython 3.12. */
+void rec_python_attach_soon(void);
 
 /* 1 when rec_stack_here should not unwind native frames at all and let the
  * splicer build the whole stack from Python frames (MEMREC_STACKS=python
@@ -30,8 +39,8 @@ __attribute__((visibility("default"))) int memrec_python_attach(void);
 int rec_python_only(void);
 
 /* Removes the hook from the calling thread and future threads and stops
- * splicing (GIL held). For a forked child that will not record (the
- * startup hook calls it through os.register_at_fork): a profile hook there
+ * splicing (GIL held). For a forked child that will not record (attach
+ * registers it with os.register_at_fork): a profile hook there
  * would only slow the child down. Returns 0, -1 when not attached. A later
  * memrec_python_attach attaches again. */
 __attribute__((visibility("default"))) int memrec_python_detach(void);

@@ -1,6 +1,13 @@
 /* rec_stack.c — capture (libunwind) and lock-free interning of native
  * stacks (see rec_stack.h).
  *
+ * libunwind is loaded with dlopen(RTLD_LOCAL), not linked: linked, it
+ * joins the global scope of the process whenever libmemrec.so does, and its
+ * unversioned _Unwind_RaiseException & co. (and a weak backtrace()) then
+ * take over the program's C++ exceptions from libgcc's unwinder (a throw
+ * measured 14x slower, and mixed unwinders are a known way to crash).
+ * Loaded locally only our lookups see it. Without it stacks are empty.
+ *
  * Two tables, both insert-only so readers never need a lock:
  *  - the trie: node = (parent node, ip); a hash table of node ids keyed by
  *    that pair finds a node's child. A stack is inserted outermost frame
@@ -14,12 +21,14 @@
  * the thread's spare for its next insertion. */
 #define UNW_LOCAL_ONLY
 #include "rec_stack.h"
-#include "rec_core.h"
 #include "gmt_hash.h"
+#include "rec_core.h"
 
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #define NODE_CAPACITY (1u << 22) /* 4 M nodes: 48 MiB of address space */
@@ -51,6 +60,36 @@ int rec_stack_mode(void) { return atomic_load_explicit(&stack_mode, memory_order
 
 void rec_stack_set_splicer(rec_stack_splicer splicer) { atomic_store(&stack_splicer, splicer); }
 
+/* libunwind's local-only entry points, from dlsym (the names behind the
+ * header's macros: _ULx86_64_set_caching_policy on x86-64). */
+#define NAME_OF_(x) #x
+#define NAME_OF(x) NAME_OF_(x)
+static int (*unwind_backtrace)(void **, int);
+static int unwind_loaded; /* 1: tried (under tables_ready's once) */
+
+static void load_unwind(void) {
+    if (unwind_loaded)
+        return;
+    unwind_loaded = 1;
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        static int warned;
+        rec_warn_once(&warned, "libunwind cannot be loaded: events have no native stacks");
+        return;
+    }
+    void *backtrace = dlsym(lib, "unw_backtrace");
+    void *policy = dlsym(lib, NAME_OF(unw_set_caching_policy));
+    void *space = dlsym(lib, NAME_OF(unw_local_addr_space));
+    if (policy && space) {
+        int (*set_policy)(unw_addr_space_t, unw_caching_policy_t);
+        memcpy(&set_policy, &policy, sizeof policy);
+        set_policy(*(unw_addr_space_t *)space, UNW_CACHE_PER_THREAD);
+    }
+    memcpy(&unwind_backtrace, &backtrace, sizeof backtrace);
+}
+
 static void *map_zeroed(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
@@ -66,7 +105,7 @@ int rec_stack_table_init(void) {
     cache = map_zeroed((size_t)CACHE_SLOTS * sizeof *cache);
     if (!node_parent || !node_ip || !node_slots || !cache)
         return -1;
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    load_unwind();
     atomic_store(&tables_ready, 1);
     return 0;
 }
@@ -163,7 +202,7 @@ uint32_t rec_stack_here(unsigned skip) {
     unsigned want = depth + skip + 1;
     if (want > sizeof raw / sizeof raw[0])
         want = sizeof raw / sizeof raw[0];
-    int got = unw_backtrace(raw, (int)want);
+    int got = unwind_backtrace ? unwind_backtrace(raw, (int)want) : 0;
     unsigned first = skip + 1; /* + this function */
     if (got <= (int)first)
         return 0;

@@ -335,7 +335,7 @@ static void write_process_record(void) {
     trace_writer_process(wr.w, &p);
 }
 
-static void append_manifest(const char *manifest, const char *path) {
+void rec_manifest_append(const char *manifest, const char *path) {
     if (!manifest || !*manifest)
         return;
     int fd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -440,7 +440,7 @@ int rec_writer_start(const rec_config *c, char *err, size_t errlen) {
     }
     write_process_record();
     rec_modules_refresh(wr.modules, wr.w);
-    append_manifest(c->manifest, wr.path);
+    rec_manifest_append(c->manifest, wr.path);
     wr.last_flush_ns = rec_clock_ns();
     if (pthread_create(&wr.thread, NULL, writer_main, NULL) != 0) {
         snprintf(err, errlen, "cannot start the trace writer thread");

@@ -77,14 +77,26 @@ def _env_int(name, default):
         return default
 
 
+def injected_library_path():
+    """The libmemrec.so memrec injects (CUDA_INJECTION64_PATH), or None when
+    that variable names another tool's library."""
+    path = os.environ.get("CUDA_INJECTION64_PATH", "")
+    return path if os.path.basename(path).startswith("libmemrec") else None
+
+
 def load_library():
-    """libmemrec.so as already loaded here (LD_PRELOAD or the CUDA driver),
-    with its torch entry points typed; None when absent."""
+    """libmemrec.so with its torch entry points typed; None when absent.
+    Called once CUDA has started: the driver has loaded the library by then;
+    if it has not (a driver that did not, a fake torch in the tests), it is
+    loaded here, into a process that uses CUDA."""
     lib = None
-    for name in ("libmemrec.so", os.environ.get("CUDA_INJECTION64_PATH", "")):
+    path = injected_library_path()
+    for name, mode in ((path, os.RTLD_NOLOAD | os.RTLD_LAZY),
+                       ("libmemrec.so", os.RTLD_NOLOAD | os.RTLD_LAZY),
+                       (path, os.RTLD_NOW)):
         if name:
             try:
-                lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+                lib = ctypes.CDLL(name, mode=mode)
                 break
             except OSError:
                 continue
@@ -225,14 +237,16 @@ class Drainer:
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.thread = None
-        self.enabled = self.broken = self.devices_described = False
+        self.enabled = self.broken = False
+        self.devices_described = set()
         self.last_drain = 0.0
         self.drains = 0
         self.emitted = 0
 
     def warn(self, code, message):
         try:
-            self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
+            if self.lib is not None:
+                self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
         except Exception:  # noqa: BLE001
             pass
 
@@ -249,6 +263,11 @@ class Drainer:
         try:
             if self.enabled or self.broken:
                 return
+            if self.lib is None:  # CUDA starts now: libmemrec.so is (or may be) here
+                self.lib = load_library()
+                if self.lib is None:
+                    self.broken = True
+                    return
             self.record(self.ring)
             self.lib.memrec_torch_history_on()
             self.enabled = True
@@ -296,24 +315,24 @@ class Drainer:
             finally:
                 self.last_drain = time.monotonic()
 
-    def describe_devices(self, count):
-        self.devices_described = True
-        for device in range(count):
-            try:
-                props = self.torch.cuda.get_device_properties(device)
-                self.lib.memrec_torch_device(device, int(props.total_memory),
-                                             _text(props.name))
-            except Exception:  # noqa: BLE001 - CUPTI may name the device instead
-                pass
+    def describe_device(self, device):
+        """A device's record, the first time this process's history has
+        entries on it: a rank that uses one GPU of eight describes one."""
+        self.devices_described.add(device)
+        try:
+            props = self.torch.cuda.get_device_properties(device)
+            self.lib.memrec_torch_device(device, int(props.total_memory), _text(props.name))
+        except Exception:  # noqa: BLE001 - CUPTI may name the device instead
+            pass
 
     def drain_snapshot(self, snapshot):
         traces = snapshot.get("device_traces") or []
-        if not self.devices_described:
-            self.describe_devices(len(traces))
         merged, most_new = [], 0
         for device, entries in enumerate(traces):
             if not entries:
                 continue
+            if device not in self.devices_described:
+                self.describe_device(device)
             if "time_us" not in entries[-1]:
                 self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its blocks "
                           "cannot be drained without duplicates and are not recorded")
@@ -439,10 +458,7 @@ def torch_imported(torch):
     global _drainer
     if _drainer is not None:
         return
-    lib = load_library()
-    if lib is None:
-        return
-    d = _drainer = Drainer(torch, lib)
+    d = _drainer = Drainer(torch, None)  # the library comes with CUDA (enable)
     cuda = torch.cuda
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
@@ -494,6 +510,6 @@ def step_begin(step):
     """For programs that mark steps with memrec.h from Python: drains, then
     memrec_step_begin(step)."""
     d = _drainer
-    if d is not None:
+    if d is not None and d.lib is not None:
         d.drain()
         d.lib.memrec_step_begin(ctypes.c_int64(step))

@@ -1,16 +1,20 @@
 """memrec's Python startup hook (sitecustomize).
 
 The memrec launcher puts this folder first on PYTHONPATH, so every Python
-process it starts (the script, torchrun's workers, data loaders) runs this at
-interpreter start, before the program's own code. It does two things and
-never harms the program: any failure leaves the program running unrecorded.
+process it starts (the script, torchrun's workers and agent, data loaders)
+runs this at interpreter start, before the program's own code. It loads
+nothing (libmemrec.so comes with CUDA: the driver loads it, and the library
+itself then attaches the Python frame hook), costs next to nothing in a
+process that never uses CUDA, and never harms the program: any failure
+leaves the program running unrecorded. It does two things:
 
-  1. Python frames in native stacks: when libmemrec.so (already loaded by
-     LD_PRELOAD) exports memrec_python_attach, it is called through
-     ctypes.PyDLL (the GIL held), unless MEMREC_STACKS=native.
+  1. os._exit: a process ending with it skips atexit (Python's
+     multiprocessing workers do), so os._exit is wrapped to call
+     libmemrec.so's memrec_before_exit first when the library is loaded
+     here; the trace then ends complete;
   2. PyTorch's caching-allocator blocks: memrec_torch.install() waits for
      `import torch` and then records the allocator's history into the trace
-     (MEMREC_TORCH=0 turns this off).
+     once CUDA starts (MEMREC_TORCH=0 turns this off).
 
 Then it chains to the sitecustomize that this one hides, if any: the one the
 interpreter would have run without memrec (a virtualenv's, a distribution's).
@@ -19,45 +23,51 @@ import os
 import sys
 
 
-def _memrec_library(loader):
+def _memrec_library():
     """libmemrec.so as already loaded in this process, or None. Never loads
-    a second copy (RTLD_NOLOAD)."""
+    it (RTLD_NOLOAD), and imports nothing unless it is mapped here: a
+    forked child may be exiting."""
+    try:
+        with open("/proc/self/maps") as maps:
+            if "libmemrec" not in maps.read():
+                return None
+    except OSError:
+        pass
     import ctypes
     mode = os.RTLD_NOLOAD | os.RTLD_LAZY
-    for name in ("libmemrec.so", os.environ.get("CUDA_INJECTION64_PATH", "")):
+    for name in (os.environ.get("CUDA_INJECTION64_PATH", ""), "libmemrec.so"):
         if not name:
             continue
         try:
-            return loader(name, mode=mode)
+            return ctypes.CDLL(name, mode=mode)
         except OSError:
             continue
     return None
 
 
-def _attach_python_frames():
-    if os.environ.get("MEMREC_STACKS", "") == "native":
-        return
-    import ctypes
-    lib = _memrec_library(ctypes.PyDLL)
-    attach = getattr(lib, "memrec_python_attach", None) if lib else None
-    if attach is not None:
-        attach.restype = ctypes.c_int
-        attach.argtypes = []
-        attach()
-        detach = getattr(lib, "memrec_python_detach", None)
-        if detach is not None:
-            # A forked child records nothing (the recorder stops in it): the
-            # hook would only slow it down (a DataLoader worker, say).
-            detach.restype = ctypes.c_int
-            detach.argtypes = []
-            os.register_at_fork(after_in_child=detach)
+def _wrap_os_exit():
+    real_exit = os._exit
+
+    def _exit(status):
+        try:
+            lib = _memrec_library()
+            before_exit = getattr(lib, "memrec_before_exit", None) if lib else None
+            if before_exit is not None:
+                before_exit.restype = None
+                before_exit()
+        except Exception:  # noqa: BLE001 - the exit must happen whatever happens
+            pass
+        real_exit(status)
+    _exit.__doc__ = real_exit.__doc__
+    _exit.__wrapped__ = real_exit
+    os._exit = _exit
 
 
 def _start_memrec():
     if not os.environ.get("MEMREC_OUTPUT"):
         return  # not under memrec (the folder was put on the path by hand)
     try:
-        _attach_python_frames()
+        _wrap_os_exit()
     except Exception:  # noqa: BLE001 - the program must run whatever happens
         pass
     if os.environ.get("MEMREC_TORCH", "1") == "0":

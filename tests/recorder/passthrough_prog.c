@@ -12,9 +12,6 @@
  *   passthrough_prog steps         steps 0..4, each leaking one 4 KiB region
  *                                  and making and freeing a 64 KiB one, after
  *                                  a 1 MiB region live all along
- *   passthrough_prog fork-exit     records nothing itself; a forked child
- *                                  records 1000 regions and ends with _exit
- *                                  (as Python's multiprocessing workers do)
  *   passthrough_prog env NAME      prints $NAME (what memrec set)
  *
  * The script compares what arrives with and without memrec in between. */
@@ -24,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static void write_known_bytes(void) {
@@ -89,18 +85,6 @@ int main(int argc, char **argv) {
             memrec_step_end(step);
         }
         return 0;
-    }
-    if (argc == 2 && !strcmp(argv[1], "fork-exit")) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            static char regions[1000];
-            for (int i = 0; i < 1000; i++)
-                memrec_region_alloc(regions + i, 1, 0);
-            _exit(0);
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
     if (argc == 3 && !strcmp(argv[1], "env")) {
         const char *v = getenv(argv[2]);

@@ -109,6 +109,7 @@ typedef struct readback {
     int exe_module_id, exe_has_build_id; /* the MODULE record of this program, if any */
     uint32_t native_frames_in_exe;       /* frames in that module */
     uint32_t process_pid;                /* the PROCESS record's */
+    int32_t process_rank;                /* the PROCESS record's (-1: none) */
     char clock_source[32];
     trace_end end;
     int has_end;
@@ -183,6 +184,7 @@ static inline void rb_take(readback *rb, const trace_record *rec, const char *ex
         break;
     case TRACE_REC_PROCESS:
         rb->process_pid = rec->u.process.pid;
+        rb->process_rank = rec->u.process.rank;
         snprintf(rb->clock_source, sizeof rb->clock_source, "%s", rec->u.process.clock_source.ptr);
         break;
     case TRACE_REC_END:

@@ -2,8 +2,9 @@
 the header's comment and run in a child Python:
 
   1. without libmemrec.so: the snippet leaves `memrec` None, nothing breaks;
-  2. with libmemrec.so preloaded as the memrec launcher does (LD_PRELOAD,
-     MEMREC_OUTPUT, no CUPTI): the snippet finds the library, and the calls
+  2. with the environment the memrec launcher sets (CUDA_INJECTION64_PATH,
+     MEMREC_OUTPUT; no CUPTI) and the library not loaded yet (memrec
+     preloads nothing; no CUDA here): the snippet loads it, and the calls
      reach the trace; memanalyze reads it back: the markers, the step and the
      block events of source memrec, exactly.
 
@@ -64,11 +65,11 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "py.zst")
-        preloaded = dict(env, LD_PRELOAD=library, MEMREC_OUTPUT=trace, MEMREC_NO_CUPTI="1",
-                         MEMREC_QUIET="1")
-        found = run_python(code, preloaded)
+        injected = dict(env, CUDA_INJECTION64_PATH=os.path.abspath(library), MEMREC_OUTPUT=trace,
+                        MEMREC_NO_CUPTI="1", MEMREC_QUIET="1")
+        found = run_python(code, injected)
         check(found.returncode == 0 and found.stdout.strip() == "found",
-              "with libmemrec.so preloaded: %r %r" % (found.stdout, found.stderr))
+              "under memrec's environment: %r %r" % (found.stdout, found.stderr))
         check(os.path.exists(trace), "the trace was written")
         if os.path.exists(trace):
             analyze_env = dict(env, GMT_CACHE_DIR=os.path.join(tmp, "cache"))

@@ -1,11 +1,13 @@
 /* test_rec_core.c — the recorder core without CUDA: a session's records
  * reach the trace exactly (events, markers, counters, devices, threads,
  * stacks with modules), 16 threads x 1 M events arrive in order or are
- * counted as dropped (none are, when the writer keeps up: bench/), a full ring drops and counts, a forked child never writes into
- * the parent's file, /dev/full and an unwritable path warn once and the
- * program goes on, and a SIGKILLed recorder leaves a trace that decodes up
- * to its last second. */
+ * counted as dropped (none are, when the writer keeps up: bench/), a full
+ * ring drops and counts, a forked child never writes into the parent's
+ * file, /dev/full and an unwritable path warn once and the program goes
+ * on, a SIGKILLed recorder leaves a trace that decodes up to its last
+ * second, and %r names the rank the process has at its first record. */
 #include "check.h"
+#include "gmt_env.h"
 #include "rec_core.h"
 #include "rec_readback.h"
 #include "rec_writer.h"
@@ -526,6 +528,36 @@ static void test_fork_child_of_idle_parent_records(void) {
     unlink(worker);
 }
 
+/* %r is read in the process that records, at its first record: a worker
+ * started by mp.spawn arms at start-up and sets RANK itself later. */
+static void test_rank_read_at_first_record(void) {
+    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++)
+        unsetenv(rank_vars[i]);
+    char pattern[300], err[300];
+    rb_path(pattern, sizeof pattern, "rank-%r.zst");
+    setenv(GMT_ENV_MEMREC_OUTPUT, pattern, 1);
+    setenv(GMT_ENV_MEMREC_QUIET, "1", 1);
+    rec_config c;
+    CHECK(rec_config_from_env(&c, err, sizeof err) == 0);
+    unsetenv(GMT_ENV_MEMREC_OUTPUT);
+    unsetenv(GMT_ENV_MEMREC_QUIET);
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    setenv("RANK", "3", 1); /* what the spawned worker does before it touches CUDA */
+    emit_alloc(0x9000, 4096, 0);
+    CHECK(rec_session_stop() == 0);
+    unsetenv("RANK");
+    char rank3[4200], rank0[4200];
+    rb_path(rank3, sizeof rank3, "rank-3.zst");
+    rb_path(rank0, sizeof rank0, "rank-0.zst");
+    readback rb;
+    CHECK(rb_read(rank3, &rb) == 0);
+    CHECK(rb.n_events == 1 && rb.process_rank == 3);
+    rb_free(&rb);
+    CHECK(access(rank0, F_OK) != 0);
+    unlink(rank3);
+}
+
 int main(void) {
     rb_tmpdir("test_rec_core");
     uint32_t per_thread = 1000000;
@@ -552,5 +584,6 @@ int main(void) {
     test_shared_path_falls_back();
     test_open_call_hold_is_bounded();
     test_fork_child_of_idle_parent_records();
+    test_rank_read_at_first_record();
     return rb_finish("test_rec_core");
 }

@@ -4,13 +4,15 @@
  * entry then exit, success and failure) with a fake driver table, and the
  * trace read back must hold exactly the expected events, counters and device
  * records. Also: nesting is recorded once, an entry without its exit and an
- * exit without its entry record nothing, the stack starts at the program's
+ * exit without its entry record nothing, an exit under another correlation
+ * id closes its call (the thread is recorded on), the stack starts at the program's
  * caller, the analyzer replays the result without a warning, and attaching
  * without a driver returns -1 with one warning. */
 #include "check.h"
 #include "db_writer.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_cupti_calls.h"
 #include "rec_cupti_driver.h"
 #include "rec_readback.h"
 #include "replay.h"
@@ -103,8 +105,7 @@ static CUresult fake_allocation_properties(CUmemAllocationProp *prop,
                                            CUmemGenericAllocationHandle h) {
     memset(prop, 0, sizeof *prop);
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop->location.type =
-        h == HANDLE_HOST ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.type = h == HANDLE_HOST ? REC_MEM_LOCATION_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
     return h == HANDLE_DEV0 || h == HANDLE_HOST ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -259,7 +260,7 @@ static void call_every_cbid(void) {
     call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){0x300000000, 64 * MiB}, NULL,
          CUDA_SUCCESS);
     CUmemAllocationProp host_prop = prop;
-    host_prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    host_prop.location.type = REC_MEM_LOCATION_HOST;
     out_addr = HANDLE_HOST;
     call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &host_prop, 0}, put_handle,
          CUDA_SUCCESS);
@@ -481,6 +482,44 @@ static void test_pairing(void) {
     rb_free(&rb);
 }
 
+/* An exit reported under another correlation id than its entry closes the
+ * thread's open call: the thread's later calls are recorded again. */
+static void test_correlation_mismatch(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    CUdeviceptr d = GARBAGE;
+    cuMemAlloc_v2_params alloc = {&d, 4096};
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_ENTER, &alloc, CUDA_SUCCESS, 700);
+    d = 0x100000000;
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_EXIT, &alloc, CUDA_SUCCESS, 701); /* its own exit */
+    cuMemFree_v2_params free_p = {0x100000000};
+    feed(CBID(cuMemFree_v2), CUPTI_API_ENTER, &free_p, CUDA_SUCCESS, 702);
+    feed(CBID(cuMemAlloc_v2), CUPTI_API_EXIT, &alloc, CUDA_SUCCESS, 703); /* not even its cbid */
+    out_addr = 0x100100000;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 8192}, put_dptr, CUDA_SUCCESS);
+    /* Nesting still holds: the inner call's exit does not close the outer one. */
+    CUdeviceptr outer = GARBAGE, inner = GARBAGE;
+    cuMemAllocAsync_params a = {&outer, 1 * MiB, (CUstream)0x5000};
+    cuMemAllocFromPoolAsync_params b = {&inner, 1 * MiB, POOL_DEV0, (CUstream)0x5000};
+    feed(CBID(cuMemAllocAsync), CUPTI_API_ENTER, &a, CUDA_SUCCESS, 710);
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_ENTER, &b, CUDA_SUCCESS, 711);
+    inner = 0x180000000;
+    feed(CBID(cuMemAllocFromPoolAsync), CUPTI_API_EXIT, &b, CUDA_SUCCESS, 711);
+    outer = 0x180000000;
+    feed(CBID(cuMemAllocAsync), CUPTI_API_EXIT, &a, CUDA_SUCCESS, 712); /* mismatched too */
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 3);
+    if (rb.n_events == 3) {
+        CHECK(rb.events[0].op == TRACE_OP_ALLOC && rb.events[0].size == 4096);
+        CHECK(rb.events[1].op == TRACE_OP_ALLOC && rb.events[1].size == 8192);
+        CHECK(rb.events[2].op == TRACE_OP_ALLOC && rb.events[2].addr == 0x180000000 &&
+              rb.events[2].pool == 0x7000);
+    }
+    rb_free(&rb);
+}
+
 /* ---- stacks --------------------------------------------------------------- */
 
 /* The stack of an event starts at the function that made the driver call:
@@ -583,6 +622,7 @@ int main(void) {
     test_attach_without_driver(); /* first: before a quiet session silences warnings */
     test_every_cbid();
     test_pairing();
+    test_correlation_mismatch();
     test_stack_skip();
     test_managed_free();
     rec_cupti_set_driver_for_test(NULL);

@@ -19,6 +19,7 @@
 #include "db_writer.h"
 #include "rec_core.h"
 #include "rec_cupti.h"
+#include "rec_cupti_calls.h"
 #include "rec_cupti_log.h"
 #include "rec_readback.h"
 #include "replay.h"
@@ -346,7 +347,7 @@ static void feed_every_cbid(void) {
     call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){0x300000000, 64 * MiB}, NULL, 0,
          CUDA_SUCCESS);
     CUmemAllocationProp host_prop = prop;
-    host_prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    host_prop.location.type = REC_MEM_LOCATION_HOST;
     call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &host_prop, 0}, put_first,
          0xc00, CUDA_SUCCESS);
     call(CBID(cuMemRelease), &(cuMemRelease_params){0xc00}, NULL, 0, CUDA_SUCCESS);

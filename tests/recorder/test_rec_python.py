@@ -17,7 +17,10 @@ c() reached through a native call (map). memanalyze reads the stacks back:
   native           no Python frame at all;
   launcher         (when memrec is given) the symbolized stack holds no
                    _PyEval_EvalFrameDefault frame on the main thread, and
-                   PyEval_EvalCode lies outside <module>.
+                   PyEval_EvalCode lies outside <module>; and a script that
+                   only loads the library (as CUDA or memrec.h's snippet
+                   would) and never attaches has its Python frames too: the
+                   library asks the interpreter to attach when it arms.
 
 Usage: test_rec_python.py LIBMEMREC MEMANALYZE [MEMREC] (exit 77: skip).
 """
@@ -61,6 +64,24 @@ worker.join()
 through_native(0x3000)  # LINE module_native
 for addr in (0x4000, 0x5000):
     a(addr)  # LINE module_loop
+"""
+
+
+AUTO = """\
+import ctypes, os
+api = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def inner(addr):
+    api.memrec_region_alloc(addr, 64, 0)  # LINE inner
+
+
+def outer(addr):
+    inner(addr)  # LINE outer
+
+
+outer(0x1000)  # LINE top
 """
 
 
@@ -251,6 +272,21 @@ def main():
                       "launcher: PyEval_EvalCode outside <module>: %r" % names)
             else:
                 print("note: python3 has no symbols; launcher names not checked")
+
+            auto = os.path.join(tmp, "auto.py")
+            with open(auto, "w") as f:
+                f.write(AUTO)
+            auto_line = lines_of(AUTO)
+            trace = os.path.join(tmp, "auto.zst")
+            out = subprocess.run([launcher, "-o", trace, "--no-cupti", "--", sys.executable, auto],
+                                 env=env, capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "launcher, no attach: %r" % out.stderr)
+            stacks = stacks_by_addr(memanalyze, trace, analyze_env) if out.returncode == 0 else {}
+            py = python_part(stacks.get(0x1000, (0, []))[1], auto)
+            check([(n, l) for _, n, l in py] == [("inner", auto_line["inner"]),
+                                                 ("outer", auto_line["outer"]),
+                                                 ("<module>", auto_line["top"])],
+                  "launcher, no attach: the library attached by itself: %r" % py)
 
     return check.finish()
 

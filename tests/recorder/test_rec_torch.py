@@ -13,7 +13,9 @@ the traces back.
      sitecustomize the hook hides still runs;
   2. a ring too small for a burst: one warning, the program unharmed;
   3. --no-torch, and a script that imports torch but never starts CUDA:
-     PyTorch's history is never turned on.
+     PyTorch's history is never turned on, and (torchrun's agent) nothing
+     of the recorder is loaded into it;
+  4. a process with four GPUs that uses the third: one device record, its.
 
 Usage: test_rec_torch.py MEMREC MEMANALYZE (exit 77: skip).
 """
@@ -60,8 +62,16 @@ print("burst done")
 
 NO_CUDA = """\
 import torch
+maps = open("/proc/self/maps").read()
+print("recorder", "loaded" if "libmemrec" in maps or "libzstd" in maps else "absent")
 torch.cuda.nvtx.mark("step 0")
 print("rings", [s[3] for s in torch.cuda.memory.settings])
+"""
+
+ONE_OF_FOUR = """\
+import torch
+torch.cuda.memory.fake_devices, torch.cuda.memory.fake_device = 4, 2
+torch.cuda.fake_free(torch.cuda.fake_alloc(512))
 """
 
 USER_SITE = 'print("user sitecustomize ran")\n'
@@ -162,9 +172,21 @@ def main():
         out, trace, _ = record("nocuda", NO_CUDA)
         check(out.returncode == 0 and "rings []" in out.stdout,
               "torch without CUDA: history never turned on: %r %r" % (out.stdout, out.stderr))
+        check("recorder absent" in out.stdout,
+              "torch without CUDA (torchrun's agent): nothing of the recorder is loaded: %r"
+              % out.stdout)
         if os.path.exists(trace):
             n = sql(trace, "SELECT count(*) AS n FROM events WHERE source = 'torch'")
             check(n == [{"n": 0}], "torch without CUDA: no events: %r" % n)
+
+        # ---- 4. only the devices the process uses ----------------------------
+        out, trace, _ = record("one_of_four", ONE_OF_FOUR)
+        check(out.returncode == 0, "one_of_four.py ran: %r" % out.stderr)
+        if os.path.exists(trace):
+            devices = sql(trace, "SELECT device FROM devices ORDER BY device")
+            check(devices == [{"device": 2}], "one device record, the used one: %r" % devices)
+        else:
+            check(False, "one_of_four.py left a trace")
 
     return check.finish()
 

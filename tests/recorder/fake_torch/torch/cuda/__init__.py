@@ -38,7 +38,7 @@ def get_device_properties(device):
 
 
 def device_count():
-    return 1
+    return memory.fake_devices
 
 
 def _frames(skip):

@@ -7,6 +7,8 @@ _ring = []
 _next = 0
 _frame_cache = {}
 settings = []  # every _record_memory_history call, for the tests
+fake_devices = 1  # how many GPUs the fake has; a script may raise it
+fake_device = 0  # the one its history's entries are on
 
 
 def _frame(filename, line, name):
@@ -57,4 +59,6 @@ def _snapshot(device=None):
         trace = list(_ring)
     else:
         trace = _ring[_next:] + _ring[:_next]
-    return {"segments": [], "device_traces": [[dict(e) for e in trace]]}
+    traces = [[] for _ in range(max(fake_devices, fake_device + 1))]
+    traces[fake_device] = [dict(e) for e in trace]
+    return {"segments": [], "device_traces": traces}
