@@ -7,10 +7,13 @@ CSV lines or JSON rows.
 It holds no expectation of its own: every check stays in its test. Each test
 runs as a script from this folder, so `import rec_testlib` finds it.
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
@@ -42,8 +45,23 @@ def clean_env(drop=()):
             if not k.startswith("MEMREC_") and k != "LD_PRELOAD" and k not in drop}
 
 
+_cache_dir = None
+
+
+def _own_cache(env):
+    """env with a database cache of this test process's own: tests never share one."""
+    global _cache_dir
+    env = dict(os.environ if env is None else env)
+    if "GMT_CACHE_DIR" not in env:
+        if _cache_dir is None:
+            _cache_dir = tempfile.mkdtemp(prefix="gmt-cache-")
+            atexit.register(shutil.rmtree, _cache_dir, True)
+        env["GMT_CACHE_DIR"] = _cache_dir
+    return env
+
+
 def _sql(memanalyze, trace, query, form, env):
-    out = subprocess.run([memanalyze, "sql", trace, query, *form], env=env,
+    out = subprocess.run([memanalyze, "sql", trace, query, *form], env=_own_cache(env),
                          capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip())

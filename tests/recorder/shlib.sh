@@ -7,6 +7,7 @@
 # shellcheck shell=bash
 tmp=$(mktemp -d "/tmp/gmt-$name-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+export GMT_CACHE_DIR="$tmp/cache" # tests never share a database cache
 failures=0
 
 fail() {
