@@ -24,7 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_OOM_LINES 10 /* OOMs described one by one */
+#define MAX_OOM_LINES 10    /* OOMs described one by one */
+#define MAX_SPLIT_STEPS 128 /* step ends whose trapped part is measured (a layout each) */
 
 typedef struct device_report {
     device_summary s;
@@ -39,7 +40,8 @@ typedef struct device_report {
     /* the free part of reserved, releasable vs trapped (free_split.h) */
     int have_split;
     free_split split_peak, split_end;
-    free_split *split_steps; /* [nsteps], at each step's end */
+    free_split *split_steps; /* at every split_stride-th step's end, nsplit_steps of them */
+    size_t nsplit_steps, split_stride;
     free_split split_oom[MAX_OOM_LINES];
     int64_t oom_ids[MAX_OOM_LINES];
     size_t nooms_listed;
@@ -91,25 +93,29 @@ static void list_ooms(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
  * one pass over the events (layouts). Without it the report still stands. */
 static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
     list_ooms(db, from, to, r);
-    size_t n = 2 + r->nsteps + r->nooms_listed;
+    /* a layout per point: at most MAX_SPLIT_STEPS step ends, evenly spread */
+    r->split_stride =
+        r->nsteps > MAX_SPLIT_STEPS ? (r->nsteps + MAX_SPLIT_STEPS - 1) / MAX_SPLIT_STEPS : 1;
+    r->nsplit_steps = (r->nsteps + r->split_stride - 1) / r->split_stride;
+    size_t m = r->nsplit_steps, n = 2 + m + r->nooms_listed;
     int64_t *ids = malloc(n * sizeof *ids);
     free_split *out = malloc(n * sizeof *out);
-    r->split_steps = r->nsteps ? malloc(r->nsteps * sizeof *r->split_steps) : NULL;
+    r->split_steps = m ? malloc(m * sizeof *r->split_steps) : NULL;
     char err[256];
-    if (ids && out && (r->split_steps || !r->nsteps)) {
+    if (ids && out && (r->split_steps || !m)) {
         ids[0] = r->s.peak_allocated.event_id;
         ids[1] = r->s.end.event_id;
-        for (size_t i = 0; i < r->nsteps; i++)
-            ids[2 + i] = r->steps[i].at_end.event_id;
+        for (size_t k = 0; k < m; k++)
+            ids[2 + k] = r->steps[k * r->split_stride].at_end.event_id;
         for (size_t i = 0; i < r->nooms_listed; i++)
-            ids[2 + r->nsteps + i] = r->oom_ids[i];
+            ids[2 + m + i] = r->oom_ids[i];
         if (free_split_at(db, r->s.device, ids, n, out, err, sizeof err) == 0) {
             r->have_split = 1;
             r->split_peak = out[0];
             r->split_end = out[1];
-            if (r->nsteps) /* split_steps is NULL without steps */
-                memcpy(r->split_steps, out + 2, r->nsteps * sizeof *out);
-            memcpy(r->split_oom, out + 2 + r->nsteps, r->nooms_listed * sizeof *out);
+            if (m) /* split_steps is NULL without steps */
+                memcpy(r->split_steps, out + 2, m * sizeof *out);
+            memcpy(r->split_oom, out + 2 + m, r->nooms_listed * sizeof *out);
         }
     }
     free(ids);
@@ -375,19 +381,22 @@ static void print_fragmentation(const device_report *r) {
            e->releasable > e->trapped && e->releasable >= (64 << 20)
                ? " (a warm cache, not fragmentation: empty_cache() returns it)"
                : "");
-    if (r->nsteps) {
+    if (r->nsplit_steps) {
         double hi = -1, sum = 0;
         int64_t hi_step = 0;
-        for (size_t i = 0; i < r->nsteps; i++) {
-            double f = free_split_trapped_ratio(&r->split_steps[i]);
+        for (size_t k = 0; k < r->nsplit_steps; k++) {
+            double f = free_split_trapped_ratio(&r->split_steps[k]);
             sum += f;
             if (f > hi) {
                 hi = f;
-                hi_step = r->steps[i].step;
+                hi_step = r->steps[k * r->split_stride].step;
             }
         }
-        printf("    per step (at step ends): mean %.2f, max %.2f (%s) at step %lld\n",
-               sum / (double)r->nsteps, hi, frag_rating(hi), (long long)hi_step);
+        printf("    per step (at step ends): mean %.2f, max %.2f (%s) at step %lld",
+               sum / (double)r->nsplit_steps, hi, frag_rating(hi), (long long)hi_step);
+        if (r->split_stride > 1)
+            printf(" (1 step in %zu of %zu measured)", r->split_stride, r->nsteps);
+        printf("\n");
     }
 }
 

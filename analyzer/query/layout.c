@@ -352,8 +352,8 @@ static int by_event_id(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout **out,
-                      char *err, size_t errlen) {
+int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout_fn fn,
+                      void *ctx, char *err, size_t errlen) {
     static const char sql[] =
         /* the columns a free does not need are not even decoded for it (a third faster) */
         "SELECT event_id, op, addr, CASE op WHEN {op:alloc} THEN size END, "
@@ -363,8 +363,6 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
         "{level:block} "
         "AND kind = {kind:device} AND op IN ({op:alloc}, {op:free}, {op:free_requested}) ORDER BY "
         "event_id";
-    for (size_t i = 0; i < count; i++)
-        out[i] = NULL;
     if (count == 0)
         return 0;
     seg_row *segs = NULL;
@@ -402,11 +400,14 @@ int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t 
         /* every point before this row: the state after all rows <= it */
         for (; next < count && order[next].event_id < id; next++) {
             size_t i = order[next].index, n;
+            layout *l = NULL;
             live_block *snap = pass_snapshot(&p, segs, nseg, order[next].event_id, &n);
-            rc = snap ? build_point(device, order[next].event_id, segs, nseg, snap, n, &out[i], err,
+            rc = snap ? build_point(device, order[next].event_id, segs, nseg, snap, n, &l, err,
                                     errlen)
                       : set_err(err, errlen, "out of memory");
             free(snap);
+            if (rc == 0 && fn(ctx, i, l) != 0) /* the callback owns l from here */
+                rc = set_err(err, errlen, "out of memory");
             if (rc != 0)
                 goto done;
         }
@@ -446,6 +447,19 @@ done:
     addr_map_free(&p.by_addr);
     free(order);
     free(segs);
+    return rc;
+}
+
+static int keep_layout(void *ctx, size_t index, layout *l) {
+    ((layout **)ctx)[index] = l;
+    return 0;
+}
+
+int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout **out,
+                      char *err, size_t errlen) {
+    for (size_t i = 0; i < count; i++)
+        out[i] = NULL;
+    int rc = layout_build_each(db, device, event_ids, count, keep_layout, out, err, errlen);
     if (rc != 0)
         for (size_t i = 0; i < count; i++) {
             layout_free(out[i]);

@@ -99,6 +99,13 @@ int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *
 int layout_build_many(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout **out,
                       char *err, size_t errlen);
 
+/* The same one pass, handing each layout to fn as soon as it is built (in
+ * event order; `index` is its place in event_ids), so only one is alive at
+ * a time: fn owns it (layout_free). fn returns 0, or -1 to stop the pass. */
+typedef int (*layout_fn)(void *ctx, size_t index, layout *l);
+int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout_fn fn,
+                      void *ctx, char *err, size_t errlen);
+
 void layout_free(layout *l);
 
 /* The page an expandable segment maps and unmaps: PyTorch's segment size of

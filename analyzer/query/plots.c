@@ -581,9 +581,10 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
 /* ---- fragmentation ---------------------------------------------------------- */
 
 /* The trapped ratio at each point (free_split.h), from layouts: at most
- * TRAPPED_POINTS of them, the points between holding the last value. NULL
+ * TRAPPED_POINTS of them (a layout each), the points between holding the
+ * last value. NULL
  * when it cannot be had (the picture then shows the ratio without it). */
-#define TRAPPED_POINTS 1024
+#define TRAPPED_POINTS 256
 static double *trapped_ratios(sqlite3 *db, int device, const step_state *points, size_t n) {
     size_t stride = n > TRAPPED_POINTS ? (n + TRAPPED_POINTS - 1) / TRAPPED_POINTS : 1;
     size_t m = n ? (n + stride - 1) / stride : 0;
