@@ -36,7 +36,7 @@
 /* ---- the PyTorch drain (recorder/python/memrec_torch.py; read in Python only) ------------- */
 #define GMT_ENV_MEMREC_TORCH_DRAIN_MS "MEMREC_TORCH_DRAIN_MS"       /* tuning/test */
 #define GMT_ENV_MEMREC_TORCH_RING "MEMREC_TORCH_RING"               /* tuning/test */
-#define GMT_ENV_MEMREC_TORCH_MAX_ENTRIES "MEMREC_TORCH_MAX_ENTRIES" /* tuning */
+#define GMT_ENV_MEMREC_TORCH_STACKS "MEMREC_TORCH_STACKS"   /* all: PyTorch C++ frames */
 
 /* ---- tests (tests/gpu/test_cuda_samples.py; read in Python only) --------------------------- */
 #define GMT_ENV_SAVE_CALLBACK_LOGS "GMT_SAVE_CALLBACK_LOGS" /* test: keep the callback logs */

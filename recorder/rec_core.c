@@ -13,6 +13,7 @@
 #include "rec_internal.h"
 #include "rec_stack.h"
 #include "rec_writer.h"
+#include "step_rule.h"
 
 #include "gmt_rank.h"
 #include "gmt_size.h"
@@ -363,8 +364,27 @@ void rec_emit_event(const trace_event *ev) {
 
 static size_t cut(const char *s, size_t max) { return s ? strnlen(s, max) : 0; }
 
+/* Set once the program marks a step itself (NVTX or memrec.h): the PyTorch
+ * optimizer hook's steps (domain REC_OPTIMIZER_DOMAIN) then stay silent. */
+static atomic_int program_marked_steps;
+
+int rec_program_marked_steps(void) {
+    return atomic_load_explicit(&program_marked_steps, memory_order_relaxed);
+}
+
+static void note_step(trace_marker_kind kind, const char *domain, const char *name) {
+    if (domain && strcmp(domain, REC_OPTIMIZER_DOMAIN) == 0)
+        return;
+    int64_t n;
+    if (kind == TRACE_MARK_STEP_BEGIN || kind == TRACE_MARK_STEP_END ||
+        (name && kind != TRACE_MARK_RANGE_END && kind != TRACE_MARK_RANGE_POP &&
+         step_rule_match(name, NULL, &n)))
+        atomic_store_explicit(&program_marked_steps, 1, memory_order_relaxed);
+}
+
 void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
                      uint64_t range_id, int64_t value) {
+    note_step(kind, domain, name);
     rec_buffer *b = ring_for_emit();
     if (!b)
         return;
@@ -464,6 +484,27 @@ void rec_late_emit_event(const trace_event *ev) {
 
 void rec_late_emit_counter(const trace_counter *c) {
     late_put(REC_ITEM_COUNTER, c, sizeof *c, c->ts_ns);
+}
+
+void rec_late_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
+                          uint64_t range_id, int64_t value, uint64_t ts_ns) {
+    rec_buffer *b = late_ring_locked();
+    if (!b)
+        return;
+    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
+    rec_marker_item *m = rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, ts_ns);
+    if (m) {
+        m->range_id = range_id;
+        m->value = value;
+        m->tid = 0;
+        m->kind = (uint8_t)kind;
+        m->domain_len = (uint8_t)dlen;
+        m->name_len = (uint8_t)nlen;
+        memcpy((char *)(m + 1), domain ? domain : "", dlen);
+        memcpy((char *)(m + 1) + dlen, name ? name : "", nlen);
+        commit(b);
+    }
+    pthread_mutex_unlock(&late_lock);
 }
 
 void rec_late_close(void) { atomic_store(&late_session, 0); }

@@ -121,6 +121,14 @@ void rec_emit_event(const trace_event *ev);
 void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
                      uint64_t range_id, int64_t value);
 
+/* The domain of the steps the PyTorch optimizer hook marks (rec_torch.h):
+ * they do not count as the program marking steps. */
+#define REC_OPTIMIZER_DOMAIN "memrec.optimizer"
+
+/* 1 once a marker the program emitted (NVTX, memrec.h) was a step: a
+ * STEP_BEGIN/END or a name the step rule matches (step_rule.h). */
+int rec_program_marked_steps(void);
+
 /* Counter sample (ts_ns 0 = now). */
 void rec_emit_counter(const trace_counter *c);
 
@@ -146,6 +154,9 @@ int rec_late_open(void);
  * kept as given (0 = unknown). Emit in time order. */
 void rec_late_emit_event(const trace_event *ev);
 void rec_late_emit_counter(const trace_counter *c);
+/* A late marker at ts_ns (tid 0): PyTorch's annotations, drained. */
+void rec_late_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
+                          uint64_t range_id, int64_t value, uint64_t ts_ns);
 
 /* The late source stopped (its drains broke, or it was turned off): the
  * writer stops holding records back for it. */

@@ -16,8 +16,10 @@
 
 #include "gmt_grow.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -182,6 +184,19 @@ uint64_t rec_torch_trace_time(uint64_t time_us) {
 
 /* ---- emit ------------------------------------------------------------------ */
 
+/* An annotation entry: a late range marker (ranges pair by name). */
+static int emit_range(const uint64_t *f, uint64_t ts, const char *name) {
+    if (!name)
+        return 0;
+    uint64_t id = 1469598103934665603ull; /* FNV-1a of the name */
+    for (const char *c = name; *c; c++)
+        id = (id ^ (uint8_t)*c) * 1099511628211ull;
+    int start = f[MEMREC_TORCH_ACTION] == MEMREC_TORCH_RANGE_START;
+    rec_late_emit_marker(start ? TRACE_MARK_RANGE_START : TRACE_MARK_RANGE_END, "torch", name, id,
+                         0, ts);
+    return 1;
+}
+
 /* One entry, by torch_history.h's rules: 1 when it became an event. */
 static int emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
     gmt_torch_entry e = {.action = f[MEMREC_TORCH_ACTION],
@@ -208,6 +223,7 @@ uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count) {
     uint32_t emitted = 0;
     uint32_t stacks[EMIT_CHUNK];
     uint64_t times[EMIT_CHUNK];
+    const char *names[EMIT_CHUNK];
     rec_late_open(); /* normally open since memrec_torch_history_on */
     for (uint32_t start = 0; start < count; start += EMIT_CHUNK) {
         uint32_t n = count - start > EMIT_CHUNK ? EMIT_CHUNK : count - start;
@@ -220,13 +236,25 @@ uint32_t memrec_torch_emit(const uint64_t *fields, uint32_t count) {
         for (uint32_t i = 0; i < n; i++) {
             const uint64_t *f = chunk + (size_t)i * MEMREC_TORCH_FIELDS;
             uint64_t sid = f[MEMREC_TORCH_STACK];
-            stacks[i] = sid && sid < stacks_cap ? stack_nodes[sid] : 0;
+            uint64_t action = f[MEMREC_TORCH_ACTION];
+            names[i] = NULL;
+            if (action == MEMREC_TORCH_RANGE_START || action == MEMREC_TORCH_RANGE_END) {
+                stacks[i] = 0; /* the id is a frame: its function names the range */
+                if (sid < frames_cap)
+                    names[i] = frames[sid].function; /* never freed */
+            } else {
+                stacks[i] = sid && sid < stacks_cap ? stack_nodes[sid] : 0;
+            }
             times[i] = trace_time_locked(f[MEMREC_TORCH_TIME_US], now);
         }
         pthread_mutex_unlock(&tables_lock);
         for (uint32_t i = 0; i < n; i++) {
             const uint64_t *f = chunk + (size_t)i * MEMREC_TORCH_FIELDS;
-            emitted += (uint32_t)emit_one(f, times[i], stacks[i]);
+            uint64_t action = f[MEMREC_TORCH_ACTION];
+            if (action == MEMREC_TORCH_RANGE_START || action == MEMREC_TORCH_RANGE_END)
+                emitted += (uint32_t)emit_range(f, times[i], names[i]);
+            else
+                emitted += (uint32_t)emit_one(f, times[i], stacks[i]);
         }
     }
     return emitted;
@@ -253,4 +281,27 @@ void memrec_torch_device(uint32_t device, uint64_t total_bytes, const char *name
 void memrec_torch_warn(uint32_t code, const char *message) {
     if (message)
         rec_warn_once(&warned[code & 63], "%s", message);
+}
+
+int memrec_torch_program_steps(void) { return rec_program_marked_steps(); }
+
+static void optimizer_step_marker(trace_marker_kind kind, int64_t step) {
+    char name[32];
+    snprintf(name, sizeof name, "step %" PRId64, step);
+    rec_emit_marker(kind, REC_OPTIMIZER_DOMAIN, name, 0, step);
+}
+
+int memrec_torch_optimizer_step(int64_t ended, int64_t begun) {
+    if (!rec_enabled() || rec_program_marked_steps())
+        return 0;
+    if (ended >= 0)
+        optimizer_step_marker(TRACE_MARK_STEP_END, ended);
+    if (begun >= 0)
+        optimizer_step_marker(TRACE_MARK_STEP_BEGIN, begun);
+    return 1;
+}
+
+void memrec_torch_report(const char *message) {
+    if (message)
+        rec_warn_once(NULL, "%s", message);
 }

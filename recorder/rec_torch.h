@@ -46,6 +46,13 @@ enum memrec_torch_field {
     MEMREC_TORCH_FIELDS
 };
 
+/* Actions beyond torch_history.h's, for PyTorch's annotations (record_function
+ * ranges, ProfilerStep#N: external_annotations START/END, or the legacy
+ * user_defined history entries): a late range marker at the entry's time,
+ * named by the frame whose id is in MEMREC_TORCH_STACK (its function name). */
+#define MEMREC_TORCH_RANGE_START 0x100u
+#define MEMREC_TORCH_RANGE_END 0x101u
+
 /* 1 while a session records (the Python side skips its drains otherwise). */
 MEMREC_EXPORT_TORCH int memrec_torch_recording(void);
 
@@ -91,6 +98,19 @@ MEMREC_EXPORT_TORCH void memrec_torch_device(uint32_t device, uint64_t total_byt
 
 /* One warning line through the recorder's log, once per `code` (0..63). */
 MEMREC_EXPORT_TORCH void memrec_torch_warn(uint32_t code, const char *message);
+
+/* The optimizer step hook (memrec_torch.py): step `ended` ends (< 0: none)
+ * and step `begun` begins, as memrec_step_end/begin would mark them, in
+ * domain REC_OPTIMIZER_DOMAIN. Marks nothing once the program marked a
+ * step itself (NVTX or memrec.h: one source of steps per run) and returns
+ * 0 then, 1 when it marked. */
+MEMREC_EXPORT_TORCH int memrec_torch_optimizer_step(int64_t ended, int64_t begun);
+
+/* 1 once the program marked a step itself (NVTX names, memrec.h). */
+MEMREC_EXPORT_TORCH int memrec_torch_program_steps(void);
+
+/* One line at exit through the recorder's log: what draining cost. */
+MEMREC_EXPORT_TORCH void memrec_torch_report(const char *message);
 
 /* Trace time of a PyTorch time_us in the current session (tests). */
 uint64_t rec_torch_trace_time(uint64_t time_us);

@@ -15,23 +15,27 @@ sitecustomize, turns that on and drains the new entries into the trace:
     boundary (torch.cuda.nvtx range_push/range_pop/mark/range_start/
     range_end of a name with "step" and a number: the drain runs before the
     marker, so each step's blocks lie inside it in the trace), and at exit;
-  - exactly once: per device, a high-water mark on time_us plus the number
-    of entries at exactly that time already taken, over the ring sorted by
-    time (stable), so entries sharing a microsecond are neither lost nor
-    repeated across drains;
-  - no loss: PyTorch's ring (max_entries) is resized to four times the
-    largest drain seen, so it always holds more than one interval of
-    entries; a ring that wrapped past the mark is reported once;
+  - exactly once: per device (and for the annotations), by content: the
+    last entries taken are found again in ring order near the high-water
+    mark (PyTorch re-fits its clock at every snapshot, so time_us moves);
+    re-stamped duplicates and gaps are counted and reported at exit;
+  - bounded cost: context="alloc", Python stacks, a ring sized once (a
+    second _record_memory_history call clears it in older PyTorch); the
+    interval shortens when a drain finds the ring over half full, and backs
+    off while drains cost more than DRAIN_SHARE of wall time;
+  - steps: a global optimizer step post-hook marks steps in a program that
+    marks none (no NVTX step, no memrec.h, no ProfilerStep#N annotation);
+  - annotations (global_record_annotations, or legacy user_defined entries)
+    become range markers;
   - interning: each distinct frame and stack crosses into libmemrec.so once
     (memrec_torch_define_frames/_stacks), entries then as flat uint64
     records (memrec_torch_emit; rec_torch.h describes both sides).
 
 Environment (the memrec launcher sets the first ones): MEMREC_TORCH=0 off;
-MEMREC_STACKS python (default: PyTorch records Python frames) or
-native/mixed (PyTorch's C++ frames too: much slower); MEMREC_STACK_DEPTH
-frames kept per stack (innermost); MEMREC_TORCH_DRAIN_MS;
-MEMREC_TORCH_RING, the ring's first size (default 65536), and
-MEMREC_TORCH_MAX_ENTRIES, the largest it may grow to (default 4194304).
+MEMREC_TORCH_STACKS=all asks PyTorch for its C++ frames too (much slower;
+memrec's own --stacks does not change PyTorch's); MEMREC_STACK_DEPTH frames
+kept per stack (innermost); MEMREC_TORCH_DRAIN_MS; MEMREC_TORCH_RING, the
+ring's size (default 262144), set once.
 
 Nothing here may harm the program: every failure is one memrec warning and
 the program goes on unrecorded.
@@ -57,7 +61,13 @@ FIELDS = 8  # uint64 per entry, in rec_torch.h's order
 # Large enough that a busy loop rarely outgrows it between two drains: a
 # resize calls _record_memory_history again, which in some PyTorch versions
 # clears the ring (what was recorded since the last drain is then lost).
-INITIAL_ENTRIES = 65536
+INITIAL_ENTRIES = 262144
+# A drain may take at most this share of wall time: a drain holds the GIL
+# and PyTorch's allocator lock for O(ring), stalling the training loop; 2%
+# is below the step-to-step noise of a training loop, so it cannot be seen
+# in throughput, and leaves 20 ms per second for a 1 s interval.
+DRAIN_SHARE = 0.02
+MAX_INTERVAL = 30.0
 MASK64 = (1 << 64) - 1
 STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
@@ -122,6 +132,12 @@ def load_library():
     lib.memrec_torch_drained.argtypes = [u64]
     lib.memrec_torch_warn.restype = None
     lib.memrec_torch_warn.argtypes = [u32, ctypes.c_char_p]
+    lib.memrec_torch_optimizer_step.restype = ctypes.c_int
+    lib.memrec_torch_optimizer_step.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    lib.memrec_torch_program_steps.restype = ctypes.c_int
+    lib.memrec_torch_program_steps.argtypes = []
+    lib.memrec_torch_report.restype = None
+    lib.memrec_torch_report.argtypes = [ctypes.c_char_p]
     return lib
 
 
@@ -129,42 +145,77 @@ def _text(value):
     return str(value if value is not None else "").encode("utf-8", "replace")
 
 
-class DeviceCursor:
-    """What of one device's ring has been drained: the highest time_us taken
-    and how many entries at exactly that time."""
+class Cursor:
+    """What of one ring (a device's history, or the annotations) has been
+    drained, by content: the keys of the last entries taken, in ring order.
 
-    __slots__ = ("time", "taken", "clock_went_back")
+    PyTorch re-fits its TSC->wall clock at every snapshot, so the same
+    entry's time_us can move by a microsecond or more between two drains:
+    an exact-time mark would take it twice or skip it. The ring keeps its
+    order, though, so the last TAIL keys taken are looked for near the mark
+    (entries within NEAR_US of it), and what follows them is new."""
+
+    TAIL = 16
+    NEAR_US = 20000
+
+    __slots__ = ("tail", "mark", "duplicates", "gaps", "clock_went_back")
 
     def __init__(self):
-        self.time = None
-        self.taken = 0
+        self.tail = []
+        self.mark = None
+        self.duplicates = self.gaps = 0
         self.clock_went_back = False
 
-    def take(self, entries, ring_size):
-        """The entries not drained yet, in time order, and whether the ring
-        wrapped past the mark (entries lost)."""
-        in_order = [e["time_us"] for e in entries if "time_us" in e]
-        # time_us is wall-clock time: after the clock is stepped back, new
-        # entries sort below the mark and would be skipped without a word.
-        if any(b < a - 1000 for a, b in zip(in_order, in_order[1:])) or (
-                self.time is not None and in_order and in_order[-1] < self.time - 1000):
-            self.clock_went_back = True
-        timed = sorted((e for e in entries if "time_us" in e), key=lambda e: e["time_us"])
-        if not timed:
+    def _anchor(self, keys, times):
+        """Index just after the tail's last occurrence, or None."""
+        tail, t = self.tail, len(self.tail)
+        low = self.mark - self.NEAR_US
+        i = len(keys) - t
+        while i >= 0 and times[i + t - 1] >= low:
+            if keys[i:i + t] == tail:
+                return i + t
+            i -= 1
+        for k in range(t - 1, 0, -1):  # the ring wrapped into the tail
+            if keys[:k] == tail[-k:]:
+                return k
+        return None
+
+    def take(self, entries, ring_size, key):
+        """The entries not drained yet, in ring order, and whether some were
+        lost (the ring wrapped past what was taken)."""
+        if not entries:
             return [], False
-        times = [e["time_us"] for e in timed]
-        start = 0
-        # A full ring that no longer reaches back to the mark (or, at the
-        # first drain, to the start of the history) has dropped entries.
-        lost = len(entries) >= ring_size and (self.time is None or times[0] > self.time)
-        if self.time is not None:
-            low = bisect.bisect_left(times, self.time)
-            high = bisect.bisect_right(times, self.time)
-            start = min(high, low + self.taken) if high > low else low
-        last = times[-1]
-        self.taken = len(times) - bisect.bisect_left(times, last)
-        self.time = last
-        return timed[start:], lost
+        keys = [key(e) for e in entries]
+        times = [e.get("time_us", 0) for e in entries]
+        lost = False
+        if self.mark is None:
+            start = 0
+            lost = len(entries) >= ring_size
+        else:
+            start = self._anchor(keys, times)
+            if start is None:
+                start = 0
+                self.gaps += 1
+                lost = True
+            self.duplicates += sum(1 for tm in times[:start] if tm > self.mark)
+        new = entries[start:]
+        if new:
+            if times[-1] < self.mark - 1000000 if self.mark is not None else False:
+                self.clock_went_back = True
+            self.tail = (self.tail + keys[start:])[-self.TAIL:]
+            self.mark = max(times[start:])
+        return new, lost
+
+
+def entry_key(e):
+    frames = e.get("frames") or ()
+    first = frames[0] if e.get("action") == "user_defined" and frames else None
+    return (e.get("action"), e.get("addr"), e.get("size"), e.get("stream"),
+            first.get("name") if first else None, first.get("filename") if first else None)
+
+
+def annotation_key(a):
+    return (a.get("stage"), a.get("name"), a.get("device"))
 
 
 class Interner:
@@ -199,6 +250,15 @@ class Interner:
             self.new_stacks.append(key)
         return sid
 
+    def name_of(self, name):
+        """A range name as a frame (name, "", 0): its id names the range."""
+        key = (name, "", 0)
+        fid = self.frames.get(key)
+        if fid is None:
+            fid = self.frames[key] = len(self.frames) + 1
+            self.new_frames.append(key)
+        return fid
+
     def flush(self, lib):
         n = len(self.new_frames)
         if n:
@@ -224,13 +284,12 @@ class Drainer:
 
     def __init__(self, torch, lib):
         self.torch, self.lib = torch, lib
-        mode = os.environ.get("MEMREC_STACKS", "python") or "python"
-        self.stacks = "python" if mode == "python" else "all"
-        self.interval = max(0.01, _env_int("MEMREC_TORCH_DRAIN_MS", 1000) / 1000.0)
-        self.max_entries_cap = max(INITIAL_ENTRIES,
-                                   _env_int("MEMREC_TORCH_MAX_ENTRIES", 1 << 22))
-        self.ring = min(self.max_entries_cap,
-                        max(16, _env_int("MEMREC_TORCH_RING", INITIAL_ENTRIES)))
+        # PyTorch's own C++ frames only when asked for (MEMREC_TORCH_STACKS=all):
+        # its most expensive mode; memrec's native stacks (--stacks) are its own.
+        self.stacks = "all" if os.environ.get("MEMREC_TORCH_STACKS") == "all" else "python"
+        self.interval = self.base_interval = max(
+            0.01, _env_int("MEMREC_TORCH_DRAIN_MS", 1000) / 1000.0)
+        self.ring = max(16, _env_int("MEMREC_TORCH_RING", INITIAL_ENTRIES))
         self.interner = Interner(_env_int("MEMREC_STACK_DEPTH", 64))
         self.cursors = {}
         self.lock = threading.Lock()
@@ -242,6 +301,12 @@ class Drainer:
         self.last_drain = 0.0
         self.drains = 0
         self.emitted = 0
+        self.drain_total = self.drain_max = self.drain_last = 0.0
+        self.backoffs = 0
+        self.floor_us = 0  # the last drain's instant: nothing later is stamped before it
+        self.annotation_steps = False  # ProfilerStep#N (or another step name) seen
+        self.opt_stepped = set()  # optimizers that stepped in the current step
+        self.opt_step = -1  # the optimizer hook's current step (-1: none yet)
 
     def warn(self, code, message):
         try:
@@ -252,10 +317,16 @@ class Drainer:
 
     # ---- turning PyTorch's history on ------------------------------------
 
-    def record(self, max_entries):
-        self.torch.cuda.memory._record_memory_history(
-            enabled="all", context="all", stacks=self.stacks, max_entries=max_entries)
-        self.ring = max_entries
+    def record(self):
+        """Once: calling _record_memory_history again clears the ring in some
+        PyTorch versions, so the ring is never resized while it records."""
+        kwargs = dict(enabled="all", context="alloc", stacks=self.stacks,
+                      max_entries=self.ring)
+        try:  # PyTorch >= 2.7 records record_function ranges for every thread
+            self.torch.cuda.memory._record_memory_history(global_record_annotations=True,
+                                                          **kwargs)
+        except TypeError:
+            self.torch.cuda.memory._record_memory_history(**kwargs)
 
     def enable(self):
         """Runs when CUDA initializes (inside torch.cuda._lazy_init: it must
@@ -268,7 +339,7 @@ class Drainer:
                 if self.lib is None:
                     self.broken = True
                     return
-            self.record(self.ring)
+            self.record()
             self.lib.memrec_torch_history_on()
             self.enabled = True
             self.thread = threading.Thread(target=self.loop, name="memrec-torch", daemon=True)
@@ -280,12 +351,16 @@ class Drainer:
 
     def loop(self):
         # Drains every interval, and soon after a step boundary asks for one
-        # (request_drain): never on the program's own thread, where a drain
-        # would stall the training loop for as long as the snapshot takes.
+        # (request_drain), but never sooner after the last drain than its cost
+        # allows (DRAIN_SHARE): a drain holds the GIL and PyTorch's allocator
+        # lock, so a fast loop's step boundaries must not each pay for one.
         while not self.stop.is_set():
             self.wake.wait(self.interval)
             self.wake.clear()
             if self.stop.is_set():
+                break
+            rest = self.last_drain + self.drain_last / DRAIN_SHARE - time.monotonic()
+            if rest > 0 and self.stop.wait(min(rest, self.interval)):
                 break
             self.drain()
 
@@ -299,6 +374,7 @@ class Drainer:
         if not self.enabled or self.broken:
             return
         with self.lock:
+            began = time.monotonic()
             try:
                 if not self.lib.memrec_torch_recording():
                     return
@@ -306,6 +382,7 @@ class Drainer:
                 # is emitted the writer may write up to here (late lane).
                 taken_us = time.time_ns() // 1000
                 self.drain_snapshot(self.torch.cuda.memory._snapshot())
+                self.floor_us = taken_us
                 self.lib.memrec_torch_drained(taken_us)
             except Exception as e:  # noqa: BLE001
                 self.broken = True
@@ -313,7 +390,20 @@ class Drainer:
                 self.warn(WARN_DRAIN, "draining PyTorch's allocator history failed (%s: %s): "
                           "its blocks are recorded no further" % (type(e).__name__, e))
             finally:
-                self.last_drain = time.monotonic()
+                self.account(began, time.monotonic())
+
+    def account(self, began, ended):
+        """Drain cost: counted, and the interval backed off while draining
+        costs more than DRAIN_SHARE of the wall time between drains."""
+        cost = ended - began
+        since = ended - self.last_drain if self.last_drain else self.interval
+        self.last_drain = ended
+        self.drain_last = cost
+        self.drain_total += cost
+        self.drain_max = max(self.drain_max, cost)
+        if cost > DRAIN_SHARE * max(since, 1e-6) and self.interval < MAX_INTERVAL:
+            self.interval = min(MAX_INTERVAL, max(self.interval * 2, cost / DRAIN_SHARE))
+            self.backoffs += 1
 
     def describe_device(self, device):
         """A device's record, the first time this process's history has
@@ -324,6 +414,14 @@ class Drainer:
             self.lib.memrec_torch_device(device, int(props.total_memory), _text(props.name))
         except Exception:  # noqa: BLE001 - CUPTI may name the device instead
             pass
+
+    def range_fields(self, t, stage, name, device):
+        if is_step_name(name):
+            self.annotation_steps = True
+        action = {"START": 0x100, "END": 0x101}.get(stage)
+        if action is None or not isinstance(name, str):
+            return None
+        return (t, action, 0, 0, 0, device, self.interner.name_of(name), 0)
 
     def drain_snapshot(self, snapshot):
         traces = snapshot.get("device_traces") or []
@@ -337,41 +435,103 @@ class Drainer:
                 self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its blocks "
                           "cannot be drained without duplicates and are not recorded")
                 continue
-            cursor = self.cursors.setdefault(device, DeviceCursor())
-            new, lost = cursor.take(entries, self.ring)
+            cursor = self.cursors.setdefault(device, Cursor())
+            new, lost = cursor.take(entries, self.ring, entry_key)
             if cursor.clock_went_back:
                 self.warn(WARN_CLOCK, "the wall clock went back while recording: PyTorch's "
                           "history is stamped with it, so some of its block events may be "
                           "missing or misplaced")
             if lost:
                 self.warn(WARN_LOST, "PyTorch's history wrapped between two drains: some "
-                          "block events are missing (set MEMREC_TORCH_DRAIN_MS lower)")
-                most_new = max(most_new, self.ring)
+                          "block events are missing (set MEMREC_TORCH_DRAIN_MS lower or "
+                          "MEMREC_TORCH_RING higher)")
             most_new = max(most_new, len(new))
             merged.extend((e["time_us"], device, i, e) for i, e in enumerate(new))
+        annotations = snapshot.get("external_annotations") or []
+        if annotations:
+            cursor = self.cursors.setdefault("annotations", Cursor())
+            new, _ = cursor.take(annotations, 1 << 62, annotation_key)
+            merged.extend((a.get("time_us", 0), -1, i, a) for i, a in enumerate(new))
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         fields = array.array("Q")
         by_object = {}  # id(frame dict) -> frame id, valid while `snapshot` lives
         stack_of = self.interner.stack_of
+        floor = self.floor_us
         for t, device, _, e in merged:
-            action = ACTIONS.get(e.get("action"))
-            if action is None:
-                continue
-            fields.extend((t & MASK64, action, (e.get("addr") or 0) & MASK64,
-                           (e.get("size") or 0) & MASK64, (e.get("stream") or 0) & MASK64,
-                           device, stack_of(e.get("frames"), by_object),
-                           (e.get("device_free") or 0) & MASK64))
+            t = max(t, floor)  # a re-fit clock never moves an entry before the last drain
+            if device < 0:
+                row = self.range_fields(t, e.get("stage"), e.get("name"),
+                                        max(0, e.get("device") or 0))
+            elif e.get("action") == "user_defined":
+                frames = e.get("frames") or [{}]
+                row = self.range_fields(t, frames[0].get("name"), frames[0].get("filename"),
+                                        device)
+            else:
+                action = ACTIONS.get(e.get("action"))
+                row = None if action is None else (
+                    t & MASK64, action, (e.get("addr") or 0) & MASK64,
+                    (e.get("size") or 0) & MASK64, (e.get("stream") or 0) & MASK64,
+                    device, stack_of(e.get("frames"), by_object),
+                    (e.get("device_free") or 0) & MASK64)
+            if row is not None:
+                fields.extend(row)
         self.interner.flush(self.lib)
         count = len(fields) // FIELDS
         if count:
             address, _ = fields.buffer_info()
             self.emitted += self.lib.memrec_torch_emit(address, count)
         self.drains += 1
-        if most_new * 2 > self.ring and self.ring < self.max_entries_cap:
-            target = self.ring
-            while target < 4 * most_new and target < self.max_entries_cap:
-                target *= 2
-            self.record(min(target, self.max_entries_cap))
+        # The ring is never resized: the interval follows the observed rate
+        # instead, so a drain finds the ring at most half full.
+        if most_new * 2 > self.ring and self.interval > 0.01:
+            self.interval = max(0.01, self.interval / 2)
+
+    # ---- steps from the optimizer ----------------------------------------
+
+    def optimizer_stepped(self, optimizer, args, kwargs):
+        """torch.optim's global step post-hook: an iteration ends when an
+        optimizer that already stepped in the current step steps again (a
+        GAN's two optimizers make one step). Silent for the whole run once
+        the program marks steps itself (NVTX, memrec.h: the library knows) or
+        PyTorch's annotations carry them (ProfilerStep#N)."""
+        try:
+            if not self.enabled or self.broken or self.annotation_steps:
+                return
+            key = id(optimizer)
+            if self.opt_step < 0:
+                # The first step: one drain here, so a profiler's ProfilerStep#0
+                # (drained, not seen live) takes precedence from the start.
+                self.drain()
+                if self.annotation_steps or self.lib.memrec_torch_program_steps():
+                    return
+                if self.lib.memrec_torch_optimizer_step(-1, 0):
+                    self.opt_step, self.opt_stepped = 0, {key}
+                return
+            if key not in self.opt_stepped:
+                self.opt_stepped.add(key)
+                return
+            if self.lib.memrec_torch_optimizer_step(self.opt_step, self.opt_step + 1):
+                self.opt_step += 1
+                self.opt_stepped = {key}
+                self.request_drain()
+        except Exception:  # noqa: BLE001 - never break the training loop
+            pass
+
+    def report(self):
+        if not self.drains or self.lib is None:
+            return
+        dup = sum(c.duplicates for c in self.cursors.values())
+        gaps = sum(c.gaps for c in self.cursors.values())
+        text = ("PyTorch history: %d drains, %.1f ms in all, %.1f ms at most; %d entries "
+                "re-stamped by PyTorch's clock and not taken twice; %d gaps"
+                % (self.drains, self.drain_total * 1e3, self.drain_max * 1e3, dup, gaps))
+        if self.backoffs:
+            text += "; drains cost over %d%% of the time: interval backed off to %d ms" % (
+                round(DRAIN_SHARE * 100), round(self.interval * 1000))
+        try:
+            self.lib.memrec_torch_report(text.encode())
+        except Exception:  # noqa: BLE001
+            pass
 
     # ---- steps, exit, fork --------------------------------------------------
 
@@ -437,6 +597,7 @@ class Drainer:
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(timeout=10)
         self.drain()
+        self.report()
 
     def after_fork_in_child(self):
         """The child records nothing of ours (libmemrec stops there too)."""
@@ -462,6 +623,10 @@ def torch_imported(torch):
     cuda = torch.cuda
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
+    register = getattr(getattr(getattr(torch, "optim", None), "optimizer", None),
+                       "register_optimizer_step_post_hook", None)
+    if register is not None:  # torch >= 2.0
+        register(d.optimizer_stepped)
     atexit.register(d.at_exit)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=d.after_fork_in_child)

@@ -74,6 +74,57 @@ torch.cuda.memory.fake_devices, torch.cuda.memory.fake_device = 4, 2
 torch.cuda.fake_free(torch.cuda.fake_alloc(512))
 """
 
+# A plain loop: no NVTX, one optimizer; then a GAN's two optimizers.
+PLAIN = """\
+import time
+import torch
+opt = torch.optim.SGD()
+d_opt, g_opt = torch.optim.SGD(), torch.optim.SGD()
+keep = []
+for i in range(4):
+    a = torch.cuda.fake_alloc(4096)
+    keep.append(torch.cuda.fake_alloc(1024))
+    torch.cuda.fake_free(a)
+    time.sleep(0.002)
+    if GAN:
+        d_opt.step()
+        g_opt.step()
+    else:
+        opt.step()
+    time.sleep(0.002)
+"""
+
+# A program that marks its steps itself: the optimizer hook stays silent.
+MARKED = """\
+import time
+import torch
+opt = torch.optim.SGD()
+for i in range(3):
+    torch.cuda.nvtx.range_push(f"step {i}")
+    torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
+    opt.step()
+    time.sleep(0.002)
+    torch.cuda.nvtx.range_pop()
+"""
+
+# torch.profiler's ProfilerStep#N ranges, as the allocator records them.
+PROFILED = """\
+import time
+import torch
+torch.cuda.memory.fake_legacy_annotations = LEGACY
+opt = torch.optim.SGD()
+torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+time.sleep(0.0003)
+for i in range(3):
+    torch.cuda.fake_range(f"ProfilerStep#{i}", "START")
+    time.sleep(0.0003)
+    torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
+    opt.step()
+    time.sleep(0.0003)
+    torch.cuda.fake_range(f"ProfilerStep#{i}", "END")
+    time.sleep(0.0003)
+"""
+
 USER_SITE = 'print("user sitecustomize ran")\n'
 
 
@@ -120,9 +171,17 @@ def main():
                                                            "MEMREC_TORCH_RING": "256"})
         check(out.returncode == 0, "train.py ran: %r" % out.stderr)
         check("user sitecustomize ran" in out.stdout, "the hidden sitecustomize still ran")
-        check("memrec: " not in out.stderr.replace("memrec: no CUDA", "").replace(
-            "memrec: trace written", ""), "no recorder warning: %r" % out.stderr)
-        check("rings [256, 1024]" in out.stdout, "the ring grew once: %r" % out.stdout)
+        quiet = [line for line in out.stderr.splitlines() if line.startswith("memrec: ") and
+                 not line.startswith(("memrec: no CUDA", "memrec: trace written",
+                                      "memrec: PyTorch history: "))]
+        check(quiet == [], "no recorder warning: %r" % out.stderr)
+        check("rings [256]" in out.stdout, "the ring is sized once, never resized: %r"
+              % out.stdout)
+        report = [line for line in out.stderr.splitlines() if "PyTorch history: " in line]
+        check(len(report) == 1 and " drains, " in report[0] and " ms at most" in report[0] and
+              "0 gaps" in report[0], "drain cost reported at exit: %r" % report)
+        check(bool(report) and " 0 entries re-stamped" not in report[0],
+              "entries PyTorch's clock re-fit moved are counted: %r" % report)
         drains = [int(line.split()[1]) for line in out.stdout.splitlines()
                   if line.startswith("drains ")]
         check(drains and drains[0] >= 12, "several drains before exit: %r" % drains)
@@ -158,6 +217,43 @@ def main():
                   sites[0]["growth_bytes_per_step"] == 1024, "leaks names the line: %r" % sites)
         else:
             check(False, "train.py left a trace")
+
+        # ---- 1b. PyTorch's settings: alloc context, Python stacks, annotations
+        out, trace, _ = record("settings", TRAIN.replace("print(\"rings\", [s[3]", "print(\"set\", [s[:3]").replace(
+            "d = memrec_torch", "print('annot', torch.cuda.memory._record_annotations)\nd = memrec_torch"),
+            options=("--stacks", "native"))
+        check("set [('all', 'alloc', 'python')]" in out.stdout and "annot True" in out.stdout,
+              "context=alloc, Python stacks even with --stacks native, annotations: %r"
+              % out.stdout)
+
+        # ---- 1c. steps from the optimizer: a plain loop, a GAN --------------
+        for gan in (False, True):
+            out, trace, _ = record("plain%d" % gan, "GAN = %r\n" % gan + PLAIN)
+            check(out.returncode == 0, "plain loop ran: %r" % out.stderr)
+            if os.path.exists(trace):
+                steps = sql(trace, "SELECT step FROM steps ORDER BY step")
+                check([r["step"] for r in steps] == [0, 1, 2, 3],
+                      "optimizer steps (gan=%r): one step per iteration: %r" % (gan, steps))
+        out, trace, _ = record("marked", MARKED)
+        if os.path.exists(trace):
+            names = sql(trace, "SELECT count(*) AS n FROM markers WHERE domain = "
+                               "'memrec.optimizer'")
+            check(names == [{"n": 0}], "NVTX steps win: the hook stays silent: %r" % names)
+            steps = sql(trace, "SELECT step FROM steps ORDER BY step")
+            check([r["step"] for r in steps] == [0, 1, 2], "NVTX steps: %r" % steps)
+
+        # ---- 1d. ProfilerStep#N annotations, both forms ----------------------
+        for legacy in (False, True):
+            out, trace, _ = record("prof%d" % legacy, "LEGACY = %r\n" % legacy + PROFILED)
+            check(out.returncode == 0, "profiled ran: %r" % out.stderr)
+            if os.path.exists(trace):
+                steps = sql(trace, "SELECT step, end_event_id - begin_event_id AS n FROM steps "
+                                   "ORDER BY step")
+                check([(r["step"], r["n"]) for r in steps] == [(0, 3), (1, 3), (2, 3)],
+                      "ProfilerStep#N ranges are the steps (legacy=%r): %r" % (legacy, steps))
+                hook = sql(trace, "SELECT count(*) AS n FROM markers WHERE domain = "
+                                  "'memrec.optimizer'")
+                check(hook == [{"n": 0}], "annotation steps win over the hook: %r" % hook)
 
         # ---- 2. a burst larger than the ring --------------------------------
         out, trace, _ = record("burst", BURST, extra={"MEMREC_TORCH_RING": "32"})

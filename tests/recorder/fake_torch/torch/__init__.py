@@ -16,6 +16,15 @@ matter to it:
   - a fake allocator the test scripts call (torch.cuda.fake_alloc/free,
     fake_oom) that makes PyTorch's entries: a new segment per block,
     sized as the caching allocator would (2 MiB small, 20 MiB large).
+  - torch.optim: Optimizer, SGD, register_optimizer_step_post_hook;
+  - annotations (record_function ranges): external_annotations entries
+    {device, stage START|END, name, time_us} when the history records them
+    (global_record_annotations), or, with memory.fake_legacy_annotations,
+    PyTorch 2.4-2.6's user_defined history entries (one frame: name
+    START|END, filename the range name, line 0);
+  - the clock re-fit: each _snapshot re-fits PyTorch's TSC->wall clock, so
+    every time_us of a snapshot moves by a few microseconds (a cycle here);
+  - a second _record_memory_history call clears the ring (older PyTorch).
 time_us is rounded up to 100 us here, so many entries share a time.
 """
-from . import cuda  # noqa: F401
+from . import cuda, optim  # noqa: F401

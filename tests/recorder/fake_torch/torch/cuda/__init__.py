@@ -88,3 +88,8 @@ def fake_free(addr, stream_use=False):
 
 def fake_oom(requested, device_free):
     memory._record("oom", 0, requested, 0, _frames(2), device_free=device_free)
+
+
+def fake_range(name, stage):
+    """A record_function range's START or END, as the allocator records it."""
+    memory._annotate(stage, name)

@@ -19,15 +19,34 @@ def _frame(filename, line, name):
     return f
 
 
+_annotations = []
+_record_annotations = False
+fake_legacy_annotations = False  # PyTorch 2.4-2.6: user_defined entries instead
+_refits = (0, 3, -2, 1)  # us each snapshot's clock re-fit moves time_us by
+_snapshots = 0
+
+
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=1 << 62,
-                           device=None):
-    global _enabled, _max_entries, _next
+                           device=None, clear_history=False, compile_context=False,
+                           global_record_annotations=False, skip_actions=None):
+    global _enabled, _max_entries, _next, _record_annotations
     settings.append((enabled, context, stacks, max_entries))
     _enabled = enabled is not None and enabled is not False
+    _record_annotations = bool(global_record_annotations)
     _max_entries = max(1, max_entries)
+    del _ring[:]  # older PyTorch: a new call starts a new history
+    _next = 0
+
+
+def _annotate(stage, name):
+    """A record_function range's START or END (torch.cuda.fake_range)."""
     if not _enabled:
-        del _ring[:]
-        _next = 0
+        return
+    if fake_legacy_annotations:
+        _record("user_defined", 0, 0, 0, [{"name": stage, "filename": name, "line": 0}])
+    elif _record_annotations:
+        _annotations.append({"device": fake_device, "stage": stage, "name": name,
+                             "time_us": _time_us()})
 
 
 def _time_us():
@@ -55,10 +74,15 @@ def _record(action, addr, size, stream, frames, device_free=None):
 
 
 def _snapshot(device=None):
+    global _snapshots
+    shift = _refits[_snapshots % len(_refits)]
+    _snapshots += 1
     if len(_ring) < _max_entries:
         trace = list(_ring)
     else:
         trace = _ring[_next:] + _ring[:_next]
     traces = [[] for _ in range(max(fake_devices, fake_device + 1))]
-    traces[fake_device] = [dict(e) for e in trace]
-    return {"segments": [], "device_traces": traces}
+    traces[fake_device] = [dict(e, time_us=e["time_us"] + shift) for e in trace]
+    return {"segments": [], "device_traces": traces,
+            "external_annotations": [dict(a, time_us=a["time_us"] + shift)
+                                     for a in _annotations]}

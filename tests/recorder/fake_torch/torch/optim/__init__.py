@@ -1,0 +1,3 @@
+"""torch.optim of the fake torch: Optimizer and SGD (see torch/__init__.py)."""
+from . import optimizer  # noqa: F401
+from .optimizer import SGD, Optimizer  # noqa: F401
