@@ -465,6 +465,13 @@ int rec_writer_stop(void) {
     pthread_join(wr.thread, NULL);
     wr.running = 0;
     drain(1);
+    if (wr.window && !wr.halted) {
+        /* --start-step never matched: keep what is live now (as the seed) rather than an
+         * empty trace, and say so */
+        rec_warn_once(NULL, "--start-step: no step of that number or later was marked; the trace "
+                            "holds only what was live at the end");
+        open_window(rec_clock_ns());
+    }
     trace_end end = {.ts_ns = rec_clock_ns(),
                      .events = trace_writer_events(wr.w),
                      .dropped = rec_buffers_dropped(),
@@ -479,7 +486,7 @@ int rec_writer_stop(void) {
     wr.w = NULL;
     wr.fd = -1; /* closed with the writer */
     rec_modules_free(wr.modules);
-    rec_window_free(wr.window); /* the window never opened: the trace holds no events */
+    rec_window_free(wr.window); /* after a write error: never opened */
     free(wr.stack_map);
     free(wr.views);
     /* No sem_destroy: a producer that saw `running` just before it was

@@ -415,6 +415,33 @@ static void test_start_step_window(void) {
     rb_free(&rb);
 }
 
+/* --start-step 5 in a run that never reaches step 5: the trace keeps what is live at the
+ * end as its seed (not an empty file), and the recorder says so. */
+static void test_start_step_never_matched(void) {
+    rec_config c;
+    rb_config(&c, "window-never.zst", 16);
+    c.stack_depth = 0;
+    c.has_start_step = 1;
+    c.start_step = 5;
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0xA000, 4096); /* live at the end */
+    rec_emit_marker(TRACE_MARK_RANGE_PUSH, NULL, "step 1", 0, 0);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 0xA000, 512); /* freed */
+    emit_op(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 0xA000, 512);
+    rec_emit_marker(TRACE_MARK_RANGE_POP, NULL, NULL, 0, 0);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(rb_read(c.path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 1);
+    if (rb.n_events == 1)
+        CHECK(rb.events[0].addr == 0xA000 && rb.events[0].level == TRACE_LEVEL_SEGMENT);
+    CHECK_EQ_U64(rb.n_markers, 1);
+    if (rb.n_markers == 1)
+        CHECK(rb.markers[0].kind == TRACE_MARK_SEED_END);
+    rb_free(&rb);
+}
+
 /* A free stamped at its call's entry but emitted at its exit (cuMemFree
  * may synchronise for long in between): while the call is open, the writer
  * writes nothing newer, so another thread's later reuse of the address
@@ -580,6 +607,7 @@ int main(void) {
     test_sigkill_loses_at_most_a_second();
     test_late_lane_keeps_time_order();
     test_start_step_window();
+    test_start_step_never_matched();
     test_open_call_holds_the_writer();
     test_shared_path_falls_back();
     test_open_call_hold_is_bounded();

@@ -5,7 +5,7 @@ NVTX), memrec runs Python scripts as a user would, and memanalyze reads
 the traces back.
 
   1. a training-like loop (6 NVTX steps, drains every 50 ms, at each step
-     boundary and at exit, a ring that must grow from 256 entries): every
+     boundary and at exit, a ring sized once for the whole run): every
      block, free_requested, free and segment arrives exactly once, each step
      holds exactly its own events, the leaking line is named with its bytes
      per step, stacks carry the script's file and line, the block allocated
@@ -167,15 +167,18 @@ def main():
             return sql_json(memanalyze, trace, query)
 
         # ---- 1. the training-like loop ------------------------------------
+        # The ring holds the whole run (~1 200 entries): on a loaded machine (ctest -j 16) the
+        # drain thread may not run for seconds, and what this case checks (each entry taken
+        # once across many drains, steps) must not depend on it; a ring too small is case 2.
         out, trace, script = record("train", TRAIN, extra={"MEMREC_TORCH_DRAIN_MS": "50",
-                                                           "MEMREC_TORCH_RING": "256"})
+                                                           "MEMREC_TORCH_RING": "4096"})
         check(out.returncode == 0, "train.py ran: %r" % out.stderr)
         check("user sitecustomize ran" in out.stdout, "the hidden sitecustomize still ran")
         quiet = [line for line in out.stderr.splitlines() if line.startswith("memrec: ") and
                  not line.startswith(("memrec: no CUDA", "memrec: trace written",
                                       "memrec: PyTorch history: "))]
         check(quiet == [], "no recorder warning: %r" % out.stderr)
-        check("rings [256]" in out.stdout, "the ring is sized once, never resized: %r"
+        check("rings [4096]" in out.stdout, "the ring is sized once, never resized: %r"
               % out.stdout)
         report = [line for line in out.stderr.splitlines() if "PyTorch history: " in line]
         check(len(report) == 1 and " drains, " in report[0] and " ms at most" in report[0] and
@@ -184,7 +187,8 @@ def main():
               "entries PyTorch's clock re-fit moved are counted: %r" % report)
         drains = [int(line.split()[1]) for line in out.stdout.splitlines()
                   if line.startswith("drains ")]
-        check(drains and drains[0] >= 12, "several drains before exit: %r" % drains)
+        # (how many depends on the machine's load: at least the step boundaries' requests)
+        check(drains and drains[0] >= 3, "several drains before exit: %r" % drains)
         if os.path.exists(trace):
             counts = {(r["op"], r["level"]): r["n"] for r in sql(
                 trace, "SELECT op, level, count(*) AS n FROM events "
