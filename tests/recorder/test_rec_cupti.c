@@ -335,6 +335,14 @@ static void check_event(const trace_event *e, const want *w, uint32_t tid) {
     CHECK(e->tid == tid && e->stack_id != 0);
 }
 
+/* The trace's events are exactly `w[0 .. n)`, all made on this thread. */
+static void check_events(const readback *rb, const want *w, size_t n) {
+    CHECK_EQ_U64(rb->n_events, n);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    for (size_t i = 0; i < n && i < rb->n_events; i++)
+        check_event(&rb->events[i], &w[i], tid);
+}
+
 static void describe_counter(char *out, size_t len, const trace_counter *c) {
     snprintf(out, len, "%s dev %u key 0x%llx value %llu", trace_counter_kind_name(c->kind),
              c->device, (unsigned long long)c->key, (unsigned long long)c->value);
@@ -395,10 +403,7 @@ static void test_every_cbid(void) {
     readback rb;
     CHECK(rb_read(path, &rb) == 0);
     size_t n_want = sizeof every_cbid_events / sizeof every_cbid_events[0];
-    CHECK_EQ_U64(rb.n_events, n_want);
-    uint32_t tid = (uint32_t)syscall(SYS_gettid);
-    for (size_t i = 0; i < n_want && i < rb.n_events; i++)
-        check_event(&rb.events[i], &every_cbid_events[i], tid);
+    check_events(&rb, every_cbid_events, n_want);
     size_t n_counters = sizeof every_cbid_counters / sizeof every_cbid_counters[0];
     CHECK_EQ_U64(rb.n_counters, n_counters);
     for (size_t i = 0; i < n_counters && i < rb.n_counters; i++) {
@@ -532,10 +537,7 @@ static void test_nccl_cumem(void) {
     readback rb;
     CHECK(rb_read(path, &rb) == 0);
     size_t n_want = sizeof events / sizeof events[0];
-    CHECK_EQ_U64(rb.n_events, n_want);
-    uint32_t tid = (uint32_t)syscall(SYS_gettid);
-    for (size_t i = 0; i < n_want && i < rb.n_events; i++)
-        check_event(&rb.events[i], &events[i], tid);
+    check_events(&rb, events, n_want);
     CHECK_EQ_U64(rb.n_devices, 1);
     if (rb.n_events == n_want) /* the deferred release is the unmap's moment */
         CHECK_EQ_U64(rb.events[14].ts_ns, rb.events[13].ts_ns);
