@@ -7,7 +7,7 @@ if(TARGET memrec AND TARGET memanalyze)
             ${CMAKE_CURRENT_BINARY_DIR}/run_all)
   set_tests_properties(gpu_run_all PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
   add_test(NAME gpu_run_all_skip
-    COMMAND bash -c "out=$(GMT_RUN_ALL_NO_GPU=1 bash \"$0\" \"$1\" \"$2\"); rc=$?; echo \"$out\"; [ $rc -eq 77 ] && [ \"\${out#SKIP: }\" != \"$out\" ] && [ ! -e \"$2\" ]"
+    COMMAND bash -c "out=$(bash \"$0\" --pretend-no-gpu \"$1\" \"$2\"); rc=$?; echo \"$out\"; [ $rc -eq 77 ] && [ \"\${out#SKIP: }\" != \"$out\" ] && [ ! -e \"$2\" ]"
             ${CMAKE_CURRENT_SOURCE_DIR}/run_all.sh ${PROJECT_BINARY_DIR}
             ${CMAKE_CURRENT_BINARY_DIR}/run_all_skip)
 endif()

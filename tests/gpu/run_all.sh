@@ -2,7 +2,7 @@
 # run_all.sh — everything that needs a GPU, in one go of a few minutes, from a build made
 # elsewhere (copy the build folder and the source tree to the GPU machine, then run this).
 #
-#   tests/gpu/run_all.sh BUILD_DIR OUT_DIR
+#   tests/gpu/run_all.sh [--steps N] [--pretend-no-gpu] BUILD_DIR OUT_DIR
 #
 # 1. the CUDA samples (samples/cuda, every scenario) under memrec, each checked event by event
 #    (tests/gpu/test_cuda_samples.py), their raw CUPTI callback logs saved as fixtures;
@@ -22,10 +22,22 @@
 # OUT_DIR receives: verdicts.txt (one line per check), figures.tsv (mode, bare and memrec
 # steps/s, overhead), fixtures/cupti/*.log (to review and copy into tests/fixtures/cupti, see its
 # README), traces/ and logs/. Exit 0: every check that ran passed; 1: some failed; 77: no GPU
-# here, or none the driver can use (the reason on stdout), nothing checked. GMT_RUN_ALL_NO_GPU=1 pretends there is none (the ctest here).
+# here, or none the driver can use (the reason on stdout), nothing checked. --pretend-no-gpu
+# takes the first way out (the ctest that checks the skip); --steps sets train.py's steps (30).
 set -u
-build=${1:?usage: run_all.sh BUILD_DIR OUT_DIR}
-out=${2:?usage: run_all.sh BUILD_DIR OUT_DIR}
+usage="usage: run_all.sh [--steps N] [--pretend-no-gpu] BUILD_DIR OUT_DIR"
+steps=30
+no_gpu=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --steps) steps=${2:?$usage} && shift 2 ;;
+    --pretend-no-gpu) no_gpu=1 && shift ;;
+    -*) echo "$usage" >&2 && exit 2 ;;
+    *) break ;;
+    esac
+done
+build=${1:?$usage}
+out=${2:?$usage}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$(cd "$build" && pwd)
@@ -34,7 +46,6 @@ memanalyze=$build/analyzer/memanalyze
 sample=$build/samples/cuda/cuda_sample
 train=$src/samples/pytorch/train.py
 py=${PYTHON:-python3}
-steps=${GMT_RUN_ALL_STEPS:-30}
 
 skip() {
     echo "SKIP: $*"
@@ -42,7 +53,7 @@ skip() {
 }
 
 # ---- is there a GPU? --------------------------------------------------------------------------
-[ "${GMT_RUN_ALL_NO_GPU:-0}" = 1 ] && skip "GMT_RUN_ALL_NO_GPU=1: pretending there is no GPU"
+[ "$no_gpu" = 1 ] && skip "--pretend-no-gpu: as if there were no GPU"
 command -v nvidia-smi >/dev/null 2>&1 || skip "no nvidia-smi: no NVIDIA driver on this machine"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$ngpu" -ge 1 ] || skip "nvidia-smi lists no GPU ($(nvidia-smi -L 2>&1 | head -1))"
