@@ -17,6 +17,13 @@
  * releases at their entry (the program gave it up then), so a block freed
  * on one thread and handed out again on another never looks overlapping.
  *
+ * VMM physical memory lives while a reference or a mapping of its handle
+ * does (rec_cupti_driver.h counts both): a cuMemRelease of a handle still
+ * mapped or retained records nothing, and the phys_release is written by
+ * whichever release or unmap ends it. Handles imported from a peer and
+ * multicast objects are not this process's memory: their maps and unmaps
+ * are not recorded (NCCL imports every peer's buffers).
+ *
  * The handler's own driver calls go through rec_cupti_driver.h; nothing
  * here allocates or locks, and every failure means "not recorded".
  *
@@ -132,6 +139,8 @@ static void record_alloc_like(rec_call_info *ci, CUresult result, uint32_t ctx_d
         op = TRACE_OP_VA_RESERVE;
     else if (ci->cls == REC_CALL_MAP) {
         op = TRACE_OP_MAP;
+        if (rec_cupti_vmm_mapped(ci->addr, ci->size, (uint64_t)ci->handle) == REC_VMM_FOREIGN)
+            return; /* a peer's memory (or a multicast object's): not this process's */
         uint32_t handle_device;
         if (rec_cupti_handle_location(ci->handle, &handle_device, &ci->kind) == 0)
             device = handle_device;
@@ -139,6 +148,8 @@ static void record_alloc_like(rec_call_info *ci, CUresult result, uint32_t ctx_d
     /* The pointer's own device, as the free will see it. */
     if (ci->cls == REC_CALL_ALLOC || ci->cls == REC_CALL_MAP)
         rec_cupti_pointer_device(ci->addr, &device);
+    if (op == TRACE_OP_PHYS_CREATE)
+        rec_cupti_vmm_created(ci->addr, device, ci->kind, 0);
     emit(op, ci, device, (uint64_t)(uintptr_t)pool, stack, ts);
     if (pool)
         rec_cupti_sample_pool(pool, device, ts);
@@ -171,8 +182,25 @@ static void note_release(open_call *oc, const rec_call_info *ci, uint32_t ctx_de
     }
 }
 
+/* The physical memory an unmap released with its handles' last mapping
+ * (released before, while still mapped): a phys_release each, with the
+ * unmap's time and stack. */
+static void record_unmap(const open_call *oc, rec_call_info *ci) {
+    rec_vmm_gone gone[8];
+    size_t n_gone = 0;
+    if (rec_cupti_vmm_unmapped(ci->addr, ci->size, gone, sizeof gone / sizeof gone[0], &n_gone) !=
+        REC_VMM_FOREIGN)
+        emit(TRACE_OP_UNMAP, ci, oc->device, 0, oc->entry_stack, oc->entry_ts);
+    for (size_t i = 0; i < n_gone; i++) {
+        rec_call_info release = {
+            .cls = REC_CALL_PHYS_RELEASE, .kind = gone[i].kind, .addr = gone[i].handle};
+        emit(TRACE_OP_PHYS_RELEASE, &release, gone[i].device, 0, oc->entry_stack, oc->entry_ts);
+    }
+}
+
 static void record_release(const open_call *oc, rec_call_info *ci) {
     uint8_t op;
+    uint32_t device = oc->device;
     switch (ci->cls) {
     case REC_CALL_FREE:
         if (!ci->addr)
@@ -180,14 +208,28 @@ static void record_release(const open_call *oc, rec_call_info *ci) {
         op = TRACE_OP_FREE;
         break;
     case REC_CALL_UNMAP:
-        op = TRACE_OP_UNMAP;
-        break;
+        ci->kind = oc->kind;
+        record_unmap(oc, ci);
+        return;
     case REC_CALL_VA_FREE:
         op = TRACE_OP_VA_FREE;
         break;
-    case REC_CALL_PHYS_RELEASE:
+    case REC_CALL_PHYS_RELEASE: {
+        uint8_t kind = oc->kind;
+        switch (rec_cupti_vmm_released(ci->addr, &device, &kind)) {
+        case REC_VMM_HELD: /* still mapped or retained: released with the last of them */
+        case REC_VMM_FOREIGN:
+            return;
+        case REC_VMM_GONE:
+            ci->kind = kind;
+            emit(TRACE_OP_PHYS_RELEASE, ci, device, 0, oc->entry_stack, oc->entry_ts);
+            return;
+        case REC_VMM_UNKNOWN:
+            break;
+        }
         op = TRACE_OP_PHYS_RELEASE;
         break;
+    }
     case REC_CALL_POOL_TRIM:
         op = TRACE_OP_POOL_TRIM;
         break;
@@ -196,7 +238,7 @@ static void record_release(const open_call *oc, rec_call_info *ci) {
     }
     if (ci->cls != REC_CALL_VA_FREE)
         ci->kind = oc->kind; /* what the entry learned (a managed cuMemFree, a host handle) */
-    emit(op, ci, oc->device, oc->pool, oc->entry_stack, oc->entry_ts);
+    emit(op, ci, device, oc->pool, oc->entry_stack, oc->entry_ts);
     if (oc->pool)
         rec_cupti_sample_pool((CUmemoryPool)(uintptr_t)oc->pool, oc->device, 0);
 }
@@ -293,6 +335,14 @@ static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
         break;
     case REC_CALL_POOL_DESTROY:
         break; /* no memory moves now: it goes with the pool's last free */
+    case REC_CALL_PHYS_RETAIN:
+        if (ok)
+            rec_cupti_vmm_retained(ci.addr);
+        break;
+    case REC_CALL_PHYS_IMPORT:
+        if (ok)
+            rec_cupti_vmm_created(ci.addr, ctx_device, TRACE_KIND_DEVICE, 1);
+        break;
     default:
         if (ok)
             record_release(oc, &ci);

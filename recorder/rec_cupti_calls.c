@@ -35,6 +35,11 @@ static const CUpti_CallbackId handled_cbids[] = {
     CBID(cuMemRelease),
     CBID(cuMemMap),
     CBID(cuMemUnmap),
+    CBID(cuMemRetainAllocationHandle),
+    CBID(cuMemImportFromShareableHandle),
+#if CUDA_VERSION >= 12010 /* multicast objects came with CUDA 12.1 */
+    CBID(cuMulticastCreate),
+#endif
 };
 
 size_t rec_call_cbids(const CUpti_CallbackId **out) {
@@ -86,6 +91,13 @@ rec_call_class rec_call_class_of(CUpti_CallbackId cbid) {
         return REC_CALL_MAP;
     case CBID(cuMemUnmap):
         return REC_CALL_UNMAP;
+    case CBID(cuMemRetainAllocationHandle):
+        return REC_CALL_PHYS_RETAIN;
+    case CBID(cuMemImportFromShareableHandle):
+#if CUDA_VERSION >= 12010
+    case CBID(cuMulticastCreate):
+#endif
+        return REC_CALL_PHYS_IMPORT;
     default:
         return REC_CALL_NONE;
     }
@@ -253,6 +265,24 @@ static int decode_pool_vmm(CUpti_CallbackId cbid, const void *params, int rd, re
         set_sizes(c, p->size);
         return 0;
     }
+    case CBID(cuMemRetainAllocationHandle): {
+        const cuMemRetainAllocationHandle_params *p = params;
+        c->addr = rd && p->handle ? (uint64_t)*p->handle : 0;
+        return 0;
+    }
+    case CBID(cuMemImportFromShareableHandle): {
+        const cuMemImportFromShareableHandle_params *p = params;
+        c->addr = rd && p->handle ? (uint64_t)*p->handle : 0;
+        return 0;
+    }
+#if CUDA_VERSION >= 12010
+    case CBID(cuMulticastCreate): {
+        const cuMulticastCreate_params *p = params;
+        c->addr = rd && p->mcHandle ? (uint64_t)*p->mcHandle : 0;
+        set_sizes(c, p->prop ? p->prop->size : 0);
+        return 0;
+    }
+#endif
     default:
         return -1;
     }

@@ -26,6 +26,9 @@ typedef enum rec_call_class {
     REC_CALL_PHYS_RELEASE,
     REC_CALL_MAP, /* cuMemMap / cuMemUnmap: a VA range backed by a handle */
     REC_CALL_UNMAP,
+    REC_CALL_PHYS_RETAIN, /* cuMemRetainAllocationHandle: one more reference to a handle */
+    REC_CALL_PHYS_IMPORT, /* a handle to memory this process did not create: a peer's
+                             (cuMemImportFromShareableHandle) or a multicast object */
 } rec_call_class;
 
 /* One decoded call. Fields a class does not use stay zero. */

@@ -6,7 +6,8 @@
  * table claimed with compare-and-swap (a process has a handful of pools;
  * when the table is full a pool is simply "unknown"). The context -> device
  * answer is cached per thread and invalidated by a generation number that
- * every reset bumps. */
+ * every reset bumps. VMM handles and mappings live in two more such tables
+ * (vmm_slot), whose dead slots are claimed again. */
 #include "rec_cupti_driver.h"
 
 #include "rec_core.h"
@@ -39,6 +40,24 @@ typedef struct pool_slot {
     _Atomic uint64_t last_reserved, last_used; /* NOTHING_WRITTEN: none yet */
 } pool_slot;
 static pool_slot pools[POOL_SLOTS];
+
+/* A VMM handle (key: the handle; a = references | mappings << 32; b = device
+ * | kind << 32 | foreign << 40) or a mapping (key: its address; a = the
+ * handle; b = its size). A key, once written, stays until a reset, so a probe
+ * sequence never breaks: a slot dies (state DEAD) and is claimed again by
+ * the next insert that passes it. Lookups and inserts probe at most
+ * VMM_PROBES slots: beyond that a handle or mapping is untracked. */
+#define HANDLE_SLOTS 16384 /* powers of two */
+#define MAP_SLOTS 32768
+#define VMM_PROBES 64
+enum { SLOT_DEAD = 0, SLOT_CLAIMED, SLOT_LIVE };
+typedef struct vmm_slot {
+    _Atomic uint64_t key; /* 0: never used */
+    atomic_uint state;
+    _Atomic uint64_t a, b;
+} vmm_slot;
+static vmm_slot handles[HANDLE_SLOTS];
+static vmm_slot maps[MAP_SLOTS];
 
 static _Thread_local struct {
     unsigned generation;
@@ -116,6 +135,14 @@ void rec_cupti_driver_reset(void) {
         atomic_store(&pools[i].last_reserved, NOTHING_WRITTEN);
         atomic_store(&pools[i].last_used, NOTHING_WRITTEN);
         atomic_store(&pools[i].handle, 0);
+    }
+    for (int i = 0; i < HANDLE_SLOTS; i++) {
+        atomic_store(&handles[i].state, SLOT_DEAD);
+        atomic_store(&handles[i].key, 0);
+    }
+    for (int i = 0; i < MAP_SLOTS; i++) {
+        atomic_store(&maps[i].state, SLOT_DEAD);
+        atomic_store(&maps[i].key, 0);
     }
 }
 
@@ -322,4 +349,141 @@ void rec_cupti_sample_pool(CUmemoryPool pool, uint32_t device, uint64_t ts) {
         emit_counter(TRACE_COUNTER_POOL_RESERVED, device, key, reserved, ts);
     if (!s || atomic_exchange(&s->last_used, used) != used)
         emit_counter(TRACE_COUNTER_POOL_USED, device, key, used, ts);
+}
+
+/* ---- VMM handles and mappings -------------------------------------------- */
+
+#define REFS(counts) ((uint32_t)(counts))
+#define MAPPINGS(counts) ((uint32_t)((counts) >> 32))
+#define ONE_MAPPING (1ull << 32)
+
+static uint64_t vmm_hash(uint64_t key) { return (key >> 4) * 0x9E3779B97F4A7C15ull; }
+
+/* The live slot of `key`; NULL when none. */
+static vmm_slot *vmm_find(vmm_slot *t, unsigned n, uint64_t key) {
+    if (!key)
+        return NULL;
+    uint64_t h = vmm_hash(key);
+    for (unsigned probe = 0; probe < VMM_PROBES; probe++) {
+        vmm_slot *s = &t[(h + probe) & (n - 1)];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        unsigned st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (k == key && st == SLOT_LIVE)
+            return s;
+        if (k == 0 && st == SLOT_DEAD)
+            return NULL; /* the end of every probe sequence through here */
+    }
+    return NULL;
+}
+
+/* A dead slot claimed for `key`, its fields to be set before vmm_publish;
+ * NULL when VMM_PROBES slots are all live. A live slot of the same key (a
+ * handle value the driver reused after a release we did not see) dies. */
+static vmm_slot *vmm_claim(vmm_slot *t, unsigned n, uint64_t key) {
+    if (!key)
+        return NULL;
+    vmm_slot *old = vmm_find(t, n, key);
+    if (old)
+        atomic_store_explicit(&old->state, SLOT_DEAD, memory_order_release);
+    uint64_t h = vmm_hash(key);
+    for (unsigned probe = 0; probe < VMM_PROBES; probe++) {
+        vmm_slot *s = &t[(h + probe) & (n - 1)];
+        unsigned dead = SLOT_DEAD;
+        if (atomic_compare_exchange_strong(&s->state, &dead, SLOT_CLAIMED)) {
+            atomic_store_explicit(&s->key, key, memory_order_release);
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void vmm_publish(vmm_slot *s, uint64_t a, uint64_t b) {
+    atomic_store_explicit(&s->a, a, memory_order_relaxed);
+    atomic_store_explicit(&s->b, b, memory_order_relaxed);
+    atomic_store_explicit(&s->state, SLOT_LIVE, memory_order_release);
+}
+
+void rec_cupti_vmm_created(uint64_t handle, uint32_t device, uint8_t kind, int foreign) {
+    vmm_slot *s = vmm_claim(handles, HANDLE_SLOTS, handle);
+    if (s)
+        vmm_publish(s, 1, (uint64_t)device | (uint64_t)kind << 32 | (uint64_t)(foreign != 0) << 40);
+}
+
+void rec_cupti_vmm_retained(uint64_t handle) {
+    vmm_slot *s = vmm_find(handles, HANDLE_SLOTS, handle);
+    if (s)
+        atomic_fetch_add(&s->a, 1);
+}
+
+/* The verdict on a handle whose counts just became `counts`; fills the
+ * handle's device and kind. */
+static rec_vmm_verdict vmm_after(vmm_slot *s, uint64_t counts, uint32_t *device, uint8_t *kind) {
+    uint64_t b = atomic_load_explicit(&s->b, memory_order_relaxed);
+    if (counts != 0)
+        return REC_VMM_HELD;
+    atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_release);
+    if (b >> 40)
+        return REC_VMM_FOREIGN;
+    *device = (uint32_t)b;
+    *kind = (uint8_t)(b >> 32);
+    return REC_VMM_GONE;
+}
+
+rec_vmm_verdict rec_cupti_vmm_released(uint64_t handle, uint32_t *device, uint8_t *kind) {
+    vmm_slot *s = vmm_find(handles, HANDLE_SLOTS, handle);
+    if (!s)
+        return REC_VMM_UNKNOWN;
+    uint64_t old = atomic_fetch_sub(&s->a, 1);
+    if (REFS(old) == 0) { /* more releases than references: not ours to judge */
+        atomic_fetch_add(&s->a, 1);
+        return REC_VMM_UNKNOWN;
+    }
+    return vmm_after(s, old - 1, device, kind);
+}
+
+rec_vmm_verdict rec_cupti_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle) {
+    vmm_slot *h = vmm_find(handles, HANDLE_SLOTS, handle);
+    vmm_slot *m = vmm_claim(maps, MAP_SLOTS, addr);
+    if (m)
+        vmm_publish(m, handle, size);
+    if (!h)
+        return REC_VMM_UNKNOWN;
+    if (m)
+        atomic_fetch_add(&h->a, ONE_MAPPING);
+    return atomic_load_explicit(&h->b, memory_order_relaxed) >> 40 ? REC_VMM_FOREIGN : REC_VMM_HELD;
+}
+
+rec_vmm_verdict rec_cupti_vmm_unmapped(uint64_t addr, uint64_t size, rec_vmm_gone *gone,
+                                       size_t max_gone, size_t *n_gone) {
+    rec_vmm_verdict first = REC_VMM_UNKNOWN;
+    *n_gone = 0;
+    uint64_t end = addr + size;
+    for (uint64_t at = addr; at < end;) {
+        vmm_slot *m = vmm_find(maps, MAP_SLOTS, at);
+        if (!m)
+            break;
+        uint64_t handle = atomic_load_explicit(&m->a, memory_order_relaxed);
+        uint64_t len = atomic_load_explicit(&m->b, memory_order_relaxed);
+        atomic_store_explicit(&m->state, SLOT_DEAD, memory_order_release);
+        vmm_slot *h = vmm_find(handles, HANDLE_SLOTS, handle);
+        rec_vmm_verdict v = REC_VMM_UNKNOWN;
+        rec_vmm_gone g = {.handle = handle};
+        if (h) {
+            uint64_t old = atomic_fetch_sub(&h->a, ONE_MAPPING);
+            if (MAPPINGS(old) == 0) /* mapped before the handle was known */
+                atomic_fetch_add(&h->a, ONE_MAPPING);
+            else
+                v = vmm_after(h, old - ONE_MAPPING, &g.device, &g.kind);
+            if (v != REC_VMM_GONE && atomic_load_explicit(&h->b, memory_order_relaxed) >> 40)
+                v = REC_VMM_FOREIGN;
+        }
+        if (at == addr)
+            first = v;
+        if (v == REC_VMM_GONE && *n_gone < max_gone)
+            gone[(*n_gone)++] = g;
+        if (!len)
+            break;
+        at += len;
+    }
+    return first;
 }

@@ -99,4 +99,48 @@ int rec_cupti_pool_info(CUmemoryPool pool, uint32_t *device, uint8_t *kind);
  * for that pool is not written again. */
 void rec_cupti_sample_pool(CUmemoryPool pool, uint32_t device, uint64_t ts);
 
+/* ---- VMM handles and mappings ------------------------------------------
+ *
+ * Physical memory behind a handle is gone when its last reference and its
+ * last mapping are: cuMemRelease of a handle still mapped only drops a
+ * reference, cuMemRetainAllocationHandle adds one, and the unmap of the last
+ * mapping frees what was released before. Handles this process did not
+ * create (imported from a peer, multicast objects) are foreign: no memory
+ * of this process, their maps and unmaps are not recorded. A handle the
+ * tables do not know (created before the session, or the table full) is
+ * "unknown": every release of it is taken at its word, as before. */
+
+typedef enum rec_vmm_verdict {
+    REC_VMM_UNKNOWN = 0, /* not tracked: record the call as it is */
+    REC_VMM_HELD,        /* still referenced or mapped: nothing to record */
+    REC_VMM_GONE,        /* the last reference or mapping: the memory is released now */
+    REC_VMM_FOREIGN,     /* not this process's memory: nothing to record */
+} rec_vmm_verdict;
+
+/* A handle of cuMemCreate (foreign = 0) or of an import or multicast create
+ * (foreign = 1): one reference, no mapping. */
+void rec_cupti_vmm_created(uint64_t handle, uint32_t device, uint8_t kind, int foreign);
+
+/* cuMemRetainAllocationHandle: one more reference. */
+void rec_cupti_vmm_retained(uint64_t handle);
+
+/* cuMemRelease: one reference less. GONE fills *device and *kind. */
+rec_vmm_verdict rec_cupti_vmm_released(uint64_t handle, uint32_t *device, uint8_t *kind);
+
+/* cuMemMap of [addr, addr+size) to `handle`: FOREIGN when the handle is. */
+rec_vmm_verdict rec_cupti_vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle);
+
+/* A handle whose memory an unmap released. */
+typedef struct rec_vmm_gone {
+    uint64_t handle;
+    uint32_t device;
+    uint8_t kind;
+} rec_vmm_gone;
+
+/* cuMemUnmap of [addr, addr+size) (one or more whole mappings): FOREIGN when
+ * the first mapping there is foreign; the handles whose last mapping and
+ * reference this was go to gone[0 .. *n_gone). */
+rec_vmm_verdict rec_cupti_vmm_unmapped(uint64_t addr, uint64_t size, rec_vmm_gone *gone,
+                                       size_t max_gone, size_t *n_gone);
+
 #endif

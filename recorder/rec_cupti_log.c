@@ -80,6 +80,14 @@ static const rec_cupti_layout layouts[] = {
            FIELD(cuMemMap, offset, SIZE), FIELD(cuMemMap, handle, HEX),
            FIELD(cuMemMap, flags, HEX)),
     LAYOUT(cuMemUnmap, FIELD(cuMemUnmap, ptr, HEX), FIELD(cuMemUnmap, size, SIZE)),
+    LAYOUT(cuMemRetainAllocationHandle, FIELD(cuMemRetainAllocationHandle, handle, OUT),
+           FIELD(cuMemRetainAllocationHandle, addr, HEX)),
+    LAYOUT(cuMemImportFromShareableHandle, FIELD(cuMemImportFromShareableHandle, handle, OUT),
+           FIELD(cuMemImportFromShareableHandle, osHandle, HEX),
+           FIELD(cuMemImportFromShareableHandle, shHandleType, UINT)),
+#if CUDA_VERSION >= 12010
+    LAYOUT(cuMulticastCreate, FIELD(cuMulticastCreate, mcHandle, OUT)),
+#endif
 };
 #define N_LAYOUTS (sizeof layouts / sizeof layouts[0])
 

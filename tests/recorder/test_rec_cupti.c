@@ -39,6 +39,7 @@ enum { DEV0_BASE = 0x1, DEV1_BASE = 0x2, VMM_BASE = 0x3 }; /* addr >> 32 */
 #define POOL_MADE ((CUmemoryPool)0x9000)
 #define STREAM_DEV1 ((CUstream)0x5100) /* the only stream the fake knows the device of */
 enum { HANDLE_DEV0 = 0xab0, HANDLE_HOST = 0xc00 }; /* cuMemCreate handles */
+enum { HANDLE_PEER = 0xd10 }; /* imported from the peer rank: its memory lives on device 1 */
 
 static uint64_t fake_free = 70 * GiB;
 static cuuint64_t pool_bytes[2][2]; /* [POOL_DEV0, POOL_MADE][reserved, used] */
@@ -106,7 +107,10 @@ static CUresult fake_allocation_properties(CUmemAllocationProp *prop,
     memset(prop, 0, sizeof *prop);
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->location.type = h == HANDLE_HOST ? REC_MEM_LOCATION_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
-    return h == HANDLE_DEV0 || h == HANDLE_HOST ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    prop->location.id = h == HANDLE_PEER ? 1 : 0;
+    return h == HANDLE_DEV0 || h == HANDLE_HOST || h == HANDLE_PEER || (h >> 8) == 0xe
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_VALUE;
 }
 
 static const rec_cupti_driver fake_driver = {
@@ -331,15 +335,25 @@ static void check_event(const trace_event *e, const want *w, uint32_t tid) {
     CHECK(e->tid == tid && e->stack_id != 0);
 }
 
+/* The trace's events are exactly `w[0 .. n)`, all made on this thread. */
+static void check_events(const readback *rb, const want *w, size_t n) {
+    CHECK_EQ_U64(rb->n_events, n);
+    uint32_t tid = (uint32_t)syscall(SYS_gettid);
+    for (size_t i = 0; i < n && i < rb->n_events; i++)
+        check_event(&rb->events[i], &w[i], tid);
+}
+
 static void describe_counter(char *out, size_t len, const trace_counter *c) {
     snprintf(out, len, "%s dev %u key 0x%llx value %llu", trace_counter_kind_name(c->kind),
              c->device, (unsigned long long)c->key, (unsigned long long)c->value);
 }
 
-/* Replays the trace with the analyzer: the events pair up without warnings. */
-static void check_replay(const char *trace) {
+/* Replays the trace with the analyzer into rb_dir/DB_NAME; each query's
+ * first column must equal its expected value. */
+static void check_replay_queries(const char *trace, const char *db_name, const char *const *queries,
+                                 const int64_t *expected, size_t n) {
     char err[512], db_path[300];
-    rb_path(db_path, sizeof db_path, "every.db");
+    rb_path(db_path, sizeof db_path, db_name);
     db_writer *dw = db_writer_open(db_path, err, sizeof err);
     CHECK(dw != NULL);
     if (!dw)
@@ -352,16 +366,7 @@ static void check_replay(const char *trace) {
     CHECK(db_writer_finish(dw, err, sizeof err) == 0);
     sqlite3 *db;
     CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
-    const char *queries[] = {
-        "SELECT count(*) FROM warnings",
-        "SELECT count(*) FROM events WHERE op = 'alloc_failed'",
-        /* live at the end: the pitched segment, managed, one pinned, one async */
-        "SELECT count(*) FROM segments WHERE free_ts_ns IS NULL",
-        "SELECT reserved_bytes FROM timeline ORDER BY event_id DESC LIMIT 1",
-        "SELECT count(*) FROM devices",
-    };
-    const int64_t expected[] = {0, 3, 4, 10240 + 2 * MiB, 2};
-    for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         sqlite3_stmt *st;
         int64_t v = -999;
         if (sqlite3_prepare_v2(db, queries[i], -1, &st, NULL) == SQLITE_OK) {
@@ -376,6 +381,20 @@ static void check_replay(const char *trace) {
     sqlite3_close(db);
 }
 
+/* Replays the trace with the analyzer: the events pair up without warnings. */
+static void check_replay(const char *trace) {
+    const char *const queries[] = {
+        "SELECT count(*) FROM warnings",
+        "SELECT count(*) FROM events WHERE op = 'alloc_failed'",
+        /* live at the end: the pitched segment, managed, one pinned, one async */
+        "SELECT count(*) FROM segments WHERE free_ts_ns IS NULL",
+        "SELECT reserved_bytes FROM timeline ORDER BY event_id DESC LIMIT 1",
+        "SELECT count(*) FROM devices",
+    };
+    const int64_t expected[] = {0, 3, 4, 10240 + 2 * MiB, 2};
+    check_replay_queries(trace, "every.db", queries, expected, sizeof expected / sizeof *expected);
+}
+
 static void test_every_cbid(void) {
     char path[300];
     start_session(path, sizeof path);
@@ -384,10 +403,7 @@ static void test_every_cbid(void) {
     readback rb;
     CHECK(rb_read(path, &rb) == 0);
     size_t n_want = sizeof every_cbid_events / sizeof every_cbid_events[0];
-    CHECK_EQ_U64(rb.n_events, n_want);
-    uint32_t tid = (uint32_t)syscall(SYS_gettid);
-    for (size_t i = 0; i < n_want && i < rb.n_events; i++)
-        check_event(&rb.events[i], &every_cbid_events[i], tid);
+    check_events(&rb, every_cbid_events, n_want);
     size_t n_counters = sizeof every_cbid_counters / sizeof every_cbid_counters[0];
     CHECK_EQ_U64(rb.n_counters, n_counters);
     for (size_t i = 0; i < n_counters && i < rb.n_counters; i++) {
@@ -411,6 +427,132 @@ static void test_every_cbid(void) {
     }
     rb_free(&rb);
     check_replay(path);
+}
+
+/* ---- NCCL's cuMem buffers ------------------------------------------------- */
+
+static void put_retained(void *p) {
+    *((cuMemRetainAllocationHandle_params *)p)->handle = (CUmemGenericAllocationHandle)out_addr;
+}
+static void put_imported(void *p) {
+    *((cuMemImportFromShareableHandle_params *)p)->handle = (CUmemGenericAllocationHandle)out_addr;
+}
+static void put_multicast(void *p) {
+    *((cuMulticastCreate_params *)p)->mcHandle = (CUmemGenericAllocationHandle)out_addr;
+}
+
+static void reserve(uint64_t addr, uint64_t size) {
+    CUdeviceptr d = GARBAGE;
+    out_addr = addr;
+    call(CBID(cuMemAddressReserve), &(cuMemAddressReserve_params){&d, size, 0, 0, 0}, put_dptr,
+         CUDA_SUCCESS);
+}
+
+static void map(uint64_t addr, uint64_t size, CUmemGenericAllocationHandle h) {
+    call(CBID(cuMemMap), &(cuMemMap_params){addr, size, 0, h, 0}, NULL, CUDA_SUCCESS);
+}
+
+/* ncclCuMemFree: the handle back from the address, released twice (the
+ * retain's reference and the allocation's), the range unmapped in between. */
+static void nccl_cumem_free(uint64_t addr, uint64_t size, CUmemGenericAllocationHandle h) {
+    CUmemGenericAllocationHandle got = GARBAGE;
+    out_addr = h;
+    call(CBID(cuMemRetainAllocationHandle),
+         &(cuMemRetainAllocationHandle_params){&got, (void *)(uintptr_t)addr}, put_retained,
+         CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){h}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){addr, size}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){h}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){addr, size}, NULL, CUDA_SUCCESS);
+}
+
+/* Rank 0 of a two-GPU job as NCCL >= 2.19 runs it: its own buffer
+ * (ncclCuMemAlloc: create, reserve, map), rank 1's buffer imported and
+ * mapped, an NVLS multicast object mapped, a buffer released right after
+ * its map (the memory stays until the unmap), then everything freed. The
+ * trace must charge device 0 with what rank 0 created, nothing else, and
+ * never mention device 1. */
+static void test_nccl_cumem(void) {
+    enum { OWN = 0xe00, EARLY = 0xe40, MC = 0xf00 };
+    const uint64_t a_own = 0x340000000, a_peer = 0x350000000, a_mc = 0x360000000,
+                   a_early = 0x370000000;
+    char path[300];
+    start_session(path, sizeof path);
+    CUmemGenericAllocationHandle h = GARBAGE;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    out_addr = OWN;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&h, 4 * MiB, &prop, 0}, put_handle, CUDA_SUCCESS);
+    reserve(a_own, 4 * MiB);
+    map(a_own, 4 * MiB, OWN);
+    /* the peer's buffer, exported by rank 1 */
+    out_addr = HANDLE_PEER;
+    call(CBID(cuMemImportFromShareableHandle),
+         &(cuMemImportFromShareableHandle_params){&h, (void *)(uintptr_t)42,
+                                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR},
+         put_imported, CUDA_SUCCESS);
+    reserve(a_peer, 4 * MiB);
+    map(a_peer, 4 * MiB, HANDLE_PEER);
+    /* NVLS: a multicast object bound to memory created elsewhere */
+    CUmulticastObjectProp mc_prop = {.numDevices = 2, .size = 2 * MiB};
+    out_addr = MC;
+    call(CBID(cuMulticastCreate), &(cuMulticastCreate_params){&h, &mc_prop}, put_multicast,
+         CUDA_SUCCESS);
+    reserve(a_mc, 2 * MiB);
+    map(a_mc, 2 * MiB, MC);
+    /* released at once, as the CUDA samples do: alive until its unmap */
+    out_addr = EARLY;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&h, 2 * MiB, &prop, 0}, put_handle, CUDA_SUCCESS);
+    reserve(a_early, 2 * MiB);
+    map(a_early, 2 * MiB, EARLY);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){EARLY}, NULL, CUDA_SUCCESS);
+
+    nccl_cumem_free(a_own, 4 * MiB, OWN);
+    nccl_cumem_free(a_peer, 4 * MiB, HANDLE_PEER);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){a_mc, 2 * MiB}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){MC}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){a_mc, 2 * MiB}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){a_early, 2 * MiB}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){a_early, 2 * MiB}, NULL, CUDA_SUCCESS);
+    CHECK(rec_session_stop() == 0);
+
+    static const want events[] = {
+        {TRACE_OP_PHYS_CREATE, TRACE_KIND_DEVICE, 0, OWN, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_VA_RESERVE, TRACE_KIND_DEVICE, 0, 0x340000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_MAP, TRACE_KIND_DEVICE, 0, 0x340000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_VA_RESERVE, TRACE_KIND_DEVICE, 0, 0x350000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_VA_RESERVE, TRACE_KIND_DEVICE, 0, 0x360000000, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_PHYS_CREATE, TRACE_KIND_DEVICE, 0, EARLY, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_VA_RESERVE, TRACE_KIND_DEVICE, 0, 0x370000000, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_MAP, TRACE_KIND_DEVICE, 0, 0x370000000, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_UNMAP, TRACE_KIND_DEVICE, 0, 0x340000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_PHYS_RELEASE, TRACE_KIND_DEVICE, 0, OWN, 0, 0, 0, 0}, /* the second release */
+        {TRACE_OP_VA_FREE, TRACE_KIND_DEVICE, 0, 0x340000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_VA_FREE, TRACE_KIND_DEVICE, 0, 0x350000000, 4 * MiB, 4 * MiB, 0, 0},
+        {TRACE_OP_VA_FREE, TRACE_KIND_DEVICE, 0, 0x360000000, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_UNMAP, TRACE_KIND_DEVICE, 0, 0x370000000, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_PHYS_RELEASE, TRACE_KIND_DEVICE, 0, EARLY, 0, 0, 0, 0}, /* with its unmap */
+        {TRACE_OP_VA_FREE, TRACE_KIND_DEVICE, 0, 0x370000000, 2 * MiB, 2 * MiB, 0, 0},
+    };
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    size_t n_want = sizeof events / sizeof events[0];
+    check_events(&rb, events, n_want);
+    CHECK_EQ_U64(rb.n_devices, 1);
+    if (rb.n_events == n_want) /* the deferred release is the unmap's moment */
+        CHECK_EQ_U64(rb.events[14].ts_ns, rb.events[13].ts_ns);
+    rb_free(&rb);
+
+    const char *const queries[] = {
+        "SELECT count(*) FROM warnings",
+        "SELECT max(reserved_bytes) FROM timeline WHERE device = 0", /* what rank 0 created */
+        "SELECT reserved_bytes FROM timeline WHERE device = 0 ORDER BY event_id DESC LIMIT 1",
+        "SELECT count(*) FROM events WHERE device <> 0", /* no phantom peer memory */
+        "SELECT count(*) FROM segments WHERE device <> 0",
+        "SELECT reserved_bytes FROM timeline WHERE device = 0 AND event_id = 9", /* both live */
+    };
+    const int64_t expected[] = {0, 6 * MiB, 0, 0, 0, 6 * MiB};
+    check_replay_queries(path, "nccl.db", queries, expected, sizeof expected / sizeof *expected);
 }
 
 /* ---- nesting, unpaired callbacks, timestamps ------------------------------ */
@@ -625,6 +767,7 @@ int main(void) {
     test_correlation_mismatch();
     test_stack_skip();
     test_managed_free();
+    test_nccl_cumem();
     rec_cupti_set_driver_for_test(NULL);
     return rb_finish("test_rec_cupti");
 }
