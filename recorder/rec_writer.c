@@ -315,6 +315,29 @@ static void read_cmdline(char *out, size_t cap) {
     out[n] = 0;
 }
 
+/* PyTorch's caching-allocator configuration of this process, as a mark
+ * "PYTORCH_CUDA_ALLOC_CONF=..." in the domain "memrec.allocator", so the
+ * replay models the allocator the run really had (a snapshot carries its
+ * allocator_settings; a live trace carries this). Nothing when unset. */
+static void write_allocator_conf(uint64_t ts_ns) {
+    static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v)
+            continue;
+        char text[600];
+        int n = snprintf(text, sizeof text, "%s=%s", names[i], v);
+        if (n <= 0 || (size_t)n >= sizeof text)
+            return; /* longer than any configuration PyTorch accepts: not ours to cut */
+        trace_marker m = {.ts_ns = ts_ns,
+                          .kind = TRACE_MARK_MARK,
+                          .domain_id = trace_writer_string(wr.w, "memrec.allocator", 16),
+                          .name_id = trace_writer_string(wr.w, text, (size_t)n)};
+        trace_writer_marker(wr.w, &m);
+        return; /* the CUDA-specific name wins, as in PyTorch */
+    }
+}
+
 static void write_process_record(void) {
     char host[256] = "", cmdline[4096];
     gethostname(host, sizeof host - 1);
@@ -333,6 +356,7 @@ static void write_process_record(void) {
         .clock_source = {"CLOCK_MONOTONIC", 15},
         .producer = {"memrec " GMT_VERSION, (uint32_t)strlen("memrec " GMT_VERSION)}};
     trace_writer_process(wr.w, &p);
+    write_allocator_conf(mono);
 }
 
 void rec_manifest_append(const char *manifest, const char *path) {

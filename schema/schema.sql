@@ -93,8 +93,9 @@ PRAGMA user_version = 1;
 --   a setting the dict has none for, e.g. "max_non_split_rounding_mb"; only the settings
 --   known; an empty object when none),
 --   allocator_settings_source ('snapshot': the snapshot's allocator_settings, plus expandable
---   segments inferred when it does not say; 'inferred': nothing but expandable segments inferred
---   from mapped memory in the input; 'none'),
+--   segments inferred when it does not say; 'trace': the PYTORCH_CUDA_ALLOC_CONF a live trace
+--   recorded (memrec's mark of the domain 'memrec.allocator'); 'inferred': nothing but
+--   expandable segments inferred from mapped memory in the input; 'none'),
 --   timestamps (1: events carry times; 0: a snapshot without time_us, PyTorch <= 2.1, whose
 --   ts_ns only keep the order), history (1: the input has a history of events; 0: a snapshot
 --   without trace entries, i.e. its final state alone).

@@ -87,6 +87,26 @@ static void test_given_settings(void) {
     CHECK_EQ_U64(q("SELECT count(*) FROM warnings"), 0);
 }
 
+/* A live trace carries the allocator's configuration as the recorder's mark
+ * "PYTORCH_CUDA_ALLOC_CONF=..." (domain memrec.allocator): the replay follows it. */
+static void test_recorded_conf(void) {
+    begin();
+    const char *text = "PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:[1024:4]";
+    trace_marker m = {.ts_ns = now_ns,
+                      .kind = TRACE_MARK_MARK,
+                      .domain_id = trace_writer_string(w, "memrec.allocator", 16),
+                      .name_id = trace_writer_string(w, text, strlen(text))};
+    CHECK(trace_writer_marker(w, &m) == 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0x10000000, 2048 * MiB);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 0x10000000, 1200 * MiB + 1);
+    replay_it(db_path, DB_READ_ONLY);
+    CHECK_EQ_U64(q("SELECT size FROM event_rows WHERE event_id = 2"), 1280 * MiB); /* quarters */
+    CHECK(q_text_is("SELECT value FROM meta WHERE key = 'allocator_settings_source'", "trace"));
+    CHECK_EQ_U64(q("SELECT count(*) FROM meta WHERE key = 'allocator_settings' AND value LIKE "
+                   "'%roundup_power2_divisions%'"),
+                 1);
+}
+
 /* Broken invariants are warnings, raised when they start. */
 static void test_invariants(void) {
     begin();
@@ -109,6 +129,7 @@ int main(void) {
         return 1;
     test_multi_page_maps();
     test_given_settings();
+    test_recorded_conf();
     test_invariants();
     return tmpdir_finish("test_replay_expandable");
 }

@@ -49,6 +49,20 @@ typedef struct scan_result {
     int has_seed_end;
 } scan_result;
 
+/* The configuration in a string "PYTORCH_CUDA_ALLOC_CONF=..." (or the newer
+ * "PYTORCH_ALLOC_CONF=..."), as the recorder marks it; 0 for other strings. */
+static int conf_text(const trace_string *s, char *out, size_t len) {
+    static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_ALLOC_CONF="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (s->text.len > n && !strncmp(s->text.ptr, names[i], n)) {
+            snprintf(out, len, "%s", s->text.ptr + n);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int scan(replay *rp, const char *path, scan_result *sr) {
     char err[512];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
@@ -57,6 +71,8 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
     memset(sr, 0, sizeof *sr);
     trace_record rec;
     int in_seed_candidate = 1;
+    uint32_t conf_id = 0; /* the string "PYTORCH_CUDA_ALLOC_CONF=..." of the recorder's mark */
+    char conf[AM_SETTINGS_CONF_MAX] = "";
     uint64_t events_before_marker = 0;
     int rc;
     while ((rc = trace_reader_next(r, &rec)) == 1) {
@@ -68,6 +84,11 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             sr->have_t0 = 0; /* the origin is the first event after the seed */
             continue;
         }
+        if (rec.kind == TRACE_REC_STRING && !conf_id && conf_text(&rec.u.string, conf, sizeof conf))
+            conf_id = rec.u.string.string_id;
+        if (rec.kind == TRACE_REC_MARKER && rec.u.marker.kind == TRACE_MARK_MARK && conf_id &&
+            rec.u.marker.name_id == conf_id && !rp->trace_conf[0])
+            snprintf(rp->trace_conf, sizeof rp->trace_conf, "%s", conf);
         if (rec.kind != TRACE_REC_EVENT) {
             int64_t ts = rec.kind == TRACE_REC_MARKER    ? (int64_t)rec.u.marker.ts_ns
                          : rec.kind == TRACE_REC_COUNTER ? (int64_t)rec.u.counter.ts_ns
@@ -254,6 +275,16 @@ static void choose_settings(replay *rp) {
     rp->settings = opt && opt->settings ? *opt->settings : am_settings_default();
     rp->settings_source =
         opt && opt->settings && opt->settings_source ? opt->settings_source : "none";
+    if (!(opt && opt->settings) && rp->trace_conf[0]) { /* a live trace's recorded configuration */
+        char err[256];
+        am_settings s = am_settings_default();
+        if (am_settings_parse(&s, rp->trace_conf, err, sizeof err) == 0) {
+            snprintf(s.alloc_conf, sizeof s.alloc_conf, "%s", rp->trace_conf);
+            s.known |= AM_SET_CONF;
+            rp->settings = s;
+            rp->settings_source = "trace";
+        }
+    }
     if (!(rp->settings.known & AM_SET_EXPANDABLE) && rp->torch_maps) {
         rp->settings.expandable_segments = true;
         rp->settings.known |= AM_SET_EXPANDABLE;

@@ -118,6 +118,9 @@ typedef struct replay {
     } * open_markers; /* ranges not yet closed, to pair pops/ends with them */
     size_t open_len, open_cap;
     uint64_t warn_counts[DB_WARNING_COUNT]; /* raised so far, by kind */
+    /* the allocator configuration a live trace recorded (a "PYTORCH_CUDA_ALLOC_CONF=..." mark of
+     * the domain "memrec.allocator", found by the first pass); "" when none */
+    char trace_conf[AM_SETTINGS_CONF_MAX];
     uint64_t warnings_total;
     replay_summary *sum;
 } replay;

@@ -442,6 +442,29 @@ static void test_start_step_never_matched(void) {
     rb_free(&rb);
 }
 
+/* PyTorch's allocator configuration of the process goes into the trace as a
+ * mark of the domain memrec.allocator, so the replay models that allocator. */
+static void test_allocator_conf_recorded(void) {
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    rec_config c;
+    rb_config(&c, "conf.zst", 16);
+    c.stack_depth = 0;
+    char err[300];
+    CHECK(rec_session_start(&c, err, sizeof err) == 0);
+    emit_op(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, 0xA000, 4096);
+    CHECK(rec_session_stop() == 0);
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    readback rb;
+    CHECK(rb_read(c.path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_markers, 1);
+    if (rb.n_markers == 1) {
+        CHECK(rb.markers[0].kind == TRACE_MARK_MARK);
+        CHECK_STR_EQ(rb.marker_domains[0], "memrec.allocator");
+        CHECK_STR_EQ(rb.marker_names[0], "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    }
+    rb_free(&rb);
+}
+
 /* A free stamped at its call's entry but emitted at its exit (cuMemFree
  * may synchronise for long in between): while the call is open, the writer
  * writes nothing newer, so another thread's later reuse of the address
@@ -587,6 +610,9 @@ static void test_rank_read_at_first_record(void) {
 
 int main(void) {
     rb_tmpdir("test_rec_core");
+    /* the tests count markers: the caller's allocator configuration would be one more */
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    unsetenv("PYTORCH_ALLOC_CONF");
     uint32_t per_thread = 1000000;
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -608,6 +634,7 @@ int main(void) {
     test_late_lane_keeps_time_order();
     test_start_step_window();
     test_start_step_never_matched();
+    test_allocator_conf_recorded();
     test_open_call_holds_the_writer();
     test_shared_path_falls_back();
     test_open_call_hold_is_bounded();
