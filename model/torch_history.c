@@ -63,3 +63,5 @@ int gmt_torch_counter(const gmt_torch_entry *e, trace_counter *c) {
                          .value = e->device_free};
     return 1;
 }
+
+uint64_t gmt_torch_map_page(uint64_t size) { return am_expandable_page(size % AM_PAGE_LARGE != 0); }

@@ -71,6 +71,14 @@ const char *gmt_torch_action_name(unsigned action);
  * request): am_round_size of it, a zero request counting as 1. */
 uint64_t gmt_torch_block_size(uint64_t size);
 
+/* PyTorch maps expandable memory one page at a time (a cuMemMap each) but its
+ * history writes one segment_map for several pages; both readers write a map
+ * event per page, so a later unmap of some of them ends whole events. The
+ * page of a map of `size` bytes: 2 MiB (the small pool) when the size is not
+ * a multiple of 20 MiB, else 20 MiB (the large pool's page; a small-pool map
+ * of a multiple of 20 MiB cannot be told apart and is taken as large). */
+uint64_t gmt_torch_map_page(uint64_t size);
+
 /* One history entry, as both readers have it. */
 typedef struct gmt_torch_entry {
     uint64_t action; /* gmt_torch_action; anything else makes nothing */

@@ -213,6 +213,16 @@ static int emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
         return 0;
     if (gmt_torch_counter(&e, &c))
         rec_late_emit_counter(&c);
+    if (ev.op == TRACE_OP_MAP && ev.size) { /* an event per page, as the importer writes them */
+        uint64_t page = gmt_torch_map_page(ev.size), end = ev.addr + ev.size;
+        for (uint64_t at = ev.addr; at < end; at += page) {
+            trace_event one = ev;
+            one.addr = at;
+            one.size = one.requested = end - at < page ? end - at : page;
+            rec_late_emit_event(&one);
+        }
+        return 1;
+    }
     rec_late_emit_event(&ev); /* tid 0: the history does not say which thread */
     return 1;
 }

@@ -213,7 +213,7 @@ static int by_addr(const void *a, const void *b) {
 }
 
 /* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
-static int map_is_small(uint64_t size) { return size % AM_PAGE_LARGE != 0; }
+static int map_is_small(uint64_t size) { return gmt_torch_map_page(size) == AM_PAGE_SMALL; }
 
 static int resolve_pools(const snapshot_device *dev, seed_state *s) {
     size_t unknown = 0;
@@ -443,8 +443,8 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
         return -1;
     ev.stack_id = stack_id(im, e->stack);   /* after the counter: stack records follow it */
     if (e->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
-        return map_pages(im, device, e->addr, e->size, am_expandable_page(map_is_small(e->size)),
-                         e->stream, e->stack);
+        return map_pages(im, device, e->addr, e->size, gmt_torch_map_page(e->size), e->stream,
+                         e->stack);
     return trace_writer_event(im->w, &ev);
 }
 

@@ -83,8 +83,8 @@ int main(void) {
         {t + 2, GMT_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0},
         {t + 3, 99, A, 1, 0, 0, 0, 0}, /* unknown action: skipped */
         {t + 4, GMT_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0},
-        {t + 5, GMT_TORCH_SEGMENT_MAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
-        {t + 6, GMT_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 2 * MIB, 0, 1, 0, 0},
+        {t + 5, GMT_TORCH_SEGMENT_MAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0}, /* 3 small pages */
+        {t + 6, GMT_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0},
         {t + 7, GMT_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456},
         {t + 10000000, GMT_TORCH_ALLOC, A, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
     };
@@ -97,19 +97,21 @@ int main(void) {
 
     CHECK(rb_read(c.path, &rb) == 0);
     const trace_event *events = rb.events;
-    CHECK_EQ_U64(rb.n_events, 9);
-    if (rb.n_events == 9) {
+    CHECK_EQ_U64(rb.n_events, 11);
+    if (rb.n_events == 11) {
         check_event(&events[0], TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, A, 2 * MIB, 2 * MIB, 5);
         check_event(&events[1], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
         check_event(&events[2], TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
         check_event(&events[3], TRACE_OP_FREE, TRACE_LEVEL_BLOCK, A, 1024, 1000, 5);
         check_event(&events[4], TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, A, 2 * MIB, 2 * MIB, 5);
-        check_event(&events[5], TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, A + 4 * MIB, 2 * MIB, 2 * MIB,
+        /* PyTorch's one segment_map of three pages: a map per page, as cuMemMap was called */
+        for (int k = 0; k < 3; k++)
+            check_event(&events[5 + k], TRACE_OP_MAP, TRACE_LEVEL_SEGMENT,
+                        A + (uint64_t)(4 + 2 * k) * MIB, 2 * MIB, 2 * MIB, 0);
+        check_event(&events[8], TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, A + 4 * MIB, 6 * MIB, 6 * MIB,
                     0);
-        check_event(&events[6], TRACE_OP_UNMAP, TRACE_LEVEL_SEGMENT, A + 4 * MIB, 2 * MIB, 2 * MIB,
-                    0);
-        check_event(&events[7], TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 0, 3 * MIB + 512, 3 * MIB + 1, 0);
-        check_event(&events[8], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 512, 1, 0);
+        check_event(&events[9], TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 0, 3 * MIB + 512, 3 * MIB + 1, 0);
+        check_event(&events[10], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 512, 1, 0);
         CHECK_EQ_U64(events[5].device, 1);
         CHECK_EQ_U64(events[3].stack_id, 0);
         check_frame(events[1].stack_id, 0, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
@@ -123,7 +125,7 @@ int main(void) {
         uint64_t expect_hi = after_ns - 1000000000ull + 5000000ull;
         CHECK(events[0].ts_ns >= expect_lo && events[0].ts_ns <= expect_hi);
         CHECK_EQ_U64(events[2].ts_ns - events[1].ts_ns, 1000); /* 1 us apart */
-        CHECK(events[8].ts_ns >= before_ns && events[8].ts_ns <= after_ns);
+        CHECK(events[10].ts_ns >= before_ns && events[10].ts_ns <= after_ns);
     }
     CHECK_EQ_U64(rb.n_counters, 1);
     CHECK_EQ_U64(rb.counters[0].kind, TRACE_COUNTER_DRIVER_FREE);
