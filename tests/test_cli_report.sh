@@ -171,4 +171,15 @@ if "$MA" timeline "$T/untimed.db" -o "$T/untimed.svg" >/dev/null 2>&1; then
     grep -q "events, in order (no timestamps)" "$T/untimed-heat.svg" || fail "untimed heatmap axis"
 fi
 
+# A database given as input may hold anything in meta: report --json stays JSON.
+cp "$T/spike.db" "$T/badmeta.db"
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
+db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+           ("allocator_settings", "{\"expandable_segments\": true, \"x\": {\"1\": 4")); db.commit()' \
+  "$T/badmeta.db"
+"$MA" report "$T/badmeta.db" --json >"$T/badmeta.json" || fail "report --json of a database with bad meta"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["allocator_settings"] == {}, d' \
+  "$T/badmeta.json" || fail "report --json with a malformed allocator_settings is not JSON"
+"$MA" report "$T/badmeta.db" >/dev/null || fail "report of a database with bad meta"
+
 [ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }

@@ -156,9 +156,33 @@ static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len
 
 /* meta `allocator_settings`, a JSON object as PyTorch names the settings;
  * 0 when the input says nothing about them. */
+/* Whether text is one JSON object as far as braces and strings go (it is
+ * copied into report --json as it is; a database given as input may hold
+ * anything, or a value cut by meta_text's buffer). */
+static int looks_like_object(const char *t) {
+    int depth = 0, in_string = 0;
+    for (const char *p = t; *p; p++) {
+        if (in_string) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                in_string = 0;
+        } else if (*p == '"') {
+            in_string = 1;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}' && --depth == 0) {
+            return p[1] == '\0';
+        } else if (depth <= 0) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static int allocator_settings(sqlite3 *db, char *buf, size_t len) {
     meta_text(db, "allocator_settings", buf, len);
-    if (buf[0] != '{') {
+    if (buf[0] != '{' || !looks_like_object(buf)) {
         snprintf(buf, len, "{}");
         return 0;
     }
@@ -174,9 +198,11 @@ static const char *json_field(const char *json, const char *key, char *buf, size
     if (!p)
         return NULL;
     p += strlen(pat);
-    const char *end = *p == '{'   ? strchr(p, '}') + 1
-                      : *p == '"' ? strchr(p + 1, '"') + 1
-                                  : p + strcspn(p, ",}");
+    /* a database given as input may hold anything: an unclosed value runs to the end */
+    const char *close = *p == '{' ? strchr(p, '}') : *p == '"' ? strchr(p + 1, '"') : NULL;
+    const char *end = close                    ? close + 1
+                      : *p == '{' || *p == '"' ? p + strlen(p)
+                                               : p + strcspn(p, ",}");
     snprintf(buf, len, "%.*s", (int)(end - p), p);
     return buf;
 }
