@@ -77,4 +77,11 @@ check_error "$T/missing.zst" "cannot open"
 "$SYNTH" -o /nonexistent/dir/x.zst >/dev/null 2>"$T/s.err"; [ $? -eq 2 ] || fail "synth bad path"
 expect_grep "$T/s.err" "cannot create" "synth bad path message"
 
+# info reads traces; a snapshot is named for what it is, with the command that reads it
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]]},
+  open(sys.argv[1], "wb"), protocol=2)' "$T/snap.pickle"
+"$MA" info "$T/snap.pickle" >/dev/null 2>"$T/p.err"; [ $? -eq 2 ] || fail "info of a snapshot: exit"
+[ "$(wc -l <"$T/p.err")" -eq 1 ] || fail "info of a snapshot: not one line"
+expect_grep "$T/p.err" "is a PyTorch memory snapshot: \`memanalyze report" "info of a snapshot"
+
 [ $fails -eq 0 ] && echo "test_cli_info: ok" || { echo "test_cli_info: $fails failure(s)"; exit 1; }

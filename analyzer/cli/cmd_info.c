@@ -5,6 +5,7 @@
  * kind, events per device and op, the time span, the steps the step rule
  * finds, whether the recording ended cleanly, and every damage warning the
  * reader raised (truncation, corrupt frames with their offsets). */
+#include "cli.h"
 #include "commands.h"
 #include "step_rule.h"
 #include "trace_format.h"
@@ -230,6 +231,12 @@ int cmd_info(int argc, char **argv) {
     }
     const char *path = argv[optind];
     char err[512];
+    input_kind kind;
+    if (input_detect(path, &kind, err, sizeof err) == 0 && kind != INPUT_TRACE)
+        return cli_error("info reads gpumemtrace traces; %s is a %s: `memanalyze report %s` (or "
+                         "sql) reads it",
+                         path, kind == INPUT_SNAPSHOT ? "PyTorch memory snapshot" : "database",
+                         path);
     trace_reader *r = trace_reader_open(path, err, sizeof err);
     if (!r) {
         fprintf(stderr, "memanalyze: %s\n", err);
