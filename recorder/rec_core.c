@@ -364,6 +364,24 @@ void rec_emit_event(const trace_event *ev) {
 
 static size_t cut(const char *s, size_t max) { return s ? strnlen(s, max) : 0; }
 
+/* A marker record into ring b (a thread's own, or the late lane under its lock). */
+static void put_marker(rec_buffer *b, uint64_t ts_ns, uint32_t tid, trace_marker_kind kind,
+                       const char *domain, const char *name, uint64_t range_id, int64_t value) {
+    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
+    rec_marker_item *m = rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, ts_ns);
+    if (!m)
+        return;
+    m->range_id = range_id;
+    m->value = value;
+    m->tid = tid;
+    m->kind = (uint8_t)kind;
+    m->domain_len = (uint8_t)dlen;
+    m->name_len = (uint8_t)nlen;
+    memcpy((char *)(m + 1), domain ? domain : "", dlen);
+    memcpy((char *)(m + 1) + dlen, name ? name : "", nlen);
+    commit(b);
+}
+
 /* Set once the program marks a step itself (NVTX or memrec.h): the PyTorch
  * optimizer hook's steps (domain REC_OPTIMIZER_DOMAIN) then stay silent. */
 static atomic_int program_marked_steps;
@@ -386,22 +404,8 @@ void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *nam
                      uint64_t range_id, int64_t value) {
     note_step(kind, domain, name);
     rec_buffer *b = ring_for_emit();
-    if (!b)
-        return;
-    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
-    rec_marker_item *m =
-        rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, rec_clock_ns());
-    if (!m)
-        return;
-    m->range_id = range_id;
-    m->value = value;
-    m->tid = rec_thread_id();
-    m->kind = (uint8_t)kind;
-    m->domain_len = (uint8_t)dlen;
-    m->name_len = (uint8_t)nlen;
-    memcpy((char *)(m + 1), domain ? domain : "", dlen);
-    memcpy((char *)(m + 1) + dlen, name ? name : "", nlen);
-    commit(b);
+    if (b)
+        put_marker(b, rec_clock_ns(), rec_thread_id(), kind, domain, name, range_id, value);
 }
 
 void rec_emit_counter(const trace_counter *c) {
@@ -491,19 +495,7 @@ void rec_late_emit_marker(trace_marker_kind kind, const char *domain, const char
     rec_buffer *b = late_ring_locked();
     if (!b)
         return;
-    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
-    rec_marker_item *m = rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, ts_ns);
-    if (m) {
-        m->range_id = range_id;
-        m->value = value;
-        m->tid = 0;
-        m->kind = (uint8_t)kind;
-        m->domain_len = (uint8_t)dlen;
-        m->name_len = (uint8_t)nlen;
-        memcpy((char *)(m + 1), domain ? domain : "", dlen);
-        memcpy((char *)(m + 1) + dlen, name ? name : "", nlen);
-        commit(b);
-    }
+    put_marker(b, ts_ns, 0, kind, domain, name, range_id, value); /* tid 0: not a thread's */
     pthread_mutex_unlock(&late_lock);
 }
 
