@@ -3,6 +3,8 @@
  * merged ranges, so keeping the rows costs little per event. */
 #include "heat_rows.h"
 
+#include "gmt_grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,14 +32,8 @@ void heat_rows_free(heat_rows *h) {
 int heat_rows_add_range(heat_rows *h, uint64_t addr, uint64_t size) {
     if (!size)
         return 0;
-    if (h->nspans == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 256;
-        span *grown = realloc(h->spans, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        h->spans = grown;
-        h->cap = cap;
-    }
+    if (gmt_grow((void **)&h->spans, &h->cap, h->nspans, sizeof *h->spans) != 0)
+        return -1;
     h->spans[h->nspans++] = (span){addr, size, 0};
     return 0;
 }

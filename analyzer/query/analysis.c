@@ -20,6 +20,7 @@
 #include "block_sweep.h"
 #include "db_query.h"
 #include "gmt_env.h"
+#include "gmt_grow.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -298,14 +299,9 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
         return -1;
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 64;
-            step_state *grown = realloc(*out, cap * sizeof **out);
-            if (!grown) {
-                sqlite3_finalize(st);
-                return -1;
-            }
-            *out = grown;
+        if (gmt_grow((void **)out, &cap, *count, sizeof **out) != 0) {
+            sqlite3_finalize(st);
+            return -1;
         }
         step_state *s = &(*out)[(*count)++];
         s->step = sqlite3_column_int64(st, 0);
@@ -347,14 +343,8 @@ static site_acc *site_of(sweep *sw, int64_t stack_id) {
     uint32_t *v = addr_map_get(&sw->index, 0, (uint64_t)stack_id);
     if (v)
         return &sw->sites[*v];
-    if (sw->len == sw->cap) {
-        size_t cap = sw->cap ? sw->cap * 2 : 256;
-        site_acc *grown = realloc(sw->sites, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        sw->sites = grown;
-        sw->cap = cap;
-    }
+    if (gmt_grow((void **)&sw->sites, &sw->cap, sw->len, sizeof *sw->sites) != 0)
+        return NULL;
     if (addr_map_put(&sw->index, 0, (uint64_t)stack_id, (uint32_t)sw->len) != 0)
         return NULL;
     site_acc *s = &sw->sites[sw->len++];
@@ -365,14 +355,9 @@ static site_acc *site_of(sweep *sw, int64_t stack_id) {
 
 static int note_change(sweep *sw, site_acc *s, int64_t bytes) {
     if (s->window_delta == 0) {
-        if (sw->touched_len == sw->touched_cap) {
-            size_t cap = sw->touched_cap ? sw->touched_cap * 2 : 256;
-            int64_t *grown = realloc(sw->touched, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            sw->touched = grown;
-            sw->touched_cap = cap;
-        }
+        if (gmt_grow((void **)&sw->touched, &sw->touched_cap, sw->touched_len,
+                     sizeof *sw->touched) != 0)
+            return -1;
         sw->touched[sw->touched_len++] = s - sw->sites;
     }
     s->window_delta += bytes;
@@ -388,14 +373,8 @@ static int close_window(sweep *sw, int first) {
         s->window_delta = 0;
         if (first || d == 0)
             continue;
-        if (s->ndeltas == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 8;
-            int64_t *grown = realloc(s->deltas, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            s->deltas = grown;
-            s->cap = cap;
-        }
+        if (gmt_grow((void **)&s->deltas, &s->cap, s->ndeltas, sizeof *s->deltas) != 0)
+            return -1;
         s->deltas[s->ndeltas++] = d;
         s->steps_grown += d > 0;
     }

@@ -2,6 +2,7 @@
 #include "site_stats.h"
 
 #include "addr_map.h"
+#include "gmt_grow.h"
 #include "gmt_vocab.h"
 
 #include <stdlib.h>
@@ -63,14 +64,8 @@ static site *site_of(site_stats *s, uint32_t device, int64_t stack) {
     uint32_t *v = addr_map_get(&s->index, device, (uint64_t)stack);
     if (v)
         return &s->sites[*v];
-    if (s->len == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        site *grown = realloc(s->sites, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        s->sites = grown;
-        s->cap = cap;
-    }
+    if (gmt_grow((void **)&s->sites, &s->cap, s->len, sizeof *s->sites) != 0)
+        return NULL;
     if (addr_map_put(&s->index, device, (uint64_t)stack, (uint32_t)s->len) != 0)
         return NULL;
     site *x = &s->sites[s->len++];
@@ -101,26 +96,16 @@ int site_stats_change(site_stats *s, uint32_t device, int64_t stack, int64_t byt
     x->live_bytes += bytes;
     x->live_blocks += blocks;
     if (!x->bucket_touched) {
-        if (s->bucket_len == s->bucket_cap) {
-            size_t cap = s->bucket_cap ? s->bucket_cap * 2 : 256;
-            uint32_t *grown = realloc(s->bucket_touched, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            s->bucket_touched = grown;
-            s->bucket_cap = cap;
-        }
+        if (gmt_grow((void **)&s->bucket_touched, &s->bucket_cap, s->bucket_len,
+                     sizeof *s->bucket_touched) != 0)
+            return -1;
         s->bucket_touched[s->bucket_len++] = (uint32_t)(x - s->sites);
         x->bucket_touched = 1;
     }
     if (!x->touched) {
-        if (s->touched_len == s->touched_cap) {
-            size_t cap = s->touched_cap ? s->touched_cap * 2 : 256;
-            uint32_t *grown = realloc(s->touched, cap * sizeof *grown);
-            if (!grown)
-                return -1;
-            s->touched = grown;
-            s->touched_cap = cap;
-        }
+        if (gmt_grow((void **)&s->touched, &s->touched_cap, s->touched_len, sizeof *s->touched) !=
+            0)
+            return -1;
         s->touched[s->touched_len++] = (uint32_t)(x - s->sites);
         x->touched = 1;
     }
