@@ -260,7 +260,7 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
     long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
     long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
-    int history = db_query_int(db, "SELECT value FROM meta WHERE key = 'history'", 1) != 0;
+    int history = when_has_history(db);
     if (!history)
         printf("  no history: the snapshot holds its final segments only (memory history was "
                "off), so there is one moment to look at, the end\n");

@@ -166,9 +166,10 @@ void when_describe(sqlite3 *db, int64_t event_id, char *buf, size_t len) {
                                 event_id, 0, INT64_MIN);
     char t[32];
     units_duration(ts > 0 ? (uint64_t)ts : 0, t, sizeof t);
-    if (!when_has_timestamps(db) && step != INT64_MIN)
+    int timestamps = when_has_timestamps(db);
+    if (!timestamps && step != INT64_MIN)
         snprintf(buf, len, "event %lld (step %lld)", (long long)event_id, (long long)step);
-    else if (!when_has_timestamps(db))
+    else if (!timestamps)
         snprintf(buf, len, "event %lld", (long long)event_id);
     else if (step != INT64_MIN)
         snprintf(buf, len, "event %lld (step %lld, %s)", (long long)event_id, (long long)step, t);
