@@ -384,10 +384,18 @@ static int profile_hook(void *obj, void *frame, int what, void *arg) {
 
 #define SHADOW_CAPSULE "memrec.shadow"
 
-/* The profile hook's object is a capsule naming the thread's shadow stack:
- * CPython drops it when anything else (sys.setprofile, cProfile, a
- * debugger, torch.profiler) replaces the hook on that thread, and then no
- * RETURN event will ever pop the shadow stack again — so its destructor
+static void *hook_bootstrap(void *self, void *const *args, ptrdiff_t nargs);
+static py_method_def hook_bootstrap_def = {"memrec_profile", hook_bootstrap, METH_FASTCALL, NULL};
+
+/* The profile hook's object, what sys.getprofile() returns while the hook
+ * is on: hook_bootstrap as a Python callable, bound to a capsule naming the
+ * thread's shadow stack. Callable, because code that saves and restores
+ * profilers (cProfile, coverage, IPython, torch.profiler) hands it back to
+ * sys.setprofile: Python then calls it as f(frame, event, arg) and it puts
+ * the C-level hook back (a capsule alone raised TypeError at every call).
+ * The capsule: CPython drops the object when anything else (sys.setprofile,
+ * cProfile, a debugger) replaces the hook on that thread, and then no RETURN
+ * event will ever pop the shadow stack again — so the capsule's destructor
  * gives the frames back at once. Holding them would keep their locals, CUDA
  * tensors included, alive for ever. Runs with the GIL held; when it runs on
  * another thread than the owner's (PyEval_SetProfileAllThreads) the owner
@@ -402,20 +410,32 @@ static void shadow_capsule_gone(void *capsule) {
         pop_to(s, 0);
 }
 
-/* Installs the C-level hook on the calling thread (GIL held). */
-static void install_hook(shadow_stack *s) {
-    void *capsule = s ? py.capsule_new(s, SHADOW_CAPSULE, shadow_capsule_gone) : NULL;
-    if (s && !capsule)
+/* A new hook object for shadow stack `s` (NULL: none, for the hook set on
+ * all threads at once), or NULL with the error cleared. */
+static void *new_hook_object(shadow_stack *s) {
+    void *capsule = s ? py.capsule_new(s, SHADOW_CAPSULE, shadow_capsule_gone) : py.none;
+    void *hook = capsule ? py.new_cfunction(&hook_bootstrap_def, capsule, NULL) : NULL;
+    if (!hook)
         py.err_clear();
-    py.set_profile(profile_hook, capsule); /* takes its own reference */
-    if (capsule)
-        py.decref(capsule);
+    if (capsule && capsule != py.none)
+        py.decref(capsule); /* the callable holds it */
+    return hook;
 }
 
-/* threading.setprofile's callable: the first profile event of a thread
- * `threading` started. Takes the running frames, then hands the thread to
- * the C-level hook. Python calls it as f(frame, event, arg). */
-static void *thread_bootstrap(void *self, void *const *args, ptrdiff_t nargs) {
+/* Installs the C-level hook on the calling thread (GIL held). */
+static void install_hook(shadow_stack *s) {
+    void *hook = new_hook_object(s);
+    py.set_profile(profile_hook, hook); /* takes its own reference */
+    if (hook)
+        py.decref(hook);
+}
+
+/* The hook object called as a Python profile function, f(frame, event,
+ * arg): the first profile event of a thread `threading` started (through
+ * threading.setprofile), or of a thread whose saved hook object was given
+ * back to sys.setprofile. Takes the running frames, then hands the thread
+ * to the C-level hook. */
+static void *hook_bootstrap(void *self, void *const *args, ptrdiff_t nargs) {
     (void)self;
     shadow_stack *s = my_shadow();
     if (s && nargs >= 2 && args[0]) {
@@ -608,13 +628,9 @@ static int threading_setprofile(void *callable) {
 
 /* Threads started later take the hook on their first profile event. */
 static int hook_future_threads(void) {
-    static py_method_def bootstrap_def = {"memrec_thread_bootstrap", thread_bootstrap,
-                                          METH_FASTCALL, NULL};
-    void *bootstrap = py.new_cfunction(&bootstrap_def, NULL, NULL);
-    if (!bootstrap) {
-        py.err_clear();
+    void *bootstrap = new_hook_object(NULL);
+    if (!bootstrap)
         return -1;
-    }
     int rc = threading_setprofile(bootstrap);
     py.decref(bootstrap); /* threading keeps its own reference */
     return rc;
@@ -692,12 +708,18 @@ int memrec_python_attach(void) {
     if (hook_future_threads() != 0)
         rec_warn_once(&warned_threads, "threading.setprofile failed: threads started from now "
                                        "on are recorded without Python frames");
+    if (py.set_profile_all_threads) { /* 3.12+: threads running now take it too */
+        void *hook = new_hook_object(NULL);
+        py.set_profile_all_threads(profile_hook, hook);
+        if (hook)
+            py.decref(hook);
+    }
+    /* Then this thread's own, after: setting all threads replaces its hook
+     * object, whose capsule would give its frames back. */
     shadow_stack *s = my_shadow();
     if (s)
         populate(s, py.current_frame(), 0); /* ctypes' frames are too deep to compare */
     install_hook(s);
-    if (py.set_profile_all_threads) /* 3.12+: threads running now take it too */
-        py.set_profile_all_threads(profile_hook, NULL);
     rec_stack_set_splicer(splice_python);
     atomic_store(&attached, 1);
     detach_at_fork();

@@ -103,6 +103,35 @@ print("pinned" if ref() is not None else "released")
 """
 
 
+RESTORE = """\
+import ctypes, sys
+lib = ctypes.PyDLL(sys.argv[1])
+print("attached" if lib.memrec_python_attach() == 0 else "not attached")
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def inner(addr):
+    api.memrec_region_alloc(addr, 64, 0)  # LINE inner
+
+
+def outer(addr):
+    inner(addr)  # LINE outer
+
+
+def profiled():
+    saved = sys.getprofile()  # what cProfile, coverage and IPython do
+    sys.setprofile(lambda frame, event, arg: None)
+    outer(0x6000)
+    sys.setprofile(saved)
+
+
+profiled()
+outer(0x7000)  # LINE top
+print("restored" if sys.getprofile() is not None else "lost")
+"""
+
+
 def lines_of(source):
     """'# LINE name' comments -> {name: line number}."""
     found = {}
@@ -254,6 +283,27 @@ def main():
         check(out.stdout.split() == ["attached", "released"],
               "a replaced hook keeps frames alive: %r %r" % (out.stdout, out.stderr))
         check(out.returncode == 0, "pin.py failed: %r" % out.stderr)
+
+        # Code that saves the profile hook and restores it later hands our
+        # hook object back to sys.setprofile: Python then calls it as a
+        # profile function, and it must put the hook back (it raised
+        # TypeError at every call when it was a capsule).
+        restore = os.path.join(tmp, "restore.py")
+        with open(restore, "w") as f:
+            f.write(RESTORE)
+        trace = os.path.join(tmp, "restore.zst")
+        out = subprocess.run([sys.executable, restore, library],
+                             env=dict(env, MEMREC_OUTPUT=trace, MEMREC_NO_CUPTI="1",
+                                      MEMREC_QUIET="1", MEMREC_STACKS="python"),
+                             capture_output=True, text=True, timeout=60)
+        check(out.returncode == 0 and out.stdout.split() == ["attached", "restored"],
+              "a saved and restored hook: %r %r" % (out.stdout, out.stderr))
+        stacks = stacks_by_addr(memanalyze, trace, analyze_env) if out.returncode == 0 else {}
+        restore_line = lines_of(RESTORE)
+        check([(f[0], int(f[2])) for f in stacks.get(0x7000, (0, []))[1]] ==
+              [("inner", restore_line["inner"]), ("outer", restore_line["outer"]),
+               ("<module>", restore_line["top"])],
+              "a restored hook records Python frames again: %r" % (stacks.get(0x7000),))
 
         if launcher and os.path.exists(launcher):
             trace = os.path.join(tmp, "launched.zst")
