@@ -311,6 +311,17 @@ int memrec_torch_optimizer_step(int64_t ended, int64_t begun) {
     return 1;
 }
 
+int memrec_torch_allocator_settings(const char *conf) {
+    char name[256];
+    int n = conf ? snprintf(name, sizeof name, "%s%s", TRACE_TORCH_SETTINGS_PREFIX, conf) : -1;
+    if (n < 0 || (size_t)n >= sizeof name)
+        return 0; /* a mark's name holds 255 bytes: a cut configuration would mislead */
+    if (!rec_enabled())
+        return 0;
+    rec_emit_marker(TRACE_MARK_MARK, TRACE_ALLOCATOR_DOMAIN, name, 0, 0);
+    return 1;
+}
+
 void memrec_torch_report(const char *message) {
     if (message)
         rec_warn_once(NULL, "%s", message);

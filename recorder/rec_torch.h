@@ -109,6 +109,13 @@ MEMREC_EXPORT_TORCH int memrec_torch_optimizer_step(int64_t ended, int64_t begun
 /* 1 once the program marked a step itself (NVTX names, memrec.h). */
 MEMREC_EXPORT_TORCH int memrec_torch_program_steps(void);
 
+/* The allocator settings PyTorch reports it runs with (its snapshot's
+ * allocator_settings, written in PYTORCH_CUDA_ALLOC_CONF syntax by
+ * memrec_torch.py), as a mark TRACE_TORCH_SETTINGS_PREFIX "<conf>" in
+ * TRACE_ALLOCATOR_DOMAIN (trace_format.h). Returns 1 when marked, 0 when
+ * not recording or when the text is too long for a mark (never cut). */
+MEMREC_EXPORT_TORCH int memrec_torch_allocator_settings(const char *conf);
+
 /* One line at exit through the recorder's log: what draining cost. */
 MEMREC_EXPORT_TORCH void memrec_torch_report(const char *message);
 

@@ -315,10 +315,11 @@ static void read_cmdline(char *out, size_t cap) {
     out[n] = 0;
 }
 
-/* PyTorch's caching-allocator configuration of this process, as a mark
- * "PYTORCH_CUDA_ALLOC_CONF=..." in the domain "memrec.allocator", so the
+/* PyTorch's caching-allocator configuration in this process's environment,
+ * as a mark "PYTORCH_CUDA_ALLOC_CONF=..." in TRACE_ALLOCATOR_DOMAIN, so the
  * replay models the allocator the run really had (a snapshot carries its
- * allocator_settings; a live trace carries this). Nothing when unset. */
+ * allocator_settings; a live trace carries this, and what PyTorch reports
+ * once it runs: rec_torch.c). Nothing when unset. */
 static void write_allocator_conf(uint64_t ts_ns) {
     static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -331,7 +332,8 @@ static void write_allocator_conf(uint64_t ts_ns) {
             return; /* longer than any configuration PyTorch accepts: not ours to cut */
         trace_marker m = {.ts_ns = ts_ns,
                           .kind = TRACE_MARK_MARK,
-                          .domain_id = trace_writer_string(wr.w, "memrec.allocator", 16),
+                          .domain_id = trace_writer_string(wr.w, TRACE_ALLOCATOR_DOMAIN,
+                                                           strlen(TRACE_ALLOCATOR_DOMAIN)),
                           .name_id = trace_writer_string(wr.w, text, (size_t)n)};
         trace_writer_marker(wr.w, &m);
         return; /* the CUDA-specific name wins, as in PyTorch */

@@ -79,6 +79,16 @@ _Static_assert((int)DB_OP_SEED >= (int)TRACE_OP_COUNT,
 _Static_assert(TRACE_OP_COUNT <= 128 && DB_OP_END <= 256, "ops are stored in a byte");
 #endif
 
+/* The allocator's configuration rides in marks of domain TRACE_ALLOCATOR_DOMAIN
+ * (TRACE_FORMAT.md, "Markers and counters"): the environment's at the start,
+ * named "PYTORCH_CUDA_ALLOC_CONF=<text>" or "PYTORCH_ALLOC_CONF=<text>", and the
+ * settings PyTorch itself reports it runs with (they include run-time
+ * torch.cuda.memory._set_allocator_settings calls), named
+ * TRACE_TORCH_SETTINGS_PREFIX "<text>" in the same syntax, marked when first
+ * seen and at each change. */
+#define TRACE_ALLOCATOR_DOMAIN "memrec.allocator"
+#define TRACE_TORCH_SETTINGS_PREFIX "torch.allocator_settings="
+
 /* Warning kinds of the database (warnings.code holds the name). */
 #define X(id, name, meaning) DB_WARNING_##id,
 typedef enum db_warning { DB_WARNING_LIST(X) DB_WARNING_COUNT } db_warning;

@@ -49,15 +49,18 @@ typedef struct scan_result {
     int has_seed_end;
 } scan_result;
 
-/* The configuration in a string "PYTORCH_CUDA_ALLOC_CONF=..." (or the newer
- * "PYTORCH_ALLOC_CONF=..."), as the recorder marks it; 0 for other strings. */
+/* The configuration in a string of an allocator mark (trace_format.h): 2 for
+ * the settings PyTorch reported, 1 for the environment's
+ * "PYTORCH_CUDA_ALLOC_CONF=..." (or the newer "PYTORCH_ALLOC_CONF=..."), 0 for
+ * other strings. */
 static int conf_text(const trace_string *s, char *out, size_t len) {
-    static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_ALLOC_CONF="};
+    static const char *const names[] = {TRACE_TORCH_SETTINGS_PREFIX,
+                                        "PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_ALLOC_CONF="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         size_t n = strlen(names[i]);
-        if (s->text.len > n && !strncmp(s->text.ptr, names[i], n)) {
-            snprintf(out, len, "%s", s->text.ptr + n);
-            return 1;
+        if (s->text.len >= n && !strncmp(s->text.ptr, names[i], n)) {
+            snprintf(out, len, "%.*s", (int)(s->text.len - n), s->text.ptr + n);
+            return i == 0 ? 2 : 1;
         }
     }
     return 0;
@@ -71,8 +74,12 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
     memset(sr, 0, sizeof *sr);
     trace_record rec;
     int in_seed_candidate = 1;
-    uint32_t conf_id = 0; /* the string "PYTORCH_CUDA_ALLOC_CONF=..." of the recorder's mark */
-    char conf[AM_SETTINGS_CONF_MAX] = "";
+    /* The allocator marks' strings, [1] the environment's and [2] PyTorch's
+     * report, and the text of each; the first PyTorch report wins (it saw the
+     * run-time changes the environment cannot show), else the environment. */
+    uint32_t conf_id[3] = {0, 0, 0};
+    char conf[3][AM_SETTINGS_CONF_MAX] = {"", "", ""};
+    int conf_marked = 0; /* the best kind of mark seen so far */
     uint64_t events_before_marker = 0;
     int rc;
     while ((rc = trace_reader_next(r, &rec)) == 1) {
@@ -84,11 +91,20 @@ static int scan(replay *rp, const char *path, scan_result *sr) {
             sr->have_t0 = 0; /* the origin is the first event after the seed */
             continue;
         }
-        if (rec.kind == TRACE_REC_STRING && !conf_id && conf_text(&rec.u.string, conf, sizeof conf))
-            conf_id = rec.u.string.string_id;
-        if (rec.kind == TRACE_REC_MARKER && rec.u.marker.kind == TRACE_MARK_MARK && conf_id &&
-            rec.u.marker.name_id == conf_id && !rp->trace_conf[0])
-            snprintf(rp->trace_conf, sizeof rp->trace_conf, "%s", conf);
+        if (rec.kind == TRACE_REC_STRING) {
+            char text[AM_SETTINGS_CONF_MAX];
+            int which = conf_text(&rec.u.string, text, sizeof text);
+            if (which && !conf_id[which]) {
+                conf_id[which] = rec.u.string.string_id;
+                memcpy(conf[which], text, sizeof text);
+            }
+        }
+        if (rec.kind == TRACE_REC_MARKER && rec.u.marker.kind == TRACE_MARK_MARK)
+            for (int which = 2; which > conf_marked; which--)
+                if (conf_id[which] && rec.u.marker.name_id == conf_id[which]) {
+                    snprintf(rp->trace_conf, sizeof rp->trace_conf, "%s", conf[which]);
+                    conf_marked = which;
+                }
         if (rec.kind != TRACE_REC_EVENT) {
             int64_t ts = rec.kind == TRACE_REC_MARKER    ? (int64_t)rec.u.marker.ts_ns
                          : rec.kind == TRACE_REC_COUNTER ? (int64_t)rec.u.counter.ts_ns

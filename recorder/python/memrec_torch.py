@@ -27,6 +27,10 @@ sitecustomize, turns that on and drains the new entries into the trace:
     marks none (no NVTX step, no memrec.h, no ProfilerStep#N annotation);
   - annotations (global_record_annotations, or legacy user_defined entries)
     become range markers;
+  - the allocator's settings as PyTorch reports them (the snapshot's
+    allocator_settings, which include the program's own
+    torch.cuda.memory._set_allocator_settings calls), marked when first seen
+    and at each change (memrec_torch_allocator_settings);
   - interning: each distinct frame and stack crosses into libmemrec.so once
     (memrec_torch_define_frames/_stacks), entries then as flat uint64
     records (memrec_torch_emit; rec_torch.h describes both sides).
@@ -73,6 +77,54 @@ STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
 
 WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED, WARN_CLOCK = 1, 2, 3, 4, 5, 6
+
+
+NON_SPLIT_ROUNDING = re.compile(r"max_non_split_rounding_mb\s*:\s*(\d+)")
+
+
+def settings_conf(settings):
+    """PyTorch's allocator_settings (the dict its snapshot carries: the
+    values its allocator runs with) as PYTORCH_CUDA_ALLOC_CONF text that
+    gives the same settings, or None when it is not such a dict. The dict's
+    values are the current ones; its PYTORCH_CUDA_ALLOC_CONF is only the
+    last text PyTorch parsed, which a run-time _set_allocator_settings call
+    replaces while keeping earlier keys it does not name (expandable
+    segments), so the text is built from the values. max_split_size is in
+    bytes (-1: unlimited); roundup_power2_divisions maps each interval's
+    start in MiB ("1", "2", "4", ...) to its divisions."""
+    if not isinstance(settings, dict):
+        return None
+    parts = []
+
+    def flag(key):
+        value = settings.get(key)
+        if isinstance(value, bool):
+            parts.append("%s:%s" % (key, value))
+    flag("expandable_segments")
+    split = settings.get("max_split_size")
+    if isinstance(split, int) and not isinstance(split, bool) and 0 < split < 1 << 62:
+        parts.append("max_split_size_mb:%d" % (split >> 20))
+    threshold = settings.get("garbage_collection_threshold")
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and \
+            0 < threshold < 1:
+        parts.append("garbage_collection_threshold:%r" % float(threshold))
+    roundup = settings.get("roundup_power2_divisions")
+    if isinstance(roundup, dict):
+        entries = sorted((int(k), v) for k, v in roundup.items()
+                         if isinstance(k, str) and k.isdigit() and isinstance(v, int))
+        if any(v for _, v in entries):
+            parts.append("roundup_power2_divisions:[%s]" %
+                         ",".join("%d:%d" % (k, v) for k, v in entries))
+    flag("release_lock_on_cudamalloc")
+    flag("pinned_use_cuda_host_register")
+    threads = settings.get("pinned_num_register_threads")
+    if isinstance(threads, int) and not isinstance(threads, bool) and threads > 0:
+        parts.append("pinned_num_register_threads:%d" % threads)
+    text = settings.get("PYTORCH_CUDA_ALLOC_CONF")  # the one key the dict lacks a value for
+    rounding = NON_SPLIT_ROUNDING.search(text) if isinstance(text, str) else None
+    if rounding:
+        parts.append("max_non_split_rounding_mb:%s" % rounding.group(1))
+    return ",".join(parts)
 
 
 def is_step_name(name):
@@ -138,6 +190,8 @@ def load_library():
     lib.memrec_torch_program_steps.argtypes = []
     lib.memrec_torch_report.restype = None
     lib.memrec_torch_report.argtypes = [ctypes.c_char_p]
+    lib.memrec_torch_allocator_settings.restype = ctypes.c_int
+    lib.memrec_torch_allocator_settings.argtypes = [ctypes.c_char_p]
     return lib
 
 
@@ -307,6 +361,7 @@ class Drainer:
         self.annotation_steps = False  # ProfilerStep#N (or another step name) seen
         self.opt_stepped = set()  # optimizers that stepped in the current step
         self.opt_step = -1  # the optimizer hook's current step (-1: none yet)
+        self.settings_marked = None  # the allocator settings last marked
 
     def warn(self, code, message):
         try:
@@ -423,7 +478,17 @@ class Drainer:
             return None
         return (t, action, 0, 0, 0, device, self.interner.name_of(name), 0)
 
+    def mark_settings(self, settings):
+        """Marks PyTorch's allocator settings when they differ from the last
+        ones marked (the first time, and after a run-time change)."""
+        conf = settings_conf(settings)
+        if conf is None or conf == self.settings_marked:
+            return
+        if self.lib.memrec_torch_allocator_settings(conf.encode("utf-8", "replace")):
+            self.settings_marked = conf
+
     def drain_snapshot(self, snapshot):
+        self.mark_settings(snapshot.get("allocator_settings"))
         traces = snapshot.get("device_traces") or []
         merged, most_new = [], 0
         for device, entries in enumerate(traces):
@@ -591,6 +656,20 @@ class Drainer:
             return original(*args, **kwargs)
         memory._record_memory_history = wrapper
 
+    def watch_settings(self, memory):
+        """A run-time _set_allocator_settings call: a drain soon after marks
+        the settings it leaves in force."""
+        original = getattr(memory, "_set_allocator_settings", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            result = original(*args, **kwargs)
+            self.request_drain()
+            return result
+        memory._set_allocator_settings = wrapper
+
     def at_exit(self):
         self.stop.set()
         self.wake.set()
@@ -623,6 +702,7 @@ def torch_imported(torch):
     cuda = torch.cuda
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
+    d.watch_settings(cuda.memory)
     register = getattr(getattr(getattr(torch, "optim", None), "optimizer", None),
                        "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0

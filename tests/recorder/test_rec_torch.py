@@ -125,6 +125,19 @@ for i in range(3):
     time.sleep(0.0003)
 """
 
+# The allocator's configuration changed by the program at run time, before
+# CUDA starts (what PyTorch's own tests and many scripts do), then again later.
+SETTINGS = """\
+import time
+import torch
+torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
+time.sleep(0.01)
+torch.cuda.memory._set_allocator_settings("garbage_collection_threshold:0.5")
+time.sleep(0.2)
+torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
+"""
+
 USER_SITE = 'print("user sitecustomize ran")\n'
 
 
@@ -258,6 +271,36 @@ def main():
                 hook = sql(trace, "SELECT count(*) AS n FROM markers WHERE domain = "
                                   "'memrec.optimizer'")
                 check(hook == [{"n": 0}], "annotation steps win over the hook: %r" % hook)
+
+        # ---- 1e. the allocator settings PyTorch runs with ---------------------
+        # The environment says max_split_size_mb:256; the program then sets
+        # expandable segments, which in PyTorch resets max_split_size: the
+        # replay must model expandable segments without a split limit (the
+        # environment alone says the opposite on both), and the later change
+        # is marked too.
+        out, trace, _ = record("settings_runtime", SETTINGS,
+                               extra={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:256",
+                                      "MEMREC_TORCH_DRAIN_MS": "50"})
+        check(out.returncode == 0, "settings.py ran: %r" % out.stderr)
+        if os.path.exists(trace):
+            marks = [r["name"] for r in sql(trace, "SELECT name FROM markers WHERE domain = "
+                                                   "'memrec.allocator' ORDER BY ts_ns")]
+            check(marks[:2] == ["PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256",
+                                "torch.allocator_settings=expandable_segments:True,"
+                                "release_lock_on_cudamalloc:False,"
+                                "pinned_use_cuda_host_register:False,"
+                                "pinned_num_register_threads:1"] and len(marks) == 3 and
+                  "garbage_collection_threshold:0.5" in marks[2],
+                  "the environment's and PyTorch's settings, each change marked: %r" % marks)
+            meta = {r["key"]: r["value"] for r in sql(
+                trace, "SELECT key, value FROM meta WHERE key LIKE 'allocator_settings%'")}
+            model = json.loads(meta.get("allocator_settings", "{}"))
+            check(meta.get("allocator_settings_source") == "trace" and
+                  model.get("expandable_segments") is True and
+                  model.get("max_split_size") in (None, -1),
+                  "the replay models the settings PyTorch reported first: %r" % meta)
+        else:
+            check(False, "settings.py left a trace")
 
         # ---- 2. a burst larger than the ring --------------------------------
         out, trace, _ = record("burst", BURST, extra={"MEMREC_TORCH_RING": "32"})

@@ -1,4 +1,6 @@
-"""torch.cuda.memory of the fake torch: the allocator's history ring."""
+"""torch.cuda.memory of the fake torch: the allocator's history ring, and
+its configuration as AllocatorConfig keeps it (c10/core/AllocatorConfig.cpp)."""
+import os
 import time
 
 _enabled = False
@@ -73,6 +75,52 @@ def _record(action, addr, size, stream, frames, device_free=None):
         _next = (_next + 1) % _max_entries
 
 
+# AllocatorConfig: the values the allocator runs with. parseArgs (the
+# environment at start, then every _set_allocator_settings call) first resets
+# max_split_size, roundup_power2_divisions and garbage_collection_threshold to
+# their defaults, keeps the rest (expandable_segments), then applies the keys
+# the text names, and remembers the text as last_allocator_settings. The
+# fake parses the keys its tests use.
+_config = {"expandable_segments": False, "max_split_size": -1,
+           "garbage_collection_threshold": 0.0, "roundup": [0] * 16, "last": ""}
+
+
+def _parse_allocator_settings(text):
+    _config.update(max_split_size=-1, garbage_collection_threshold=0.0, roundup=[0] * 16,
+                   last=text)
+    for item in filter(None, text.replace(" ", "").split(",")):
+        key, _, value = item.partition(":")
+        if key == "expandable_segments":
+            _config["expandable_segments"] = value == "True"
+        elif key == "max_split_size_mb":
+            _config["max_split_size"] = int(value) << 20
+        elif key == "garbage_collection_threshold":
+            _config["garbage_collection_threshold"] = float(value)
+        elif key == "roundup_power2_divisions":
+            _config["roundup"] = [int(value)] * 16
+        else:
+            raise RuntimeError("Unrecognized key '%s' in CUDA allocator config." % key)
+
+
+def _set_allocator_settings(env):
+    _parse_allocator_settings(env)
+
+
+_parse_allocator_settings(os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+
+
+def _allocator_settings():
+    """The snapshot's allocator_settings, keyed and typed as PyTorch's."""
+    return {"PYTORCH_CUDA_ALLOC_CONF": _config["last"],
+            "max_split_size": _config["max_split_size"],
+            "garbage_collection_threshold": _config["garbage_collection_threshold"],
+            "expandable_segments": _config["expandable_segments"],
+            "pinned_num_register_threads": 1,
+            "release_lock_on_cudamalloc": False,
+            "pinned_use_cuda_host_register": False,
+            "roundup_power2_divisions": {str(1 << i): d for i, d in enumerate(_config["roundup"])}}
+
+
 def _snapshot(device=None):
     global _snapshots
     shift = _refits[_snapshots % len(_refits)]
@@ -83,6 +131,6 @@ def _snapshot(device=None):
         trace = _ring[_next:] + _ring[:_next]
     traces = [[] for _ in range(max(fake_devices, fake_device + 1))]
     traces[fake_device] = [dict(e, time_us=e["time_us"] + shift) for e in trace]
-    return {"segments": [], "device_traces": traces,
+    return {"segments": [], "device_traces": traces, "allocator_settings": _allocator_settings(),
             "external_annotations": [dict(a, time_us=a["time_us"] + shift)
                                      for a in _annotations]}
