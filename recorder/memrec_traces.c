@@ -112,16 +112,18 @@ static int writer_alive(const char *path) {
 }
 
 /* Memory events in a trace, read through the codec (when the symbolizer,
- * which counts them too, does not run). */
-static uint64_t count_events(const char *path) {
+ * which counts them too, does not run); *clean_end: its writer closed it. */
+static uint64_t count_events(const char *path, int *clean_end) {
     char err[256];
     trace_reader *r = trace_reader_open(path, err, sizeof err);
+    *clean_end = 0;
     if (!r)
         return 0;
     trace_record rec;
     while (trace_reader_next(r, &rec) == 1) {
     }
     uint64_t events = trace_reader_get_stats(r)->events;
+    *clean_end = trace_reader_get_stats(r)->clean_end;
     trace_reader_close(r);
     return events;
 }
@@ -134,8 +136,8 @@ static void print_symbolize_warning(void *ctx, const char *message) {
 #endif
 
 /* Symbolizes one trace (warnings printed unless quiet); returns its
- * memory event count. */
-static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
+ * memory event count, and in *clean_end whether its writer closed it. */
+static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *clean_end) {
     if (writer_alive(path)) { /* symbolizing renames a copy over the file: its writer would
                                  lose the rest */
         if (!quiet)
@@ -143,14 +145,17 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
                     "memrec: %s is still being written by a process the command left "
                     "running: not symbolized (run memanalyze symbolize on it once it ends)\n",
                     path);
-        return count_events(path);
+        return count_events(path, clean_end);
     }
 #ifdef GMT_HAVE_SYMBOLIZE
     if (symbolize) {
         trace_symbolize_result res;
         char err[1024];
-        if (trace_symbolize_file(path, &res, print_symbolize_warning, &quiet, err, sizeof err) == 0)
+        if (trace_symbolize_file(path, &res, print_symbolize_warning, &quiet, err, sizeof err) ==
+            0) {
+            *clean_end = res.clean_end;
             return res.events;
+        }
         if (!quiet)
             fprintf(stderr, "memrec: %s: not symbolized: %s\n", path, err);
     }
@@ -159,7 +164,7 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet) {
     if (symbolize && !quiet && !said++)
         fprintf(stderr, "memrec: built without libdw: traces are not symbolized\n");
 #endif
-    return count_events(path);
+    return count_events(path, clean_end);
 }
 
 int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,
@@ -188,7 +193,8 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
             free(paths[i]);
             continue;
         }
-        uint64_t events = finish_trace(paths[i], symbolize, quiet);
+        int clean_end = 0;
+        uint64_t events = finish_trace(paths[i], symbolize, quiet, &clean_end);
         if (stat(paths[i], &st) != 0)
             st.st_size = 0;
         const char *shown = paths[i];
@@ -200,8 +206,12 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
             unsigned u = 0;
             while (size >= 1024 && u + 1 < sizeof units / sizeof units[0])
                 size /= 1024, u++;
-            fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.*f %s)\n", shown,
-                    events, u ? 1 : 0, size, units[u]);
+            fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.*f %s)%s\n", shown,
+                    events, u ? 1 : 0, size, units[u],
+                    clean_end ? ""
+                              : "; its process ended without closing it (_exit(2), a kill or "
+                                "a crash): the last moments (at most the writer's last 0.2 s) "
+                                "may be missing");
         }
         reported++;
         free(paths[i]);

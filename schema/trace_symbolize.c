@@ -51,6 +51,7 @@ typedef struct trace_scan {
     uint64_t events;
     uint64_t complete_bytes; /* end of the last complete zstd frame */
     int truncated;
+    int clean_end;
 } trace_scan;
 
 /* The output: a copy of the trace with records appended, created lazily. */
@@ -197,6 +198,7 @@ static int scan_trace(const char *path, trace_scan *s, uint64_t *native_total, c
     s->append.events = st->events + st->lost_events;
     s->append.frames = st->frames + st->corrupt_frames;
     s->truncated = st->truncated;
+    s->clean_end = st->clean_end;
     trace_reader_close(r);
 
     *native_total = s->frames_len;
@@ -393,6 +395,7 @@ int trace_symbolize_file(const char *path, trace_symbolize_result *res,
     int rc = scan_trace(path, &run.scan, &run.res.native_frames, err, errlen);
     if (rc == 0) {
         run.res.events = run.scan.events;
+        run.res.clean_end = run.scan.clean_end;
         run.res.already_symbolized = run.res.native_frames - run.scan.frames_len;
         const native_frame *f = run.scan.frames;
         for (size_t i = 0; i < run.scan.frames_len && rc == 0;) {

@@ -35,6 +35,7 @@ typedef struct trace_symbolize_result {
     uint64_t unresolved;         /* ... left without one (module missing, no symbol) */
     uint64_t file_bytes;         /* size of the trace afterwards */
     int rewritten;               /* 1: the trace file was replaced */
+    int clean_end;               /* 1: the writer closed the trace (an END record, clean) */
 } trace_symbolize_result;
 
 /* Called once per problem worth a line to the user ("module /x/libfoo.so is

@@ -13,6 +13,9 @@
  *                                  and making and freeing a 64 KiB one, after
  *                                  a 1 MiB region live all along
  *   passthrough_prog env NAME      prints $NAME (what memrec set)
+ *   passthrough_prog rawexit MS    a region alloc, MS ms of sleep, another
+ *                                  alloc, then _exit(5): no atexit, no
+ *                                  destructor, nothing of the recorder runs
  *
  * The script compares what arrives with and without memrec in between. */
 #include "memrec.h"
@@ -86,11 +89,18 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
+    if (argc == 3 && !strcmp(argv[1], "rawexit")) {
+        memrec_region_alloc(pool, 4096, 0);
+        usleep((useconds_t)atoi(argv[2]) * 1000u);
+        memrec_region_alloc(pool + 4096, 4096, 0);
+        _exit(5);
+    }
     if (argc == 3 && !strcmp(argv[1], "env")) {
         const char *v = getenv(argv[2]);
         printf("%s\n", v ? v : "(unset)");
         return 0;
     }
-    fprintf(stderr, "usage: passthrough_prog exit CODE | signal SIG | annotate | env NAME\n");
+    fprintf(stderr, "usage: passthrough_prog exit CODE | signal SIG | annotate | linger | steps | "
+                    "env NAME | rawexit MS\n");
     return 2;
 }
