@@ -13,6 +13,7 @@
 #include "db_writer.h"
 #include "gmt_env.h"
 #include "gmt_hash.h"
+#include "progress.h"
 #include "replay.h"
 #include "replay_key.h" /* generated: GMT_REPLAY_KEY */
 #include "snapshot_import.h"
@@ -101,9 +102,7 @@ static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total) {
-    fprintf(stderr, "\rmemanalyze: replaying %s: %3d %%", (const char *)ctx,
-            total ? (int)(done * 100 / total) : 0);
-    fflush(stderr);
+    progress_update(ctx, done, total);
 }
 
 int input_build_database(const char *path, input_kind kind, const char *db_path,
@@ -134,13 +133,18 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     }
     /* A progress line for people waiting at a terminal on a large input. */
     struct stat in_st;
+    progress line;
+    progress_start(&line, NULL, path);
     if ((!opt || !opt->quiet) && isatty(2) && stat(trace_path, &in_st) == 0 &&
         in_st.st_size > (16 << 20)) {
+        progress_start(&line, stderr, path);
         ro.progress = show_progress;
-        ro.progress_ctx = (void *)path;
+        ro.progress_ctx = &line;
+        progress_phase(&line, "reading"); /* the replay's first pass: until it reports */
     }
     replay_summary sum;
     if (replay_trace(trace_path, db, &ro, &sum, err, errlen) != 0) {
+        progress_clear(&line);
         db_writer_abort(db);
         return -1;
     }
@@ -157,13 +161,11 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     db_writer_meta_text(db, "analyzer_version", GMT_REPLAY_KEY);
     if (kind == INPUT_SNAPSHOT)
         unlink(trace_path);
-    if (ro.progress)
-        fprintf(stderr, "\rmemanalyze: indexing %s\033[K", path);
+    progress_phase(&line, "building the indexes of");
     double t1 = seconds();
     int rc = db_writer_finish(db, err, errlen);
-    if (ro.progress)
-        fprintf(stderr, "\r\033[K"); /* clear the progress line */
-    if (getenv(GMT_ENV_TIMING))      /* for bench/: where an import's time goes */
+    progress_clear(&line);
+    if (getenv(GMT_ENV_TIMING)) /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
                 (unsigned long long)sum.events, t1 - t0, seconds() - t1);
     return rc;
