@@ -111,7 +111,8 @@ am_stats_info am_stats(const am_model *model) {
         .allocated_block_count = model->live_blocks,
         .pending_block_count = model->pending_blocks,
         .inactive_block_count = model->free_blocks[0].count + model->free_blocks[1].count,
-        .largest_inactive_bytes = largest_large > largest_small ? largest_large : largest_small};
+        .largest_inactive_bytes = largest_large > largest_small ? largest_large : largest_small,
+        .releasable_bytes = model->releasable};
 }
 
 /* ---- decide mode ---- */

@@ -173,6 +173,10 @@ typedef struct am_stats_info {
     uint64_t pending_block_count;   /* pending-free only */
     uint64_t inactive_block_count;
     uint64_t largest_inactive_bytes; /* the largest free block, any pool, any stream */
+    uint64_t releasable_bytes;       /* what empty_cache() would give back: whole free segments,
+                                        and the pages of expandable segments that lie wholly
+                                        inside free blocks (the rest of the free bytes is
+                                        trapped: reserved - allocated - releasable) */
 } am_stats_info;
 
 /* The running totals; O(1). */

@@ -225,20 +225,59 @@ static void unlink_block(am_block *block) {
     block->prev = block->next = NULL;
 }
 
+/* ---- what empty_cache() would give back ---- */
+
+uint64_t aml_releasable_of(const am_model *model, const am_block *block) {
+    if (!block->prev && !block->next)
+        return block->size;
+    if (!block->is_expandable)
+        return 0;
+    const am_segment *segment = aml_segment_containing(model, block->addr);
+    if (!segment)
+        return 0; /* never while the model is sound */
+    uint64_t page = am_expandable_page(block->is_small);
+    uint64_t first = (block->addr - segment->addr + page - 1) / page;
+    uint64_t end = (aml_block_end(block) - segment->addr) / page;
+    return end > first ? (end - first) * page : 0;
+}
+
+/* The inactive blocks carry their part of model->releasable, set at every change of their
+ * place in the free index (the only times an inactive block's range or neighbours change,
+ * except for the segment surgery below, which refreshes its blocks itself), so the total is
+ * O(1) to keep and to read. */
+static void releasable_refresh(am_model *model, am_block *block) {
+    model->releasable -= block->releasable;
+    block->releasable = aml_releasable_of(model, block);
+    model->releasable += block->releasable;
+}
+
 static void free_index_insert(am_model *model, am_block *block) {
     set_key(&block->by_size, block->segment_stream, block->size, block->addr);
     block->by_size.value = block->size;
     ami_insert(&model->free_blocks[block->is_small], &block->by_size);
+    block->releasable = 0;
+    releasable_refresh(model, block);
 }
 
 /* An indexed inactive block changed its size or address: moves it in the free index. */
 static void free_index_update(am_model *model, am_block *block) {
     ami_update(&model->free_blocks[block->is_small], &block->by_size, block->segment_stream,
                block->size, block->addr, block->size);
+    releasable_refresh(model, block);
 }
 
 static void free_index_remove(am_model *model, am_block *block) {
     ami_remove(&model->free_blocks[block->is_small], &block->by_size);
+    model->releasable -= block->releasable;
+    block->releasable = 0;
+}
+
+/* After a map or unmap moved an expandable segment's start or cut its block list, the parts
+ * of its inactive blocks: their page grid or their neighbours changed without an index move. */
+static void releasable_refresh_segment(am_model *model, const am_segment *segment) {
+    for (am_block *b = aml_first_block_of(model, segment); b; b = b->next)
+        if (b->state == AM_BLOCK_INACTIVE)
+            releasable_refresh(model, b);
 }
 
 am_block *aml_block_containing(const am_model *model, uint64_t addr) {
@@ -501,6 +540,7 @@ void aml_segment_extend(am_model *model, am_segment *below, am_segment *above, u
         refresh_gap(model, above);
     }
     merge_and_index(model, mapped);
+    releasable_refresh_segment(model, below ? below : above);
 }
 
 void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint64_t addr,
@@ -531,13 +571,18 @@ void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint
         upper->size = old_end - upper->addr;
         segment->size = addr - segment->addr;
         segment_attach(model, upper, segment);
+        releasable_refresh_segment(model, upper);
     }
+    if (front || back)
+        releasable_refresh_segment(model,
+                                   front ? segment : aml_segment_containing(model, back->addr));
 }
 
 /* ---- checking ---- */
 
 typedef struct walk_totals {
     uint64_t reserved, allocated, requested, live, pending, inactive, blocks, segments, largest;
+    uint64_t releasable;
 } walk_totals;
 
 static bool block_is_sound(const am_model *model, const am_segment *segment, const am_block *block,
@@ -557,6 +602,9 @@ static bool block_is_sound(const am_model *model, const am_segment *segment, con
             (block->prev && block->prev->state == AM_BLOCK_INACTIVE) ||
             aml_live_block_at(model, block->addr))
             return false;
+        if (block->releasable != aml_releasable_of(model, block))
+            return false;
+        totals->releasable += block->releasable;
         totals->inactive++;
         if (block->size > totals->largest)
             totals->largest = block->size;
@@ -619,7 +667,7 @@ bool aml_is_sound(const am_model *model) {
            totals.live == model->live.count && totals.pending == model->pending_blocks &&
            pending == totals.pending &&
            totals.inactive == model->free_blocks[0].count + model->free_blocks[1].count &&
-           totals.largest == largest &&
+           totals.largest == largest && totals.releasable == model->releasable &&
            (model->first_segment != NULL) == (model->last_segment != NULL) &&
            ami_validate(&model->free_blocks[0]) == 0 && ami_validate(&model->free_blocks[1]) == 0 &&
            ami_validate(&model->blocks) == 0 && ami_validate(&model->segments) == 0;

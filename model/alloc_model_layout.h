@@ -34,6 +34,7 @@ struct am_block {
     uint64_t requested, stream, tag;
     struct am_block *pending_newer; /* FIFO of pending-free blocks, oldest first */
     struct am_block *pending_older;
+    uint64_t releasable; /* while inactive: its part of model->releasable (aml_releasable_of) */
 }; /* the fields merging and splitting read come first: they share a cache line */
 
 struct am_segment {
@@ -85,6 +86,7 @@ struct am_model {
     am_block *pending_oldest, *pending_newest;
     aml_node_pool block_pool, segment_pool;
     uint64_t reserved, allocated, requested, live_blocks, pending_blocks;
+    uint64_t releasable; /* what empty_cache() would give back: the inactive blocks' parts */
 };
 
 static inline uint64_t aml_block_end(const am_block *block) { return block->addr + block->size; }
@@ -145,7 +147,12 @@ void aml_segment_extend(am_model *model, am_segment *below, am_segment *above, u
 void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint64_t addr,
                      uint64_t size);
 
-/* ---- checking ---- */
+/* What empty_cache() would give back of the inactive `block` (the rule of
+ * PyTorch's release_cached_blocks and ExpandableSegment::unmap): all of it
+ * when it is its segment's only block (the segment is free); else, in an
+ * expandable segment, the pages from the segment's start that lie wholly
+ * inside it; else nothing. */
+uint64_t aml_releasable_of(const am_model *model, const am_block *block);
 
 /* Walks everything and compares with the indexes and totals; true when all invariants hold. */
 bool aml_is_sound(const am_model *model);

@@ -692,6 +692,37 @@ static void test_expandable(void) {
     am_model_free(model);
 }
 
+/* ---- known answers: what empty_cache() would give back (am_stats' releasable_bytes) ---- */
+
+static void test_releasable(void) {
+    const uint64_t x = 0x7e0000000000ULL;
+    am_model *model = new_model(0, UINT64_MAX);
+    /* a plain segment: all of it while it holds nothing, none of it once it holds a block */
+    CHECK_EQ_U64(am_segment_insert(model, 0x1000000, 20 * MiB, 0, 0), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 20 * MiB);
+    CHECK_EQ_U64(am_block_place(model, 0x1000000 + 4 * MiB, 1 * MiB, 1 * MiB, 0, 1), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 0); /* 19 MiB trapped */
+    /* an expandable segment of three 20 MiB pages: the pages wholly inside free blocks */
+    CHECK_EQ_U64(am_segment_map(model, x, 60 * MiB, 0, 2), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 60 * MiB);
+    CHECK_EQ_U64(am_block_place(model, x, 25 * MiB, 25 * MiB, 0, 3), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 20 * MiB); /* free [25, 60): page [40, 60) */
+    CHECK_EQ_U64(am_block_place(model, x + 45 * MiB, 5 * MiB, 5 * MiB, 0, 4), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 0); /* free [25, 45) and [50, 60): no page */
+    CHECK_EQ_U64(am_block_release(model, x), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 40 * MiB);  /* free [0, 45): two pages */
+    CHECK_EQ_U64(am_segment_unmap(model, x, 40 * MiB), AM_OK); /* the front: [40, 60) left */
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 0);         /* free [40, 45), [50, 60) */
+    CHECK_EQ_U64(am_segment_map(model, x + 20 * MiB, 20 * MiB, 0, 5), AM_OK); /* grows down */
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 20 * MiB); /* free [20, 45): page [20, 40) */
+    CHECK_EQ_U64(am_block_release(model, x + 45 * MiB), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 40 * MiB); /* all free: the whole segment */
+    CHECK_EQ_U64(am_block_release(model, 0x1000000 + 4 * MiB), AM_OK);
+    CHECK_EQ_U64(am_stats(model).releasable_bytes, 60 * MiB);
+    CHECK_EQ_U64(am_validate(model), AM_OK);
+    am_model_free(model);
+}
+
 /* ---- known answers: expandable segments in decide mode (PyTorch's ExpandableSegment) ---- */
 
 static am_model *new_expandable_model(uint64_t capacity) {
@@ -1373,6 +1404,7 @@ int main(int argc, char **argv) {
     test_stats_script();
     test_apply_mode();
     test_expandable();
+    test_releasable();
     test_expandable_rules();
     test_expandable_decide();
     test_apply_fuzz();
