@@ -525,6 +525,21 @@ CREATE TABLE live_at_end (
   pending        INTEGER NOT NULL     -- 1: its free was requested (a stream still uses it), 0: allocated
 );
 
+-- free_splits: the free part of reserved memory, split as a PyTorch user reads it, at the moments
+-- the commands ask about: each step's end (`step:N`), each device's peak allocated, its last event,
+-- each OOM. Kept by the replay's allocator model as it goes, so `report` and the fragmentation
+-- picture need no pass over the events; any other moment is a layout (`segments --at`).
+-- releasable + trapped = reserved_bytes - allocated_bytes (of this table: the segments' own).
+CREATE TABLE free_splits (
+  device           INTEGER NOT NULL, -- device ordinal
+  event_id         INTEGER NOT NULL, -- the state after this event (of the device's events up to it)
+  reserved_bytes   INTEGER NOT NULL, -- sum of the device's live segment sizes (the layout's reserved), bytes
+  allocated_bytes  INTEGER NOT NULL, -- sum of the live blocks inside them (blocks outside every segment not counted), bytes
+  releasable_bytes INTEGER NOT NULL, -- what empty_cache() would give back: whole free segments, and the pages of expandable segments wholly inside free blocks, bytes
+  trapped_bytes    INTEGER NOT NULL, -- the rest of the free bytes: in segments (or pages) that also hold live blocks, bytes
+  PRIMARY KEY (device, event_id)
+) WITHOUT ROWID;
+
 -- largest_allocations: the 16 largest block allocations of each device over the run (ties: the
 -- earliest), so `report` lists them without sorting every allocation.
 CREATE TABLE largest_allocations (

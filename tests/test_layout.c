@@ -173,11 +173,13 @@ static void test_releasable(void) {
     cupti_segment(TRACE_OP_MAP, 0x40000000, 60 * MiB);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x40000000, 4 * MiB, 0, 0);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x40000000 + 42 * MiB, 2 * MiB, 0, 0);
-    /* D: expandable small pool, 4 MiB (two 2 MiB pages) holding 512 KiB at 0: page [2, 4) */
-    cupti_segment(TRACE_OP_MAP, 0x50000000, 4 * MiB);
+    /* D: expandable small pool, 4 MiB (two 2 MiB pages, mapped one at a time as PyTorch does)
+     * holding 512 KiB at 0: page [2, 4) */
+    cupti_segment(TRACE_OP_MAP, 0x50000000, 2 * MiB);
+    cupti_segment(TRACE_OP_MAP, 0x50000000 + 2 * MiB, 2 * MiB);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, TRACE_SOURCE_TORCH, 0x50000000, MiB / 2, 0, 0);
     replay_it(db_path, DB_READ_ONLY);
-    layout *l = at(8);
+    layout *l = at(9);
     CHECK(l && l->segment_count == 4 && tiles(l));
     if (l && l->segment_count == 4) {
         CHECK_EQ_U64(l->segments[0].releasable_bytes, 20 * MiB);
@@ -192,7 +194,7 @@ static void test_releasable(void) {
     layout_free(l);
     free_split f[2];
     char err[256];
-    int64_t ids[] = {8, 2};
+    int64_t ids[] = {9, 2};
     CHECK(free_split_at(db, 0, ids, 2, f, err, sizeof err) == 0);
     CHECK_EQ_U64(f[0].trapped, 18 * MiB + 34 * MiB + 3 * MiB / 2);
     CHECK_EQ_U64(f[0].releasable, 42 * MiB);

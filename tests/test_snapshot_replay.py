@@ -288,6 +288,22 @@ def main():
                           f"{got['reserved_bytes']}/{got['allocated_bytes']}, timeline {row}, "
                           f"outside {len(got['outside_blocks'])}, left out "
                           f"{got['rows_left_out']}")
+                # the free split the replay keeps (free_splits: step ends, the peak, the end)
+                # is the layout's at that moment, releasable and trapped byte for byte
+                splits = db.execute("SELECT event_id, releasable_bytes, trapped_bytes FROM "
+                                    "free_splits WHERE device = ? ORDER BY event_id",
+                                    (dev,)).fetchall()
+                check(bool(splits), f"{name} device {dev}: no free_splits rows")
+                for at, releasable, trapped in splits[:: max(1, len(splits) // 6)] + splits[-1:]:
+                    seg_run = subprocess.run([memanalyze, "segments", db_path, "--at",
+                                              f"event:{at}", "--device", str(dev), "--json"],
+                                             capture_output=True, text=True, env=env)
+                    got = json.loads(seg_run.stdout) if seg_run.returncode == 0 else {}
+                    check((got.get("releasable_bytes"), got.get("trapped_bytes")) ==
+                          (releasable, trapped),
+                          f"{name} device {dev} event {at}: free_splits releasable/trapped "
+                          f"{releasable}/{trapped}, layout {got.get('releasable_bytes')}/"
+                          f"{got.get('trapped_bytes')} {seg_run.stderr.strip()}")
             got = db.execute("SELECT count(*) FROM event_rows WHERE event_id > 0").fetchone()[0]
             check(got == expected_events(snap),
                   f"{name}: {got} events replayed, {expected_events(snap)} expected")

@@ -157,10 +157,12 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
     json_string(out, described);
     fprintf(out,
             ",\n \"reserved_bytes\": %llu, \"allocated_bytes\": %llu, \"requested_bytes\": %llu, "
-            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"segments\": [",
+            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"releasable_bytes\": "
+            "%llu, \"trapped_bytes\": %llu,\n \"segments\": [",
             (unsigned long long)l->reserved_bytes, (unsigned long long)l->allocated_bytes,
             (unsigned long long)l->requested_bytes, (unsigned long long)l->pending_bytes,
-            (unsigned long long)l->largest_free_bytes);
+            (unsigned long long)l->largest_free_bytes, (unsigned long long)l->releasable_bytes,
+            (unsigned long long)l->trapped_bytes);
     for (size_t i = 0; i < l->segment_count; i++) {
         const layout_segment *s = &l->segments[i];
         /* allocated = live blocks (pending-free included), DESIGN.md's definition */
@@ -171,7 +173,7 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
                 i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
                 (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
                 (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
-                layout_small_pool(l, s) ? "small" : "large", s->mapped ? "true" : "false");
+                s->small_pool ? "small" : "large", s->mapped ? "true" : "false");
         print_json_id(out, s->segment_id);
         print_json_frames(out, stacks, s->stack_id);
         fputs(",\n   \"blocks\": [", out);

@@ -27,11 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
+int analysis_summaries_allowed(void) {
     const char *off = getenv(GMT_ENV_NO_SUMMARIES);
-    if (off && *off && strcmp(off, "0") != 0)
-        return 0;
-    return from <= 0 && to >= analysis_last_event(db);
+    return !(off && *off && strcmp(off, "0") != 0);
+}
+
+int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to) {
+    return analysis_summaries_allowed() && from <= 0 && to >= analysis_last_event(db);
 }
 
 double frag_of(const moment *m) {

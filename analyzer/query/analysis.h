@@ -38,6 +38,10 @@ typedef struct device_summary {
  * answer (unless GMT_NO_SUMMARIES is set, which forces the scans). */
 int analysis_whole_run(sqlite3 *db, int64_t from, int64_t to);
 
+/* 0 when GMT_NO_SUMMARIES asks for the scans instead of the replay's
+ * summaries (the tests hold the two to identical answers), else 1. */
+int analysis_summaries_allowed(void);
+
 double frag_of(const moment *m);               /* 0 when nothing is reserved */
 const char *frag_rating(double fragmentation); /* good, moderate, serious, severe */
 

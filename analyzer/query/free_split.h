@@ -11,9 +11,11 @@
  *               leaves expandable segments out of that counter, we do not.
  *
  * The trapped ratio (trapped / reserved), rated with the fragmentation bands,
- * is the fragmentation verdict. Computed from the segment layout at each
- * moment (layout.h), so it costs one pass over the events up to the last
- * moment asked for. */
+ * is the fragmentation verdict. The replay keeps it at step ends, each
+ * device's peak allocated, its last event and OOMs (free_splits, from the
+ * allocator model's running totals); any other moment is a segment layout
+ * (layout.h), one pass over the events up to the last such moment. The two
+ * agree byte for byte (tests/test_snapshot_replay.py). */
 #ifndef GMT_FREE_SPLIT_H
 #define GMT_FREE_SPLIT_H
 

@@ -169,23 +169,12 @@ static live_block *pass_snapshot(const pass *p, const seg_row *segs, size_t nseg
 
 /* ---- what empty_cache() would return ---------------------------------------- */
 
-int layout_small_pool(const layout *l, const layout_segment *s) {
-    if (!s->mapped || s->live_blocks == 0)
-        return s->size <= LAYOUT_SMALL_PAGE;
-    for (size_t k = 0; k < s->block_count; k++) {
-        const layout_block *b = &l->blocks[s->first_block + k];
-        if (b->state != LAYOUT_INACTIVE && b->size > (1ull << 20))
-            return 0;
-    }
-    return 1;
-}
-
 uint64_t layout_releasable(const layout *l, const layout_segment *s) {
     if (s->live_blocks == 0)
         return s->size;
     if (!s->mapped)
         return 0;
-    uint64_t page = layout_small_pool(l, s) ? LAYOUT_SMALL_PAGE : LAYOUT_LARGE_PAGE;
+    uint64_t page = am_expandable_page(s->small_pool);
     uint64_t bytes = 0;
     for (size_t k = 0; k < s->block_count; k++) { /* pages wholly inside a free block */
         const layout_block *b = &l->blocks[s->first_block + k];
@@ -293,6 +282,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         ls->stack_id = row ? row->stack_id : 0;
         ls->mapped = si.is_expandable;
         ls->whole_block = row ? row->whole_block : 0;
+        ls->small_pool = si.is_small;
         ls->first_block = l->block_count;
         for (const am_block *b = am_segment_first_block(m, s); b; b = am_next_block(b)) {
             am_block_info bi;

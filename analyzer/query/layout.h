@@ -51,6 +51,9 @@ typedef struct layout_segment {
     int64_t stack_id;   /* segments.stack_id of that row; 0: none */
     int mapped;         /* a VMM (expandable) segment, possibly several mapped ranges */
     int whole_block;    /* a segment no allocator sub-allocates: one block */
+    int small_pool;     /* in PyTorch's small pool, as the allocator model has it: an ordinary
+                           segment of 2 MiB (kSmallBuffer) or less, an expandable one mapped in
+                           pages of 2 MiB (model/alloc_model.h, am_segment_map) */
     size_t first_block, block_count; /* layout.blocks[first_block ..] tile it, by address */
     uint64_t allocated_bytes;        /* live blocks (allocated + pending-free) */
     uint64_t pending_bytes;          /* pending-free blocks */
@@ -111,21 +114,13 @@ void layout_free(layout *l);
 /* The page an expandable segment maps and unmaps: PyTorch's segment size of
  * its pool, 2 MiB (kSmallBuffer) in the small pool, 20 MiB (kLargeBuffer) in
  * the large one. */
-#define LAYOUT_SMALL_PAGE (2ull << 20)
-#define LAYOUT_LARGE_PAGE (20ull << 20)
-
 /* What empty_cache() would give back of segment `s` (whose blocks are
  * l->blocks[s->first_block ..]): all of it when no block is live; for an
- * expandable segment, each page that lies entirely inside free blocks;
- * nothing else (PyTorch frees whole segments only). */
+ * expandable segment, each page (of its pool's size) that lies entirely
+ * inside free blocks; nothing else (PyTorch frees whole segments only). The
+ * same rule as the model's running total (aml_releasable_of), which the
+ * replay keeps in free_splits: the two agree at every moment. */
 uint64_t layout_releasable(const layout *l, const layout_segment *s);
-
-/* Whether segment `s` is in PyTorch's small pool. An ordinary segment is
- * when it is 2 MiB (kSmallBuffer) or less. An expandable one (one per pool
- * and stream, any size) is when the blocks it holds are all of at most 1 MiB
- * (kSmallSize: larger requests go to the large pool); with nothing live, by
- * its size as an ordinary one. */
-int layout_small_pool(const layout *l, const layout_segment *s);
 
 /* The timeline row of `device` at `event_id` (its row with the greatest
  * event_id <= event_id): the replay's totals. 0, or -1 when it has none. */

@@ -55,6 +55,7 @@ enum statement {
     ST_SITE_BUCKET,
     ST_HEAT_ROW,
     ST_LIVE_END,
+    ST_FREE_SPLIT,
     ST_COUNT
 };
 
@@ -88,6 +89,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_LIVE_END] = "INSERT OR REPLACE INTO live_at_end (alloc_id, device, addr, size,"
                     " requested_size, stream, stack_id, segment_id, pending)"
                     " VALUES (?,?,?,?,?,?,?,?,?)",
+    [ST_FREE_SPLIT] = "INSERT OR REPLACE INTO free_splits (device, event_id, reserved_bytes,"
+                      " allocated_bytes, releasable_bytes, trapped_bytes) VALUES (?,?,?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
                    " VALUES (?,?,?,?)",
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
@@ -590,6 +593,13 @@ int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t 
         st->n = 4;
     }
     return row_done(w, st);
+}
+
+int db_writer_free_split(db_writer *w, int64_t device, int64_t event_id, int64_t reserved,
+                         int64_t allocated, int64_t releasable) {
+    const int64_t v[] = {device,    event_id,   reserved,
+                         allocated, releasable, reserved - allocated - releasable};
+    return insert_ints(w, ST_FREE_SPLIT, v, 6);
 }
 
 int db_writer_live_at_end(db_writer *w, int64_t alloc_id, int64_t device, int64_t addr,

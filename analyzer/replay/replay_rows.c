@@ -33,6 +33,42 @@ static totals device_totals(const device_state *d) {
     return t;
 }
 
+static split_now split_of(const device_state *d) {
+    am_stats_info st = am_stats(d->model);
+    return (split_now){(int64_t)st.reserved_bytes, (int64_t)st.allocated_bytes,
+                       (int64_t)st.releasable_bytes};
+}
+
+static int write_split(replay *rp, uint32_t device, int64_t event_id, split_now s) {
+    return replay_db_ok(
+        rp, db_writer_free_split(rp->db, device, event_id, s.reserved, s.allocated, s.releasable));
+}
+
+int replay_write_split(replay *rp, uint32_t device, int64_t event_id) {
+    return write_split(rp, device, event_id, split_of(&rp->dev[device]));
+}
+
+int replay_write_splits(replay *rp, int64_t event_id) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++)
+        if (rp->dev[i].present && rp->dev[i].model && replay_write_split(rp, i, event_id) != 0)
+            return -1;
+    return 0;
+}
+
+/* The splits kept for the end of the replay: each device's at its peak allocated and after its
+ * last row; the end of the trace and open steps are written by the caller. */
+int replay_write_final_splits(replay *rp) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
+        device_state *d = &rp->dev[i];
+        if (!d->present || !d->model || d->peak_alloc_id == DB_NULL)
+            continue;
+        if (write_split(rp, i, d->peak_alloc_id, d->peak_split) != 0 ||
+            replay_write_split(rp, i, d->last_event_id) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Per-site values are kept for every SITE_BUCKET_STRIDE-th bucket only: a
  * run touches all its sites in most buckets, and rows = buckets x sites. */
 #define SITE_BUCKET_STRIDE 16
@@ -117,15 +153,21 @@ int replay_write_row(replay *rp, db_event_row *row) {
     /* Peaks are states of the timeline: the seed row and recorded events,
      * not the partial sums while the seed is being built. */
     int state = row->event_id > 0 || row->op == DB_OP_SEED;
+    if (state)
+        d->last_event_id = row->event_id;
     if (state && (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL)) {
         d->peak_alloc = t.allocated;
         d->peak_alloc_id = row->event_id;
+        d->peak_split = split_of(d);
         site_stats_new_peak(rp->sites, (uint32_t)row->device);
     }
     if (state && (t.requested > d->peak_req || d->peak_req_id == DB_NULL)) {
         d->peak_req = t.requested;
         d->peak_req_id = row->event_id;
     }
+    if (row->event_id > 0 && row->op == TRACE_OP_OOM &&
+        replay_write_split(rp, (uint32_t)row->device, row->event_id) != 0)
+        return -1;
     if (row->event_id > 0) {
         d->ooms += row->op == TRACE_OP_OOM;
         d->alloc_failed += row->op == TRACE_OP_ALLOC_FAILED;

@@ -36,6 +36,11 @@ typedef struct bucket_acc {
     int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
 } bucket_acc;
 
+/* The free part of the model's segments at one moment (free_splits). */
+typedef struct split_now {
+    int64_t reserved, allocated, releasable;
+} split_now;
+
 typedef struct device_state {
     int present;
     am_model *model;
@@ -45,6 +50,8 @@ typedef struct device_state {
     int uses_phys;         /* the trace has cuMemCreate on this device */
     uint8_t over_reserved, over_allocated; /* an invariant is broken now (warned once) */
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
+    split_now peak_split;  /* the free split when allocated peaked (free_splits) */
+    int64_t last_event_id; /* of the device's rows: the seed row's, then its events' */
     int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
     char *name;
     int64_t total_bytes;
@@ -153,6 +160,15 @@ void replay_check_layouts(replay *rp, const char *when);
 
 /* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row);
+
+/* A free_splits row: the device's split now, as the state after `event_id`. */
+int replay_write_split(replay *rp, uint32_t device, int64_t event_id);
+
+/* free_splits rows for every device with a model, at `event_id` (a step's end, the end). */
+int replay_write_splits(replay *rp, int64_t event_id);
+
+/* At the end: each device's split at its peak allocated and after its last row. */
+int replay_write_final_splits(replay *rp);
 /* Ends the device's current time bucket; `next` is the index of the bucket
  * that follows (INT64_MAX at the end of the trace). */
 int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);
