@@ -82,7 +82,8 @@ PRAGMA user_version = 1;
 --   schema_version (1, written here), format_version (trace format version),
 --   input_format ('gpumemtrace' | 'pytorch_snapshot'), input_path, input_size, input_mtime_ns,
 --   pid, rank, host, command_line, clock_source, t0_unix_ns (wall-clock ns of ts_ns = 0),
---   recorded_events (count of event_rows rows with event_id > 0), dropped_events (the recorder's
+--   recorded_events (count of event_rows rows with event_id > 0), last_ts_ns (the greatest ts_ns of
+--   event_rows: how long the recording lasts), dropped_events (the recorder's
 --   count from the end record), clean_shutdown (1 when the end record was read, else 0),
 --   truncated_after_events (set when the trace ended early), corrupt_frames (count skipped),
 --   analyzer_version, step_rule (the regular expression used for step names),

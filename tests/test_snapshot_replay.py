@@ -310,6 +310,11 @@ def main():
             warnings = db.execute("SELECT code, count(*) FROM warnings GROUP BY code").fetchall()
             check(not warnings, f"{name}: replay warnings {warnings}")
             meta = dict(db.execute("SELECT key, value FROM meta"))
+            scanned = db.execute("SELECT count(*), coalesce(max(ts_ns), 0) FROM event_rows "
+                                 "WHERE event_id > 0").fetchone()
+            check((meta.get("recorded_events"), meta.get("last_ts_ns")) == scanned,
+                  f"{name}: meta recorded_events/last_ts_ns {meta.get('recorded_events')}/"
+                  f"{meta.get('last_ts_ns')}, the events say {scanned}")
             source, times, history, expandable = expected_facts(snap)
             check((meta.get("allocator_settings_source"), meta.get("timestamps"),
                    meta.get("history")) == (source, times, history),

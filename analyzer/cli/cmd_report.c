@@ -75,6 +75,8 @@ static void headroom(device_report *r) {
 
 /* The OOM events of the window, the first MAX_OOM_LINES. */
 static void list_ooms(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
+    if (r->s.ooms <= 0)
+        return; /* the summary counted none: no scan of the events for them */
     sqlite3_stmt *st = db_statement(db, "SELECT event_id FROM event_rows WHERE device = ? AND "
                                         "op = {op:oom} AND event_id > ? AND event_id <= ? "
                                         "ORDER BY event_id LIMIT ?");
@@ -257,8 +259,16 @@ static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t t
     printf("\n");
     if (*meta_text(db, "command_line", a, sizeof a))
         printf("  command: %s\n", a);
-    long long events = db_query_int(db, "SELECT count(*) FROM event_rows WHERE event_id > 0", 0);
-    long long span = db_query_int(db, "SELECT max(ts_ns) FROM event_rows", 0);
+    /* from meta (a database of an older memanalyze: a scan of the events) */
+    long long events = db_query_int(db,
+                                    "SELECT coalesce((SELECT value FROM meta WHERE key = "
+                                    "'recorded_events'), (SELECT count(*) FROM event_rows "
+                                    "WHERE event_id > 0))",
+                                    0);
+    long long span = db_query_int(db,
+                                  "SELECT coalesce((SELECT value FROM meta WHERE key = "
+                                  "'last_ts_ns'), (SELECT max(ts_ns) FROM event_rows))",
+                                  0);
     long long steps = db_query_int(db, "SELECT count(*) FROM steps", 0);
     int history = when_has_history(db);
     if (!history)

@@ -420,6 +420,7 @@ static int finish(replay *rp, const trace_reader *r) {
     }
     db_writer_meta_int(rp->db, "format_version", trace_reader_version(r));
     db_writer_meta_int(rp->db, "recorded_events", rp->last_event_id);
+    db_writer_meta_int(rp->db, "last_ts_ns", rp->last_ts);
     db_writer_meta_int(rp->db, "corrupt_frames", (int64_t)st->corrupt_frames);
     if (st->truncated)
         db_writer_meta_int(rp->db, "truncated_after_events", (int64_t)st->events);
