@@ -11,6 +11,10 @@ snapshot shaped like a real one, to measure the reader against pickle.load.
     make_pickles.py --snapshots DIR           snapshots made by a simulated PyTorch allocator
                                               (expandable segments, OOM, settings), for
                                               test_snapshot_replay.py
+    make_pickles.py --realistic FILE [--entries N]
+                                              a training loop through the simulated allocator
+                                              (a real layout: no replay warning), stacks shared
+                                              as PyTorch's pickler shares them; for bench/
 
 Standard library only; deterministic (fixed seed)."""
 import argparse
@@ -658,6 +662,104 @@ SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": e
              "split-roundup": split_roundup, "es-conf-only": es_conf_only}
 
 
+def realistic_snapshot(entries, seed=5):
+    """A transformer's training loop, as PyTorch's allocator history records it: parameters
+    made once, per step the forward's activations (kept) and temporaries (freed at once), the
+    backward's gradient temporaries and, under zero_grad(set_to_none=True), fresh gradients,
+    the optimizer's states at its first step; sequence lengths vary from step to step, so the
+    cache fragments as real runs do. Every block goes through the simulated caching allocator,
+    so the segments and the history agree (a replay raises no warning). Frames: one dict per
+    distinct frame, shared by every entry whose stack holds it, in a list per entry, as the
+    snapshot's pickler writes them (frame dicts memoized, lists not). Runs until `entries`
+    history entries exist."""
+    rnd = random.Random(seed)
+    clock = Clock()
+    frames = {}
+
+    def frame(name, filename, line):
+        key = (name, filename, line)
+        if key not in frames:
+            frames[key] = {"name": name, "filename": filename, "line": line}
+        return frames[key]
+
+    torch_dir = "/opt/conda/lib/python3.11/site-packages/torch/"
+    outer = [frame("train_epoch", "/home/user/train.py", 131),  # innermost first
+             frame("main", "/home/user/train.py", 188),
+             frame("<module>", "/home/user/train.py", 212)]
+
+    def site(kind, layer, line):
+        inner = {"forward": [frame("forward", "/home/user/model.py", line),
+                             frame("_call_impl", torch_dir + "nn/modules/module.py", 1562),
+                             frame("forward", "/home/user/model.py", 88 + layer % 4)],
+                 "backward": [frame("backward", torch_dir + "autograd/__init__.py", 347),
+                              frame("backward", torch_dir + "_tensor.py", 581)],
+                 "step": [frame("_multi_tensor_adamw", torch_dir + "optim/adamw.py", line),
+                          frame("step", torch_dir + "optim/adamw.py", 209),
+                          frame("wrapper", torch_dir + "optim/optimizer.py", 487)],
+                 "init": [frame("__init__", torch_dir + "nn/modules/linear.py", 105),
+                          frame("__init__", "/home/user/model.py", 40 + layer % 4)]}[kind]
+        return inner + outer
+
+    def stack(kind, layer, line):
+        return list(site_frames[(kind, layer % 4, line)])
+
+    site_frames = {}
+    for kind, lines in (("forward", (61, 62, 70, 71, 75)), ("backward", (0,)),
+                        ("step", (512, 530, 601)), ("init", (0,))):
+        for layer in range(4):
+            for line in lines:
+                site_frames[(kind, layer, line)] = site(kind, layer, line)
+
+    alloc = Allocator(0, 80 << 30, clock=clock)
+    layers, hidden = 24, 2048
+    params = [alloc.malloc(size, 0, stack("init", i, 0)) for i in range(layers)
+              for size in (hidden * hidden * 2, 3 * hidden * hidden * 2, hidden * 8,
+                           4 * hidden * hidden * 2)]
+    param_sizes = [(hidden * hidden * 2, 3 * hidden * hidden * 2, hidden * 8,
+                    4 * hidden * hidden * 2)[k % 4] for k in range(len(params))]
+    states, grads, annotations = [], [], []
+    while len(alloc.trace) < entries:
+        step = len(annotations) // 2
+        annotations.append({"device": 0, "stage": "START", "name": "ProfilerStep#%d" % step,
+                            "time_us": clock()})
+        seq = rnd.choice((384, 448, 512, 512, 512, 576))
+        tokens = 8 * seq
+        acts = []
+        for layer in range(layers):  # forward
+            acts.append(alloc.malloc(tokens * hidden * 2, 0, stack("forward", layer, 61)))
+            scores = alloc.malloc(8 * 16 * seq * seq * 2, 0, stack("forward", layer, 62))
+            acts.append(alloc.malloc(tokens * hidden * 2, 0, stack("forward", layer, 70)))
+            alloc.free_block(scores)
+            acts.append(alloc.malloc(tokens * 4 * hidden * 2, 0, stack("forward", layer, 71)))
+            small = alloc.malloc(tokens * 4, 0, stack("forward", layer, 75))
+            alloc.free_block(small)
+        for layer in reversed(range(layers)):  # backward
+            tmp = alloc.malloc(tokens * 4 * hidden * 2, 0, stack("backward", layer, 0))
+            for k in range(4):
+                grads.append(alloc.malloc(param_sizes[layer * 4 + k], 0,
+                                          stack("backward", layer, 0)))
+            alloc.free_block(tmp)
+            for _ in range(3):
+                alloc.free_block(acts.pop())
+        if not states:  # the optimizer's first step: exp_avg and exp_avg_sq, kept
+            for k, size in enumerate(param_sizes):
+                states.append(alloc.malloc(size, 0, stack("step", k, 512)))
+                states.append(alloc.malloc(size, 0, stack("step", k, 530)))
+        for k in range(0, len(param_sizes), 8):  # foreach temporaries
+            tmp = alloc.malloc(param_sizes[k], 0, stack("step", k, 601))
+            alloc.free_block(tmp, delayed=rnd.random() < 0.1)
+        if alloc.pending:
+            alloc.free_completed(alloc.pending[0])
+        while grads:  # zero_grad(set_to_none=True)
+            alloc.free_block(grads.pop())
+        annotations.append({"device": 0, "stage": "END", "name": "ProfilerStep#%d" % step,
+                            "time_us": clock()})
+    del params, states
+    snap = snapshot_of([alloc], 1.0, settings=settings_dict())
+    snap["external_annotations"] = annotations
+    return snap
+
+
 def write_snapshots(out):
     os.makedirs(out, exist_ok=True)
     for name, make in SNAPSHOTS.items():
@@ -671,6 +773,7 @@ def main():
     ap.add_argument("--big")
     ap.add_argument("--entries", type=int, default=1000000)
     ap.add_argument("--snapshots")
+    ap.add_argument("--realistic")
     args = ap.parse_args()
     if args.out:
         write_fixtures(args.out)
@@ -679,7 +782,10 @@ def main():
     if args.big:
         with open(args.big, "wb") as f:
             pickle.dump(synthetic_snapshot(args.entries), f, protocol=4)
-    if not args.out and not args.big and not args.snapshots:
+    if args.realistic:
+        with open(args.realistic, "wb") as f:
+            pickle.dump(realistic_snapshot(args.entries), f, protocol=4)
+    if not args.out and not args.big and not args.snapshots and not args.realistic:
         ap.print_usage(sys.stderr)
         return 2
     return 0
