@@ -204,6 +204,52 @@ static void test_steps(void) {
     CHECK_EQ_U64(q("SELECT alloc_step IS NULL FROM allocations WHERE alloc_id = 3"), 1);
 }
 
+/* A step in pieces is one step: [its earliest begin, its latest end), the name of its first
+ * piece, open when a piece is; steps named without a number are numbered in order of begin. */
+static void test_step_pieces(void) {
+    begin();
+    marker(TRACE_MARK_RANGE_PUSH, "step 3", 1);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB); /* 1 */
+    marker(TRACE_MARK_RANGE_PUSH, "Step 3 (rank 1)", 2);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB); /* 2 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);              /* the first piece ends at 2 */
+    cupti_segment(TRACE_OP_ALLOC, 0x30000000, 2 * MiB); /* 3 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 2);              /* the second ends at 3 */
+    marker(TRACE_MARK_RANGE_PUSH, "Step", 1);           /* no number: the first such, 0 */
+    cupti_segment(TRACE_OP_ALLOC, 0x40000000, 2 * MiB); /* 4 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);
+    marker(TRACE_MARK_RANGE_PUSH, "step", 1);           /* the second, 1 */
+    cupti_segment(TRACE_OP_ALLOC, 0x50000000, 2 * MiB); /* 5 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);
+    marker(TRACE_MARK_RANGE_PUSH, "step 3", 3);         /* step 3 again, never closed */
+    cupti_segment(TRACE_OP_ALLOC, 0x60000000, 2 * MiB); /* 6 */
+    replay_it(db_path, DB_READ_WRITE);
+    CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 3);
+    CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 3"), 0);
+    CHECK_EQ_U64(q("SELECT name = 'step 3' FROM steps WHERE step = 3"), 1);
+    CHECK_EQ_U64(q("SELECT end_ts_ns IS NULL FROM steps WHERE step = 3"), 1); /* a piece is open */
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 3"), 6);
+    CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 0"), 3);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 0"), 4);
+    CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 1"), 4);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 1"), 5);
+    /* closed pieces only: the later end wins */
+    begin();
+    marker(TRACE_MARK_RANGE_PUSH, "step 9", 1);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB); /* 1 */
+    marker(TRACE_MARK_RANGE_PUSH, "step 9", 2);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB); /* 2 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 2);              /* the later piece ends first, at 2 */
+    cupti_segment(TRACE_OP_ALLOC, 0x30000000, 2 * MiB); /* 3 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);              /* the first ends last, at 3 */
+    cupti_segment(TRACE_OP_ALLOC, 0x40000000, 2 * MiB); /* 4 */
+    replay_it(db_path, DB_READ_WRITE);
+    CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 1);
+    CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 9"), 0);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 9"), 3);
+    CHECK_EQ_U64(q("SELECT end_ts_ns IS NOT NULL FROM steps WHERE step = 9"), 1);
+}
+
 /* The heatmap rows the replay keeps: one 4 MiB segment (the whole squeezed
  * address space: 400 rows of 4 MiB / 400), a 1 MiB block at its start. */
 static void test_heatmap_rows(void) {
@@ -286,6 +332,7 @@ int main(void) {
     test_kinds_and_vmm();
     test_anomalies();
     test_steps();
+    test_step_pieces();
     test_synthetic_run();
     return tmpdir_finish("test_replay");
 }

@@ -165,6 +165,15 @@ static long find_open(const replay *rp, int is_push, uint64_t key) {
     return -1;
 }
 
+/* One piece of a step into `steps`, where pieces of one step merge
+ * (db_writer_step). */
+static int write_step(replay *rp, const step_interval *s) {
+    db_step_row row = {s->step,           s->name,
+                       s->begin_ts,       s->open ? DB_NULL : s->end_ts,
+                       s->begin_event_id, s->end_event_id};
+    return replay_db_ok(rp, db_writer_step(rp->db, &row));
+}
+
 static int on_marker(replay *rp, const trace_marker *m) {
     if (m->kind == TRACE_MARK_SEED_END) {
         rp->in_seed = 0;
@@ -206,6 +215,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
                              m->value, ts, rp->last_event_id);
     if (ended < 0)
         return replay_fail(rp, "out of memory");
+    if (ended && write_step(rp, steps_closed(rp->steps)) != 0)
+        return -1;
     if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
     if (ended && replay_write_splits(rp, rp->last_event_id) != 0)
@@ -401,17 +412,11 @@ static int finish(replay *rp, const trace_reader *r) {
         if (replay_db_ok(rp, db_writer_device(rp->db, &row)) != 0)
             return -1;
     }
-    size_t nsteps;
+    size_t nsteps; /* the steps still open: the closed ones are written */
     const step_interval *steps = steps_finish(rp->steps, rp->last_ts, rp->last_event_id, &nsteps);
-    for (size_t i = 0; i < nsteps; i++) {
-        const step_interval *s = &steps[i];
-        db_step_row row = {s->step,           s->name,
-                           s->begin_ts,       s->open ? DB_NULL : s->end_ts,
-                           s->begin_event_id, s->end_event_id};
-        if (replay_db_ok(rp, db_writer_step(rp->db, &row)) != 0)
+    for (size_t i = 0; i < nsteps; i++)
+        if (write_step(rp, &steps[i]) != 0)
             return -1;
-    }
-    rp->sum->steps = nsteps;
     const trace_reader_stats *st = trace_reader_get_stats(r);
     for (size_t i = 0; i < trace_reader_warning_count(r); i++) {
         const char *w = trace_reader_warning(r, i);

@@ -48,7 +48,6 @@ typedef struct replay_summary {
     uint64_t events;      /* recorded events replayed (event_id >= 1) */
     uint64_t seed_events; /* events before the seed_end marker */
     uint64_t warnings; /* anomalies found (all of them; the table keeps the first of each kind) */
-    uint64_t steps;
 } replay_summary;
 
 /* Returns 0, or -1 with a one-line message in err (the trace cannot be

@@ -4,7 +4,10 @@
  * id (start/end pair across threads); only those whose name is a step
  * become intervals, but every push is tracked so that pops stay paired.
  * Intervals with the same number (two threads or devices marking the same
- * step) merge into one: a step is global. */
+ * step) merge into one: a step is global. The merge is the database's
+ * (db_writer_step): the tracker hands each interval over as it closes and
+ * keeps only the open ones, in slots that closing frees, so its memory is
+ * what is open now, not the run's step count. */
 #include "steps.h"
 
 #include "gmt_grow.h"
@@ -17,7 +20,7 @@
 
 typedef struct open_push {
     uint32_t tid;
-    int64_t interval; /* index into intervals, or -1 for a range that is no step */
+    int64_t interval; /* slot of its interval, or -1 for a range that is no step */
 } open_push;
 
 typedef struct open_range {
@@ -27,13 +30,18 @@ typedef struct open_range {
 
 struct step_tracker {
     char *word;
-    step_interval *intervals;
-    size_t count, cap;
-    open_push *pushes; /* a stack; pops search from the top for their thread */
+    step_interval *slots; /* open intervals; a free slot has end_ts != INT64_MAX */
+    size_t slots_len, slots_cap;
+    size_t *free_slots; /* a stack of free slot indexes */
+    size_t free_len, free_cap;
+    int64_t next_unnumbered; /* the number of the next step named without one */
+    step_interval closed;    /* what the last call closed (name owned here) */
+    open_push *pushes;       /* a stack; pops search from the top for their thread */
     size_t pushes_len, pushes_cap;
     open_range *ranges;
     size_t ranges_len, ranges_cap;
     int64_t open_mark; /* interval opened by a step mark, or -1 */
+    int finished;      /* steps_finish ran: every slot holds an interval it returned */
 };
 
 step_tracker *steps_new(const char *word) {
@@ -48,41 +56,62 @@ step_tracker *steps_new(const char *word) {
 void steps_free(step_tracker *t) {
     if (!t)
         return;
-    for (size_t i = 0; i < t->count; i++)
-        free(t->intervals[i].name);
-    free(t->intervals);
+    for (size_t i = 0; i < t->slots_len; i++)
+        if (t->finished || t->slots[i].end_ts == INT64_MAX)
+            free(t->slots[i].name);
+    free(t->closed.name);
+    free(t->slots);
+    free(t->free_slots);
     free(t->pushes);
     free(t->ranges);
     free(t->word);
     free(t);
 }
 
-/* Opens an interval; returns its index or -1 (out of memory). */
+/* Opens an interval; returns its slot or -1 (out of memory). A step named
+ * without a number takes the next in order of opening, which is the order
+ * of begin: markers come in time order. */
 static int64_t open_interval(step_tracker *t, int64_t number, const char *name, int64_t ts,
                              int64_t event_id) {
-    if (gmt_grow((void **)&t->intervals, &t->cap, t->count, sizeof *t->intervals) != 0)
-        return -1;
-    step_interval *s = &t->intervals[t->count];
-    s->step = number;
+    size_t slot;
+    if (t->free_len) {
+        slot = t->free_slots[--t->free_len];
+    } else {
+        if (gmt_grow((void **)&t->slots, &t->slots_cap, t->slots_len, sizeof *t->slots) != 0)
+            return -1;
+        slot = t->slots_len++;
+    }
+    step_interval *s = &t->slots[slot];
+    s->step = number >= 0 ? number : t->next_unnumbered++;
     s->name = name ? strdup(name) : NULL;
     s->begin_ts = ts;
     s->end_ts = INT64_MAX;
     s->begin_event_id = event_id;
     s->end_event_id = INT64_MAX;
-    return (int64_t)t->count++;
+    s->open = 0;
+    return (int64_t)slot;
 }
 
-/* Returns 1 when it closed an open interval (a step ended), else 0. */
-static int close_interval(step_tracker *t, int64_t index, int64_t ts, int64_t event_id) {
-    if (index < 0 || (size_t)index >= t->count)
+/* Closes the interval in `slot` into t->closed and frees the slot. Returns
+ * 1 when it closed one (a step ended), 0 when the slot holds none, -1 out
+ * of memory. */
+static int close_interval(step_tracker *t, int64_t slot, int64_t ts, int64_t event_id) {
+    if (slot < 0 || (size_t)slot >= t->slots_len || t->slots[slot].end_ts != INT64_MAX)
         return 0;
-    step_interval *s = &t->intervals[index];
-    if (s->end_ts != INT64_MAX)
-        return 0;
-    s->end_ts = ts;
-    s->end_event_id = event_id;
+    if (gmt_grow((void **)&t->free_slots, &t->free_cap, t->free_len, sizeof *t->free_slots) != 0)
+        return -1;
+    step_interval *s = &t->slots[slot];
+    free(t->closed.name);
+    t->closed = *s;
+    t->closed.end_ts = ts;
+    t->closed.end_event_id = event_id;
+    s->name = NULL;
+    s->end_ts = ts; /* free */
+    t->free_slots[t->free_len++] = (size_t)slot;
     return 1;
 }
+
+const step_interval *steps_closed(const step_tracker *t) { return &t->closed; }
 
 int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id, const char *name,
                  int64_t value, int64_t ts, int64_t last_event_id) {
@@ -138,12 +167,12 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
         if (open_interval(t, value, name, ts, last_event_id) < 0)
             return -1;
         break;
-    case TRACE_MARK_STEP_END:
-        for (size_t i = t->count; i-- > 0;)
-            if (t->intervals[i].step == value && t->intervals[i].end_ts == INT64_MAX) {
-                ended = close_interval(t, (int64_t)i, ts, last_event_id);
-                break;
-            }
+    case TRACE_MARK_STEP_END: /* the latest opened of that number */
+        for (size_t i = t->slots_len; i-- > 0;)
+            if (t->slots[i].step == value && t->slots[i].end_ts == INT64_MAX &&
+                (index < 0 || t->slots[i].begin_ts > t->slots[index].begin_ts))
+                index = (int64_t)i;
+        ended = close_interval(t, index, ts, last_event_id);
         break;
     default:
         break;
@@ -158,47 +187,22 @@ static int by_begin(const void *a, const void *b) {
     return x->begin_event_id < y->begin_event_id ? -1 : x->begin_event_id > y->begin_event_id;
 }
 
-static int by_step(const void *a, const void *b) {
-    const step_interval *x = a, *y = b;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
-    return by_begin(a, b);
-}
-
 const step_interval *steps_finish(step_tracker *t, int64_t last_ts, int64_t last_event_id,
                                   size_t *count) {
-    *count = 0;
-    if (!t->count)
-        return t->intervals;
-    for (size_t i = 0; i < t->count; i++) {
-        t->intervals[i].open = t->intervals[i].end_ts == INT64_MAX;
-        close_interval(t, (int64_t)i, last_ts, last_event_id);
-    }
-    qsort(t->intervals, t->count, sizeof *t->intervals, by_begin);
-    int64_t order = 0;
-    for (size_t i = 0; i < t->count; i++)
-        if (t->intervals[i].step < 0)
-            t->intervals[i].step = order++;
-    /* One interval per step number: [earliest begin, latest end). Sorting
-     * by number (stable on begin) puts the pieces of a step side by side. */
-    qsort(t->intervals, t->count, sizeof *t->intervals, by_step);
     size_t out = 0;
-    for (size_t i = 0; i < t->count; i++) {
-        step_interval *s = &t->intervals[i];
-        if (out == 0 || t->intervals[out - 1].step != s->step) {
-            t->intervals[out++] = *s;
-            continue;
-        }
-        step_interval *m = &t->intervals[out - 1];
-        if (s->end_ts > m->end_ts) {
-            m->end_ts = s->end_ts;
-            m->end_event_id = s->end_event_id;
-        }
-        m->open |= s->open;
-        free(s->name);
+    for (size_t i = 0; i < t->slots_len; i++) {
+        step_interval *s = &t->slots[i];
+        if (s->end_ts != INT64_MAX)
+            continue; /* a free slot */
+        s->end_ts = last_ts;
+        s->end_event_id = last_event_id;
+        s->open = 1;
+        t->slots[out++] = *s;
     }
-    qsort(t->intervals, out, sizeof *t->intervals, by_begin);
-    t->count = out;
+    t->slots_len = out; /* every slot holds an interval still open at the end */
+    t->free_len = 0;
+    t->finished = 1;
+    qsort(t->slots, out, sizeof *t->slots, by_begin);
     *count = out;
-    return t->intervals;
+    return t->slots;
 }

@@ -35,14 +35,22 @@ void steps_free(step_tracker *t);
 /* Feeds one marker. kind is a trace_marker_kind; name may be NULL; value
  * is the explicit step number of step_begin/step_end; last_event_id is the
  * id of the last event before this marker. Returns 1 when the marker ended
- * a step, 0 otherwise, -1 out of memory. */
+ * a step interval (steps_closed says which), 0 otherwise, -1 out of
+ * memory. */
 int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id, const char *name,
                  int64_t value, int64_t ts, int64_t last_event_id);
 
+/* The interval the last steps_marker call ended (when it returned 1): a
+ * piece of step `step`; pieces of one step are merged by whoever stores
+ * them (db_writer_step: earliest begin and its name, latest end, open when
+ * one is). Valid until the next call. */
+const step_interval *steps_closed(const step_tracker *t);
+
 /* Closes what is still open at the end (end_ts = last_ts, end_event_id =
- * last_event_id, so step:N of an unfinished step is the trace's end),
- * numbers unnumbered steps, and returns the steps sorted by begin. The
- * array stays owned by the tracker. */
+ * last_event_id, open = 1, so step:N of an unfinished step is the trace's
+ * end) and returns those intervals sorted by begin; the tracker keeps
+ * nothing else (the closed ones went out one by one). The array stays owned
+ * by the tracker; call once. */
 const step_interval *steps_finish(step_tracker *t, int64_t last_ts, int64_t last_event_id,
                                   size_t *count);
 
