@@ -11,7 +11,7 @@ snapshot shaped like a real one, to measure the reader against pickle.load.
     make_pickles.py --snapshots DIR           snapshots made by a simulated PyTorch allocator
                                               (expandable segments, OOM, settings), for
                                               test_snapshot_replay.py
-    make_pickles.py --realistic FILE [--entries N]
+    make_pickles.py --realistic FILE [--entries N] [--expandable]
                                               a training loop through the simulated allocator
                                               (a real layout: no replay warning), stacks shared
                                               as PyTorch's pickler shares them; for bench/
@@ -658,11 +658,9 @@ def es_conf_only():
     return snapshot_of([a], 0.7, settings)
 
 
-SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": es_no_time,
-             "split-roundup": split_roundup, "es-conf-only": es_conf_only}
 
 
-def realistic_snapshot(entries, seed=5):
+def realistic_snapshot(entries, seed=5, expandable=False):
     """A transformer's training loop, as PyTorch's allocator history records it: parameters
     made once, per step the forward's activations (kept) and temporaries (freed at once), the
     backward's gradient temporaries and, under zero_grad(set_to_none=True), fresh gradients,
@@ -710,7 +708,7 @@ def realistic_snapshot(entries, seed=5):
             for line in lines:
                 site_frames[(kind, layer, line)] = site(kind, layer, line)
 
-    alloc = Allocator(0, 80 << 30, clock=clock)
+    alloc = Allocator(0, 80 << 30, expandable=expandable, clock=clock)
     layers, hidden = 24, 2048
     params = [alloc.malloc(size, 0, stack("init", i, 0)) for i in range(layers)
               for size in (hidden * hidden * 2, 3 * hidden * hidden * 2, hidden * 8,
@@ -755,9 +753,15 @@ def realistic_snapshot(entries, seed=5):
         annotations.append({"device": 0, "stage": "END", "name": "ProfilerStep#%d" % step,
                             "time_us": clock()})
     del params, states
-    snap = snapshot_of([alloc], 1.0, settings=settings_dict())
+    snap = snapshot_of([alloc], 1.0, settings=settings_dict(expandable=expandable))
     snap["external_annotations"] = annotations
     return snap
+
+
+SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": es_no_time,
+             "split-roundup": split_roundup, "es-conf-only": es_conf_only,
+             # a training loop: 24 layers, ProfilerStep annotations, expandable segments
+             "es-training": lambda: realistic_snapshot(12000, seed=7, expandable=True)}
 
 
 def write_snapshots(out):
@@ -774,6 +778,7 @@ def main():
     ap.add_argument("--entries", type=int, default=1000000)
     ap.add_argument("--snapshots")
     ap.add_argument("--realistic")
+    ap.add_argument("--expandable", action="store_true", help="--realistic with expandable segments")
     args = ap.parse_args()
     if args.out:
         write_fixtures(args.out)
@@ -784,7 +789,8 @@ def main():
             pickle.dump(synthetic_snapshot(args.entries), f, protocol=4)
     if args.realistic:
         with open(args.realistic, "wb") as f:
-            pickle.dump(realistic_snapshot(args.entries), f, protocol=4)
+            pickle.dump(realistic_snapshot(args.entries, expandable=args.expandable), f,
+                        protocol=4)
     if not args.out and not args.big and not args.snapshots and not args.realistic:
         ap.print_usage(sys.stderr)
         return 2

@@ -67,14 +67,17 @@ for i, when in enumerate(sys.argv[2:], 1):
             bad.append("blocks of %#x sum to %d, not %d"
                        % (s["address"], a - s["address"], s["total_size"]))
         live = [b for b in s["blocks"] if b["state"] != "inactive"]
-        if s["allocated_size"] != sum(b["size"] for b in live):
+        if s["allocated_size"] != sum(b["size"] for b in live
+                                      if b["state"] == "active_allocated"):
             bad.append("allocated_size of %#x" % s["address"])
+        if s["active_size"] != sum(b["size"] for b in live):
+            bad.append("active_size of %#x" % s["address"])
         if s["requested_size"] != sum(b["requested_size"] for b in live):
             bad.append("requested_size of %#x" % s["address"])
         want = "small" if s["total_size"] <= 2 << 20 else "large"
-        if s["segment_type"] != want:
+        if not s["is_expandable"] and s["segment_type"] != want:
             bad.append("segment_type of %#x" % s["address"])
-        alloc += s["allocated_size"]
+        alloc += s["active_size"]  # the timeline's allocated: pending-free blocks included
         req += s["requested_size"]
         res += s["total_size"]
     for key, got, want in (("allocated", alloc, tl["allocated_bytes"]),
@@ -247,7 +250,8 @@ for device in sorted({s.get("device", 0) for s in everything}) or [0]:
         want.append((b.get("address", a), b["size"], b["state"]))
         a += b["size"]
     got = [(b["address"], b["size"], b["state"]) for b in m["blocks"]]
-    keys = ("total_size", "allocated_size", "requested_size", "stream", "segment_type")
+    keys = ("total_size", "allocated_size", "active_size", "requested_size", "stream",
+            "segment_type")
     differ = [k for k in keys if k in s and m[k] != s[k]]
     if got != want or differ:
         bad.append("device %d: segment %#x %s" % (device, s["address"], differ or "blocks"))

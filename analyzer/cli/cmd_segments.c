@@ -165,15 +165,18 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
             (unsigned long long)l->trapped_bytes);
     for (size_t i = 0; i < l->segment_count; i++) {
         const layout_segment *s = &l->segments[i];
-        /* allocated = live blocks (pending-free included), DESIGN.md's definition */
+        /* PyTorch's snapshot fields and meanings: allocated_size the allocated blocks,
+         * active_size those and the pending-free ones (DESIGN.md's "allocated"),
+         * requested_size what the live ones asked for */
         fprintf(out,
                 "%s\n  {\"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
                 "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, "
                 "\"segment_type\": \"%s\", \"is_expandable\": %s, \"segment_id\": ",
                 i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
-                (unsigned long long)s->allocated_bytes, (unsigned long long)s->allocated_bytes,
-                (unsigned long long)s->requested_bytes, (unsigned long long)s->stream,
-                s->small_pool ? "small" : "large", s->mapped ? "true" : "false");
+                (unsigned long long)(s->allocated_bytes - s->pending_bytes),
+                (unsigned long long)s->allocated_bytes, (unsigned long long)s->requested_bytes,
+                (unsigned long long)s->stream, s->small_pool ? "small" : "large",
+                s->mapped ? "true" : "false");
         print_json_id(out, s->segment_id);
         print_json_frames(out, stacks, s->stack_id);
         fputs(",\n   \"blocks\": [", out);
