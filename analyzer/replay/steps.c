@@ -202,7 +202,8 @@ const step_interval *steps_finish(step_tracker *t, int64_t last_ts, int64_t last
     t->slots_len = out; /* every slot holds an interval still open at the end */
     t->free_len = 0;
     t->finished = 1;
-    qsort(t->slots, out, sizeof *t->slots, by_begin);
+    if (out > 1) /* (qsort of NULL is undefined even for no elements) */
+        qsort(t->slots, out, sizeof *t->slots, by_begin);
     *count = out;
     return t->slots;
 }
