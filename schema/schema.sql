@@ -526,6 +526,22 @@ CREATE TABLE live_at_end (
   pending        INTEGER NOT NULL     -- 1: its free was requested (a stream still uses it), 0: allocated
 );
 
+-- step_ends: each device's state at each step's end (`step:N`), as `timeline` has it: the
+-- device's last row at or before the step's end event. Kept by the replay as steps end, so the
+-- per-step questions (fragmentation and segments per step, growth across steps, the headroom
+-- trend) read one row per step instead of searching the events. Small: a row per device per end.
+CREATE TABLE step_ends (
+  device             INTEGER NOT NULL, -- device ordinal
+  end_event_id       INTEGER NOT NULL, -- steps.end_event_id: the step's end
+  event_id           INTEGER NOT NULL, -- the device's last row at or before it (<= 0: the seed row)
+  ts_ns              INTEGER NOT NULL, -- that row's time
+  allocated_bytes    INTEGER NOT NULL, -- the device's allocated bytes after that row (event_rows.allocated_bytes)
+  requested_bytes    INTEGER NOT NULL, -- its requested bytes after that row (event_rows.requested_bytes)
+  reserved_bytes     INTEGER NOT NULL, -- its reserved bytes after that row (event_rows.reserved_bytes)
+  largest_free_bytes INTEGER,          -- its largest free range after that row, bytes; NULL: not computed
+  PRIMARY KEY (device, end_event_id)
+) WITHOUT ROWID;
+
 -- free_splits: the free part of reserved memory, split as a PyTorch user reads it, at the moments
 -- the commands ask about: each step's end (`step:N`), each device's peak allocated, its last event,
 -- each OOM. Kept by the replay's allocator model as it goes, so `report` and the fragmentation

@@ -288,6 +288,17 @@ def main():
                           f"{got['reserved_bytes']}/{got['allocated_bytes']}, timeline {row}, "
                           f"outside {len(got['outside_blocks'])}, left out "
                           f"{got['rows_left_out']}")
+                # each step's end state the replay keeps (step_ends) is the timeline's
+                bad_ends = db.execute(
+                    "SELECT s.step FROM steps s LEFT JOIN step_ends m ON m.device = ?1 AND "
+                    "m.end_event_id = s.end_event_id WHERE m.event_id IS NOT (SELECT max(r.event_id) "
+                    "FROM event_rows r WHERE r.device = ?1 AND r.event_id <= s.end_event_id AND "
+                    "(r.event_id > 0 OR r.op = 12)) OR (m.event_id IS NOT NULL AND "
+                    "(m.allocated_bytes, m.requested_bytes, m.reserved_bytes, m.ts_ns) IS NOT "
+                    "(SELECT allocated_bytes, requested_bytes, reserved_bytes, ts_ns FROM "
+                    "event_rows WHERE event_id = m.event_id))", (dev,)).fetchall()
+                check(not bad_ends, f"{name} device {dev}: step_ends differ from the timeline at "
+                      f"steps {[r[0] for r in bad_ends[:5]]}")
                 # the free split the replay keeps (free_splits: step ends, the peak, the end)
                 # is the layout's at that moment, releasable and trapped byte for byte
                 splits = db.execute("SELECT event_id, releasable_bytes, trapped_bytes FROM "

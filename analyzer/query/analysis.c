@@ -287,16 +287,28 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
     *out = NULL;
     *count = 0;
     /* Each step's end state in one statement: the device's last timeline
-     * row at or before the step's end event. */
-    sqlite3_stmt *st = prepare_window(
-        db,
-        "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
-        "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
-        "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
-        "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = {op:seed}) ORDER BY r.event_id "
-        "DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
-        "ORDER BY s.begin_ts_ns, s.step",
-        device, from, to);
+     * row at or before the step's end event, as the replay kept it
+     * (step_ends), else found in the events (an older database, or
+     * GMT_NO_SUMMARIES). */
+    sqlite3_stmt *st = NULL;
+    if (analysis_summaries_allowed())
+        st = prepare_window(
+            db,
+            "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
+            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN step_ends AS m ON "
+            "m.device = ?1 AND m.end_event_id = s.end_event_id WHERE s.end_event_id > ?2 AND "
+            "s.end_event_id <= ?3 ORDER BY s.begin_ts_ns, s.step",
+            device, from, to);
+    if (!st)
+        st = prepare_window(
+            db,
+            "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
+            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
+            "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
+            "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = {op:seed}) ORDER BY "
+            "r.event_id DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
+            "ORDER BY s.begin_ts_ns, s.step",
+            device, from, to);
     if (!st)
         return -1;
     size_t cap = 0;

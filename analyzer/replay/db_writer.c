@@ -56,6 +56,7 @@ enum statement {
     ST_HEAT_ROW,
     ST_LIVE_END,
     ST_FREE_SPLIT,
+    ST_STEP_END,
     ST_COUNT
 };
 
@@ -102,6 +103,9 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_LIVE_END] = "INSERT OR REPLACE INTO live_at_end (alloc_id, device, addr, size,"
                     " requested_size, stream, stack_id, segment_id, pending)"
                     " VALUES (?,?,?,?,?,?,?,?,?)",
+    [ST_STEP_END] = "INSERT OR REPLACE INTO step_ends (device, end_event_id, event_id, ts_ns,"
+                    " allocated_bytes, requested_bytes, reserved_bytes, largest_free_bytes)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
     [ST_FREE_SPLIT] = "INSERT OR REPLACE INTO free_splits (device, event_id, reserved_bytes,"
                       " allocated_bytes, releasable_bytes, trapped_bytes) VALUES (?,?,?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
@@ -606,6 +610,14 @@ int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t 
         st->n = 4;
     }
     return row_done(w, st);
+}
+
+int db_writer_step_end(db_writer *w, int64_t device, int64_t end_event_id, int64_t event_id,
+                       int64_t ts_ns, int64_t allocated, int64_t requested, int64_t reserved,
+                       int64_t largest_free) {
+    const int64_t v[] = {device,    end_event_id, event_id, ts_ns,
+                         allocated, requested,    reserved, largest_free};
+    return insert_ints(w, ST_STEP_END, v, 8);
 }
 
 int db_writer_free_split(db_writer *w, int64_t device, int64_t event_id, int64_t reserved,

@@ -92,6 +92,11 @@ int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t 
 int db_writer_live_at_end(db_writer *w, int64_t alloc_id, int64_t device, int64_t addr,
                           int64_t size, int64_t requested, int64_t stream, int64_t stack_id,
                           int64_t segment_id, int64_t pending);
+/* A step_ends row: `device`'s state (its last row `event_id` at `ts_ns`, with the totals after
+ * it) when a step ended at `end_event_id`. */
+int db_writer_step_end(db_writer *w, int64_t device, int64_t end_event_id, int64_t event_id,
+                       int64_t ts_ns, int64_t allocated, int64_t requested, int64_t reserved,
+                       int64_t largest_free);
 /* A free_splits row: trapped is reserved - allocated - releasable. */
 int db_writer_free_split(db_writer *w, int64_t device, int64_t event_id, int64_t reserved,
                          int64_t allocated, int64_t releasable);

@@ -219,7 +219,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
         return -1;
     if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
-    if (ended && replay_write_splits(rp, rp->last_event_id) != 0)
+    if (ended && (replay_write_splits(rp, rp->last_event_id) != 0 ||
+                  replay_write_step_ends(rp, rp->last_event_id) != 0))
         return -1;
     return replay_db_ok(rp, db_writer_marker(rp->db, &row));
 }
@@ -388,7 +389,9 @@ static int finish(replay *rp, const trace_reader *r) {
         if (replay_write_segment_row(rp, e, DB_NULL, DB_NULL, DB_NULL) != 0)
             return -1;
     }
-    if (replay_write_splits(rp, rp->last_event_id) != 0 || replay_write_final_splits(rp) != 0)
+    /* the end: where still-open steps end too */
+    if (replay_write_splits(rp, rp->last_event_id) != 0 || replay_write_final_splits(rp) != 0 ||
+        replay_write_step_ends(rp, rp->last_event_id) != 0)
         return -1;
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         device_state *d = &rp->dev[i];

@@ -69,6 +69,20 @@ int replay_write_final_splits(replay *rp) {
     return 0;
 }
 
+int replay_write_step_ends(replay *rp, int64_t end_event_id) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
+        device_state *d = &rp->dev[i];
+        if (!d->present || !d->model || d->peak_alloc_id == DB_NULL)
+            continue; /* no row yet: the device has no state at this end */
+        totals t = device_totals(d);
+        if (replay_db_ok(rp, db_writer_step_end(rp->db, i, end_event_id, d->last_event_id,
+                                                d->last_row_ts, t.allocated, t.requested,
+                                                t.reserved, t.largest_free)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Per-site values are kept for every SITE_BUCKET_STRIDE-th bucket only: a
  * run touches all its sites in most buckets, and rows = buckets x sites. */
 #define SITE_BUCKET_STRIDE 16
@@ -153,8 +167,10 @@ int replay_write_row(replay *rp, db_event_row *row) {
     /* Peaks are states of the timeline: the seed row and recorded events,
      * not the partial sums while the seed is being built. */
     int state = row->event_id > 0 || row->op == DB_OP_SEED;
-    if (state)
+    if (state) {
         d->last_event_id = row->event_id;
+        d->last_row_ts = row->ts_ns;
+    }
     if (state && (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL)) {
         d->peak_alloc = t.allocated;
         d->peak_alloc_id = row->event_id;

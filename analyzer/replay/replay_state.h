@@ -52,6 +52,7 @@ typedef struct device_state {
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
     split_now peak_split;  /* the free split when allocated peaked (free_splits) */
     int64_t last_event_id; /* of the device's rows: the seed row's, then its events' */
+    int64_t last_row_ts;   /* that row's ts_ns */
     int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
     char *name;
     int64_t total_bytes;
@@ -169,6 +170,9 @@ int replay_write_splits(replay *rp, int64_t event_id);
 
 /* At the end: each device's split at its peak allocated and after its last row. */
 int replay_write_final_splits(replay *rp);
+
+/* step_ends rows: each device's state now, for a step that ended at `end_event_id`. */
+int replay_write_step_ends(replay *rp, int64_t end_event_id);
 /* Ends the device's current time bucket; `next` is the index of the bucket
  * that follows (INT64_MAX at the end of the trace). */
 int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);
