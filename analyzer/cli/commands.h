@@ -17,6 +17,7 @@ int cmd_timeline(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 int cmd_fragmentation(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
 #include <sqlite3.h>

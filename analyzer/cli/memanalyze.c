@@ -30,6 +30,8 @@ static const command commands[] = {
     {"timeline", cmd_timeline, "picture: bytes over time, by site, steps and peak marked"},
     {"heatmap", cmd_heatmap, "picture: address space x time, coloured by how full it is"},
     {"fragmentation", cmd_fragmentation, "picture: fragmentation per step with rating bands"},
+    {"simulate", cmd_simulate,
+     "the run under other allocator settings: peaks, OOMs, memory needed"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
     {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
     {"sql", cmd_sql, "run an SQL query on the replayed database"},

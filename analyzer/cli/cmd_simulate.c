@@ -1,0 +1,463 @@
+/* cmd_simulate.c — `memanalyze simulate INPUT [--config SPEC]...`: the run's
+ * allocation requests under other caching-allocator settings (query/simulate.h):
+ * one row per configuration with its peaks, the free memory split at the peak
+ * and the end, the driver allocations it makes, the OOMs it hits, and the
+ * smallest device memory it completes in (a bisection). The first row is the
+ * run's own configuration, and says how closely the simulation reproduces the
+ * recording. */
+#include "alloc_settings.h"
+#include "cli.h"
+#include "commands.h"
+#include "gmt_size.h"
+#include "json_out.h"
+#include "simulate.h"
+#include "units.h"
+#include "when.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CONFIGS 16
+#define BISECT_STEP (2ull << 20) /* the search stops at 2 MiB */
+#define BISECT_BUDGET 5.0        /* times one simulation's duration */
+
+typedef struct sim_config {
+    char spec[AM_SETTINGS_CONF_MAX]; /* as the user gave it; "" for the run's own */
+    am_settings settings;
+    sim_result r;
+    uint64_t min_memory, min_memory_low; /* the search's bracket: fails at low, fits at min */
+    int searched;                        /* 1: the bracket is BISECT_STEP or less */
+    int own;                             /* the run's own: its start state as recorded */
+} sim_config;
+
+static void simulate_usage(FILE *out) {
+    fprintf(out,
+            "usage: memanalyze simulate INPUT [--config SPEC]... [--device N] [--device-memory "
+            "SIZE] [--json]\n"
+            "The run's allocation requests replayed through PyTorch's caching allocator under\n"
+            "other settings: peaks, free memory, driver allocations, OOMs, and the smallest\n"
+            "device memory the run fits in.\n"
+            "  --config SPEC        PYTORCH_CUDA_ALLOC_CONF syntax, e.g. "
+            "expandable_segments:True,max_split_size_mb:256\n"
+            "                       (repeat for more; default: the run's own settings and\n"
+            "                       the same with expandable segments switched)\n"
+            "  --device N           the device (default: the one with the highest peak)\n"
+            "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
+            "                       OOM's reserved + free, else the device's total, else none)\n"
+            "  --json               machine-readable output\n");
+}
+
+/* ---- the run's own settings ------------------------------------------------------------- */
+
+/* The value after "key": in the JSON text of meta allocator_settings, or NULL. */
+static const char *json_value(const char *json, const char *key) {
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\":", key);
+    const char *p = strstr(json, quoted);
+    if (!p)
+        return NULL;
+    p += strlen(quoted);
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* The settings the replay followed (meta allocator_settings: PyTorch's names, the raw
+ * PYTORCH_CUDA_ALLOC_CONF first, the dict's values over it). */
+static am_settings own_settings(sqlite3 *db) {
+    am_settings s = am_settings_default();
+    char json[2048] = "";
+    sqlite3_stmt *st = db_statement(db, "SELECT value FROM meta WHERE key = 'allocator_settings'");
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(json, sizeof json, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    const char *v = json_value(json, "PYTORCH_CUDA_ALLOC_CONF");
+    if (v && *v == '"') {
+        char conf[AM_SETTINGS_CONF_MAX];
+        size_t n = 0;
+        for (v++; *v && *v != '"' && n + 1 < sizeof conf; v++)
+            conf[n++] = *v;
+        conf[n] = 0;
+        am_settings_parse(&s, conf, NULL, 0);
+    }
+    if ((v = json_value(json, "expandable_segments"))) {
+        s.expandable_segments = !strncmp(v, "true", 4);
+        s.known |= AM_SET_EXPANDABLE;
+    }
+    if ((v = json_value(json, "max_split_size"))) {
+        long long bytes = atoll(v);
+        s.max_split_size = bytes > 0 ? (uint64_t)bytes : UINT64_MAX;
+        s.known |= AM_SET_MAX_SPLIT;
+    }
+    return s;
+}
+
+/* The text of settings as a --config would give them: what differs from the defaults. */
+static void describe(const am_settings *s, char *out, size_t len) {
+    size_t n = (size_t)snprintf(out, len, "expandable_segments:%s",
+                                s->expandable_segments ? "True" : "False");
+    if (s->max_split_size != UINT64_MAX && n < len)
+        n += (size_t)snprintf(out + n, len - n, ",max_split_size_mb:%llu",
+                              (unsigned long long)(s->max_split_size >> 20));
+    if ((s->known & AM_SET_ROUNDUP) && n < len)
+        n += (size_t)snprintf(out + n, len - n, ",roundup_power2_divisions:(set)");
+    if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && n < len)
+        snprintf(out + n, len - n, ",max_non_split_rounding_mb:%llu",
+                 (unsigned long long)(s->max_non_split_rounding >> 20));
+}
+
+/* ---- the device's memory ------------------------------------------------------------------ */
+
+static uint64_t device_memory(sqlite3 *db, int device, const char **source) {
+    /* PyTorch's OOM report: what it had reserved and what the driver said was free */
+    int64_t v = db_query_i64(
+        db,
+        "SELECT e.reserved_bytes + (SELECT c.value FROM counters c WHERE c.device = e.device AND "
+        "c.kind = 'driver_free' ORDER BY abs(c.ts_ns - e.ts_ns) LIMIT 1) FROM event_rows e "
+        "WHERE e.device = ?1 AND e.op = {op:oom} ORDER BY e.event_id LIMIT 1",
+        device, 0, 0);
+    if (v > 0) {
+        *source = "an OOM's reserved + free";
+        return (uint64_t)v;
+    }
+    /* an OOM without PyTorch's free figure (or a failed cudaMalloc): the limit lay at the most
+     * the run ever reserved, short of what the failed call asked for on top */
+    v = db_query_i64(db,
+                     "SELECT max((SELECT peak_reserved_bytes FROM devices WHERE device = ?1), "
+                     "reserved_bytes) FROM event_rows WHERE device = ?1 AND op IN ({op:oom}, "
+                     "{op:alloc_failed}) ORDER BY event_id LIMIT 1",
+                     device, 0, 0);
+    if (v > 0) {
+        *source = "the most the run reserved: it failed to get more";
+        return (uint64_t)v;
+    }
+    v = db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1", device, 0, 0);
+    if (v > 0) {
+        *source = "the device's total";
+        return (uint64_t)v;
+    }
+    *source = "none known: unlimited";
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run(sqlite3 *db, int device, const sim_config *c, uint64_t memory, sim_result *r,
+               char *err, size_t errlen) {
+    am_config cfg = am_settings_config(&c->settings, am_config_default());
+    cfg.device_capacity = memory;
+    return simulate_run(db, device, &cfg, c->own, r, err, errlen);
+}
+
+/* The smallest memory (to BISECT_STEP) in which the run has no OOM: the search starts from
+ * the unlimited run's peak reserved (enough) and its peak allocated (a lower bound), and stops
+ * at BISECT_BUDGET times one run's time (a second at least), leaving a bracket. More memory
+ * could in principle trip a different cache decision, so this is a search, not a proof. */
+static int search_min_memory(sqlite3 *db, int device, sim_config *c, double one_run, char *err,
+                             size_t errlen) {
+    sim_result unlimited;
+    if (run(db, device, c, 0, &unlimited, err, errlen) != 0)
+        return -1;
+    uint64_t fits = unlimited.peak_reserved, fails = unlimited.peak_allocated;
+    fails = fails > BISECT_STEP ? fails - BISECT_STEP : 0;
+    double until = now() + (BISECT_BUDGET * one_run > 1.0 ? BISECT_BUDGET * one_run : 1.0);
+    while (fits - fails > BISECT_STEP && now() < until) {
+        uint64_t mid = fails + (fits - fails) / 2 / BISECT_STEP * BISECT_STEP;
+        if (mid <= fails)
+            mid = fails + BISECT_STEP;
+        sim_result r;
+        if (run(db, device, c, mid, &r, err, errlen) != 0)
+            return -1;
+        if (r.ooms)
+            fails = mid;
+        else
+            fits = mid;
+    }
+    c->min_memory = fits;
+    c->min_memory_low = fails;
+    c->searched = fits - fails <= BISECT_STEP;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+/* The recording's first OOM under this configuration. */
+static const char *recorded_oom_word(const sim_result *r) {
+    if (!r->recorded_ooms)
+        return NULL;
+    return r->recorded_ooms_kept ? "still happens" : "avoided";
+}
+
+static void print_text(const char *input, int device, uint64_t memory, const char *source,
+                       const sim_config *c, size_t n) {
+    char b[8][32];
+    printf("memanalyze simulate: %s, device %d, device memory %s (%s)\n", input, device,
+           memory ? units_bytes(memory, b[0], 32) : "unlimited", source);
+    for (size_t i = 0; i < n; i++) {
+        const sim_result *r = &c[i].r;
+        printf("\n  %s%s\n", i == 0 ? "the run's own: " : "", c[i].spec);
+        printf("    peak reserved %s, peak allocated %s, %llu driver allocations",
+               units_bytes(r->peak_reserved, b[0], 32), units_bytes(r->peak_allocated, b[1], 32),
+               (unsigned long long)r->driver_allocations);
+        if (r->empty_caches)
+            printf(", %llu empty_cache() calls replayed", (unsigned long long)r->empty_caches);
+        printf("\n    at the peak: %s trapped, %s releasable; at the end: %s reserved, %s trapped, "
+               "%s releasable\n",
+               units_bytes(r->trapped_at_peak, b[2], 32),
+               units_bytes(r->releasable_at_peak, b[3], 32), units_bytes(r->reserved_end, b[4], 32),
+               units_bytes(r->trapped_end, b[5], 32), units_bytes(r->releasable_end, b[6], 32));
+        if (r->ooms)
+            printf("    %llu OOM%s, the first at event %lld asking %s with %s free\n",
+                   (unsigned long long)r->ooms, r->ooms == 1 ? "" : "s",
+                   (long long)r->first_oom.event_id, units_bytes(r->first_oom.requested, b[0], 32),
+                   units_bytes(r->first_oom.free, b[1], 32));
+        else
+            printf("    no OOM\n");
+        if (r->recorded_ooms == 1)
+            printf("    the recorded OOM %s\n",
+                   r->recorded_ooms_kept ? "still happens" : "is avoided");
+        else if (r->recorded_ooms)
+            printf("    of the %llu recorded OOMs, %llu still happen\n",
+                   (unsigned long long)r->recorded_ooms, (unsigned long long)r->recorded_ooms_kept);
+        if (c[i].searched)
+            printf("    needs %s of device memory (a search to 2 MiB)\n",
+                   units_bytes(c[i].min_memory, b[0], 32));
+        else
+            printf("    needs between %s and %s of device memory (the search stopped at its time "
+                   "budget)\n",
+                   units_bytes(c[i].min_memory_low, b[1], 32),
+                   units_bytes(c[i].min_memory, b[0], 32));
+        if (i == 0 && r->compared)
+            printf("    reproduces the recording: %s (recorded peak reserved %s)\n",
+                   r->differing ? "no, reserved differs"
+                                : "yes, reserved equal after every "
+                                  "request",
+                   units_bytes(r->recorded_peak_reserved, b[0], 32));
+        if (i == 0 && r->compared && r->differing)
+            printf(
+                "    after %llu of %llu requests and frees, from event %lld on: read its figures "
+                "as estimates\n",
+                (unsigned long long)r->differing, (unsigned long long)r->compared_events,
+                (long long)r->first_difference);
+        if (i == 0 && !r->compared)
+            printf("    not compared with the recording: segments other than PyTorch's are on "
+                   "this device\n");
+        if (i == 0 && r->seed_blocks)
+            printf("    %llu blocks were live when the recording began: allocated first, in "
+                   "order, as their history is unknown\n",
+                   (unsigned long long)r->seed_blocks);
+    }
+}
+
+static void print_json(int device, uint64_t memory, const sim_config *c, size_t n) {
+    printf("{\"device\": %d, \"device_memory_bytes\": ", device);
+    if (memory)
+        printf("%llu", (unsigned long long)memory);
+    else
+        printf("null");
+    printf(", \"configs\": [");
+    for (size_t i = 0; i < n; i++) {
+        const sim_result *r = &c[i].r;
+        printf("%s\n  {\"config\": ", i ? "," : "");
+        json_string(stdout, c[i].spec);
+        printf(", \"own\": %s, \"peak_reserved_bytes\": %llu, \"peak_allocated_bytes\": %llu, "
+               "\"trapped_at_peak_bytes\": %llu, \"releasable_at_peak_bytes\": %llu, "
+               "\"reserved_end_bytes\": %llu, \"trapped_end_bytes\": %llu, "
+               "\"releasable_end_bytes\": %llu, \"driver_allocations\": %llu, "
+               "\"empty_cache_calls\": %llu, \"ooms\": [",
+               i == 0 ? "true" : "false", (unsigned long long)r->peak_reserved,
+               (unsigned long long)r->peak_allocated, (unsigned long long)r->trapped_at_peak,
+               (unsigned long long)r->releasable_at_peak, (unsigned long long)r->reserved_end,
+               (unsigned long long)r->trapped_end, (unsigned long long)r->releasable_end,
+               (unsigned long long)r->driver_allocations, (unsigned long long)r->empty_caches);
+        if (r->ooms)
+            printf("{\"event_id\": %lld, \"requested_bytes\": %llu, \"free_bytes\": %llu}",
+                   (long long)r->first_oom.event_id, (unsigned long long)r->first_oom.requested,
+                   (unsigned long long)r->first_oom.free);
+        printf("], \"oom_count\": %llu, \"recorded_oom\": ", (unsigned long long)r->ooms);
+        const char *word = recorded_oom_word(r);
+        if (word)
+            json_string(stdout, word);
+        else
+            printf("null");
+        printf(", \"recorded_ooms\": %llu, \"recorded_ooms_still_happening\": %llu",
+               (unsigned long long)r->recorded_ooms, (unsigned long long)r->recorded_ooms_kept);
+        printf(", \"min_device_memory_bytes\": %llu, \"min_device_memory_exact\": %s",
+               (unsigned long long)c[i].min_memory, c[i].searched ? "true" : "false");
+        if (i == 0) {
+            printf(", \"reproduction\": ");
+            if (r->compared)
+                printf("{\"compared_events\": %llu, \"differing\": %llu, "
+                       "\"first_difference_event_id\": %lld, \"recorded_peak_reserved_bytes\": "
+                       "%llu}",
+                       (unsigned long long)r->compared_events, (unsigned long long)r->differing,
+                       (long long)r->first_difference,
+                       (unsigned long long)r->recorded_peak_reserved);
+            else
+                printf("null");
+        }
+        printf("}");
+    }
+    printf("\n], ");
+}
+
+/* One sentence: what the other configurations change against the run's own — the recorded
+ * OOMs, the memory the run needs. */
+static void verdict(const sim_config *c, size_t n, char *out, size_t len) {
+    const sim_result *own = &c[0].r;
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (c[i].min_memory < c[best].min_memory)
+            best = i;
+    char b1[32], b2[32];
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t i = 1; i < n && used < len; i++)
+        if (own->recorded_ooms_kept && !c[i].r.recorded_ooms_kept)
+            used +=
+                (size_t)snprintf(out + used, len - used, "%s%s avoids the recorded OOM%s",
+                                 used ? "; " : "", c[i].spec, own->recorded_ooms > 1 ? "s" : "");
+    if (used >= len)
+        return;
+    if (best == 0)
+        snprintf(out + used, len - used,
+                 "%sno configuration here needs less device memory than "
+                 "the run's own (%s)",
+                 used ? "; " : "", units_bytes(c[0].min_memory, b1, 32));
+    else
+        snprintf(out + used, len - used,
+                 "%s%s needs the least device memory: %s, %s less than "
+                 "the run's own",
+                 used ? "; " : "", c[best].spec, units_bytes(c[best].min_memory, b1, 32),
+                 units_bytes(c[0].min_memory - c[best].min_memory, b2, 32));
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+int cmd_simulate(int argc, char **argv) {
+    static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
+                                          {"device", required_argument, NULL, 'd'},
+                                          {"device-memory", required_argument, NULL, 'm'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    static sim_config configs[MAX_CONFIGS + 1];
+    size_t n = 1; /* configs[0]: the run's own */
+    long device = -1;
+    uint64_t memory = 0;
+    int json = 0, have_memory = 0, c;
+    char err[512];
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:d:m:jh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'c': {
+            if (n > MAX_CONFIGS)
+                return cli_error("at most %d --config", MAX_CONFIGS);
+            sim_config *sc = &configs[n++];
+            memset(sc, 0, sizeof *sc);
+            snprintf(sc->spec, sizeof sc->spec, "%s", optarg);
+            sc->settings = am_settings_default();
+            if (am_settings_parse(&sc->settings, optarg, err, sizeof err) != 0)
+                return cli_error("--config '%s': %s", optarg, err);
+            if (sc->settings.known & AM_SET_GC_THRESHOLD)
+                return cli_error("--config '%s': garbage_collection_threshold is not modeled yet",
+                                 optarg);
+            if (sc->settings.backend_async)
+                return cli_error("--config '%s': backend:cudaMallocAsync is the driver's pool, "
+                                 "not the caching allocator this simulates",
+                                 optarg);
+            break;
+        }
+        case 'd':
+            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
+                return 2;
+            break;
+        case 'm':
+            if (gmt_parse_size(optarg, &memory) != 0 || memory == 0)
+                return cli_error("bad --device-memory '%s' (e.g. 80GiB)", optarg);
+            have_memory = 1;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            simulate_usage(stdout);
+            return 0;
+        default:
+            simulate_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        simulate_usage(stderr);
+        return 2;
+    }
+    const char *input = argv[optind];
+    sqlite3 *db;
+    input_options io = {0};
+    int rc = cli_open_db(input, &io, &db);
+    if (rc != 0)
+        return rc;
+    if (device < 0)
+        device = when_default_device(db);
+    int64_t requests = simulate_requests(db, (int)device);
+    if (requests <= 0) {
+        sqlite3_close(db);
+        return cli_error("%s: device %ld has no PyTorch caching-allocator blocks: nothing to "
+                         "simulate (a trace of driver calls alone has no allocator)",
+                         input, device);
+    }
+    if (!when_has_history(db)) {
+        sqlite3_close(db);
+        return cli_error("%s: no allocation history (the snapshot holds its final state only): "
+                         "nothing to simulate",
+                         input);
+    }
+    const char *source = "--device-memory";
+    if (!have_memory)
+        memory = device_memory(db, (int)device, &source);
+    memset(&configs[0], 0, sizeof configs[0]);
+    configs[0].settings = own_settings(db);
+    configs[0].own = 1;
+    describe(&configs[0].settings, configs[0].spec, sizeof configs[0].spec);
+    if (n == 1) { /* the default: the run's own, and expandable segments switched */
+        configs[1] = configs[0];
+        configs[1].own = 0;
+        configs[1].settings.expandable_segments = !configs[0].settings.expandable_segments;
+        configs[1].settings.known |= AM_SET_EXPANDABLE;
+        describe(&configs[1].settings, configs[1].spec, sizeof configs[1].spec);
+        n = 2;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        double began = now();
+        if (run(db, (int)device, &configs[i], memory, &configs[i].r, err, sizeof err) != 0 ||
+            search_min_memory(db, (int)device, &configs[i], now() - began, err, sizeof err) != 0)
+            rc = cli_error("%s: %s", input, err);
+    }
+    char said[1024];
+    if (rc == 0)
+        verdict(configs, n, said, sizeof said);
+    if (rc == 0 && json) {
+        print_json((int)device, memory, configs, n);
+        printf("\"verdict\": ");
+    }
+    if (rc == 0 && !json)
+        print_text(input, (int)device, memory, source, configs, n);
+    if (rc == 0 && json) {
+        json_string(stdout, said);
+        printf("}\n");
+    } else if (rc == 0) {
+        printf("\n  verdict: %s.\n", said);
+    }
+    sqlite3_close(db);
+    return rc;
+}

@@ -1,0 +1,259 @@
+/* simulate.c — a device's request stream through the caching allocator model
+ * (see simulate.h). One pass over the device's PyTorch events; memory is the
+ * live blocks (a map from the recorded alloc's event id to the model's
+ * address), never the stream. */
+#include "simulate.h"
+
+#include "addr_map.h"
+#include "db_query.h"
+#include "gmt_grow.h"
+#include "trace_format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct live_block {
+    uint64_t addr;      /* where the model put it */
+    int completed;      /* the model completed its free itself (a cache release) */
+    uint32_t next_free; /* free list of slots, 1-based; 0: none */
+} live_block;
+
+typedef struct sim {
+    am_model *model;
+    sim_result *r;
+    addr_map live; /* (0, alloc event id) -> slot + 1 in blocks */
+    live_block *blocks;
+    size_t blocks_len, blocks_cap;
+    uint32_t free_slot; /* 1-based head of the slots' free list */
+    int64_t event_id;   /* the request being replayed */
+    int oom_noted;
+} sim;
+
+/* The model's effects: driver allocations counted, OOMs noted, frees the model completed on
+ * its own (a cache release completes pending frees) remembered so the recorded completion is
+ * not applied twice. */
+static void on_effect(void *ctx, const am_effect *e) {
+    sim *s = ctx;
+    switch (e->kind) {
+    case AM_EFFECT_SEGMENT_ALLOC:
+    case AM_EFFECT_SEGMENT_MAP:
+        s->r->driver_allocations++;
+        break;
+    case AM_EFFECT_OOM:
+        if (!s->oom_noted++ && !s->r->ooms)
+            s->r->first_oom = (sim_oom){s->event_id, e->requested, e->device_free};
+        break;
+    case AM_EFFECT_FREE_COMPLETED: {
+        uint32_t *slot = addr_map_get(&s->live, 0, e->tag);
+        if (slot)
+            s->blocks[*slot - 1].completed = 1;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void note_state(sim *s) {
+    am_stats_info st = am_stats(s->model);
+    if (st.reserved_bytes > s->r->peak_reserved) {
+        s->r->peak_reserved = st.reserved_bytes;
+        s->r->peak_reserved_event = s->event_id;
+        s->r->releasable_at_peak = st.releasable_bytes;
+        s->r->trapped_at_peak = st.reserved_bytes - st.allocated_bytes - st.releasable_bytes;
+    }
+    if (st.allocated_bytes > s->r->peak_allocated) {
+        s->r->peak_allocated = st.allocated_bytes;
+        s->r->peak_allocated_event = s->event_id;
+    }
+}
+
+/* A seed block where the recording had it (size: as the allocator accounted it). */
+static am_error place_recorded(sim *s, uint64_t addr, uint64_t size, uint64_t requested,
+                               uint64_t stream, am_block_info *placed) {
+    am_error e = am_block_place(s->model, addr, size, requested, stream, (uint64_t)s->event_id);
+    if (e == AM_OK)
+        *placed = (am_block_info){.addr = addr, .size = size};
+    return e;
+}
+
+static int alloc_block(sim *s, uint64_t requested, uint64_t stream, const uint64_t *recorded) {
+    am_block_info placed;
+    s->oom_noted = 0;
+    am_error e = recorded ? place_recorded(s, recorded[0], recorded[1], requested, stream, &placed)
+                          : am_malloc(s->model, requested ? requested : 1, stream,
+                                      (uint64_t)s->event_id, on_effect, s, &placed);
+    if (recorded && e != AM_OK && e != AM_ERR_NOMEM) /* a seed that does not fit: allocated */
+        e = am_malloc(s->model, requested ? requested : 1, stream, (uint64_t)s->event_id, on_effect,
+                      s, &placed);
+    if (e == AM_ERR_OOM) {
+        s->r->ooms++;
+        return 0; /* the program would have failed here; its frees are skipped */
+    }
+    if (e != AM_OK)
+        return e == AM_ERR_NOMEM ? -1 : 0;
+    uint32_t slot = s->free_slot;
+    if (slot) {
+        s->free_slot = s->blocks[slot - 1].next_free;
+    } else {
+        if (gmt_grow((void **)&s->blocks, &s->blocks_cap, s->blocks_len, sizeof *s->blocks) != 0)
+            return -1;
+        slot = (uint32_t)++s->blocks_len;
+    }
+    s->blocks[slot - 1] = (live_block){placed.addr, 0, 0};
+    return addr_map_put(&s->live, 0, (uint64_t)s->event_id, slot);
+}
+
+/* A free_requested (completing = 0) or a completed free (1) of the block allocated at
+ * `alloc_id`; nothing when the model never placed it (an OOM, or allocated before the
+ * recording without a seed row). */
+static void free_block(sim *s, int64_t alloc_id, int completing) {
+    uint32_t *found = addr_map_get(&s->live, 0, (uint64_t)alloc_id);
+    if (!found)
+        return;
+    uint32_t slot = *found;
+    live_block *b = &s->blocks[slot - 1];
+    if (!completing) {
+        if (!b->completed)
+            am_free_request(s->model, b->addr);
+        return;
+    }
+    if (!b->completed)
+        am_free(s->model, b->addr);
+    addr_map_remove(&s->live, 0, (uint64_t)alloc_id);
+    b->next_free = s->free_slot;
+    s->free_slot = slot;
+}
+
+int64_t simulate_requests(sqlite3 *db, int device) {
+    return db_query_i64(db,
+                        "SELECT count(*) FROM event_rows WHERE device = ?1 AND source = "
+                        "{source:torch} AND level = {level:block} AND op = {op:alloc} AND "
+                        "kind = {kind:device}",
+                        device, 0, -1);
+}
+
+int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_recorded,
+                 sim_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    sim s = {.r = out};
+    s.model = am_model_new(cfg);
+    if (!s.model) {
+        snprintf(err, errlen, "the allocator model refused the configuration or is out of memory");
+        return -1;
+    }
+    /* The recorded reserved bytes can be compared only when PyTorch made every segment. */
+    out->compared = db_query_i64(db,
+                                 "SELECT count(*) FROM event_rows WHERE device = ?1 AND level = "
+                                 "{level:segment} AND source IS NOT {source:torch}",
+                                 device, 0, 1) == 0;
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT event_id, op, level, coalesce(requested_size, size, 0), coalesce(stream, 0),"
+            " alloc_event_id, reserved_bytes, size, addr FROM event_rows WHERE device = ? AND"
+            " source = {source:torch} AND kind = {kind:device} ORDER BY event_id");
+    if (!st) {
+        am_model_free(s.model);
+        snprintf(err, errlen, "reading the events: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_int(st, 1, device);
+    int rc = 0, burst = 0;
+    int64_t reserved_before_burst = 0, recorded_reserved = 0;
+    uint64_t capacity = cfg ? cfg->device_capacity : 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        s.event_id = sqlite3_column_int64(st, 0);
+        int op = sqlite3_column_int(st, 1), level = sqlite3_column_int(st, 2);
+        uint64_t requested = (uint64_t)sqlite3_column_int64(st, 3);
+        uint64_t stream = (uint64_t)sqlite3_column_int64(st, 4);
+        int64_t alloc_id = sqlite3_column_int64(st, 5);
+        int64_t reserved = sqlite3_column_int64(st, 6);
+        uint64_t recorded[2] = {(uint64_t)sqlite3_column_int64(st, 8),
+                                (uint64_t)sqlite3_column_int64(st, 7)}; /* addr, size */
+        int seed = s.event_id <= 0;
+        if (seed && seed_as_recorded && level == TRACE_LEVEL_SEGMENT &&
+            (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP)) {
+            /* the start state as recorded: a segment where it was */
+            am_error e = op == TRACE_OP_MAP
+                             ? am_segment_map(s.model, recorded[0], recorded[1], stream, 0)
+                             : am_segment_insert(s.model, recorded[0], recorded[1], stream, 0);
+            if (e == AM_ERR_NOMEM)
+                rc = -1;
+            recorded_reserved = reserved;
+            continue;
+        }
+        if (level == TRACE_LEVEL_SEGMENT) {
+            if (op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) {
+                if (!burst)
+                    reserved_before_burst = recorded_reserved;
+                burst = 1;
+            } else if ((op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && burst) {
+                /* A release that makes room for this very segment on a full device is the
+                 * allocator's retry (the model does its own); any other is empty_cache(). */
+                uint64_t size = (uint64_t)sqlite3_column_int64(st, 7);
+                int retry = capacity && (uint64_t)reserved_before_burst + size > capacity;
+                if (!retry && am_empty_cache(s.model, on_effect, &s) == AM_OK)
+                    out->empty_caches++;
+                burst = 0;
+            }
+            recorded_reserved = reserved;
+            continue;
+        }
+        if (op == TRACE_OP_OOM && s.event_id > 0) {
+            /* the recorded run could not place this request (PyTorch records no alloc for
+             * it): tried again here; when it fits, the program never held it, so it is
+             * given back at once */
+            am_block_info placed;
+            s.oom_noted = 0;
+            out->recorded_ooms++;
+            am_error e = am_malloc(s.model, requested ? requested : 1, stream, (uint64_t)s.event_id,
+                                   on_effect, &s, &placed);
+            if (e == AM_OK)
+                am_free(s.model, placed.addr);
+            else if (e == AM_ERR_OOM)
+                out->ooms++, out->recorded_ooms_kept++;
+            note_state(&s);
+            continue;
+        }
+        if (level != TRACE_LEVEL_BLOCK)
+            continue;
+        if (burst) { /* a release no allocation followed: empty_cache() */
+            if (am_empty_cache(s.model, on_effect, &s) == AM_OK)
+                out->empty_caches++;
+            burst = 0;
+        }
+        recorded_reserved = reserved;
+        if (op == TRACE_OP_ALLOC) {
+            out->requests++;
+            out->seed_blocks += seed;
+            rc = alloc_block(&s, requested, stream, seed && seed_as_recorded ? recorded : NULL);
+        } else if (op == TRACE_OP_FREE_REQUESTED) {
+            free_block(&s, alloc_id, 0);
+        } else if (op == TRACE_OP_FREE) {
+            free_block(&s, alloc_id, 1);
+        } else {
+            continue;
+        }
+        note_state(&s);
+        if (out->compared && s.event_id > 0) {
+            out->compared_events++;
+            if (am_stats(s.model).reserved_bytes != (uint64_t)reserved && !out->differing++)
+                out->first_difference = s.event_id;
+        }
+    }
+    out->recorded_peak_reserved = (uint64_t)db_query_i64(
+        db, "SELECT peak_reserved_bytes FROM devices WHERE device = ?1", device, 0, 0);
+    if (rc == 0 && burst && am_empty_cache(s.model, on_effect, &s) == AM_OK)
+        out->empty_caches++; /* a release at the very end */
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    am_stats_info end = am_stats(s.model);
+    out->reserved_end = end.reserved_bytes;
+    out->releasable_end = end.releasable_bytes;
+    out->trapped_end = end.reserved_bytes - end.allocated_bytes - end.releasable_bytes;
+    sqlite3_finalize(st);
+    addr_map_free(&s.live);
+    free(s.blocks);
+    am_model_free(s.model);
+    return rc;
+}

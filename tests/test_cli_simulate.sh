@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# test_cli_simulate.sh — `memanalyze simulate` on synthetic runs (issue 14): the
+# run's own configuration reproduces the recording (the reserved bytes after every
+# request, and the recorded OOMs, which still happen), expandable segments avoid
+# the OOMs of a fragmenting run on the same device, the smallest device memory is
+# a 2 MiB bracket between the peak allocated and the peak reserved, the verdict
+# says so; errors are one line, exit 2.
+# usage: test_cli_simulate.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR=$T/cache
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+"$SYNTH" -o "$T/steady.zst" --steps 30 --seed 2 2>/dev/null || fail synth
+"$SYNTH" -o "$T/frag.zst" --steps 20 --fragment --streams 3 --seed 4 2>/dev/null || fail synth
+"$SYNTH" -o "$T/oom.zst" --steps 6 --fragment --device-memory 2684354560 2>/dev/null || fail synth
+for run in steady frag oom; do
+    "$MA" simulate "$T/$run.zst" --json >"$T/$run.json" || fail "$run: exit $?"
+done
+python3 - "$T" <<'PY' || fail "simulate's answers"
+import json, os, sys
+t = sys.argv[1]
+def load(name):
+    return json.load(open(os.path.join(t, name + ".json")))
+for name in ("steady", "frag", "oom"):
+    d = load(name)
+    own, other = d["configs"][0], d["configs"][1]
+    assert own["own"] and not other["own"], name
+    assert other["config"] == "expandable_segments:True", (name, other["config"])
+    rep = own["reproduction"]
+    assert rep and rep["differing"] == 0 and rep["compared_events"] > 0, (name, rep)
+    assert own["peak_reserved_bytes"] == rep["recorded_peak_reserved_bytes"], (name, own)
+    for c in d["configs"]:
+        # the search lies between what is allocated and what a run without OOM reserves
+        assert c["peak_allocated_bytes"] <= c["min_device_memory_bytes"], (name, c)
+        if not c["oom_count"]:
+            assert c["min_device_memory_bytes"] <= c["peak_reserved_bytes"], (name, c)
+        else:
+            assert c["min_device_memory_bytes"] > d["device_memory_bytes"], (name, c)
+        assert c["min_device_memory_exact"], (name, c)
+    assert d["verdict"], name
+oom = load("oom")
+own, es = oom["configs"]
+assert own["recorded_ooms"] > 0 and own["recorded_ooms_still_happening"] == own["recorded_ooms"], own
+assert own["recorded_oom"] == "still happens" and own["oom_count"] >= own["recorded_ooms"], own
+assert es["recorded_oom"] == "avoided" and es["oom_count"] == 0, es
+assert "avoids the recorded OOMs" in oom["verdict"], oom["verdict"]
+assert oom["device_memory_bytes"] == own["peak_reserved_bytes"], oom
+steady = load("steady")
+assert steady["configs"][0]["recorded_oom"] is None, steady["configs"][0]
+PY
+
+# The text: one block per configuration, the run's own first, and the verdict.
+"$MA" simulate "$T/oom.zst" --config "expandable_segments:True,max_split_size_mb:256" \
+    --config "roundup_power2_divisions:4" >"$T/oom.txt" || fail "text: exit $?"
+grep -q "^  the run's own: expandable_segments:False" "$T/oom.txt" || fail "own config first"
+grep -q "^  expandable_segments:True,max_split_size_mb:256$" "$T/oom.txt" || fail "given config"
+grep -q "reproduces the recording: yes" "$T/oom.txt" || fail "reproduction line"
+grep -q "^  verdict: " "$T/oom.txt" || fail "verdict line"
+
+# Errors: one line, exit 2.
+"$MA" simulate "$T/steady.zst" --config "bogus:1" >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad config exit"
+[ "$(wc -l <"$T/e1")" -eq 1 ] && grep -q "unknown key 'bogus'" "$T/e1" || fail "bad config: $(cat "$T/e1")"
+"$MA" simulate "$T/steady.zst" --config "garbage_collection_threshold:0.6" >/dev/null 2>"$T/e2"
+[ $? -eq 2 ] && grep -q "not modeled yet" "$T/e2" || fail "gc threshold: $(cat "$T/e2")"
+"$MA" simulate "$T/steady.zst" --device-memory lots >/dev/null 2>"$T/e3"; [ $? -eq 2 ] || fail "bad memory exit"
+
+if [ $fails -ne 0 ]; then
+    echo "test_cli_simulate: $fails failure(s)" >&2
+    exit 1
+fi
+echo "test_cli_simulate: ok"

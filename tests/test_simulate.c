@@ -1,0 +1,153 @@
+/* test_simulate.c — the request stream under other allocator settings
+ * (analyzer/query/simulate.h), with answers derived by hand from PyTorch's
+ * rules (c10/cuda/CUDACachingAllocator.cpp):
+ *   - packing: 6 MiB blocks go three to a 20 MiB segment by default and end to
+ *     end in one expandable segment; with two of every three freed, a 30 MiB
+ *     request OOMs by default on 220 MiB and fits with expandable segments —
+ *     the packing left room, the freed 12 MiB holes are no whole page;
+ *   - max_split_size_mb keeps a cached oversize block from being split;
+ *   - roundup_power2_divisions changes allocated as PyTorch's rounding does;
+ *   - a burst of segment frees no allocation follows is empty_cache(): the
+ *     simulation replays it and reproduces the recorded reserved bytes. */
+#include "check.h"
+#include "simulate.h"
+#include "trace_build.h"
+
+#include "alloc_settings.h"
+
+static sim_result simulate(const char *spec, uint64_t memory) {
+    am_settings s = am_settings_default();
+    char err[256];
+    CHECK(am_settings_parse(&s, spec, err, sizeof err) == 0);
+    am_config cfg = am_settings_config(&s, am_config_default());
+    cfg.device_capacity = memory;
+    sim_result r;
+    CHECK(simulate_run(db, 0, &cfg, spec[0] == 0, &r, err, sizeof err) == 0);
+    return r;
+}
+
+static void torch(trace_op op, trace_level level, uint64_t addr, uint64_t size, uint64_t req) {
+    ev(op, level, TRACE_SOURCE_TORCH, addr, size, req, 0);
+}
+
+/* A recorded default-settings run: 30 blocks of 6 MiB, three per 20 MiB segment; two of
+ * every three freed; then a 30 MiB block in a segment of its own. */
+static void test_packing(void) {
+    begin();
+    const uint64_t base = 0x7f0000000000ULL;
+    for (int i = 0; i < 30; i++) {
+        uint64_t seg = base + (uint64_t)(i / 3) * 20 * MiB;
+        if (i % 3 == 0)
+            torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, seg, 20 * MiB, 0);
+        torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, seg + (uint64_t)(i % 3) * 6 * MiB, 6 * MiB, 0);
+    }
+    for (int i = 0; i < 30; i++)
+        if (i % 3 != 0)
+            torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK,
+                  base + (uint64_t)(i / 3) * 20 * MiB + (uint64_t)(i % 3) * 6 * MiB, 6 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, base + 200 * MiB, 30 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base + 200 * MiB, 30 * MiB, 0);
+    replay_it(db_path, DB_READ_ONLY);
+    CHECK_EQ_U64(simulate_requests(db, 0), 31);
+
+    sim_result own = simulate("", 0); /* unlimited: the recording, request for request */
+    CHECK(own.compared);
+    CHECK_EQ_U64(own.differing, 0);
+    CHECK_EQ_U64(own.peak_reserved, 230 * MiB);
+    CHECK_EQ_U64(own.driver_allocations, 11);
+    CHECK_EQ_U64(own.ooms, 0);
+    CHECK_EQ_U64(own.peak_reserved, own.recorded_peak_reserved);
+
+    sim_result tight = simulate("", 220 * MiB);
+    CHECK_EQ_U64(tight.ooms, 1);
+    CHECK_EQ_U64(tight.first_oom.requested, 30 * MiB);
+    CHECK_EQ_U64(tight.first_oom.free, 20 * MiB);
+    CHECK_EQ_U64(tight.peak_reserved, 200 * MiB);
+    /* ten segments each holding one live block: 12 MiB free in each, none releasable */
+    CHECK_EQ_U64(tight.trapped_end, 140 * MiB);
+    CHECK_EQ_U64(tight.releasable_end, 0);
+
+    sim_result es = simulate("expandable_segments:True", 220 * MiB);
+    CHECK_EQ_U64(es.ooms, 0);
+    /* 180 MiB packed (nine pages), the tail's free 12 MiB plus one more page holds 30 MiB */
+    CHECK_EQ_U64(es.peak_reserved, 200 * MiB);
+    CHECK_EQ_U64(es.driver_allocations, 10);       /* a map per page */
+    CHECK_EQ_U64(es.peak_allocated, 30 * 6 * MiB); /* before the frees */
+}
+
+/* max_split_size_mb: a cached 100 MiB block serves a 30 MiB request by default (split), not
+ * with max_split_size_mb:64 (an oversize block is never split): a new segment. */
+static void test_max_split(void) {
+    begin();
+    const uint64_t base = 0x7f0000000000ULL;
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, base, 100 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base, 100 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, base, 100 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base, 30 * MiB, 0);
+    replay_it(db_path, DB_READ_ONLY);
+    sim_result def = simulate("", 0);
+    CHECK_EQ_U64(def.differing, 0);
+    CHECK_EQ_U64(def.peak_reserved, 100 * MiB);
+    CHECK_EQ_U64(def.driver_allocations, 1);
+    sim_result split = simulate("max_split_size_mb:64", 0);
+    CHECK_EQ_U64(split.peak_reserved, 130 * MiB);
+    CHECK_EQ_U64(split.driver_allocations, 2);
+    CHECK_EQ_U64(split.peak_allocated, 100 * MiB);
+}
+
+/* roundup_power2_divisions:4 rounds a request up to the next quarter of its power of two:
+ * 5 MiB + 1 byte becomes 6 MiB (4 MiB..8 MiB in steps of 1 MiB); plainly, 5 MiB + 512. */
+static void test_roundup(void) {
+    begin();
+    const uint64_t base = 0x7f0000000000ULL;
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, base, 20 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base, 5 * MiB + 512, 5 * MiB + 1);
+    replay_it(db_path, DB_READ_ONLY);
+    CHECK_EQ_U64(simulate("", 0).peak_allocated, 5 * MiB + 512);
+    CHECK_EQ_U64(simulate("roundup_power2_divisions:4", 0).peak_allocated, 6 * MiB);
+}
+
+/* empty_cache(): a burst of segment frees with no allocation after it is replayed as one, so
+ * the simulation's reserved bytes follow the recording's. */
+static void test_empty_cache(void) {
+    begin();
+    const uint64_t base = 0x7f0000000000ULL;
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, base, 40 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, base, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, base, 40 * MiB, 0); /* empty_cache() */
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, base, 40 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, base, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, base, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, base, 40 * MiB, 0); /* and at the very end */
+    replay_it(db_path, DB_READ_ONLY);
+    sim_result r = simulate("", 0);
+    CHECK_EQ_U64(r.empty_caches, 2);
+    CHECK_EQ_U64(r.driver_allocations, 2);
+    CHECK_EQ_U64(r.differing, 0);
+    CHECK_EQ_U64(r.reserved_end, 0);
+    sim_result es = simulate("expandable_segments:True", 0);
+    CHECK_EQ_U64(es.empty_caches, 2);
+    CHECK_EQ_U64(es.reserved_end, 0); /* the pages were unmapped */
+    CHECK_EQ_U64(es.peak_reserved, 40 * MiB);
+}
+
+/* A plain CUDA program's trace: no PyTorch blocks, nothing to simulate. */
+static void test_no_allocator(void) {
+    begin();
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB);
+    replay_it(db_path, DB_READ_ONLY);
+    CHECK_EQ_U64(simulate_requests(db, 0), 0);
+    CHECK_EQ_U64(q("SELECT count(*) FROM segments"), 1);
+}
+
+int main(void) {
+    if (tmpdir_make("simulate") != 0)
+        return 1;
+    test_packing();
+    test_max_split();
+    test_roundup();
+    test_empty_cache();
+    test_no_allocator();
+    return tmpdir_finish("test_simulate");
+}
