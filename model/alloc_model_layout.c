@@ -272,12 +272,21 @@ static void free_index_remove(am_model *model, am_block *block) {
     block->releasable = 0;
 }
 
-/* After a map or unmap moved an expandable segment's start or cut its block list, the parts
- * of its inactive blocks: their page grid or their neighbours changed without an index move. */
-static void releasable_refresh_segment(am_model *model, const am_segment *segment) {
+/* An inactive block whose neighbours changed without a move in the free index. */
+static void releasable_refresh_if_inactive(am_model *model, am_block *block) {
+    if (block && block->state == AM_BLOCK_INACTIVE)
+        releasable_refresh(model, block);
+}
+
+/* After a map or unmap moved the start of an expandable segment's page grid by `shift` bytes
+ * (its blocks keep their addresses): the parts of its inactive blocks change only when the
+ * shift is not a whole number of pages — never for PyTorch's maps, which come in whole pages,
+ * so the walk over the segment's blocks is for other VMM users' odd sizes only. */
+static void releasable_after_shift(am_model *model, const am_segment *segment, uint64_t shift) {
+    if (!segment->is_expandable || shift % am_expandable_page(segment->is_small) == 0)
+        return;
     for (am_block *b = aml_first_block_of(model, segment); b; b = b->next)
-        if (b->state == AM_BLOCK_INACTIVE)
-            releasable_refresh(model, b);
+        releasable_refresh_if_inactive(model, b);
 }
 
 am_block *aml_block_containing(const am_model *model, uint64_t addr) {
@@ -514,6 +523,8 @@ void aml_segment_destroy(am_model *model, am_segment *segment) {
 
 void aml_segment_extend(am_model *model, am_segment *below, am_segment *above, uint64_t addr,
                         uint64_t size) {
+    /* where the page grid of above's blocks starts after the join, against before */
+    uint64_t above_shift = above ? (below ? above->addr - below->addr : size) : 0;
     model->reserved += size;
     am_block *mapped;
     if (below) {
@@ -539,8 +550,11 @@ void aml_segment_extend(am_model *model, am_segment *below, am_segment *above, u
         above->size += size;
         refresh_gap(model, above);
     }
+    /* mapped merged with its free neighbours (their parts refreshed); the blocks that came
+     * from above are on the joined segment's grid now */
     merge_and_index(model, mapped);
-    releasable_refresh_segment(model, below ? below : above);
+    if (above_shift)
+        releasable_after_shift(model, below ? below : above, above_shift);
 }
 
 void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint64_t addr,
@@ -553,7 +567,7 @@ void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint
         back->prev = NULL;
     block_destroy(model, hole);
     model->reserved -= size;
-    uint64_t old_end = aml_segment_end(segment);
+    uint64_t old_end = aml_segment_end(segment), old_addr = segment->addr;
     if (!front && !back) {
         segment_detach(model, segment);
     } else if (!front) {
@@ -561,6 +575,7 @@ void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint
         segment->by_addr.key[0] = segment->addr;
         segment->size -= size;
         refresh_gap(model, segment);
+        releasable_after_shift(model, segment, segment->addr - old_addr);
     } else if (!back) {
         segment->size -= size;
         refresh_gap(model, segment->next);
@@ -571,11 +586,11 @@ void aml_segment_cut(am_model *model, am_segment *segment, am_block *block, uint
         upper->size = old_end - upper->addr;
         segment->size = addr - segment->addr;
         segment_attach(model, upper, segment);
-        releasable_refresh_segment(model, upper);
+        releasable_after_shift(model, upper, upper->addr - old_addr);
     }
-    if (front || back)
-        releasable_refresh_segment(model,
-                                   front ? segment : aml_segment_containing(model, back->addr));
+    /* the blocks beside the hole lost a neighbour: a free one may be its segment's only one */
+    releasable_refresh_if_inactive(model, front);
+    releasable_refresh_if_inactive(model, back);
 }
 
 /* ---- checking ---- */

@@ -145,7 +145,9 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *cl
                     "memrec: %s is still being written by a process the command left "
                     "running: not symbolized (run memanalyze symbolize on it once it ends)\n",
                     path);
-        return count_events(path, clean_end);
+        uint64_t events = count_events(path, clean_end);
+        *clean_end = 1; /* not ended at all: said above */
+        return events;
     }
 #ifdef GMT_HAVE_SYMBOLIZE
     if (symbolize) {
@@ -210,8 +212,9 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
                     events, u ? 1 : 0, size, units[u],
                     clean_end ? ""
                               : "; its process ended without closing it (_exit(2), a kill or "
-                                "a crash): the last moments (at most the writer's last 0.2 s) "
-                                "may be missing");
+                                "a crash): what the writer had not written yet (its last "
+                                "0.2 s, or up to 2 s of records held for PyTorch's history) "
+                                "is missing");
         }
         reported++;
         free(paths[i]);

@@ -152,6 +152,8 @@ typedef struct shadow_entry {
 typedef struct shadow_stack {
     shadow_entry *entries;
     uint32_t depth, cap;
+    void *capsule; /* the capsule of the hook object installed last (borrowed): only its end
+                      means the hook is gone */
 } shadow_stack;
 
 static atomic_int attached;
@@ -406,8 +408,12 @@ static void shadow_capsule_gone(void *capsule) {
         py.err_clear();
         return;
     }
-    if (s == thread_shadow)
+    /* An older hook object (one the program saved and restored, then dropped) ending says
+     * nothing: the hook it stood for was put back under a newer one. */
+    if (s == thread_shadow && s->capsule == capsule) {
+        s->capsule = NULL;
         pop_to(s, 0);
+    }
 }
 
 /* A new hook object for shadow stack `s` (NULL: none, for the hook set on
@@ -417,6 +423,8 @@ static void *new_hook_object(shadow_stack *s) {
     void *hook = capsule ? py.new_cfunction(&hook_bootstrap_def, capsule, NULL) : NULL;
     if (!hook)
         py.err_clear();
+    else if (s)
+        s->capsule = capsule;
     if (capsule && capsule != py.none)
         py.decref(capsule); /* the callable holds it */
     return hook;

@@ -250,6 +250,45 @@ static void test_step_pieces(void) {
     CHECK_EQ_U64(q("SELECT end_ts_ns IS NOT NULL FROM steps WHERE step = 9"), 1);
 }
 
+/* Pieces that end at the same time: the step ends with the later event. */
+static void test_step_pieces_tie(void) {
+    begin();
+    marker(TRACE_MARK_RANGE_PUSH, "step 5", 1);
+    marker(TRACE_MARK_RANGE_PUSH, "step 5", 2);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB); /* 1 */
+    uint64_t at = now_ns + 1000;
+    trace_marker pop = {.ts_ns = at, .tid = 2, .kind = TRACE_MARK_RANGE_POP};
+    CHECK(trace_writer_marker(w, &pop) == 0);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB); /* 2 */
+    pop.tid = 1;                                        /* the same time, after event 2 */
+    CHECK(trace_writer_marker(w, &pop) == 0);
+    replay_it(db_path, DB_READ_WRITE);
+    CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 1);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 5"), 2);
+}
+
+/* A step_end closes a step a push opened; the pop that follows on that thread must not close
+ * the next step, which may have taken over the same place in the tracker. */
+static void test_step_end_then_pop(void) {
+    begin();
+    marker(TRACE_MARK_RANGE_PUSH, "step 1", 1);
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB); /* 1 */
+    now_ns += 1000;
+    trace_marker end = {.ts_ns = now_ns, .tid = 1, .kind = TRACE_MARK_STEP_END, .value = 1};
+    CHECK(trace_writer_marker(w, &end) == 0);
+    marker(TRACE_MARK_RANGE_PUSH, "step 2", 2);
+    cupti_segment(TRACE_OP_ALLOC, 0x20000000, 2 * MiB); /* 2 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);              /* step 1's push: nothing to end */
+    cupti_segment(TRACE_OP_ALLOC, 0x30000000, 2 * MiB); /* 3 */
+    marker(TRACE_MARK_RANGE_POP, NULL, 2);              /* step 2 ends here, at 3 */
+    cupti_segment(TRACE_OP_ALLOC, 0x40000000, 2 * MiB); /* 4 */
+    replay_it(db_path, DB_READ_WRITE);
+    CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 2);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 1"), 1);
+    CHECK_EQ_U64(q("SELECT begin_event_id FROM steps WHERE step = 2"), 1);
+    CHECK_EQ_U64(q("SELECT end_event_id FROM steps WHERE step = 2"), 3);
+}
+
 /* The heatmap rows the replay keeps: one 4 MiB segment (the whole squeezed
  * address space: 400 rows of 4 MiB / 400), a 1 MiB block at its start. */
 static void test_heatmap_rows(void) {
@@ -333,6 +372,8 @@ int main(void) {
     test_anomalies();
     test_steps();
     test_step_pieces();
+    test_step_end_then_pop();
+    test_step_pieces_tie();
     test_synthetic_run();
     return tmpdir_finish("test_replay");
 }

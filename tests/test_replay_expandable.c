@@ -107,6 +107,26 @@ static void test_recorded_conf(void) {
                  1);
 }
 
+/* Settings reported with expandable segments off, then PyTorch's maps (the program turned them
+ * on at run time): the maps win. */
+static void test_maps_over_reported(void) {
+    begin();
+    const char *text = TRACE_TORCH_SETTINGS_PREFIX "expandable_segments:False";
+    trace_marker m = {
+        .ts_ns = now_ns,
+        .kind = TRACE_MARK_MARK,
+        .domain_id = trace_writer_string(w, TRACE_ALLOCATOR_DOMAIN, strlen(TRACE_ALLOCATOR_DOMAIN)),
+        .name_id = trace_writer_string(w, text, strlen(text))};
+    CHECK(trace_writer_marker(w, &m) == 0);
+    torch(TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, 0x10000000, 20 * MiB);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, 0x10000000, 6 * MiB);
+    replay_it(db_path, DB_READ_ONLY);
+    CHECK(q_text_is("SELECT value FROM meta WHERE key = 'allocator_settings_source'", "trace"));
+    CHECK_EQ_U64(q("SELECT count(*) FROM meta WHERE key = 'allocator_settings' AND value LIKE "
+                   "'%\"expandable_segments\": true%'"),
+                 1);
+}
+
 /* Broken invariants are warnings, raised when they start. */
 static void test_invariants(void) {
     begin();
@@ -130,6 +150,7 @@ int main(void) {
     test_multi_page_maps();
     test_given_settings();
     test_recorded_conf();
+    test_maps_over_reported();
     test_invariants();
     return tmpdir_finish("test_replay_expandable");
 }

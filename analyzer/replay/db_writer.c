@@ -73,20 +73,25 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_MARKER] = "INSERT INTO markers (marker_id, ts_ns, tid, kind, name, domain,"
                   " begin_marker_id) VALUES (?,?,?,?,?,?,?)",
     /* A step comes in pieces (threads or devices marking the same step, one piece
-     * closing at a time): they merge here into [the earliest begin, with its name, the
-     * latest end), open (end NULL, its end_event_id the trace's end) when one is. SET
-     * reads the row as it was. */
+     * closing at a time): they merge here into [the earliest begin (by time, then event),
+     * with its name, the latest end (on a tie of times, the later event: the state once
+     * every piece has ended), open (end NULL, end_event_id the trace's end) when one is.
+     * SET reads the row as it was. Plain CASE (no iif): SQLite before 3.32 has none. */
     [ST_STEP] = "INSERT INTO steps (step, name, begin_ts_ns, end_ts_ns, begin_event_id,"
                 " end_event_id) VALUES (?,?,?,?,?,?) ON CONFLICT (step) DO UPDATE SET"
-                " name = iif(excluded.begin_ts_ns < begin_ts_ns, excluded.name, name),"
-                " begin_event_id = iif(excluded.begin_ts_ns < begin_ts_ns,"
-                " excluded.begin_event_id, begin_event_id),"
+                " name = CASE WHEN excluded.begin_ts_ns < begin_ts_ns OR (excluded.begin_ts_ns ="
+                " begin_ts_ns AND excluded.begin_event_id < begin_event_id) THEN excluded.name"
+                " ELSE name END,"
+                " begin_event_id = CASE WHEN excluded.begin_ts_ns < begin_ts_ns OR"
+                " (excluded.begin_ts_ns = begin_ts_ns AND excluded.begin_event_id <"
+                " begin_event_id) THEN excluded.begin_event_id ELSE begin_event_id END,"
                 " begin_ts_ns = min(begin_ts_ns, excluded.begin_ts_ns),"
                 " end_event_id = CASE WHEN end_ts_ns IS NULL THEN end_event_id"
                 " WHEN excluded.end_ts_ns IS NULL OR excluded.end_ts_ns > end_ts_ns"
-                " THEN excluded.end_event_id ELSE end_event_id END,"
-                " end_ts_ns = iif(end_ts_ns IS NULL OR excluded.end_ts_ns IS NULL, NULL,"
-                " max(end_ts_ns, excluded.end_ts_ns))",
+                " THEN excluded.end_event_id WHEN excluded.end_ts_ns = end_ts_ns"
+                " THEN max(end_event_id, excluded.end_event_id) ELSE end_event_id END,"
+                " end_ts_ns = CASE WHEN end_ts_ns IS NULL OR excluded.end_ts_ns IS NULL THEN NULL"
+                " ELSE max(end_ts_ns, excluded.end_ts_ns) END",
     [ST_DEVICE] = "INSERT OR REPLACE INTO devices (device, name, total_bytes,"
                   " peak_allocated_bytes, peak_allocated_event_id, peak_reserved_bytes,"
                   " peak_reserved_event_id, peak_requested_bytes, peak_requested_event_id,"

@@ -219,8 +219,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
         return -1;
     if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
-    if (ended && (replay_write_splits(rp, rp->last_event_id) != 0 ||
-                  replay_write_step_ends(rp, rp->last_event_id) != 0))
+    if (ended &&
+        (replay_write_splits(rp) != 0 || replay_write_step_ends(rp, rp->last_event_id) != 0))
         return -1;
     return replay_db_ok(rp, db_writer_marker(rp->db, &row));
 }
@@ -315,7 +315,10 @@ static void choose_settings(replay *rp) {
             rp->settings_source = "trace";
         }
     }
-    if (!(rp->settings.known & AM_SET_EXPANDABLE) && rp->torch_maps) {
+    /* PyTorch maps pages only with expandable segments on: the maps win over settings that
+     * say nothing, or that say off (a run that turned them on later, by
+     * _set_allocator_settings, after the settings were first reported) */
+    if (rp->torch_maps && !rp->settings.expandable_segments) {
         rp->settings.expandable_segments = true;
         rp->settings.known |= AM_SET_EXPANDABLE;
         if (!strcmp(rp->settings_source, "none"))
@@ -390,7 +393,7 @@ static int finish(replay *rp, const trace_reader *r) {
             return -1;
     }
     /* the end: where still-open steps end too */
-    if (replay_write_splits(rp, rp->last_event_id) != 0 || replay_write_final_splits(rp) != 0 ||
+    if (replay_write_splits(rp) != 0 || replay_write_final_splits(rp) != 0 ||
         replay_write_step_ends(rp, rp->last_event_id) != 0)
         return -1;
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {

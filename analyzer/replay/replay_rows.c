@@ -48,22 +48,23 @@ int replay_write_split(replay *rp, uint32_t device, int64_t event_id) {
     return write_split(rp, device, event_id, split_of(&rp->dev[device]));
 }
 
-int replay_write_splits(replay *rp, int64_t event_id) {
-    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++)
-        if (rp->dev[i].present && rp->dev[i].model && replay_write_split(rp, i, event_id) != 0)
+int replay_write_splits(replay *rp) {
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
+        const device_state *d = &rp->dev[i];
+        if (d->present && d->model && d->peak_alloc_id != DB_NULL &&
+            replay_write_split(rp, i, d->last_event_id) != 0)
             return -1;
+    }
     return 0;
 }
 
-/* The splits kept for the end of the replay: each device's at its peak allocated and after its
- * last row; the end of the trace and open steps are written by the caller. */
+/* The split at each device's peak allocated, kept as the peak moved. */
 int replay_write_final_splits(replay *rp) {
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         device_state *d = &rp->dev[i];
         if (!d->present || !d->model || d->peak_alloc_id == DB_NULL)
             continue;
-        if (write_split(rp, i, d->peak_alloc_id, d->peak_split) != 0 ||
-            replay_write_split(rp, i, d->last_event_id) != 0)
+        if (write_split(rp, i, d->peak_alloc_id, d->peak_split) != 0)
             return -1;
     }
     return 0;

@@ -165,10 +165,11 @@ int replay_write_row(replay *rp, db_event_row *row);
 /* A free_splits row: the device's split now, as the state after `event_id`. */
 int replay_write_split(replay *rp, uint32_t device, int64_t event_id);
 
-/* free_splits rows for every device with a model, at `event_id` (a step's end, the end). */
-int replay_write_splits(replay *rp, int64_t event_id);
+/* free_splits rows for every device with rows, each keyed by the device's own last row: where
+ * a step's end (step_ends.event_id) and the end of a window find them. */
+int replay_write_splits(replay *rp);
 
-/* At the end: each device's split at its peak allocated and after its last row. */
+/* At the end: each device's split at its peak allocated. */
 int replay_write_final_splits(replay *rp);
 
 /* step_ends rows: each device's state now, for a step that ended at `end_event_id`. */

@@ -108,6 +108,16 @@ static int close_interval(step_tracker *t, int64_t slot, int64_t ts, int64_t eve
     s->name = NULL;
     s->end_ts = ts; /* free */
     t->free_slots[t->free_len++] = (size_t)slot;
+    /* whatever opened it (a push, a range, a mark) may be open still when something else
+     * closed it (a step_end): it must not close the slot's next interval */
+    for (size_t i = 0; i < t->pushes_len; i++)
+        if (t->pushes[i].interval == slot)
+            t->pushes[i].interval = -1;
+    for (size_t i = 0; i < t->ranges_len; i++)
+        if (t->ranges[i].interval == slot)
+            t->ranges[i].interval = -1;
+    if (t->open_mark == slot)
+        t->open_mark = -1;
     return 1;
 }
 

@@ -128,6 +128,11 @@ def profiled():
 
 profiled()
 outer(0x7000)  # LINE top
+saved = sys.getprofile()
+sys.setprofile(lambda frame, event, arg: None)
+sys.setprofile(saved)
+del saved  # the old hook object ends when the restored hook replaces it: frames stay
+api.memrec_region_alloc(0x8000, 64, 0)  # LINE direct
 print("restored" if sys.getprofile() is not None else "lost")
 """
 
@@ -304,6 +309,9 @@ def main():
               [("inner", restore_line["inner"]), ("outer", restore_line["outer"]),
                ("<module>", restore_line["top"])],
               "a restored hook records Python frames again: %r" % (stacks.get(0x7000),))
+        check([(f[0], int(f[2])) for f in stacks.get(0x8000, (0, []))[1]] ==
+              [("<module>", restore_line["direct"])],
+              "the saved hook object's end keeps the frames: %r" % (stacks.get(0x8000),))
 
         if launcher and os.path.exists(launcher):
             trace = os.path.join(tmp, "launched.zst")
