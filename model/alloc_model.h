@@ -261,6 +261,14 @@ am_error am_segment_map(am_model *model, uint64_t addr, uint64_t size, uint64_t 
 am_error am_segment_map_in_pool(am_model *model, uint64_t addr, uint64_t size, uint64_t stream,
                                 uint64_t tag, bool is_small);
 
+/* Decide mode with a start state taken from a recording: the address range PyTorch reserved
+ * for (stream, pool) begins at `addr` (the lowest page the recording shows mapped there), so
+ * decide mode's maps for that stream and pool go on in it, page after page, rather than in a
+ * range of its own. The range is as long as the model's own (1 1/8 of the device). Then map
+ * the recorded pages with am_segment_map_in_pool. AM_ERR_SEGMENT_OVERLAP when it would overlap
+ * a range already reserved, AM_ERR_NOMEM. */
+am_error am_expandable_adopt(am_model *model, uint64_t addr, uint64_t stream, bool is_small);
+
 /* Unmaps [addr, addr+size), which must lie inside one inactive block of an expandable
  * segment: the segment shrinks, splits in two (a hole in the middle; the upper part keeps the
  * tag) or disappears. AM_ERR_NO_SEGMENT, AM_ERR_NOT_EXPANDABLE, AM_ERR_NOT_FREE. */

@@ -149,29 +149,20 @@ static uint64_t align_up(uint64_t value, uint64_t alignment) {
                                                 : (value + alignment - 1) / alignment * alignment;
 }
 
-/* A new reservation of (stream, pool), first fit above the plain segments' region; its index,
- * or -1 (no address space: AM_ERR_OOM, or no host memory: AM_ERR_NOMEM). */
-static long reserve_range(am_model *model, uint64_t stream, bool is_small, am_error *error) {
+/* The length of a reservation: 1 1/8 of the device, in whole pages. */
+static uint64_t reservation_size(const am_model *model, bool is_small) {
     uint64_t page = am_expandable_page(is_small);
     uint64_t total =
         model->config.device_capacity ? model->config.device_capacity : UNLIMITED_DEVICE;
     if (total > (1ULL << 60)) /* no device is that large; keeps the sums below from wrapping */
         total = 1ULL << 60;
     uint64_t wanted = total + total / 8;
-    uint64_t size = wanted / page * page + (wanted % page ? page : 0);
-    uint64_t addr = align_up(expandable_base(model), VA_ALIGN);
-    size_t at = 0;
-    for (; at < model->reservation_count; at++) {
-        const aml_reservation *r = &model->reservations[at];
-        if (addr <= r->addr && size <= r->addr - addr)
-            break;
-        if (reservation_end(r) > addr)
-            addr = align_up(reservation_end(r), VA_ALIGN);
-    }
-    if (addr == UINT64_MAX || size > UINT64_MAX - addr) {
-        *error = AM_ERR_OOM;
-        return -1;
-    }
+    return wanted / page * page + (wanted % page ? page : 0);
+}
+
+/* Inserts the reservation [addr, addr + size) at index `at` of the sorted list. */
+static long insert_reservation(am_model *model, size_t at, uint64_t addr, uint64_t size,
+                               uint64_t stream, bool is_small, am_error *error) {
     if (model->reservation_count == model->reservation_cap) {
         size_t cap = model->reservation_cap ? 2 * model->reservation_cap : 4;
         aml_reservation *grown = realloc(model->reservations, cap * sizeof *grown);
@@ -187,6 +178,42 @@ static long reserve_range(am_model *model, uint64_t stream, bool is_small, am_er
     model->reservations[at] = (aml_reservation){addr, size, stream, is_small};
     model->reservation_count++;
     return (long)at;
+}
+
+am_error am_expandable_adopt(am_model *model, uint64_t addr, uint64_t stream, bool is_small) {
+    if (!model)
+        return AM_ERR_INVALID_ARG;
+    uint64_t size = reservation_size(model, is_small);
+    if (size > UINT64_MAX - addr)
+        return AM_ERR_INVALID_ARG;
+    size_t at = 0;
+    while (at < model->reservation_count && model->reservations[at].addr < addr)
+        at++;
+    if ((at > 0 && reservation_end(&model->reservations[at - 1]) > addr) ||
+        (at < model->reservation_count && model->reservations[at].addr < addr + size))
+        return AM_ERR_SEGMENT_OVERLAP;
+    am_error error = AM_OK;
+    return insert_reservation(model, at, addr, size, stream, is_small, &error) < 0 ? error : AM_OK;
+}
+
+/* A new reservation of (stream, pool), first fit above the plain segments' region; its index,
+ * or -1 (no address space: AM_ERR_OOM, or no host memory: AM_ERR_NOMEM). */
+static long reserve_range(am_model *model, uint64_t stream, bool is_small, am_error *error) {
+    uint64_t size = reservation_size(model, is_small);
+    uint64_t addr = align_up(expandable_base(model), VA_ALIGN);
+    size_t at = 0;
+    for (; at < model->reservation_count; at++) {
+        const aml_reservation *r = &model->reservations[at];
+        if (addr <= r->addr && size <= r->addr - addr)
+            break;
+        if (reservation_end(r) > addr)
+            addr = align_up(reservation_end(r), VA_ALIGN);
+    }
+    if (addr == UINT64_MAX || size > UINT64_MAX - addr) {
+        *error = AM_ERR_OOM;
+        return -1;
+    }
+    return insert_reservation(model, at, addr, size, stream, is_small, error);
 }
 
 /* map_block: maps whole pages of r from addr (a page boundary) to cover `size` bytes. */

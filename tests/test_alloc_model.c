@@ -692,6 +692,26 @@ static void test_expandable(void) {
     am_model_free(model);
 }
 
+/* ---- known answers: a recorded start state's expandable range (am_expandable_adopt) ---- */
+
+static void test_expandable_adopt(void) {
+    const uint64_t x = 0x7a0000000000ULL; /* where a recording shows the stream's pages */
+    am_model *model = new_model_with(0, UINT64_MAX, true);
+    CHECK_EQ_U64(am_expandable_adopt(model, x, 0, false), AM_OK);
+    CHECK_EQ_U64(am_segment_map_in_pool(model, x, 20 * MiB, 0, 1, false), AM_OK);
+    CHECK_EQ_U64(am_block_place(model, x, 20 * MiB, 20 * MiB, 0, 2), AM_OK);
+    /* the next large request maps the page after the recorded one, in the same range */
+    CHECK_EQ_U64(must_malloc(model, 6 * MiB, 0, NULL), x + 20 * MiB);
+    am_segment_info seg;
+    CHECK_EQ_U64(am_segment_lookup(model, x, &seg), AM_OK);
+    CHECK(seg.is_expandable && seg.size == 40 * MiB);
+    /* another stream gets a range of its own; a second range over this one is refused */
+    CHECK(must_malloc(model, 6 * MiB, 1, NULL) != x + 26 * MiB);
+    CHECK_EQ_U64(am_expandable_adopt(model, x + 2 * MiB, 1, false), AM_ERR_SEGMENT_OVERLAP);
+    CHECK_EQ_U64(am_validate(model), AM_OK);
+    am_model_free(model);
+}
+
 /* ---- known answers: what empty_cache() would give back (am_stats' releasable_bytes) ---- */
 
 static void test_releasable(void) {
@@ -1405,6 +1425,7 @@ int main(int argc, char **argv) {
     test_apply_mode();
     test_expandable();
     test_releasable();
+    test_expandable_adopt();
     test_expandable_rules();
     test_expandable_decide();
     test_apply_fuzz();

@@ -126,6 +126,31 @@ static void free_block(sim *s, int64_t alloc_id, int completing) {
     s->free_slot = slot;
 }
 
+/* The start state's expandable segments as recorded: per stream and pool, the range PyTorch
+ * reserved starts (as far as the recording shows) at the lowest page mapped in it, and the
+ * model's later maps go on there (am_expandable_adopt). Pages are 2 MiB in the small pool,
+ * so a map of at most that size is the small pool's (as am_segment_map reads it). 0, or -1
+ * when out of memory. */
+static int adopt_recorded_ranges(sqlite3 *db, int device, am_model *model) {
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT coalesce(stream, 0), min(addr), size <= ?2 FROM event_rows WHERE"
+                         " device = ?1 AND event_id <= 0 AND level = {level:segment} AND op ="
+                         " {op:map} AND source = {source:torch} AND kind = {kind:device}"
+                         " GROUP BY 1, 3");
+    if (!st)
+        return 0; /* nothing read: the maps are placed without a range, as before */
+    sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int64(st, 2, (int64_t)AM_PAGE_SMALL);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        if (am_expandable_adopt(model, (uint64_t)sqlite3_column_int64(st, 1),
+                                (uint64_t)sqlite3_column_int64(st, 0),
+                                sqlite3_column_int(st, 2) != 0) == AM_ERR_NOMEM)
+            rc = -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int64_t simulate_requests(sqlite3 *db, int device) {
     return db_query_i64(db,
                         "SELECT count(*) FROM event_rows WHERE device = ?1 AND source = "
@@ -159,6 +184,8 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
     }
     sqlite3_bind_int(st, 1, device);
     int rc = 0, burst = 0;
+    if (seed_as_recorded)
+        rc = adopt_recorded_ranges(db, device, s.model);
     int64_t reserved_before_burst = 0, recorded_reserved = 0;
     uint64_t capacity = cfg ? cfg->device_capacity : 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
@@ -175,7 +202,8 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
             (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP)) {
             /* the start state as recorded: a segment where it was */
             am_error e = op == TRACE_OP_MAP
-                             ? am_segment_map(s.model, recorded[0], recorded[1], stream, 0)
+                             ? am_segment_map_in_pool(s.model, recorded[0], recorded[1], stream, 0,
+                                                      recorded[1] <= AM_PAGE_SMALL)
                              : am_segment_insert(s.model, recorded[0], recorded[1], stream, 0);
             if (e == AM_ERR_NOMEM)
                 rc = -1;
