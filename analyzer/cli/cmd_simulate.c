@@ -112,33 +112,30 @@ static void describe(const am_settings *s, char *out, size_t len) {
 
 /* ---- the device's memory ------------------------------------------------------------------ */
 
+/* The memory limit the input shows, tried in this order: PyTorch's OOM report (what it had
+ * reserved and what the driver said was free); an OOM without that figure, or a failed
+ * cudaMalloc (the limit lay at the most the run ever reserved, short of what the failed call
+ * asked for on top); the device's total; none. */
 static uint64_t device_memory(sqlite3 *db, int device, const char **source) {
-    /* PyTorch's OOM report: what it had reserved and what the driver said was free */
-    int64_t v = db_query_i64(
-        db,
-        "SELECT e.reserved_bytes + (SELECT c.value FROM counters c WHERE c.device = e.device AND "
-        "c.kind = 'driver_free' ORDER BY abs(c.ts_ns - e.ts_ns) LIMIT 1) FROM event_rows e "
-        "WHERE e.device = ?1 AND e.op = {op:oom} ORDER BY e.event_id LIMIT 1",
-        device, 0, 0);
-    if (v > 0) {
-        *source = "an OOM's reserved + free";
-        return (uint64_t)v;
-    }
-    /* an OOM without PyTorch's free figure (or a failed cudaMalloc): the limit lay at the most
-     * the run ever reserved, short of what the failed call asked for on top */
-    v = db_query_i64(db,
-                     "SELECT max((SELECT peak_reserved_bytes FROM devices WHERE device = ?1), "
-                     "reserved_bytes) FROM event_rows WHERE device = ?1 AND op IN ({op:oom}, "
-                     "{op:alloc_failed}) ORDER BY event_id LIMIT 1",
-                     device, 0, 0);
-    if (v > 0) {
-        *source = "the most the run reserved: it failed to get more";
-        return (uint64_t)v;
-    }
-    v = db_query_i64(db, "SELECT total_bytes FROM devices WHERE device = ?1", device, 0, 0);
-    if (v > 0) {
-        *source = "the device's total";
-        return (uint64_t)v;
+    static const struct {
+        const char *sql, *source;
+    } ways[] = {
+        {"SELECT e.reserved_bytes + (SELECT c.value FROM counters c WHERE c.device = e.device AND "
+         "c.kind = 'driver_free' ORDER BY abs(c.ts_ns - e.ts_ns) LIMIT 1) FROM event_rows e "
+         "WHERE e.device = ?1 AND e.op = {op:oom} ORDER BY e.event_id LIMIT 1",
+         "an OOM's reserved + free"},
+        {"SELECT max((SELECT peak_reserved_bytes FROM devices WHERE device = ?1), "
+         "reserved_bytes) FROM event_rows WHERE device = ?1 AND op IN ({op:oom}, "
+         "{op:alloc_failed}) ORDER BY event_id LIMIT 1",
+         "the most the run reserved: it failed to get more"},
+        {"SELECT total_bytes FROM devices WHERE device = ?1", "the device's total"},
+    };
+    for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        int64_t v = db_query_i64(db, ways[i].sql, device, 0, 0);
+        if (v > 0) {
+            *source = ways[i].source;
+            return (uint64_t)v;
+        }
     }
     *source = "none known: unlimited";
     return 0;
