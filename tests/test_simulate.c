@@ -15,15 +15,31 @@
 
 #include "alloc_settings.h"
 
-static sim_result simulate(const char *spec, uint64_t memory) {
+#include <string.h>
+
+static sim_result simulate_with(const char *spec, uint64_t memory, sim_options opt) {
     am_settings s = am_settings_default();
     char err[256];
     CHECK(am_settings_parse(&s, spec, err, sizeof err) == 0);
     am_config cfg = am_settings_config(&s, am_config_default());
     cfg.device_capacity = memory;
     sim_result r;
-    CHECK(simulate_run(db, 0, &cfg, spec[0] == 0, &r, err, sizeof err) == 0);
+    opt.seed_as_recorded = spec[0] == 0;
+    CHECK(simulate_run(db, 0, &cfg, &opt, &r, err, sizeof err) == 0);
     return r;
+}
+
+static sim_result simulate(const char *spec, uint64_t memory) {
+    return simulate_with(spec, memory, (sim_options){0});
+}
+
+static void range(trace_marker_kind kind, const char *name) {
+    now_ns += 1000;
+    trace_marker m = {.ts_ns = now_ns,
+                      .tid = 7,
+                      .kind = (uint8_t)kind,
+                      .name_id = name ? trace_writer_string(w, name, strlen(name)) : 0};
+    CHECK(trace_writer_marker(w, &m) == 0);
 }
 
 static void torch(trace_op op, trace_level level, uint64_t addr, uint64_t size, uint64_t req) {
@@ -132,6 +148,40 @@ static void test_empty_cache(void) {
     CHECK_EQ_U64(es.peak_reserved, 40 * MiB);
 }
 
+/* The policies beyond PyTorch's settings, on two steps. Step 1 makes and frees a 40 MiB block,
+ * then keeps a 20 MiB one, which the cache puts into the first one's segment; step 2 makes and
+ * frees a 40 MiB block again. By default that needs a second 40 MiB segment (80 MiB). Pools by
+ * lifetime keep the kept block apart (its own 20 MiB segment) and the short-lived 40 MiB fits
+ * again: 60 MiB. empty_cache() after each step cannot give back a segment that holds the kept
+ * block: the peak stays 80 MiB, but the end falls to 40 MiB. */
+static void test_policies(void) {
+    begin();
+    const uint64_t a = 0x7f0000000000ULL, b = a + 40 * MiB;
+    range(TRACE_MARK_RANGE_PUSH, "step 1");
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, a, 40 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, a, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, a, 40 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, a, 20 * MiB, 0);
+    range(TRACE_MARK_RANGE_POP, NULL);
+    range(TRACE_MARK_RANGE_PUSH, "step 2");
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, b, 40 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b, 40 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, b, 40 * MiB, 0);
+    range(TRACE_MARK_RANGE_POP, NULL);
+    replay_it(db_path, DB_READ_ONLY);
+    sim_result own = simulate("", 0);
+    CHECK_EQ_U64(own.differing, 0);
+    CHECK_EQ_U64(own.peak_reserved, 80 * MiB);
+    sim_result pools = simulate_with("", 0, (sim_options){.lifetime_pools = 1});
+    CHECK_EQ_U64(pools.peak_reserved, 60 * MiB);
+    CHECK_EQ_U64(pools.reserved_end, 60 * MiB);
+    sim_result emptied = simulate_with("", 0, (sim_options){.empty_cache_per_step = 1});
+    CHECK_EQ_U64(emptied.empty_caches, 2);
+    CHECK_EQ_U64(emptied.peak_reserved, 80 * MiB);
+    CHECK_EQ_U64(emptied.reserved_end, 40 * MiB);
+    CHECK_EQ_U64(emptied.driver_allocations, 2);
+}
+
 /* A plain CUDA program's trace: no PyTorch blocks, nothing to simulate. */
 static void test_no_allocator(void) {
     begin();
@@ -148,6 +198,7 @@ int main(void) {
     test_max_split();
     test_roundup();
     test_empty_cache();
+    test_policies();
     test_no_allocator();
     return tmpdir_finish("test_simulate");
 }

@@ -16,6 +16,7 @@
 #include "when.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,35 @@ typedef struct sim_config {
     uint64_t min_memory, min_memory_low; /* the search's bracket: fails at low, fits at min */
     int searched;                        /* 1: the bracket is BISECT_STEP or less */
     int own;                             /* the run's own: its start state as recorded */
+    sim_options opt;                     /* the policies beyond PyTorch's settings */
 } sim_config;
+
+/* The policies beyond PyTorch's settings, written as keys of their own in a --config:
+ * empty_cache:step (torch.cuda.empty_cache() after every step) and pools:lifetime (blocks
+ * that outlive their step apart from those that do not). Removes them from `spec` (the rest
+ * is PYTORCH_CUDA_ALLOC_CONF text) into *opt. */
+static void take_policies(char *spec, sim_options *opt) {
+    static const struct {
+        const char *key;
+        size_t offset;
+    } policies[] = {{"empty_cache:step", offsetof(sim_options, empty_cache_per_step)},
+                    {"pools:lifetime", offsetof(sim_options, lifetime_pools)}};
+    char rest[AM_SETTINGS_CONF_MAX] = "";
+    size_t used = 0;
+    for (char *save = NULL, *item = strtok_r(spec, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        int taken = 0;
+        for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
+            if (!strcmp(item, policies[i].key)) {
+                *(int *)((char *)opt + policies[i].offset) = 1;
+                taken = 1;
+            }
+        if (!taken && used < sizeof rest)
+            used +=
+                (size_t)snprintf(rest + used, sizeof rest - used, "%s%s", used ? "," : "", item);
+    }
+    snprintf(spec, AM_SETTINGS_CONF_MAX, "%s", rest);
+}
 
 static void simulate_usage(FILE *out) {
     fprintf(out,
@@ -42,7 +71,10 @@ static void simulate_usage(FILE *out) {
             "other settings: peaks, free memory, driver allocations, OOMs, and the smallest\n"
             "device memory the run fits in.\n"
             "  --config SPEC        PYTORCH_CUDA_ALLOC_CONF syntax, e.g. "
-            "expandable_segments:True,max_split_size_mb:256\n"
+            "expandable_segments:True,max_split_size_mb:256,\n"
+            "                       and two policies of its own: empty_cache:step (empty_cache()\n"
+            "                       after every step) and pools:lifetime (blocks that outlive\n"
+            "                       their step in pools apart from those that do not)\n"
             "                       (repeat for more; default: the run's own settings and\n"
             "                       the same with expandable segments switched)\n"
             "  --device N           the device (default: the one with the highest peak)\n"
@@ -153,7 +185,9 @@ static int run(sqlite3 *db, int device, const sim_config *c, uint64_t memory, si
                char *err, size_t errlen) {
     am_config cfg = am_settings_config(&c->settings, am_config_default());
     cfg.device_capacity = memory;
-    return simulate_run(db, device, &cfg, c->own, r, err, errlen);
+    sim_options opt = c->opt;
+    opt.seed_as_recorded = c->own;
+    return simulate_run(db, device, &cfg, &opt, r, err, errlen);
 }
 
 /* The smallest memory (to BISECT_STEP) in which the run has no OOM: the search starts from
@@ -365,8 +399,11 @@ int cmd_simulate(int argc, char **argv) {
             sim_config *sc = &configs[n++];
             memset(sc, 0, sizeof *sc);
             snprintf(sc->spec, sizeof sc->spec, "%s", optarg);
+            char conf[AM_SETTINGS_CONF_MAX];
+            snprintf(conf, sizeof conf, "%s", optarg);
+            take_policies(conf, &sc->opt);
             sc->settings = am_settings_default();
-            if (am_settings_parse(&sc->settings, optarg, err, sizeof err) != 0)
+            if (am_settings_parse(&sc->settings, conf, err, sizeof err) != 0)
                 return cli_error("--config '%s': %s", optarg, err);
             if (sc->settings.known & AM_SET_GC_THRESHOLD)
                 return cli_error("--config '%s': garbage_collection_threshold is not modeled yet",
@@ -422,6 +459,14 @@ int cmd_simulate(int argc, char **argv) {
                          "nothing to simulate",
                          input);
     }
+    for (size_t i = 1; i < n; i++)
+        if ((configs[i].opt.empty_cache_per_step || configs[i].opt.lifetime_pools) &&
+            db_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0) == 0) {
+            sqlite3_close(db);
+            return cli_error("--config '%s': empty_cache:step and pools:lifetime need steps, and "
+                             "%s has none",
+                             configs[i].spec, input);
+        }
     const char *source = "--device-memory";
     if (!have_memory)
         memory = device_memory(db, (int)device, &source);

@@ -159,8 +159,27 @@ int64_t simulate_requests(sqlite3 *db, int device) {
                         device, 0, -1);
 }
 
-int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_recorded,
+/* A pool of its own for the blocks that outlive their step: PyTorch keeps pools apart by
+ * stream (a block is reused only on its stream), so a stream id no program uses is one. */
+#define LONG_LIVED_STREAM_BIT (1ULL << 62)
+
+/* The step ends in event order, read alongside the events (a second cursor). */
+typedef struct step_cursor {
+    sqlite3_stmt *st;
+    int64_t next; /* the next step end at or after the current event; INT64_MAX: none */
+} step_cursor;
+
+static void step_cursor_advance(step_cursor *c, int64_t event_id) {
+    while (c->st && c->next < event_id)
+        c->next = sqlite3_step(c->st) == SQLITE_ROW ? sqlite3_column_int64(c->st, 0) : INT64_MAX;
+}
+
+int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen) {
+    static const sim_options none;
+    if (!opt)
+        opt = &none;
+    int seed_as_recorded = opt->seed_as_recorded;
     memset(out, 0, sizeof *out);
     sim s = {.r = out};
     s.model = am_model_new(cfg);
@@ -173,10 +192,22 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
                                  "SELECT count(*) FROM event_rows WHERE device = ?1 AND level = "
                                  "{level:segment} AND source IS NOT {source:torch}",
                                  device, 0, 1) == 0;
+    /* with lifetime pools, each alloc's free (its index on alloc_event_id: one lookup) */
     sqlite3_stmt *st = db_statement(
-        db, "SELECT event_id, op, level, coalesce(requested_size, size, 0), coalesce(stream, 0),"
-            " alloc_event_id, reserved_bytes, size, addr FROM event_rows WHERE device = ? AND"
-            " source = {source:torch} AND kind = {kind:device} ORDER BY event_id");
+        db, opt->lifetime_pools
+                ? "SELECT e.event_id, e.op, e.level, coalesce(e.requested_size, e.size, 0),"
+                  " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
+                  " CASE WHEN e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
+                  " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
+                  " {op:free}) END FROM event_rows e WHERE e.device = ? AND e.source ="
+                  " {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id"
+                : "SELECT event_id, op, level, coalesce(requested_size, size, 0),"
+                  " coalesce(stream, 0), alloc_event_id, reserved_bytes, size, addr, NULL FROM"
+                  " event_rows WHERE device = ? AND source = {source:torch} AND kind ="
+                  " {kind:device} ORDER BY event_id");
+    step_cursor steps = {NULL, INT64_MIN};
+    if (opt->empty_cache_per_step || opt->lifetime_pools)
+        steps.st = db_statement(db, "SELECT end_event_id FROM steps ORDER BY end_event_id");
     if (!st) {
         am_model_free(s.model);
         snprintf(err, errlen, "reading the events: %s", sqlite3_errmsg(db));
@@ -190,6 +221,13 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
     uint64_t capacity = cfg ? cfg->device_capacity : 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         s.event_id = sqlite3_column_int64(st, 0);
+        if (steps.st) { /* the steps that ended before this event */
+            int64_t ended = steps.next;
+            step_cursor_advance(&steps, s.event_id);
+            if (opt->empty_cache_per_step && ended != INT64_MIN && ended < s.event_id &&
+                am_empty_cache(s.model, on_effect, &s) == AM_OK)
+                out->empty_caches++;
+        }
         int op = sqlite3_column_int(st, 1), level = sqlite3_column_int(st, 2);
         uint64_t requested = (uint64_t)sqlite3_column_int64(st, 3);
         uint64_t stream = (uint64_t)sqlite3_column_int64(st, 4);
@@ -254,6 +292,13 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
         if (op == TRACE_OP_ALLOC) {
             out->requests++;
             out->seed_blocks += seed;
+            if (opt->lifetime_pools) { /* a step ends between its alloc and its free */
+                int64_t freed = sqlite3_column_type(st, 9) == SQLITE_NULL
+                                    ? INT64_MAX
+                                    : sqlite3_column_int64(st, 9);
+                if (steps.next != INT64_MAX && steps.next < freed)
+                    stream |= LONG_LIVED_STREAM_BIT;
+            }
             rc = alloc_block(&s, requested, stream, seed && seed_as_recorded ? recorded : NULL);
         } else if (op == TRACE_OP_FREE_REQUESTED) {
             free_block(&s, alloc_id, 0);
@@ -271,6 +316,10 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
     }
     out->recorded_peak_reserved = (uint64_t)db_query_i64(
         db, "SELECT peak_reserved_bytes FROM devices WHERE device = ?1", device, 0, 0);
+    /* a step that ends after the last request: its empty_cache() too */
+    if (rc == 0 && opt->empty_cache_per_step && steps.st && steps.next != INT64_MAX &&
+        steps.next != INT64_MIN && am_empty_cache(s.model, on_effect, &s) == AM_OK)
+        out->empty_caches++;
     if (rc == 0 && burst && am_empty_cache(s.model, on_effect, &s) == AM_OK)
         out->empty_caches++; /* a release at the very end */
     if (rc != 0)
@@ -280,6 +329,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_reco
     out->releasable_end = end.releasable_bytes;
     out->trapped_end = end.reserved_bytes - end.allocated_bytes - end.releasable_bytes;
     sqlite3_finalize(st);
+    sqlite3_finalize(steps.st);
     addr_map_free(&s.live);
     free(s.blocks);
     am_model_free(s.model);

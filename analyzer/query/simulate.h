@@ -55,11 +55,21 @@ typedef struct sim_result {
     uint64_t recorded_peak_reserved; /* the device's, as the replay found it */
 } sim_result;
 
+/* What a simulation does beyond PyTorch's settings. */
+typedef struct sim_options {
+    int seed_as_recorded;     /* the start state as recorded (the run's own configuration)
+                                 rather than allocated */
+    int empty_cache_per_step; /* torch.cuda.empty_cache() after every step's end (the
+                                 fragmentation guides' remedy) */
+    int lifetime_pools;       /* blocks that outlive the step they were made in (found from
+                                 their recorded free) in pools of their own, the short-lived in
+                                 theirs: the best such a policy can do, it knows the future */
+} sim_options;
+
 /* Replays device `device`'s requests of the database through a model of `cfg` (its
- * device_capacity the memory limit, 0 for none); `seed_as_recorded`: the start state as
- * recorded (the run's own configuration) rather than allocated. 0, or -1 with a one-line
- * message in err (the database cannot be read, the host is out of memory). */
-int simulate_run(sqlite3 *db, int device, const am_config *cfg, int seed_as_recorded,
+ * device_capacity the memory limit, 0 for none) with `opt` (NULL: none). 0, or -1 with a
+ * one-line message in err (the database cannot be read, the host is out of memory). */
+int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen);
 
 /* The number of PyTorch block allocations of `device` in the database: 0 means there is no
