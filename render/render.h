@@ -171,4 +171,22 @@ typedef struct render_fragmentation {
 int render_fragmentation_draw(const render_fragmentation *f, const char *path,
                               const render_options *opt, char *err, size_t errlen);
 
+/* ---- simulate: reserved memory under several configurations ------------------------ */
+
+#define RENDER_MAX_CONFIGS 17
+typedef struct render_simulation {
+    const char *title, *subtitle;
+    size_t nconfigs;              /* 0..RENDER_MAX_CONFIGS; the first is the run's own */
+    const char *const *label;     /* [nconfigs] e.g. "expandable_segments:True" */
+    const int64_t *peak_reserved; /* [nconfigs] bytes, for the legend */
+    size_t ncolumns;              /* columns of requests, in order */
+    uint64_t requests;            /* how many events the columns cover (the x axis) */
+    /* [nconfigs * ncolumns] the highest reserved bytes in each column; < 0: no request there */
+    const int64_t *reserved_max;
+    uint64_t device_memory_bytes; /* the limit line; 0: none */
+} render_simulation;
+
+int render_simulation_draw(const render_simulation *s, const char *path, const render_options *opt,
+                           char *err, size_t errlen);
+
 #endif

@@ -61,6 +61,14 @@ grep -q "^  expandable_segments:True,max_split_size_mb:256$" "$T/oom.txt" || fai
 grep -q "reproduces the recording: yes" "$T/oom.txt" || fail "reproduction line"
 grep -q "^  verdict: " "$T/oom.txt" || fail "verdict line"
 
+# -o: the picture of reserved under each configuration (when this build draws pictures).
+if "$MA" simulate "$T/oom.zst" -o "$T/sim.png" >/dev/null 2>"$T/o.err"; then
+    python3 -c "import sys; d=open(sys.argv[1],'rb').read(8); sys.exit(d != b'\x89PNG\r\n\x1a\n')" "$T/sim.png" ||
+        fail "-o wrote no PNG"
+else
+    grep -q "pictures are off in this build" "$T/o.err" || fail "-o: $(cat "$T/o.err")"
+fi
+
 # Errors: one line, exit 2.
 "$MA" simulate "$T/steady.zst" --config "bogus:1" >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad config exit"
 [ "$(wc -l <"$T/e1")" -eq 1 ] && grep -q "unknown key 'bogus'" "$T/e1" || fail "bad config: $(cat "$T/e1")"

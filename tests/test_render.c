@@ -593,6 +593,47 @@ static void test_fragmentation(void) {
     CHECK(!file_contains(out("frag-many.svg"), "stroke-dasharray"));
 }
 
+/* simulate -o: one line per configuration at its reserved bytes, the device's memory dashed, a
+ * column without events drawn at the level before it. */
+static void test_simulation(void) {
+    enum { COLS = 100 };
+    static int64_t cols[2 * COLS];
+    for (size_t i = 0; i < COLS; i++) {
+        cols[i] = (int64_t)GiB;
+        cols[COLS + i] = 2 * (int64_t)GiB;
+    }
+    cols[COLS / 2] = -1; /* no event in that column */
+    const char *labels[] = {"a", "b"};
+    const int64_t peaks[] = {(int64_t)GiB, 2 * (int64_t)GiB};
+    render_simulation sim = {.title = "sim",
+                             .nconfigs = 2,
+                             .label = labels,
+                             .peak_reserved = peaks,
+                             .ncolumns = COLS,
+                             .requests = 1000,
+                             .reserved_max = cols,
+                             .device_memory_bytes = 3 * GiB};
+    render_options o = options(1200, 700);
+    char err[256];
+    CHECK(render_simulation_draw(&sim, out("sim.png"), &o, err, sizeof err) == 0);
+    CHECK(no_overlaps());
+    CHECK(find("(own) a: peak 1.00 GiB") && find("b: peak 2.00 GiB") && find("device memory"));
+    double xm = 0, y1 = 0, y2 = 0;
+    CHECK(axis_at("", 0, 505, &xm)); /* the empty column's middle */
+    CHECK(axis_at("bytes", 1, (double)GiB, &y1));
+    CHECK(axis_at("bytes", 1, 2.0 * (double)GiB, &y2));
+    cairo_surface_t *s = load(out("sim.png"), 1200, 700);
+    if (!s)
+        return;
+    render_rgb a = render_site_color(1), b = render_site_color(2);
+    px pa = pixel(s, xm, y1), pb = pixel(s, xm, y2);
+    CHECK(fabs(pa.r - a.r) < 0.1 && fabs(pa.g - a.g) < 0.1 && fabs(pa.b - a.b) < 0.1);
+    CHECK(fabs(pb.r - b.r) < 0.1 && fabs(pb.g - b.g) < 0.1 && fabs(pb.b - b.b) < 0.1);
+    cairo_surface_destroy(s);
+    sim.nconfigs = 18;
+    CHECK(render_simulation_draw(&sim, out("sim-bad.png"), &o, err, sizeof err) != 0);
+}
+
 /* Every picture of nothing says so, and is still a picture. */
 static void test_empty(void) {
     render_timeline t;
@@ -760,6 +801,7 @@ int main(int argc, char **argv) {
     test_heatmap();
     test_segments();
     test_fragmentation();
+    test_simulation();
     if (!check_failures)
         remove_outputs();
     else

@@ -11,6 +11,7 @@
 #include "gmt_env.h"
 #include "gmt_size.h"
 #include "json_out.h"
+#include "plots.h"
 #include "simulate.h"
 #include "units.h"
 #include "when.h"
@@ -25,6 +26,7 @@
 #define MAX_CONFIGS 16
 #define BISECT_STEP (2ull << 20) /* the search stops at 2 MiB */
 #define BISECT_BUDGET 5.0        /* times one simulation's duration */
+#define PICTURE_COLUMNS 1000     /* -o: columns of events */
 
 typedef struct sim_config {
     char spec[AM_SETTINGS_CONF_MAX]; /* as the user gave it; "" for the run's own */
@@ -66,7 +68,7 @@ static void take_policies(char *spec, sim_options *opt) {
 static void simulate_usage(FILE *out) {
     fprintf(out,
             "usage: memanalyze simulate INPUT [--config SPEC]... [--device N] [--device-memory "
-            "SIZE] [--json]\n"
+            "SIZE] [--json] [-o FILE]\n"
             "The run's allocation requests replayed through PyTorch's caching allocator under\n"
             "other settings: peaks, free memory, driver allocations, OOMs, and the smallest\n"
             "device memory the run fits in.\n"
@@ -80,7 +82,9 @@ static void simulate_usage(FILE *out) {
             "  --device N           the device (default: the one with the highest peak)\n"
             "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
             "                       OOM's reserved + free, else the device's total, else none)\n"
-            "  --json               machine-readable output\n");
+            "  --json               machine-readable output\n"
+            "  -o FILE              also draw reserved memory over the run under each\n"
+            "                       configuration (.png, .svg or .pdf)\n");
 }
 
 /* ---- the run's own settings ------------------------------------------------------------- */
@@ -382,6 +386,7 @@ int cmd_simulate(int argc, char **argv) {
                                           {"device", required_argument, NULL, 'd'},
                                           {"device-memory", required_argument, NULL, 'm'},
                                           {"json", no_argument, NULL, 'j'},
+                                          {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     static sim_config configs[MAX_CONFIGS + 1];
@@ -389,9 +394,10 @@ int cmd_simulate(int argc, char **argv) {
     long device = -1;
     uint64_t memory = 0;
     int json = 0, have_memory = 0, c;
+    const char *picture = NULL;
     char err[512];
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:d:m:jh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:d:m:jo:h", longs, NULL)) != -1) {
         switch (c) {
         case 'c': {
             if (n > MAX_CONFIGS)
@@ -425,6 +431,9 @@ int cmd_simulate(int argc, char **argv) {
             break;
         case 'j':
             json = 1;
+            break;
+        case 'o':
+            picture = optarg;
             break;
         case 'h':
             simulate_usage(stdout);
@@ -482,9 +491,20 @@ int cmd_simulate(int argc, char **argv) {
         describe(&configs[1].settings, configs[1].spec, sizeof configs[1].spec);
         n = 2;
     }
+    /* -o: the columns of every configuration's first run (not the search's) */
+    static int64_t columns[(MAX_CONFIGS + 1) * PICTURE_COLUMNS];
+    for (size_t i = 0; picture && i < n * PICTURE_COLUMNS; i++)
+        columns[i] = -1;
     for (size_t i = 0; i < n && rc == 0; i++) {
         double began = now();
-        if (run(db, (int)device, &configs[i], memory, &configs[i].r, err, sizeof err) != 0) {
+        if (picture) {
+            configs[i].opt.ncolumns = PICTURE_COLUMNS;
+            configs[i].opt.reserved_max = columns + i * PICTURE_COLUMNS;
+        }
+        int failed = run(db, (int)device, &configs[i], memory, &configs[i].r, err, sizeof err);
+        configs[i].opt.ncolumns = 0;
+        configs[i].opt.reserved_max = NULL;
+        if (failed) {
             rc = cli_error("%s: %s", input, err);
             break;
         }
@@ -495,6 +515,25 @@ int cmd_simulate(int argc, char **argv) {
         if (getenv(GMT_ENV_TIMING)) /* for bench/ */
             fprintf(stderr, "simulate %s: %.3f s, the search %.3f s\n", configs[i].spec,
                     ran - began, now() - ran);
+    }
+    if (rc == 0 && picture) {
+        const char *labels[MAX_CONFIGS + 1];
+        int64_t peaks[MAX_CONFIGS + 1];
+        for (size_t i = 0; i < n; i++) {
+            labels[i] = configs[i].spec;
+            peaks[i] = (int64_t)configs[i].r.peak_reserved;
+        }
+        plot_simulation ps = {.input = input,
+                              .device = (int)device,
+                              .nconfigs = n,
+                              .label = labels,
+                              .peak_reserved = peaks,
+                              .ncolumns = PICTURE_COLUMNS,
+                              .events = (uint64_t)simulate_events(db, (int)device),
+                              .reserved_max = columns,
+                              .device_memory = memory};
+        if (plot_simulate(&ps, picture, err, sizeof err) != 0)
+            rc = cli_error("%s", err);
     }
     char said[1024];
     if (rc == 0)

@@ -30,6 +30,23 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
 int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, char *err,
                        size_t errlen);
 
+/* simulate -o: reserved memory over the device's PyTorch events under each configuration (the
+ * columns come from simulate.h's sim_options). */
+typedef struct plot_simulation {
+    const char *input;
+    int device;
+    int width, height;
+    size_t nconfigs;
+    const char *const *label;     /* [nconfigs] */
+    const int64_t *peak_reserved; /* [nconfigs] */
+    size_t ncolumns;
+    uint64_t events;
+    const int64_t *reserved_max; /* [nconfigs * ncolumns] */
+    uint64_t device_memory;      /* 0: none */
+} plot_simulation;
+
+int plot_simulate(const plot_simulation *ps, const char *path, char *err, size_t errlen);
+
 /* A picture over time of an input without history has nothing to draw:
  * its subtitle says so. */
 #define PLOT_NO_HISTORY                                                                            \

@@ -22,7 +22,10 @@ typedef struct live_block {
 typedef struct sim {
     am_model *model;
     sim_result *r;
-    addr_map live; /* (0, alloc event id) -> slot + 1 in blocks */
+    const sim_options *opt;
+    int64_t first_event, events; /* the columns' span (opt->ncolumns) */
+    int64_t index;               /* the current event's place among the device's events */
+    addr_map live;               /* (0, alloc event id) -> slot + 1 in blocks */
     live_block *blocks;
     size_t blocks_len, blocks_cap;
     uint32_t free_slot; /* 1-based head of the slots' free list */
@@ -57,6 +60,13 @@ static void on_effect(void *ctx, const am_effect *e) {
 
 static void note_state(sim *s) {
     am_stats_info st = am_stats(s->model);
+    if (s->opt->reserved_max && s->events > 0) {
+        size_t col = (size_t)((double)s->index * (double)s->opt->ncolumns / (double)s->events);
+        if (col >= s->opt->ncolumns)
+            col = s->opt->ncolumns - 1;
+        if ((int64_t)st.reserved_bytes > s->opt->reserved_max[col])
+            s->opt->reserved_max[col] = (int64_t)st.reserved_bytes;
+    }
     if (st.reserved_bytes > s->r->peak_reserved) {
         s->r->peak_reserved = st.reserved_bytes;
         s->r->peak_reserved_event = s->event_id;
@@ -151,6 +161,13 @@ static int adopt_recorded_ranges(sqlite3 *db, int device, am_model *model) {
     return rc;
 }
 
+int64_t simulate_events(sqlite3 *db, int device) {
+    return db_query_i64(db,
+                        "SELECT count(*) FROM event_rows WHERE device = ?1 AND source = "
+                        "{source:torch} AND kind = {kind:device}",
+                        device, 0, 0);
+}
+
 int64_t simulate_requests(sqlite3 *db, int device) {
     return db_query_i64(db,
                         "SELECT count(*) FROM event_rows WHERE device = ?1 AND source = "
@@ -181,7 +198,9 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
         opt = &none;
     int seed_as_recorded = opt->seed_as_recorded;
     memset(out, 0, sizeof *out);
-    sim s = {.r = out};
+    sim s = {.r = out, .opt = opt};
+    if (opt->reserved_max && opt->ncolumns)
+        s.events = simulate_events(db, device);
     s.model = am_model_new(cfg);
     if (!s.model) {
         snprintf(err, errlen, "the allocator model refused the configuration or is out of memory");
@@ -219,7 +238,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
         rc = adopt_recorded_ranges(db, device, s.model);
     int64_t reserved_before_burst = 0, recorded_reserved = 0;
     uint64_t capacity = cfg ? cfg->device_capacity : 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    for (; rc == 0 && sqlite3_step(st) == SQLITE_ROW; s.index++) {
         s.event_id = sqlite3_column_int64(st, 0);
         if (steps.st) { /* the steps that ended before this event */
             int64_t ended = steps.next;

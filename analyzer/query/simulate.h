@@ -64,6 +64,11 @@ typedef struct sim_options {
     int lifetime_pools;       /* blocks that outlive the step they were made in (found from
                                  their recorded free) in pools of their own, the short-lived in
                                  theirs: the best such a policy can do, it knows the future */
+    /* reserved over the run, for a picture: the device's PyTorch events split into ncolumns
+     * columns in order, the highest reserved bytes of each in reserved_max (the caller's
+     * array, set to -1 first; a column without events stays so). 0 / NULL: none */
+    size_t ncolumns;
+    int64_t *reserved_max;
 } sim_options;
 
 /* Replays device `device`'s requests of the database through a model of `cfg` (its
@@ -71,6 +76,9 @@ typedef struct sim_options {
  * one-line message in err (the database cannot be read, the host is out of memory). */
 int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen);
+
+/* The number of the device's PyTorch events (what sim_options' columns split). */
+int64_t simulate_events(sqlite3 *db, int device);
 
 /* The number of PyTorch block allocations of `device` in the database: 0 means there is no
  * caching allocator to simulate (a plain CUDA program's trace). -1 when it cannot be read. */
