@@ -380,6 +380,12 @@ static void check_label(int64_t stack_id, const char *want, int want_rc) {
 static void test_stacks(void) {
     begin();
     stack_ids a = write_stacks(0);
+    uint32_t from_caller = stack(
+        (uint32_t[]){
+            frame(TRACE_FRAME_PYTHON, "train_step", "/home/me/proj/train.py", 90, 0, 0),
+            frame(TRACE_FRAME_OTHER, "wrapper", "/venv/lib/python3.11/site-packages/x.py", 3, 0, 0),
+            frame(TRACE_FRAME_PYTHON, "forward", "/home/me/proj/model.py", 60, 0, 0)},
+        3);
     ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 2 * MiB, 0, a.user);
     char path_a[320];
     snprintf(path_a, sizeof path_a, "%s/a.db", tmpdir);
@@ -402,6 +408,14 @@ static void test_stacks(void) {
     check_label(a.returns, "at::meta::common_checks_baddbmm_bmm<at::meta::structured_bmm>", 0);
     check_label(0, "no stack", -1);
     check_label(987654, "unknown stack", -1);
+    /* what tells two stacks of one site apart: the frame inside it, else the caller outside */
+    char via[256];
+    CHECK(stack_label_via(db, a.user, via, sizeof via) == 0);
+    CHECK_STR_EQ(via, "model.py:44 forward via linear.py:116 forward");
+    CHECK(stack_label_via(db, a.library, via, sizeof via) == 0);
+    CHECK_STR_EQ(via, "linear.py:116 forward"); /* only plumbing inside, no user code outside */
+    CHECK(stack_label_via(db, from_caller, via, sizeof via) == 0);
+    CHECK_STR_EQ(via, "model.py:60 forward from train.py:90 train_step");
     char tiny[8];
     stack_label(db, a.user, tiny, sizeof tiny);
     CHECK_STR_EQ(tiny, "model.p"); /* truncated, terminated */

@@ -543,6 +543,17 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
         printf("  held at the peak:\n");
         for (size_t i = 0; i < r->ntop; i++) {
             site(db, r->top[i].stack_id, label, sizeof label);
+            /* two rows of one site would read the same: each says where it differs */
+            for (size_t k = 0; k < r->ntop; k++) {
+                char other[256];
+                if (k == i)
+                    continue;
+                site(db, r->top[k].stack_id, other, sizeof other);
+                if (!strcmp(other, label)) {
+                    stack_label_via(db, r->top[i].stack_id, label, sizeof label);
+                    break;
+                }
+            }
             double pct = s->peak_allocated.allocated
                              ? 100.0 * (double)r->top[i].bytes / (double)s->peak_allocated.allocated
                              : 0;

@@ -47,6 +47,12 @@ void stack_names_free(stack_names *cache);
  * Returns 0, or -1 when the stack is unknown or absent (buf is set anyway). */
 int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
 
+/* stack_label, followed by what tells apart two stacks with the same site: " via " the
+ * innermost frame inside it that is not allocator plumbing (an optimizer's exp_avg and
+ * exp_avg_sq, both made at the loop's optimizer.step()), else " from " the next user frame
+ * outside it (one layer's forward called from different lines). */
+int stack_label_via(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
+
 /* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
  * innermost first. */
 void stack_json_frames(FILE *out, const named_stack *stack);
