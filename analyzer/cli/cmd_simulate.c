@@ -8,6 +8,7 @@
 #include "alloc_settings.h"
 #include "cli.h"
 #include "commands.h"
+#include "gmt_clock.h"
 #include "gmt_env.h"
 #include "gmt_size.h"
 #include "json_out.h"
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_CONFIGS 16
 #define BISECT_STEP (2ull << 20) /* the search stops at 2 MiB */
@@ -179,12 +179,6 @@ static uint64_t device_memory(sqlite3 *db, int device, const char **source) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int run(sqlite3 *db, int device, const sim_config *c, uint64_t memory, sim_result *r,
                char *err, size_t errlen) {
     am_config cfg = am_settings_config(&c->settings, am_config_default());
@@ -205,10 +199,10 @@ static int search_min_memory(sqlite3 *db, int device, sim_config *c, uint64_t me
         return -1;
     uint64_t fits = unlimited.peak_reserved, fails = unlimited.peak_allocated;
     fails = fails > BISECT_STEP ? fails - BISECT_STEP : 0;
-    double until = now() + (BISECT_BUDGET * one_run > 1.0 ? BISECT_BUDGET * one_run : 1.0);
+    double until = gmt_seconds() + (BISECT_BUDGET * one_run > 1.0 ? BISECT_BUDGET * one_run : 1.0);
     if (memory)
         until -= one_run; /* the unlimited run counts */
-    while (fits - fails > BISECT_STEP && now() + one_run <= until) {
+    while (fits - fails > BISECT_STEP && gmt_seconds() + one_run <= until) {
         uint64_t mid = fails + (fits - fails) / 2 / BISECT_STEP * BISECT_STEP;
         if (mid <= fails)
             mid = fails + BISECT_STEP;
@@ -496,7 +490,7 @@ int cmd_simulate(int argc, char **argv) {
     for (size_t i = 0; picture && i < n * PICTURE_COLUMNS; i++)
         columns[i] = -1;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        double began = now();
+        double began = gmt_seconds();
         if (picture) {
             configs[i].opt.ncolumns = PICTURE_COLUMNS;
             configs[i].opt.reserved_max = columns + i * PICTURE_COLUMNS;
@@ -508,13 +502,13 @@ int cmd_simulate(int argc, char **argv) {
             rc = cli_error("%s: %s", input, err);
             break;
         }
-        double ran = now();
+        double ran = gmt_seconds();
         if (search_min_memory(db, (int)device, &configs[i], memory, ran - began, err, sizeof err) !=
             0)
             rc = cli_error("%s: %s", input, err);
         if (getenv(GMT_ENV_TIMING)) /* for bench/ */
             fprintf(stderr, "simulate %s: %.3f s, the search %.3f s\n", configs[i].spec,
-                    ran - began, now() - ran);
+                    ran - began, gmt_seconds() - ran);
     }
     if (rc == 0 && picture) {
         const char *labels[MAX_CONFIGS + 1];

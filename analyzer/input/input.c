@@ -11,6 +11,7 @@
 #include "input.h"
 
 #include "db_writer.h"
+#include "gmt_clock.h"
 #include "gmt_env.h"
 #include "gmt_hash.h"
 #include "progress.h"
@@ -28,12 +29,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static double seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int input_detect(const char *path, input_kind *kind, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -114,13 +109,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         /* A snapshot becomes a trace first (beside the database), then the
          * same replay as any trace. */
         snprintf(trace_path, sizeof trace_path, "%s.zst", db_path);
-        double ts = seconds();
+        double ts = gmt_seconds();
         if (snapshot_import_file_facts(path, trace_path, &facts, err, errlen) != 0)
             return -1;
         if (getenv(GMT_ENV_TIMING))
-            fprintf(stderr, "snapshot to trace: %.3f s\n", seconds() - ts);
+            fprintf(stderr, "snapshot to trace: %.3f s\n", gmt_seconds() - ts);
     }
-    double t0 = seconds();
+    double t0 = gmt_seconds();
     db_writer *db = db_writer_open(db_path, err, errlen);
     if (!db)
         return -1;
@@ -162,12 +157,12 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     if (kind == INPUT_SNAPSHOT)
         unlink(trace_path);
     progress_phase(&line, "building the indexes of");
-    double t1 = seconds();
+    double t1 = gmt_seconds();
     int rc = db_writer_finish(db, err, errlen);
     progress_clear(&line);
     if (getenv(GMT_ENV_TIMING)) /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
-                (unsigned long long)sum.events, t1 - t0, seconds() - t1);
+                (unsigned long long)sum.events, t1 - t0, gmt_seconds() - t1);
     return rc;
 }
 

@@ -1,17 +1,11 @@
 /* progress.c — the import's progress line (progress.h). */
 #include "progress.h"
 
-#include <time.h>
+#include "gmt_clock.h"
 
 #define MIN_SECONDS_FOR_ETA 2.0
 #define MIN_FRACTION_FOR_ETA 0.02 /* of the input */
 #define REDRAW_SECONDS 0.25
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int progress_duration(char *buf, size_t len, double seconds) {
     long s = seconds < 0 ? 0 : (long)(seconds + 0.5);
@@ -40,7 +34,7 @@ int progress_format(char *buf, size_t len, const char *input, double fraction,
 }
 
 void progress_start(progress *p, FILE *out, const char *input) {
-    *p = (progress){.out = out, .input = input, .started = now()};
+    *p = (progress){.out = out, .input = input, .started = gmt_seconds()};
 }
 
 static void show(progress *p, const char *text) {
@@ -52,7 +46,7 @@ static void show(progress *p, const char *text) {
 void progress_update(progress *p, uint64_t done, uint64_t total) {
     if (!p->out)
         return;
-    double t = now();
+    double t = gmt_seconds();
     if (!p->measuring) {
         p->measuring = 1;
         p->started = t;
@@ -73,7 +67,7 @@ void progress_phase(progress *p, const char *phase) {
     char text[512];
     snprintf(text, sizeof text, "%s %s", phase, p->input);
     show(p, text);
-    p->started = p->last_shown = now();
+    p->started = p->last_shown = gmt_seconds();
 }
 
 void progress_clear(progress *p) {
