@@ -541,25 +541,27 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
     printf("  %lld allocations, %lld frees\n", (long long)s->allocs, (long long)s->frees);
     if (r->ntop) {
         printf("  held at the peak:\n");
+        /* each row's site, once: two rows of one site say where they differ */
+        char(*labels)[256] = calloc(r->ntop, sizeof *labels);
+        for (size_t i = 0; labels && i < r->ntop; i++)
+            site(db, r->top[i].stack_id, labels[i], sizeof labels[i]);
         for (size_t i = 0; i < r->ntop; i++) {
-            site(db, r->top[i].stack_id, label, sizeof label);
-            /* two rows of one site would read the same: each says where it differs */
-            for (size_t k = 0; k < r->ntop; k++) {
-                char other[256];
-                if (k == i)
-                    continue;
-                site(db, r->top[k].stack_id, other, sizeof other);
-                if (!strcmp(other, label)) {
+            if (labels)
+                snprintf(label, sizeof label, "%s", labels[i]);
+            else
+                site(db, r->top[i].stack_id, label, sizeof label);
+            for (size_t k = 0; labels && k < r->ntop; k++)
+                if (k != i && !strcmp(labels[k], labels[i])) {
                     stack_label_via(db, r->top[i].stack_id, label, sizeof label);
                     break;
                 }
-            }
             double pct = s->peak_allocated.allocated
                              ? 100.0 * (double)r->top[i].bytes / (double)s->peak_allocated.allocated
                              : 0;
             printf("    %10s %5.1f %%  %6lld blocks  %s\n", B(r->top[i].bytes, b1), pct,
                    (long long)r->top[i].blocks, label);
         }
+        free(labels);
     }
     print_fragmentation(r);
     if (s->ooms) {

@@ -371,7 +371,25 @@ void stack_names_free(stack_names *c) {
     free(c);
 }
 
-int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
+/* Appends to buf what tells s apart from another stack of its site (stack_label_via). */
+static void append_difference(const named_stack *s, char *buf, size_t len) {
+    size_t site = site_frame(s->frames, s->frame_count), used = strlen(buf);
+    char other[512] = "";
+    const char *word = " via ";
+    for (size_t i = 0; i < site && !*other; i++)
+        if (is_named(&s->frames[i]) && !is_plumbing(&s->frames[i]))
+            frame_label(&s->frames[i], other, sizeof other);
+    if (!*other)
+        word = " from ";
+    for (size_t i = site + 1; i < s->frame_count && !*other; i++)
+        if (is_user_python(&s->frames[i]))
+            frame_label(&s->frames[i], other, sizeof other);
+    if (*other && used < len)
+        snprintf(buf + used, len - used, "%s%s", word, other);
+}
+
+/* stack_label, and with `difference` stack_label_via: one read of the stack either way. */
+static int label_of(sqlite3 *db, int64_t stack_id, int difference, char *buf, size_t len) {
     sqlite3_stmt *st;
     named_stack s;
     if (len == 0)
@@ -388,34 +406,18 @@ int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
     }
     snprintf(buf, len, "%s", s.site);
     rc = s.known && s.frame_count ? 0 : -1;
+    if (rc == 0 && difference)
+        append_difference(&s, buf, len);
     stack_release(&s);
     return rc;
 }
 
+int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
+    return label_of(db, stack_id, 0, buf, len);
+}
+
 int stack_label_via(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
-    sqlite3_stmt *st;
-    named_stack s;
-    if (stack_label(db, stack_id, buf, len) != 0 || db_prepare(db, walk_sql, &st) != SQLITE_OK)
-        return -1;
-    int rc = stack_load(st, stack_id, &s);
-    sqlite3_finalize(st);
-    if (rc != 0)
-        return -1;
-    size_t site = site_frame(s.frames, s.frame_count), used = strlen(buf);
-    char other[512] = "";
-    const char *word = " via ";
-    for (size_t i = 0; i < site && !*other; i++)
-        if (is_named(&s.frames[i]) && !is_plumbing(&s.frames[i]))
-            frame_label(&s.frames[i], other, sizeof other);
-    if (!*other)
-        word = " from ";
-    for (size_t i = site + 1; i < s.frame_count && !*other; i++)
-        if (is_user_python(&s.frames[i]))
-            frame_label(&s.frames[i], other, sizeof other);
-    if (*other && used < len)
-        snprintf(buf + used, len - used, "%s%s", word, other);
-    stack_release(&s);
-    return 0;
+    return label_of(db, stack_id, 1, buf, len);
 }
 
 void stack_json_frames(FILE *out, const named_stack *stack) {
