@@ -211,19 +211,15 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
                                  "SELECT count(*) FROM event_rows WHERE device = ?1 AND level = "
                                  "{level:segment} AND source IS NOT {source:torch}",
                                  device, 0, 1) == 0;
-    /* with lifetime pools, each alloc's free (its index on alloc_event_id: one lookup) */
+    /* ?2, lifetime pools: each alloc's free too (one lookup on the alloc_event_id index;
+     * CASE evaluates it only when asked) */
     sqlite3_stmt *st = db_statement(
-        db, opt->lifetime_pools
-                ? "SELECT e.event_id, e.op, e.level, coalesce(e.requested_size, e.size, 0),"
-                  " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
-                  " CASE WHEN e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
-                  " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
-                  " {op:free}) END FROM event_rows e WHERE e.device = ? AND e.source ="
-                  " {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id"
-                : "SELECT event_id, op, level, coalesce(requested_size, size, 0),"
-                  " coalesce(stream, 0), alloc_event_id, reserved_bytes, size, addr, NULL FROM"
-                  " event_rows WHERE device = ? AND source = {source:torch} AND kind ="
-                  " {kind:device} ORDER BY event_id");
+        db, "SELECT e.event_id, e.op, e.level, coalesce(e.requested_size, e.size, 0),"
+            " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
+            " CASE WHEN ?2 AND e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
+            " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
+            " {op:free}) END FROM event_rows e WHERE e.device = ?1 AND e.source ="
+            " {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id");
     step_cursor steps = {NULL, INT64_MIN};
     if (opt->empty_cache_per_step || opt->lifetime_pools)
         steps.st = db_statement(db, "SELECT end_event_id FROM steps ORDER BY end_event_id");
@@ -233,6 +229,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
         return -1;
     }
     sqlite3_bind_int(st, 1, device);
+    sqlite3_bind_int(st, 2, opt->lifetime_pools);
     int rc = 0, burst = 0;
     if (seed_as_recorded)
         rc = adopt_recorded_ranges(db, device, s.model);
