@@ -292,8 +292,8 @@ def main():
                 bad_ends = db.execute(
                     "SELECT s.step FROM steps s LEFT JOIN step_ends m ON m.device = ?1 AND "
                     "m.end_event_id = s.end_event_id WHERE m.event_id IS NOT (SELECT max(r.event_id) "
-                    "FROM event_rows r WHERE r.device = ?1 AND r.event_id <= s.end_event_id AND "
-                    "(r.event_id > 0 OR r.op = 12)) OR (m.event_id IS NOT NULL AND "
+                    "FROM timeline r WHERE r.device = ?1 AND r.event_id <= s.end_event_id) OR "
+                    "(m.event_id IS NOT NULL AND "
                     "(m.allocated_bytes, m.requested_bytes, m.reserved_bytes, m.ts_ns) IS NOT "
                     "(SELECT allocated_bytes, requested_bytes, reserved_bytes, ts_ns FROM "
                     "event_rows WHERE event_id = m.event_id))", (dev,)).fetchall()
@@ -323,8 +323,8 @@ def main():
                 "es-training.pickle", "es-conf-only.pickle", "es-no-time.pickle")
             for dev in devices:
                 if not must_reproduce or not db.execute(
-                        "SELECT count(*) FROM event_rows WHERE device = ? AND event_id > 0 AND "
-                        "level = 1", (dev,)).fetchone()[0]:
+                        "SELECT count(*) FROM events WHERE device = ? AND event_id > 0 AND "
+                        "level = 'block'", (dev,)).fetchone()[0]:
                     continue
                 sim = subprocess.run([memanalyze, "simulate", db_path, "--device", str(dev),
                                       "--json"], capture_output=True, text=True, env=env)

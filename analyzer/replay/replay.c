@@ -393,7 +393,7 @@ static int finish(replay *rp, const trace_reader *r) {
             return -1;
     }
     /* the end: where still-open steps end too */
-    if (replay_write_splits(rp) != 0 || replay_write_final_splits(rp) != 0 ||
+    if (replay_write_splits(rp) != 0 || replay_write_peak_splits(rp) != 0 ||
         replay_write_step_ends(rp, rp->last_event_id) != 0)
         return -1;
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {

@@ -59,7 +59,7 @@ int replay_write_splits(replay *rp) {
 }
 
 /* The split at each device's peak allocated, kept as the peak moved. */
-int replay_write_final_splits(replay *rp) {
+int replay_write_peak_splits(replay *rp) {
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         device_state *d = &rp->dev[i];
         if (!d->present || !d->model || d->peak_alloc_id == DB_NULL)

@@ -170,7 +170,7 @@ int replay_write_split(replay *rp, uint32_t device, int64_t event_id);
 int replay_write_splits(replay *rp);
 
 /* At the end: each device's split at its peak allocated. */
-int replay_write_final_splits(replay *rp);
+int replay_write_peak_splits(replay *rp);
 
 /* step_ends rows: each device's state now, for a step that ended at `end_event_id`. */
 int replay_write_step_ends(replay *rp, int64_t end_event_id);
