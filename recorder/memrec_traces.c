@@ -136,8 +136,11 @@ static void print_symbolize_warning(void *ctx, const char *message) {
 #endif
 
 /* Symbolizes one trace (warnings printed unless quiet); returns its
- * memory event count, and in *clean_end whether its writer closed it. */
-static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *clean_end) {
+ * memory event count, and in *unclosed whether its process ended without
+ * closing it (a trace still being written has not ended). */
+static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *unclosed) {
+    int clean_end = 1;
+    *unclosed = 0;
     if (writer_alive(path)) { /* symbolizing renames a copy over the file: its writer would
                                  lose the rest */
         if (!quiet)
@@ -145,9 +148,7 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *cl
                     "memrec: %s is still being written by a process the command left "
                     "running: not symbolized (run memanalyze symbolize on it once it ends)\n",
                     path);
-        uint64_t events = count_events(path, clean_end);
-        *clean_end = 1; /* not ended at all: said above */
-        return events;
+        return count_events(path, &clean_end);
     }
 #ifdef GMT_HAVE_SYMBOLIZE
     if (symbolize) {
@@ -155,7 +156,7 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *cl
         char err[1024];
         if (trace_symbolize_file(path, &res, print_symbolize_warning, &quiet, err, sizeof err) ==
             0) {
-            *clean_end = res.clean_end;
+            *unclosed = !res.clean_end;
             return res.events;
         }
         if (!quiet)
@@ -166,7 +167,9 @@ static uint64_t finish_trace(const char *path, int symbolize, int quiet, int *cl
     if (symbolize && !quiet && !said++)
         fprintf(stderr, "memrec: built without libdw: traces are not symbolized\n");
 #endif
-    return count_events(path, clean_end);
+    uint64_t events = count_events(path, &clean_end);
+    *unclosed = !clean_end;
+    return events;
 }
 
 int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, int quiet,
@@ -195,8 +198,8 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
             free(paths[i]);
             continue;
         }
-        int clean_end = 0;
-        uint64_t events = finish_trace(paths[i], symbolize, quiet, &clean_end);
+        int unclosed = 0;
+        uint64_t events = finish_trace(paths[i], symbolize, quiet, &unclosed);
         if (stat(paths[i], &st) != 0)
             st.st_size = 0;
         const char *shown = paths[i];
@@ -210,11 +213,11 @@ int memrec_report_traces(const char *manifest, const char *cwd, int symbolize, i
                 size /= 1024, u++;
             fprintf(stderr, "memrec: trace written: %s (%" PRIu64 " events, %.*f %s)%s\n", shown,
                     events, u ? 1 : 0, size, units[u],
-                    clean_end ? ""
-                              : "; its process ended without closing it (_exit(2), a kill or "
-                                "a crash): what the writer had not written yet (its last "
-                                "0.2 s, or up to 2 s of records held for PyTorch's history) "
-                                "is missing");
+                    unclosed ? "; its process ended without closing it (_exit(2), a kill or "
+                               "a crash): what the writer had not written yet (its last "
+                               "0.2 s, or up to 2 s of records held for PyTorch's history) "
+                               "is missing"
+                             : "");
         }
         reported++;
         free(paths[i]);
