@@ -264,9 +264,11 @@ am_error am_segment_map_in_pool(am_model *model, uint64_t addr, uint64_t size, u
 /* Decide mode with a start state taken from a recording: the address range PyTorch reserved
  * for (stream, pool) begins at `addr` (the lowest page the recording shows mapped there), so
  * decide mode's maps for that stream and pool go on in it, page after page, rather than in a
- * range of its own. The range is as long as the model's own (1 1/8 of the device). Then map
- * the recorded pages with am_segment_map_in_pool. AM_ERR_SEGMENT_OVERLAP when it would overlap
- * a range already reserved, AM_ERR_NOMEM. */
+ * range of its own. The range is as long as the model's own (1 1/8 of the device), but ends
+ * where the next adopted range begins, and shortens an adopted range below it to end at
+ * `addr` (ranges never overlap; the device's size may be unknown). Then map the recorded pages
+ * with am_segment_map_in_pool. AM_ERR_SEGMENT_OVERLAP when a range already starts at `addr` or
+ * a mapped page of the range below lies above `addr`, AM_ERR_NOMEM. */
 am_error am_expandable_adopt(am_model *model, uint64_t addr, uint64_t stream, bool is_small);
 
 /* Unmaps [addr, addr+size), which must lie inside one inactive block of an expandable

@@ -189,9 +189,21 @@ am_error am_expandable_adopt(am_model *model, uint64_t addr, uint64_t stream, bo
     size_t at = 0;
     while (at < model->reservation_count && model->reservations[at].addr < addr)
         at++;
-    if ((at > 0 && reservation_end(&model->reservations[at - 1]) > addr) ||
-        (at < model->reservation_count && model->reservations[at].addr < addr + size))
+    /* Ranges never overlap in PyTorch, and the device's size (hence a range's length) may be
+     * unknown: two adopted ranges end where the next begins. Only a range's unused tail is
+     * given up; a mapped page in the way is a real overlap. */
+    if (at < model->reservation_count && model->reservations[at].addr == addr)
         return AM_ERR_SEGMENT_OVERLAP;
+    if (at < model->reservation_count && model->reservations[at].addr - addr < size)
+        size = model->reservations[at].addr - addr;
+    if (at > 0 && reservation_end(&model->reservations[at - 1]) > addr) {
+        aml_reservation *before = &model->reservations[at - 1];
+        ami_node *node = ami_search(&model->segments, AMI_GE, addr, 0, 0);
+        if (aml_segment_containing(model, addr) ||
+            (node && AML_SEGMENT_OF(node)->addr < reservation_end(before)))
+            return AM_ERR_SEGMENT_OVERLAP;
+        before->size = addr - before->addr;
+    }
     am_error error = AM_OK;
     return insert_reservation(model, at, addr, size, stream, is_small, &error) < 0 ? error : AM_OK;
 }

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MIB (1ULL << 20)
@@ -153,7 +154,11 @@ static int roundup(tokens *t, am_settings *s) {
             if (divisions > UINT32_MAX)
                 divisions = UINT32_MAX;
             if (!strcmp(interval, ">")) {
-                for (unsigned i = last_index; i < AM_ROUNDUP_INTERVALS; i++)
+                /* every interval after the last one given: AllocatorConfig.cpp (PyTorch 2.9 and
+                 * later). CUDAAllocatorConfig before it began at the last one given, so that
+                 * "[256:1,512:2,>:8]" gave [512, 1024) MiB 8 divisions, not 2. A snapshot's
+                 * dict states the table the run used, whatever its version. */
+                for (unsigned i = last_index + 1; i < AM_ROUNDUP_INTERVALS; i++)
                     s->roundup_power2_divisions[i] = (uint32_t)divisions;
             } else {
                 uint64_t mib = 0;
@@ -420,5 +425,107 @@ size_t am_settings_json(const am_settings *s, char *out, size_t len) {
         put_string(&o, s->backend_async ? "cudaMallocAsync" : "native");
     }
     put(&o, "}");
+    return o.used;
+}
+
+/* ---- reading the JSON back ------------------------------------------------------------- */
+
+/* The value after "key": in `json` (the text am_settings_json writes: one flat object, the
+ * roundup dict inside it), or NULL. A key inside a string value cannot match: its quotes are
+ * escaped there. */
+static const char *json_value(const char *json, const char *key) {
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\":", key);
+    const char *p = strstr(json, quoted);
+    if (!p)
+        return NULL;
+    p += strlen(quoted);
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+void am_settings_from_json(am_settings *s, const char *json) {
+    if (!json)
+        return;
+    const char *v = json_value(json, "PYTORCH_CUDA_ALLOC_CONF");
+    if (v && *v == '"') { /* the string first: the dict's keys are the values in effect */
+        size_t n = 0;
+        for (v++; *v && *v != '"' && n + 1 < sizeof s->alloc_conf; v++) {
+            if (*v == '\\' && v[1])
+                v++;
+            s->alloc_conf[n++] = *v;
+        }
+        s->alloc_conf[n] = '\0';
+        am_settings_parse(s, s->alloc_conf, NULL, 0);
+        s->known |= AM_SET_CONF;
+    }
+    if ((v = json_value(json, "expandable_segments"))) {
+        s->expandable_segments = !strncmp(v, "true", 4);
+        s->known |= AM_SET_EXPANDABLE;
+    }
+    if ((v = json_value(json, "max_split_size"))) {
+        long long bytes = strtoll(v, NULL, 10);
+        s->max_split_size = bytes > 0 ? (uint64_t)bytes : UINT64_MAX;
+        s->known |= AM_SET_MAX_SPLIT;
+    }
+    if ((v = json_value(json, "garbage_collection_threshold"))) {
+        s->garbage_collection_threshold = strtod(v, NULL);
+        s->known |= AM_SET_GC_THRESHOLD;
+    }
+    if ((v = json_value(json, "max_non_split_rounding_mb"))) {
+        unsigned long long mib = strtoull(v, NULL, 10);
+        s->max_non_split_rounding = mib > UINT64_MAX / MIB ? UINT64_MAX : mib * MIB;
+        s->known |= AM_SET_MAX_NON_SPLIT_ROUNDING;
+    }
+    if ((v = json_value(json, "roundup_power2_divisions")) && *v == '{') {
+        const char *end = strchr(v, '}');
+        for (const char *p = v + 1; end && p < end;) { /* "MiB": divisions, ... */
+            const char *key = strchr(p, '"');
+            if (!key || key > end)
+                break;
+            char *after;
+            unsigned long long mib = strtoull(key + 1, &after, 10);
+            const char *colon = strchr(after, ':');
+            if (!colon || colon > end)
+                break;
+            unsigned long long divisions = strtoull(colon + 1, (char **)&p, 10);
+            if (is_power_of_2(mib))
+                s->roundup_power2_divisions[am_roundup_interval_of_mib(mib)] =
+                    divisions > UINT32_MAX ? UINT32_MAX : (uint32_t)divisions;
+        }
+        s->known |= AM_SET_ROUNDUP;
+    }
+}
+
+/* ---- as a PYTORCH_CUDA_ALLOC_CONF -------------------------------------------------------- */
+
+size_t am_settings_conf_text(const am_settings *s, char *out, size_t len) {
+    out_buf o = {out, len, 0};
+    if (out && len)
+        out[0] = '\0';
+    put(&o, "expandable_segments:%s", s->expandable_segments ? "True" : "False");
+    if (s->max_split_size != UINT64_MAX)
+        put(&o, ",max_split_size_mb:%llu", (unsigned long long)(s->max_split_size / MIB));
+    if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && s->max_non_split_rounding != AM_LARGE_BUFFER)
+        put(&o, ",max_non_split_rounding_mb:%llu",
+            (unsigned long long)(s->max_non_split_rounding / MIB));
+    const uint32_t *t = s->roundup_power2_divisions;
+    unsigned runs = 1, nonzero = t[0] != 0;
+    for (unsigned i = 1; i < AM_ROUNDUP_INTERVALS; i++) {
+        runs += t[i] != t[i - 1];
+        nonzero |= t[i] != 0;
+    }
+    if (nonzero && runs == 1) {
+        put(&o, ",roundup_power2_divisions:%u", t[0]);
+    } else if (nonzero) { /* each run but the last by its last interval, the last as ">" */
+        put(&o, ",roundup_power2_divisions:[");
+        for (unsigned i = 0; i + 1 < AM_ROUNDUP_INTERVALS; i++)
+            if (t[i] != t[i + 1])
+                put(&o, "%llu:%u,", 1ULL << i, t[i]);
+        put(&o, ">:%u]", t[AM_ROUNDUP_INTERVALS - 1]);
+    }
+    if (s->garbage_collection_threshold > 0)
+        put(&o, ",garbage_collection_threshold:%g", s->garbage_collection_threshold);
     return o.used;
 }

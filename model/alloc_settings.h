@@ -92,4 +92,15 @@ am_config am_settings_config(const am_settings *s, am_config base);
  * bytes including the NUL and returns the length the whole text needs (as snprintf). */
 size_t am_settings_json(const am_settings *s, char *out, size_t len);
 
+/* Reads the text am_settings_json wrote (meta 'allocator_settings') into *s, over what it
+ * holds: the PYTORCH_CUDA_ALLOC_CONF string first, then the dict's values (the ones in effect)
+ * over it. Keys it does not know are skipped; malformed text leaves what it could not read. */
+void am_settings_from_json(am_settings *s, const char *json);
+
+/* The settings the model follows as a PYTORCH_CUDA_ALLOC_CONF (expandable_segments always,
+ * then whatever differs from PyTorch's defaults, roundup_power2_divisions in the list form
+ * that parses back to the same table): what a user would paste to get this configuration.
+ * Writes at most `len` bytes including the NUL; returns the length the whole text needs. */
+size_t am_settings_conf_text(const am_settings *s, char *out, size_t len);
+
 #endif

@@ -708,6 +708,26 @@ static void test_expandable_adopt(void) {
     /* another stream gets a range of its own; a second range over this one is refused */
     CHECK(must_malloc(model, 6 * MiB, 1, NULL) != x + 26 * MiB);
     CHECK_EQ_U64(am_expandable_adopt(model, x + 2 * MiB, 1, false), AM_ERR_SEGMENT_OVERLAP);
+    CHECK_EQ_U64(am_expandable_adopt(model, x + 30 * MiB, 1, false), AM_ERR_SEGMENT_OVERLAP);
+    CHECK_EQ_U64(am_expandable_adopt(model, x, 1, false), AM_ERR_SEGMENT_OVERLAP);
+    CHECK_EQ_U64(am_validate(model), AM_OK);
+    am_model_free(model);
+
+    /* Unknown device size (ranges of 1 1/8 of "unlimited"): two streams' recorded ranges, the
+     * upper adopted first as simulate does, 1 GiB apart. Each ends where the next begins, so
+     * the lower stream's next page is its own, not a fresh range far away (es-two-devices). */
+    model = new_model_with(0, UINT64_MAX, true);
+    CHECK_EQ_U64(am_expandable_adopt(model, x + 1024 * MiB, 0, false), AM_OK);
+    CHECK_EQ_U64(am_expandable_adopt(model, x, 5, false), AM_OK);
+    CHECK_EQ_U64(am_segment_map_in_pool(model, x + 1024 * MiB, 20 * MiB, 0, 1, false), AM_OK);
+    CHECK_EQ_U64(am_segment_map_in_pool(model, x, 20 * MiB, 5, 2, false), AM_OK);
+    CHECK_EQ_U64(am_block_place(model, x, 20 * MiB, 20 * MiB, 5, 3), AM_OK);
+    CHECK_EQ_U64(must_malloc(model, 6 * MiB, 5, NULL), x + 20 * MiB);
+    CHECK_EQ_U64(must_malloc(model, 30 * MiB, 0, NULL), x + 1024 * MiB);
+    /* the lower range ends at 1 GiB: 14 MiB free in its page and 984 MiB unmapped above it
+     * hold 990 MiB; what is left of it then (8 MiB) cannot hold 40 MiB: a range elsewhere */
+    CHECK_EQ_U64(must_malloc(model, 990 * MiB, 5, NULL), x + 26 * MiB);
+    CHECK(must_malloc(model, 40 * MiB, 5, NULL) >= x + 1024 * MiB);
     CHECK_EQ_U64(am_validate(model), AM_OK);
     am_model_free(model);
 }

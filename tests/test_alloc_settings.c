@@ -22,10 +22,11 @@ static void test_parse(void) {
     CHECK(s.expandable_segments);
     CHECK_EQ_U64(s.max_split_size, 128 * MiB);
     CHECK(s.garbage_collection_threshold == 0.6);
-    /* the first interval given also sets every interval below it; '>' sets the last interval
-     * given and every one above it (parseRoundUpPower2Divisions) */
+    /* the first interval given also sets every interval below it; '>' sets every interval
+     * above the last one given (AllocatorConfig::parseRoundUpPower2Divisions, PyTorch 2.9;
+     * before it, '>' overwrote 1024's 4 with 8 as well) */
     static const uint32_t divisions[AM_ROUNDUP_INTERVALS] = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                             1, 2, 8, 8, 8, 8, 8, 8};
+                                                             1, 2, 4, 8, 8, 8, 8, 8};
     for (int i = 0; i < AM_ROUNDUP_INTERVALS; i++)
         CHECK_EQ_U64(s.roundup_power2_divisions[i], divisions[i]);
     CHECK_EQ_U64(am_roundup_divisions(s.roundup_power2_divisions, 100), 1);
@@ -117,8 +118,49 @@ static void test_config_and_json(void) {
     CHECK_EQ_U64(am_config_round_size(&c, 3 * MiB + 1), 4 * MiB); /* [2, 4) MiB in halves */
 }
 
+/* The run's own settings travel as JSON (meta allocator_settings) and are shown as a
+ * PYTORCH_CUDA_ALLOC_CONF: both must come back to the same table. */
+static void test_round_trips(void) {
+    static const char *confs[] = {
+        "expandable_segments:False,max_split_size_mb:64,roundup_power2_divisions:[128:4,>:2]",
+        "expandable_segments:True,roundup_power2_divisions:4",
+        "expandable_segments:False,max_non_split_rounding_mb:64,"
+        "roundup_power2_divisions:[1:1,128:0,256:2,512:0,>:8],garbage_collection_threshold:0.6",
+        "expandable_segments:False",
+    };
+    for (size_t k = 0; k < sizeof confs / sizeof confs[0]; k++) {
+        char err[256], json[2048], text[AM_SETTINGS_CONF_MAX];
+        am_settings s = am_settings_default();
+        CHECK_EQ_U64(am_settings_parse(&s, confs[k], err, sizeof err), 0);
+        am_settings_conf_text(&s, text, sizeof text);
+        CHECK_STR_EQ(text, confs[k]); /* the shortest text for the table, in the same order */
+        snprintf(s.alloc_conf, sizeof s.alloc_conf, "%s", "max_split_size_mb:999");
+        s.known |= AM_SET_CONF | AM_SET_MAX_SPLIT; /* a stale string: the dict's values win */
+        am_settings_json(&s, json, sizeof json);
+        am_settings back = am_settings_default();
+        am_settings_from_json(&back, json);
+        CHECK(memcmp(back.roundup_power2_divisions, s.roundup_power2_divisions,
+                     sizeof s.roundup_power2_divisions) == 0);
+        CHECK_EQ_U64(back.max_split_size, s.max_split_size);
+        CHECK(back.expandable_segments == s.expandable_segments);
+        CHECK(back.garbage_collection_threshold == s.garbage_collection_threshold);
+        CHECK_EQ_U64(back.max_non_split_rounding, s.max_non_split_rounding);
+        CHECK_STR_EQ(back.alloc_conf, "max_split_size_mb:999");
+    }
+    /* a snapshot's dict as PyTorch writes it, the string escaped */
+    am_settings s = am_settings_default();
+    am_settings_from_json(&s, "{\"PYTORCH_CUDA_ALLOC_CONF\": \"a\\\"b\", \"max_split_size\": -1, "
+                              "\"roundup_power2_divisions\": {\"1\": 0, \"2\": 2, \"32768\": 8}}");
+    CHECK_STR_EQ(s.alloc_conf, "a\"b");
+    CHECK(s.max_split_size == UINT64_MAX && s.roundup_power2_divisions[1] == 2 &&
+          s.roundup_power2_divisions[15] == 8 && s.roundup_power2_divisions[0] == 0);
+    am_settings_from_json(&s, NULL); /* nothing: unchanged */
+    CHECK(s.roundup_power2_divisions[1] == 2);
+}
+
 int main(void) {
     test_parse();
     test_config_and_json();
+    test_round_trips();
     return check_finish("test_alloc_settings");
 }

@@ -316,11 +316,9 @@ def main():
                           f"{releasable}/{trapped}, layout {got.get('releasable_bytes')}/"
                           f"{got.get('trapped_bytes')} {seg_run.stderr.strip()}")
             # simulate: the run's own settings reproduce the recording, request for request
-            # (every real snapshot here, and the made ones with expandable segments whose ring
-            # started mid-run; es-oom, es-two-devices and split-roundup do not yet: issue 14's
-            # notes)
-            must_reproduce = path.startswith(data) or name in (
-                "es-training.pickle", "es-conf-only.pickle", "es-no-time.pickle")
+            # (every real snapshot here, and every made one: rings that started mid-run,
+            # expandable ranges of several streams and devices, blocks PyTorch did not split)
+            must_reproduce = True
             for dev in devices:
                 if not must_reproduce or not db.execute(
                         "SELECT count(*) FROM events WHERE device = ? AND event_id > 0 AND "

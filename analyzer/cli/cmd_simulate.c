@@ -89,61 +89,14 @@ static void simulate_usage(FILE *out) {
 
 /* ---- the run's own settings ------------------------------------------------------------- */
 
-/* The value after "key": in the JSON text of meta allocator_settings, or NULL. */
-static const char *json_value(const char *json, const char *key) {
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\":", key);
-    const char *p = strstr(json, quoted);
-    if (!p)
-        return NULL;
-    p += strlen(quoted);
-    while (*p == ' ')
-        p++;
-    return p;
-}
-
-/* The settings the replay followed (meta allocator_settings: PyTorch's names, the raw
- * PYTORCH_CUDA_ALLOC_CONF first, the dict's values over it). */
+/* The settings the replay followed (meta allocator_settings). */
 static am_settings own_settings(sqlite3 *db) {
     am_settings s = am_settings_default();
-    char json[2048] = "";
     sqlite3_stmt *st = db_statement(db, "SELECT value FROM meta WHERE key = 'allocator_settings'");
-    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(json, sizeof json, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        am_settings_from_json(&s, (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
-    const char *v = json_value(json, "PYTORCH_CUDA_ALLOC_CONF");
-    if (v && *v == '"') {
-        char conf[AM_SETTINGS_CONF_MAX];
-        size_t n = 0;
-        for (v++; *v && *v != '"' && n + 1 < sizeof conf; v++)
-            conf[n++] = *v;
-        conf[n] = 0;
-        am_settings_parse(&s, conf, NULL, 0);
-    }
-    if ((v = json_value(json, "expandable_segments"))) {
-        s.expandable_segments = !strncmp(v, "true", 4);
-        s.known |= AM_SET_EXPANDABLE;
-    }
-    if ((v = json_value(json, "max_split_size"))) {
-        long long bytes = atoll(v);
-        s.max_split_size = bytes > 0 ? (uint64_t)bytes : UINT64_MAX;
-        s.known |= AM_SET_MAX_SPLIT;
-    }
     return s;
-}
-
-/* The text of settings as a --config would give them: what differs from the defaults. */
-static void describe(const am_settings *s, char *out, size_t len) {
-    size_t n = (size_t)snprintf(out, len, "expandable_segments:%s",
-                                s->expandable_segments ? "True" : "False");
-    if (s->max_split_size != UINT64_MAX && n < len)
-        n += (size_t)snprintf(out + n, len - n, ",max_split_size_mb:%llu",
-                              (unsigned long long)(s->max_split_size >> 20));
-    if ((s->known & AM_SET_ROUNDUP) && n < len)
-        n += (size_t)snprintf(out + n, len - n, ",roundup_power2_divisions:(set)");
-    if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && n < len)
-        snprintf(out + n, len - n, ",max_non_split_rounding_mb:%llu",
-                 (unsigned long long)(s->max_non_split_rounding >> 20));
 }
 
 /* ---- the device's memory ------------------------------------------------------------------ */
@@ -476,13 +429,13 @@ int cmd_simulate(int argc, char **argv) {
     memset(&configs[0], 0, sizeof configs[0]);
     configs[0].settings = own_settings(db);
     configs[0].own = 1;
-    describe(&configs[0].settings, configs[0].spec, sizeof configs[0].spec);
+    am_settings_conf_text(&configs[0].settings, configs[0].spec, sizeof configs[0].spec);
     if (n == 1) { /* the default: the run's own, and expandable segments switched */
         configs[1] = configs[0];
         configs[1].own = 0;
         configs[1].settings.expandable_segments = !configs[0].settings.expandable_segments;
         configs[1].settings.known |= AM_SET_EXPANDABLE;
-        describe(&configs[1].settings, configs[1].spec, sizeof configs[1].spec);
+        am_settings_conf_text(&configs[1].settings, configs[1].spec, sizeof configs[1].spec);
         n = 2;
     }
     /* -o: the columns of every configuration's first run (not the search's) */

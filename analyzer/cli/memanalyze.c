@@ -8,6 +8,7 @@
 #include "render.h"
 #endif
 
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,7 @@ static void prefer_huge_pages(char **argv) {
 
 int main(int argc, char **argv) {
     prefer_huge_pages(argv);
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -41,6 +41,8 @@ typedef struct seed_block {
     uint64_t addr, size, requested, stream;
     uint32_t stack; /* snapshot stack, or STACK_ALLOC_NOT_RECORDED */
     int pending, live;
+    size_t freed_at; /* 1 + the history entry that frees it, when the ring lost its alloc and
+                      * its size is the free's rounded request; 0: the final state's own size */
 } seed_block;
 
 typedef struct seed_range {
@@ -138,13 +140,9 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             const snapshot_block *b = &seg->blocks[k];
             if (b->state == SNAPSHOT_BLOCK_INACTIVE || b->state == SNAPSHOT_BLOCK_OTHER)
                 continue;
-            seed_block sb = {b->address,
-                             b->size,
-                             b->requested_size,
-                             seg->stream,
-                             b->stack,
-                             b->state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE,
-                             1};
+            seed_block sb = {b->address,  b->size,  b->requested_size,
+                             seg->stream, b->stack, b->state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE,
+                             1,           0};
             if (add_block(s, &sb) != 0)
                 return -1;
         }
@@ -163,9 +161,14 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
                 b->pending = 0;
             break;
         case GMT_TORCH_FREE_COMPLETED: {
-            seed_block nb = {e->addr,   gmt_torch_block_size(e->size), e->size,
-                             e->stream, STACK_ALLOC_NOT_RECORDED,      1,
-                             1};
+            seed_block nb = {e->addr,
+                             gmt_torch_block_size(e->size),
+                             e->size,
+                             e->stream,
+                             STACK_ALLOC_NOT_RECORDED,
+                             1,
+                             1,
+                             i + 1};
             if ((b = find_block(s, e->addr))) /* inconsistent history: keep the newer */
                 drop_block(s, b);
             if (add_block(s, &nb) != 0)
@@ -210,6 +213,15 @@ typedef struct at_addr { /* something about an address: a pool hint, a range's i
 static int by_addr(const void *a, const void *b) {
     uint64_t x = ((const at_addr *)a)->addr, y = ((const at_addr *)b)->addr;
     return x < y ? -1 : x > y;
+}
+
+/* by_addr, and at one address the larger value first: a range (offset by the block count)
+ * before the block that starts it */
+static int by_ranges_first(const void *a, const void *b) {
+    const at_addr *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->value > y->value ? -1 : x->value < y->value;
 }
 
 /* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
@@ -278,6 +290,73 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
     for (size_t i = 0; i < s->nranges; i++)
         if (s->ranges[i].small < 0)
             s->ranges[i].small = map_is_small(s->ranges[i].size);
+    return 0;
+}
+
+/* ---- sizes of seed blocks known only by their request ------------------------ */
+
+/* A seed block whose alloc the ring lost is known by its free's request only, rounded. PyTorch
+ * gave it more when the free block it came from had at most kSmallSize (1 MiB) to spare: in
+ * the large pool of a plain segment it splits only a remainder larger than that (should_split),
+ * so no block there, free or not, is 1 MiB or smaller. A block boundary at most 1 MiB past the
+ * rounded end is then the block's own end. Boundaries known: the next seed block, the
+ * segment's end, and where the history allocates while the block is still live (an allocation
+ * starts at a free block's start). The small pool and expandable segments split any remainder
+ * of 512 bytes or more, and rounded sizes are multiples of 512: nothing to add there. */
+static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
+    size_t n = 0, nallocs = 0;
+    at_addr *order = malloc((s->nblocks + s->nranges + 1) * sizeof *order);
+    at_addr *allocs = malloc(((dev ? dev->entry_count : 0) + 1) * sizeof *allocs);
+    if (!order || !allocs) {
+        free(order);
+        free(allocs);
+        return -1;
+    }
+    for (size_t i = 0; dev && i < dev->entry_count; i++) /* value: the entry's index */
+        if (dev->entries[i].action == GMT_TORCH_ALLOC &&
+            !am_is_small(gmt_torch_block_size(dev->entries[i].size)))
+            allocs[nallocs++] = (at_addr){dev->entries[i].addr, i};
+    qsort(allocs, nallocs, sizeof *allocs, by_addr);
+    /* ranges and blocks in one address order, a range before the blocks it holds: value is
+     * the index, ranges offset by nblocks */
+    for (size_t i = 0; i < s->nranges; i++)
+        if (s->ranges[i].live && !s->ranges[i].expandable)
+            order[n++] = (at_addr){s->ranges[i].addr, s->nblocks + i};
+    for (size_t i = 0; i < s->nblocks; i++)
+        if (s->blocks[i].live)
+            order[n++] = (at_addr){s->blocks[i].addr, i};
+    qsort(order, n, sizeof *order, by_ranges_first);
+    const seed_range *range = NULL;
+    for (size_t k = 0; k < n; k++) {
+        if (order[k].value >= s->nblocks) {
+            range = &s->ranges[order[k].value - s->nblocks];
+            continue;
+        }
+        seed_block *b = &s->blocks[order[k].value];
+        if (!range || b->addr < range->addr || b->addr >= range->addr + range->size ||
+            !b->freed_at || am_is_small(b->size) || b->size > range->addr + range->size - b->addr)
+            continue;
+        uint64_t end = b->addr + b->size, limit = range->addr + range->size;
+        if (k + 1 < n && order[k + 1].value < s->nblocks && order[k + 1].addr < limit)
+            limit = order[k + 1].addr;
+        size_t lo = 0, hi = nallocs; /* the first allocation at or above the rounded end */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (allocs[mid].addr < end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < nallocs && allocs[lo].addr < limit; lo++)
+            if (allocs[lo].value < b->freed_at - 1) { /* allocated while b was live */
+                limit = allocs[lo].addr;
+                break;
+            }
+        if (limit > end && limit - end <= AM_SMALL_SIZE)
+            b->size = limit - b->addr;
+    }
+    free(order);
+    free(allocs);
     return 0;
 }
 
@@ -649,6 +728,8 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
             rc = build_seed(snap, d, history, &s);
         if (rc == 0)
             rc = resolve_pools(history, &s);
+        if (rc == 0)
+            rc = widen_unsplit_blocks(history, &s);
         if (rc == 0)
             rc = write_seed(&im, (uint32_t)d, &s);
         free(s.blocks);

@@ -136,15 +136,16 @@ static void free_block(sim *s, int64_t alloc_id, int completing) {
     s->free_slot = slot;
 }
 
-/* The start state's expandable segments as recorded: per stream and pool, the range PyTorch
- * reserved starts (as far as the recording shows) at the lowest page mapped in it, and the
- * model's later maps go on there (am_expandable_adopt). Pages are 2 MiB in the small pool,
- * so a map of at most that size is the small pool's (as am_segment_map reads it). 0, or -1
- * when out of memory. */
+/* The recording's expandable segments: per stream and pool, the range PyTorch reserved starts
+ * (as far as the recording shows) at the lowest page ever mapped in it — seeded or mapped later:
+ * a ring buffer that began mid-run shows pages mapped below every seeded one, and PyTorch never
+ * moves a reservation — and the model's maps go on there (am_expandable_adopt). Pages are 2 MiB in
+ * the small pool, so a map of at most that size is the small pool's (as am_segment_map reads it).
+ * 0, or -1 when out of memory. */
 static int adopt_recorded_ranges(sqlite3 *db, int device, am_model *model) {
     sqlite3_stmt *st =
         db_statement(db, "SELECT coalesce(stream, 0), min(addr), size <= ?2 FROM event_rows WHERE"
-                         " device = ?1 AND event_id <= 0 AND level = {level:segment} AND op ="
+                         " device = ?1 AND level = {level:segment} AND op ="
                          " {op:map} AND source = {source:torch} AND kind = {kind:device}"
                          " GROUP BY 1, 3");
     if (!st)
