@@ -106,6 +106,8 @@ static void prefer_huge_pages(char **argv) {
 
 int main(int argc, char **argv) {
     prefer_huge_pages(argv);
+    /* Debian's SQLite keeps memory statistics, a global mutex on every allocation; nothing
+     * here reads them. Off: imports 4 % faster (before any connection opens, or ignored). */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
