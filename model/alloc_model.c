@@ -270,6 +270,55 @@ static am_error release_cache(am_model *model, effect_sink sink) {
     return AM_OK;
 }
 
+/* garbage_collection_threshold applies: PyTorch's set_fraction (a memory limit) and a threshold. */
+static bool collects_garbage(const am_model *model) {
+    return model->config.garbage_collection_threshold > 0 && model->config.device_capacity > 0;
+}
+
+/* garbage_collect_cached_blocks: past threshold x limit reserved, releases the large pool's
+ * cached segments (unsplit, not expandable) whose age (free-block searches since they became
+ * free) is at least the average age of the unsplit free blocks, and again with the average of
+ * those left, until enough is released or nothing more goes. Each round releases every block
+ * at or above that round's average, not only as many as needed: PyTorch does not want the
+ * collection to run again soon. */
+static void collect_garbage(am_model *model, effect_sink sink) {
+    uint64_t threshold = (uint64_t)(model->config.garbage_collection_threshold *
+                                    (double)model->config.device_capacity);
+    if (model->reserved <= threshold)
+        return;
+    uint64_t target = model->reserved - threshold, reclaimed = 0;
+    ami_tree *pool = &model->free_blocks[0];
+    uint64_t searches = model->free_block_searches[0], total_age = 0, freeable = 0;
+    for (ami_node *node = ami_search(pool, AMI_GE, 0, 0, 0); node; node = ami_next(node)) {
+        const am_block *block = AML_BLOCK_BY_SIZE(node);
+        /* !is_split(): a free block of an expandable segment is split in PyTorch, whose
+         * chain goes on into the range's unmapped blocks */
+        if (is_cached_segment(block)) {
+            total_age += searches - block->gc_base;
+            freeable++;
+        }
+    }
+    bool freed = true;
+    while (reclaimed < target && freed && freeable > 0) {
+        double age_threshold = (double)total_age / (double)freeable;
+        freed = false;
+        ami_node *node = ami_search(pool, AMI_GE, 0, 0, 0);
+        while (node) {
+            uint64_t key[3] = {node->key[0], node->key[1], node->key[2]};
+            am_block *block = AML_BLOCK_BY_SIZE(node);
+            uint64_t age = searches - block->gc_base;
+            if (is_cached_segment(block) && (double)age >= age_threshold) {
+                freed = true;
+                reclaimed += block->size;
+                total_age -= age;
+                freeable--;
+                release_cached_segment(model, block, sink);
+            }
+            node = ami_search(pool, AMI_GT, key[0], key[1], key[2]);
+        }
+    }
+}
+
 /* alloc_block: a new segment (cudaMalloc), or with expandable segments on, pages mapped
  * (try_allocate_expandable_block). NULL with *error AM_ERR_OOM or AM_ERR_NOMEM. */
 static am_block *alloc_block(am_model *model, uint64_t size, uint64_t stream, bool is_small,
@@ -290,9 +339,14 @@ am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_
     effect_sink sink = {effect_fn, ctx};
     uint64_t size = am_config_round_size(&model->config, requested);
     bool is_small = am_is_small(size);
+    bool collecting = collects_garbage(model);
+    if (collecting)
+        model->free_block_searches[is_small]++;
     am_block *block = find_free_block(model, is_small, stream, size);
     if (!block) {
         am_error error;
+        if (collecting)
+            collect_garbage(model, sink);
         block = alloc_block(model, size, stream, is_small, tag, sink, &error);
         if (!block && error == AM_ERR_OOM && release_oversized(model, is_small, stream, size, sink))
             block = alloc_block(model, size, stream, is_small, tag, sink, &error);

@@ -40,9 +40,12 @@
  *    Releasing the cache unmaps the pages that lie entirely inside free blocks (unmap_block)
  *    and forgets a range with nothing mapped.
  *
- * Settings without an effect on the layout are not modelled: garbage_collection_threshold
- * (PyTorch collects only under a memory fraction, which the model has no notion of) and
- * release_lock_on_cudamalloc.
+ *  - garbage_collection_threshold: with a memory limit (PyTorch's memory fraction; here
+ *    device_capacity), a request no free block serves first releases whole cached segments of
+ *    the large pool that sat unused for at least the average number of pool searches, until
+ *    reserved is back under the threshold (garbage_collect_cached_blocks).
+ *
+ * Settings without an effect on the layout are not modelled: release_lock_on_cudamalloc.
  *
  * The modes may be mixed on one model (e.g. seed from a snapshot, then decide); expandable
  * segments made in apply mode have no reserved range the model knows of, so decide mode does
@@ -104,6 +107,10 @@ typedef struct am_config {
                                  split whenever 512 bytes remain (both modes) */
     uint64_t max_non_split_rounding; /* max_non_split_rounding_mb in bytes (AM_LARGE_BUFFER) */
     uint32_t roundup_power2_divisions[AM_ROUNDUP_INTERVALS]; /* 0 or 1: plain rounding */
+    double garbage_collection_threshold; /* 0 = off; in (0, 1): PyTorch collects old cached
+                                            segments once reserved passes this share of its
+                                            memory fraction, which is device_capacity here (no
+                                            effect while that is 0: no fraction set) */
 } am_config;
 
 /* device_capacity 0, max_split_size UINT64_MAX, va_base AM_DEFAULT_VA_BASE, expandable

@@ -255,6 +255,7 @@ static void free_index_insert(am_model *model, am_block *block) {
     set_key(&block->by_size, block->segment_stream, block->size, block->addr);
     block->by_size.value = block->size;
     ami_insert(&model->free_blocks[block->is_small], &block->by_size);
+    block->gc_base = model->free_block_searches[block->is_small]; /* insert_into_blocks */
     block->releasable = 0;
     releasable_refresh(model, block);
 }
@@ -263,6 +264,7 @@ static void free_index_insert(am_model *model, am_block *block) {
 static void free_index_update(am_model *model, am_block *block) {
     ami_update(&model->free_blocks[block->is_small], &block->by_size, block->segment_stream,
                block->size, block->addr, block->size);
+    block->gc_base = model->free_block_searches[block->is_small]; /* PyTorch re-inserts it */
     releasable_refresh(model, block);
 }
 

@@ -35,6 +35,8 @@ struct am_block {
     struct am_block *pending_newer; /* FIFO of pending-free blocks, oldest first */
     struct am_block *pending_older;
     uint64_t releasable; /* while inactive: its part of model->releasable (aml_releasable_of) */
+    uint64_t gc_base;    /* while inactive: its pool's free-block searches when it entered the
+                            free index (gc_count_base: its age is the searches since) */
 }; /* the fields merging and splitting read come first: they share a cache line */
 
 struct am_segment {
@@ -87,6 +89,8 @@ struct am_model {
     aml_node_pool block_pool, segment_pool;
     uint64_t reserved, allocated, requested, live_blocks, pending_blocks;
     uint64_t releasable; /* what empty_cache() would give back: the inactive blocks' parts */
+    uint64_t free_block_searches[2]; /* per pool, counted while garbage collection is on
+                                        (get_free_blocks_call_count) */
 };
 
 static inline uint64_t aml_block_end(const am_block *block) { return block->addr + block->size; }

@@ -19,6 +19,7 @@ am_settings am_settings_default(void) {
     s.max_split_size = UINT64_MAX;
     s.max_non_split_rounding = AM_LARGE_BUFFER;
     s.pinned_num_register_threads = 1;
+    s.per_process_memory_fraction = 1.0;
     return s;
 }
 
@@ -201,6 +202,20 @@ static int roundup(tokens *t, am_settings *s) {
     return 0;
 }
 
+/* per_process_memory_fraction (CUDAAllocatorConfig, PyTorch 2.9): a share in [0, 1] */
+static int memory_fraction(tokens *t, am_settings *s) {
+    const char *tok = next_token(t);
+    double v = 0;
+    int n = 0;
+    if (!tok || sscanf(tok, "%lf%n", &v, &n) != 1 || tok[n] != '\0')
+        return fail(t, "allocator settings: per_process_memory_fraction: not a number");
+    if (!(v >= 0.0 && v <= 1.0))
+        return fail(t, "allocator settings: per_process_memory_fraction must be in [0.0, 1.0]");
+    s->per_process_memory_fraction = v;
+    s->known |= AM_SET_MEMORY_FRACTION;
+    return 0;
+}
+
 static int threshold(tokens *t, am_settings *s) {
     const char *tok = next_token(t);
     double v = 0;
@@ -241,6 +256,8 @@ static int one_setting(tokens *t, am_settings *s, const char *key) {
         return threshold(t, s);
     } else if (!strcmp(key, "roundup_power2_divisions")) {
         return roundup(t, s);
+    } else if (!strcmp(key, "per_process_memory_fraction")) {
+        return memory_fraction(t, s);
     } else if (!strcmp(key, "expandable_segments")) {
         if (boolean(t, key, &s->expandable_segments) != 0)
             return -1;
@@ -326,6 +343,9 @@ am_config am_settings_config(const am_settings *s, am_config base) {
     if (s->known & AM_SET_ROUNDUP)
         memcpy(base.roundup_power2_divisions, s->roundup_power2_divisions,
                sizeof base.roundup_power2_divisions);
+    if ((s->known & AM_SET_GC_THRESHOLD) && s->garbage_collection_threshold > 0 &&
+        s->garbage_collection_threshold < 1)
+        base.garbage_collection_threshold = s->garbage_collection_threshold;
     return base;
 }
 
@@ -424,6 +444,10 @@ size_t am_settings_json(const am_settings *s, char *out, size_t len) {
         put_key(&o, "backend");
         put_string(&o, s->backend_async ? "cudaMallocAsync" : "native");
     }
+    if (s->known & AM_SET_MEMORY_FRACTION) {
+        put_key(&o, "per_process_memory_fraction");
+        put(&o, "%.17g", s->per_process_memory_fraction);
+    }
     put(&o, "}");
     return o.used;
 }
@@ -472,6 +496,10 @@ void am_settings_from_json(am_settings *s, const char *json) {
     if ((v = json_value(json, "garbage_collection_threshold"))) {
         s->garbage_collection_threshold = strtod(v, NULL);
         s->known |= AM_SET_GC_THRESHOLD;
+    }
+    if ((v = json_value(json, "per_process_memory_fraction"))) {
+        s->per_process_memory_fraction = strtod(v, NULL);
+        s->known |= AM_SET_MEMORY_FRACTION;
     }
     if ((v = json_value(json, "max_non_split_rounding_mb"))) {
         unsigned long long mib = strtoull(v, NULL, 10);
@@ -527,5 +555,7 @@ size_t am_settings_conf_text(const am_settings *s, char *out, size_t len) {
     }
     if (s->garbage_collection_threshold > 0)
         put(&o, ",garbage_collection_threshold:%g", s->garbage_collection_threshold);
+    if (s->known & AM_SET_MEMORY_FRACTION)
+        put(&o, ",per_process_memory_fraction:%g", s->per_process_memory_fraction);
     return o.used;
 }

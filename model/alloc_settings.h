@@ -40,7 +40,8 @@ enum {
     AM_SET_PINNED_BACKGROUND = 1u << 9,      /* pinned_use_background_threads */
     AM_SET_PINNED_RESERVE = 1u << 10,        /* pinned_reserve_segment_size_mb */
     AM_SET_GRAPH_REUSE = 1u << 11,           /* graph_capture_record_stream_reuse */
-    AM_SET_BACKEND = 1u << 12                /* backend_async */
+    AM_SET_BACKEND = 1u << 12,               /* backend_async */
+    AM_SET_MEMORY_FRACTION = 1u << 13        /* per_process_memory_fraction */
 };
 
 typedef struct am_settings {
@@ -57,6 +58,9 @@ typedef struct am_settings {
     uint64_t pinned_num_register_threads;                    /* 1 */
     uint64_t pinned_reserve_segment_size_mb;                 /* 0 */
     bool backend_async; /* backend:cudaMallocAsync: PyTorch's caching allocator is not in use */
+    double per_process_memory_fraction;    /* 1: the whole device; set, the allocator refuses to
+                                              reserve past this share of it and
+                                              garbage_collection_threshold works */
     char alloc_conf[AM_SETTINGS_CONF_MAX]; /* "" */
 } am_settings;
 
@@ -79,7 +83,9 @@ uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64
 unsigned am_roundup_interval_of_mib(uint64_t mib);
 
 /* `base` with the settings of *s that the model follows applied (expandable_segments,
- * max_split_size, max_non_split_rounding, roundup_power2_divisions); a size below 20 MiB,
+ * max_split_size, max_non_split_rounding, roundup_power2_divisions,
+ * garbage_collection_threshold: the caller gives device_capacity, the memory fraction's
+ * bytes, without which it does nothing); a size below 20 MiB,
  * which PyTorch refuses, is left out. The result is always accepted by am_model_new (when
  * `base` is). */
 am_config am_settings_config(const am_settings *s, am_config base);

@@ -732,6 +732,45 @@ static void test_expandable_adopt(void) {
     am_model_free(model);
 }
 
+/* ---- known answers: garbage_collection_threshold (garbage_collect_cached_blocks) ---- */
+
+/* Three cached segments of 20, 22 and 24 MiB, freed after one, two and three large-pool
+ * searches; then a 26 MiB request no free block serves. With a 100 MiB limit and threshold
+ * 0.5, reserved (66 MiB) is 16 MiB past 50: the ages are 3, 2 and 1 searches, the average 2,
+ * so the 20 and 22 MiB segments go (42 MiB, all at once though 16 would do) and the youngest
+ * stays: 24 + 26 = 50 MiB reserved. Without the limit, or without the threshold, nothing is
+ * collected: 92 MiB. */
+static uint64_t gc_script(uint64_t capacity, double threshold, effect_log *log) {
+    am_config config = am_config_default();
+    config.device_capacity = capacity;
+    config.garbage_collection_threshold = threshold;
+    am_model *model = am_model_new(&config);
+    CHECK(model != NULL);
+    for (uint64_t mib = 20; mib <= 24; mib += 2)
+        CHECK_EQ_U64(am_free(model, must_malloc(model, mib * MiB, 0, NULL)), AM_OK);
+    must_malloc(model, 26 * MiB, 0, log);
+    uint64_t reserved = am_stats(model).reserved_bytes;
+    CHECK_EQ_U64(am_validate(model), AM_OK);
+    am_model_free(model);
+    return reserved;
+}
+
+static void test_garbage_collection(void) {
+    static effect_log log;
+    log.count = 0;
+    CHECK_EQ_U64(gc_script(100 * MiB, 0.5, &log), 50 * MiB);
+    CHECK_EQ_U64(log.count, 3);
+    CHECK(log.items[0].kind == AM_EFFECT_SEGMENT_FREE && log.items[0].size == 20 * MiB);
+    CHECK(log.items[1].kind == AM_EFFECT_SEGMENT_FREE && log.items[1].size == 22 * MiB);
+    CHECK(log.items[2].kind == AM_EFFECT_SEGMENT_ALLOC && log.items[2].size == 26 * MiB);
+    CHECK_EQ_U64(gc_script(100 * MiB, 0, NULL), 92 * MiB);   /* no threshold */
+    CHECK_EQ_U64(gc_script(0, 0.5, NULL), 92 * MiB);         /* no limit: PyTorch's set_fraction */
+    CHECK_EQ_U64(gc_script(100 * MiB, 0.7, NULL), 92 * MiB); /* 66 MiB is under 70 */
+    /* past 0.2 (20 MiB): 46 to reclaim; the first round's 42 is short, so a second round with
+     * the age left (1) takes the 24 MiB segment too */
+    CHECK_EQ_U64(gc_script(100 * MiB, 0.2, NULL), 26 * MiB);
+}
+
 /* ---- known answers: what empty_cache() would give back (am_stats' releasable_bytes) ---- */
 
 static void test_releasable(void) {
@@ -1446,6 +1485,7 @@ int main(int argc, char **argv) {
     test_expandable();
     test_releasable();
     test_expandable_adopt();
+    test_garbage_collection();
     test_expandable_rules();
     test_expandable_decide();
     test_apply_fuzz();

@@ -125,7 +125,8 @@ static void test_round_trips(void) {
         "expandable_segments:False,max_split_size_mb:64,roundup_power2_divisions:[128:4,>:2]",
         "expandable_segments:True,roundup_power2_divisions:4",
         "expandable_segments:False,max_non_split_rounding_mb:64,"
-        "roundup_power2_divisions:[1:1,128:0,256:2,512:0,>:8],garbage_collection_threshold:0.6",
+        "roundup_power2_divisions:[1:1,128:0,256:2,512:0,>:8],garbage_collection_threshold:0.6,"
+        "per_process_memory_fraction:0.5",
         "expandable_segments:False",
     };
     for (size_t k = 0; k < sizeof confs / sizeof confs[0]; k++) {
@@ -145,6 +146,7 @@ static void test_round_trips(void) {
         CHECK(back.expandable_segments == s.expandable_segments);
         CHECK(back.garbage_collection_threshold == s.garbage_collection_threshold);
         CHECK_EQ_U64(back.max_non_split_rounding, s.max_non_split_rounding);
+        CHECK(back.per_process_memory_fraction == s.per_process_memory_fraction);
         CHECK_STR_EQ(back.alloc_conf, "max_split_size_mb:999");
     }
     /* a snapshot's dict as PyTorch writes it, the string escaped */

@@ -61,6 +61,35 @@ grep -q "^  expandable_segments:True,max_split_size_mb:256$" "$T/oom.txt" || fai
 grep -q "reproduces the recording: yes" "$T/oom.txt" || fail "reproduction line"
 grep -q "^  verdict: " "$T/oom.txt" || fail "verdict line"
 
+# garbage_collection_threshold acts only under a memory fraction, as in PyTorch: inert with
+# the device's own memory, active under --device-memory or per_process_memory_fraction, where
+# collecting cached segments early makes the fragmenting run allocate more often.
+"$MA" simulate "$T/frag.zst" --config "garbage_collection_threshold:0.01" >"$T/gc.txt" ||
+    fail "gc text: exit $?"
+grep -q "garbage_collection_threshold changes nothing here" "$T/gc.txt" || fail "gc inert note"
+"$MA" simulate "$T/frag.zst" --device-memory 8GiB --config "garbage_collection_threshold:0.01" \
+    --json >"$T/gc.json" || fail "gc json: exit $?"
+"$MA" simulate "$T/frag.zst" --config "garbage_collection_threshold:0.01,per_process_memory_fraction:1" \
+    --json >"$T/gc2.json" || fail "gc fraction: exit $?"
+"$MA" simulate "$T/frag.zst" --device-memory 8GiB --config "per_process_memory_fraction:0.5" \
+    --json >"$T/half.json" || fail "fraction json: exit $?"
+python3 - "$T" <<'PY' || fail "garbage collection, memory fraction"
+import json, os, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "gc.json")))
+own, gc = d["configs"]
+assert own["garbage_collection"] is None and gc["garbage_collection"] == "active", d
+assert gc["driver_allocations"] > own["driver_allocations"], (own, gc)
+d2 = json.load(open(os.path.join(t, "gc2.json")))
+assert d2["configs"][1]["garbage_collection"] == "active", d2["configs"][1]
+# half the device: the same request stream needs twice the device (to the search's 2 MiB)
+own, half = json.load(open(os.path.join(t, "half.json")))["configs"]
+assert abs(half["min_device_memory_bytes"] - 2 * own["min_device_memory_bytes"]) <= 4 << 20, (own, half)
+assert half["peak_reserved_bytes"] <= 4 << 30, half
+assert d2["configs"][1]["config"].endswith(",per_process_memory_fraction:1") or \
+    d2["configs"][1]["config"] == "garbage_collection_threshold:0.01,per_process_memory_fraction:1", d2
+PY
+
 # -o: the picture of reserved under each configuration (when this build draws pictures).
 if "$MA" simulate "$T/oom.zst" -o "$T/sim.png" >/dev/null 2>"$T/o.err"; then
     python3 -c "import sys; d=open(sys.argv[1],'rb').read(8); sys.exit(d != b'\x89PNG\r\n\x1a\n')" "$T/sim.png" ||
@@ -72,8 +101,8 @@ fi
 # Errors: one line, exit 2.
 "$MA" simulate "$T/steady.zst" --config "bogus:1" >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad config exit"
 [ "$(wc -l <"$T/e1")" -eq 1 ] && grep -q "unknown key 'bogus'" "$T/e1" || fail "bad config: $(cat "$T/e1")"
-"$MA" simulate "$T/steady.zst" --config "garbage_collection_threshold:0.6" >/dev/null 2>"$T/e2"
-[ $? -eq 2 ] && grep -q "not modeled yet" "$T/e2" || fail "gc threshold: $(cat "$T/e2")"
+"$MA" simulate "$T/steady.zst" --config "per_process_memory_fraction:2" >/dev/null 2>"$T/e2"
+[ $? -eq 2 ] && grep -q "must be in \[0.0, 1.0\]" "$T/e2" || fail "fraction: $(cat "$T/e2")"
 "$MA" simulate "$T/steady.zst" --device-memory lots >/dev/null 2>"$T/e3"; [ $? -eq 2 ] || fail "bad memory exit"
 
 if [ $fails -ne 0 ]; then

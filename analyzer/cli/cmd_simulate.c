@@ -35,7 +35,10 @@ typedef struct sim_config {
     uint64_t min_memory, min_memory_low; /* the search's bracket: fails at low, fits at min */
     int searched;                        /* 1: the bracket is BISECT_STEP or less */
     int own;                             /* the run's own: its start state as recorded */
-    sim_options opt;                     /* the policies beyond PyTorch's settings */
+    int fraction_set; /* a memory fraction is in effect (per_process_memory_fraction, or
+                         --device-memory, taken as the limit set_per_process_memory_fraction
+                         sets): only then does garbage_collection_threshold act, as in PyTorch */
+    sim_options opt;  /* the policies beyond PyTorch's settings */
 } sim_config;
 
 /* The policies beyond PyTorch's settings, written as keys of their own in a --config:
@@ -81,7 +84,10 @@ static void simulate_usage(FILE *out) {
             "                       the same with expandable segments switched)\n"
             "  --device N           the device (default: the one with the highest peak)\n"
             "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
-            "                       OOM's reserved + free, else the device's total, else none)\n"
+            "                       OOM's reserved + free, else the device's total, else none);\n"
+            "                       given, it is also the memory fraction PyTorch's\n"
+            "                       garbage_collection_threshold needs (as is a config's\n"
+            "                       per_process_memory_fraction, a share of the device)\n"
             "  --json               machine-readable output\n"
             "  -o FILE              also draw reserved memory over the run under each\n"
             "                       configuration (.png, .svg or .pdf)\n");
@@ -132,10 +138,36 @@ static uint64_t device_memory(sqlite3 *db, int device, const char **source) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static int run(sqlite3 *db, int device, const sim_config *c, uint64_t memory, sim_result *r,
+/* PyTorch's memory fraction: the allocator reserves at most that share of the device (and only
+ * then collects garbage). */
+static double fraction_of(const sim_config *c) {
+    return c->settings.known & AM_SET_MEMORY_FRACTION ? c->settings.per_process_memory_fraction
+                                                      : 1.0;
+}
+
+/* The most the allocator may reserve on a device of `memory` bytes (0: unlimited). */
+static uint64_t limit_of(const sim_config *c, uint64_t memory) {
+    return memory ? (uint64_t)(fraction_of(c) * (double)memory) : 0;
+}
+
+/* The device memory whose fraction is `limit`, up to a whole BISECT_STEP. */
+static uint64_t memory_for(const sim_config *c, uint64_t limit) {
+    if (fraction_of(c) >= 1.0)
+        return limit;
+    double bytes = (double)limit / fraction_of(c);
+    uint64_t steps = (uint64_t)(bytes / (double)BISECT_STEP);
+    while ((double)(steps * BISECT_STEP) < bytes)
+        steps++;
+    return steps * BISECT_STEP;
+}
+
+/* One replay, the allocator allowed `limit` bytes (0: unlimited). */
+static int run(sqlite3 *db, int device, const sim_config *c, uint64_t limit, sim_result *r,
                char *err, size_t errlen) {
     am_config cfg = am_settings_config(&c->settings, am_config_default());
-    cfg.device_capacity = memory;
+    cfg.device_capacity = limit;
+    if (!c->fraction_set)
+        cfg.garbage_collection_threshold = 0;
     sim_options opt = c->opt;
     opt.seed_as_recorded = c->own;
     return simulate_run(db, device, &cfg, &opt, r, err, errlen);
@@ -144,7 +176,8 @@ static int run(sqlite3 *db, int device, const sim_config *c, uint64_t memory, si
 /* The smallest memory (to BISECT_STEP) in which the run has no OOM: the search starts from
  * the unlimited run's peak reserved (enough) and its peak allocated (a lower bound), and stops
  * at BISECT_BUDGET times one run's time (a second at least), leaving a bracket. More memory
- * could in principle trip a different cache decision, so this is a search, not a proof. */
+ * could in principle trip a different cache decision, so this is a search, not a proof. It
+ * searches the allocator's limit; under a memory fraction the device needs that much more. */
 static int search_min_memory(sqlite3 *db, int device, sim_config *c, uint64_t memory,
                              double one_run, char *err, size_t errlen) {
     sim_result unlimited = c->r; /* the run already made, when it had no limit */
@@ -167,8 +200,8 @@ static int search_min_memory(sqlite3 *db, int device, sim_config *c, uint64_t me
         else
             fits = mid;
     }
-    c->min_memory = fits;
-    c->min_memory_low = fails;
+    c->min_memory = memory_for(c, fits);
+    c->min_memory_low = memory_for(c, fails);
     c->searched = fits - fails <= BISECT_STEP;
     return 0;
 }
@@ -236,6 +269,9 @@ static void print_text(const char *input, int device, uint64_t memory, const cha
         if (i == 0 && !r->compared)
             printf("    not compared with the recording: segments other than PyTorch's are on "
                    "this device\n");
+        if (c[i].settings.garbage_collection_threshold > 0 && !c[i].fraction_set)
+            printf("    garbage_collection_threshold changes nothing here: PyTorch collects only "
+                   "under a memory fraction (per_process_memory_fraction, or --device-memory)\n");
         if (i == 0 && r->seed_blocks)
             printf("    %llu blocks were live when the recording began: allocated first, in "
                    "order, as their history is unknown\n",
@@ -278,6 +314,10 @@ static void print_json(int device, uint64_t memory, const sim_config *c, size_t 
                (unsigned long long)r->recorded_ooms, (unsigned long long)r->recorded_ooms_kept);
         printf(", \"min_device_memory_bytes\": %llu, \"min_device_memory_exact\": %s",
                (unsigned long long)c[i].min_memory, c[i].searched ? "true" : "false");
+        printf(", \"garbage_collection\": %s", c[i].settings.garbage_collection_threshold <= 0
+                                                   ? "null"
+                                               : c[i].fraction_set ? "\"active\""
+                                                                   : "\"inert\"");
         if (i == 0) {
             printf(", \"reproduction\": ");
             if (r->compared)
@@ -358,8 +398,10 @@ int cmd_simulate(int argc, char **argv) {
             sc->settings = am_settings_default();
             if (am_settings_parse(&sc->settings, conf, err, sizeof err) != 0)
                 return cli_error("--config '%s': %s", optarg, err);
-            if (sc->settings.known & AM_SET_GC_THRESHOLD)
-                return cli_error("--config '%s': garbage_collection_threshold is not modeled yet",
+            if ((sc->settings.known & AM_SET_MEMORY_FRACTION) &&
+                sc->settings.per_process_memory_fraction <= 0)
+                return cli_error("--config '%s': per_process_memory_fraction:0 leaves the "
+                                 "allocator nothing",
                                  optarg);
             if (sc->settings.backend_async)
                 return cli_error("--config '%s': backend:cudaMallocAsync is the driver's pool, "
@@ -430,6 +472,9 @@ int cmd_simulate(int argc, char **argv) {
     configs[0].settings = own_settings(db);
     configs[0].own = 1;
     am_settings_conf_text(&configs[0].settings, configs[0].spec, sizeof configs[0].spec);
+    for (size_t i = 0; i < n; i++)
+        configs[i].fraction_set =
+            have_memory || (configs[i].settings.known & AM_SET_MEMORY_FRACTION) != 0;
     if (n == 1) { /* the default: the run's own, and expandable segments switched */
         configs[1] = configs[0];
         configs[1].own = 0;
@@ -448,7 +493,8 @@ int cmd_simulate(int argc, char **argv) {
             configs[i].opt.ncolumns = PICTURE_COLUMNS;
             configs[i].opt.reserved_max = columns + i * PICTURE_COLUMNS;
         }
-        int failed = run(db, (int)device, &configs[i], memory, &configs[i].r, err, sizeof err);
+        int failed = run(db, (int)device, &configs[i], limit_of(&configs[i], memory), &configs[i].r,
+                         err, sizeof err);
         configs[i].opt.ncolumns = 0;
         configs[i].opt.reserved_max = NULL;
         if (failed) {
