@@ -202,6 +202,10 @@ static bool is_cached_segment(const am_block *block) {
     return !block->prev && !block->next && !block->is_expandable;
 }
 
+static bool in_private_pool(const am_block *block) {
+    return (block->segment_stream & AM_STREAM_PRIVATE_POOL) != 0;
+}
+
 /* release_available_cached_blocks: with max_split_size set, frees oversized cached blocks of
  * the stream, one large enough or else the largest ones until enough is released. */
 static bool release_oversized(am_model *model, bool is_small, uint64_t stream, uint64_t size,
@@ -246,13 +250,14 @@ static void complete_pending_frees(am_model *model, effect_sink sink) {
     }
 }
 
-/* release_blocks for one pool: every cached segment, in (stream, size, address) order. */
+/* release_blocks for one pool: every cached segment, in (stream, size, address) order; private
+ * pools keep theirs (release_cached_blocks frees only pools no graph uses any more). */
 static void release_pool(am_model *model, bool is_small, effect_sink sink) {
     ami_tree *pool = &model->free_blocks[is_small];
     ami_node *node = ami_search(pool, AMI_GE, 0, 0, 0);
     while (node) {
         uint64_t key[3] = {node->key[0], node->key[1], node->key[2]};
-        if (is_cached_segment(AML_BLOCK_BY_SIZE(node)))
+        if (is_cached_segment(AML_BLOCK_BY_SIZE(node)) && !in_private_pool(AML_BLOCK_BY_SIZE(node)))
             release_cached_segment(model, AML_BLOCK_BY_SIZE(node), sink);
         node = ami_search(pool, AMI_GT, key[0], key[1], key[2]);
     }
@@ -292,8 +297,8 @@ static void collect_garbage(am_model *model, effect_sink sink) {
     for (ami_node *node = ami_search(pool, AMI_GE, 0, 0, 0); node; node = ami_next(node)) {
         const am_block *block = AML_BLOCK_BY_SIZE(node);
         /* !is_split(): a free block of an expandable segment is split in PyTorch, whose
-         * chain goes on into the range's unmapped blocks */
-        if (is_cached_segment(block)) {
+         * chain goes on into the range's unmapped blocks; large_blocks is the default pool */
+        if (is_cached_segment(block) && !in_private_pool(block)) {
             total_age += searches - block->gc_base;
             freeable++;
         }
@@ -307,7 +312,8 @@ static void collect_garbage(am_model *model, effect_sink sink) {
             uint64_t key[3] = {node->key[0], node->key[1], node->key[2]};
             am_block *block = AML_BLOCK_BY_SIZE(node);
             uint64_t age = searches - block->gc_base;
-            if (is_cached_segment(block) && (double)age >= age_threshold) {
+            if (is_cached_segment(block) && !in_private_pool(block) &&
+                (double)age >= age_threshold) {
                 freed = true;
                 reclaimed += block->size;
                 total_age -= age;
@@ -323,7 +329,7 @@ static void collect_garbage(am_model *model, effect_sink sink) {
  * (try_allocate_expandable_block). NULL with *error AM_ERR_OOM or AM_ERR_NOMEM. */
 static am_block *alloc_block(am_model *model, uint64_t size, uint64_t stream, bool is_small,
                              uint64_t tag, effect_sink sink, am_error *error) {
-    if (model->config.expandable_segments)
+    if (model->config.expandable_segments && !(stream & AM_STREAM_PRIVATE_POOL))
         return amp_allocate_expandable(model, size, stream, is_small, tag, sink, error);
     am_block *block = alloc_segment(model, am_allocation_size(size), stream, is_small, tag, sink);
     *error = block ? AM_OK : AM_ERR_OOM;

@@ -75,6 +75,12 @@
     (1ULL << 44)                      /* expandable ranges are reserved from va_base + this */
 #define AM_PAGE_SMALL AM_SMALL_BUFFER /* an expandable segment's page, small pool */
 #define AM_PAGE_LARGE AM_LARGE_BUFFER /* an expandable segment's page, large pool */
+/* A stream key with this bit set is a private pool's (a CUDA graph's or a MemPool's, each with
+ * keys of its own): its blocks serve only its requests, as any stream's; it never uses
+ * expandable segments (PyTorch's private pools do not); empty_cache, garbage collection and
+ * the cache release before an OOM leave its cached segments alone (PyTorch frees a private
+ * pool's memory only after its graph or MemPool is gone, which a trace does not show). */
+#define AM_STREAM_PRIVATE_POOL (1ULL << 63)
 #define AM_ROUNDUP_INTERVALS 16 /* roundup_power2_divisions: 1 MiB, 2 MiB, ... 32 GiB and up */
 
 typedef enum am_error {

@@ -264,7 +264,7 @@ CREATE TABLE event_rows (
   size               INTEGER,                -- bytes, as ops describes per op (frees: the bytes of their alloc); NULL when the op has none
   requested_size     INTEGER,                -- bytes the program asked for (before the allocator's rounding); NULL: not reported (then counted as size in requested_bytes)
   stream             INTEGER,                -- CUstream handle value (0 = the legacy default stream); NULL: not stream-ordered or unknown
-  pool               INTEGER,                -- memory pool: CUmemoryPool handle value, or a PyTorch private pool id; NULL: no pool / the allocator's default pool
+  pool               INTEGER,                -- memory pool: CUmemoryPool handle value, or a PyTorch private pool (a CUDA graph's or MemPool's segment_pool_id (a, b) as a * 2^32 + b); NULL: no pool / the allocator's default pool
   tid                INTEGER,                -- OS thread id of the caller; NULL: unknown (e.g. snapshot input)
   stack_id           INTEGER REFERENCES stacks(stack_id), -- stack of the call (stacks / stack_frames); NULL: none recorded
   segment_id         INTEGER,                -- segments.segment_id: for blocks the segment holding them, for segment events the segment itself; NULL: none or unknown

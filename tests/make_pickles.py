@@ -146,8 +146,10 @@ def synthetic_snapshot(entries, seed=1):
 # expandable segments (one reserved range per stream and pool, 20 MiB / 2 MiB pages,
 # find_expandable_block, map_block, unmap_block), release_available_cached_blocks,
 # release_cached_blocks, free_requested / free_completed, the OOM entry, the ring buffer of
-# trace entries and snapshot() (one segment per contiguous mapped range). Addresses come from
-# a bump allocator. Written from PyTorch's source for the tests, apart from the C model.
+# trace entries and snapshot() (one segment per contiguous mapped range), private pools (a CUDA
+# graph's or a MemPool's: their own free blocks and plain segments, left alone by
+# release_cached_blocks while in use). Addresses come from a bump allocator. Written from
+# PyTorch's source for the tests, apart from the C model.
 
 MIB = 1 << 20
 K_MIN_BLOCK = 512
@@ -164,10 +166,11 @@ class OutOfMemory(Exception):
 
 class Block:
     __slots__ = ("addr", "size", "stream", "small", "allocated", "mapped", "requested", "es",
-                 "prev", "next", "pending", "frames", "seg_frames")
+                 "prev", "next", "pending", "frames", "seg_frames", "pool")
 
-    def __init__(self, addr, size, stream, small, es=None, mapped=True):
+    def __init__(self, addr, size, stream, small, es=None, mapped=True, pool=(0, 0)):
         self.addr, self.size, self.stream, self.small = addr, size, stream, small
+        self.pool = pool
         self.allocated, self.mapped, self.requested, self.es = False, mapped, 0, es
         self.prev = self.next = None
         self.pending = False
@@ -197,6 +200,7 @@ class Allocator:
         self.es_va = 0x7a0000000000 + device * (1 << 40)
         self.clock = clock or (lambda: 0)
         self.frames_of = frames_of or (lambda what: [])
+        self.pool = (0, 0)  # the pool requests go to: (0, 0), or a private pool's id
 
     # -- trace --
     def record(self, action, addr, size, stream, frames=None):
@@ -247,8 +251,8 @@ class Allocator:
         return b.size + (b.next.size if b.next is not None and not b.next.mapped else 0)
 
     def get_free_block(self, small, stream, size):
-        blocks = sorted((b for b in self.free[small] if b.stream == stream and b.size >= size),
-                        key=self.key)
+        blocks = sorted((b for b in self.free[small] if b.stream == stream and b.size >= size
+                         and b.pool == self.pool), key=self.key)
         if not blocks:
             return None
         i = 0
@@ -275,7 +279,7 @@ class Allocator:
     def cuda_malloc(self, small, stream, alloc_size, frames):
         if self.reserved + alloc_size > self.capacity:
             return None
-        b = Block(self.segments_va, alloc_size, stream, small)
+        b = Block(self.segments_va, alloc_size, stream, small, pool=self.pool)
         self.segments_va += (alloc_size + K_ROUND_LARGE - 1) // K_ROUND_LARGE * K_ROUND_LARGE
         self.reserved += alloc_size
         b.seg_frames = frames
@@ -404,7 +408,8 @@ class Allocator:
         if self.max_split == (1 << 64) - 1:
             return False
         want = max(size, self.max_split)
-        blocks = sorted((b for b in self.free[small] if b.es is None), key=self.key)
+        blocks = sorted((b for b in self.free[small] if b.es is None and b.pool == self.pool),
+                        key=self.key)
         big = [b for b in blocks if b.stream == stream and b.size >= want]
         if big:
             if big[0].prev is None and big[0].next is None:
@@ -428,6 +433,8 @@ class Allocator:
         for small in (False, True):
             to_unmap = []
             for b in sorted(self.free[small], key=self.key):
+                if b.pool != (0, 0):  # a private pool in use keeps its cache
+                    continue
                 if b.es is not None:
                     to_unmap.append(b)
                 elif b.prev is None and b.next is None:
@@ -442,7 +449,7 @@ class Allocator:
 
     # -- malloc and free --
     def alloc_block(self, small, stream, size, frames):
-        if self.expandable:
+        if self.expandable and self.pool == (0, 0):  # private pools: plain segments only
             return self.try_allocate_expandable(small, stream, size, frames)
         return self.cuda_malloc(small, stream, self.allocation_size(size), frames)
 
@@ -462,7 +469,7 @@ class Allocator:
                 self.record("oom", self.capacity - self.reserved, size, stream, frames)
                 raise OutOfMemory()
         if self.should_split(b, size):
-            rest = Block(b.addr + size, b.size - size, b.stream, b.small, es=b.es)
+            rest = Block(b.addr + size, b.size - size, b.stream, b.small, es=b.es, pool=b.pool)
             rest.prev, rest.next = b, b.next
             if b.next is not None:
                 b.next.prev = rest
@@ -513,7 +520,7 @@ class Allocator:
             seg = {"device": self.device, "address": head.addr, "total_size": 0,
                    "allocated_size": 0, "active_size": 0, "requested_size": 0,
                    "stream": head.stream, "segment_type": "small" if head.small else "large",
-                   "segment_pool_id": (0, 0), "is_expandable": head.es is not None,
+                   "segment_pool_id": head.pool, "is_expandable": head.es is not None,
                    "frames": head.seg_frames, "blocks": []}
             b = head
             while b is not None and b.mapped:
@@ -648,6 +655,27 @@ def split_roundup():
     return snapshot_of([a], 0.5, settings_dict(conf, False, 64 << 20, roundup))
 
 
+def graph_pool():
+    """A private pool (a CUDA graph's, id (1, 0)) beside the default one, mid-run: its blocks
+    are reused only by its own requests and empty_cache() leaves its cached segments alone,
+    while the default pool's go back to the driver; with expandable segments on, the private
+    pool still uses plain segments."""
+    rnd = random.Random(21)
+    a = Allocator(0, 4 << 30, expandable=True, clock=Clock())
+    workload(a, rnd, 12, SIZES, empty_every=0)
+    a.pool = (1, 0)  # capture: the graph's allocations
+    graph = [a.malloc(size, 0) for size in (3 << 20, 30 << 20, 8 << 20, 600, 45 << 20)]
+    for addr in graph[1::2]:
+        a.free_block(addr)
+    a.pool = (0, 0)
+    workload(a, rnd, 10, SIZES, empty_every=3)
+    a.pool = (1, 0)  # a second capture into the same pool reuses its free blocks
+    graph += [a.malloc(size, 0) for size in (20 << 20, 500)]
+    a.pool = (0, 0)
+    workload(a, rnd, 10, SIZES, empty_every=4)
+    return snapshot_of([a], 0.7, settings_dict("expandable_segments:True", True))
+
+
 def es_conf_only():
     """An allocator_settings dict that lacks expandable_segments (as older PyTorch wrote it):
     only its PYTORCH_CUDA_ALLOC_CONF string says so."""
@@ -759,6 +787,7 @@ def realistic_snapshot(entries, seed=5, expandable=False):
 
 
 SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": es_no_time,
+             "graph-pool": graph_pool,
              "split-roundup": split_roundup, "es-conf-only": es_conf_only,
              # a training loop: 24 layers, ProfilerStep annotations, expandable segments
              "es-training": lambda: realistic_snapshot(12000, seed=7, expandable=True)}

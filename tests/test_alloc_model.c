@@ -771,6 +771,30 @@ static void test_garbage_collection(void) {
     CHECK_EQ_U64(gc_script(100 * MiB, 0.2, NULL), 26 * MiB);
 }
 
+/* ---- known answers: a private pool (AM_STREAM_PRIVATE_POOL) ---- */
+
+static void test_private_pool(void) {
+    const uint64_t graph = AM_STREAM_PRIVATE_POOL | 7; /* a CUDA graph's pool, stream 0 */
+    am_model *model = new_model_with(0, UINT64_MAX, true);
+    /* expandable segments are on, yet the private pool gets a plain 20 MiB segment */
+    uint64_t g = must_malloc(model, 6 * MiB, graph, NULL);
+    am_segment_info seg;
+    CHECK_EQ_U64(am_segment_lookup(model, g, &seg), AM_OK);
+    CHECK(!seg.is_expandable && seg.size == 20 * MiB);
+    CHECK_EQ_U64(am_free(model, g), AM_OK);
+    /* its free block serves no default-pool request: that one maps a page of its own */
+    uint64_t d = must_malloc(model, 6 * MiB, 0, NULL);
+    CHECK(d < g || d >= g + 20 * MiB);
+    CHECK_EQ_U64(am_free(model, d), AM_OK);
+    CHECK_EQ_U64(must_malloc(model, 10 * MiB, graph, NULL), g); /* its own request does */
+    CHECK_EQ_U64(am_free(model, g), AM_OK);
+    /* empty_cache() gives back the default pool's page, not the graph's cached segment */
+    CHECK_EQ_U64(am_empty_cache(model, NULL, NULL), AM_OK);
+    expect_stats(model, 20 * MiB, 0, 0, 1, 0, 20 * MiB);
+    CHECK_EQ_U64(am_validate(model), AM_OK);
+    am_model_free(model);
+}
+
 /* ---- known answers: what empty_cache() would give back (am_stats' releasable_bytes) ---- */
 
 static void test_releasable(void) {
@@ -1486,6 +1510,7 @@ int main(int argc, char **argv) {
     test_releasable();
     test_expandable_adopt();
     test_garbage_collection();
+    test_private_pool();
     test_expandable_rules();
     test_expandable_decide();
     test_apply_fuzz();

@@ -343,6 +343,18 @@ def main():
             check((meta.get("recorded_events"), meta.get("last_ts_ns")) == scanned,
                   f"{name}: meta recorded_events/last_ts_ns {meta.get('recorded_events')}/"
                   f"{meta.get('last_ts_ns')}, the events say {scanned}")
+            # private pools (segment_pool_id other than (0, 0)): the final segments of each
+            # keep its number, a * 2^32 + b, in segments.pool; the default pool's have none
+            if isinstance(snap, dict):
+                want = sorted((s["device"], s["address"], (s["segment_pool_id"][0] << 32) +
+                               s["segment_pool_id"][1])
+                              for s in snap.get("segments", [])
+                              if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0))
+                got_pools = sorted(db.execute(
+                    "SELECT device, min(addr), pool FROM segments WHERE free_event_id IS NULL "
+                    "AND pool IS NOT NULL GROUP BY device, pool, addr").fetchall())
+                check(got_pools == want, f"{name}: private pools {got_pools[:4]}, the snapshot "
+                      f"says {want[:4]}")
             source, times, history, expandable = expected_facts(snap)
             check((meta.get("allocator_settings_source"), meta.get("timestamps"),
                    meta.get("history")) == (source, times, history),

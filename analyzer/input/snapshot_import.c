@@ -24,6 +24,7 @@
 #include "alloc_model.h"
 #include "gmt_grow.h"
 #include "snapshot.h"
+#include "snapshot_pools.h"
 #include "torch_history.h"
 #include "trace_format.h"
 
@@ -365,10 +366,11 @@ static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
 typedef struct importer {
     const snapshot *snap;
     trace_writer *w;
-    uint32_t *stack_ids;   /* snapshot stack -> trace stack (0 = not yet) */
-    uint32_t *frame_ids;   /* snapshot frame -> trace frame */
-    uint32_t not_recorded; /* the stack "alloc not recorded" (0 = not yet) */
-    uint64_t ts;           /* the time of the record being written */
+    uint32_t *stack_ids;         /* snapshot stack -> trace stack (0 = not yet) */
+    uint32_t *frame_ids;         /* snapshot frame -> trace frame */
+    uint32_t not_recorded;       /* the stack "alloc not recorded" (0 = not yet) */
+    uint64_t ts;                 /* the time of the record being written */
+    const snapshot_pools *pools; /* private pools by address (snapshot_pools.h) */
 } importer;
 
 static uint32_t str(importer *im, const char *s) {
@@ -417,9 +419,12 @@ static uint32_t stack_id(importer *im, uint32_t stack) {
     return im->stack_ids[stack] = node;
 }
 
-static int event(importer *im, uint32_t device, trace_op op, trace_level level, uint64_t addr,
-                 uint64_t size, uint64_t requested, uint64_t stream, uint32_t stack) {
+/* A seed event (entry -1) or one of history entry `entry`: its pool from the address. */
+static int event(importer *im, uint32_t device, long entry, trace_op op, trace_level level,
+                 uint64_t addr, uint64_t size, uint64_t requested, uint64_t stream,
+                 uint32_t stack) {
     trace_event ev = {.ts_ns = im->ts,
+                      .pool = snapshot_pools_at(im->pools, device, addr, entry),
                       .addr = addr,
                       .size = size,
                       .requested = requested,
@@ -434,12 +439,12 @@ static int event(importer *im, uint32_t device, trace_op op, trace_level level, 
 }
 
 /* One map event per page of [addr, addr+size), a page being `page` bytes. */
-static int map_pages(importer *im, uint32_t device, uint64_t addr, uint64_t size, uint64_t page,
-                     uint64_t stream, uint32_t stack) {
+static int map_pages(importer *im, uint32_t device, long entry, uint64_t addr, uint64_t size,
+                     uint64_t page, uint64_t stream, uint32_t stack) {
     int rc = 0;
     for (uint64_t at = addr; at < addr + size && rc == 0; at += page) {
         uint64_t n = addr + size - at < page ? addr + size - at : page;
-        rc = event(im, device, TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, at, n, n, stream, stack);
+        rc = event(im, device, entry, TRACE_OP_MAP, TRACE_LEVEL_SEGMENT, at, n, n, stream, stack);
     }
     return rc;
 }
@@ -451,20 +456,20 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
         if (!r->live || !r->size)
             continue;
         if (r->expandable)
-            rc = map_pages(im, device, r->addr, r->size, am_expandable_page(r->small == 1),
+            rc = map_pages(im, device, -1, r->addr, r->size, am_expandable_page(r->small == 1),
                            r->stream, r->stack);
         else
-            rc = event(im, device, TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, r->addr, r->size, r->size,
-                       r->stream, r->stack);
+            rc = event(im, device, -1, TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, r->addr, r->size,
+                       r->size, r->stream, r->stack);
     }
     for (size_t i = 0; i < s->nblocks && rc == 0; i++) {
         const seed_block *b = &s->blocks[i];
         if (!b->live)
             continue;
-        rc = event(im, device, TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b->addr, b->size,
+        rc = event(im, device, -1, TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b->addr, b->size,
                    b->requested ? b->requested : b->size, b->stream, b->stack);
         if (rc == 0 && b->pending)
-            rc = event(im, device, TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, b->addr, b->size,
+            rc = event(im, device, -1, TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, b->addr, b->size,
                        b->requested, b->stream, 0);
     }
     return rc;
@@ -520,10 +525,12 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
         return 0; /* unknown actions carry no memory */
     if (gmt_torch_counter(&h, &c) && trace_writer_counter(im->w, &c) != 0)
         return -1;
-    ev.stack_id = stack_id(im, e->stack);   /* after the counter: stack records follow it */
+    ev.stack_id = stack_id(im, e->stack); /* after the counter: stack records follow it */
+    long entry = (long)(e - im->snap->devices[device].entries);
+    ev.pool = snapshot_pools_at(im->pools, device, e->addr, entry);
     if (e->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
-        return map_pages(im, device, e->addr, e->size, gmt_torch_map_page(e->size), e->stream,
-                         e->stack);
+        return map_pages(im, device, entry, e->addr, e->size, gmt_torch_map_page(e->size),
+                         e->stream, e->stack);
     return trace_writer_event(im->w, &ev);
 }
 
@@ -699,10 +706,11 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
         snapshot_free(snap);
         return -1;
     }
-    importer im = {.snap = snap, .w = w};
+    snapshot_pools *pools = snapshot_pools_build(snap);
+    importer im = {.snap = snap, .w = w, .pools = pools};
     im.stack_ids = calloc(snap->stack_count + 1, sizeof *im.stack_ids);
     im.frame_ids = calloc(snap->frame_count + 1, sizeof *im.frame_ids);
-    int rc = im.stack_ids && im.frame_ids ? 0 : -1;
+    int rc = im.stack_ids && im.frame_ids && pools ? 0 : -1;
 
     /* Devices: those with a trace, and those that only have segments. */
     int64_t ndev = (int64_t)snap->device_count;
@@ -751,6 +759,7 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
         snprintf(err, errlen, "%s", cerr);
         rc = -1;
     }
+    snapshot_pools_free(pools);
     free(im.stack_ids);
     free(im.frame_ids);
     snapshot_free(snap);

@@ -181,6 +181,17 @@ int64_t simulate_requests(sqlite3 *db, int device) {
  * stream (a block is reused only on its stream), so a stream id no program uses is one. */
 #define LONG_LIVED_STREAM_BIT (1ULL << 62)
 
+/* The model's stream key of a request on `stream` in PyTorch pool `pool` (0: the default one):
+ * a private pool's blocks serve only its own requests, per stream as everywhere, so each
+ * (pool, stream) is a key of its own, marked AM_STREAM_PRIVATE_POOL. Stream handles are
+ * addresses (below 2^48) or small numbers; the mix keeps keys of different pools apart. */
+static uint64_t pool_stream(uint64_t stream, uint64_t pool) {
+    if (!pool)
+        return stream;
+    uint64_t mixed = (stream ^ (pool * 0x9E3779B97F4A7C15ULL)) & ~(LONG_LIVED_STREAM_BIT << 1);
+    return (mixed & ~LONG_LIVED_STREAM_BIT) | AM_STREAM_PRIVATE_POOL;
+}
+
 /* The step ends in event order, read alongside the events (a second cursor). */
 typedef struct step_cursor {
     sqlite3_stmt *st;
@@ -219,8 +230,8 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
             " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
             " CASE WHEN ?2 AND e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
             " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
-            " {op:free}) END FROM event_rows e WHERE e.device = ?1 AND e.source ="
-            " {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id");
+            " {op:free}) END, coalesce(e.pool, 0) FROM event_rows e WHERE e.device = ?1 AND"
+            " e.source = {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id");
     step_cursor steps = {NULL, INT64_MIN};
     if (opt->empty_cache_per_step || opt->lifetime_pools)
         steps.st = db_statement(db, "SELECT end_event_id FROM steps ORDER BY end_event_id");
@@ -247,7 +258,8 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
         }
         int op = sqlite3_column_int(st, 1), level = sqlite3_column_int(st, 2);
         uint64_t requested = (uint64_t)sqlite3_column_int64(st, 3);
-        uint64_t stream = (uint64_t)sqlite3_column_int64(st, 4);
+        uint64_t stream = pool_stream((uint64_t)sqlite3_column_int64(st, 4),
+                                      (uint64_t)sqlite3_column_int64(st, 10));
         int64_t alloc_id = sqlite3_column_int64(st, 5);
         int64_t reserved = sqlite3_column_int64(st, 6);
         uint64_t recorded[2] = {(uint64_t)sqlite3_column_int64(st, 8),
