@@ -83,6 +83,9 @@ am_model *am_model_new(const am_config *cfg) {
     /* PyTorch accepts max_split_size_mb and max_non_split_rounding_mb from 20 */
     if (config.max_split_size < AM_LARGE_BUFFER || config.max_non_split_rounding < AM_LARGE_BUFFER)
         return NULL;
+    /* large_segment_size_mb must be above 10 (kMinLargeAlloc) */
+    if (config.large_segment_size && config.large_segment_size <= AM_MIN_LARGE_ALLOC)
+        return NULL;
     am_model *model = calloc(1, sizeof *model);
     if (!model)
         return NULL;
@@ -331,7 +334,8 @@ static am_block *alloc_block(am_model *model, uint64_t size, uint64_t stream, bo
                              uint64_t tag, effect_sink sink, am_error *error) {
     if (model->config.expandable_segments && !(stream & AM_STREAM_PRIVATE_POOL))
         return amp_allocate_expandable(model, size, stream, is_small, tag, sink, error);
-    am_block *block = alloc_segment(model, am_allocation_size(size), stream, is_small, tag, sink);
+    am_block *block = alloc_segment(model, am_config_allocation_size(&model->config, size), stream,
+                                    is_small, tag, sink);
     *error = block ? AM_OK : AM_ERR_OOM;
     return block;
 }

@@ -113,6 +113,9 @@ typedef struct am_config {
                                  split whenever 512 bytes remain (both modes) */
     uint64_t max_non_split_rounding; /* max_non_split_rounding_mb in bytes (AM_LARGE_BUFFER) */
     uint32_t roundup_power2_divisions[AM_ROUNDUP_INTERVALS]; /* 0 or 1: plain rounding */
+    uint64_t large_segment_size; /* large_segment_size_mb in bytes (PyTorch 2.9): the segment
+                                    for 1..10 MiB requests; 0 = AM_LARGE_BUFFER. Expandable
+                                    segments' pages stay 20 MiB here */
     double garbage_collection_threshold; /* 0 = off; in (0, 1): PyTorch collects old cached
                                             segments once reserved passes this share of its
                                             memory fraction, which is device_capacity here (no
@@ -141,6 +144,8 @@ void am_model_free(am_model *model);
 uint64_t am_round_size(uint64_t requested);    /* round_size without roundup divisions */
 bool am_is_small(uint64_t rounded);            /* rounded <= AM_SMALL_SIZE */
 uint64_t am_allocation_size(uint64_t rounded); /* get_allocation_size: the segment size */
+/* get_allocation_size with cfg's large_segment_size (cfg may be NULL: the default) */
+uint64_t am_config_allocation_size(const am_config *cfg, uint64_t rounded);
 /* round_size under `cfg`'s roundup_power2_divisions (am_round_size when there are none). */
 uint64_t am_config_round_size(const am_config *cfg, uint64_t requested);
 /* roundup_power2_next_division: `size` rounded up to the next of `divisions` (a power of two)

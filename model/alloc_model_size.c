@@ -19,6 +19,12 @@ uint64_t am_allocation_size(uint64_t rounded) {
     return (rounded + AM_ROUND_LARGE - 1) / AM_ROUND_LARGE * AM_ROUND_LARGE;
 }
 
+uint64_t am_config_allocation_size(const am_config *cfg, uint64_t rounded) {
+    if (cfg && cfg->large_segment_size && rounded > AM_SMALL_SIZE && rounded < AM_MIN_LARGE_ALLOC)
+        return cfg->large_segment_size;
+    return am_allocation_size(rounded);
+}
+
 static bool is_power_of_2(uint64_t v) { return v && !(v & (v - 1)); }
 
 static uint64_t power2_floor(uint64_t v) {

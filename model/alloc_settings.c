@@ -18,6 +18,7 @@ am_settings am_settings_default(void) {
     memset(&s, 0, sizeof s);
     s.max_split_size = UINT64_MAX;
     s.max_non_split_rounding = AM_LARGE_BUFFER;
+    s.large_segment_size = AM_LARGE_BUFFER;
     s.pinned_num_register_threads = 1;
     s.per_process_memory_fraction = 1.0;
     return s;
@@ -252,6 +253,15 @@ static int one_setting(tokens *t, am_settings *s, const char *key) {
         if (size_mb(t, key, &s->max_non_split_rounding) != 0)
             return -1;
         s->known |= AM_SET_MAX_NON_SPLIT_ROUNDING;
+    } else if (!strcmp(key, "large_segment_size_mb")) { /* PyTorch 2.9: above kMinLargeAlloc */
+        uint64_t mib;
+        if (number(t, key, &mib) != 0)
+            return -1;
+        if (mib <= AM_MIN_LARGE_ALLOC / MIB)
+            return fail(t, "allocator settings: %s must be > %llu", key,
+                        (unsigned long long)(AM_MIN_LARGE_ALLOC / MIB));
+        s->large_segment_size = mib > UINT64_MAX / MIB ? UINT64_MAX / MIB * MIB : mib * MIB;
+        s->known |= AM_SET_LARGE_SEGMENT;
     } else if (!strcmp(key, "garbage_collection_threshold")) {
         return threshold(t, s);
     } else if (!strcmp(key, "roundup_power2_divisions")) {
@@ -343,6 +353,8 @@ am_config am_settings_config(const am_settings *s, am_config base) {
     if (s->known & AM_SET_ROUNDUP)
         memcpy(base.roundup_power2_divisions, s->roundup_power2_divisions,
                sizeof base.roundup_power2_divisions);
+    if ((s->known & AM_SET_LARGE_SEGMENT) && s->large_segment_size > AM_MIN_LARGE_ALLOC)
+        base.large_segment_size = s->large_segment_size;
     if ((s->known & AM_SET_GC_THRESHOLD) && s->garbage_collection_threshold > 0 &&
         s->garbage_collection_threshold < 1)
         base.garbage_collection_threshold = s->garbage_collection_threshold;
@@ -444,6 +456,10 @@ size_t am_settings_json(const am_settings *s, char *out, size_t len) {
         put_key(&o, "backend");
         put_string(&o, s->backend_async ? "cudaMallocAsync" : "native");
     }
+    if (s->known & AM_SET_LARGE_SEGMENT) {
+        put_key(&o, "large_segment_size_mb");
+        put(&o, "%llu", (unsigned long long)(s->large_segment_size / MIB));
+    }
     if (s->known & AM_SET_MEMORY_FRACTION) {
         put_key(&o, "per_process_memory_fraction");
         put(&o, "%.17g", s->per_process_memory_fraction);
@@ -497,6 +513,11 @@ void am_settings_from_json(am_settings *s, const char *json) {
         s->garbage_collection_threshold = strtod(v, NULL);
         s->known |= AM_SET_GC_THRESHOLD;
     }
+    if ((v = json_value(json, "large_segment_size_mb"))) {
+        unsigned long long mib = strtoull(v, NULL, 10);
+        s->large_segment_size = mib > UINT64_MAX / MIB ? UINT64_MAX : mib * MIB;
+        s->known |= AM_SET_LARGE_SEGMENT;
+    }
     if ((v = json_value(json, "per_process_memory_fraction"))) {
         s->per_process_memory_fraction = strtod(v, NULL);
         s->known |= AM_SET_MEMORY_FRACTION;
@@ -538,6 +559,8 @@ size_t am_settings_conf_text(const am_settings *s, char *out, size_t len) {
     if ((s->known & AM_SET_MAX_NON_SPLIT_ROUNDING) && s->max_non_split_rounding != AM_LARGE_BUFFER)
         put(&o, ",max_non_split_rounding_mb:%llu",
             (unsigned long long)(s->max_non_split_rounding / MIB));
+    if ((s->known & AM_SET_LARGE_SEGMENT) && s->large_segment_size != AM_LARGE_BUFFER)
+        put(&o, ",large_segment_size_mb:%llu", (unsigned long long)(s->large_segment_size / MIB));
     const uint32_t *t = s->roundup_power2_divisions;
     unsigned runs = 1, nonzero = t[0] != 0;
     for (unsigned i = 1; i < AM_ROUNDUP_INTERVALS; i++) {

@@ -41,7 +41,8 @@ enum {
     AM_SET_PINNED_RESERVE = 1u << 10,        /* pinned_reserve_segment_size_mb */
     AM_SET_GRAPH_REUSE = 1u << 11,           /* graph_capture_record_stream_reuse */
     AM_SET_BACKEND = 1u << 12,               /* backend_async */
-    AM_SET_MEMORY_FRACTION = 1u << 13        /* per_process_memory_fraction */
+    AM_SET_MEMORY_FRACTION = 1u << 13,       /* per_process_memory_fraction */
+    AM_SET_LARGE_SEGMENT = 1u << 14          /* large_segment_size */
 };
 
 typedef struct am_settings {
@@ -49,6 +50,7 @@ typedef struct am_settings {
     bool expandable_segments; /* false */
     uint64_t max_split_size;  /* bytes; UINT64_MAX: unlimited (PyTorch's default) */
     uint64_t max_non_split_rounding;                         /* bytes; AM_LARGE_BUFFER */
+    uint64_t large_segment_size;                             /* bytes; AM_LARGE_BUFFER */
     double garbage_collection_threshold;                     /* 0: off */
     uint32_t roundup_power2_divisions[AM_ROUNDUP_INTERVALS]; /* all 0: off */
     bool release_lock_on_cudamalloc;                         /* false */

@@ -771,6 +771,26 @@ static void test_garbage_collection(void) {
     CHECK_EQ_U64(gc_script(100 * MiB, 0.2, NULL), 26 * MiB);
 }
 
+/* ---- known answers: large_segment_size_mb (get_allocation_size) ---- */
+
+static void test_large_segment_size(void) {
+    am_config config = am_config_default();
+    config.large_segment_size = 32 * MiB;
+    am_model *model = am_model_new(&config);
+    CHECK(model != NULL);
+    am_segment_info seg;
+    /* a 1..10 MiB request gets a segment of that size, a larger one its own size */
+    CHECK_EQ_U64(am_segment_lookup(model, must_malloc(model, 5 * MiB, 0, NULL), &seg), AM_OK);
+    CHECK_EQ_U64(seg.size, 32 * MiB);
+    CHECK_EQ_U64(am_segment_lookup(model, must_malloc(model, 30 * MiB, 0, NULL), &seg), AM_OK);
+    CHECK_EQ_U64(seg.size, 30 * MiB); /* 27 MiB left in the first one: a segment of its own */
+    CHECK_EQ_U64(am_segment_lookup(model, must_malloc(model, 1000, 0, NULL), &seg), AM_OK);
+    CHECK_EQ_U64(seg.size, 2 * MiB);
+    am_model_free(model);
+    config.large_segment_size = 10 * MiB; /* PyTorch wants more than 10 */
+    CHECK(am_model_new(&config) == NULL);
+}
+
 /* ---- known answers: a private pool (AM_STREAM_PRIVATE_POOL) ---- */
 
 static void test_private_pool(void) {
@@ -1511,6 +1531,7 @@ int main(int argc, char **argv) {
     test_expandable_adopt();
     test_garbage_collection();
     test_private_pool();
+    test_large_segment_size();
     test_expandable_rules();
     test_expandable_decide();
     test_apply_fuzz();

@@ -57,6 +57,7 @@ static void test_parse(void) {
                                       "max_split_size_mb:abc",
                                       "expandable_segments:yes",
                                       "roundup_power2_divisions:3",
+                                      "large_segment_size_mb:10",
                                       "roundup_power2_divisions:[3:4]",
                                       "roundup_power2_divisions:[256:3]",
                                       "roundup_power2_divisions:[256:4",
@@ -123,7 +124,7 @@ static void test_config_and_json(void) {
 static void test_round_trips(void) {
     static const char *confs[] = {
         "expandable_segments:False,max_split_size_mb:64,roundup_power2_divisions:[128:4,>:2]",
-        "expandable_segments:True,roundup_power2_divisions:4",
+        "expandable_segments:True,large_segment_size_mb:32,roundup_power2_divisions:4",
         "expandable_segments:False,max_non_split_rounding_mb:64,"
         "roundup_power2_divisions:[1:1,128:0,256:2,512:0,>:8],garbage_collection_threshold:0.6,"
         "per_process_memory_fraction:0.5",
@@ -147,6 +148,7 @@ static void test_round_trips(void) {
         CHECK(back.garbage_collection_threshold == s.garbage_collection_threshold);
         CHECK_EQ_U64(back.max_non_split_rounding, s.max_non_split_rounding);
         CHECK(back.per_process_memory_fraction == s.per_process_memory_fraction);
+        CHECK_EQ_U64(back.large_segment_size, s.large_segment_size);
         CHECK_STR_EQ(back.alloc_conf, "max_split_size_mb:999");
     }
     /* a snapshot's dict as PyTorch writes it, the string escaped */
