@@ -56,6 +56,21 @@ sqlite3_stmt *db_statement(sqlite3 *db, const char *sql) {
     return st;
 }
 
+const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
+    sqlite3_stmt *st;
+    if (len)
+        buf[0] = 0;
+    if (db_prepare(db, "SELECT value FROM meta WHERE key = ?", &st) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return buf;
+    }
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (len && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
     sqlite3_stmt *st;
     int64_t v = dflt;

@@ -7,6 +7,7 @@
 #define GMT_DB_QUERY_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* SQL text names codes by their vocabulary words (schema/gmt_vocab.h):
@@ -31,6 +32,9 @@ long long db_query_int(sqlite3 *db, const char *sql, long long dflt);
 /* The same with ?1 and ?2 bound to a and b; a query with fewer parameters
  * ignores the extra ones (SQLite reports SQLITE_RANGE, which is harmless). */
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt);
+
+/* meta's text for `key` in buf ("" when absent or on an error, cut to len - 1 bytes); buf. */
+const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len);
 
 /* Column i of the current row, or null_value when it is NULL. */
 static inline int64_t db_column_i64(sqlite3_stmt *st, int i, int64_t null_value) {

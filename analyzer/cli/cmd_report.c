@@ -55,22 +55,7 @@ static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
 
 /* The trend of allocated bytes at step ends, and where it leads. */
 static void headroom(device_report *r) {
-    r->limit_step = -1;
-    r->growth_per_step = 0;
-    if (r->nsteps < 3)
-        return;
-    size_t n = r->nsteps - 1;
-    int64_t *d = malloc(n * sizeof *d);
-    if (!d)
-        return;
-    for (size_t i = 0; i < n; i++)
-        d[i] = r->steps[i + 1].at_end.allocated - r->steps[i].at_end.allocated;
-    r->growth_per_step = analysis_median_i64(d, n);
-    free(d);
-    const step_state *last = &r->steps[r->nsteps - 1];
-    if (r->growth_per_step > 0 && r->s.total_bytes > last->at_end.allocated)
-        r->limit_step =
-            last->step + (r->s.total_bytes - last->at_end.allocated) / r->growth_per_step;
+    analysis_headroom(r->steps, r->nsteps, r->s.total_bytes, &r->growth_per_step, &r->limit_step);
 }
 
 /* The OOM events of the window, the first MAX_OOM_LINES. */
@@ -144,18 +129,6 @@ static void release(device_report *r) {
     free(r->steps);
 }
 
-static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
-    sqlite3_stmt *st;
-    buf[0] = 0;
-    if (db_prepare(db, "SELECT value FROM meta WHERE key = ?", &st) != SQLITE_OK)
-        return buf;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return buf;
-}
-
 /* meta `allocator_settings`, a JSON object as PyTorch names the settings;
  * 0 when the input says nothing about them. */
 /* Whether text is one JSON object as far as braces and strings go (it is
@@ -183,7 +156,7 @@ static int looks_like_object(const char *t) {
 }
 
 static int allocator_settings(sqlite3 *db, char *buf, size_t len) {
-    meta_text(db, "allocator_settings", buf, len);
+    db_meta_text(db, "allocator_settings", buf, len);
     if (buf[0] != '{' || !looks_like_object(buf)) {
         snprintf(buf, len, "{}");
         return 0;
@@ -249,15 +222,15 @@ static void settings_summary(const char *json, char *out, size_t len) {
 static void print_header(sqlite3 *db, const char *input, int64_t from, int64_t to) {
     char a[512], b[128], c[128], d[32];
     printf("memanalyze report: %s\n", input);
-    printf("  input: %s", meta_text(db, "input_format", a, sizeof a));
-    if (*meta_text(db, "producer", b, sizeof b))
+    printf("  input: %s", db_meta_text(db, "input_format", a, sizeof a));
+    if (*db_meta_text(db, "producer", b, sizeof b))
         printf(", recorded by %s", b);
-    if (*meta_text(db, "pid", c, sizeof c) && strcmp(c, "0") != 0)
+    if (*db_meta_text(db, "pid", c, sizeof c) && strcmp(c, "0") != 0)
         printf(", pid %s", c);
-    if (*meta_text(db, "host", b, sizeof b))
+    if (*db_meta_text(db, "host", b, sizeof b))
         printf(" on %s", b);
     printf("\n");
-    if (*meta_text(db, "command_line", a, sizeof a))
+    if (*db_meta_text(db, "command_line", a, sizeof a))
         printf("  command: %s\n", a);
     /* from meta (a database of an older memanalyze: a scan of the events) */
     long long events = db_query_int(db,

@@ -18,6 +18,8 @@ int cmd_heatmap(int argc, char **argv);
 int cmd_fragmentation(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_ranks(int argc, char **argv);
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
 #include <sqlite3.h>

@@ -33,6 +33,8 @@ static const command commands[] = {
     {"fragmentation", cmd_fragmentation, "picture: fragmentation per step with rating bands"},
     {"simulate", cmd_simulate,
      "the run under other allocator settings: peaks, OOMs, memory needed"},
+    {"compare", cmd_compare, "runs side by side: settings, peaks, fragmentation, OOMs, sites"},
+    {"ranks", cmd_ranks, "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
     {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
     {"sql", cmd_sql, "run an SQL query on the replayed database"},

@@ -333,6 +333,24 @@ int64_t analysis_median_i64(int64_t *values, size_t n) {
     return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, int64_t *growth,
+                       int64_t *limit_step) {
+    *limit_step = -1;
+    *growth = 0;
+    if (n < 3)
+        return;
+    int64_t *d = malloc((n - 1) * sizeof *d);
+    if (!d)
+        return;
+    for (size_t i = 0; i + 1 < n; i++)
+        d[i] = steps[i + 1].at_end.allocated - steps[i].at_end.allocated;
+    *growth = analysis_median_i64(d, n - 1);
+    free(d);
+    const step_state *last = &steps[n - 1];
+    if (*growth > 0 && total_bytes > last->at_end.allocated)
+        *limit_step = last->step + (total_bytes - last->at_end.allocated) / *growth;
+}
+
 /* ---- site growth -------------------------------------------------------- */
 
 typedef struct site_acc {

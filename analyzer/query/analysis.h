@@ -63,6 +63,13 @@ typedef struct step_state {
 /* The median of n values (sorts them in place); 0 when n is 0. */
 int64_t analysis_median_i64(int64_t *values, size_t n);
 
+/* The headroom trend: the median change of allocated bytes from one step end to the next
+ * (*growth; 0 with fewer than 3 step ends), and the step at which that trend reaches
+ * `total_bytes` from the last step end (*limit_step; -1 when it does not grow or the device
+ * size is unknown). */
+void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, int64_t *growth,
+                       int64_t *limit_step);
+
 /* Steps whose end lies in the window; *out is malloc'ed (caller frees). */
 int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
                    size_t *count);

@@ -3,6 +3,7 @@
  *   synth -o train.zst [--steps N | --events N] [--seed S] [--leak BYTES]
  *         [--fragment] [--devices D] [--streams K] [--layers L] [--hidden H]
  *         [--tokens T] [--device-memory BYTES] [--level Z] [--chunk-bytes B]
+ *         [--rank R] [--host NAME]
  *
  * The demo's input and the benchmarks' workload; see training_sim.h. */
 #include "training_sim.h"
@@ -21,6 +22,8 @@ static void usage(FILE *out) {
                  "  --events N         stop after N memory events (overrides --steps)\n"
                  "  --seed S           random seed (default 1); same seed, same bytes\n"
                  "  --leak BYTES       leak BYTES per step at train.py:88 (default 0)\n"
+                 "  --rank R           the process's rank, as torchrun's RANK (default none)\n"
+                 "  --host NAME        the host it ran on (default synth-host)\n"
                  "  --fragment         variable-length batches that fragment memory\n"
                  "  --devices D        GPUs, 1-8 (default 1)\n"
                  "  --streams K        streams, 1-4 (default 2)\n"
@@ -44,6 +47,7 @@ int main(int argc, char **argv) {
         {"layers", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
         {"tokens", required_argument, 0, 't'},  {"device-memory", required_argument, 0, 'm'},
         {"level", required_argument, 0, 'z'},   {"chunk-bytes", required_argument, 0, 'c'},
+        {"rank", required_argument, 0, 'R'},    {"host", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -51,6 +55,10 @@ int main(int argc, char **argv) {
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == 'N') { /* a text, not a number */
+            cfg.host = optarg;
+            continue;
         }
         if (c == '?' || (c != 'o' && c != 'f' && gmt_parse_size(optarg, &v) != 0)) {
             if (c != '?')
@@ -100,6 +108,9 @@ int main(int argc, char **argv) {
             break;
         case 'c':
             wopt.chunk_bytes = (size_t)v;
+            break;
+        case 'R':
+            cfg.rank = v > INT32_MAX ? INT32_MAX : (int32_t)v;
             break;
         }
     }

@@ -472,12 +472,15 @@ static void write_preamble(sim *s) {
     snprintf(cmd, sizeof cmd, "synth --seed %llu --steps %u --devices %u --layers %u%s",
              (unsigned long long)c->seed, c->steps, c->devices, c->layers,
              c->fragment ? " --fragment" : "");
-    trace_process p = {.pid = 31337,
+    const char *host = c->host ? c->host : "synth-host";
+    if (c->rank >= 0) /* as memrec's command line shows a torchrun rank */
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --rank %d", (int)c->rank);
+    trace_process p = {.pid = 31337 + (uint32_t)(c->rank > 0 ? c->rank : 0),
                        .ppid = 1,
-                       .rank = -1,
+                       .rank = c->rank,
                        .wall_anchor_ns = 1795000000000000000ULL,
                        .clock_anchor_ns = s->ts,
-                       .host = {"synth-host", 10},
+                       .host = {host, (uint32_t)strlen(host)},
                        .cmdline = {cmd, (uint32_t)strlen(cmd)},
                        .clock_source = {"simulated", 9},
                        .producer = {"synth", 5}};
@@ -516,7 +519,8 @@ sim_config sim_config_default(void) {
                         .layers = 12,
                         .hidden = 1024,
                         .tokens = 8 * 512,
-                        .device_memory = 80ULL << 30};
+                        .device_memory = 80ULL << 30,
+                        .rank = -1};
 }
 
 static int free_devices(sim *s, int rc) {

@@ -29,6 +29,8 @@ typedef struct sim_config {
     uint64_t device_memory; /* bytes per device */
     uint64_t leak_bytes;    /* > 0: this many bytes leak per step at the leak site */
     int fragment;           /* 1: variable-length sequences that fragment the large pool */
+    int32_t rank;           /* the process's rank (RANK); -1: none */
+    const char *host;       /* the host name; NULL: "synth-host" */
 } sim_config;
 
 /* The defaults `synth` starts from: 1 device, 2 streams, 12 layers, hidden

@@ -1,0 +1,279 @@
+/* cmd_compare.c — `memanalyze compare A B [C ...]`: runs side by side.
+ *
+ * One row per run (its label, allocator settings, steps, peaks and the step of each,
+ * fragmentation and the trapped ratio at step ends, the most segments, OOMs, the fastest
+ * growing site), read from each run's summary tables (run_summary.h); then, against the
+ * first run (the baseline), the sites whose live bytes at each run's peak differ the most,
+ * sites matched by their frames (function and file), not by ids or addresses. */
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "run_print.h"
+#include "run_summary.h"
+#include "stack_names.h"
+#include "units.h"
+#include "when.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUNS 64
+#define DEFAULT_TOP 10
+
+typedef struct compared_run {
+    const char *input;
+    char label[256];
+    sqlite3 *db;
+    stack_names *names;
+    run_summary s;
+    run_site *sites; /* at its peak (or --at), by key */
+    size_t nsites;
+} compared_run;
+
+typedef struct site_difference {
+    const char *key, *label;
+    int64_t baseline, bytes;
+} site_difference;
+
+static void compare_usage(FILE *out) {
+    fprintf(out,
+            "usage: memanalyze compare A B [C ...] [--label NAME]... [--at WHEN] [--device N]\n"
+            "                          [--top N] [--json]\n"
+            "Runs side by side (traces, snapshots or databases): settings, steps, peaks,\n"
+            "fragmentation at step ends, segments, OOMs, growth; then the sites whose live bytes\n"
+            "differ most from the first run's, matched by their frames.\n"
+            "  --label NAME  the next run's name (in order; default its file name)\n"
+            "  --at WHEN     compare sites at WHEN in every run (default: each run's peak)\n"
+            "  --device N    the device in every run (default: each run's highest peak)\n"
+            "  --top N       sites listed per run (default %d; 0: all)\n"
+            "  --json        machine-readable output\n",
+            DEFAULT_TOP);
+}
+
+static int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
+
+static int by_difference(const void *a, const void *b) {
+    const site_difference *x = a, *y = b;
+    int64_t dx = magnitude(x->bytes - x->baseline), dy = magnitude(y->bytes - y->baseline);
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* The sites of run r against the baseline b, largest difference first; sites equal in both are
+ * left out. *out is malloc'ed. */
+static int differences(const compared_run *b, const compared_run *r, site_difference **out,
+                       size_t *count) {
+    *count = 0;
+    *out = malloc((b->nsites + r->nsites + 1) * sizeof **out);
+    if (!*out)
+        return -1;
+    size_t i = 0, k = 0;
+    while (i < b->nsites || k < r->nsites) {
+        int c = i == b->nsites ? 1 : k == r->nsites ? -1 : strcmp(b->sites[i].key, r->sites[k].key);
+        site_difference d;
+        if (c < 0)
+            d = (site_difference){b->sites[i].key, b->sites[i].label, b->sites[i].bytes, 0}, i++;
+        else if (c > 0)
+            d = (site_difference){r->sites[k].key, r->sites[k].label, 0, r->sites[k].bytes}, k++;
+        else
+            d = (site_difference){r->sites[k].key, r->sites[k].label, b->sites[i].bytes,
+                                  r->sites[k].bytes},
+            i++, k++;
+        if (d.bytes != d.baseline)
+            (*out)[(*count)++] = d;
+    }
+    qsort(*out, *count, sizeof **out, by_difference);
+    return 0;
+}
+
+static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
+
+static const char *signed_bytes(int64_t v, char *buf) {
+    buf[0] = v < 0 ? '-' : '+';
+    units_bytes((uint64_t)magnitude(v), buf + 1, 31);
+    return buf;
+}
+
+static void print_text(compared_run *runs, size_t n, long top, const char *at) {
+    char b[6][64];
+    printf("memanalyze compare: %zu runs, the first is the baseline\n\n", n);
+    printf("  %-22s %6s %-24s %-24s %-11s %-13s %-13s %8s %5s\n", "run", "steps", "peak allocated",
+           "peak reserved", "requested", "frag mean/max", "trapped m/max", "segments", "OOMs");
+    for (size_t i = 0; i < n; i++) {
+        const run_summary *s = &runs[i].s;
+        char frag[32], trapped[32];
+        snprintf(frag, sizeof frag, "%.2f / %.2f", s->frag_mean, s->frag_max);
+        snprintf(trapped, sizeof trapped, "%.2f / %.2f", s->trapped_mean, s->trapped_max);
+        printf("  %-22.22s %6lld %-24s %-24s %-11s %-13s %-13s %8lld %5lld\n", runs[i].label,
+               (long long)s->steps,
+               run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
+               run_print_bytes_at_step(s->peak_reserved, s->peak_reserved_step, b[1], 64),
+               B(s->peak_requested, b[2]), frag, trapped, (long long)s->segments_max,
+               (long long)s->ooms);
+    }
+    printf("\n");
+    for (size_t i = 0; i < n; i++) {
+        const run_summary *s = &runs[i].s;
+        printf("  %s: %s%s%s\n", runs[i].label, s->settings[0] ? s->settings : "settings unknown",
+               s->command[0] ? "; " : "", s->command);
+        if (s->top_growth_per_step > 0) {
+            char site[512];
+            stack_label(runs[i].db, s->top_growth_stack, site, sizeof site);
+            printf("    grows fastest: %s, %s/step\n", site, B(s->top_growth_per_step, b[0]));
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        site_difference *d;
+        size_t nd;
+        if (differences(&runs[0], &runs[i], &d, &nd) != 0)
+            return;
+        printf("\n  %s against %s, live bytes by site at %s:\n", runs[i].label, runs[0].label,
+               at ? at : "each run's peak");
+        if (!nd)
+            printf("    no site differs\n");
+        for (size_t k = 0; k < nd && (top == 0 || (long)k < top); k++)
+            printf("    %10s  %s  (%s -> %s)\n", signed_bytes(d[k].bytes - d[k].baseline, b[0]),
+                   d[k].label, B(d[k].baseline, b[1]), B(d[k].bytes, b[2]));
+        free(d);
+    }
+}
+
+static void print_json(compared_run *runs, size_t n, long top) {
+    printf("{\"baseline\": ");
+    json_string(stdout, runs[0].label);
+    printf(", \"runs\": [");
+    for (size_t i = 0; i < n; i++) {
+        printf("%s\n  {\"label\": ", i ? "," : "");
+        json_string(stdout, runs[i].label);
+        printf(", \"input\": ");
+        json_string(stdout, runs[i].input);
+        printf(", ");
+        run_print_json_fields(stdout, runs[i].db, &runs[i].s, runs[i].s.rank);
+        printf("}");
+    }
+    printf("\n], \"site_differences\": [");
+    for (size_t i = 1; i < n; i++) {
+        site_difference *d;
+        size_t nd;
+        if (differences(&runs[0], &runs[i], &d, &nd) != 0)
+            nd = 0, d = NULL;
+        printf("%s\n  {\"run\": ", i > 1 ? "," : "");
+        json_string(stdout, runs[i].label);
+        printf(", \"sites\": [");
+        for (size_t k = 0; k < nd && (top == 0 || (long)k < top); k++) {
+            printf("%s{\"site\": ", k ? ", " : "");
+            json_string(stdout, d[k].label);
+            printf(", \"baseline_bytes\": %lld, \"bytes\": %lld, \"difference_bytes\": %lld}",
+                   (long long)d[k].baseline, (long long)d[k].bytes,
+                   (long long)(d[k].bytes - d[k].baseline));
+        }
+        printf("]}");
+        free(d);
+    }
+    printf("\n]}\n");
+}
+
+/* Opens run r and reads what compare shows of it. 0, or 2 with the error printed. */
+static int load_run(compared_run *r, long device, const char *at) {
+    input_options io = {0};
+    int rc = cli_open_db(r->input, &io, &r->db);
+    if (rc != 0)
+        return rc;
+    char err[512];
+    if (device >= 0 && !when_device_answers(r->db, (int)device))
+        return cli_error("%s: no device %ld", r->input, device);
+    if (run_summary_read(r->db, (int)device, &r->s, err, sizeof err) != 0)
+        return cli_error("%s: %s", r->input, err);
+    int64_t event_id = -1;
+    if (at && when_resolve(r->db, at, r->s.device, &event_id, err, sizeof err) != 0)
+        return cli_error("%s: %s", r->input, err);
+    r->names = stack_names_new(r->db);
+    if (!r->names ||
+        run_sites_at(r->db, r->s.device, event_id, r->names, &r->sites, &r->nsites) != 0)
+        return cli_error("%s: reading its sites: %s", r->input, sqlite3_errmsg(r->db));
+    return 0;
+}
+
+static void release_runs(compared_run *runs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(runs[i].sites);
+        stack_names_free(runs[i].names);
+        run_summary_release(&runs[i].s);
+        sqlite3_close(runs[i].db);
+    }
+}
+
+int cmd_compare(int argc, char **argv) {
+    static const struct option longs[] = {{"label", required_argument, NULL, 'l'},
+                                          {"at", required_argument, NULL, 'a'},
+                                          {"device", required_argument, NULL, 'd'},
+                                          {"top", required_argument, NULL, 'n'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    const char *labels[MAX_RUNS];
+    size_t nlabels = 0;
+    const char *at = NULL;
+    long device = -1, top = DEFAULT_TOP;
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "l:a:d:n:jh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            if (nlabels == MAX_RUNS)
+                return cli_error("at most %d --label", MAX_RUNS);
+            labels[nlabels++] = optarg;
+            break;
+        case 'a':
+            at = optarg;
+            break;
+        case 'd':
+            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
+                return 2;
+            break;
+        case 'n':
+            if (cli_parse_count("top", optarg, 1 << 20, &top) != 0)
+                return 2;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            compare_usage(stdout);
+            return 0;
+        default:
+            compare_usage(stderr);
+            return 2;
+        }
+    }
+    size_t n = (size_t)(argc - optind);
+    if (n < 2) {
+        compare_usage(stderr);
+        return 2;
+    }
+    if (n > MAX_RUNS)
+        return cli_error("at most %d runs", MAX_RUNS);
+    if (nlabels > n)
+        return cli_error("%zu --label for %zu runs", nlabels, n);
+    static compared_run runs[MAX_RUNS];
+    memset(runs, 0, sizeof runs);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        runs[i].input = argv[optind + (int)i];
+        const char *base = strrchr(runs[i].input, '/');
+        snprintf(runs[i].label, sizeof runs[i].label, "%s",
+                 i < nlabels ? labels[i]
+                 : base      ? base + 1
+                             : runs[i].input);
+        rc = load_run(&runs[i], device, at);
+    }
+    if (rc == 0 && json)
+        print_json(runs, n, top);
+    else if (rc == 0)
+        print_text(runs, n, top, at);
+    release_runs(runs, n);
+    return rc;
+}

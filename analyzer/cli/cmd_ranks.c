@@ -1,0 +1,237 @@
+/* cmd_ranks.c — `memanalyze ranks INPUTS...`: the ranks of one job side by side.
+ *
+ * The inputs (rank traces, their databases, or directories of them) get their databases in
+ * parallel processes (ranks_import.h); a broken one is reported and the rest go on. Each rank is
+ * then its summary tables only (run_summary.h), so a fleet of a thousand imported ranks reads
+ * in seconds. Across ranks: the imbalance of peak allocated (max / mean, and the spread), the
+ * bottleneck rank (the highest peak) and why — the sites whose bytes at its peak exceed the
+ * median rank's most, sites matched by frames —, the rank whose growth trend reaches the
+ * device first, and the ranks whose growth stands out from the others' (a leak on one rank).
+ * --db writes the per-rank summaries to one SQLite file with a `rank` column. */
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "ranks_import.h"
+#include "ranks_report.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void ranks_usage(FILE *out) {
+    fprintf(out,
+            "usage: memanalyze ranks INPUTS... [-j N] [--device N] [--top N] [--json]\n"
+            "                        [--db OUT.db]\n"
+            "The ranks of a job side by side: per rank its peaks, fragmentation, growth and\n"
+            "OOMs; across them the imbalance, the bottleneck rank and the sites that make it\n"
+            "so, the first rank to run out, and ranks that leak alone. INPUTS are rank traces\n"
+            "(memrec -o trace.%%r.zst), their databases, or directories of them; each is\n"
+            "imported in a process of its own and cached, so a second run is instant.\n"
+            "  -j N          imports at a time (default: the number of cores)\n"
+            "  --device N    the device of every rank (default: each rank's highest peak)\n"
+            "  --top N       sites named for the bottleneck (default 10; 0: all)\n"
+            "  --json        machine-readable output\n"
+            "  --db OUT.db   also write the per-rank summaries (no events) to an SQLite file\n");
+}
+
+/* ---- the inputs ---------------------------------------------------------------------------- */
+
+typedef struct input_list {
+    char **paths;
+    size_t count, cap;
+} input_list;
+
+static int add_path(input_list *l, const char *path) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        l->paths = grown;
+        l->cap = cap;
+    }
+    return (l->paths[l->count++] = strdup(path)) ? 0 : -1;
+}
+
+/* A file in a directory given as input is a rank's when its name says trace, snapshot or
+ * database; other files (logs, the job's scripts) are not inputs. */
+static int looks_like_input(const char *name) {
+    static const char *const endings[] = {".zst", ".db", ".sqlite", ".pickle", ".pkl"};
+    size_t n = strlen(name);
+    if (name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++) {
+        size_t e = strlen(endings[i]);
+        if (n > e && !strcmp(name + n - e, endings[i]))
+            return 1;
+    }
+    return 0;
+}
+
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int expand(input_list *l, const char *arg) {
+    struct stat st;
+    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return add_path(l, arg); /* a missing file fails in its import, with its message */
+    DIR *dir = opendir(arg);
+    if (!dir)
+        return add_path(l, arg);
+    size_t first = l->count;
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(dir))) {
+        if (!looks_like_input(e->d_name))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", arg, e->d_name);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            rc = add_path(l, path);
+    }
+    closedir(dir);
+    qsort(l->paths + first, l->count - first, sizeof *l->paths, by_string);
+    return rc;
+}
+
+/* The rank a file name says: the last number in its base name (trace.3.zst, rank-3.db). */
+static int64_t rank_of_name(const char *path) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int64_t rank = -1;
+    for (const char *p = base; *p;) {
+        if (isdigit((unsigned char)*p)) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            rank = v;
+            p = end;
+        } else {
+            p++;
+        }
+    }
+    return rank;
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+int cmd_ranks(int argc, char **argv) {
+    static const struct option longs[] = {{"jobs", required_argument, NULL, 'j'},
+                                          {"device", required_argument, NULL, 'd'},
+                                          {"top", required_argument, NULL, 'n'},
+                                          {"json", no_argument, NULL, 'J'},
+                                          {"db", required_argument, NULL, 'b'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    long jobs = sysconf(_SC_NPROCESSORS_ONLN), device = -1, top = 10;
+    int json = 0, c;
+    const char *db_out = NULL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "j:d:n:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            if (cli_parse_count("jobs", optarg, 4096, &jobs) != 0)
+                return 2;
+            break;
+        case 'd':
+            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
+                return 2;
+            break;
+        case 'n':
+            if (cli_parse_count("top", optarg, 1 << 20, &top) != 0)
+                return 2;
+            break;
+        case 'J':
+            json = 1;
+            break;
+        case 'b':
+            db_out = optarg;
+            break;
+        case 'h':
+            ranks_usage(stdout);
+            return 0;
+        default:
+            ranks_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        ranks_usage(stderr);
+        return 2;
+    }
+    input_list list = {0};
+    for (int i = optind; i < argc; i++)
+        if (expand(&list, argv[i]) != 0)
+            return cli_error("out of memory");
+    if (!list.count) {
+        free(list.paths);
+        return cli_error("no rank inputs in %s", argv[optind]);
+    }
+    rank_input *inputs = calloc(list.count, sizeof *inputs);
+    rank_entry *ranks = calloc(list.count, sizeof *ranks);
+    int rc = inputs && ranks ? 0 : cli_error("out of memory");
+    if (rc == 0) {
+        for (size_t i = 0; i < list.count; i++)
+            inputs[i].path = list.paths[i];
+        input_options io = {0};
+        if (ranks_import_all(inputs, list.count, (int)(jobs > 0 ? jobs : 1), &io) != 0)
+            rc = cli_error("no process could be started for the imports");
+    }
+    size_t nranks = 0;
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        rank_entry *r = &ranks[nranks];
+        r->input = inputs[i].path;
+        char err[512];
+        if (!inputs[i].ok) {
+            r->failed = inputs[i].error;
+        } else if (sqlite3_open_v2(inputs[i].db_path, &r->db,
+                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+            snprintf(inputs[i].error, sizeof inputs[i].error, "%s: cannot open its database",
+                     r->input);
+            r->failed = inputs[i].error;
+        } else {
+            sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL);
+            if (run_summary_read(r->db, (int)device, &r->s, err, sizeof err) != 0) {
+                snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
+                r->failed = inputs[i].error;
+            }
+        }
+        if (!r->failed) {
+            r->rank = r->s.rank >= 0 ? r->s.rank : rank_of_name(r->input);
+            if (r->rank < 0)
+                r->rank = (int64_t)i;
+        }
+        nranks++;
+    }
+    if (rc == 0) {
+        rank_stats stats;
+        char err[512];
+        if (rank_stats_build(ranks, nranks, (size_t)top, &stats, err, sizeof err) != 0) {
+            rc = cli_error("%s", err);
+        } else {
+            if (json)
+                ranks_report_json(stdout, &stats);
+            else
+                ranks_report_text(stdout, &stats);
+            if (db_out && ranks_report_write_db(&stats, db_out, err, sizeof err) != 0)
+                rc = cli_error("%s", err);
+            if (rc == 0 && !stats.read)
+                rc = cli_error("no rank could be read");
+        }
+        rank_stats_release(&stats);
+    }
+    for (size_t i = 0; ranks && i < nranks; i++) {
+        run_summary_release(&ranks[i].s);
+        sqlite3_close(ranks[i].db);
+    }
+    for (size_t i = 0; i < list.count; i++)
+        free(list.paths[i]);
+    free(list.paths);
+    free(inputs);
+    free(ranks);
+    return rc;
+}

@@ -1,0 +1,134 @@
+/* ranks_import.c — one child per input, `jobs` at a time (see ranks_import.h). A child writes
+ * one record to its pipe, a status byte then the database path or the error, and exits; the
+ * parent reads it when the child is gone. Records are a few KiB, below a pipe's capacity, so a
+ * child never waits for its parent. */
+#include "ranks_import.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct child {
+    pid_t pid;
+    int fd; /* read end of its pipe */
+    size_t input;
+} child;
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* In the child: the database of one input, reported on fd. */
+static void import_one(const rank_input *in, const input_options *opt, int fd) {
+    char db_path[sizeof in->db_path], err[sizeof in->error];
+    int rc = input_database(in->path, opt, db_path, sizeof db_path, err, sizeof err);
+    char status = rc == 0 ? 'y' : 'n';
+    write_all(fd, &status, 1);
+    const char *text = rc == 0 ? db_path : err;
+    write_all(fd, text, strlen(text));
+}
+
+static void collect(rank_input *in, int fd, int status) {
+    char buf[sizeof in->db_path + 8];
+    size_t used = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + used, sizeof buf - 1 - used);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (used += (size_t)r) == sizeof buf - 1)
+            break;
+    }
+    buf[used] = 0;
+    close(fd);
+    if (used > 0 && buf[0] == 'y' && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        size_t n = strlen(buf + 1);
+        if (n < sizeof in->db_path) { /* a path cut short would name another file */
+            memcpy(in->db_path, buf + 1, n + 1);
+            in->ok = 1;
+        } else {
+            snprintf(in->error, sizeof in->error, "%.400s: its database path is too long",
+                     in->path);
+        }
+    } else if (used > 0 && buf[0] == 'n') {
+        snprintf(in->error, sizeof in->error, "%.500s", buf + 1);
+    } else if (WIFSIGNALED(status)) {
+        snprintf(in->error, sizeof in->error, "%s: the import died (signal %d)", in->path,
+                 WTERMSIG(status));
+    } else {
+        snprintf(in->error, sizeof in->error, "%s: the import ended without an answer", in->path);
+    }
+}
+
+int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options *opt) {
+    if (jobs < 1)
+        jobs = 1;
+    child *running = calloc((size_t)jobs, sizeof *running);
+    if (!running)
+        return -1;
+    size_t next = 0, active = 0, started = 0;
+    fflush(NULL); /* nothing buffered is written twice by a child */
+    while (next < n || active) {
+        while (next < n && active < (size_t)jobs) {
+            int fds[2];
+            if (pipe(fds) != 0) {
+                snprintf(inputs[next].error, sizeof inputs[next].error,
+                         "%s: no pipe for its import: %s", inputs[next].path, strerror(errno));
+                next++;
+                continue;
+            }
+            pid_t pid = fork();
+            if (pid == 0) {
+                close(fds[0]);
+                input_options quiet = *opt;
+                quiet.quiet = 1; /* many at once: no progress lines over each other */
+                import_one(&inputs[next], &quiet, fds[1]);
+                _exit(0);
+            }
+            close(fds[1]);
+            if (pid < 0) {
+                close(fds[0]);
+                snprintf(inputs[next].error, sizeof inputs[next].error,
+                         "%s: no process for its import: %s", inputs[next].path, strerror(errno));
+                next++;
+                continue;
+            }
+            size_t slot = 0;
+            while (running[slot].pid)
+                slot++;
+            running[slot] = (child){pid, fds[0], next++};
+            active++;
+            started++;
+        }
+        if (!active)
+            break;
+        int status;
+        pid_t done = waitpid(-1, &status, 0);
+        if (done < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int k = 0; k < jobs; k++)
+            if (running[k].pid == done) {
+                collect(&inputs[running[k].input], running[k].fd, status);
+                running[k].pid = 0;
+                active--;
+                break;
+            }
+    }
+    free(running);
+    return started || !n ? 0 : -1;
+}

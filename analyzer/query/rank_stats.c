@@ -1,0 +1,130 @@
+/* rank_stats.c — across the ranks of a job (see rank_stats.h). Per rank only its summary and
+ * its sites at the peak (site_stats): a thousand ranks cost a thousand small reads. */
+#include "rank_stats.h"
+
+#include "analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEAK_MIN_BYTES_PER_STEP (1LL << 20)
+#define LEAK_DEVIATIONS 3
+
+static int by_rank(const void *a, const void *b) {
+    const rank_entry *x = a, *y = b;
+    if (!x->failed != !y->failed)
+        return x->failed ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->input, y->input);
+}
+
+static int by_excess(const void *a, const void *b) {
+    const rank_excess *x = a, *y = b;
+    int64_t ex = x->bytes - x->median_bytes, ey = y->bytes - y->median_bytes;
+    if (ex != ey)
+        return ex > ey ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* The median rank's bytes of each of the bottleneck's sites, and the sites above it. */
+static int bottleneck_sites(rank_stats *st, size_t top) {
+    const rank_entry *b = &st->ranks[st->bottleneck];
+    int64_t *values = malloc((st->read ? st->read : 1) * sizeof *values);
+    st->excess = malloc((b->nsites ? b->nsites : 1) * sizeof *st->excess);
+    if (!values || !st->excess) {
+        free(values);
+        return -1;
+    }
+    for (size_t i = 0; i < b->nsites; i++) {
+        for (size_t r = 0; r < st->read; r++)
+            values[r] = run_site_bytes(st->ranks[r].sites, st->ranks[r].nsites, b->sites[i].key);
+        int64_t median = analysis_median_i64(values, st->read);
+        if (b->sites[i].bytes > median)
+            st->excess[st->nexcess++] =
+                (rank_excess){b->sites[i].label, b->sites[i].key, b->sites[i].bytes, median};
+    }
+    free(values);
+    qsort(st->excess, st->nexcess, sizeof *st->excess, by_excess);
+    if (top && st->nexcess > top)
+        st->nexcess = top;
+    return 0;
+}
+
+/* Ranks whose growth stands out from the others'. */
+static int mark_leaking(rank_stats *st) {
+    int64_t *g = malloc((st->read ? st->read : 1) * sizeof *g);
+    if (!g)
+        return -1;
+    for (size_t r = 0; r < st->read; r++)
+        g[r] = st->ranks[r].s.growth_per_step;
+    st->median_growth = analysis_median_i64(g, st->read);
+    for (size_t r = 0; r < st->read; r++) {
+        int64_t d = st->ranks[r].s.growth_per_step - st->median_growth;
+        g[r] = d < 0 ? -d : d;
+    }
+    int64_t mad = analysis_median_i64(g, st->read);
+    free(g);
+    int64_t margin = LEAK_DEVIATIONS * mad;
+    if (margin < LEAK_MIN_BYTES_PER_STEP)
+        margin = LEAK_MIN_BYTES_PER_STEP;
+    for (size_t r = 0; r < st->read; r++)
+        st->ranks[r].leaking = st->ranks[r].s.growth_per_step > st->median_growth + margin;
+    return 0;
+}
+
+int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *out, char *err,
+                     size_t errlen) {
+    memset(out, 0, sizeof *out);
+    out->ranks = ranks;
+    out->count = count;
+    out->bottleneck = out->first_to_run_out = -1;
+    qsort(ranks, count, sizeof *ranks, by_rank);
+    while (out->read < count && !ranks[out->read].failed)
+        out->read++;
+    if (!out->read)
+        return 0;
+    int64_t max = INT64_MIN, min = INT64_MAX;
+    double sum = 0;
+    for (size_t r = 0; r < out->read; r++) {
+        rank_entry *e = &ranks[r];
+        int64_t peak = e->s.peak_allocated;
+        sum += (double)peak;
+        if (peak > max) {
+            max = peak;
+            out->bottleneck = (long)r;
+        }
+        if (peak < min)
+            min = peak;
+        if (e->s.limit_step >= 0 && (out->first_to_run_out < 0 ||
+                                     e->s.limit_step < ranks[out->first_to_run_out].s.limit_step))
+            out->first_to_run_out = (long)r;
+        e->names = stack_names_new(e->db);
+        if (!e->names ||
+            run_sites_at(e->db, e->s.device, -1, e->names, &e->sites, &e->nsites) != 0) {
+            snprintf(err, errlen, "%s: reading its sites: %s", e->input, sqlite3_errmsg(e->db));
+            return -1;
+        }
+    }
+    double mean = sum / (double)out->read;
+    out->mean_peak = (int64_t)mean;
+    out->imbalance = mean > 0 ? (double)max / mean : 1.0;
+    out->spread = max - min;
+    if (bottleneck_sites(out, top) != 0 || mark_leaking(out) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void rank_stats_release(rank_stats *st) {
+    for (size_t r = 0; r < st->count; r++) {
+        free(st->ranks[r].sites);
+        st->ranks[r].sites = NULL;
+        stack_names_free(st->ranks[r].names);
+        st->ranks[r].names = NULL;
+    }
+    free(st->excess);
+    st->excess = NULL;
+}

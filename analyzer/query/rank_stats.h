@@ -1,0 +1,59 @@
+/* rank_stats.h — the numbers across the ranks of one job, from each rank's summary
+ * (run_summary.h): the imbalance of peak allocated, the bottleneck rank and the sites that make
+ * it so, the first rank to run out, and the ranks that leak alone.
+ *
+ * Definitions:
+ *   imbalance          max / mean of the ranks' peak allocated (1.0: balanced); spread = max - min
+ *   bottleneck         the rank with the highest peak allocated
+ *   its sites          the sites whose live bytes at the bottleneck's peak exceed the median
+ *                      rank's bytes of the same site (at that rank's own peak; a rank without
+ *                      the site counts 0), sites matched by frames, largest excess first
+ *   first_to_run_out   the rank whose growth trend reaches its device's memory at the earliest
+ *                      step (run_summary.limit_step); none when no rank's trend does
+ *   leaking            a rank whose growth per step stands out: above the median rank's by more
+ *                      than 3 median absolute deviations and by at least 1 MiB per step (a
+ *                      leak on one rank, not the job's own growth) */
+#ifndef GMT_RANK_STATS_H
+#define GMT_RANK_STATS_H
+
+#include "run_summary.h"
+#include "stack_names.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rank_entry {
+    const char *input;
+    const char *failed; /* why it could not be read (one line), NULL: read */
+    int64_t rank;       /* from the trace's process, else the file name, else its place */
+    sqlite3 *db;        /* owned by the caller */
+    run_summary s;
+    int leaking;        /* set by rank_stats_build */
+    stack_names *names; /* set by rank_stats_build, freed by rank_stats_release */
+    run_site *sites;    /* at its peak, by key */
+    size_t nsites;
+} rank_entry;
+
+typedef struct rank_excess {
+    const char *site, *key;
+    int64_t bytes, median_bytes;
+} rank_excess;
+
+typedef struct rank_stats {
+    rank_entry *ranks;  /* the caller's array, sorted here: by rank, the failed ones last */
+    size_t count, read; /* entries, and those read (the first `read` after sorting) */
+    double imbalance;
+    int64_t mean_peak, spread, median_growth;
+    long bottleneck, first_to_run_out; /* indexes into ranks; -1: none */
+    rank_excess *excess;               /* the bottleneck's sites over the median */
+    size_t nexcess;
+} rank_stats;
+
+/* Sorts `ranks`, reads each read rank's sites, and works out the numbers; `top` bounds the
+ * sites kept (0: all). 0, or -1 with a one-line message in err. */
+int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *out, char *err,
+                     size_t errlen);
+void rank_stats_release(rank_stats *st);
+
+#endif

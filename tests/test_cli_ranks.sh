@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# test_cli_ranks.sh — `memanalyze ranks` and `memanalyze compare` (issue 15) on synthetic runs
+# with planted answers: eight ranks of one job, rank 3 heavier (a larger hidden size: more
+# optimizer state and activations) and rank 5 leaking (30 MiB per step at train.py:88), and a
+# broken rank file; three configurations of one run side by side.
+# usage: test_cli_ranks.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR=$T/cache
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+mkdir -p "$T/job"
+for r in 0 1 2 3 4 5 6 7; do
+    extra=""
+    [ $r = 3 ] && extra="--hidden 1536"
+    [ $r = 5 ] && extra="--leak 30MiB"
+    # shellcheck disable=SC2086
+    "$SYNTH" -o "$T/job/trace.$r.zst" --rank $r --host "node$((r / 4))" --steps 12 \
+        --seed $((r + 1)) $extra 2>/dev/null || fail "synth rank $r"
+done
+echo "not a trace" >"$T/job/trace.8.zst"
+echo "a log line" >"$T/job/train.log" # not an input: skipped without a word
+
+"$MA" ranks "$T/job" --json --db "$T/ranks.db" >"$T/ranks.json" || fail "ranks: exit $?"
+"$MA" ranks "$T/job" -j 1 --json >"$T/ranks1.json" || fail "ranks -j 1: exit $?"
+cmp -s "$T/ranks.json" "$T/ranks1.json" || fail "ranks -j 1 and -j N differ"
+"$MA" ranks "$T/job" >"$T/ranks.txt" || fail "ranks text: exit $?"
+for r in 0 3 5; do
+    "$MA" sql "$T/job/trace.$r.zst" --csv \
+        "SELECT peak_allocated_bytes FROM devices WHERE device = 0" | tail -1 >"$T/peak.$r"
+done
+python3 - "$T" <<'PY' || fail "ranks' answers"
+import json, os, sqlite3, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "ranks.json")))
+ranks = {r["rank"]: r for r in d["ranks"]}
+assert sorted(ranks) == list(range(8)), sorted(ranks)
+for r in (0, 3, 5):  # each rank's peak is its database's
+    assert ranks[r]["peak_allocated_bytes"] == int(open(os.path.join(t, f"peak.{r}")).read()), r
+assert ranks[3]["host"] == "node0" and ranks[5]["host"] == "node1", (ranks[3], ranks[5])
+peaks = [r["peak_allocated_bytes"] for r in d["ranks"]]
+assert abs(d["imbalance"] - max(peaks) / (sum(peaks) / len(peaks))) < 1e-4, d["imbalance"]
+assert d["spread_bytes"] == max(peaks) - min(peaks), d["spread_bytes"]
+# the planted heavier rank, and why: its optimizer state and activations above the median
+assert d["bottleneck_rank"] == 3, d["bottleneck_rank"]
+sites = [s["site"] for s in d["bottleneck_sites"]]
+assert sites and sites[0] == "adamw.py:137 _init_group", sites
+assert any(s.startswith("layers.py:") for s in sites), sites
+assert all(s["bytes_over_median"] > 0 and s["bytes"] - s["median_bytes"] == s["bytes_over_median"]
+           for s in d["bottleneck_sites"]), d["bottleneck_sites"]
+# the planted leak: rank 5 alone, and it is the one whose trend reaches the device first
+assert d["leaking_ranks"] == [5], d["leaking_ranks"]
+assert d["first_to_run_out"] == 5 and ranks[5]["growth_bytes_per_step"] == 30 << 20, ranks[5]
+assert ranks[5]["top_growth"]["site"] == "train.py:88 train_step", ranks[5]["top_growth"]
+assert all(not ranks[r]["leaking"] for r in ranks if r != 5)
+# the broken rank file: reported, the rest summarized without it
+assert [f["input"].endswith("trace.8.zst") for f in d["failed"]] == [True], d["failed"]
+assert "not a gpumemtrace trace" in d["failed"][0]["error"], d["failed"]
+# --db: the summaries with a rank column, no events
+db = sqlite3.connect(os.path.join(t, "ranks.db"))
+rows = dict(db.execute("SELECT rank, peak_allocated_bytes FROM ranks"))
+assert rows == {r: ranks[r]["peak_allocated_bytes"] for r in ranks}, rows
+assert db.execute("SELECT rank FROM ranks WHERE bottleneck").fetchall() == [(3,)]
+assert db.execute("SELECT rank FROM ranks WHERE leaking").fetchall() == [(5,)]
+assert db.execute("SELECT count(*) FROM rank_steps WHERE rank = 5").fetchone()[0] == 12
+assert db.execute("SELECT count(*) FROM failed").fetchone()[0] == 1
+PY
+grep -q "^  bottleneck: rank 3" "$T/ranks.txt" || fail "text: bottleneck"
+grep -q "leaking alone: rank 5 .*train.py:88 train_step" "$T/ranks.txt" || fail "text: leak"
+grep -q "could not read .*trace.8.zst" "$T/ranks.txt" || fail "text: the broken rank"
+
+# The rank from the file name when the trace has none.
+mkdir -p "$T/named"
+"$SYNTH" -o "$T/named/run.11.zst" --steps 4 2>/dev/null || fail synth
+"$MA" ranks "$T/named/run.11.zst" --json >"$T/named.json" || fail "named: exit $?"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [r['rank'] for r in d['ranks']] == [11], d" \
+    "$T/named.json" || fail "rank from the file name"
+
+# Nothing readable: one line, exit 2.
+"$MA" ranks "$T/job/trace.8.zst" >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "all broken: exit"
+grep -q "no rank could be read" "$T/e1" || fail "all broken: $(cat "$T/e1")"
+
+# compare: three configurations of one run, exact peaks, the baseline first.
+"$SYNTH" -o "$T/c1.zst" --steps 10 2>/dev/null || fail synth
+"$SYNTH" -o "$T/c2.zst" --steps 10 --hidden 1536 2>/dev/null || fail synth
+"$SYNTH" -o "$T/c3.zst" --steps 10 --leak 50MiB --fragment 2>/dev/null || fail synth
+"$MA" compare "$T/c1.zst" "$T/c2.zst" "$T/c3.zst" --label base --label wide --json \
+    >"$T/compare.json" || fail "compare: exit $?"
+"$MA" compare "$T/c1.zst" "$T/c2.zst" "$T/c3.zst" >"$T/compare.txt" || fail "compare text"
+for c in c1 c2 c3; do
+    "$MA" sql "$T/$c.zst" --csv "SELECT peak_allocated_bytes, peak_reserved_bytes, \
+        peak_requested_bytes, ooms FROM devices WHERE device = 0" | tail -1 >"$T/$c.peaks"
+done
+python3 - "$T" <<'PY' || fail "compare's answers"
+import json, os, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "compare.json")))
+assert d["baseline"] == "base", d["baseline"]
+assert [r["label"] for r in d["runs"]] == ["base", "wide", "c3.zst"], [r["label"] for r in d["runs"]]
+for run, name in zip(d["runs"], ("c1", "c2", "c3")):
+    want = [int(v) for v in open(os.path.join(t, name + ".peaks")).read().strip().split(",")]
+    got = [run["peak_allocated_bytes"], run["peak_reserved_bytes"], run["peak_requested_bytes"],
+           run["ooms"]]
+    assert got == want, (name, got, want)
+    assert run["steps"] == 10 and run["settings"] == "expandable_segments:False", run
+    assert 0 <= run["trapped_ratio_mean"] <= run["trapped_ratio_max"] <= 1, run
+    assert 0 <= run["fragmentation_mean"] <= run["fragmentation_max"] <= 1, run
+    assert run["segments_max"] > 0, run
+wide = d["site_differences"][0]
+assert wide["run"] == "wide" and wide["sites"][0]["site"] == "adamw.py:137 _init_group", wide
+leak = d["site_differences"][1]["sites"]
+top = [s for s in leak if s["site"] == "train.py:88 train_step"]
+assert top and top[0]["baseline_bytes"] == 0 and top[0]["difference_bytes"] > 0, leak
+assert d["runs"][2]["top_growth"]["site"] == "train.py:88 train_step", d["runs"][2]
+PY
+grep -q "^  c2.zst against c1.zst" "$T/compare.txt" || fail "compare text: sites"
+"$MA" compare "$T/c1.zst" >/dev/null 2>&1; [ $? -eq 2 ] || fail "compare one input: exit"
+
+if [ $fails -ne 0 ]; then
+    echo "test_cli_ranks: $fails failure(s)" >&2
+    exit 1
+fi
+echo "test_cli_ranks: ok"
