@@ -119,11 +119,9 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
         const run_summary *s = &runs[i].s;
         printf("  %s: %s%s%s\n", runs[i].label, s->settings[0] ? s->settings : "settings unknown",
                s->command[0] ? "; " : "", s->command);
-        if (s->top_growth_per_step > 0) {
-            char site[512];
-            stack_label(runs[i].db, s->top_growth_stack, site, sizeof site);
-            printf("    grows fastest: %s, %s/step\n", site, B(s->top_growth_per_step, b[0]));
-        }
+        if (s->top_growth_per_step > 0)
+            printf("    grows fastest: %s, %s/step\n", s->top_growth_site,
+                   B(s->top_growth_per_step, b[0]));
     }
     for (size_t i = 1; i < n; i++) {
         site_difference *d;
@@ -151,7 +149,7 @@ static void print_json(compared_run *runs, size_t n, long top) {
         printf(", \"input\": ");
         json_string(stdout, runs[i].input);
         printf(", ");
-        run_print_json_fields(stdout, runs[i].db, &runs[i].s, runs[i].s.rank);
+        run_print_json_fields(stdout, &runs[i].s, runs[i].s.rank);
         printf("}");
     }
     printf("\n], \"site_differences\": [");

@@ -185,21 +185,23 @@ int cmd_ranks(int argc, char **argv) {
     for (size_t i = 0; rc == 0 && i < list.count; i++) {
         rank_entry *r = &ranks[nranks];
         r->input = inputs[i].path;
-        char err[512];
+        char err[256];
+        sqlite3 *db = NULL;
         if (!inputs[i].ok) {
             r->failed = inputs[i].error;
-        } else if (sqlite3_open_v2(inputs[i].db_path, &r->db,
+        } else if (sqlite3_open_v2(inputs[i].db_path, &db,
                                    SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
             snprintf(inputs[i].error, sizeof inputs[i].error, "%s: cannot open its database",
                      r->input);
             r->failed = inputs[i].error;
         } else {
-            sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL);
-            if (run_summary_read(r->db, (int)device, &r->s, err, sizeof err) != 0) {
+            sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+            if (rank_entry_read(r, db, (int)device, err, sizeof err) != 0) {
                 snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
                 r->failed = inputs[i].error;
             }
         }
+        sqlite3_close(db); /* one at a time: see rank_entry_read */
         if (!r->failed) {
             r->rank = r->s.rank >= 0 ? r->s.rank : rank_of_name(r->input);
             if (r->rank < 0)
@@ -224,10 +226,8 @@ int cmd_ranks(int argc, char **argv) {
         }
         rank_stats_release(&stats);
     }
-    for (size_t i = 0; ranks && i < nranks; i++) {
-        run_summary_release(&ranks[i].s);
-        sqlite3_close(ranks[i].db);
-    }
+    for (size_t i = 0; ranks && i < nranks; i++)
+        rank_entry_release(&ranks[i]);
     for (size_t i = 0; i < list.count; i++)
         free(list.paths[i]);
     free(list.paths);

@@ -82,6 +82,15 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
     fflush(NULL); /* nothing buffered is written twice by a child */
     while (next < n || active) {
         while (next < n && active < (size_t)jobs) {
+            /* cached, or a database: no process needed (a fleet re-read costs a stat each) */
+            int found = input_find_database(inputs[next].path, opt, inputs[next].db_path,
+                                            sizeof inputs[next].db_path, inputs[next].error,
+                                            sizeof inputs[next].error);
+            if (found != 1) {
+                inputs[next].ok = found == 0;
+                next++;
+                continue;
+            }
             int fds[2];
             if (pipe(fds) != 0) {
                 snprintf(inputs[next].error, sizeof inputs[next].error,
@@ -130,5 +139,8 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
             }
     }
     free(running);
-    return started || !n ? 0 : -1;
+    int any = started > 0;
+    for (size_t i = 0; i < n && !any; i++)
+        any = inputs[i].ok || inputs[i].error[0];
+    return any || !n ? 0 : -1;
 }

@@ -65,9 +65,7 @@ void ranks_report_text(FILE *out, const rank_stats *st) {
             const rank_entry *e = &st->ranks[r];
             if (!e->leaking)
                 continue;
-            char site[512] = "";
-            if (e->s.top_growth_per_step > 0)
-                stack_label(e->db, e->s.top_growth_stack, site, sizeof site);
+            const char *site = e->s.top_growth_per_step > 0 ? e->s.top_growth_site : "";
             fprintf(out, "  leaking alone: rank %lld grows %s (the median rank %s)%s%s\n",
                     (long long)e->rank, growth_text(e->s.growth_per_step, b[0]),
                     growth_text(st->median_growth, b[1]), site[0] ? ", fastest at " : "", site);
@@ -82,7 +80,7 @@ void ranks_report_json(FILE *out, const rank_stats *st) {
     for (size_t r = 0; r < st->read; r++) {
         const rank_entry *e = &st->ranks[r];
         fprintf(out, "%s\n  {", r ? "," : "");
-        run_print_json_fields(out, e->db, &e->s, e->rank);
+        run_print_json_fields(out, &e->s, e->rank);
         fputs(", \"input\": ", out);
         json_string(out, e->input);
         fprintf(out, ", \"leaking\": %s}", e->leaking ? "true" : "false");

@@ -2,7 +2,6 @@
 #include "run_print.h"
 
 #include "json_out.h"
-#include "stack_names.h"
 #include "units.h"
 
 #include <stdio.h>
@@ -32,7 +31,7 @@ static void member_text(FILE *out, const char *key, const char *text) {
         fputs("null", out);
 }
 
-void run_print_json_fields(FILE *out, sqlite3 *db, const run_summary *s, int64_t rank) {
+void run_print_json_fields(FILE *out, const run_summary *s, int64_t rank) {
     fprintf(out, "\"device\": %d, \"rank\": ", s->device);
     if (rank >= 0)
         fprintf(out, "%lld", (long long)rank);
@@ -63,10 +62,8 @@ void run_print_json_fields(FILE *out, sqlite3 *db, const run_summary *s, int64_t
     member_step(out, "limit_step", s->limit_step);
     fputs(", \"top_growth\": ", out);
     if (s->top_growth_per_step > 0) {
-        char site[512];
-        stack_label(db, s->top_growth_stack, site, sizeof site);
         fputs("{\"site\": ", out);
-        json_string(out, site);
+        json_string(out, s->top_growth_site);
         fprintf(out, ", \"bytes_per_step\": %lld}", (long long)s->top_growth_per_step);
     } else {
         fputs("null", out);

@@ -14,8 +14,8 @@
  * "trapped_ratio_at_peak", "fragmentation_mean", "fragmentation_max", "trapped_ratio_mean",
  * "trapped_ratio_max", "segments_max", "ooms", "device_memory_bytes",
  * "growth_bytes_per_step", "limit_step", "top_growth" ({"site", "bytes_per_step"} or null).
- * db names the top growth site; "rank" is `rank` (-1: null), the caller's idea of it. */
-void run_print_json_fields(FILE *out, sqlite3 *db, const run_summary *s, int64_t rank);
+ * "rank" is `rank` (-1: null), the caller's idea of it. */
+void run_print_json_fields(FILE *out, const run_summary *s, int64_t rank);
 
 /* "1.20 GiB (step 4)", or without the step when there is none. */
 const char *run_print_bytes_at_step(int64_t bytes, int64_t step, char *buf, size_t len);

@@ -166,12 +166,13 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     return rc;
 }
 
-int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
-                   char *err, size_t errlen) {
-    input_kind kind;
-    if (input_detect(path, &kind, err, errlen) != 0)
+/* The database of path: 0 when it is there (a database input, or a fresh cache), 1 when it
+ * must be built first (*kind set), -1 on an error. */
+static int find_database(const char *path, const input_options *opt, input_kind *kind,
+                         char *db_path, size_t db_len, char *err, size_t errlen) {
+    if (input_detect(path, kind, err, errlen) != 0)
         return -1;
-    if (kind == INPUT_DATABASE) {
+    if (*kind == INPUT_DATABASE) {
         snprintf(db_path, db_len, "%s", path);
         return 0;
     }
@@ -193,7 +194,20 @@ int input_database(const char *path, const input_options *opt, char *db_path, si
     h = gmt_hash_bytes(h, GMT_REPLAY_KEY, sizeof GMT_REPLAY_KEY);
     const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
     snprintf(db_path, db_len, "%s/%.64s-%016llx.db", dir, base, (unsigned long long)h);
-    if (access(db_path, R_OK) == 0)
-        return 0;
+    return access(db_path, R_OK) == 0 ? 0 : 1;
+}
+
+int input_find_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
+                        char *err, size_t errlen) {
+    input_kind kind;
+    return find_database(path, opt, &kind, db_path, db_len, err, errlen);
+}
+
+int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
+                   char *err, size_t errlen) {
+    input_kind kind;
+    int found = find_database(path, opt, &kind, db_path, db_len, err, errlen);
+    if (found != 1)
+        return found;
     return input_build_database(path, kind, db_path, opt, err, errlen);
 }

@@ -33,6 +33,12 @@ int input_detect(const char *path, input_kind *kind, char *err, size_t errlen);
 int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen);
 
+/* The database of any input when it needs no building (a database input, or a trace or
+ * snapshot cached and unchanged): 0 with its path in db_path; 1 when it must be built
+ * (input_database does); -1 with a one-line message (missing, not a supported input). */
+int input_find_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
+                        char *err, size_t errlen);
+
 /* Finds or builds the database for any input; writes its path to db_path.
  * A database input is used as it is. 0, or -1 with a one-line message. */
 int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,

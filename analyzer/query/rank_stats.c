@@ -100,12 +100,6 @@ int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *ou
         if (e->s.limit_step >= 0 && (out->first_to_run_out < 0 ||
                                      e->s.limit_step < ranks[out->first_to_run_out].s.limit_step))
             out->first_to_run_out = (long)r;
-        e->names = stack_names_new(e->db);
-        if (!e->names ||
-            run_sites_at(e->db, e->s.device, -1, e->names, &e->sites, &e->nsites) != 0) {
-            snprintf(err, errlen, "%s: reading its sites: %s", e->input, sqlite3_errmsg(e->db));
-            return -1;
-        }
     }
     double mean = sum / (double)out->read;
     out->mean_peak = (int64_t)mean;
@@ -119,12 +113,47 @@ int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *ou
 }
 
 void rank_stats_release(rank_stats *st) {
-    for (size_t r = 0; r < st->count; r++) {
-        free(st->ranks[r].sites);
-        st->ranks[r].sites = NULL;
-        stack_names_free(st->ranks[r].names);
-        st->ranks[r].names = NULL;
-    }
     free(st->excess);
     st->excess = NULL;
+}
+
+int rank_entry_read(rank_entry *e, sqlite3 *db, int device, char *err, size_t errlen) {
+    if (run_summary_read(db, device, &e->s, err, errlen) != 0)
+        return -1;
+    stack_names *names = stack_names_new(db);
+    run_site *sites = NULL;
+    size_t n = 0;
+    if (!names || run_sites_at(db, e->s.device, -1, names, &sites, &n) != 0) {
+        snprintf(err, errlen, "reading its sites: %s", sqlite3_errmsg(db));
+        stack_names_free(names);
+        return -1;
+    }
+    size_t bytes = 0; /* the keys and labels, copied out of the names cache */
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(sites[i].key) + strlen(sites[i].label) + 2;
+    char *p = e->strings = malloc(bytes ? bytes : 1);
+    if (!p) {
+        free(sites);
+        stack_names_free(names);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(sites[i].key) + 1, l = strlen(sites[i].label) + 1;
+        sites[i].key = memcpy(p, sites[i].key, k);
+        sites[i].label = memcpy(p + k, sites[i].label, l);
+        p += k + l;
+    }
+    stack_names_free(names);
+    e->sites = sites;
+    e->nsites = n;
+    return 0;
+}
+
+void rank_entry_release(rank_entry *e) {
+    run_summary_release(&e->s);
+    free(e->sites);
+    free(e->strings);
+    e->sites = NULL;
+    e->strings = NULL;
 }

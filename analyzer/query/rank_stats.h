@@ -27,13 +27,18 @@ typedef struct rank_entry {
     const char *input;
     const char *failed; /* why it could not be read (one line), NULL: read */
     int64_t rank;       /* from the trace's process, else the file name, else its place */
-    sqlite3 *db;        /* owned by the caller */
     run_summary s;
-    int leaking;        /* set by rank_stats_build */
-    stack_names *names; /* set by rank_stats_build, freed by rank_stats_release */
-    run_site *sites;    /* at its peak, by key */
+    run_site *sites; /* at its peak, by key; the strings are the entry's own */
     size_t nsites;
+    char *strings;
+    int leaking; /* set by rank_stats_build */
 } rank_entry;
+
+/* Reads a rank's summary and its sites at the peak from its database, which the caller may
+ * close then: a fleet is read one database at a time (thousands of open connections would
+ * hold a page cache each, and run out of file descriptors). 0, or -1 with a message. */
+int rank_entry_read(rank_entry *e, sqlite3 *db, int device, char *err, size_t errlen);
+void rank_entry_release(rank_entry *e);
 
 typedef struct rank_excess {
     const char *site, *key;
@@ -50,8 +55,8 @@ typedef struct rank_stats {
     size_t nexcess;
 } rank_stats;
 
-/* Sorts `ranks`, reads each read rank's sites, and works out the numbers; `top` bounds the
- * sites kept (0: all). 0, or -1 with a one-line message in err. */
+/* Sorts `ranks` and works out the numbers; `top` bounds the sites kept (0: all). 0, or -1
+ * with a one-line message in err. */
 int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *out, char *err,
                      size_t errlen);
 void rank_stats_release(rank_stats *st);

@@ -137,6 +137,7 @@ static int read_steps(sqlite3 *db, run_summary *s, char *err, size_t errlen) {
         ngrowth && windows && growth[0].growth_per_step > 0) {
         s->top_growth_stack = growth[0].stack_id;
         s->top_growth_per_step = growth[0].growth_per_step;
+        stack_label(db, s->top_growth_stack, s->top_growth_site, sizeof s->top_growth_site);
     }
     free(growth);
     return 0;

@@ -35,6 +35,7 @@ typedef struct run_summary {
     int64_t growth_per_step; /* bytes */
     int64_t limit_step;      /* -1: the trend never reaches the device (or its size is unknown) */
     int64_t top_growth_stack, top_growth_per_step; /* the site growing fastest; stack 0: none */
+    char top_growth_site[256];                     /* its label (stack_label) */
     int64_t *allocated_at_step, *reserved_at_step; /* per step end, in order (malloc'ed) */
     int64_t *step_numbers;
 } run_summary;
