@@ -184,9 +184,30 @@ typedef struct render_simulation {
     /* [nconfigs * ncolumns] the highest reserved bytes in each column; < 0: no request there */
     const int64_t *reserved_max;
     uint64_t device_memory_bytes; /* the limit line; 0: none */
+    /* NULL: simulate's words ("PyTorch events, in order", "reserved", "(own) " before the
+     * first line's legend); `compare -o` draws runs over their steps with the same picture */
+    const char *x_label, *y_label, *first_prefix, *peak_word; /* peak_word NULL: "peak" */
 } render_simulation;
 
 int render_simulation_draw(const render_simulation *s, const char *path, const render_options *opt,
                            char *err, size_t errlen);
+
+/* ---- ranks: the ranks of one job ----------------------------------------------------- */
+
+enum { RENDER_RANK_BOTTLENECK = 1, RENDER_RANK_LEAKING = 2 };
+typedef struct render_ranks {
+    const char *title, *subtitle;
+    size_t nranks;                 /* bars and strip rows, in order */
+    const int64_t *rank;           /* [nranks] the numbers shown */
+    const int64_t *peak_allocated; /* [nranks] bytes */
+    const int64_t *peak_reserved;  /* [nranks] bytes */
+    const uint8_t *flag;           /* [nranks] RENDER_RANK_* bits; NULL: none */
+    uint64_t device_memory_bytes;  /* the limit line; 0: none */
+    size_t nsteps;                 /* strip columns; 0: no strip */
+    const int64_t *allocated;      /* [nranks * nsteps] at step ends; < 0: no step */
+} render_ranks;
+
+int render_ranks_draw(const render_ranks *r, const char *path, const render_options *opt, char *err,
+                      size_t errlen);
 
 #endif

@@ -72,7 +72,8 @@ static void draw(canvas *c, const render_simulation *s) {
     }
     double requests = (double)(s->requests ? s->requests : 1);
     axis_plain(&p.xa, AXIS_INTEGER, 0, requests, (int)(p.w / (110 * sc)));
-    plot_axes(c, &p, "PyTorch events, in order", "reserved");
+    plot_axes(c, &p, s->x_label ? s->x_label : "PyTorch events, in order",
+              s->y_label ? s->y_label : "reserved");
     cairo_save(c->cr);
     cairo_rectangle(c->cr, p.x - 4 * sc, p.y - 4 * sc, p.w + 8 * sc, p.h + 8 * sc);
     cairo_clip(c->cr);
@@ -99,8 +100,9 @@ static void draw(canvas *c, const render_simulation *s) {
     for (size_t k = 0; k < s->nconfigs; k++) {
         char peak[32];
         format_bytes((double)s->peak_reserved[k], peak, sizeof peak);
-        snprintf(labels[k], sizeof labels[k], "%s%s: peak %s", k == 0 ? "(own) " : "", s->label[k],
-                 peak);
+        const char *prefix = s->first_prefix ? s->first_prefix : "(own) ";
+        snprintf(labels[k], sizeof labels[k], "%s%s: %s %s", k == 0 ? prefix : "", s->label[k],
+                 s->peak_word ? s->peak_word : "peak", peak);
         items[n++] = (legend_item){labels[k], render_site_color(k + 1), LEGEND_LINE};
     }
     if (s->device_memory_bytes)

@@ -72,6 +72,17 @@ grep -q "^  bottleneck: rank 3" "$T/ranks.txt" || fail "text: bottleneck"
 grep -q "leaking alone: rank 5 .*train.py:88 train_step" "$T/ranks.txt" || fail "text: leak"
 grep -q "could not read .*trace.8.zst" "$T/ranks.txt" || fail "text: the broken rank"
 
+# -o: the pictures (when this build draws them).
+png() { python3 -c "import sys; d=open(sys.argv[1],'rb').read(8); sys.exit(d != b'\x89PNG\r\n\x1a\n')" "$1"; }
+if "$MA" ranks "$T/job" -o "$T/ranks.png" >/dev/null 2>"$T/o.err"; then
+    png "$T/ranks.png" || fail "ranks -o wrote no PNG"
+    "$MA" compare "$T/job/trace.0.zst" "$T/job/trace.3.zst" -o "$T/cmp.svg" >/dev/null ||
+        fail "compare -o: exit $?"
+    grep -q "<svg" "$T/cmp.svg" || fail "compare -o wrote no SVG"
+else
+    grep -q "pictures are off in this build" "$T/o.err" || fail "ranks -o: $(cat "$T/o.err")"
+fi
+
 # The rank from the file name when the trace has none.
 mkdir -p "$T/named"
 "$SYNTH" -o "$T/named/run.11.zst" --steps 4 2>/dev/null || fail synth

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
+#include "plots.h"
 #include "run_print.h"
 #include "run_summary.h"
 #include "stack_names.h"
@@ -40,7 +41,7 @@ typedef struct site_difference {
 static void compare_usage(FILE *out) {
     fprintf(out,
             "usage: memanalyze compare A B [C ...] [--label NAME]... [--at WHEN] [--device N]\n"
-            "                          [--top N] [--json]\n"
+            "                          [--top N] [--json] [-o PICTURE]\n"
             "Runs side by side (traces, snapshots or databases): settings, steps, peaks,\n"
             "fragmentation at step ends, segments, OOMs, growth; then the sites whose live bytes\n"
             "differ most from the first run's, matched by their frames.\n"
@@ -48,7 +49,9 @@ static void compare_usage(FILE *out) {
             "  --at WHEN     compare sites at WHEN in every run (default: each run's peak)\n"
             "  --device N    the device in every run (default: each run's highest peak)\n"
             "  --top N       sites listed per run (default %d; 0: all)\n"
-            "  --json        machine-readable output\n",
+            "  --json        machine-readable output\n"
+            "  -o FILE       also draw allocated and reserved of every run by step (.png, .svg,\n"
+            "                .pdf)\n",
             DEFAULT_TOP);
 }
 
@@ -195,6 +198,26 @@ static int load_run(compared_run *r, long device, const char *at) {
     return 0;
 }
 
+/* -o: every run's allocated and reserved at its step ends; the device line when all runs
+ * agree on the device's size. 0, or 2 with the error printed. */
+static int draw(const compared_run *runs, size_t n, const char *path) {
+    const char *labels[MAX_RUNS];
+    size_t nsteps[MAX_RUNS];
+    const int64_t *allocated[MAX_RUNS], *reserved[MAX_RUNS];
+    uint64_t device = (uint64_t)runs[0].s.total_bytes;
+    for (size_t i = 0; i < n; i++) {
+        labels[i] = runs[i].label;
+        nsteps[i] = (size_t)runs[i].s.steps;
+        allocated[i] = runs[i].s.allocated_at_step;
+        reserved[i] = runs[i].s.reserved_at_step;
+        if ((uint64_t)runs[i].s.total_bytes != device)
+            device = 0;
+    }
+    plot_runs pr = {n, labels, nsteps, allocated, reserved, device};
+    char err[512];
+    return plot_compare(&pr, path, err, sizeof err) == 0 ? 0 : cli_error("%s", err);
+}
+
 static void release_runs(compared_run *runs, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(runs[i].sites);
@@ -205,20 +228,18 @@ static void release_runs(compared_run *runs, size_t n) {
 }
 
 int cmd_compare(int argc, char **argv) {
-    static const struct option longs[] = {{"label", required_argument, NULL, 'l'},
-                                          {"at", required_argument, NULL, 'a'},
-                                          {"device", required_argument, NULL, 'd'},
-                                          {"top", required_argument, NULL, 'n'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"label", required_argument, NULL, 'l'},  {"at", required_argument, NULL, 'a'},
+        {"device", required_argument, NULL, 'd'}, {"top", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},         {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *labels[MAX_RUNS];
     size_t nlabels = 0;
-    const char *at = NULL;
+    const char *at = NULL, *picture = NULL;
     long device = -1, top = DEFAULT_TOP;
     int json = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "l:a:d:n:jh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:a:d:n:jo:h", longs, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (nlabels == MAX_RUNS)
@@ -238,6 +259,9 @@ int cmd_compare(int argc, char **argv) {
             break;
         case 'j':
             json = 1;
+            break;
+        case 'o':
+            picture = optarg;
             break;
         case 'h':
             compare_usage(stdout);
@@ -268,6 +292,8 @@ int cmd_compare(int argc, char **argv) {
                              : runs[i].input);
         rc = load_run(&runs[i], device, at);
     }
+    if (rc == 0 && picture)
+        rc = draw(runs, n, picture);
     if (rc == 0 && json)
         print_json(runs, n, top);
     else if (rc == 0)

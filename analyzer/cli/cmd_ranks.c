@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
+#include "plots.h"
 #include "ranks_import.h"
 #include "ranks_report.h"
 
@@ -26,7 +27,7 @@
 static void ranks_usage(FILE *out) {
     fprintf(out,
             "usage: memanalyze ranks INPUTS... [-j N] [--device N] [--top N] [--json]\n"
-            "                        [--db OUT.db]\n"
+            "                        [--db OUT.db] [-o PICTURE]\n"
             "The ranks of a job side by side: per rank its peaks, fragmentation, growth and\n"
             "OOMs; across them the imbalance, the bottleneck rank and the sites that make it\n"
             "so, the first rank to run out, and ranks that leak alone. INPUTS are rank traces\n"
@@ -36,7 +37,8 @@ static void ranks_usage(FILE *out) {
             "  --device N    the device of every rank (default: each rank's highest peak)\n"
             "  --top N       sites named for the bottleneck (default 10; 0: all)\n"
             "  --json        machine-readable output\n"
-            "  --db OUT.db   also write the per-rank summaries (no events) to an SQLite file\n");
+            "  --db OUT.db   also write the per-rank summaries (no events) to an SQLite file\n"
+            "  -o FILE       also draw peak per rank and a rank x step strip (.png, .svg, .pdf)\n");
 }
 
 /* ---- the inputs ---------------------------------------------------------------------------- */
@@ -120,18 +122,16 @@ static int64_t rank_of_name(const char *path) {
 /* ---- the command --------------------------------------------------------------------------- */
 
 int cmd_ranks(int argc, char **argv) {
-    static const struct option longs[] = {{"jobs", required_argument, NULL, 'j'},
-                                          {"device", required_argument, NULL, 'd'},
-                                          {"top", required_argument, NULL, 'n'},
-                                          {"json", no_argument, NULL, 'J'},
-                                          {"db", required_argument, NULL, 'b'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"jobs", required_argument, NULL, 'j'}, {"device", required_argument, NULL, 'd'},
+        {"top", required_argument, NULL, 'n'},  {"json", no_argument, NULL, 'J'},
+        {"db", required_argument, NULL, 'b'},   {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     long jobs = sysconf(_SC_NPROCESSORS_ONLN), device = -1, top = 10;
     int json = 0, c;
-    const char *db_out = NULL;
+    const char *db_out = NULL, *picture = NULL;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "j:d:n:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "j:d:n:o:h", longs, NULL)) != -1) {
         switch (c) {
         case 'j':
             if (cli_parse_count("jobs", optarg, 4096, &jobs) != 0)
@@ -150,6 +150,9 @@ int cmd_ranks(int argc, char **argv) {
             break;
         case 'b':
             db_out = optarg;
+            break;
+        case 'o':
+            picture = optarg;
             break;
         case 'h':
             ranks_usage(stdout);
@@ -220,6 +223,8 @@ int cmd_ranks(int argc, char **argv) {
             else
                 ranks_report_text(stdout, &stats);
             if (db_out && ranks_report_write_db(&stats, db_out, err, sizeof err) != 0)
+                rc = cli_error("%s", err);
+            if (rc == 0 && picture && plot_ranks(&stats, picture, err, sizeof err) != 0)
                 rc = cli_error("%s", err);
             if (rc == 0 && !stats.read)
                 rc = cli_error("no rank could be read");

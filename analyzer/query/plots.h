@@ -47,6 +47,22 @@ typedef struct plot_simulation {
 
 int plot_simulate(const plot_simulation *ps, const char *path, char *err, size_t errlen);
 
+/* `compare -o`: allocated (and reserved) at each step end of several runs, on one axis,
+ * aligned by step; a run without steps has no line. */
+typedef struct plot_runs {
+    size_t nruns;
+    const char *const *label;                          /* [nruns] */
+    const size_t *nsteps;                              /* [nruns] */
+    const int64_t *const *allocated, *const *reserved; /* [nruns][nsteps[i]] */
+    uint64_t device_memory;                            /* the limit line; 0: none */
+} plot_runs;
+
+int plot_compare(const plot_runs *pr, const char *path, char *err, size_t errlen);
+
+/* `ranks -o`: peak per rank against the device, and a rank x step strip of allocated. */
+struct rank_stats;
+int plot_ranks(const struct rank_stats *st, const char *path, char *err, size_t errlen);
+
 /* A picture over time of an input without history has nothing to draw:
  * its subtitle says so. */
 #define PLOT_NO_HISTORY                                                                            \
