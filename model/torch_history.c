@@ -44,6 +44,7 @@ int gmt_torch_event(const gmt_torch_entry *e, trace_event *ev) {
         .size = r->rounded ? gmt_torch_block_size(e->size) : e->size,
         .requested = requested,
         .stream = e->stream,
+        .pool = e->pool,
         .stack_id = e->stack_id,
         .device = e->device,
         .op = r->op,

@@ -87,9 +87,11 @@ typedef struct gmt_torch_entry {
     uint64_t ts_ns;       /* on the trace's clock */
     uint32_t device;
     uint32_t stack_id; /* a trace stack id; 0 = none */
+    uint64_t pool;     /* a private pool's number (segment_pool_id (a, b) as a * 2^32 + b, of
+                          the segment holding addr); 0 = the allocator's default pool */
 } gmt_torch_entry;
 
-/* The memory event of `e` in *ev (every field set: tid and pool 0). Returns
+/* The memory event of `e` in *ev (every field set: tid 0, pool the entry's). Returns
  * 1, or 0 when the entry makes no event (snapshot, an unknown action). */
 int gmt_torch_event(const gmt_torch_entry *e, trace_event *ev);
 

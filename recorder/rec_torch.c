@@ -206,7 +206,8 @@ static int emit_one(const uint64_t *f, uint64_t ts, uint32_t stack) {
                          .device_free = f[MEMREC_TORCH_DEVICE_FREE],
                          .ts_ns = ts,
                          .device = (uint32_t)f[MEMREC_TORCH_DEVICE],
-                         .stack_id = stack};
+                         .stack_id = stack,
+                         .pool = f[MEMREC_TORCH_POOL]};
     trace_event ev;
     trace_counter c;
     if (!gmt_torch_event(&e, &ev))

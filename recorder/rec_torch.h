@@ -43,6 +43,8 @@ enum memrec_torch_field {
     MEMREC_TORCH_DEVICE,
     MEMREC_TORCH_STACK,       /* a stack id from memrec_torch_define_stacks; 0 = none */
     MEMREC_TORCH_DEVICE_FREE, /* oom: the driver's free bytes; else 0 */
+    MEMREC_TORCH_POOL,        /* the private pool of the segment holding ADDR when the history was
+                                 drained (segment_pool_id (a, b) as a * 2^32 + b); 0 = the default */
     MEMREC_TORCH_FIELDS
 };
 

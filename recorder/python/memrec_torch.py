@@ -61,7 +61,7 @@ import time
 # in step). "snapshot" entries carry no memory and are not handed over.
 ACTIONS = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3,
            "segment_free": 4, "segment_map": 5, "segment_unmap": 6, "oom": 7}
-FIELDS = 8  # uint64 per entry, in rec_torch.h's order
+FIELDS = 9  # uint64 per entry, in rec_torch.h's order
 # Large enough that a busy loop rarely outgrows it between two drains: a
 # resize calls _record_memory_history again, which in some PyTorch versions
 # clears the ring (what was recorded since the last drain is then lost).
@@ -197,6 +197,36 @@ def load_library():
 
 def _text(value):
     return str(value if value is not None else "").encode("utf-8", "replace")
+
+
+def private_pools(segments):
+    """The private pools of a snapshot's segments (segment_pool_id other than (0, 0): a CUDA
+    graph's or a MemPool's), as a function (device, addr) -> pool number (a * 2^32 + b; 0 for
+    the default pool), or None when there are none (the common case costs nothing per entry).
+    The segment holding an address when the history is drained is, but for one freed and
+    replaced since, the one its entries were made in."""
+    ranges = []
+    for seg in segments or ():
+        pool = seg.get("segment_pool_id") or (0, 0)
+        try:
+            a, b = int(pool[0]), int(pool[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if a or b:
+            start = seg.get("address") or 0
+            ranges.append((seg.get("device") or 0, start, start + (seg.get("total_size") or 0),
+                           (((a << 32) + b) & MASK64) or 1))
+    if not ranges:
+        return None
+    ranges.sort()
+    keys = [(r[0], r[1]) for r in ranges]
+
+    def pool_of(device, addr):
+        i = bisect.bisect_right(keys, (device, addr)) - 1
+        if i >= 0 and ranges[i][0] == device and addr < ranges[i][2]:
+            return ranges[i][3]
+        return 0
+    return pool_of
 
 
 class Cursor:
@@ -476,7 +506,7 @@ class Drainer:
         action = {"START": 0x100, "END": 0x101}.get(stage)
         if action is None or not isinstance(name, str):
             return None
-        return (t, action, 0, 0, 0, device, self.interner.name_of(name), 0)
+        return (t, action, 0, 0, 0, device, self.interner.name_of(name), 0, 0)
 
     def mark_settings(self, settings):
         """Marks PyTorch's allocator settings when they differ from the last
@@ -489,6 +519,7 @@ class Drainer:
 
     def drain_snapshot(self, snapshot):
         self.mark_settings(snapshot.get("allocator_settings"))
+        pool_of = private_pools(snapshot.get("segments"))
         traces = snapshot.get("device_traces") or []
         merged, most_new = [], 0
         for device, entries in enumerate(traces):
@@ -533,11 +564,13 @@ class Drainer:
                                         device)
             else:
                 action = ACTIONS.get(e.get("action"))
+                addr = (e.get("addr") or 0) & MASK64
                 row = None if action is None else (
-                    t & MASK64, action, (e.get("addr") or 0) & MASK64,
+                    t & MASK64, action, addr,
                     (e.get("size") or 0) & MASK64, (e.get("stream") or 0) & MASK64,
                     device, stack_of(e.get("frames"), by_object),
-                    (e.get("device_free") or 0) & MASK64)
+                    (e.get("device_free") or 0) & MASK64,
+                    pool_of(device, addr) if pool_of else 0)
             if row is not None:
                 fields.extend(row)
         self.interner.flush(self.lib)

@@ -77,16 +77,17 @@ int main(void) {
     uint64_t t = wall_us() - 1000000; /* one second ago */
     enum { A = 0x7f0000000000ull, MIB = 1u << 20 };
     const uint64_t entries[][MEMREC_TORCH_FIELDS] = {
-        {t, GMT_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 5, 0, 2, 0},
-        {t, GMT_TORCH_ALLOC, A, 1000, 5, 0, 1, 0},
-        {t + 1, GMT_TORCH_FREE_REQUESTED, A, 1000, 5, 0, 1, 0},
-        {t + 2, GMT_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0},
-        {t + 3, 99, A, 1, 0, 0, 0, 0}, /* unknown action: skipped */
-        {t + 4, GMT_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0},
-        {t + 5, GMT_TORCH_SEGMENT_MAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0}, /* 3 small pages */
-        {t + 6, GMT_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0},
-        {t + 7, GMT_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456},
-        {t + 10000000, GMT_TORCH_ALLOC, A, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
+        /* the first four in a CUDA graph's private pool (1, 0) */
+        {t, GMT_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 5, 0, 2, 0, 1ull << 32},
+        {t, GMT_TORCH_ALLOC, A, 1000, 5, 0, 1, 0, 1ull << 32},
+        {t + 1, GMT_TORCH_FREE_REQUESTED, A, 1000, 5, 0, 1, 0, 1ull << 32},
+        {t + 2, GMT_TORCH_FREE_COMPLETED, A, 1000, 5, 0, 0, 0, 1ull << 32},
+        {t + 3, 99, A, 1, 0, 0, 0, 0, 0}, /* unknown action: skipped */
+        {t + 4, GMT_TORCH_SEGMENT_FREE, A, 2 * MIB, 5, 0, 0, 0, 0},
+        {t + 5, GMT_TORCH_SEGMENT_MAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0, 0}, /* 3 small pages */
+        {t + 6, GMT_TORCH_SEGMENT_UNMAP, A + 4 * MIB, 6 * MIB, 0, 1, 0, 0, 0},
+        {t + 7, GMT_TORCH_OOM, 0, 3 * MIB + 1, 0, 1, 1, 123456, 0},
+        {t + 10000000, GMT_TORCH_ALLOC, A, 0, 0, 0, 0, 0, 0}, /* 10 s ahead: clamped */
     };
     CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 10), 9);
     uint64_t after_ns = rec_clock_ns();
@@ -113,6 +114,8 @@ int main(void) {
         check_event(&events[9], TRACE_OP_OOM, TRACE_LEVEL_BLOCK, 0, 3 * MIB + 512, 3 * MIB + 1, 0);
         check_event(&events[10], TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, A, 512, 1, 0);
         CHECK_EQ_U64(events[5].device, 1);
+        for (int k = 0; k < 11; k++) /* the private pool's events, and only they, carry it */
+            CHECK_EQ_U64(events[k].pool, k < 4 ? 1ull << 32 : 0);
         CHECK_EQ_U64(events[3].stack_id, 0);
         check_frame(events[1].stack_id, 0, "train_step", "train.py", 88, TRACE_FRAME_PYTHON);
         check_frame(events[1].stack_id, 1, "<module>", "train.py", 120, TRACE_FRAME_PYTHON);

@@ -138,6 +138,18 @@ time.sleep(0.2)
 torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
 """
 
+# A CUDA graph's private pool beside the default one: the snapshot's segments say which.
+POOLS = """\
+import time
+import torch
+torch.cuda.fake_free(torch.cuda.fake_alloc(4096))
+torch.cuda.fake_pool = (1, 0)
+graph_block = torch.cuda.fake_alloc(3 << 20)
+torch.cuda.fake_pool = (0, 0)
+torch.cuda.fake_free(torch.cuda.fake_alloc(8192))
+time.sleep(0.01)
+"""
+
 USER_SITE = 'print("user sitecustomize ran")\n'
 
 
@@ -301,6 +313,19 @@ def main():
                   "the replay models the settings PyTorch reported first: %r" % meta)
         else:
             check(False, "settings.py left a trace")
+
+        # ---- 1f. a private pool (segment_pool_id (1, 0)) ------------------------
+        out, trace, _ = record("pools", POOLS)
+        check(out.returncode == 0, "pools.py ran: %r" % out.stderr)
+        if os.path.exists(trace):
+            rows = sql(trace, "SELECT op, level, size, pool FROM events WHERE source = 'torch' "
+                              "AND event_id > 0 ORDER BY event_id")
+            pooled = [(r["op"], r["level"], r["pool"]) for r in rows if r["pool"] is not None]
+            check(pooled == [("alloc", "segment", 1 << 32), ("alloc", "block", 1 << 32)] and
+                  len(rows) == 8,
+                  "the graph's segment and block, and only they, carry its pool: %r" % rows)
+        else:
+            check(False, "pools.py left a trace")
 
         # ---- 2. a burst larger than the ring --------------------------------
         out, trace, _ = record("burst", BURST, extra={"MEMREC_TORCH_RING": "32"})

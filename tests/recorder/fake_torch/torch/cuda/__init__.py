@@ -63,6 +63,9 @@ def _segment_size(requested):
     return (rounded + (2 << 20) - 1) // (2 << 20) * (2 << 20)
 
 
+fake_pool = (0, 0)  # the pool new segments go to: (0, 0), or a private pool (a CUDA graph's)
+
+
 def fake_alloc(requested, stream=0):
     """A block in a new segment; returns its address."""
     global _next_address
@@ -72,6 +75,10 @@ def fake_alloc(requested, stream=0):
     addr = _next_address
     _next_address += seg
     memory._record("segment_alloc", addr, seg, stream, frames)
+    memory._segments.append({"device": memory.fake_device, "address": addr, "total_size": seg,
+                             "stream": stream, "segment_pool_id": fake_pool,
+                             "segment_type": "large" if seg > (2 << 20) else "small",
+                             "is_expandable": False, "blocks": []})
     memory._record("alloc", addr, requested, stream, frames)
     _blocks[addr] = (requested, stream)
     return addr

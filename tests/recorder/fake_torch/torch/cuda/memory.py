@@ -22,6 +22,7 @@ def _frame(filename, line, name):
 
 
 _annotations = []
+_segments = []  # the segments made, never freed (a cache): snapshot()'s `segments`
 _record_annotations = False
 fake_legacy_annotations = False  # PyTorch 2.4-2.6: user_defined entries instead
 _refits = (0, 3, -2, 1)  # us each snapshot's clock re-fit moves time_us by
@@ -131,6 +132,6 @@ def _snapshot(device=None):
         trace = _ring[_next:] + _ring[:_next]
     traces = [[] for _ in range(max(fake_devices, fake_device + 1))]
     traces[fake_device] = [dict(e, time_us=e["time_us"] + shift) for e in trace]
-    return {"segments": [], "device_traces": traces, "allocator_settings": _allocator_settings(),
+    return {"segments": [dict(s) for s in _segments], "device_traces": traces, "allocator_settings": _allocator_settings(),
             "external_annotations": [dict(a, time_us=a["time_us"] + shift)
                                      for a in _annotations]}
