@@ -350,7 +350,7 @@ am_error am_malloc(am_model *model, uint64_t requested, uint64_t stream, uint64_
     uint64_t size = am_config_round_size(&model->config, requested);
     bool is_small = am_is_small(size);
     bool collecting = collects_garbage(model);
-    if (collecting)
+    if (collecting && !(stream & AM_STREAM_PRIVATE_POOL)) /* a private pool counts its own */
         model->free_block_searches[is_small]++;
     am_block *block = find_free_block(model, is_small, stream, size);
     if (!block) {

@@ -549,6 +549,16 @@ void am_settings_from_json(am_settings *s, const char *json) {
 
 /* ---- as a PYTORCH_CUDA_ALLOC_CONF -------------------------------------------------------- */
 
+/* The shortest decimal that reads back as v (0.6, not 0.59999999999999998). */
+static const char *shortest(double v, char *buf, size_t len) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
 size_t am_settings_conf_text(const am_settings *s, char *out, size_t len) {
     out_buf o = {out, len, 0};
     if (out && len)
@@ -576,9 +586,12 @@ size_t am_settings_conf_text(const am_settings *s, char *out, size_t len) {
                 put(&o, "%llu:%u,", 1ULL << i, t[i]);
         put(&o, ">:%u]", t[AM_ROUNDUP_INTERVALS - 1]);
     }
+    char number[32];
     if (s->garbage_collection_threshold > 0)
-        put(&o, ",garbage_collection_threshold:%g", s->garbage_collection_threshold);
+        put(&o, ",garbage_collection_threshold:%s",
+            shortest(s->garbage_collection_threshold, number, sizeof number));
     if (s->known & AM_SET_MEMORY_FRACTION)
-        put(&o, ",per_process_memory_fraction:%g", s->per_process_memory_fraction);
+        put(&o, ",per_process_memory_fraction:%s",
+            shortest(s->per_process_memory_fraction, number, sizeof number));
     return o.used;
 }

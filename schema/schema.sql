@@ -118,6 +118,7 @@ CREATE TABLE devices (
   peak_reserved_event_id  INTEGER,             -- first event_id at which it was reached; NULL: no events
   peak_requested_bytes    INTEGER,             -- highest requested_bytes of this device (bytes); NULL: no events
   peak_requested_event_id INTEGER,             -- first event_id at which it was reached; NULL: no events
+  peak_segments           INTEGER,             -- most segments live at once (the highest event_rows.segments of this device); NULL: no events
   allocs                  INTEGER,             -- recorded block allocations of device memory (event_id >= 1; plain cudaMalloc segments count as blocks); NULL: no events
   frees                   INTEGER,             -- recorded completed frees of such blocks (free_requested not counted); NULL: no events
   ooms                    INTEGER,             -- recorded 'oom' events; NULL: no events

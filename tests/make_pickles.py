@@ -662,6 +662,9 @@ def graph_pool():
     pool still uses plain segments."""
     rnd = random.Random(21)
     a = Allocator(0, 4 << 30, expandable=True, clock=Clock())
+    a.pool = (1, 0)  # an early graph block, freed at the end: the ring keeps its free only;
+    early = a.malloc((39 << 20) // 2, 0)  # 19.5 MiB of a 20 MiB plain segment, split (expandable)
+    a.pool = (0, 0)
     workload(a, rnd, 12, SIZES, empty_every=0)
     a.pool = (1, 0)  # capture: the graph's allocations
     graph = [a.malloc(size, 0) for size in (3 << 20, 30 << 20, 8 << 20, 600, 45 << 20)]
@@ -673,6 +676,7 @@ def graph_pool():
     graph += [a.malloc(size, 0) for size in (20 << 20, 500)]
     a.pool = (0, 0)
     workload(a, rnd, 10, SIZES, empty_every=4)
+    a.free_block(early)
     return snapshot_of([a], 0.7, settings_dict("expandable_segments:True", True))
 
 

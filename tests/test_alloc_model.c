@@ -740,19 +740,27 @@ static void test_expandable_adopt(void) {
  * so the 20 and 22 MiB segments go (42 MiB, all at once though 16 would do) and the youngest
  * stays: 24 + 26 = 50 MiB reserved. Without the limit, or without the threshold, nothing is
  * collected: 92 MiB. */
-static uint64_t gc_script(uint64_t capacity, double threshold, effect_log *log) {
+static uint64_t gc_script_with(uint64_t capacity, double threshold, effect_log *log, int graph_at) {
     am_config config = am_config_default();
     config.device_capacity = capacity;
     config.garbage_collection_threshold = threshold;
     am_model *model = am_model_new(&config);
     CHECK(model != NULL);
-    for (uint64_t mib = 20; mib <= 24; mib += 2)
+    for (uint64_t mib = 20; mib <= 24; mib += 2) {
         CHECK_EQ_U64(am_free(model, must_malloc(model, mib * MiB, 0, NULL)), AM_OK);
+        /* a CUDA graph's requests search its own pool: they age no default-pool block */
+        for (int k = 0; graph_at == (int)(mib - 20) / 2 && k < 10; k++)
+            must_malloc(model, 1536 * 1024, AM_STREAM_PRIVATE_POOL | 1, NULL);
+    }
     must_malloc(model, 26 * MiB, 0, log);
     uint64_t reserved = am_stats(model).reserved_bytes;
     CHECK_EQ_U64(am_validate(model), AM_OK);
     am_model_free(model);
     return reserved;
+}
+
+static uint64_t gc_script(uint64_t capacity, double threshold, effect_log *log) {
+    return gc_script_with(capacity, threshold, log, -1);
 }
 
 static void test_garbage_collection(void) {
@@ -769,6 +777,10 @@ static void test_garbage_collection(void) {
     /* past 0.2 (20 MiB): 46 to reclaim; the first round's 42 is short, so a second round with
      * the age left (1) takes the 24 MiB segment too */
     CHECK_EQ_U64(gc_script(100 * MiB, 0.2, NULL), 26 * MiB);
+    /* a graph's 20 MiB segment beside them (kept: a private pool's cache is never collected),
+     * its ten searches before the 22 MiB block or after the 24 MiB one: the same answer */
+    CHECK_EQ_U64(gc_script_with(100 * MiB, 0.7, NULL, 0), gc_script_with(100 * MiB, 0.7, NULL, 2));
+    CHECK_EQ_U64(gc_script_with(100 * MiB, 0.7, NULL, 2), 70 * MiB);
 }
 
 /* ---- known answers: large_segment_size_mb (get_allocation_size) ---- */

@@ -127,7 +127,7 @@ static void test_round_trips(void) {
         "expandable_segments:True,large_segment_size_mb:32,roundup_power2_divisions:4",
         "expandable_segments:False,max_non_split_rounding_mb:64,"
         "roundup_power2_divisions:[1:1,128:0,256:2,512:0,>:8],garbage_collection_threshold:0.6,"
-        "per_process_memory_fraction:0.5",
+        "per_process_memory_fraction:0.1234567",
         "expandable_segments:False",
     };
     for (size_t k = 0; k < sizeof confs / sizeof confs[0]; k++) {

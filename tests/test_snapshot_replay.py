@@ -337,6 +337,11 @@ def main():
                   f"{name}: {got} events replayed, {expected_events(snap)} expected")
             warnings = db.execute("SELECT code, count(*) FROM warnings GROUP BY code").fetchall()
             check(not warnings, f"{name}: replay warnings {warnings}")
+            bad = db.execute("SELECT d.device FROM devices d WHERE d.peak_segments IS NOT (SELECT "
+                             "max(e.segments) FROM events e WHERE e.device = d.device AND "
+                             "(e.event_id > 0 OR e.op = 'seed'))").fetchall()
+            check(not bad, f"{name}: devices.peak_segments is not the timeline's most segments "
+                  f"on devices {bad}")
             meta = dict(db.execute("SELECT key, value FROM meta"))
             scanned = db.execute("SELECT count(*), coalesce(max(ts_ns), 0) FROM event_rows "
                                  "WHERE event_id > 0").fetchone()
@@ -355,6 +360,17 @@ def main():
                     "AND pool IS NOT NULL GROUP BY device, pool, addr").fetchall())
                 check(got_pools == want, f"{name}: private pools {got_pools[:4]}, the snapshot "
                       f"says {want[:4]}")
+            # with expandable segments on, PyTorch splits any remainder of 512 bytes or more:
+            # every block is its rounded request, seed blocks known only by their free too
+            snap_settings = snap.get("allocator_settings") if isinstance(snap, dict) else None
+            if (snap_settings or {}).get("expandable_segments") and not any(
+                    (snap_settings.get("roundup_power2_divisions") or {}).values()):
+                wide = db.execute(
+                    "SELECT event_id, size, requested_size FROM events WHERE level = 'block' "
+                    "AND op = 'alloc' AND size != (max(requested_size, 1) + 511) / 512 * 512 "
+                    "LIMIT 3").fetchall()
+                check(not wide, f"{name}: blocks larger than their rounded request with "
+                      f"expandable segments on: {wide}")
             source, times, history, expandable = expected_facts(snap)
             check((meta.get("allocator_settings_source"), meta.get("timestamps"),
                    meta.get("history")) == (source, times, history),

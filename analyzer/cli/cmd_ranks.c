@@ -18,9 +18,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +81,27 @@ static int by_string(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An input named twice (a file and its directory, or twice over) is read once: the first
+ * time, as given, and its other names dropped. */
+static void drop_repeats(input_list *l) {
+    size_t kept = 0;
+    char(*real)[PATH_MAX] = malloc((l->count ? l->count : 1) * sizeof *real);
+    for (size_t i = 0; i < l->count; i++) {
+        if (real && !realpath(l->paths[i], real[kept]))
+            snprintf(real[kept], sizeof real[kept], "%s", l->paths[i]);
+        int seen = 0;
+        for (size_t k = 0; real && k < kept && !seen; k++)
+            seen = !strcmp(real[k], real[kept]);
+        if (seen) {
+            free(l->paths[i]);
+            continue;
+        }
+        l->paths[kept++] = l->paths[i];
+    }
+    l->count = kept;
+    free(real);
+}
+
 static int expand(input_list *l, const char *arg) {
     struct stat st;
     if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -102,15 +125,22 @@ static int expand(input_list *l, const char *arg) {
     return rc;
 }
 
-/* The rank a file name says: the last number in its base name (trace.3.zst, rank-3.db). */
+/* The rank a file name says: the number after "rank" (rank3_step500.db, rank-3.zst), else the
+ * last number in its base name (trace.3.zst, memrec-node7-3.zst). */
 static int64_t rank_of_name(const char *path) {
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int64_t rank = -1;
     for (const char *p = base; *p;) {
+        if (!strncasecmp(p, "rank", 4)) {
+            const char *q = p + 4;
+            while (*q == '-' || *q == '_' || *q == '.')
+                q++;
+            if (isdigit((unsigned char)*q))
+                return strtoll(q, NULL, 10);
+        }
         if (isdigit((unsigned char)*p)) {
             char *end;
-            long long v = strtoll(p, &end, 10);
-            rank = v;
+            rank = strtoll(p, &end, 10);
             p = end;
         } else {
             p++;
@@ -170,6 +200,7 @@ int cmd_ranks(int argc, char **argv) {
     for (int i = optind; i < argc; i++)
         if (expand(&list, argv[i]) != 0)
             return cli_error("out of memory");
+    drop_repeats(&list);
     if (!list.count) {
         free(list.paths);
         return cli_error("no rank inputs in %s", argv[optind]);

@@ -474,7 +474,8 @@ int cmd_simulate(int argc, char **argv) {
     am_settings_conf_text(&configs[0].settings, configs[0].spec, sizeof configs[0].spec);
     for (size_t i = 0; i < n; i++)
         configs[i].fraction_set =
-            have_memory || (configs[i].settings.known & AM_SET_MEMORY_FRACTION) != 0;
+            have_memory ||
+            (memory > 0 && (configs[i].settings.known & AM_SET_MEMORY_FRACTION) != 0);
     if (n == 1) { /* the default: the run's own, and expandable segments switched */
         configs[1] = configs[0];
         configs[1].own = 0;

@@ -80,6 +80,11 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
         return -1;
     size_t next = 0, active = 0, started = 0;
     fflush(NULL); /* nothing buffered is written twice by a child */
+    /* A parent that ignores SIGCHLD would have the children reaped behind waitpid's back:
+     * their answers would be lost. The default, for the imports only. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, saved;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, &dfl, &saved);
     while (next < n || active) {
         while (next < n && active < (size_t)jobs) {
             /* cached, or a database: no process needed (a fleet re-read costs a stat each) */
@@ -128,7 +133,15 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
         if (done < 0) {
             if (errno == EINTR)
                 continue;
-            break;
+            /* no child left to wait for (reaped by someone else): what each one wrote before
+             * it went is still in its pipe */
+            for (int k = 0; k < jobs; k++)
+                if (running[k].pid) {
+                    collect(&inputs[running[k].input], running[k].fd, 0);
+                    running[k].pid = 0;
+                }
+            active = 0;
+            continue;
         }
         for (int k = 0; k < jobs; k++)
             if (running[k].pid == done) {
@@ -138,6 +151,7 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
                 break;
             }
     }
+    sigaction(SIGCHLD, &saved, NULL);
     free(running);
     int any = started > 0;
     for (size_t i = 0; i < n && !any; i++)

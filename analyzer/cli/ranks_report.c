@@ -71,6 +71,12 @@ void ranks_report_text(FILE *out, const rank_stats *st) {
                     growth_text(st->median_growth, b[1]), site[0] ? ", fastest at " : "", site);
         }
     }
+    for (size_t r = 1; r < st->read; r++)
+        if (st->ranks[r].rank == st->ranks[r - 1].rank)
+            fprintf(out,
+                    "  rank %lld twice: %s and %s (both kept; the rank comes from the trace, "
+                    "else the file name)\n",
+                    (long long)st->ranks[r].rank, st->ranks[r - 1].input, st->ranks[r].input);
     for (size_t r = st->read; r < st->count; r++)
         fprintf(out, "  could not read %s: %s\n", st->ranks[r].input, st->ranks[r].failed);
 }
@@ -114,6 +120,14 @@ void ranks_report_json(FILE *out, const rank_stats *st) {
             fprintf(out, "%s%lld", first ? "" : ", ", (long long)st->ranks[r].rank);
             first = 0;
         }
+    fputs("], \"duplicate_ranks\": [", out);
+    first = 1;
+    for (size_t r = 1; r < st->read; r++)
+        if (st->ranks[r].rank == st->ranks[r - 1].rank &&
+            (r < 2 || st->ranks[r - 2].rank != st->ranks[r].rank)) {
+            fprintf(out, "%s%lld", first ? "" : ", ", (long long)st->ranks[r].rank);
+            first = 0;
+        }
     fputs("], \"failed\": [", out);
     for (size_t r = st->read; r < st->count; r++) {
         fputs(r > st->read ? ", {\"input\": " : "{\"input\": ", out);
@@ -129,7 +143,7 @@ void ranks_report_json(FILE *out, const rank_stats *st) {
 
 static const char db_schema[] =
     "CREATE TABLE ranks (\n"
-    "  rank INTEGER PRIMARY KEY, input TEXT NOT NULL, host TEXT, device INTEGER NOT NULL,\n"
+    "  rank INTEGER NOT NULL, input TEXT NOT NULL, host TEXT, device INTEGER NOT NULL,\n"
     "  settings TEXT, command TEXT, steps INTEGER NOT NULL,\n"
     "  peak_allocated_bytes INTEGER NOT NULL, peak_allocated_step INTEGER,\n"
     "  peak_requested_bytes INTEGER NOT NULL, peak_reserved_bytes INTEGER NOT NULL,\n"
@@ -137,12 +151,14 @@ static const char db_schema[] =
     "  fragmentation_mean REAL, fragmentation_max REAL, trapped_ratio_mean REAL,\n"
     "  trapped_ratio_max REAL, segments_max INTEGER, ooms INTEGER, device_memory_bytes INTEGER,\n"
     "  growth_bytes_per_step INTEGER, limit_step INTEGER, leaking INTEGER NOT NULL,\n"
-    "  bottleneck INTEGER NOT NULL, first_to_run_out INTEGER NOT NULL);\n"
-    "CREATE TABLE rank_steps (rank INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+    "  bottleneck INTEGER NOT NULL, first_to_run_out INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (rank, input)) WITHOUT ROWID;\n"
+    "CREATE TABLE rank_steps (rank INTEGER NOT NULL, input TEXT NOT NULL, step INTEGER NOT NULL,\n"
     "  allocated_bytes INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,\n"
-    "  PRIMARY KEY (rank, step)) WITHOUT ROWID;\n"
-    "CREATE TABLE rank_sites (rank INTEGER NOT NULL, site TEXT NOT NULL, key TEXT NOT NULL,\n"
-    "  bytes_at_peak INTEGER NOT NULL, PRIMARY KEY (rank, key)) WITHOUT ROWID;\n"
+    "  PRIMARY KEY (rank, input, step)) WITHOUT ROWID;\n"
+    "CREATE TABLE rank_sites (rank INTEGER NOT NULL, input TEXT NOT NULL, site TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL, bytes_at_peak INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (rank, input, key)) WITHOUT ROWID;\n"
     "CREATE TABLE failed (input TEXT NOT NULL, error TEXT NOT NULL);\n";
 
 static int write_rank(sqlite3 *db, sqlite3_stmt *const *st, const rank_stats *s, size_t r) {
@@ -185,17 +201,19 @@ static int write_rank(sqlite3 *db, sqlite3_stmt *const *st, const rank_stats *s,
     sqlite3_reset(q);
     for (size_t k = 0; rc == 0 && k < (size_t)m->steps; k++) {
         sqlite3_bind_int64(st[1], 1, e->rank);
-        sqlite3_bind_int64(st[1], 2, m->step_numbers[k]);
-        sqlite3_bind_int64(st[1], 3, m->allocated_at_step[k]);
-        sqlite3_bind_int64(st[1], 4, m->reserved_at_step[k]);
+        sqlite3_bind_text(st[1], 2, e->input, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st[1], 3, m->step_numbers[k]);
+        sqlite3_bind_int64(st[1], 4, m->allocated_at_step[k]);
+        sqlite3_bind_int64(st[1], 5, m->reserved_at_step[k]);
         rc = sqlite3_step(st[1]) == SQLITE_DONE ? 0 : -1;
         sqlite3_reset(st[1]);
     }
     for (size_t k = 0; rc == 0 && k < e->nsites; k++) {
         sqlite3_bind_int64(st[2], 1, e->rank);
-        sqlite3_bind_text(st[2], 2, e->sites[k].label, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st[2], 3, e->sites[k].key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st[2], 4, e->sites[k].bytes);
+        sqlite3_bind_text(st[2], 2, e->input, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st[2], 3, e->sites[k].label, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st[2], 4, e->sites[k].key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st[2], 5, e->sites[k].bytes);
         rc = sqlite3_step(st[2]) == SQLITE_DONE ? 0 : -1;
         sqlite3_reset(st[2]);
     }
@@ -215,8 +233,8 @@ int ranks_report_write_db(const rank_stats *s, const char *path, char *err, size
                  : -1;
     static const char *const inserts[] = {
         "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        "INSERT OR REPLACE INTO rank_steps VALUES (?,?,?,?)",
-        "INSERT OR REPLACE INTO rank_sites VALUES (?,?,?,?)", "INSERT INTO failed VALUES (?,?)"};
+        "INSERT OR REPLACE INTO rank_steps VALUES (?,?,?,?,?)",
+        "INSERT OR REPLACE INTO rank_sites VALUES (?,?,?,?,?)", "INSERT INTO failed VALUES (?,?)"};
     for (size_t k = 0; rc == 0 && k < 4; k++)
         rc = sqlite3_prepare_v2(db, inserts[k], -1, &st[k], NULL) == SQLITE_OK ? 0 : -1;
     for (size_t r = 0; rc == 0 && r < s->read; r++)

@@ -299,7 +299,8 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
 /* A seed block whose alloc the ring lost is known by its free's request only, rounded. PyTorch
  * gave it more when the free block it came from had at most kSmallSize (1 MiB) to spare: in
  * the large pool of a plain segment it splits only a remainder larger than that (should_split),
- * so no block there, free or not, is 1 MiB or smaller. A block boundary at most 1 MiB past the
+ * so no block there, free or not, is 1 MiB or smaller (with expandable segments off: on, it
+ * splits any remainder, and the caller does not widen). A block boundary at most 1 MiB past the
  * rounded end is then the block's own end. Boundaries known: the next seed block, the
  * segment's end, and where the history allocates while the block is still live (an allocation
  * starts at a free block's start). The small pool and expandable segments split any remainder
@@ -624,6 +625,19 @@ static void roundup_of(const snapshot_settings *ss, am_settings *st) {
     st->known |= AM_SET_ROUNDUP;
 }
 
+/* PyTorch mapped pages: expandable segments were on (whatever the settings say). */
+static int has_mapped_memory(const snapshot *snap) {
+    for (size_t i = 0; i < snap->segment_count; i++)
+        if (snap->segments[i].is_expandable == 1)
+            return 1;
+    for (size_t d = 0; d < snap->device_count; d++)
+        for (size_t i = 0; i < snap->devices[d].entry_count; i++)
+            if (snap->devices[d].entries[i].action == GMT_TORCH_SEGMENT_MAP ||
+                snap->devices[d].entries[i].action == GMT_TORCH_SEGMENT_UNMAP)
+                return 1;
+    return 0;
+}
+
 static void facts_of(const snapshot *snap, snapshot_facts *f) {
     const snapshot_settings *ss = &snap->settings;
     am_settings st = am_settings_default();
@@ -664,17 +678,12 @@ static void facts_of(const snapshot *snap, snapshot_facts *f) {
         if (ss->roundup_count)
             roundup_of(ss, &st);
     }
-    int mapped = 0, times = 0, entries = 0;
-    for (size_t i = 0; i < snap->segment_count; i++)
-        mapped |= snap->segments[i].is_expandable == 1;
+    int mapped = has_mapped_memory(snap), times = 0, entries = 0;
     for (size_t d = 0; d < snap->device_count; d++) {
         const snapshot_device *dev = &snap->devices[d];
         entries |= dev->entry_count > 0;
-        for (size_t i = 0; i < dev->entry_count; i++) {
+        for (size_t i = 0; i < dev->entry_count; i++)
             times |= (dev->entries[i].flags & SNAPSHOT_HAS_TIME) != 0;
-            mapped |= dev->entries[i].action == GMT_TORCH_SEGMENT_MAP ||
-                      dev->entries[i].action == GMT_TORCH_SEGMENT_UNMAP;
-        }
     }
     f->settings_source = ss->present ? "snapshot" : "none";
     if (!(st.known & AM_SET_EXPANDABLE) && mapped) {
@@ -698,8 +707,13 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
     snapshot *snap = snapshot_load(pickle_path, err, errlen);
     if (!snap)
         return -1;
-    if (facts)
-        facts_of(snap, facts);
+    snapshot_facts own_facts;
+    if (!facts)
+        facts = &own_facts;
+    facts_of(snap, facts);
+    /* with expandable segments on, should_split cuts any remainder of 512 bytes or more, in
+     * plain segments (a private pool's) too: no seed block is wider than its rounded request */
+    int splits_any_remainder = facts->settings.expandable_segments || has_mapped_memory(snap);
     trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
     trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
     if (!w) {
@@ -737,7 +751,7 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
         if (rc == 0)
             rc = resolve_pools(history, &s);
         if (rc == 0)
-            rc = widen_unsplit_blocks(history, &s);
+            rc = splits_any_remainder ? 0 : widen_unsplit_blocks(history, &s);
         if (rc == 0)
             rc = write_seed(&im, (uint32_t)d, &s);
         free(s.blocks);

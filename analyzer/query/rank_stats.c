@@ -83,6 +83,8 @@ int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *ou
     qsort(ranks, count, sizeof *ranks, by_rank);
     while (out->read < count && !ranks[out->read].failed)
         out->read++;
+    for (size_t r = 1; r < out->read; r++)
+        out->duplicates += ranks[r].rank == ranks[r - 1].rank;
     if (!out->read)
         return 0;
     int64_t max = INT64_MIN, min = INT64_MAX;

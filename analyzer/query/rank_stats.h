@@ -53,6 +53,8 @@ typedef struct rank_stats {
     long bottleneck, first_to_run_out; /* indexes into ranks; -1: none */
     rank_excess *excess;               /* the bottleneck's sites over the median */
     size_t nexcess;
+    size_t duplicates; /* read entries whose rank an earlier entry has too (names misread,
+                          or a rank's process recorded twice): kept, each with its input */
 } rank_stats;
 
 /* Sorts `ranks` and works out the numbers; `top` bounds the sites kept (0: all). 0, or -1

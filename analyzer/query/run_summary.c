@@ -12,11 +12,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A text cut to its buffer may end inside a UTF-8 character: drops the partial one, so the
+ * JSON that carries it stays valid. */
+static void utf8_trim(char *text) {
+    size_t n = strlen(text), start = n;
+    while (start > 0 && ((unsigned char)text[start - 1] & 0xC0) == 0x80)
+        start--; /* continuation bytes */
+    if (start == 0)
+        return;
+    unsigned char lead = (unsigned char)text[start - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (start - 1) < want)
+        text[start - 1] = 0;
+}
+
 static void read_meta(sqlite3 *db, run_summary *s) {
     char json[2048];
     s->rank = db_query_i64(db, "SELECT value FROM meta WHERE key = 'rank'", 0, 0, -1);
     db_meta_text(db, "host", s->host, sizeof s->host);
     db_meta_text(db, "command_line", s->command, sizeof s->command);
+    utf8_trim(s->host);
+    utf8_trim(s->command);
     if (db_meta_text(db, "allocator_settings", json, sizeof json)[0]) {
         am_settings settings = am_settings_default();
         am_settings_from_json(&settings, json);
@@ -42,8 +58,9 @@ static void read_peaks(sqlite3 *db, run_summary *s) {
         }
     }
     sqlite3_finalize(st);
+    /* the innermost step holding it, as report says it (when_describe) */
     static const char step_of[] = "SELECT step FROM steps WHERE end_event_id >= ?1 AND "
-                                  "begin_event_id < ?1 ORDER BY step LIMIT 1";
+                                  "begin_event_id < ?1 ORDER BY begin_event_id DESC, step LIMIT 1";
     s->peak_allocated_step = db_query_i64(db, step_of, s->peak_allocated_event, 0, -1);
     s->peak_reserved_step = db_query_i64(db, step_of, s->peak_reserved_event, 0, -1);
     /* the free split at the peak (free_splits keeps one there) */
@@ -59,22 +76,19 @@ static void read_peaks(sqlite3 *db, run_summary *s) {
         }
     }
     sqlite3_finalize(st);
-    /* the most segments at once: +1 at each creation, -1 at each free, in event order */
-    s->segments_max = db_query_i64(
-        db,
-        "SELECT coalesce(max(n), 0) FROM (SELECT sum(d) OVER (ORDER BY at, d ROWS UNBOUNDED "
-        "PRECEDING) AS n FROM (SELECT segment_id AS at, 1 AS d FROM segments WHERE device = ?1 "
-        "AND kind = 'device' UNION ALL SELECT free_event_id, -1 FROM segments WHERE device = ?1 "
-        "AND kind = 'device' AND free_event_id IS NOT NULL))",
-        s->device, 0, 0);
+    /* the most segments at once, as event_rows.segments counts them (an expandable segment's
+     * contiguous mapped range is one, not a row per page) */
+    s->segments_max =
+        db_query_i64(db, "SELECT peak_segments FROM devices WHERE device = ?1", s->device, 0, 0);
 }
 
 /* Fragmentation and the trapped ratio at every step end: their mean and maximum. */
 static void read_step_fragmentation(sqlite3 *db, run_summary *s) {
     sqlite3_stmt *st = db_statement(
         db, "SELECT e.allocated_bytes, e.reserved_bytes, f.trapped_bytes, f.reserved_bytes FROM "
-            "step_ends e LEFT JOIN free_splits f ON f.device = e.device AND f.event_id = "
-            "e.event_id WHERE e.device = ?1 ORDER BY e.end_event_id");
+            "step_ends e JOIN steps s ON s.end_event_id = e.end_event_id LEFT JOIN free_splits f "
+            "ON f.device = e.device AND f.event_id = e.event_id WHERE e.device = ?1 ORDER BY "
+            "e.end_event_id");
     if (!st)
         return;
     sqlite3_bind_int(st, 1, s->device);

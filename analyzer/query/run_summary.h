@@ -21,7 +21,7 @@ typedef struct run_summary {
     int64_t rank;        /* meta rank (RANK of torchrun, SLURM_PROCID, ...); -1: unknown */
     char host[128];      /* "": unknown */
     char command[256];   /* the command line; "": unknown */
-    char settings[256];  /* allocator settings as PYTORCH_CUDA_ALLOC_CONF text; "": unknown */
+    char settings[512];  /* allocator settings as PYTORCH_CUDA_ALLOC_CONF text; "": unknown */
     int64_t total_bytes; /* the device's memory; 0: unknown */
     int64_t steps;       /* step ends on the device */
     int64_t peak_allocated, peak_allocated_event, peak_allocated_step; /* step: -1 none */

@@ -411,6 +411,7 @@ static int finish(replay *rp, const trace_reader *r) {
                              d->present ? d->peak_res_id : DB_NULL,
                              d->present ? d->peak_req : DB_NULL,
                              d->present ? d->peak_req_id : DB_NULL,
+                             d->present ? d->peak_segments : DB_NULL,
                              d->present ? d->allocs : DB_NULL,
                              d->present ? d->frees : DB_NULL,
                              d->present ? d->ooms : DB_NULL,

@@ -178,6 +178,8 @@ int replay_write_row(replay *rp, db_event_row *row) {
         d->peak_split = split_of(d);
         site_stats_new_peak(rp->sites, (uint32_t)row->device);
     }
+    if (state && t.segments > d->peak_segments)
+        d->peak_segments = t.segments;
     if (state && (t.requested > d->peak_req || d->peak_req_id == DB_NULL)) {
         d->peak_req = t.requested;
         d->peak_req_id = row->event_id;

@@ -50,6 +50,7 @@ typedef struct device_state {
     int uses_phys;         /* the trace has cuMemCreate on this device */
     uint8_t over_reserved, over_allocated; /* an invariant is broken now (warned once) */
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
+    int64_t peak_segments; /* the most live segments after any state row */
     split_now peak_split;  /* the free split when allocated peaked (free_splits) */
     int64_t last_event_id; /* of the device's rows: the seed row's, then its events' */
     int64_t last_row_ts;   /* that row's ts_ns */
