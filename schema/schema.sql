@@ -121,6 +121,8 @@ CREATE TABLE devices (
   peak_segments           INTEGER,             -- most segments live at once (the highest event_rows.segments of this device); NULL: no events
   allocs                  INTEGER,             -- recorded block allocations of device memory (event_id >= 1; plain cudaMalloc segments count as blocks); NULL: no events
   frees                   INTEGER,             -- recorded completed frees of such blocks (free_requested not counted); NULL: no events
+  cache_allocs            INTEGER,             -- recorded block allocations of PyTorch's caching allocator (source torch); NULL: no events
+  cache_misses            INTEGER,             -- those of them that needed new driver memory (a segment allocated or pages mapped just before them); cache_allocs - cache_misses were served from the cache; NULL: no events
   ooms                    INTEGER,             -- recorded 'oom' events; NULL: no events
   alloc_failed            INTEGER              -- recorded 'alloc_failed' events (driver allocations that failed); NULL: no events
 );

@@ -182,4 +182,47 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["allocator
   "$T/badmeta.json" || fail "report --json with a malformed allocator_settings is not JSON"
 "$MA" report "$T/badmeta.db" >/dev/null || fail "report of a database with bad meta"
 
+# The headroom forecast and the cache at work (issue 16). Risk by the documented rule from the
+# report's own numbers; the step and time the trend reaches the device; cache misses are the
+# block allocations right after new driver memory, counted here from the events themselves.
+"$SYNTH" -o "$T/steady.zst" --steps 12 --seed 5 2>/dev/null || fail synth
+"$SYNTH" -o "$T/slow.zst" --steps 12 --leak 30MiB 2>/dev/null || fail synth
+"$SYNTH" -o "$T/tight.zst" --steps 12 --leak 100MiB --device-memory 3GiB 2>/dev/null || fail synth
+for r in steady slow tight; do
+  "$MA" report "$T/$r.zst" --json >"$T/$r.json" || fail "report $r: exit $?"
+  "$MA" sql "$T/$r.zst" --csv "SELECT count(*) FROM (SELECT op, level, lag(op) OVER w AS p_op,
+      lag(level) OVER w AS p_level FROM events WHERE device = 0 AND source = 'torch' AND
+      kind = 'device' AND event_id > 0 WINDOW w AS (ORDER BY event_id)) WHERE op = 'alloc' AND
+      level = 'block' AND p_level = 'segment' AND p_op IN ('alloc', 'map')" | tail -1 >"$T/$r.misses"
+  "$MA" sql "$T/$r.zst" --csv "SELECT max(step), max(end_ts_ns) FROM steps" | tail -1 >"$T/$r.last"
+done
+python3 - "$T" <<'PY' || fail "headroom forecast / cache"
+import json, os, sys
+t = sys.argv[1]
+risks = {}
+for r in ("steady", "slow", "tight"):
+    dev = json.load(open(os.path.join(t, r + ".json")))["devices"][0]
+    h = dev["headroom"]
+    used = dev["peak_reserved_bytes"] / dev["total_bytes"]
+    last_step, last_ts = (int(v) for v in open(os.path.join(t, r + ".last")).read().split(","))
+    left = h["limit_step"] - last_step if h["limit_step"] is not None else None
+    want = ("critical" if dev["ooms"] or used >= 0.95 or (left is not None and left <= 100) else
+            "high" if used >= 0.85 or (left is not None and left <= 1000) else
+            "medium" if used >= 0.70 or left is not None else "low")
+    assert h["risk"] == want, (r, h, used, left)
+    risks[r] = h["risk"]
+    if h["limit_step"] is not None:  # past the last step end, at the median step's pace
+        assert h["limit_seconds"] * 1e9 > last_ts, (r, h, last_ts)
+    misses = int(open(os.path.join(t, r + ".misses")).read())
+    assert dev["cache_misses"] == misses > 0, (r, dev["cache_misses"], misses)
+    assert dev["cache_allocations"] == dev["allocs"], dev
+    assert abs(dev["cache_hit_rate"] - (1 - misses / dev["allocs"])) < 1e-5, dev
+    assert dev["active_bytes_at_peak"] == dev["peak_allocated_bytes"], dev
+assert risks == {"steady": "low", "slow": "medium", "tight": "critical"}, risks
+PY
+"$MA" report "$T/slow.zst" | grep -q "headroom: allocated grows .*; risk medium" ||
+  fail "report text: headroom risk"
+"$MA" report "$T/slow.zst" | grep -q "the cache: .* allocations served without new driver" ||
+  fail "report text: the cache"
+
 [ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }

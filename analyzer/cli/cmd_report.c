@@ -37,6 +37,8 @@ typedef struct device_report {
     size_t nsteps;
     int64_t growth_per_step; /* allocated at step ends, median change */
     int64_t limit_step;      /* step at which the trend reaches the device: -1 none */
+    headroom_forecast forecast;
+    int64_t cache_allocs, cache_misses; /* PyTorch's block allocations; after new memory */
     /* the free part of reserved, releasable vs trapped (free_split.h) */
     int have_split;
     free_split split_peak, split_end;
@@ -54,8 +56,20 @@ static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
 }
 
 /* The trend of allocated bytes at step ends, and where it leads. */
-static void headroom(device_report *r) {
-    analysis_headroom(r->steps, r->nsteps, r->s.total_bytes, &r->growth_per_step, &r->limit_step);
+static void headroom(sqlite3 *db, device_report *r) {
+    analysis_forecast(db, &r->s, r->steps, r->nsteps, &r->forecast);
+    r->growth_per_step = r->forecast.growth_per_step;
+    r->limit_step = r->forecast.limit_step;
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT cache_allocs, cache_misses FROM devices WHERE device = ?1");
+    if (st) {
+        sqlite3_bind_int(st, 1, r->s.device);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            r->cache_allocs = db_column_i64(st, 0, 0);
+            r->cache_misses = db_column_i64(st, 1, 0);
+        }
+    }
+    sqlite3_finalize(st);
 }
 
 /* The OOM events of the window, the first MAX_OOM_LINES. */
@@ -117,7 +131,7 @@ static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, 
         analysis_site_growth(db, device, from, to, &r->growth, &r->ngrowth, &r->windows) != 0 ||
         analysis_steps(db, device, from, to, &r->steps, &r->nsteps) != 0)
         return -1;
-    headroom(r);
+    headroom(db, r);
     splits(db, from, to, r);
     return 0;
 }
@@ -349,6 +363,22 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
     sqlite3_finalize(st);
 }
 
+/* The cache at work: allocations served without new driver memory, and at the peak what is
+ * in use (active) against what the cache holds free (inactive). */
+static void print_cache(const device_report *r) {
+    char b1[32], b2[32];
+    const device_summary *s = &r->s;
+    if (r->cache_allocs <= 0)
+        return;
+    printf("  the cache: %.1f %% of %lld allocations served without new driver memory (%lld "
+           "needed a cudaMalloc or mapped pages)\n",
+           100.0 * (double)(r->cache_allocs - r->cache_misses) / (double)r->cache_allocs,
+           (long long)r->cache_allocs, (long long)r->cache_misses);
+    printf("    at the peak %s active, %s inactive (reserved, free in the cache)\n",
+           B(s->peak_allocated.allocated, b1),
+           B(s->peak_allocated.reserved - s->peak_allocated.allocated, b2));
+}
+
 static void print_fragmentation(const device_report *r) {
     char b1[32], b2[32];
     const device_summary *s = &r->s;
@@ -437,14 +467,19 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
         if (r->limit_step >= 0)
             printf("; at that rate the run reaches the device limit (%s) at step %lld",
                    B(s->total_bytes, b2), (long long)r->limit_step);
-        printf("\n");
+        if (r->forecast.limit_seconds >= 0) {
+            char when[32];
+            units_duration((uint64_t)(r->forecast.limit_seconds * 1e9), when, sizeof when);
+            printf(", %s into the run", when);
+        }
+        printf("; risk %s\n", r->forecast.risk);
     } else if (r->nsteps >= 3) {
         printf("  headroom: allocated does not grow from step to step; peak uses %s",
                B(s->peak_reserved.reserved, b1));
         if (s->total_bytes)
             printf(" of %s (%.0f %%)", B(s->total_bytes, b2),
                    100.0 * (double)s->peak_reserved.reserved / (double)s->total_bytes);
-        printf("\n");
+        printf("; risk %s\n", r->forecast.risk);
     }
 }
 
@@ -536,6 +571,7 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
         }
         free(labels);
     }
+    print_cache(r);
     print_fragmentation(r);
     if (s->ooms) {
         printf("  %lld OOM%s:\n", (long long)s->ooms, s->ooms == 1 ? "" : "s");
@@ -642,9 +678,31 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
            "\"device_limit_step\": ",
            r->nsteps, (long long)r->growth_per_step);
     if (r->limit_step >= 0)
-        printf("%lld}", (long long)r->limit_step);
+        printf("%lld", (long long)r->limit_step);
     else
-        printf("null}");
+        printf("null");
+    printf(",\n     \"headroom\": {\"growth_bytes_per_step\": %lld, \"limit_step\": ",
+           (long long)r->forecast.growth_per_step);
+    if (r->forecast.limit_step >= 0)
+        printf("%lld", (long long)r->forecast.limit_step);
+    else
+        printf("null");
+    printf(", \"limit_seconds\": ");
+    if (r->forecast.limit_seconds >= 0)
+        json_number(stdout, r->forecast.limit_seconds);
+    else
+        printf("null");
+    printf(", \"risk\": ");
+    json_string(stdout, r->forecast.risk);
+    printf("},\n     \"cache_allocations\": %lld, \"cache_misses\": %lld, \"cache_hit_rate\": ",
+           (long long)r->cache_allocs, (long long)r->cache_misses);
+    if (r->cache_allocs > 0)
+        json_number(stdout, (double)(r->cache_allocs - r->cache_misses) / (double)r->cache_allocs);
+    else
+        printf("null");
+    printf(", \"active_bytes_at_peak\": %lld, \"inactive_bytes_at_peak\": %lld}",
+           (long long)s->peak_allocated.allocated,
+           (long long)(s->peak_allocated.reserved - s->peak_allocated.allocated));
 }
 
 /* ---- command ---------------------------------------------------------- */

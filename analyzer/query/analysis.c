@@ -22,6 +22,7 @@
 #include "gmt_env.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
+#include "when.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,43 @@ void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, i
     const step_state *last = &steps[n - 1];
     if (*growth > 0 && total_bytes > last->at_end.allocated)
         *limit_step = last->step + (total_bytes - last->at_end.allocated) / *growth;
+}
+
+void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *steps, size_t n,
+                       headroom_forecast *out) {
+    analysis_headroom(steps, n, s->total_bytes, &out->growth_per_step, &out->limit_step);
+    out->limit_seconds = -1;
+    if (out->limit_step >= 0 && n && when_has_timestamps(db)) {
+        /* the median step's duration, from the last step's end */
+        sqlite3_stmt *st = db_statement(db, "SELECT end_ts_ns - begin_ts_ns FROM steps WHERE "
+                                            "end_ts_ns IS NOT NULL");
+        int64_t *d = malloc(n * sizeof *d);
+        size_t k = 0;
+        while (st && d && k < n && sqlite3_step(st) == SQLITE_ROW)
+            d[k++] = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (d && k) {
+            const step_state *last = &steps[n - 1];
+            double step_ns = (double)analysis_median_i64(d, k);
+            out->limit_seconds =
+                ((double)last->at_end.ts_ns + (double)(out->limit_step - last->step) * step_ns) /
+                1e9;
+        }
+        free(d);
+    }
+    double used =
+        s->total_bytes > 0 ? (double)s->peak_reserved.reserved / (double)s->total_bytes : -1;
+    int64_t left = out->limit_step >= 0 && n ? out->limit_step - steps[n - 1].step : -1;
+    if (s->total_bytes <= 0 && !s->ooms)
+        out->risk = "unknown";
+    else if (s->ooms > 0 || used >= 0.95 || (left >= 0 && left <= 100))
+        out->risk = "critical";
+    else if (used >= 0.85 || (left >= 0 && left <= 1000))
+        out->risk = "high";
+    else if (used >= 0.70 || left >= 0)
+        out->risk = "medium";
+    else
+        out->risk = "low";
 }
 
 /* ---- site growth -------------------------------------------------------- */

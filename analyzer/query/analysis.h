@@ -70,6 +70,23 @@ int64_t analysis_median_i64(int64_t *values, size_t n);
 void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, int64_t *growth,
                        int64_t *limit_step);
 
+/* Headroom as a forecast people act on: when the growth trend reaches the device, in steps
+ * and in time, and how urgent that is. Risk levels, from the share of the device the peak
+ * reserved uses, the steps left at the trend, and the recorded OOMs:
+ *   critical  an OOM was recorded, or >= 95 % used, or <= 100 steps left
+ *   high      >= 85 % used, or <= 1,000 steps left
+ *   medium    >= 70 % used, or any growth toward the device
+ *   low       otherwise (and "unknown" when the device's size is not known) */
+typedef struct headroom_forecast {
+    int64_t growth_per_step; /* bytes, analysis_headroom */
+    int64_t limit_step;      /* -1: not reached */
+    double limit_seconds;    /* since the first event; < 0: not reached or no times */
+    const char *risk;
+} headroom_forecast;
+
+void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *steps, size_t n,
+                       headroom_forecast *out);
+
 /* Steps whose end lies in the window; *out is malloc'ed (caller frees). */
 int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
                    size_t *count);

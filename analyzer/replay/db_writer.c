@@ -95,8 +95,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_DEVICE] = "INSERT OR REPLACE INTO devices (device, name, total_bytes,"
                   " peak_allocated_bytes, peak_allocated_event_id, peak_reserved_bytes,"
                   " peak_reserved_event_id, peak_requested_bytes, peak_requested_event_id,"
-                  " peak_segments, allocs, frees, ooms, alloc_failed)"
-                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  " peak_segments, allocs, frees, cache_allocs, cache_misses, ooms, alloc_failed)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SITE] = "INSERT OR REPLACE INTO site_stats (device, stack_id, peak_bytes, peak_blocks,"
                 " end_bytes, end_blocks, never_freed_count, never_freed_bytes)"
                 " VALUES (?,?,?,?,?,?,?,?)",
@@ -568,6 +568,8 @@ int db_writer_device(db_writer *w, const db_device_row *r) {
                          r->peak_segments,
                          r->allocs,
                          r->frees,
+                         r->cache_allocs,
+                         r->cache_misses,
                          r->ooms,
                          r->alloc_failed};
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)

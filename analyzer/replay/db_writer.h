@@ -53,7 +53,7 @@ typedef struct db_device_row {
     int64_t peak_reserved_bytes, peak_reserved_event_id;
     int64_t peak_requested_bytes, peak_requested_event_id;
     int64_t peak_segments;
-    int64_t allocs, frees, ooms, alloc_failed;
+    int64_t allocs, frees, cache_allocs, cache_misses, ooms, alloc_failed;
 } db_device_row;
 
 typedef struct db_bucket_row {

@@ -414,6 +414,8 @@ static int finish(replay *rp, const trace_reader *r) {
                              d->present ? d->peak_segments : DB_NULL,
                              d->present ? d->allocs : DB_NULL,
                              d->present ? d->frees : DB_NULL,
+                             d->present ? d->cache_allocs : DB_NULL,
+                             d->present ? d->cache_misses : DB_NULL,
                              d->present ? d->ooms : DB_NULL,
                              d->present ? d->alloc_failed : DB_NULL};
         if (replay_db_ok(rp, db_writer_device(rp->db, &row)) != 0)

@@ -528,6 +528,18 @@ static void other_lifetime(replay *rp, const trace_event *ev, db_event_row *row)
     live_drop(rp, e);
 }
 
+/* The cache at work: PyTorch allocates a segment (or maps pages) right before the block that
+ * needed it, so a block allocation just after new memory is a miss, any other a hit. */
+static void note_cache_use(device_state *d, const trace_event *ev) {
+    if ((ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) && ev->level == TRACE_LEVEL_SEGMENT) {
+        d->new_memory = 1;
+    } else if (ev->op == TRACE_OP_ALLOC && ev->level == TRACE_LEVEL_BLOCK) {
+        d->cache_allocs++;
+        d->cache_misses += d->new_memory;
+        d->new_memory = 0;
+    }
+}
+
 int replay_event(replay *rp, const trace_event *ev) {
     if (ev->device >= GMT_MAX_DEVICES) {
         replay_warn(rp, DB_NULL, DB_WARNING_DEVICE_OUT_OF_RANGE, "event on device %u ignored",
@@ -563,6 +575,8 @@ int replay_event(replay *rp, const trace_event *ev) {
         rp->last_ts = row.ts_ns;
     rp->dev[ev->device].present = 1;
     rp->row_made = 0;
+    if (!seed && ev->source == TRACE_SOURCE_TORCH && ev->kind == TRACE_KIND_DEVICE)
+        note_cache_use(&rp->dev[ev->device], ev);
     switch (ev->op) {
     case TRACE_OP_ALLOC:
         if (ev->level == TRACE_LEVEL_SEGMENT)

@@ -55,6 +55,8 @@ typedef struct device_state {
     int64_t last_event_id; /* of the device's rows: the seed row's, then its events' */
     int64_t last_row_ts;   /* that row's ts_ns */
     int64_t allocs, frees, ooms, alloc_failed; /* recorded (event_id >= 1) */
+    int64_t cache_allocs, cache_misses; /* PyTorch's block allocations; those after new memory */
+    int new_memory;                     /* PyTorch's last event here made new driver memory */
     char *name;
     int64_t total_bytes;
     bucket_acc bucket;
