@@ -33,6 +33,7 @@ static const command commands[] = {
     {"fragmentation", cmd_fragmentation, "picture: fragmentation per step with rating bands"},
     {"simulate", cmd_simulate,
      "the run under other allocator settings: peaks, OOMs, memory needed"},
+    {"steps", cmd_steps, "a row per step: its peak and phase, end state, fragmentation, anomalies"},
     {"compare", cmd_compare, "runs side by side: settings, peaks, fragmentation, OOMs, sites"},
     {"ranks", cmd_ranks, "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},

@@ -3,7 +3,7 @@
  *   synth -o train.zst [--steps N | --events N] [--seed S] [--leak BYTES]
  *         [--fragment] [--devices D] [--streams K] [--layers L] [--hidden H]
  *         [--tokens T] [--device-memory BYTES] [--level Z] [--chunk-bytes B]
- *         [--rank R] [--host NAME]
+ *         [--rank R] [--host NAME] [--spike STEP:BYTES]
  *
  * The demo's input and the benchmarks' workload; see training_sim.h. */
 #include "training_sim.h"
@@ -23,6 +23,8 @@ static void usage(FILE *out) {
                  "  --seed S           random seed (default 1); same seed, same bytes\n"
                  "  --leak BYTES       leak BYTES per step at train.py:88 (default 0)\n"
                  "  --rank R           the process's rank, as torchrun's RANK (default none)\n"
+                 "  --spike STEP:BYTES one forward of step STEP allocates BYTES more, briefly,\n"
+                 "                     at layers.py:70 forward (a planted spike)\n"
                  "  --host NAME        the host it ran on (default synth-host)\n"
                  "  --fragment         variable-length batches that fragment memory\n"
                  "  --devices D        GPUs, 1-8 (default 1)\n"
@@ -39,16 +41,25 @@ int main(int argc, char **argv) {
     sim_config cfg = sim_config_default();
     trace_writer_options wopt = {0};
     const char *out = NULL;
-    static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'},  {"steps", required_argument, 0, 's'},
-        {"events", required_argument, 0, 'e'},  {"seed", required_argument, 0, 'r'},
-        {"leak", required_argument, 0, 'l'},    {"fragment", no_argument, 0, 'f'},
-        {"devices", required_argument, 0, 'd'}, {"streams", required_argument, 0, 'k'},
-        {"layers", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
-        {"tokens", required_argument, 0, 't'},  {"device-memory", required_argument, 0, 'm'},
-        {"level", required_argument, 0, 'z'},   {"chunk-bytes", required_argument, 0, 'c'},
-        {"rank", required_argument, 0, 'R'},    {"host", required_argument, 0, 'N'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"steps", required_argument, 0, 's'},
+                                         {"events", required_argument, 0, 'e'},
+                                         {"seed", required_argument, 0, 'r'},
+                                         {"leak", required_argument, 0, 'l'},
+                                         {"fragment", no_argument, 0, 'f'},
+                                         {"devices", required_argument, 0, 'd'},
+                                         {"streams", required_argument, 0, 'k'},
+                                         {"layers", required_argument, 0, 'L'},
+                                         {"hidden", required_argument, 0, 'H'},
+                                         {"tokens", required_argument, 0, 't'},
+                                         {"device-memory", required_argument, 0, 'm'},
+                                         {"level", required_argument, 0, 'z'},
+                                         {"chunk-bytes", required_argument, 0, 'c'},
+                                         {"rank", required_argument, 0, 'R'},
+                                         {"host", required_argument, 0, 'N'},
+                                         {"spike", required_argument, 0, 'S'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         uint64_t v = 0;
@@ -58,6 +69,19 @@ int main(int argc, char **argv) {
         }
         if (c == 'N') { /* a text, not a number */
             cfg.host = optarg;
+            continue;
+        }
+        if (c == 'S') { /* STEP:BYTES */
+            const char *colon = strchr(optarg, ':');
+            uint64_t step = 0;
+            char head[32];
+            snprintf(head, sizeof head, "%.*s", colon ? (int)(colon - optarg) : 0, optarg);
+            if (!colon || gmt_parse_size(head, &step) != 0 ||
+                gmt_parse_size(colon + 1, &cfg.spike_bytes) != 0 || step > UINT32_MAX) {
+                fprintf(stderr, "synth: bad --spike '%s' (STEP:BYTES, e.g. 7:2GiB)\n", optarg);
+                return 2;
+            }
+            cfg.spike_step = (uint32_t)step;
             continue;
         }
         if (c == '?' || (c != 'o' && c != 'f' && gmt_parse_size(optarg, &v) != 0)) {

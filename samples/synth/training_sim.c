@@ -31,6 +31,7 @@ enum site_id {
     SITE_OPT_TEMP,
     SITE_LEAK,
     SITE_FRAG,
+    SITE_SPIKE,
     SITE_COUNT
 };
 
@@ -58,6 +59,8 @@ static const site_desc sites[SITE_COUNT] = {
                        512, 85},
     [SITE_LEAK] = {"at::native::clone", SIM_LEAK_FUNCTION, SIM_LEAK_FILE, SIM_LEAK_LINE, 0},
     [SITE_FRAG] = {"at::native::empty_cuda", "pad_batch", "data.py", 63, 79},
+    [SITE_SPIKE] = {"at::native::empty_cuda", SIM_SPIKE_FUNCTION, SIM_SPIKE_FILE, SIM_SPIKE_LINE,
+                    80},
 };
 
 /* Native frames every allocation stack has, innermost first. */
@@ -412,6 +415,10 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
         acts[l * 3 + 2] = sim_alloc(s, d, tokens * 4 * h * 2, 0, SITE_ACT_MLP, TID_MAIN);
         t = sim_alloc(s, d, tokens * 4 * h * 2, 0, SITE_TEMP_GELU, TID_MAIN);
         sim_free(s, d, &t, TID_MAIN);
+    }
+    if (c->spike_bytes && step == c->spike_step) { /* a planted spike, gone before backward */
+        block spike = sim_alloc(s, d, c->spike_bytes, 0, SITE_SPIKE, TID_MAIN);
+        sim_free(s, d, &spike, TID_MAIN);
     }
     block loss = sim_alloc(s, d, 4, 0, SITE_LOSS, TID_MAIN);
     sim_free(s, d, &input, TID_MAIN);

@@ -30,7 +30,9 @@ typedef struct sim_config {
     uint64_t leak_bytes;    /* > 0: this many bytes leak per step at the leak site */
     int fragment;           /* 1: variable-length sequences that fragment the large pool */
     int32_t rank;           /* the process's rank (RANK); -1: none */
-    const char *host;       /* the host name; NULL: "synth-host" */
+    uint64_t spike_bytes;   /* > 0: one forward of step spike_step allocates this much more */
+    uint32_t spike_step;
+    const char *host; /* the host name; NULL: "synth-host" */
 } sim_config;
 
 /* The defaults `synth` starts from: 1 device, 2 streams, 12 layers, hidden
@@ -41,6 +43,11 @@ sim_config sim_config_default(void);
 #define SIM_LEAK_FILE "train.py"
 #define SIM_LEAK_LINE 88
 #define SIM_LEAK_FUNCTION "train_step"
+
+/* Where the planted spike is (forward, through the model). */
+#define SIM_SPIKE_FILE "layers.py"
+#define SIM_SPIKE_LINE 70
+#define SIM_SPIKE_FUNCTION "forward"
 
 typedef struct sim_result {
     uint64_t events, steps_completed, ooms;

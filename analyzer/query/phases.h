@@ -1,0 +1,36 @@
+/* phases.h — the phase of a training step an allocation was made in, from its stack: the
+ * frames PyTorch's own code leaves there.
+ *
+ *   backward   a frame of autograd's engine (torch::autograd::Engine::thread_main,
+ *              evaluate_function, execute; the C++-only frames of a snapshot's backward), or
+ *              Python's torch.autograd.backward / Tensor.backward
+ *   optimizer  a Python frame of torch/optim/ (adam.py, adamw.py, sgd.py, optimizer.py, ...):
+ *              Optimizer.step and its _init_group, the state it makes
+ *   forward    a module call (torch/nn/modules/module.py _call_impl / _wrapped_call_impl), or a
+ *              Python function named forward
+ *   other      a stack with none of these (data loading, model creation, user code)
+ *   unknown    no stack
+ * checked in that order: backward runs modules' backward hooks and the optimizer may call
+ * forward-looking helpers, so the more specific phase wins. File names match by their last
+ * components, so site-packages paths, PyTorch's relative ones and a bare "adamw.py" agree. */
+#ifndef GMT_PHASES_H
+#define GMT_PHASES_H
+
+#include "stack_names.h"
+
+typedef enum phase {
+    PHASE_UNKNOWN = 0,
+    PHASE_OTHER,
+    PHASE_FORWARD,
+    PHASE_BACKWARD,
+    PHASE_OPTIMIZER,
+    PHASE_COUNT
+} phase;
+
+/* The phase of a stack (NULL or unknown: PHASE_UNKNOWN). */
+phase phase_of_stack(const named_stack *stack);
+
+/* "unknown", "other", "forward", "backward", "optimizer". */
+const char *phase_name(phase p);
+
+#endif

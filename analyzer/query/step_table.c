@@ -1,0 +1,212 @@
+/* step_table.c — the per-step table (see step_table.h). */
+#include "step_table.h"
+
+#include "analysis.h"
+#include "db_query.h"
+#include "phases.h"
+#include "stack_names.h"
+#include "trace_format.h"
+#include "units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEIGHBOURS 5                   /* steps on each side an anomaly is measured against */
+#define PEAK_RATIO 1.2                 /* a peak this far above its neighbours' median */
+#define ANOMALY_MIN_BYTES (16LL << 20) /* and at least this much */
+#define JUMP_RATIO 1.1                 /* reserved first grows this much at a step's end */
+#define JUMP_MIN_BYTES (64LL << 20)    /* and at least this much */
+#define GROWTH_DEVIATIONS 3
+
+/* The end states (step_ends, free_splits) and each step's range. */
+static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, int64_t **ranges) {
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT s.step, s.begin_event_id, s.end_event_id, e.allocated_bytes, "
+            "e.reserved_bytes, (SELECT r.segments FROM event_rows r WHERE r.event_id = "
+            "e.event_id), f.trapped_bytes, f.reserved_bytes FROM steps s JOIN step_ends e ON "
+            "e.device = ?1 AND e.end_event_id = s.end_event_id LEFT JOIN free_splits f ON "
+            "f.device = ?1 AND f.event_id = e.event_id ORDER BY s.end_event_id, s.step");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    size_t n = 0, cap = 0;
+    step_row *out = NULL;
+    int64_t *range = NULL;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            step_row *grown = realloc(out, cap * sizeof *out);
+            int64_t *r2 = realloc(range, 2 * cap * sizeof *range);
+            if (grown)
+                out = grown;
+            if (r2)
+                range = r2;
+            if (!grown || !r2) {
+                rc = -1;
+                break;
+            }
+        }
+        step_row *r = &out[n];
+        memset(r, 0, sizeof *r);
+        r->step = sqlite3_column_int64(st, 0);
+        range[2 * n] = sqlite3_column_int64(st, 1);
+        range[2 * n + 1] = sqlite3_column_int64(st, 2);
+        r->allocated_at_end = sqlite3_column_int64(st, 3);
+        r->reserved_at_end = sqlite3_column_int64(st, 4);
+        r->segments_at_end = db_column_i64(st, 5, 0);
+        r->fragmentation_at_end =
+            r->reserved_at_end > 0
+                ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
+                : 0;
+        int64_t split_reserved = db_column_i64(st, 7, 0);
+        r->trapped_at_end = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1
+                            : split_reserved > 0
+                                ? (double)sqlite3_column_int64(st, 6) / (double)split_reserved
+                                : 0;
+        n++;
+    }
+    sqlite3_finalize(st);
+    *rows = out;
+    *ranges = range;
+    *count = n;
+    return rc;
+}
+
+/* The peak inside each step (the first event at the highest allocated), its stack's phase, and
+ * the allocations and frees: one pass over each step's rows. */
+static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n, const int64_t *range) {
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT event_id, allocated_bytes, stack_id, op, level FROM event_rows WHERE "
+            "event_id > ?1 AND event_id <= ?2 AND device = ?3 ORDER BY event_id");
+    stack_names *names = stack_names_new(db);
+    sqlite3_stmt *stack_of = db_statement(db, "SELECT stack_id FROM event_rows WHERE event_id = ?");
+    if (!st || !names || !stack_of) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(stack_of);
+        stack_names_free(names);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        step_row *r = &rows[i];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, range[2 * i]);
+        sqlite3_bind_int64(st, 2, range[2 * i + 1]);
+        sqlite3_bind_int(st, 3, device);
+        r->peak_allocated = -1;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t allocated = sqlite3_column_int64(st, 1);
+            if (allocated > r->peak_allocated) {
+                r->peak_allocated = allocated;
+                r->peak_event_id = sqlite3_column_int64(st, 0);
+            }
+            int op = sqlite3_column_int(st, 3), level = sqlite3_column_int(st, 4);
+            if (level == TRACE_LEVEL_BLOCK && op == TRACE_OP_ALLOC)
+                r->allocs++;
+            else if (level == TRACE_LEVEL_BLOCK && op == TRACE_OP_FREE)
+                r->frees++;
+        }
+        if (r->peak_allocated < 0) { /* no event of this device inside: its end state */
+            r->peak_allocated = r->allocated_at_end;
+            r->peak_event_id = 0;
+            r->peak_phase = phase_name(PHASE_UNKNOWN);
+            continue;
+        }
+        sqlite3_reset(stack_of);
+        sqlite3_bind_int64(stack_of, 1, r->peak_event_id);
+        int64_t stack = sqlite3_step(stack_of) == SQLITE_ROW ? db_column_i64(stack_of, 0, 0) : 0;
+        r->peak_phase =
+            phase_name(stack ? phase_of_stack(stack_names_get(names, stack)) : PHASE_UNKNOWN);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(stack_of);
+    stack_names_free(names);
+    return 0;
+}
+
+/* The median of rows[lo..hi) but i, of peak (which = 0) or growth (1). */
+static int64_t neighbours_median(const step_row *rows, size_t n, size_t i, int which,
+                                 int64_t *scratch) {
+    size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 0,
+           hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
+    size_t k = 0;
+    for (size_t j = lo; j < hi; j++)
+        if (j != i && !(which == 1 && j == 0))
+            scratch[k++] = which ? rows[j].growth : rows[j].peak_allocated;
+    return k ? analysis_median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
+}
+
+static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
+    char b1[32], b2[32];
+    int jumped = 0;
+    for (size_t i = 0; i < n; i++) {
+        step_row *r = &rows[i];
+        int64_t peak_median = neighbours_median(rows, n, i, 0, scratch);
+        if (n > 2 && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
+            (double)r->peak_allocated >= PEAK_RATIO * (double)peak_median) {
+            snprintf(r->anomaly, sizeof r->anomaly, "peak %s above its neighbours",
+                     units_bytes((uint64_t)(r->peak_allocated - peak_median), b1, sizeof b1));
+            continue;
+        }
+        if (i > 0 && n > 3) {
+            int64_t g = neighbours_median(rows, n, i, 1, scratch);
+            size_t k = 0; /* the neighbours' deviation from their median */
+            size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 1;
+            size_t hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
+            for (size_t j = lo; j < hi; j++)
+                if (j != i)
+                    scratch[k++] = rows[j].growth > g ? rows[j].growth - g : g - rows[j].growth;
+            int64_t mad = k ? analysis_median_i64(scratch, k) : 0;
+            int64_t d = r->growth - g;
+            if ((d > 0 ? d : -d) > GROWTH_DEVIATIONS * mad &&
+                (d > 0 ? d : -d) >= ANOMALY_MIN_BYTES) {
+                snprintf(
+                    r->anomaly, sizeof r->anomaly, "grew %s%s (neighbours %s%s)",
+                    r->growth < 0 ? "-" : "+",
+                    units_bytes((uint64_t)(r->growth < 0 ? -r->growth : r->growth), b1, sizeof b1),
+                    g < 0 ? "-" : "+", units_bytes((uint64_t)(g < 0 ? -g : g), b2, sizeof b2));
+                continue;
+            }
+        }
+        if (!jumped && i > 1) {
+            int64_t before = rows[i - 1].reserved_at_end, now = r->reserved_at_end;
+            if (now - before >= JUMP_MIN_BYTES && (double)now >= JUMP_RATIO * (double)before) {
+                jumped = 1;
+                snprintf(r->anomaly, sizeof r->anomaly, "reserved first jumps by %s",
+                         units_bytes((uint64_t)(now - before), b1, sizeof b1));
+            }
+        }
+    }
+}
+
+int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, char *err, size_t errlen) {
+    int64_t *range = NULL;
+    *rows = NULL;
+    *count = 0;
+    if (read_ends(db, device, rows, count, &range) != 0 ||
+        read_insides(db, device, *rows, *count, range) != 0) {
+        snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
+        free(range);
+        free(*rows);
+        *rows = NULL;
+        *count = 0;
+        return -1;
+    }
+    free(range);
+    /* growth from the state before the first step's start */
+    int64_t before = db_query_i64(db,
+                                  "SELECT allocated_bytes FROM event_rows WHERE device = ?1 AND "
+                                  "event_id <= (SELECT min(begin_event_id) FROM steps) ORDER BY "
+                                  "event_id DESC LIMIT 1",
+                                  device, 0, 0);
+    for (size_t i = 0; i < *count; i++) {
+        (*rows)[i].growth = (*rows)[i].allocated_at_end - before;
+        before = (*rows)[i].allocated_at_end;
+    }
+    int64_t *scratch = malloc((2 * NEIGHBOURS + 2) * sizeof *scratch);
+    if (scratch)
+        mark_anomalies(*rows, *count, scratch);
+    free(scratch);
+    return 0;
+}
