@@ -34,6 +34,7 @@ static const command commands[] = {
     {"simulate", cmd_simulate,
      "the run under other allocator settings: peaks, OOMs, memory needed"},
     {"steps", cmd_steps, "a row per step: its peak and phase, end state, fragmentation, anomalies"},
+    {"stages", cmd_stages, "memory per NVTX range or annotation name: peak, what it leaves, sites"},
     {"compare", cmd_compare, "runs side by side: settings, peaks, fragmentation, OOMs, sites"},
     {"ranks", cmd_ranks, "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},

@@ -3,7 +3,7 @@
  *   synth -o train.zst [--steps N | --events N] [--seed S] [--leak BYTES]
  *         [--fragment] [--devices D] [--streams K] [--layers L] [--hidden H]
  *         [--tokens T] [--device-memory BYTES] [--level Z] [--chunk-bytes B]
- *         [--rank R] [--host NAME] [--spike STEP:BYTES]
+ *         [--rank R] [--host NAME] [--spike STEP:BYTES] [--stages]
  *
  * The demo's input and the benchmarks' workload; see training_sim.h. */
 #include "training_sim.h"
@@ -25,6 +25,8 @@ static void usage(FILE *out) {
                  "  --rank R           the process's rank, as torchrun's RANK (default none)\n"
                  "  --spike STEP:BYTES one forward of step STEP allocates BYTES more, briefly,\n"
                  "                     at layers.py:70 forward (a planted spike)\n"
+                 "  --stages           NVTX ranges model_creation, data_loading, forward,\n"
+                 "                     backward, optimizer, as a program names its phases\n"
                  "  --host NAME        the host it ran on (default synth-host)\n"
                  "  --fragment         variable-length batches that fragment memory\n"
                  "  --devices D        GPUs, 1-8 (default 1)\n"
@@ -41,31 +43,27 @@ int main(int argc, char **argv) {
     sim_config cfg = sim_config_default();
     trace_writer_options wopt = {0};
     const char *out = NULL;
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"steps", required_argument, 0, 's'},
-                                         {"events", required_argument, 0, 'e'},
-                                         {"seed", required_argument, 0, 'r'},
-                                         {"leak", required_argument, 0, 'l'},
-                                         {"fragment", no_argument, 0, 'f'},
-                                         {"devices", required_argument, 0, 'd'},
-                                         {"streams", required_argument, 0, 'k'},
-                                         {"layers", required_argument, 0, 'L'},
-                                         {"hidden", required_argument, 0, 'H'},
-                                         {"tokens", required_argument, 0, 't'},
-                                         {"device-memory", required_argument, 0, 'm'},
-                                         {"level", required_argument, 0, 'z'},
-                                         {"chunk-bytes", required_argument, 0, 'c'},
-                                         {"rank", required_argument, 0, 'R'},
-                                         {"host", required_argument, 0, 'N'},
-                                         {"spike", required_argument, 0, 'S'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},  {"steps", required_argument, 0, 's'},
+        {"events", required_argument, 0, 'e'},  {"seed", required_argument, 0, 'r'},
+        {"leak", required_argument, 0, 'l'},    {"fragment", no_argument, 0, 'f'},
+        {"devices", required_argument, 0, 'd'}, {"streams", required_argument, 0, 'k'},
+        {"layers", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
+        {"tokens", required_argument, 0, 't'},  {"device-memory", required_argument, 0, 'm'},
+        {"level", required_argument, 0, 'z'},   {"chunk-bytes", required_argument, 0, 'c'},
+        {"rank", required_argument, 0, 'R'},    {"host", required_argument, 0, 'N'},
+        {"spike", required_argument, 0, 'S'},   {"stages", no_argument, 0, 'G'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         uint64_t v = 0;
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == 'G') {
+            cfg.stages = 1;
+            continue;
         }
         if (c == 'N') { /* a text, not a number */
             cfg.host = optarg;

@@ -383,6 +383,8 @@ static void setup_device(sim *s, device_sim *d) {
     }
 }
 
+static void stage(sim *s, const char *name);
+
 static void train_step(sim *s, device_sim *d, uint64_t step) {
     const sim_config *c = s->cfg;
     uint64_t h = c->hidden, tokens = c->tokens;
@@ -396,11 +398,14 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
     d->have_grads = 0;
 
     uint64_t side = c->streams > 1 ? 1 + step % (c->streams - 1) : 0;
+    stage(s, "data_loading");
     block input = sim_alloc(s, d, tokens * 8, side, SITE_INPUT, TID_MAIN);
+    stage(s, NULL);
     block pad = {0};
     if (c->fragment)
         pad = sim_alloc(s, d, tokens * h * 3 + 4096 * (rnd(s) % 700), 0, SITE_FRAG, TID_MAIN);
 
+    stage(s, "forward");
     /* forward: per layer, activations kept for backward, temporaries not */
     block *acts = calloc((size_t)c->layers * 3, sizeof *acts);
     if (!acts) {
@@ -425,6 +430,8 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
     if (c->fragment)
         sim_free(s, d, &pad, TID_MAIN);
 
+    stage(s, NULL);
+    stage(s, "backward");
     /* backward, on autograd's thread: gradients in, activations out */
     block grad_in = {0};
     for (uint32_t l = c->layers; l-- > 0 && !s->done;) {
@@ -443,6 +450,8 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
     sim_free(s, d, &loss, TID_MAIN);
     free(acts);
 
+    stage(s, NULL);
+    stage(s, "optimizer");
     /* optimizer: AdamW state once (fp32 exp_avg and exp_avg_sq), temporaries always */
     if (!d->have_opt_state) {
         for (size_t i = 0; i < nparams; i++) {
@@ -457,6 +466,7 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
         block t = sim_alloc(s, d, d->param_sizes[i] * 2, 0, SITE_OPT_TEMP, TID_MAIN);
         sim_free(s, d, &t, TID_MAIN);
     }
+    stage(s, NULL);
     if (c->leak_bytes) {
         block leak = sim_alloc(s, d, c->leak_bytes, 0, SITE_LEAK, TID_MAIN);
         if (leak.size)
@@ -471,6 +481,15 @@ static void marker(sim *s, trace_marker_kind kind, uint32_t name) {
         return;
     trace_marker m = {.ts_ns = s->ts, .tid = TID_MAIN, .name_id = name, .kind = (uint8_t)kind};
     trace_writer_marker(s->w, &m);
+}
+
+/* --stages: a named NVTX range opens (name) or the last one closes (NULL), as a program marks
+ * its phases with torch.cuda.nvtx.range_push/pop. */
+static void stage(sim *s, const char *name) {
+    if (!s->cfg->stages)
+        return;
+    s->ts += 1000; /* 1 us apart: an event at a range's end time would be outside it */
+    marker(s, name ? TRACE_MARK_RANGE_PUSH : TRACE_MARK_RANGE_POP, name ? str(s, name) : 0);
 }
 
 static void write_preamble(sim *s) {
@@ -584,8 +603,10 @@ int sim_run(const sim_config *cfg, trace_writer *w, sim_result *result, char *er
         }
     }
     write_preamble(&s);
+    stage(&s, "model_creation");
     for (uint32_t i = 0; i < cfg->devices; i++)
         setup_device(&s, &s.devs[i]);
+    stage(&s, NULL);
     for (uint64_t step = 0; !s.done && (cfg->max_events || step < cfg->steps); step++) {
         char name[32];
         snprintf(name, sizeof name, "step %llu", (unsigned long long)step);

@@ -32,6 +32,7 @@ typedef struct sim_config {
     int32_t rank;           /* the process's rank (RANK); -1: none */
     uint64_t spike_bytes;   /* > 0: one forward of step spike_step allocates this much more */
     uint32_t spike_step;
+    int stages; /* 1: NVTX ranges model_creation, data_loading, forward, backward, optimizer */
     const char *host; /* the host name; NULL: "synth-host" */
 } sim_config;
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_cli_stages.sh — `memanalyze stages` (issue 16) on a synthetic run that names its phases
+# as NVTX ranges (synth --stages: model_creation, then per step data_loading, forward, backward,
+# optimizer). Known answers: model_creation leaves the parameters; data_loading leaves each
+# step's input batch; the optimizer leaves AdamW's state in step 0 only and allocates it at
+# adamw.py:137; every range is counted; the peak inside backward is the run's peak.
+# usage: test_cli_stages.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR=$T/cache
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+"$SYNTH" -o "$T/run.zst" --steps 6 --stages 2>/dev/null || fail synth
+"$MA" import "$T/run.zst" -o "$T/run.db" >/dev/null || fail import
+"$MA" stages "$T/run.db" --json >"$T/stages.json" || fail "stages: exit $?"
+"$MA" stages "$T/run.db" >"$T/stages.txt" || fail "stages text: exit $?"
+python3 - "$T" <<'PY' || fail "stages' answers"
+import json, os, sqlite3, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "stages.json")))
+st = {s["name"]: s for s in d["stages"]}
+db = sqlite3.connect(os.path.join(t, "run.db"))
+def site_bytes(file, line, step_range=None):
+    q = ("SELECT size FROM events e WHERE op = 'alloc' AND level = 'block' AND event_id > 0 AND "
+         "(SELECT f.file || ':' || f.line FROM stack_frames f WHERE f.stack_id = e.stack_id AND "
+         "f.file LIKE '%.py' ORDER BY f.depth LIMIT 1) = ? ORDER BY event_id")
+    return [r[0] for r in db.execute(q, (f"{file}:{line}",))]
+params = site_bytes("model.py", 21)
+assert st["model_creation"]["count"] == 1 and st["model_creation"]["net_first_bytes"] == sum(params), \
+    (st["model_creation"], sum(params))
+inputs = site_bytes("data.py", 47)
+dl = st["data_loading"]
+assert dl["count"] == 6 and dl["net_first_bytes"] == inputs[0] and dl["allocs"] == 6, (dl, inputs[:2])
+adam = site_bytes("adamw.py", 137)
+opt = st["optimizer"]
+assert opt["count"] == 6 and opt["net_first_bytes"] == sum(adam), (opt, sum(adam))
+assert opt["net_total_bytes"] == opt["net_first_bytes"], opt  # the state is made once
+assert opt["top_sites"][0]["site"] == "adamw.py:137 _init_group", opt["top_sites"]
+assert opt["top_sites"][0]["allocated_bytes"] == sum(adam), opt["top_sites"]
+assert st["forward"]["count"] == st["backward"]["count"] == 6
+peak = db.execute("SELECT peak_allocated_bytes FROM devices WHERE device = 0").fetchone()[0]
+assert st["backward"]["peak_allocated_bytes"] == peak, (st["backward"], peak)
+assert d["stages"][0]["peak_allocated_bytes"] == peak  # sorted by their peak
+PY
+grep -q "^  optimizer  x6" "$T/stages.txt" || fail "stages text: optimizer"
+
+# A snapshot without annotations has no stages, and says so.
+python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
+"$MA" stages "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "stages without ranges: exit $?"
+grep -q "no named ranges" "$T/none.txt" || fail "stages without ranges: $(cat "$T/none.txt")"
+
+if [ $fails -ne 0 ]; then
+    echo "test_cli_stages: $fails failure(s)" >&2
+    exit 1
+fi
+echo "test_cli_stages: ok"
