@@ -188,7 +188,9 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["allocator
 "$SYNTH" -o "$T/steady.zst" --steps 12 --seed 5 2>/dev/null || fail synth
 "$SYNTH" -o "$T/slow.zst" --steps 12 --leak 30MiB 2>/dev/null || fail synth
 "$SYNTH" -o "$T/tight.zst" --steps 12 --leak 100MiB --device-memory 3GiB 2>/dev/null || fail synth
-for r in steady slow tight; do
+"$SYNTH" -o "$T/fast.zst" --steps 12 --leak 100MiB 2>/dev/null || fail synth
+"$SYNTH" -o "$T/faster.zst" --steps 12 --leak 1GiB 2>/dev/null || fail synth
+for r in steady slow tight fast faster; do
   "$MA" report "$T/$r.zst" --json >"$T/$r.json" || fail "report $r: exit $?"
   "$MA" sql "$T/$r.zst" --csv "SELECT count(*) FROM (SELECT op, level, lag(op) OVER w AS p_op,
       lag(level) OVER w AS p_level FROM events WHERE device = 0 AND source = 'torch' AND
@@ -200,7 +202,7 @@ python3 - "$T" <<'PY' || fail "headroom forecast / cache"
 import json, os, sys
 t = sys.argv[1]
 risks = {}
-for r in ("steady", "slow", "tight"):
+for r in ("steady", "slow", "tight", "fast", "faster"):
     dev = json.load(open(os.path.join(t, r + ".json")))["devices"][0]
     h = dev["headroom"]
     used = dev["peak_reserved_bytes"] / dev["total_bytes"]
@@ -218,7 +220,17 @@ for r in ("steady", "slow", "tight"):
     assert dev["cache_allocations"] == dev["allocs"], dev
     assert abs(dev["cache_hit_rate"] - (1 - misses / dev["allocs"])) < 1e-5, dev
     assert dev["active_bytes_at_peak"] == dev["peak_allocated_bytes"], dev
-assert risks == {"steady": "low", "slow": "medium", "tight": "critical"}, risks
+# low, medium, high (some 780 steps left), critical without an OOM (some 70 left), with one
+assert risks == {"steady": "low", "slow": "medium", "tight": "critical", "fast": "high",
+                 "faster": "critical"}, risks
+PY
+# a snapshot whose device size is unknown, without an OOM: the risk cannot be told
+python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
+"$MA" report "$T/snaps/es-no-time.pickle" --json >"$T/notime.json" || fail "report es-no-time"
+python3 - "$T/notime.json" <<'PY' || fail "risk unknown"
+import json, sys
+dev = json.load(open(sys.argv[1]))["devices"][0]
+assert dev["total_bytes"] is None and dev["ooms"] == 0 and dev["headroom"]["risk"] == "unknown", dev
 PY
 "$MA" report "$T/slow.zst" | grep -q "headroom: allocated grows .*; risk medium" ||
   fail "report text: headroom risk"

@@ -47,6 +47,62 @@ assert d["stages"][0]["peak_allocated_bytes"] == peak  # sorted by their peak
 PY
 grep -q "^  optimizer  x6" "$T/stages.txt" || fail "stages text: optimizer"
 
+# Ranges made by hand in copies of the database: names longer than a row's name are still one
+# stage each; a name nested in itself counts an event once; a range between two events holds
+# the state entering it; with two devices a range counts for the device whose events it holds.
+python3 - "$T" <<'PY' || fail "made ranges"
+import os, shutil, sqlite3, sys
+t = sys.argv[1]
+shutil.copy(os.path.join(t, "run.db"), os.path.join(t, "long.db"))
+db = sqlite3.connect(os.path.join(t, "long.db"))
+db.execute("UPDATE markers SET name = 'aten::addmm(" + "x" * 150 + ") ' || name WHERE name IS NOT NULL")
+db.commit()
+shutil.copy(os.path.join(t, "run.db"), os.path.join(t, "nested.db"))
+db = sqlite3.connect(os.path.join(t, "nested.db"))
+b, e = db.execute("SELECT begin_ts_ns, end_ts_ns FROM ranges WHERE name = 'step 0'").fetchone()
+at = db.execute("SELECT ts_ns, allocated_bytes FROM timeline WHERE device = 0 AND event_id = "
+                "(SELECT max(event_id) FROM timeline WHERE device = 0 AND ts_ns < ?)", (e,)).fetchone()
+rows = [(b, 'push', 'outer'), (b, 'push', 'outer'), (e, 'pop', 'outer'), (e, 'pop', 'outer'),
+        (at[0] + 1, 'start', 'empty'), (at[0] + 2, 'end', 'empty')]
+first = db.execute("SELECT max(marker_id) FROM markers").fetchone()[0] + 1
+for i, (ts, kind, name) in enumerate(rows):
+    begin = None
+    if kind == 'pop':
+        begin = first + (1 if i == 2 else 0)
+    if kind == 'end':
+        begin = first + 4
+    db.execute("INSERT INTO markers (marker_id, ts_ns, tid, kind, name, domain, begin_marker_id) "
+               "VALUES (?, ?, 1, ?, ?, NULL, ?)", (first + i, ts, kind, name, begin))
+db.commit()
+open(os.path.join(t, "empty.allocated"), "w").write(str(at[1]))
+PY
+"$MA" stages "$T/run.db" --json >"$T/plain.json" || fail "stages: exit $?"
+"$MA" stages "$T/long.db" --json >"$T/long.json" || fail "stages long names: exit $?"
+"$MA" stages "$T/nested.db" --json >"$T/nested.json" || fail "stages nested: exit $?"
+"$SYNTH" -o "$T/two.zst" --steps 3 --devices 2 --stages 2>/dev/null || fail synth
+"$MA" stages "$T/two.zst" --device 1 --json >"$T/two.json" || fail "stages two devices: exit $?"
+"$MA" sql "$T/two.zst" --csv "SELECT sum(size) FROM events e WHERE device = 1 AND op = 'alloc' AND \
+    level = 'block' AND (SELECT f.file || ':' || f.line FROM stack_frames f WHERE f.stack_id = \
+    e.stack_id AND f.file LIKE '%.py' ORDER BY f.depth LIMIT 1) = 'adamw.py:137'" | tail -1 \
+    >"$T/two.adam"
+python3 - "$T" <<'PY' || fail "stages of made ranges"
+import json, os, sys
+t = sys.argv[1]
+load = lambda n: {s["name"]: s for s in json.load(open(os.path.join(t, n + ".json")))["stages"]}
+plain, long_, nested, two = load("plain"), load("long"), load("nested"), load("two")
+assert len(long_) == len(plain), (len(long_), len(plain))  # whole names: none merged, none split
+assert sorted(n.split(") ", 1)[1] for n in long_) == sorted(plain), sorted(long_)[:2]
+assert all(long_[n]["count"] == plain[n.split(") ", 1)[1]]["count"] for n in long_)
+assert nested["outer"]["count"] == 2, nested["outer"]
+assert (nested["outer"]["allocs"], nested["outer"]["allocated_bytes"]) == \
+    (plain["step 0"]["allocs"], plain["step 0"]["allocated_bytes"]), (nested["outer"], plain["step 0"])
+empty = int(open(os.path.join(t, "empty.allocated")).read())
+assert nested["empty"]["count"] == 1 and nested["empty"]["peak_allocated_bytes"] == empty, nested["empty"]
+assert nested["empty"]["net_first_bytes"] == 0, nested["empty"]
+adam = int(open(os.path.join(t, "two.adam")).read())
+assert two["optimizer"]["count"] == 3 and two["optimizer"]["net_first_bytes"] == adam, (two["optimizer"], adam)
+PY
+
 # A snapshot without annotations has no stages, and says so.
 python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
 "$MA" stages "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "stages without ranges: exit $?"

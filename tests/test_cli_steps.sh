@@ -61,6 +61,9 @@ PY
 grep -q "^ *7 .*forward .*peak .* above its neighbours" "$T/steps.txt" || fail "steps text: the spike"
 
 # A run without steps says so; a bad device is one line, exit 2.
+python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
+"$MA" steps "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "steps without steps: exit $?"
+grep -q "no steps" "$T/none.txt" || fail "steps without steps: $(cat "$T/none.txt")"
 "$MA" steps "$T/spike.db" --device 5 >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad device: exit"
 grep -q "no device 5" "$T/e1" || fail "bad device: $(cat "$T/e1")"
 

@@ -56,10 +56,13 @@ static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
 }
 
 /* The trend of allocated bytes at step ends, and where it leads. */
-static void headroom(sqlite3 *db, device_report *r) {
+static void headroom(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
     analysis_forecast(db, &r->s, r->steps, r->nsteps, &r->forecast);
     r->growth_per_step = r->forecast.growth_per_step;
     r->limit_step = r->forecast.limit_step;
+    r->cache_allocs = r->cache_misses = -1; /* the counters are the whole run's */
+    if (from > 0 || to < analysis_last_event(db))
+        return;
     sqlite3_stmt *st =
         db_statement(db, "SELECT cache_allocs, cache_misses FROM devices WHERE device = ?1");
     if (st) {
@@ -131,7 +134,7 @@ static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, 
         analysis_site_growth(db, device, from, to, &r->growth, &r->ngrowth, &r->windows) != 0 ||
         analysis_steps(db, device, from, to, &r->steps, &r->nsteps) != 0)
         return -1;
-    headroom(db, r);
+    headroom(db, from, to, r);
     splits(db, from, to, r);
     return 0;
 }
@@ -368,7 +371,7 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
 static void print_cache(const device_report *r) {
     char b1[32], b2[32];
     const device_summary *s = &r->s;
-    if (r->cache_allocs <= 0)
+    if (r->cache_allocs <= 0) /* none, or a window (the counters are the whole run's) */
         return;
     printf("  the cache: %.1f %% of %lld allocations served without new driver memory (%lld "
            "needed a cudaMalloc or mapped pages)\n",
@@ -469,7 +472,10 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
                    B(s->total_bytes, b2), (long long)r->limit_step);
         if (r->forecast.limit_seconds >= 0) {
             char when[32];
-            units_duration((uint64_t)(r->forecast.limit_seconds * 1e9), when, sizeof when);
+            if (r->forecast.limit_seconds < 1e9) /* below 30 years: a duration */
+                units_duration((uint64_t)(r->forecast.limit_seconds * 1e9), when, sizeof when);
+            else
+                snprintf(when, sizeof when, "%.3g s", r->forecast.limit_seconds);
             printf(", %s into the run", when);
         }
         printf("; risk %s\n", r->forecast.risk);
@@ -694,8 +700,13 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
         printf("null");
     printf(", \"risk\": ");
     json_string(stdout, r->forecast.risk);
-    printf("},\n     \"cache_allocations\": %lld, \"cache_misses\": %lld, \"cache_hit_rate\": ",
-           (long long)r->cache_allocs, (long long)r->cache_misses);
+    printf("},\n     \"cache_allocations\": ");
+    if (r->cache_allocs >= 0)
+        printf("%lld, \"cache_misses\": %lld", (long long)r->cache_allocs,
+               (long long)r->cache_misses);
+    else
+        printf("null, \"cache_misses\": null");
+    printf(", \"cache_hit_rate\": ");
     if (r->cache_allocs > 0)
         json_number(stdout, (double)(r->cache_allocs - r->cache_misses) / (double)r->cache_allocs);
     else

@@ -126,7 +126,7 @@ int cmd_stages(int argc, char **argv) {
         print_json(db, (int)device, rows, n);
     else
         print_text(db, input, (int)device, rows, n);
-    free(rows);
+    stage_table_free(rows, n);
     sqlite3_close(db);
     return 0;
 }

@@ -357,11 +357,15 @@ void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *s
     analysis_headroom(steps, n, s->total_bytes, &out->growth_per_step, &out->limit_step);
     out->limit_seconds = -1;
     if (out->limit_step >= 0 && n && when_has_timestamps(db)) {
-        /* the median step's duration, from the last step's end */
+        /* the median duration of these steps, from the last one's end */
         sqlite3_stmt *st = db_statement(db, "SELECT end_ts_ns - begin_ts_ns FROM steps WHERE "
-                                            "end_ts_ns IS NOT NULL");
+                                            "end_ts_ns IS NOT NULL AND step BETWEEN ?1 AND ?2");
         int64_t *d = malloc(n * sizeof *d);
         size_t k = 0;
+        if (st) {
+            sqlite3_bind_int64(st, 1, steps[0].step);
+            sqlite3_bind_int64(st, 2, steps[n - 1].step);
+        }
         while (st && d && k < n && sqlite3_step(st) == SQLITE_ROW)
             d[k++] = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);

@@ -6,33 +6,20 @@
 #include "alloc_settings.h"
 #include "analysis.h"
 #include "db_query.h"
+#include "gmt_utf8.h"
 #include "when.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A text cut to its buffer may end inside a UTF-8 character: drops the partial one, so the
- * JSON that carries it stays valid. */
-static void utf8_trim(char *text) {
-    size_t n = strlen(text), start = n;
-    while (start > 0 && ((unsigned char)text[start - 1] & 0xC0) == 0x80)
-        start--; /* continuation bytes */
-    if (start == 0)
-        return;
-    unsigned char lead = (unsigned char)text[start - 1];
-    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - (start - 1) < want)
-        text[start - 1] = 0;
-}
-
 static void read_meta(sqlite3 *db, run_summary *s) {
     char json[2048];
     s->rank = db_query_i64(db, "SELECT value FROM meta WHERE key = 'rank'", 0, 0, -1);
     db_meta_text(db, "host", s->host, sizeof s->host);
     db_meta_text(db, "command_line", s->command, sizeof s->command);
-    utf8_trim(s->host);
-    utf8_trim(s->command);
+    gmt_utf8_trim(s->host);
+    gmt_utf8_trim(s->command);
     if (db_meta_text(db, "allocator_settings", json, sizeof json)[0]) {
         am_settings settings = am_settings_default();
         am_settings_from_json(&settings, json);

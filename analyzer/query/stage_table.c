@@ -1,10 +1,16 @@
 /* stage_table.c — memory per named range (see stage_table.h): the ranges in order of their
- * start, and one sweep of the device's timeline that opens and closes them as it goes. */
+ * start, and one sweep of the device's timeline that opens and closes them as it goes.
+ *
+ * Per event the sweep touches the stages open then, not the ranges: a stage open several times
+ * over (nested or overlapping ranges of one name) counts an event once, and a thousand ranges of
+ * one name open at once cost one update. Names are found by a hash of the whole name (stored
+ * whole: a long record_function name with shapes is still one stage). */
 #include "stage_table.h"
 
 #include "addr_map.h"
 #include "db_query.h"
 #include "gmt_grow.h"
+#include "gmt_hash.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -15,6 +21,7 @@ typedef struct range {
     size_t stage;             /* index into the rows */
     int64_t begin_ts, end_ts; /* end INT64_MAX: open at the end of the trace */
     int64_t begin_allocated;  /* the state entering it */
+    int64_t events_at_open;   /* the device's events before it: none inside if equal at close */
 } range;
 
 typedef struct site_sum {
@@ -24,28 +31,45 @@ typedef struct site_sum {
 
 typedef struct sweep {
     stage_row *rows;
-    size_t nrows, cap_rows;
+    char **names;  /* whole names, by row */
+    size_t *depth; /* ranges of each stage open now */
+    size_t nrows, cap_rows, cap_names, cap_depth;
+    addr_map name_of; /* (hash, length) -> 1 + row */
     range *ranges;
     size_t nranges, cap_ranges;
     size_t *open; /* indexes of the ranges open now */
     size_t nopen;
+    size_t *open_stages; /* stages with depth > 0, each once */
+    size_t nopen_stages;
     addr_map site_of; /* (stage, stack) -> 1 + index into sums */
     site_sum *sums;
     size_t nsums, cap_sums;
     int64_t allocated; /* the device's allocated now */
     int64_t last_id;   /* the event of that state */
+    int64_t events;    /* the device's recorded events so far */
+    int count_empty;   /* one device: a range without its events still counts */
 } sweep;
 
 static size_t stage_named(sweep *w, const char *name) {
-    for (size_t i = 0; i < w->nrows; i++) /* names are few: a linear search */
-        if (!strcmp(w->rows[i].name, name))
+    size_t len = strlen(name);
+    uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, name, len);
+    uint32_t *at = addr_map_get(&w->name_of, h, len);
+    if (at && !strcmp(w->names[*at - 1], name))
+        return *at - 1;
+    for (size_t i = 0; at && i < w->nrows; i++) /* a hash collision: rare, searched */
+        if (!strcmp(w->names[i], name))
             return i;
-    if (gmt_grow((void **)&w->rows, &w->cap_rows, w->nrows, sizeof *w->rows) != 0)
+    if (gmt_grow((void **)&w->rows, &w->cap_rows, w->nrows, sizeof *w->rows) != 0 ||
+        gmt_grow((void **)&w->names, &w->cap_names, w->nrows, sizeof *w->names) != 0 ||
+        gmt_grow((void **)&w->depth, &w->cap_depth, w->nrows, sizeof *w->depth) != 0 ||
+        !(w->names[w->nrows] = strdup(name)) ||
+        (!at && addr_map_put(&w->name_of, h, len, (uint32_t)(w->nrows + 1)) != 0))
         return SIZE_MAX;
     stage_row *r = &w->rows[w->nrows];
     memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", name);
+    r->name = w->names[w->nrows]; /* shared until the end: the rows take them over */
     r->peak_allocated = -1;
+    w->depth[w->nrows] = 0;
     return w->nrows++;
 }
 
@@ -63,22 +87,49 @@ static int read_ranges(sqlite3 *db, sweep *w) {
             break;
         }
         w->ranges[w->nranges++] =
-            (range){stage, sqlite3_column_int64(st, 1), db_column_i64(st, 2, INT64_MAX), 0};
+            (range){stage, sqlite3_column_int64(st, 1), db_column_i64(st, 2, INT64_MAX), 0, 0};
     }
     sqlite3_finalize(st);
     w->open = malloc((w->nranges ? w->nranges : 1) * sizeof *w->open);
-    return rc == 0 && w->open ? 0 : -1;
+    w->open_stages = malloc((w->nrows ? w->nrows : 1) * sizeof *w->open_stages);
+    return rc == 0 && w->open && w->open_stages ? 0 : -1;
 }
 
+static void peak_at(stage_row *r, int64_t allocated, int64_t event_id) {
+    if (allocated > r->peak_allocated) {
+        r->peak_allocated = allocated;
+        r->peak_event_id = event_id;
+    }
+}
+
+static void open_range(sweep *w, size_t index) {
+    range *g = &w->ranges[index];
+    g->begin_allocated = w->allocated;
+    g->events_at_open = w->events;
+    w->open[w->nopen++] = index;
+    if (w->depth[g->stage]++ == 0)
+        w->open_stages[w->nopen_stages++] = g->stage;
+}
+
+/* Closes open[k]: counted when this device had an event inside (or is the only one). */
 static void close_range(sweep *w, size_t k) {
     range *g = &w->ranges[w->open[k]];
     stage_row *r = &w->rows[g->stage];
-    int64_t net = w->allocated - g->begin_allocated;
-    if (r->count == 0)
-        r->net_first = net;
-    r->count++;
-    r->net_total += net;
+    if (g->events_at_open < w->events || w->count_empty) {
+        int64_t net = w->allocated - g->begin_allocated;
+        if (r->count == 0)
+            r->net_first = net;
+        r->count++;
+        r->net_total += net;
+        peak_at(r, g->begin_allocated, w->last_id); /* the state entering it is inside */
+    }
     w->open[k] = w->open[--w->nopen];
+    if (--w->depth[g->stage] == 0)
+        for (size_t i = 0; i < w->nopen_stages; i++)
+            if (w->open_stages[i] == g->stage) {
+                w->open_stages[i] = w->open_stages[--w->nopen_stages];
+                break;
+            }
 }
 
 static int add_site(sweep *w, size_t stage, int64_t stack, int64_t bytes) {
@@ -110,37 +161,25 @@ static int run_sweep(sqlite3 *db, int device, sweep *w) {
                 if (w->ranges[w->open[k]].end_ts <= ts)
                     close_range(w, k);
             for (; next < w->nranges && w->ranges[next].begin_ts <= ts; next++) {
-                range *g = &w->ranges[next];
-                if (g->end_ts <= ts) { /* began and ended between two events: nothing changed */
-                    w->open[w->nopen++] = next;
-                    g->begin_allocated = w->allocated;
+                open_range(w, next);
+                if (w->ranges[next].end_ts <= ts) /* began and ended between two events */
                     close_range(w, w->nopen - 1);
-                    continue;
-                }
-                g->begin_allocated = w->allocated;
-                stage_row *r = &w->rows[g->stage];
-                if (w->allocated > r->peak_allocated) { /* the state entering it */
-                    r->peak_allocated = w->allocated;
-                    r->peak_event_id = w->last_id;
-                }
-                w->open[w->nopen++] = next;
             }
+            w->events++;
         }
         w->allocated = sqlite3_column_int64(st, 2);
         w->last_id = id > 0 ? id : 0;
         int block_alloc = sqlite3_column_int(st, 3) == TRACE_OP_ALLOC &&
                           sqlite3_column_int(st, 4) == TRACE_LEVEL_BLOCK && id > 0;
-        for (size_t k = 0; k < w->nopen; k++) {
-            stage_row *r = &w->rows[w->ranges[w->open[k]].stage];
-            if (w->allocated > r->peak_allocated) {
-                r->peak_allocated = w->allocated;
-                r->peak_event_id = id;
-            }
+        for (size_t k = 0; k < w->nopen_stages; k++) { /* each open stage once */
+            size_t stage = w->open_stages[k];
+            stage_row *r = &w->rows[stage];
+            peak_at(r, w->allocated, id);
             if (block_alloc) {
                 int64_t size = sqlite3_column_int64(st, 5);
                 r->allocs++;
                 r->allocated_bytes += size;
-                rc = add_site(w, w->ranges[w->open[k]].stage, sqlite3_column_int64(st, 6), size);
+                rc = add_site(w, stage, sqlite3_column_int64(st, 6), size);
             }
         }
     }
@@ -148,9 +187,8 @@ static int run_sweep(sqlite3 *db, int device, sweep *w) {
     while (w->nopen) /* open at the end of the trace: they end there */
         close_range(w, w->nopen - 1);
     for (; next < w->nranges; next++) { /* begun after the last event: nothing inside */
-        w->open[w->nopen++] = next;
-        w->ranges[next].begin_allocated = w->allocated;
-        close_range(w, 0);
+        open_range(w, next);
+        close_range(w, w->nopen - 1);
     }
     return rc;
 }
@@ -184,29 +222,50 @@ int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, char *
                 size_t errlen) {
     sweep w;
     memset(&w, 0, sizeof w);
+    w.count_empty =
+        db_query_i64(db, "SELECT count(*) FROM devices WHERE allocs IS NOT NULL", 0, 0, 0) <= 1;
     int rc = read_ranges(db, &w);
     if (rc == 0)
         rc = run_sweep(db, device, &w);
+    size_t nnames = w.nrows; /* before the rows are compacted */
     if (rc == 0) {
         top_sites(&w);
+        size_t kept = 0; /* stages with a range of this device */
         for (size_t i = 0; i < w.nrows; i++) {
             stage_row *r = &w.rows[i];
-            r->net_mean = r->count ? (double)r->net_total / (double)r->count : 0;
-            if (r->peak_allocated < 0) /* never open while an event happened */
-                r->peak_allocated = 0;
+            if (!r->count) {
+                free(r->name);
+                continue;
+            }
+            r->net_mean = (double)r->net_total / (double)r->count;
+            w.rows[kept++] = *r;
         }
-        qsort(w.rows, w.nrows, sizeof *w.rows, by_peak);
+        w.nrows = kept;
+        if (w.nrows) /* qsort wants an array, even of none */
+            qsort(w.rows, w.nrows, sizeof *w.rows, by_peak);
     } else {
         snprintf(err, errlen, "reading the stages: %s", sqlite3_errmsg(db));
+        for (size_t i = 0; i < nnames; i++)
+            free(w.names[i]);
         free(w.rows);
         w.rows = NULL;
         w.nrows = 0;
     }
+    free(w.names);
+    free(w.depth);
     free(w.ranges);
     free(w.open);
+    free(w.open_stages);
     free(w.sums);
     addr_map_free(&w.site_of);
+    addr_map_free(&w.name_of);
     *rows = w.rows;
     *count = w.nrows;
     return rc == 0 ? 0 : -1;
+}
+
+void stage_table_free(stage_row *rows, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        free(rows[i].name);
+    free(rows);
 }

@@ -9,8 +9,12 @@
  *                and the total over all (what the stage leaves behind)
  *   sites        the allocation sites that allocate the most bytes inside them (block
  *                allocations, summed over the ranges), the first STAGE_SITES
- * A range still open at the end of the trace ends there. Ranges of a step name are stages too. One
- * pass over the device's events, whatever the number of ranges. */
+ * A range holds the events with begin <= ts < end (its time, as steps by theirs; an event at the
+ * very time a range begins is inside it), and its peak counts the state entering it too. A range
+ * still open at the end of the trace ends there. Ranges are process-wide: with several devices a
+ * range counts for a device when one of that device's events lies inside it. Nested or
+ * overlapping ranges of one name count an event once. Ranges of a step name are stages too. One
+ * pass over the device's events; per event, work for each name open then. */
 #ifndef GMT_STAGE_TABLE_H
 #define GMT_STAGE_TABLE_H
 
@@ -21,7 +25,7 @@
 #define STAGE_SITES 3
 
 typedef struct stage_row {
-    char name[128];
+    char *name; /* the whole name (stage_table_free frees it) */
     int64_t count;
     int64_t peak_allocated, peak_event_id;
     int64_t net_first, net_total;
@@ -33,5 +37,8 @@ typedef struct stage_row {
 /* The stages of `device`, by their peak (highest first); *rows malloc'ed. 0, or -1 with a
  * one-line message in err. */
 int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, char *err, size_t errlen);
+
+/* Frees rows and their names. */
+void stage_table_free(stage_row *rows, size_t count);
 
 #endif

@@ -24,7 +24,8 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, in
     sqlite3_stmt *st = db_statement(
         db, "SELECT s.step, s.begin_event_id, s.end_event_id, e.allocated_bytes, "
             "e.reserved_bytes, (SELECT r.segments FROM event_rows r WHERE r.event_id = "
-            "e.event_id), f.trapped_bytes, f.reserved_bytes FROM steps s JOIN step_ends e ON "
+            "e.event_id), f.trapped_bytes, f.reserved_bytes, s.end_ts_ns IS NULL FROM steps s "
+            "JOIN step_ends e ON "
             "e.device = ?1 AND e.end_event_id = s.end_event_id LEFT JOIN free_splits f ON "
             "f.device = ?1 AND f.event_id = e.event_id ORDER BY s.end_event_id, s.step");
     if (!st)
@@ -54,6 +55,7 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, in
         range[2 * n] = sqlite3_column_int64(st, 1);
         range[2 * n + 1] = sqlite3_column_int64(st, 2);
         r->allocated_at_end = sqlite3_column_int64(st, 3);
+        r->open = sqlite3_column_int(st, 8);
         r->reserved_at_end = sqlite3_column_int64(st, 4);
         r->segments_at_end = db_column_i64(st, 5, 0);
         r->fragmentation_at_end =
@@ -137,11 +139,25 @@ static int64_t neighbours_median(const step_row *rows, size_t n, size_t i, int w
     return k ? analysis_median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
 }
 
+/* The reserved jump of step i (see step_table.h), or 0. */
+static int64_t reserved_jump(const step_row *rows, size_t i) {
+    if (i < 2 || rows[i].open)
+        return 0;
+    int64_t before = rows[i - 1].reserved_at_end, now = rows[i].reserved_at_end;
+    return now - before >= JUMP_MIN_BYTES && (double)now >= JUMP_RATIO * (double)before
+               ? now - before
+               : 0;
+}
+
 static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
     char b1[32], b2[32];
     int jumped = 0;
     for (size_t i = 0; i < n; i++) {
         step_row *r = &rows[i];
+        if (r->open)
+            continue;
+        int64_t jump = jumped ? 0 : reserved_jump(rows, i);
+        jumped |= jump > 0;
         int64_t peak_median = neighbours_median(rows, n, i, 0, scratch);
         if (n > 2 && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
             (double)r->peak_allocated >= PEAK_RATIO * (double)peak_median) {
@@ -158,9 +174,8 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
                 if (j != i)
                     scratch[k++] = rows[j].growth > g ? rows[j].growth - g : g - rows[j].growth;
             int64_t mad = k ? analysis_median_i64(scratch, k) : 0;
-            int64_t d = r->growth - g;
-            if ((d > 0 ? d : -d) > GROWTH_DEVIATIONS * mad &&
-                (d > 0 ? d : -d) >= ANOMALY_MIN_BYTES) {
+            int64_t d = r->growth - g; /* upward only: a step that frees more is no alarm */
+            if (d > GROWTH_DEVIATIONS * mad && d >= ANOMALY_MIN_BYTES) {
                 snprintf(
                     r->anomaly, sizeof r->anomaly, "grew %s%s (neighbours %s%s)",
                     r->growth < 0 ? "-" : "+",
@@ -169,14 +184,9 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
                 continue;
             }
         }
-        if (!jumped && i > 1) {
-            int64_t before = rows[i - 1].reserved_at_end, now = r->reserved_at_end;
-            if (now - before >= JUMP_MIN_BYTES && (double)now >= JUMP_RATIO * (double)before) {
-                jumped = 1;
-                snprintf(r->anomaly, sizeof r->anomaly, "reserved first jumps by %s",
-                         units_bytes((uint64_t)(now - before), b1, sizeof b1));
-            }
-        }
+        if (jump)
+            snprintf(r->anomaly, sizeof r->anomaly, "reserved first jumps by %s",
+                     units_bytes((uint64_t)jump, b1, sizeof b1));
     }
 }
 

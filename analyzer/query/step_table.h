@@ -13,8 +13,11 @@
  *   "grew X (neighbours Y)"         its growth (allocated at its end minus the step before's)
  *                                   exceeds the median growth of its neighbours by more than 3
  *                                   median absolute deviations and 16 MiB
- *   "reserved first jumps by X"     the first step after the first one whose reserved at its end
- *                                   exceeds the step before's by 10 % and 64 MiB at least */
+ *   "reserved first jumps by X"     the first step after the warm-up (steps 0 and 1, where the
+ *                                   cache forms) whose reserved at its end exceeds the step
+ *                                   before's by 10 % and 64 MiB at least; a step with an anomaly
+ *                                   above is that jump too when it qualifies
+ * A step still open when the trace ends (cut mid-step) has no anomaly: its end is not an end. */
 #ifndef GMT_STEP_TABLE_H
 #define GMT_STEP_TABLE_H
 
@@ -32,6 +35,7 @@ typedef struct step_row {
     int64_t growth;   /* allocated at its end minus the previous step's (the first: minus the
                          state before it) */
     char anomaly[96]; /* "" none */
+    int open;         /* the trace ended inside it */
 } step_row;
 
 /* The steps of `device`; *rows malloc'ed. 0, or -1 with a one-line message in err. */
