@@ -485,6 +485,12 @@ static const char *json_value(const char *json, const char *key) {
     return p;
 }
 
+/* A JSON number of MiB as bytes, saturated. */
+static uint64_t mib_bytes(const char *v) {
+    unsigned long long mib = strtoull(v, NULL, 10);
+    return mib > UINT64_MAX / MIB ? UINT64_MAX : mib * MIB;
+}
+
 void am_settings_from_json(am_settings *s, const char *json) {
     if (!json)
         return;
@@ -514,8 +520,7 @@ void am_settings_from_json(am_settings *s, const char *json) {
         s->known |= AM_SET_GC_THRESHOLD;
     }
     if ((v = json_value(json, "large_segment_size_mb"))) {
-        unsigned long long mib = strtoull(v, NULL, 10);
-        s->large_segment_size = mib > UINT64_MAX / MIB ? UINT64_MAX : mib * MIB;
+        s->large_segment_size = mib_bytes(v);
         s->known |= AM_SET_LARGE_SEGMENT;
     }
     if ((v = json_value(json, "per_process_memory_fraction"))) {
@@ -523,8 +528,7 @@ void am_settings_from_json(am_settings *s, const char *json) {
         s->known |= AM_SET_MEMORY_FRACTION;
     }
     if ((v = json_value(json, "max_non_split_rounding_mb"))) {
-        unsigned long long mib = strtoull(v, NULL, 10);
-        s->max_non_split_rounding = mib > UINT64_MAX / MIB ? UINT64_MAX : mib * MIB;
+        s->max_non_split_rounding = mib_bytes(v);
         s->known |= AM_SET_MAX_NON_SPLIT_ROUNDING;
     }
     if ((v = json_value(json, "roundup_power2_divisions")) && *v == '{') {

@@ -330,3 +330,14 @@ void plot_right_axis(canvas *c, const plot *p, const axis *a, const char *title,
         text_draw_up(c, title, p->x + p->w + 7 * s + wl + 8 * s + text_height(c) / 2,
                      p->y + p->h / 2);
 }
+
+void plot_limit_line(canvas *c, const plot *p, double bytes, render_rgb color) {
+    double sc = c->s, y = plot_y(p, bytes), dash[] = {7 * sc, 4 * sc};
+    cairo_set_dash(c->cr, dash, 2, 0);
+    cairo_move_to(c->cr, p->x, y);
+    cairo_line_to(c->cr, p->x + p->w, y);
+    set_rgb(c->cr, color, 1);
+    cairo_set_line_width(c->cr, 1.5 * sc);
+    cairo_stroke(c->cr);
+    cairo_set_dash(c->cr, NULL, 0, 0);
+}

@@ -116,6 +116,7 @@ render_rgb rgb_text_on(render_rgb bg);
 #define COLOR_MUTED 0x666666
 #define COLOR_GRID 0xe3e3e3
 #define COLOR_FRAME 0x9a9a9a
+#define COLOR_DEVICE_LIMIT 0xb71c1c /* the device memory line of simulate and ranks */
 
 enum {
     LEGEND_FILL,
@@ -193,6 +194,9 @@ void plot_axes(canvas *c, const plot *p, const char *x_title, const char *y_titl
 void plot_frame(canvas *c, const plot *p);
 /* Tick labels and title of a second y axis on the right. */
 void plot_right_axis(canvas *c, const plot *p, const axis *a, const char *title, render_rgb color);
+/* The device's memory across the plot: a dashed line at `bytes` in `color` (simulate and ranks;
+ * the timeline draws its own, with a label). */
+void plot_limit_line(canvas *c, const plot *p, double bytes, render_rgb color);
 /* The room tick labels need: left (y labels), bottom (x labels + title). */
 double plot_left_room(canvas *c, const axis *ya);
 double plot_bottom_room(canvas *c);

@@ -15,7 +15,6 @@
 #define COLOR_ALLOCATED 0x3b6ea5
 #define COLOR_BOTTLENECK 0xc62828
 #define COLOR_LEAKING 0xef8f00
-#define COLOR_LIMIT 0xb71c1c
 #define COLOR_STRIP_HIGH 0x08306b
 
 static int check(const render_ranks *r, char *err, size_t errlen) {
@@ -88,16 +87,8 @@ static void draw_bars(canvas *c, const render_ranks *r, double top, double botto
         snprintf(label, sizeof label, "%lld", (long long)r->rank[i]);
         text_draw(c, label, p.x + ((double)i + 0.5) * bw, p.y + p.h + 4 * sc, 0.5, 0);
     }
-    if (limit_drawn(r)) {
-        double y = plot_y(&p, (double)r->device_memory_bytes), dash[] = {7 * sc, 4 * sc};
-        cairo_set_dash(c->cr, dash, 2, 0);
-        cairo_move_to(c->cr, p.x, y);
-        cairo_line_to(c->cr, p.x + p.w, y);
-        set_rgb(c->cr, rgb_hex(COLOR_LIMIT), 1);
-        cairo_set_line_width(c->cr, 1.5 * sc);
-        cairo_stroke(c->cr);
-        cairo_set_dash(c->cr, NULL, 0, 0);
-    }
+    if (limit_drawn(r))
+        plot_limit_line(c, &p, (double)r->device_memory_bytes, rgb_hex(COLOR_DEVICE_LIMIT));
     plot_frame(c, &p);
 }
 
@@ -162,7 +153,7 @@ static void draw(canvas *c, const render_ranks *r) {
     if (limit_drawn(r)) {
         format_bytes((double)r->device_memory_bytes, lo, sizeof lo);
         snprintf(label, sizeof label, "device memory %s", lo);
-        items[n++] = (legend_item){label, rgb_hex(COLOR_LIMIT), LEGEND_DASH};
+        items[n++] = (legend_item){label, rgb_hex(COLOR_DEVICE_LIMIT), LEGEND_DASH};
     }
     legend_draw(c, c->w - m - lw, top, lw, c->h - m - top, items, n);
 }

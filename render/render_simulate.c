@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define COLOR_LIMIT 0xb71c1c
-
 static int check(const render_simulation *s, char *err, size_t errlen) {
     if (s->nconfigs > RENDER_MAX_CONFIGS) {
         snprintf(err, errlen, "simulate: %zu configurations (at most %d)", s->nconfigs,
@@ -77,17 +75,8 @@ static void draw(canvas *c, const render_simulation *s) {
     cairo_save(c->cr);
     cairo_rectangle(c->cr, p.x - 4 * sc, p.y - 4 * sc, p.w + 8 * sc, p.h + 8 * sc);
     cairo_clip(c->cr);
-    if (s->device_memory_bytes) {
-        double y = plot_y(&p, (double)s->device_memory_bytes);
-        double dash[] = {7 * sc, 4 * sc};
-        cairo_set_dash(c->cr, dash, 2, 0);
-        cairo_move_to(c->cr, p.x, y);
-        cairo_line_to(c->cr, p.x + p.w, y);
-        set_rgb(c->cr, rgb_hex(COLOR_LIMIT), 1);
-        cairo_set_line_width(c->cr, 1.5 * sc);
-        cairo_stroke(c->cr);
-        cairo_set_dash(c->cr, NULL, 0, 0);
-    }
+    if (s->device_memory_bytes)
+        plot_limit_line(c, &p, (double)s->device_memory_bytes, rgb_hex(COLOR_DEVICE_LIMIT));
     for (size_t k = s->nconfigs; k-- > 0;) /* the run's own last: on top */
         draw_line(c, &p, s->reserved_max + k * s->ncolumns, s->ncolumns,
                   requests / (double)s->ncolumns, render_site_color(k + 1),
@@ -106,7 +95,7 @@ static void draw(canvas *c, const render_simulation *s) {
         items[n++] = (legend_item){labels[k], render_site_color(k + 1), LEGEND_LINE};
     }
     if (s->device_memory_bytes)
-        items[n++] = (legend_item){"device memory", rgb_hex(COLOR_LIMIT), LEGEND_DASH};
+        items[n++] = (legend_item){"device memory", rgb_hex(COLOR_DEVICE_LIMIT), LEGEND_DASH};
     legend_draw(c, c->w - m - lw, p.y, lw, c->h - m - p.y, items, n);
 }
 

@@ -20,6 +20,16 @@ const char *units_bytes(uint64_t bytes, char *buf, size_t len) {
     return buf;
 }
 
+const char *units_bytes_i64(int64_t bytes, char buf[32]) {
+    return units_bytes(bytes > 0 ? (uint64_t)bytes : 0, buf, 32);
+}
+
+const char *units_bytes_signed(int64_t bytes, char buf[32]) {
+    buf[0] = bytes < 0 ? '-' : '+';
+    units_bytes(bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes, buf + 1, 31);
+    return buf;
+}
+
 const char *units_duration(uint64_t ns, char *buf, size_t len) {
     if (ns < 1000)
         snprintf(buf, len, "%llu ns", (unsigned long long)ns);

@@ -1,6 +1,8 @@
 /* cli.c — shared plumbing of the memanalyze commands (see cli.h). */
 #include "cli.h"
 
+#include "when.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,15 +18,12 @@ int cli_error(const char *fmt, ...) {
     return 2;
 }
 
-int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
-    char path[PATH_MAX + 64], err[1024];
-    if (input_database(input, opt, path, sizeof path, err, sizeof err) != 0)
-        return cli_error("%s", err);
+int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
     if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        cli_error("cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
+        snprintf(err, errlen, "cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
         sqlite3_close(*db);
         *db = NULL;
-        return 2;
+        return -1;
     }
     /* One read transaction for the whole command: otherwise SQLite takes and
      * drops its file lock (and rereads the header) around every statement,
@@ -35,7 +34,34 @@ int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
     if (version != 1) {
         sqlite3_close(*db);
         *db = NULL;
-        return cli_error("%s is not a memanalyze database (schema version %lld)", path, version);
+        snprintf(err, errlen, "%s is not a memanalyze database (schema version %lld)", path,
+                 version);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_open_db(const char *input, const input_options *opt, sqlite3 **db) {
+    char path[PATH_MAX + 64], err[PATH_MAX + 256];
+    if (input_database(input, opt, path, sizeof path, err, sizeof err) != 0 ||
+        cli_open_db_file(path, db, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    return 0;
+}
+
+int cli_open_device(const char *input, const input_options *opt, long wanted, sqlite3 **db,
+                    int *device) {
+    int rc = cli_open_db(input, opt, db);
+    if (rc != 0)
+        return rc;
+    if (wanted < 0) {
+        *device = when_default_device(*db);
+    } else if (!when_device_answers(*db, (int)wanted)) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return cli_error("%s: no device %ld", input, wanted);
+    } else {
+        *device = (int)wanted;
     }
     return 0;
 }

@@ -92,14 +92,6 @@ static int differences(const compared_run *b, const compared_run *r, site_differ
     return 0;
 }
 
-static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
-
-static const char *signed_bytes(int64_t v, char *buf) {
-    buf[0] = v < 0 ? '-' : '+';
-    units_bytes((uint64_t)magnitude(v), buf + 1, 31);
-    return buf;
-}
-
 static void print_text(compared_run *runs, size_t n, long top, const char *at) {
     char b[6][64];
     printf("memanalyze compare: %zu runs, the first is the baseline\n\n", n);
@@ -114,7 +106,7 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
                (long long)s->steps,
                run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
                run_print_bytes_at_step(s->peak_reserved, s->peak_reserved_step, b[1], 64),
-               B(s->peak_requested, b[2]), frag, trapped, (long long)s->segments_max,
+               units_bytes_i64(s->peak_requested, b[2]), frag, trapped, (long long)s->segments_max,
                (long long)s->ooms);
     }
     printf("\n");
@@ -124,7 +116,7 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
                s->command[0] ? "; " : "", s->command);
         if (s->top_growth_per_step > 0)
             printf("    grows fastest: %s, %s/step\n", s->top_growth_site,
-                   B(s->top_growth_per_step, b[0]));
+                   units_bytes_i64(s->top_growth_per_step, b[0]));
     }
     for (size_t i = 1; i < n; i++) {
         site_difference *d;
@@ -136,8 +128,9 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
         if (!nd)
             printf("    no site differs\n");
         for (size_t k = 0; k < nd && (top == 0 || (long)k < top); k++)
-            printf("    %10s  %s  (%s -> %s)\n", signed_bytes(d[k].bytes - d[k].baseline, b[0]),
-                   d[k].label, B(d[k].baseline, b[1]), B(d[k].bytes, b[2]));
+            printf("    %10s  %s  (%s -> %s)\n",
+                   units_bytes_signed(d[k].bytes - d[k].baseline, b[0]), d[k].label,
+                   units_bytes_i64(d[k].baseline, b[1]), units_bytes_i64(d[k].bytes, b[2]));
         free(d);
     }
 }
@@ -180,13 +173,11 @@ static void print_json(compared_run *runs, size_t n, long top) {
 /* Opens run r and reads what compare shows of it. 0, or 2 with the error printed. */
 static int load_run(compared_run *r, long device, const char *at) {
     input_options io = {0};
-    int rc = cli_open_db(r->input, &io, &r->db);
+    int dev, rc = cli_open_device(r->input, &io, device, &r->db, &dev);
     if (rc != 0)
         return rc;
     char err[512];
-    if (device >= 0 && !when_device_answers(r->db, (int)device))
-        return cli_error("%s: no device %ld", r->input, device);
-    if (run_summary_read(r->db, (int)device, &r->s, err, sizeof err) != 0)
+    if (run_summary_read(r->db, dev, &r->s, err, sizeof err) != 0)
         return cli_error("%s: %s", r->input, err);
     int64_t event_id = -1;
     if (at && when_resolve(r->db, at, r->s.device, &event_id, err, sizeof err) != 0)

@@ -223,13 +223,10 @@ int cmd_ranks(int argc, char **argv) {
         sqlite3 *db = NULL;
         if (!inputs[i].ok) {
             r->failed = inputs[i].error;
-        } else if (sqlite3_open_v2(inputs[i].db_path, &db,
-                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-            snprintf(inputs[i].error, sizeof inputs[i].error, "%s: cannot open its database",
-                     r->input);
+        } else if (cli_open_db_file(inputs[i].db_path, &db, err, sizeof err) != 0) {
+            snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
             r->failed = inputs[i].error;
         } else {
-            sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
             if (rank_entry_read(r, db, (int)device, err, sizeof err) != 0) {
                 snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
                 r->failed = inputs[i].error;

@@ -49,8 +49,6 @@ typedef struct device_report {
     size_t nooms_listed;
 } device_report;
 
-static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
-
 static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
     stack_label(db, stack, buf, len);
 }
@@ -321,19 +319,19 @@ static void print_ooms(sqlite3 *db, const device_report *r, int64_t from, int64_
         const free_split *f =
             r->have_split && k < r->nooms_listed && r->oom_ids[k] == id ? &r->split_oom[k] : NULL;
         when_describe(db, id, when, sizeof when);
-        printf("    OOM at %s asking %s while %s is reserved but unallocated", when, B(ask, b1),
-               B(unalloc, b2));
+        printf("    OOM at %s asking %s while %s is reserved but unallocated", when,
+               units_bytes_i64(ask, b1), units_bytes_i64(unalloc, b2));
         if (f && f->releasable >= ask)
             printf(" (%s of it releasable: whole free segments or pages): the allocator's "
                    "retry frees its cache and should have found room, so look for memory "
                    "outside this allocator (untracked below, another process)",
-                   B(f->releasable, b3));
+                   units_bytes_i64(f->releasable, b3));
         else if (unalloc >= ask && largest < ask)
-            printf(" (largest free block %s%s%s): fragmentation", B(largest, b3),
-                   f ? ", trapped " : "", f ? B(f->trapped, b2) : "");
+            printf(" (largest free block %s%s%s): fragmentation", units_bytes_i64(largest, b3),
+                   f ? ", trapped " : "", f ? units_bytes_i64(f->trapped, b2) : "");
         else if (sqlite3_column_type(st, 5) != SQLITE_NULL)
             printf("; the driver had %s free: the device is full",
-                   B(sqlite3_column_int64(st, 5), b3));
+                   units_bytes_i64(sqlite3_column_int64(st, 5), b3));
         printf("\n");
     }
     sqlite3_finalize(st);
@@ -361,7 +359,8 @@ static void print_largest(sqlite3 *db, int device, int64_t from, int64_t to, siz
     while (sqlite3_step(st) == SQLITE_ROW) {
         site(db, db_column_i64(st, 2, 0), label, sizeof label);
         when_describe(db, sqlite3_column_int64(st, 0), when, sizeof when);
-        printf("    %10s  %s  at %s\n", B(sqlite3_column_int64(st, 1), b1), label, when);
+        printf("    %10s  %s  at %s\n", units_bytes_i64(sqlite3_column_int64(st, 1), b1), label,
+               when);
     }
     sqlite3_finalize(st);
 }
@@ -378,8 +377,8 @@ static void print_cache(const device_report *r) {
            100.0 * (double)(r->cache_allocs - r->cache_misses) / (double)r->cache_allocs,
            (long long)r->cache_allocs, (long long)r->cache_misses);
     printf("    at the peak %s active, %s inactive (reserved, free in the cache)\n",
-           B(s->peak_allocated.allocated, b1),
-           B(s->peak_allocated.reserved - s->peak_allocated.allocated, b2));
+           units_bytes_i64(s->peak_allocated.allocated, b1),
+           units_bytes_i64(s->peak_allocated.reserved - s->peak_allocated.allocated, b2));
 }
 
 static void print_fragmentation(const device_report *r) {
@@ -389,11 +388,12 @@ static void print_fragmentation(const device_report *r) {
     double worst = frag_of(&s->worst_fragmentation);
     printf("  fragmentation (reserved - allocated) / reserved:\n");
     printf("    at the peak %.2f (%s), largest free block %s\n", at_peak, frag_rating(at_peak),
-           B(s->peak_allocated.largest_free, b1));
+           units_bytes_i64(s->peak_allocated.largest_free, b1));
     printf("    at the end  %.2f (%s), largest free block %s\n", at_end, frag_rating(at_end),
-           B(s->end.largest_free, b2));
+           units_bytes_i64(s->end.largest_free, b2));
     printf("    worst       %.2f (%s) at event %lld, with %s reserved\n", worst, frag_rating(worst),
-           (long long)s->worst_fragmentation.event_id, B(s->worst_fragmentation.reserved, b1));
+           (long long)s->worst_fragmentation.event_id,
+           units_bytes_i64(s->worst_fragmentation.reserved, b1));
     if (r->nsteps) {
         double lo = 1, hi = -1, sum = 0;
         int64_t hi_step = 0;
@@ -417,9 +417,9 @@ static void print_fragmentation(const device_report *r) {
     printf("  trapped / reserved (free bytes empty_cache() cannot return: the fragmentation "
            "verdict):\n");
     printf("    at the peak %.2f (%s): %s trapped, %s releasable\n", tp, frag_rating(tp),
-           B(p->trapped, b1), B(p->releasable, b2));
+           units_bytes_i64(p->trapped, b1), units_bytes_i64(p->releasable, b2));
     printf("    at the end  %.2f (%s): %s trapped, %s releasable%s\n", te, frag_rating(te),
-           B(e->trapped, b1), B(e->releasable, b2),
+           units_bytes_i64(e->trapped, b1), units_bytes_i64(e->releasable, b2),
            e->releasable > e->trapped && e->releasable >= (64 << 20)
                ? " (a warm cache, not fragmentation: empty_cache() returns it)"
                : "");
@@ -455,8 +455,10 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
         if (g->growth_per_step <= 0)
             continue;
         site(db, g->stack_id, label, sizeof label);
-        printf("    +%s/step (+%s/min)  %s  live %s at the end\n", B(g->growth_per_step, b1),
-               B((int64_t)g->bytes_per_min, b2), label, B(g->live_end, b3));
+        printf("    +%s/step (+%s/min)  %s  live %s at the end\n",
+               units_bytes_i64(g->growth_per_step, b1),
+               units_bytes_i64((int64_t)g->bytes_per_min, b2), label,
+               units_bytes_i64(g->live_end, b3));
         shown++;
     }
     if (!shown)
@@ -464,12 +466,13 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
     const device_summary *s = &r->s;
     printf("  never freed: %lld blocks, %s requested, allocated during the recording and live "
            "at its end\n",
-           (long long)s->never_freed_count, B(s->never_freed_bytes, b1));
+           (long long)s->never_freed_count, units_bytes_i64(s->never_freed_bytes, b1));
     if (r->growth_per_step > 0) {
-        printf("  headroom: allocated grows +%s/step at step ends", B(r->growth_per_step, b1));
+        printf("  headroom: allocated grows +%s/step at step ends",
+               units_bytes_i64(r->growth_per_step, b1));
         if (r->limit_step >= 0)
             printf("; at that rate the run reaches the device limit (%s) at step %lld",
-                   B(s->total_bytes, b2), (long long)r->limit_step);
+                   units_bytes_i64(s->total_bytes, b2), (long long)r->limit_step);
         if (r->forecast.limit_seconds >= 0) {
             char when[32];
             if (r->forecast.limit_seconds < 1e9) /* below 30 years: a duration */
@@ -481,9 +484,9 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
         printf("; risk %s\n", r->forecast.risk);
     } else if (r->nsteps >= 3) {
         printf("  headroom: allocated does not grow from step to step; peak uses %s",
-               B(s->peak_reserved.reserved, b1));
+               units_bytes_i64(s->peak_reserved.reserved, b1));
         if (s->total_bytes)
-            printf(" of %s (%.0f %%)", B(s->total_bytes, b2),
+            printf(" of %s (%.0f %%)", units_bytes_i64(s->total_bytes, b2),
                    100.0 * (double)s->peak_reserved.reserved / (double)s->total_bytes);
         printf("; risk %s\n", r->forecast.risk);
     }
@@ -508,7 +511,8 @@ static void print_recommendations(sqlite3 *db, const device_report *r) {
     if (at_peak >= gmt_frag_band_from(FRAG_BAND_SERIOUS) && trapped >= (64 << 20)) {
         printf("  - %s of the peak's %s reserved is free but trapped in segments that hold live "
                "blocks (trapped ratio %.2f, %s): %s\n",
-               B(trapped, b1), B(s->peak_allocated.reserved, b2), at_peak, frag_rating(at_peak),
+               units_bytes_i64(trapped, b1), units_bytes_i64(s->peak_allocated.reserved, b2),
+               at_peak, frag_rating(at_peak),
                expandable_on(db) ? "with expandable segments already on, "
                                    "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb keeps large free "
                                    "blocks from being split by small requests"
@@ -520,7 +524,7 @@ static void print_recommendations(sqlite3 *db, const device_report *r) {
         site(db, r->growth[0].stack_id, label, sizeof label);
         printf("  - %s keeps +%s per step alive: something holds on to what it allocates "
                "(a list of tensors, a history, a cache)\n",
-               label, B(r->growth[0].growth_per_step, b1));
+               label, units_bytes_i64(r->growth[0].growth_per_step, b1));
         said = 1;
     }
     if (s->ooms && !said) {
@@ -540,18 +544,19 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
     if (s->name[0])
         printf("  %s", s->name);
     if (s->total_bytes > 0)
-        printf(", %s", B(s->total_bytes, b1));
+        printf(", %s", units_bytes_i64(s->total_bytes, b1));
     printf("\n");
     when_describe(db, s->peak_allocated.event_id, when, sizeof when);
-    printf("  peak allocated %s at %s\n", B(s->peak_allocated.allocated, b1), when);
-    printf("    then requested %s, reserved %s\n", B(s->peak_allocated.requested, b1),
-           B(s->peak_allocated.reserved, b2));
+    printf("  peak allocated %s at %s\n", units_bytes_i64(s->peak_allocated.allocated, b1), when);
+    printf("    then requested %s, reserved %s\n", units_bytes_i64(s->peak_allocated.requested, b1),
+           units_bytes_i64(s->peak_allocated.reserved, b2));
     when_describe(db, s->peak_requested.event_id, when, sizeof when);
-    printf("  peak requested %s at %s\n", B(s->peak_requested.requested, b1), when);
+    printf("  peak requested %s at %s\n", units_bytes_i64(s->peak_requested.requested, b1), when);
     when_describe(db, s->peak_reserved.event_id, when, sizeof when);
-    printf("  peak reserved  %s at %s\n", B(s->peak_reserved.reserved, b1), when);
-    printf("  reserved at the start %s, at the end %s (allocated %s)\n", B(s->start.reserved, b1),
-           B(s->end.reserved, b2), B(s->end.allocated, b3));
+    printf("  peak reserved  %s at %s\n", units_bytes_i64(s->peak_reserved.reserved, b1), when);
+    printf("  reserved at the start %s, at the end %s (allocated %s)\n",
+           units_bytes_i64(s->start.reserved, b1), units_bytes_i64(s->end.reserved, b2),
+           units_bytes_i64(s->end.allocated, b3));
     printf("  %lld allocations, %lld frees\n", (long long)s->allocs, (long long)s->frees);
     if (r->ntop) {
         printf("  held at the peak:\n");
@@ -572,8 +577,8 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
             double pct = s->peak_allocated.allocated
                              ? 100.0 * (double)r->top[i].bytes / (double)s->peak_allocated.allocated
                              : 0;
-            printf("    %10s %5.1f %%  %6lld blocks  %s\n", B(r->top[i].bytes, b1), pct,
-                   (long long)r->top[i].blocks, label);
+            printf("    %10s %5.1f %%  %6lld blocks  %s\n", units_bytes_i64(r->top[i].bytes, b1),
+                   pct, (long long)r->top[i].blocks, label);
         }
         free(labels);
     }
@@ -590,7 +595,7 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
     if (s->untracked_at_peak >= 0)
         printf("  untracked (driver's used - reserved: context, libraries, other processes): "
                "%s near the peak, at most %s\n",
-               B(s->untracked_at_peak, b1), B(s->untracked_max, b2));
+               units_bytes_i64(s->untracked_at_peak, b1), units_bytes_i64(s->untracked_max, b2));
     print_largest(db, s->device, from, to, top);
     print_growth(db, r, top);
     print_recommendations(db, r);

@@ -7,7 +7,6 @@
 #include "stack_names.h"
 #include "stage_table.h"
 #include "units.h"
-#include "when.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -23,14 +22,6 @@ static void stages_usage(FILE *out) {
                  "  --json        machine-readable output\n");
 }
 
-static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
-
-static const char *signed_bytes(int64_t v, char *buf) {
-    buf[0] = v < 0 ? '-' : '+';
-    units_bytes((uint64_t)(v < 0 ? -v : v), buf + 1, 31);
-    return buf;
-}
-
 static void print_text(sqlite3 *db, const char *input, int device, const stage_row *r, size_t n) {
     char b[4][32], site[512];
     printf("memanalyze stages: %s, device %d, %zu stage names\n", input, device, n);
@@ -40,14 +31,15 @@ static void print_text(sqlite3 *db, const char *input, int device, const stage_r
     for (size_t i = 0; i < n; i++) {
         printf("\n  %s  x%lld\n", r[i].name, (long long)r[i].count);
         printf("    peak inside %s (event %lld); leaves %s (first), %s on average, %s in all\n",
-               B(r[i].peak_allocated, b[0]), (long long)r[i].peak_event_id,
-               signed_bytes(r[i].net_first, b[1]), signed_bytes((int64_t)r[i].net_mean, b[2]),
-               signed_bytes(r[i].net_total, b[3]));
+               units_bytes_i64(r[i].peak_allocated, b[0]), (long long)r[i].peak_event_id,
+               units_bytes_signed(r[i].net_first, b[1]),
+               units_bytes_signed((int64_t)r[i].net_mean, b[2]),
+               units_bytes_signed(r[i].net_total, b[3]));
         printf("    %lld allocations inside, %s\n", (long long)r[i].allocs,
-               B(r[i].allocated_bytes, b[0]));
+               units_bytes_i64(r[i].allocated_bytes, b[0]));
         for (size_t k = 0; k < STAGE_SITES && r[i].site_bytes[k] > 0; k++) {
             stack_label(db, r[i].site_stack[k], site, sizeof site);
-            printf("      %10s  %s\n", B(r[i].site_bytes[k], b[0]), site);
+            printf("      %10s  %s\n", units_bytes_i64(r[i].site_bytes[k], b[0]), site);
         }
     }
 }
@@ -106,26 +98,20 @@ int cmd_stages(int argc, char **argv) {
     const char *input = argv[optind];
     sqlite3 *db;
     input_options io = {0};
-    int rc = cli_open_db(input, &io, &db);
+    int dev, rc = cli_open_device(input, &io, device, &db, &dev);
     if (rc != 0)
         return rc;
-    if (device < 0)
-        device = when_default_device(db);
-    else if (!when_device_answers(db, (int)device)) {
-        sqlite3_close(db);
-        return cli_error("%s: no device %ld", input, device);
-    }
     stage_row *rows;
     size_t n;
     char err[512];
-    if (stage_table(db, (int)device, &rows, &n, err, sizeof err) != 0) {
+    if (stage_table(db, dev, &rows, &n, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s: %s", input, err);
     }
     if (json)
-        print_json(db, (int)device, rows, n);
+        print_json(db, dev, rows, n);
     else
-        print_text(db, input, (int)device, rows, n);
+        print_text(db, input, dev, rows, n);
     stage_table_free(rows, n);
     sqlite3_close(db);
     return 0;

@@ -6,7 +6,6 @@
 #include "json_out.h"
 #include "step_table.h"
 #include "units.h"
-#include "when.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -23,8 +22,6 @@ static void steps_usage(FILE *out) {
                  "  --json        machine-readable output\n");
 }
 
-static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
-
 static void print_text(const char *input, int device, const step_row *r, size_t n) {
     char b[5][32];
     printf("memanalyze steps: %s, device %d, %zu steps\n\n", input, device, n);
@@ -35,13 +32,13 @@ static void print_text(const char *input, int device, const step_row *r, size_t 
         char trapped[16] = "?", growth[40];
         if (r[i].trapped_at_end >= 0)
             snprintf(trapped, sizeof trapped, "%.2f", r[i].trapped_at_end);
-        snprintf(growth, sizeof growth, "%s%s", r[i].growth < 0 ? "-" : "+",
-                 B(r[i].growth < 0 ? -r[i].growth : r[i].growth, b[4]));
+        units_bytes_signed(r[i].growth, growth);
         printf("  %6lld %-20s %-9s %11s %11s %5.2f %7s %8lld %7lld %7lld %12s  %s\n",
-               (long long)r[i].step, B(r[i].peak_allocated, b[0]), r[i].peak_phase,
-               B(r[i].allocated_at_end, b[1]), B(r[i].reserved_at_end, b[2]),
-               r[i].fragmentation_at_end, trapped, (long long)r[i].segments_at_end,
-               (long long)r[i].allocs, (long long)r[i].frees, growth, r[i].anomaly);
+               (long long)r[i].step, units_bytes_i64(r[i].peak_allocated, b[0]), r[i].peak_phase,
+               units_bytes_i64(r[i].allocated_at_end, b[1]),
+               units_bytes_i64(r[i].reserved_at_end, b[2]), r[i].fragmentation_at_end, trapped,
+               (long long)r[i].segments_at_end, (long long)r[i].allocs, (long long)r[i].frees,
+               growth, r[i].anomaly);
     }
 }
 
@@ -107,26 +104,20 @@ int cmd_steps(int argc, char **argv) {
     const char *input = argv[optind];
     sqlite3 *db;
     input_options io = {0};
-    int rc = cli_open_db(input, &io, &db);
+    int dev, rc = cli_open_device(input, &io, device, &db, &dev);
     if (rc != 0)
         return rc;
-    if (device < 0)
-        device = when_default_device(db);
-    else if (!when_device_answers(db, (int)device)) {
-        sqlite3_close(db);
-        return cli_error("%s: no device %ld", input, device);
-    }
     step_row *rows;
     size_t n;
     char err[512];
-    if (step_table(db, (int)device, &rows, &n, err, sizeof err) != 0) {
+    if (step_table(db, dev, &rows, &n, err, sizeof err) != 0) {
         sqlite3_close(db);
         return cli_error("%s: %s", input, err);
     }
     if (json)
-        print_json((int)device, rows, n);
+        print_json(dev, rows, n);
     else
-        print_text(input, (int)device, rows, n);
+        print_text(input, dev, rows, n);
     if (!json && !n)
         printf("  no steps: the input marks none (NVTX ranges, ProfilerStep#N, memrec.h, the "
                "optimizer's step)\n");

@@ -10,13 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *B(int64_t v, char *buf) { return units_bytes(v > 0 ? (uint64_t)v : 0, buf, 32); }
-
 static const char *growth_text(int64_t v, char *buf) {
     char b[32];
     if (v == 0)
         return strcpy(buf, "0");
-    snprintf(buf, 40, "%s%s/step", v < 0 ? "-" : "+", B(v < 0 ? -v : v, b));
+    snprintf(buf, 40, "%s/step", units_bytes_signed(v, b));
     return buf;
 }
 
@@ -43,14 +41,16 @@ void ranks_report_text(FILE *out, const rank_stats *st) {
     if (st->read) {
         const rank_entry *bn = &st->ranks[st->bottleneck];
         fprintf(out, "\n  imbalance: max / mean of peak allocated %.2f (mean %s, spread %s)\n",
-                st->imbalance, B(st->mean_peak, b[0]), B(st->spread, b[1]));
+                st->imbalance, units_bytes_i64(st->mean_peak, b[0]),
+                units_bytes_i64(st->spread, b[1]));
         fprintf(out, "  bottleneck: rank %lld, peak allocated %s", (long long)bn->rank,
-                B(bn->s.peak_allocated, b[0]));
+                units_bytes_i64(bn->s.peak_allocated, b[0]));
         fprintf(out, st->nexcess ? "; above the median rank at its peak:\n" : "\n");
         for (size_t i = 0; i < st->nexcess; i++)
             fprintf(out, "    +%-10s %s  (%s, the median rank %s)\n",
-                    B(st->excess[i].bytes - st->excess[i].median_bytes, b[0]), st->excess[i].site,
-                    B(st->excess[i].bytes, b[1]), B(st->excess[i].median_bytes, b[2]));
+                    units_bytes_i64(st->excess[i].bytes - st->excess[i].median_bytes, b[0]),
+                    st->excess[i].site, units_bytes_i64(st->excess[i].bytes, b[1]),
+                    units_bytes_i64(st->excess[i].median_bytes, b[2]));
         if (st->first_to_run_out >= 0) {
             const rank_entry *f = &st->ranks[st->first_to_run_out];
             fprintf(out,
