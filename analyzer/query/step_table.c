@@ -3,6 +3,7 @@
 
 #include "analysis.h"
 #include "db_query.h"
+#include "gmt_grow.h"
 #include "phases.h"
 #include "stack_names.h"
 #include "trace_format.h"
@@ -20,7 +21,7 @@
 #define GROWTH_DEVIATIONS 3
 
 /* The end states (step_ends, free_splits) and each step's range. */
-static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, int64_t **ranges) {
+static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count) {
     sqlite3_stmt *st = db_statement(
         db, "SELECT s.step, s.begin_event_id, s.end_event_id, e.allocated_bytes, "
             "e.reserved_bytes, (SELECT r.segments FROM event_rows r WHERE r.event_id = "
@@ -33,31 +34,21 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, in
     sqlite3_bind_int(st, 1, device);
     size_t n = 0, cap = 0;
     step_row *out = NULL;
-    int64_t *range = NULL;
     int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            step_row *grown = realloc(out, cap * sizeof *out);
-            int64_t *r2 = realloc(range, 2 * cap * sizeof *range);
-            if (grown)
-                out = grown;
-            if (r2)
-                range = r2;
-            if (!grown || !r2) {
-                rc = -1;
-                break;
-            }
+        if (gmt_grow((void **)&out, &cap, n, sizeof *out) != 0) {
+            rc = -1;
+            break;
         }
-        step_row *r = &out[n];
+        step_row *r = &out[n++];
         memset(r, 0, sizeof *r);
         r->step = sqlite3_column_int64(st, 0);
-        range[2 * n] = sqlite3_column_int64(st, 1);
-        range[2 * n + 1] = sqlite3_column_int64(st, 2);
+        r->begin_event_id = sqlite3_column_int64(st, 1);
+        r->end_event_id = sqlite3_column_int64(st, 2);
         r->allocated_at_end = sqlite3_column_int64(st, 3);
-        r->open = sqlite3_column_int(st, 8);
         r->reserved_at_end = sqlite3_column_int64(st, 4);
         r->segments_at_end = db_column_i64(st, 5, 0);
+        r->open = sqlite3_column_int(st, 8);
         r->fragmentation_at_end =
             r->reserved_at_end > 0
                 ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
@@ -67,41 +58,39 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count, in
                             : split_reserved > 0
                                 ? (double)sqlite3_column_int64(st, 6) / (double)split_reserved
                                 : 0;
-        n++;
     }
     sqlite3_finalize(st);
     *rows = out;
-    *ranges = range;
     *count = n;
     return rc;
 }
 
 /* The peak inside each step (the first event at the highest allocated), its stack's phase, and
  * the allocations and frees: one pass over each step's rows. */
-static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n, const int64_t *range) {
+static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     sqlite3_stmt *st = db_statement(
         db, "SELECT event_id, allocated_bytes, stack_id, op, level FROM event_rows WHERE "
             "event_id > ?1 AND event_id <= ?2 AND device = ?3 ORDER BY event_id");
     stack_names *names = stack_names_new(db);
-    sqlite3_stmt *stack_of = db_statement(db, "SELECT stack_id FROM event_rows WHERE event_id = ?");
-    if (!st || !names || !stack_of) {
+    if (!st || !names) {
         sqlite3_finalize(st);
-        sqlite3_finalize(stack_of);
         stack_names_free(names);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         step_row *r = &rows[i];
         sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, range[2 * i]);
-        sqlite3_bind_int64(st, 2, range[2 * i + 1]);
+        sqlite3_bind_int64(st, 1, r->begin_event_id);
+        sqlite3_bind_int64(st, 2, r->end_event_id);
         sqlite3_bind_int(st, 3, device);
         r->peak_allocated = -1;
+        int64_t peak_stack = 0;
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t allocated = sqlite3_column_int64(st, 1);
             if (allocated > r->peak_allocated) {
                 r->peak_allocated = allocated;
                 r->peak_event_id = sqlite3_column_int64(st, 0);
+                peak_stack = db_column_i64(st, 2, 0);
             }
             int op = sqlite3_column_int(st, 3), level = sqlite3_column_int(st, 4);
             if (level == TRACE_LEVEL_BLOCK && op == TRACE_OP_ALLOC)
@@ -112,17 +101,11 @@ static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n, const
         if (r->peak_allocated < 0) { /* no event of this device inside: its end state */
             r->peak_allocated = r->allocated_at_end;
             r->peak_event_id = 0;
-            r->peak_phase = phase_name(PHASE_UNKNOWN);
-            continue;
         }
-        sqlite3_reset(stack_of);
-        sqlite3_bind_int64(stack_of, 1, r->peak_event_id);
-        int64_t stack = sqlite3_step(stack_of) == SQLITE_ROW ? db_column_i64(stack_of, 0, 0) : 0;
-        r->peak_phase =
-            phase_name(stack ? phase_of_stack(stack_names_get(names, stack)) : PHASE_UNKNOWN);
+        r->peak_phase = phase_name(peak_stack ? phase_of_stack(stack_names_get(names, peak_stack))
+                                              : PHASE_UNKNOWN);
     }
     sqlite3_finalize(st);
-    sqlite3_finalize(stack_of);
     stack_names_free(names);
     return 0;
 }
@@ -191,19 +174,15 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
 }
 
 int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, char *err, size_t errlen) {
-    int64_t *range = NULL;
     *rows = NULL;
     *count = 0;
-    if (read_ends(db, device, rows, count, &range) != 0 ||
-        read_insides(db, device, *rows, *count, range) != 0) {
+    if (read_ends(db, device, rows, count) != 0 || read_insides(db, device, *rows, *count) != 0) {
         snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
-        free(range);
         free(*rows);
         *rows = NULL;
         *count = 0;
         return -1;
     }
-    free(range);
     /* growth from the state before the first step's start */
     int64_t before = db_query_i64(db,
                                   "SELECT allocated_bytes FROM event_rows WHERE device = ?1 AND "

@@ -27,6 +27,7 @@
 
 typedef struct step_row {
     int64_t step;
+    int64_t begin_event_id, end_event_id; /* steps': the step holds the events in (begin, end] */
     int64_t peak_allocated, peak_event_id;
     const char *peak_phase; /* phase_name */
     int64_t allocated_at_end, reserved_at_end, segments_at_end;
