@@ -79,6 +79,26 @@ gmt_frag_band gmt_frag_rate(double ratio) {
     return b;
 }
 
+#define CATEGORY_NAME(id, name, colour, meaning) name,
+#define CATEGORY_COLOUR(id, name, colour, meaning) colour,
+static const char *const category_names[BLOCK_CATEGORY_COUNT] = {
+    BLOCK_CATEGORY_LIST(CATEGORY_NAME)};
+static const unsigned category_colours[BLOCK_CATEGORY_COUNT] = {
+    BLOCK_CATEGORY_LIST(CATEGORY_COLOUR)};
+
+const char *gmt_category_name(gmt_category c) { return NAME_OF(category_names, (unsigned)c); }
+
+unsigned gmt_category_colour(gmt_category c) {
+    return (unsigned)c < BLOCK_CATEGORY_COUNT ? category_colours[c] : 0x808080;
+}
+
+int gmt_category_from_name(const char *name, size_t len) {
+    for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
+        if (strlen(category_names[c]) == len && memcmp(category_names[c], name, len) == 0)
+            return c;
+    return -1;
+}
+
 const char *trace_record_kind_name(unsigned kind) {
     switch (kind) {
     case TRACE_REC_PROCESS:

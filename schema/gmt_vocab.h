@@ -22,6 +22,8 @@
 #ifndef GMT_VOCAB_H
 #define GMT_VOCAB_H
 
+#include <stddef.h>
+
 /* ---- limits --------------------------------------------------------------- */
 
 /* Devices an analysis follows (ordinals 0 .. GMT_MAX_DEVICES-1); events on
@@ -183,5 +185,35 @@ typedef enum gmt_frag_band { FRAG_BAND_LIST(FRAG_BAND_ENUM) FRAG_BAND_COUNT } gm
 double gmt_frag_band_from(gmt_frag_band b);
 const char *gmt_frag_band_name(gmt_frag_band b);
 gmt_frag_band gmt_frag_rate(double ratio);
+
+/* ---- block categories (DESIGN.md "category") ------------------------------
+ * X(ID, "name", colour, "meaning"): what a block's memory is, in torch.profiler's
+ * words and its memory timeline's colours (0xRRGGBB). Decided in this order:
+ * the names the program gave (tensor names, analyzer/query/categories.h), the
+ * phase the block was made in and its lifetime, user rules. The order of the
+ * list is the order of reports and stacked pictures. */
+#define BLOCK_CATEGORY_LIST(X)                                                                     \
+    X(PARAMETER, "parameter", 0x006400,                                                            \
+      "model weights and buffers: named parameters, or made before the first step and kept")       \
+    X(GRADIENT, "gradient", 0x0000CD, "a parameter's .grad, or made in backward and kept past it") \
+    X(OPTIMIZER_STATE, "optimizer_state", 0xDAA520,                                                \
+      "an optimizer's state (exp_avg, momentum_buffer, ...), or made in its step and kept")        \
+    X(ACTIVATION, "activation", 0xFF0000,                                                          \
+      "made in forward and freed in a later phase (saved for backward)")                           \
+    X(TEMPORARY, "temporary", 0x9370DB, "freed in the phase that made it")                         \
+    X(INPUT, "input", 0x000000,                                                                    \
+      "made at the start of a step before forward (a batch copied in) and used by it")             \
+    X(OTHER, "other", 0x808080, "none of the above: caches, leaks, code the rules cannot see")
+
+#define BLOCK_CATEGORY_ENUM(id, name, colour, meaning) BLOCK_CATEGORY_##id,
+typedef enum gmt_category {
+    BLOCK_CATEGORY_LIST(BLOCK_CATEGORY_ENUM) BLOCK_CATEGORY_COUNT
+} gmt_category;
+#undef BLOCK_CATEGORY_ENUM
+
+/* A category's name and colour (0xRRGGBB); the category of a name, or -1. */
+const char *gmt_category_name(gmt_category c);
+unsigned gmt_category_colour(gmt_category c);
+int gmt_category_from_name(const char *name, size_t len);
 
 #endif

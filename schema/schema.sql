@@ -529,6 +529,17 @@ CREATE TABLE live_at_end (
   pending        INTEGER NOT NULL     -- 1: its free was requested (a stream still uses it), 0: allocated
 );
 
+-- tensor_names: one row per block the program named (TRACE_FORMAT.md "Tensor names": memrec's
+-- walk of the model's parameters, gradients and optimizer state at optimizer steps, or a
+-- snapshot's user metadata). A block named twice keeps its first name.
+CREATE TABLE tensor_names (
+  alloc_id INTEGER PRIMARY KEY, -- allocations.alloc_id of the named block (or whole-block segment)
+  name     TEXT NOT NULL,       -- the tensor's name, e.g. 'layers.3.attn.q_proj.weight.exp_avg'
+  category TEXT,                -- what the program says it is ('parameter', 'gradient', 'optimizer_state', ...); NULL: a name alone
+  tensors  INTEGER NOT NULL,    -- tensors sharing the storage (a DDP bucket: > 1, the name is the first one's)
+  ts_ns    INTEGER NOT NULL     -- when the name was given, ns since the first recorded event
+);
+
 -- step_ends: each device's state at each step's end (`step:N`), as `timeline` has it: the
 -- device's last row at or before the step's end event. Kept by the replay as steps end, so the
 -- per-step questions (fragmentation and segments per step, growth across steps, the headroom

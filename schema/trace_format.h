@@ -89,6 +89,17 @@ _Static_assert(TRACE_OP_COUNT <= 128 && DB_OP_END <= 256, "ops are stored in a b
 #define TRACE_ALLOCATOR_DOMAIN "memrec.allocator"
 #define TRACE_TORCH_SETTINGS_PREFIX "torch.allocator_settings="
 
+/* Tensor names ride in marks of domain TRACE_TENSOR_DOMAIN (TRACE_FORMAT.md,
+ * "Tensor names"): `value` is the address of a tensor's storage, and the
+ * name is "<category> <name>[ <count>]": a category of BLOCK_CATEGORY_LIST
+ * (what the program knows the tensor is: parameter, gradient,
+ * optimizer_state, ...), the tensor's name ("layers.3.attn.q_proj.weight",
+ * "...weight.grad", "...weight.exp_avg"), and, when several tensors share the
+ * storage (a DDP bucket), how many. Text whose first word is no category is
+ * a name alone (a snapshot's user metadata): the analyzer then decides the
+ * category. The name binds to the block live at that address at the mark. */
+#define TRACE_TENSOR_DOMAIN "memrec.tensor"
+
 /* Warning kinds of the database (warnings.code holds the name). */
 #define X(id, name, meaning) DB_WARNING_##id,
 typedef enum db_warning { DB_WARNING_LIST(X) DB_WARNING_COUNT } db_warning;

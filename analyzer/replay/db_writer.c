@@ -57,6 +57,7 @@ enum statement {
     ST_LIVE_END,
     ST_FREE_SPLIT,
     ST_STEP_END,
+    ST_TENSOR_NAME,
     ST_COUNT
 };
 
@@ -112,6 +113,9 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_STEP_END] = "INSERT OR REPLACE INTO step_ends (device, end_event_id, event_id, ts_ns,"
                     " allocated_bytes, requested_bytes, reserved_bytes, largest_free_bytes)"
                     " VALUES (?,?,?,?,?,?,?,?)",
+    /* The first name given to a block stays (a block named twice keeps its first). */
+    [ST_TENSOR_NAME] = "INSERT OR IGNORE INTO tensor_names (alloc_id, name, category, tensors,"
+                       " ts_ns) VALUES (?,?,?,?,?)",
     [ST_FREE_SPLIT] = "INSERT OR REPLACE INTO free_splits (device, event_id, reserved_bytes,"
                       " allocated_bytes, releasable_bytes, trapped_bytes) VALUES (?,?,?,?,?,?)",
     [ST_LARGEST] = "INSERT OR REPLACE INTO largest_allocations (device, alloc_id, size, stack_id)"
@@ -540,6 +544,17 @@ int db_writer_marker(db_writer *w, const db_marker_row *r) {
     row_text(st, 5, r->name);
     row_text(st, 6, r->domain);
     row_int(st, 7, r->begin_marker_id);
+    return row_done(w, st);
+}
+
+int db_writer_tensor_name(db_writer *w, int64_t alloc_id, const char *name, const char *category,
+                          int64_t tensors, int64_t ts_ns) {
+    pending_row *st = begin(w, ST_TENSOR_NAME);
+    row_int(st, 1, alloc_id);
+    row_text(st, 2, name);
+    row_text(st, 3, category);
+    row_int(st, 4, tensors);
+    row_int(st, 5, ts_ns);
     return row_done(w, st);
 }
 

@@ -103,6 +103,10 @@ int db_writer_free_split(db_writer *w, int64_t device, int64_t event_id, int64_t
                          int64_t allocated, int64_t releasable);
 int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t size,
                       int64_t stack_id);
+/* A tensor_names row: `name` given to the block alloc_id; category NULL when the program gave
+ * a name alone. */
+int db_writer_tensor_name(db_writer *w, int64_t alloc_id, const char *name, const char *category,
+                          int64_t tensors, int64_t ts_ns);
 int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message);
 int db_writer_meta_int(db_writer *w, const char *key, int64_t value);
 int db_writer_meta_text(db_writer *w, const char *key, const char *value);

@@ -180,6 +180,9 @@ static int on_marker(replay *rp, const trace_marker *m) {
         replay_check_layouts(rp, "after the seed");
         return replay_write_seed_rows(rp);
     }
+    if (m->kind == TRACE_MARK_MARK && m->domain_id &&
+        strcmp(replay_string(rp, m->domain_id), TRACE_TENSOR_DOMAIN) == 0)
+        return replay_on_tensor_name(rp, m);
     int64_t ts = (int64_t)m->ts_ns - rp->t0;
     uint32_t name_id = m->name_id;
     int64_t id = (int64_t)++rp->marker_count, begin = DB_NULL;

@@ -196,6 +196,12 @@ int replay_on_stack(replay *rp, const trace_stack *s);
 /* At the end: the frames and stacks rows, inline chains expanded. 0 or -1. */
 int replay_write_frames(replay *rp);
 
+/* ---- replay_names.c ---- */
+
+/* A mark of the domain TRACE_TENSOR_DOMAIN: its name binds to the block live at its address
+ * (a tensor_names row); ignored when nothing is live there. 0 or -1. */
+int replay_on_tensor_name(replay *rp, const trace_marker *m);
+
 /* ---- replay_memory.c ---- */
 
 /* Applies one memory event and writes its row. 0 or -1. */
