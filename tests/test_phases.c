@@ -49,6 +49,17 @@ int main(void) {
     CHECK_EQ_U64(of(adam, 4), PHASE_OPTIMIZER);
     const named_frame bare[] = {PY("_init_group", "adamw.py"), PY("train_step", "train.py")};
     CHECK_EQ_U64(of(bare, 2), PHASE_OPTIMIZER);
+    /* zero_grad frees last step's gradients before the next step's input: not an optimizer step,
+     * whether set_to_none frees them or zero_() writes them */
+    const named_frame zero_grad[] = {
+        PY("zero_grad", "/opt/conda/lib/python3.11/site-packages/torch/optim/optimizer.py"),
+        PY("train_step", "train.py")};
+    CHECK_EQ_U64(of(zero_grad, 2), PHASE_OTHER);
+    /* frame by frame, as a stack trie computes it */
+    CHECK_EQ_U64(phase_of_flags(phase_frame_flags(&adam[1]) | phase_frame_flags(&forward[2])),
+                 PHASE_OPTIMIZER);
+    CHECK_EQ_U64(phase_of_flags(phase_frame_flags(&engine[1])), PHASE_BACKWARD);
+    CHECK_EQ_U64(phase_of_flags(0), PHASE_OTHER);
     /* user code, a data loader, no frames */
     const named_frame data[] = {PY("load_batch", "data.py"), PY("main", "train.py")};
     CHECK_EQ_U64(of(data, 2), PHASE_OTHER);

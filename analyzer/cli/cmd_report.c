@@ -7,6 +7,7 @@
  * says it. A recommendation is printed only when a number supports it. */
 #include "analysis.h"
 #include "block_sweep.h"
+#include "categories.h"
 #include "cli.h"
 #include "commands.h"
 #include "free_split.h"
@@ -14,6 +15,7 @@
 #include "json_out.h"
 #include "layout.h"
 #include "stack_names.h"
+#include "tensor_table.h"
 #include "units.h"
 #include "when.h"
 
@@ -47,6 +49,10 @@ typedef struct device_report {
     free_split split_oom[MAX_OOM_LINES];
     int64_t oom_ids[MAX_OOM_LINES];
     size_t nooms_listed;
+    int have_categories; /* the sweep ran: categories and named tensors at the peak */
+    int64_t categories[BLOCK_CATEGORY_COUNT];
+    tensor_row *named; /* the largest named tensors live at the peak */
+    size_t nnamed;
 } device_report;
 
 static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
@@ -124,7 +130,19 @@ static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
     free(out);
 }
 
-static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, device_report *r) {
+/* What memory is at the peak: categories (a sweep of the device's blocks) and the named tensors.
+ * Without it the report still stands. */
+static void categories(sqlite3 *db, categorizer *cats, size_t top, device_report *r) {
+    char err[256];
+    int64_t peak = r->s.peak_allocated.event_id;
+    if (!cats || categories_at_event(cats, r->s.device, peak, r->categories, err, sizeof err) != 0)
+        return;
+    r->have_categories = 1;
+    tensor_rows_at(db, cats, r->s.device, peak, top, &r->named, &r->nnamed, err, sizeof err);
+}
+
+static int build(sqlite3 *db, categorizer *cats, int device, int64_t from, int64_t to, size_t top,
+                 device_report *r) {
     memset(r, 0, sizeof *r);
     if (analysis_device_summary(db, device, from, to, &r->s) != 0 ||
         analysis_top_stacks_at(db, device, r->s.peak_allocated.event_id, top, &r->top, &r->ntop) !=
@@ -134,10 +152,12 @@ static int build(sqlite3 *db, int device, int64_t from, int64_t to, size_t top, 
         return -1;
     headroom(db, from, to, r);
     splits(db, from, to, r);
+    categories(db, cats, top, r);
     return 0;
 }
 
 static void release(device_report *r) {
+    tensor_rows_free(r->named, r->nnamed);
     free(r->split_steps);
     free(r->top);
     free(r->growth);
@@ -381,6 +401,31 @@ static void print_cache(const device_report *r) {
            units_bytes_i64(s->peak_allocated.reserved - s->peak_allocated.allocated, b2));
 }
 
+/* What the memory at the peak is, by category, and the largest named tensors in it. */
+static void print_categories(const device_report *r) {
+    char b1[32];
+    int64_t total = r->s.peak_allocated.allocated;
+    if (!r->have_categories || total <= 0)
+        return;
+    printf("  held at the peak by category:\n");
+    for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
+        if (r->categories[c])
+            printf("    %10s %5.1f %%  %s\n", units_bytes_i64(r->categories[c], b1),
+                   100.0 * (double)r->categories[c] / (double)total,
+                   gmt_category_name((gmt_category)c));
+    if (!r->nnamed)
+        return;
+    printf("  largest named tensors at the peak:\n");
+    for (size_t i = 0; i < r->nnamed; i++) {
+        const tensor_row *t = &r->named[i];
+        printf("    %10s  %-15s  %s", units_bytes_i64(t->bytes, b1), gmt_category_name(t->category),
+               t->name);
+        if (t->tensors > 1)
+            printf(" (+%lld more in the storage)", (long long)t->tensors - 1);
+        printf("\n");
+    }
+}
+
 static void print_fragmentation(const device_report *r) {
     char b1[32], b2[32];
     const device_summary *s = &r->s;
@@ -582,6 +627,7 @@ static void print_device(sqlite3 *db, const device_report *r, int64_t from, int6
         }
         free(labels);
     }
+    print_categories(r);
     print_cache(r);
     print_fragmentation(r);
     if (s->ooms) {
@@ -716,9 +762,27 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
         json_number(stdout, (double)(r->cache_allocs - r->cache_misses) / (double)r->cache_allocs);
     else
         printf("null");
-    printf(", \"active_bytes_at_peak\": %lld, \"inactive_bytes_at_peak\": %lld}",
+    printf(", \"active_bytes_at_peak\": %lld, \"inactive_bytes_at_peak\": %lld",
            (long long)s->peak_allocated.allocated,
            (long long)(s->peak_allocated.reserved - s->peak_allocated.allocated));
+    printf(",\n     \"categories_at_peak\": ");
+    if (r->have_categories) {
+        for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
+            printf("%s\"%s\": %lld", c ? ", " : "{", gmt_category_name((gmt_category)c),
+                   (long long)r->categories[c]);
+        printf("}");
+    } else {
+        printf("null");
+    }
+    printf(", \"named_tensors_at_peak\": [");
+    for (size_t i = 0; i < r->nnamed; i++) {
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_string(stdout, r->named[i].name);
+        printf(", \"category\": \"%s\", \"bytes\": %lld, \"tensors\": %lld}",
+               gmt_category_name(r->named[i].category), (long long)r->named[i].bytes,
+               (long long)r->named[i].tensors);
+    }
+    printf("]}");
 }
 
 /* ---- command ---------------------------------------------------------- */
@@ -735,21 +799,20 @@ static void report_usage(FILE *out) {
                  "  --json        machine-readable output\n"
                  "  --plots DIR   also draw timeline, heatmap, segments (at the peak) and\n"
                  "                fragmentation as DIR/NAME-deviceN.png\n"
-                 "  --step-rule W marker names with W and a number are steps (default step)\n");
+                 "  --step-rule W marker names with W and a number are steps (default step)\n"
+                 "  --categories FILE  rules `REGEX CATEGORY` for memory the built-in\n"
+                 "                categories leave as other (one a line; first match wins)\n");
 }
 
 int cmd_report(int argc, char **argv) {
-    static const struct option opts[] = {{"device", required_argument, 0, 'd'},
-                                         {"from", required_argument, 0, 'f'},
-                                         {"to", required_argument, 0, 't'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"top", required_argument, 0, 'n'},
-                                         {"step-rule", required_argument, 0, 's'},
-                                         {"plots", required_argument, 0, 'p'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
+        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
+        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
+        {"plots", required_argument, 0, 'p'},  {"categories", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     cli_window o = CLI_WINDOW_INIT;
-    const char *plots_dir = NULL;
+    const char *plots_dir = NULL, *rules_path = NULL;
     int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -760,6 +823,9 @@ int cmd_report(int argc, char **argv) {
         switch (c) {
         case 'p':
             plots_dir = optarg;
+            break;
+        case 'c':
+            rules_path = optarg;
             break;
         case 'h':
             report_usage(stdout);
@@ -773,15 +839,21 @@ int cmd_report(int argc, char **argv) {
         report_usage(stderr);
         return 2;
     }
+    char err[512];
+    category_rules *rules = NULL;
+    if (rules_path && !(rules = category_rules_load(rules_path, err, sizeof err)))
+        return cli_error("%s", err);
     sqlite3 *db;
     int status = cli_open_db(argv[optind], &o.io, &db);
     size_t top = o.top >= 0 ? (size_t)o.top : 5;
-    if (status)
+    if (status) {
+        category_rules_free(rules);
         return status;
-    char err[256];
+    }
     int64_t from, to;
     if (when_window(db, o.from, o.to, o.device, &from, &to, err, sizeof err) != 0) {
         sqlite3_close(db);
+        category_rules_free(rules);
         return cli_error("%s", err);
     }
     int devices[GMT_MAX_DEVICES];
@@ -792,6 +864,7 @@ int cmd_report(int argc, char **argv) {
             found |= devices[i] == o.device;
         if (!found) {
             sqlite3_close(db);
+            category_rules_free(rules);
             return cli_error("device %d has no events in %s", o.device, argv[optind]);
         }
         devices[0] = o.device;
@@ -811,9 +884,13 @@ int cmd_report(int argc, char **argv) {
             db_query_int(db, "SELECT value FROM meta WHERE key = 'warnings_total'", 0),
             (long long)from, (long long)to);
     }
+    /* the categories are a sweep per device; what they share is read once */
+    categorizer *cats = ndev ? categorizer_new(db, rules, err, sizeof err) : NULL;
+    if (ndev && !cats && !o.json)
+        fprintf(stderr, "memanalyze: no categories: %s\n", err);
     for (int i = 0; i < ndev && status == 0; i++) {
         device_report r;
-        if (build(db, devices[i], from, to, top, &r) != 0) {
+        if (build(db, cats, devices[i], from, to, top, &r) != 0) {
             status = cli_error("reading the database: %s", sqlite3_errmsg(db));
         } else if (o.json) {
             print_device_json(db, &r, i == 0);
@@ -822,6 +899,8 @@ int cmd_report(int argc, char **argv) {
         }
         release(&r);
     }
+    categorizer_free(cats);
+    category_rules_free(rules);
     if (o.json && status == 0)
         printf("\n  ]}\n");
     /* An input without memory events still gets its pictures: "no data" ones for device 0. */

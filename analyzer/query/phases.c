@@ -46,18 +46,37 @@ static int is_forward(const named_frame *f) {
            ends_with(f->file ? f->file : "", "module.py");
 }
 
+/* zero_grad (torch/optim/optimizer.py) frees last step's gradients at the start of the next
+ * step, before its input is loaded: it is no optimizer step, and counting it as one would put
+ * the step's input after an optimizer phase. */
+static int is_zero_grad(const named_frame *f) { return f->name && !strcmp(f->name, "zero_grad"); }
+
+unsigned phase_frame_flags(const named_frame *f) {
+    if (is_backward(f))
+        return PHASE_FLAG_BACKWARD;
+    return (is_zero_grad(f)   ? PHASE_FLAG_ZERO_GRAD
+            : is_optimizer(f) ? PHASE_FLAG_OPTIMIZER
+                              : 0u) |
+           (is_forward(f) ? PHASE_FLAG_FORWARD : 0u);
+}
+
+phase phase_of_flags(unsigned flags) {
+    if (flags & PHASE_FLAG_BACKWARD)
+        return PHASE_BACKWARD;
+    if (flags & PHASE_FLAG_ZERO_GRAD)
+        return PHASE_OTHER;
+    return flags & PHASE_FLAG_OPTIMIZER ? PHASE_OPTIMIZER
+           : flags & PHASE_FLAG_FORWARD ? PHASE_FORWARD
+                                        : PHASE_OTHER;
+}
+
 phase phase_of_stack(const named_stack *stack) {
     if (!stack || !stack->known || !stack->frame_count)
         return PHASE_UNKNOWN;
-    int forward = 0, optimizer = 0;
-    for (size_t i = 0; i < stack->frame_count; i++) {
-        const named_frame *f = &stack->frames[i];
-        if (is_backward(f))
-            return PHASE_BACKWARD;
-        optimizer |= is_optimizer(f);
-        forward |= is_forward(f);
-    }
-    return optimizer ? PHASE_OPTIMIZER : forward ? PHASE_FORWARD : PHASE_OTHER;
+    unsigned flags = 0;
+    for (size_t i = 0; i < stack->frame_count; i++)
+        flags |= phase_frame_flags(&stack->frames[i]);
+    return phase_of_flags(flags);
 }
 
 const char *phase_name(phase p) {

@@ -8,7 +8,9 @@
  *              Optimizer.step and its _init_group, the state it makes
  *   forward    a module call (torch/nn/modules/module.py _call_impl / _wrapped_call_impl), or a
  *              Python function named forward
- *   other      a stack with none of these (data loading, model creation, user code)
+ *   other      a stack with none of these (data loading, model creation, user code), or
+ *              one inside an optimizer's zero_grad (last step's gradients freed at the start
+ *              of the next step: no optimizer step)
  *   unknown    no stack
  * checked in that order: backward runs modules' backward hooks and the optimizer may call
  * forward-looking helpers, so the more specific phase wins. File names match by their last
@@ -26,6 +28,17 @@ typedef enum phase {
     PHASE_OPTIMIZER,
     PHASE_COUNT
 } phase;
+
+/* What one frame says: PHASE_FLAG_* bits. A stack's phase is phase_of_flags of its frames'
+ * bits together, so a stack trie can compute it node by node from its parent's. */
+enum {
+    PHASE_FLAG_FORWARD = 1u,
+    PHASE_FLAG_BACKWARD = 2u,
+    PHASE_FLAG_OPTIMIZER = 4u,
+    PHASE_FLAG_ZERO_GRAD = 8u
+};
+unsigned phase_frame_flags(const named_frame *f);
+phase phase_of_flags(unsigned flags);
 
 /* The phase of a stack (NULL or unknown: PHASE_UNKNOWN). */
 phase phase_of_stack(const named_stack *stack);

@@ -3,7 +3,7 @@
  *   synth -o train.zst [--steps N | --events N] [--seed S] [--leak BYTES]
  *         [--fragment] [--devices D] [--streams K] [--layers L] [--hidden H]
  *         [--tokens T] [--device-memory BYTES] [--level Z] [--chunk-bytes B]
- *         [--rank R] [--host NAME] [--spike STEP:BYTES] [--stages]
+ *         [--rank R] [--host NAME] [--spike STEP:BYTES] [--stages] [--names] [--truth FILE]
  *
  * The demo's input and the benchmarks' workload; see training_sim.h. */
 #include "training_sim.h"
@@ -25,6 +25,10 @@ static void usage(FILE *out) {
                  "  --rank R           the process's rank, as torchrun's RANK (default none)\n"
                  "  --spike STEP:BYTES one forward of step STEP allocates BYTES more, briefly,\n"
                  "                     at layers.py:70 forward (a planted spike)\n"
+                 "  --names            tensor names, as memrec's walk of the model writes\n"
+                 "                     them (layers.0.attn.qkv.weight, .grad, .exp_avg)\n"
+                 "  --truth FILE       write what was planted (per device: the bytes of each\n"
+                 "                     category live at the peak) as JSON\n"
                  "  --stages           NVTX ranges model_creation, data_loading, forward,\n"
                  "                     backward, optimizer, as a program names its phases\n"
                  "  --host NAME        the host it ran on (default synth-host)\n"
@@ -37,6 +41,28 @@ static void usage(FILE *out) {
                  "  --device-memory B  bytes per GPU (default 80 GiB)\n"
                  "  --level Z          zstd level (default 1)\n"
                  "  --chunk-bytes B    uncompressed bytes per zstd frame (default 256 KiB)\n");
+}
+
+/* --truth FILE: what the simulation planted, as JSON, for known-answer tests: per device the
+ * peak allocated and the block bytes of each category live then. */
+static int write_truth(const char *path, const sim_config *cfg, const sim_result *res) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\"devices\": [");
+    for (uint32_t d = 0; d < cfg->devices; d++) {
+        const sim_device_truth *t = &res->truth[d];
+        fprintf(f,
+                "%s\n  {\"device\": %u, \"peak_allocated_bytes\": %llu, "
+                "\"categories_at_peak\": {",
+                d ? "," : "", d, (unsigned long long)t->peak_allocated);
+        for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
+            fprintf(f, "%s\"%s\": %llu", c ? ", " : "", gmt_category_name((gmt_category)c),
+                    (unsigned long long)t->categories_at_peak[c]);
+        fprintf(f, "}}");
+    }
+    fprintf(f, "\n]}\n");
+    return fclose(f) == 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -53,7 +79,9 @@ int main(int argc, char **argv) {
         {"level", required_argument, 0, 'z'},   {"chunk-bytes", required_argument, 0, 'c'},
         {"rank", required_argument, 0, 'R'},    {"host", required_argument, 0, 'N'},
         {"spike", required_argument, 0, 'S'},   {"stages", no_argument, 0, 'G'},
+        {"names", no_argument, 0, 'A'},         {"truth", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    const char *truth_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         uint64_t v = 0;
@@ -63,6 +91,14 @@ int main(int argc, char **argv) {
         }
         if (c == 'G') {
             cfg.stages = 1;
+            continue;
+        }
+        if (c == 'A') {
+            cfg.names = 1;
+            continue;
+        }
+        if (c == 'T') {
+            truth_path = optarg;
             continue;
         }
         if (c == 'N') { /* a text, not a number */
@@ -157,6 +193,10 @@ int main(int argc, char **argv) {
     uint64_t events = trace_writer_events(w);
     if (trace_writer_close(w, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "synth: %s\n", err);
+        return 2;
+    }
+    if (truth_path && write_truth(truth_path, &cfg, &res) != 0) {
+        fprintf(stderr, "synth: cannot write %s\n", truth_path);
         return 2;
     }
     fprintf(stderr, "synth: wrote %s: %llu events, %llu steps, %llu OOMs, %llu bytes leaked\n", out,

@@ -36,6 +36,7 @@ enum site_id {
 };
 
 typedef struct site_desc {
+    gmt_category category;             /* what the simulation knows the block is */
     const char *op;                    /* the aten op whose output this is */
     const char *py_function, *py_file; /* innermost Python frame */
     uint32_t py_line;
@@ -43,24 +44,34 @@ typedef struct site_desc {
 } site_desc;
 
 static const site_desc sites[SITE_COUNT] = {
-    [SITE_PARAM] = {"at::native::empty_cuda", "__init__", "model.py", 21, 0},
-    [SITE_INPUT] = {"at::native::_to_copy", "load_batch", "data.py", 47, 79},
-    [SITE_ACT_QKV] = {"at::native::addmm_out_cuda", "forward", "layers.py", 58, 80},
-    [SITE_ACT_ATTN] = {"at::native::_efficient_attention_forward", "forward", "layers.py", 61, 80},
-    [SITE_ACT_MLP] = {"at::native::addmm_out_cuda", "forward", "layers.py", 66, 80},
-    [SITE_TEMP_SOFTMAX] = {"at::native::softmax_cuda", "forward", "layers.py", 60, 80},
-    [SITE_TEMP_GELU] = {"at::native::gelu_out_cuda", "forward", "layers.py", 67, 80},
-    [SITE_LOSS] = {"at::native::nll_loss_forward_out_cuda", "cross_entropy", "functional.py", 3104,
-                   81},
-    [SITE_GRAD_INPUT] = {"at::native::mm_out_cuda", "backward", "autograd.py", 251, 83},
-    [SITE_PARAM_GRAD] = {"at::native::mm_out_cuda", "backward", "autograd.py", 251, 83},
-    [SITE_OPT_STATE] = {"at::native::zeros_like", "_init_group", "adamw.py", 137, 85},
-    [SITE_OPT_TEMP] = {"at::native::foreach_tensor_mul_cuda", "_multi_tensor_adamw", "adamw.py",
-                       512, 85},
-    [SITE_LEAK] = {"at::native::clone", SIM_LEAK_FUNCTION, SIM_LEAK_FILE, SIM_LEAK_LINE, 0},
-    [SITE_FRAG] = {"at::native::empty_cuda", "pad_batch", "data.py", 63, 79},
-    [SITE_SPIKE] = {"at::native::empty_cuda", SIM_SPIKE_FUNCTION, SIM_SPIKE_FILE, SIM_SPIKE_LINE,
-                    80},
+    [SITE_PARAM] = {BLOCK_CATEGORY_PARAMETER, "at::native::empty_cuda", "__init__", "model.py", 21,
+                    0},
+    [SITE_INPUT] = {BLOCK_CATEGORY_INPUT, "at::native::_to_copy", "load_batch", "data.py", 47, 79},
+    [SITE_ACT_QKV] = {BLOCK_CATEGORY_ACTIVATION, "at::native::addmm_out_cuda", "forward",
+                      "layers.py", 58, 80},
+    [SITE_ACT_ATTN] = {BLOCK_CATEGORY_ACTIVATION, "at::native::_efficient_attention_forward",
+                       "forward", "layers.py", 61, 80},
+    [SITE_ACT_MLP] = {BLOCK_CATEGORY_ACTIVATION, "at::native::addmm_out_cuda", "forward",
+                      "layers.py", 66, 80},
+    [SITE_TEMP_SOFTMAX] = {BLOCK_CATEGORY_TEMPORARY, "at::native::softmax_cuda", "forward",
+                           "layers.py", 60, 80},
+    [SITE_TEMP_GELU] = {BLOCK_CATEGORY_TEMPORARY, "at::native::gelu_out_cuda", "forward",
+                        "layers.py", 67, 80},
+    [SITE_LOSS] = {BLOCK_CATEGORY_ACTIVATION, "at::native::nll_loss_forward_out_cuda",
+                   "cross_entropy", "functional.py", 3104, 81},
+    [SITE_GRAD_INPUT] = {BLOCK_CATEGORY_TEMPORARY, "at::native::mm_out_cuda", "backward",
+                         "autograd.py", 251, 83},
+    [SITE_PARAM_GRAD] = {BLOCK_CATEGORY_GRADIENT, "at::native::mm_out_cuda", "backward",
+                         "autograd.py", 251, 83},
+    [SITE_OPT_STATE] = {BLOCK_CATEGORY_OPTIMIZER_STATE, "at::native::zeros_like", "_init_group",
+                        "adamw.py", 137, 85},
+    [SITE_OPT_TEMP] = {BLOCK_CATEGORY_TEMPORARY, "at::native::foreach_tensor_mul_cuda",
+                       "_multi_tensor_adamw", "adamw.py", 512, 85},
+    [SITE_LEAK] = {BLOCK_CATEGORY_OTHER, "at::native::clone", SIM_LEAK_FUNCTION, SIM_LEAK_FILE,
+                   SIM_LEAK_LINE, 0},
+    [SITE_FRAG] = {BLOCK_CATEGORY_INPUT, "at::native::empty_cuda", "pad_batch", "data.py", 63, 79},
+    [SITE_SPIKE] = {BLOCK_CATEGORY_TEMPORARY, "at::native::empty_cuda", SIM_SPIKE_FUNCTION,
+                    SIM_SPIKE_FILE, SIM_SPIKE_LINE, 80},
 };
 
 /* Native frames every allocation stack has, innermost first. */
@@ -113,6 +124,7 @@ static const struct module_desc {
 
 typedef struct block {
     uint64_t addr, size, requested, stream;
+    gmt_category category; /* its site's */
 } block;
 
 typedef struct device_sim {
@@ -123,6 +135,9 @@ typedef struct device_sim {
     int have_grads, have_opt_state;
     block *pending; /* free_requested, not yet completed */
     size_t pending_len, pending_cap;
+    uint64_t live[BLOCK_CATEGORY_COUNT]; /* block bytes live now, by category */
+    uint64_t allocated;                  /* their sum */
+    sim_device_truth *truth;             /* what is live at the peak (device < SIM_TRUTH_DEVICES) */
 } device_sim;
 
 typedef struct sim {
@@ -274,9 +289,16 @@ typedef struct effect_ctx {
     uint32_t stack, tid;
 } effect_ctx;
 
+/* A block's free completed: it no longer counts. */
+static void block_ended(device_sim *d, const block *b) {
+    d->live[b->category] -= b->size;
+    d->allocated -= b->size;
+}
+
 static void forget_pending(device_sim *d, uint64_t addr) {
     for (size_t i = 0; i < d->pending_len; i++)
         if (d->pending[i].addr == addr) {
+            block_ended(d, &d->pending[i]);
             d->pending[i] = d->pending[--d->pending_len];
             return;
         }
@@ -331,9 +353,15 @@ static block sim_alloc(sim *s, device_sim *d, uint64_t requested, uint64_t strea
     am_block_info info;
     if (am_malloc(d->model, requested, stream, stack, on_effect, &x, &info) != AM_OK)
         return b;
-    b = (block){info.addr, info.size, info.requested, stream};
+    b = (block){info.addr, info.size, info.requested, stream, sites[site].category};
     emit(s, d->device, TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b.addr, b.size, b.requested, stream,
          stack, tid);
+    d->live[b.category] += b.size;
+    d->allocated += b.size;
+    if (d->truth && d->allocated > d->truth->peak_allocated) { /* the first event at the peak */
+        d->truth->peak_allocated = d->allocated;
+        memcpy(d->truth->categories_at_peak, d->live, sizeof d->live);
+    }
     return b;
 }
 
@@ -353,6 +381,7 @@ static void sim_free(sim *s, device_sim *d, block *b, uint32_t tid) {
     } else if (am_free(d->model, b->addr) == AM_OK) {
         emit(s, d->device, TRACE_OP_FREE, TRACE_LEVEL_BLOCK, b->addr, b->size, b->requested,
              b->stream, 0, tid);
+        block_ended(d, b);
     }
     b->size = 0;
 }
@@ -360,9 +389,11 @@ static void sim_free(sim *s, device_sim *d, block *b, uint32_t tid) {
 static void complete_pending_frees(sim *s, device_sim *d) {
     while (d->pending_len && !s->done) {
         block b = d->pending[--d->pending_len];
-        if (am_free(d->model, b.addr) == AM_OK)
+        if (am_free(d->model, b.addr) == AM_OK) {
             emit(s, d->device, TRACE_OP_FREE, TRACE_LEVEL_BLOCK, b.addr, b.size, b.requested,
                  b.stream, 0, TID_MAIN);
+            block_ended(d, &b);
+        }
     }
 }
 
@@ -384,6 +415,7 @@ static void setup_device(sim *s, device_sim *d) {
 }
 
 static void stage(sim *s, const char *name);
+static void name_tensors(sim *s, device_sim *d, uint64_t step);
 
 static void train_step(sim *s, device_sim *d, uint64_t step) {
     const sim_config *c = s->cfg;
@@ -467,6 +499,7 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
         sim_free(s, d, &t, TID_MAIN);
     }
     stage(s, NULL);
+    name_tensors(s, d, step);
     if (c->leak_bytes) {
         block leak = sim_alloc(s, d, c->leak_bytes, 0, SITE_LEAK, TID_MAIN);
         if (leak.size)
@@ -474,6 +507,42 @@ static void train_step(sim *s, device_sim *d, uint64_t step) {
     }
     complete_pending_frees(s, d);
     driver_sample(s, d);
+}
+
+static void name_mark(sim *s, uint64_t addr, const char *category, uint32_t layer,
+                      const char *weight, const char *suffix) {
+    char text[160];
+    snprintf(text, sizeof text, "%s layers.%u.%s%s", category, layer, weight, suffix);
+    trace_marker m = {.ts_ns = s->ts,
+                      .value = (int64_t)addr,
+                      .tid = TID_MAIN,
+                      .domain_id = str(s, TRACE_TENSOR_DOMAIN),
+                      .name_id = str(s, text),
+                      .kind = TRACE_MARK_MARK};
+    trace_writer_marker(s->w, &m);
+}
+
+/* --names: what memrec's walk at the optimizer step's end writes (TRACE_FORMAT.md "Tensor
+ * names"): every parameter and optimizer state at the first step, and the gradients at every
+ * step (new tensors each step under zero_grad(set_to_none=True)). */
+static void name_tensors(sim *s, device_sim *d, uint64_t step) {
+    static const char *const weights[WEIGHTS_PER_LAYER] = {
+        "attn.qkv.weight", "attn.out_proj.weight", "mlp.up.weight",
+        "mlp.down.weight", "norm1.weight",         "norm2.weight"};
+    if (!s->cfg->names || s->done)
+        return;
+    size_t n = (size_t)s->cfg->layers * WEIGHTS_PER_LAYER;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t layer = (uint32_t)(i / WEIGHTS_PER_LAYER);
+        const char *w = weights[i % WEIGHTS_PER_LAYER];
+        if (step == 0) {
+            name_mark(s, d->params[i].addr, "parameter", layer, w, "");
+            name_mark(s, d->opt_state[2 * i].addr, "optimizer_state", layer, w, ".exp_avg");
+            name_mark(s, d->opt_state[2 * i + 1].addr, "optimizer_state", layer, w, ".exp_avg_sq");
+        }
+        if (d->grads[i].size)
+            name_mark(s, d->grads[i].addr, "gradient", layer, w, ".grad");
+    }
 }
 
 static void marker(sim *s, trace_marker_kind kind, uint32_t name) {
@@ -564,8 +633,9 @@ static int free_devices(sim *s, int rc) {
 }
 
 int sim_run(const sim_config *cfg, trace_writer *w, sim_result *result, char *err, size_t errlen) {
-    if (cfg->devices < 1 || cfg->devices > 8 || cfg->streams < 1 || cfg->streams > 4 ||
-        cfg->layers < 1 || cfg->layers > 1000 || cfg->hidden < 64 || cfg->tokens < 64) {
+    if (cfg->devices < 1 || cfg->devices > SIM_MAX_DEVICES || cfg->streams < 1 ||
+        cfg->streams > 4 || cfg->layers < 1 || cfg->layers > 1000 || cfg->hidden < 64 ||
+        cfg->tokens < 64) {
         snprintf(err, errlen,
                  "simulation config out of range (devices 1-8, streams 1-4, "
                  "layers 1-1000, hidden >= 64, tokens >= 64)");
@@ -590,6 +660,7 @@ int sim_run(const sim_config *cfg, trace_writer *w, sim_result *result, char *er
         ac.va_base = 0x7f0000000000ULL + ((uint64_t)i << 40);
         d->model = am_model_new(&ac);
         d->device = i;
+        d->truth = &s.res.truth[i];
         d->param_sizes = calloc(nparams, sizeof *d->param_sizes);
         d->params = calloc(nparams, sizeof *d->params);
         d->grads = calloc(nparams, sizeof *d->grads);

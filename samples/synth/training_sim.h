@@ -5,14 +5,16 @@
  * at start, per step forward activations freed during backward, temporaries,
  * gradients freed by zero_grad, optimizer state created in step 0, step
  * ranges as NVTX-style markers, and optionally a planted leak or a
- * fragmenting allocation pattern. Every block event and every segment event
- * the model reports becomes a trace record, with a realistic stack (native
+ * fragmenting allocation pattern, and the names memrec gives the model's
+ * tensors (--names: "layers.0.attn.qkv.weight", its ".grad", ".exp_avg"). Every block event and
+ * every segment event the model reports becomes a trace record, with a realistic stack (native
  * allocator frames, Python frames, interpreter frames).
  *
  * Deterministic: the same config gives byte-identical traces. */
 #ifndef GMT_TRAINING_SIM_H
 #define GMT_TRAINING_SIM_H
 
+#include "gmt_vocab.h"
 #include "trace_format.h"
 
 #include <stdint.h>
@@ -34,6 +36,7 @@ typedef struct sim_config {
     uint32_t spike_step;
     int stages; /* 1: NVTX ranges model_creation, data_loading, forward, backward, optimizer */
     const char *host; /* the host name; NULL: "synth-host" */
+    int names; /* 1: tensor names, as memrec's walk of the model writes them at optimizer steps */
 } sim_config;
 
 /* The defaults `synth` starts from: 1 device, 2 streams, 12 layers, hidden
@@ -50,9 +53,19 @@ sim_config sim_config_default(void);
 #define SIM_SPIKE_LINE 70
 #define SIM_SPIKE_FUNCTION "forward"
 
+/* What the simulation planted on a device, for known-answer tests: the block bytes live at its
+ * peak allocated (the first event that reaches it), by the category each site's blocks are. */
+typedef struct sim_device_truth {
+    uint64_t peak_allocated;
+    uint64_t categories_at_peak[BLOCK_CATEGORY_COUNT];
+} sim_device_truth;
+
+#define SIM_MAX_DEVICES 8
+
 typedef struct sim_result {
     uint64_t events, steps_completed, ooms;
     uint64_t leaked_bytes; /* requested bytes leaked in total */
+    sim_device_truth truth[SIM_MAX_DEVICES];
 } sim_result;
 
 /* Runs the simulation into `w` (which the caller opened and will close).

@@ -1,0 +1,274 @@
+/* categories.c — a category per block, in one sweep of a device's events (see categories.h). */
+#include "categories.h"
+
+#include "addr_map.h"
+#include "db_query.h"
+#include "gmt_grow.h"
+#include "phase_timeline.h"
+#include "stack_names.h"
+#include "trace_format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct categorizer {
+    sqlite3 *db;
+    stack_phases *phases;
+    phase_timeline *timeline; /* of timeline_device, built by its first sweep */
+    int64_t timeline_device;
+    addr_map named; /* alloc_id -> 1 + the category the program gave */
+    const category_rules *rules;
+    stack_names *stacks; /* frames for the rules, read only for stacks left as other */
+    addr_map rule_memo;  /* stack_id -> 1 + (category, or BLOCK_CATEGORY_COUNT for none) */
+};
+
+/* A live block: what its category needs once it ends. */
+typedef struct live_block {
+    int64_t alloc_id, alloc_ts, size, stack_id;
+    int64_t iteration;     /* the iteration it was made in (-1: setup) */
+    uint8_t made_in;       /* step_phase it was made in */
+    uint8_t stack_decides; /* its own stack said forward, backward or optimizer */
+    uint32_t next_free;    /* free list, 1-based */
+} live_block;
+
+void categorizer_free(categorizer *c) {
+    if (!c)
+        return;
+    stack_phases_free(c->phases);
+    phase_timeline_free(c->timeline);
+    addr_map_free(&c->named);
+    addr_map_free(&c->rule_memo);
+    stack_names_free(c->stacks);
+    free(c);
+}
+
+categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err, size_t errlen) {
+    categorizer *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->db = db;
+    c->rules = rules;
+    c->phases = stack_phases_load(db);
+    c->stacks = rules ? stack_names_new(db) : NULL;
+    sqlite3_stmt *st = c->phases ? db_statement(db, "SELECT alloc_id, category FROM "
+                                                    "tensor_names WHERE category IS NOT NULL")
+                                 : NULL;
+    int ok = st && (!rules || c->stacks);
+    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        int category = gmt_category_from_name(name, strlen(name));
+        if (category >= 0 && addr_map_put(&c->named, 0, (uint64_t)sqlite3_column_int64(st, 0),
+                                          (uint32_t)category + 1) != 0)
+            ok = 0;
+    }
+    sqlite3_finalize(st);
+    if (!ok) {
+        snprintf(err, errlen, "reading the phases of the stacks: %s", sqlite3_errmsg(db));
+        categorizer_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Rule 2 of categories.h for a block that ended at event free_id (INT64_MAX: never). */
+static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64_t free_id) {
+    int freed = free_id != INT64_MAX;
+    int64_t freed_in = INT64_MAX;
+    step_phase free_phase = STEP_PHASE_COUNT;
+    if (freed)
+        free_phase = phase_timeline_at(c->timeline, free_id, &freed_in);
+    int same_iteration = freed && freed_in == b->iteration;
+    int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
+    switch ((step_phase)b->made_in) {
+    case STEP_PHASE_SETUP:
+        return same_phase ? BLOCK_CATEGORY_TEMPORARY
+               : !freed   ? BLOCK_CATEGORY_PARAMETER
+                          : BLOCK_CATEGORY_OTHER;
+    case STEP_PHASE_PRELUDE:
+        if (same_phase)
+            return BLOCK_CATEGORY_TEMPORARY;
+        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_INPUT : BLOCK_CATEGORY_OTHER;
+    case STEP_PHASE_FORWARD:
+        if (same_phase)
+            return BLOCK_CATEGORY_TEMPORARY;
+        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_ACTIVATION
+                                                     : BLOCK_CATEGORY_OTHER;
+    case STEP_PHASE_BACKWARD:
+        if (same_phase)
+            return BLOCK_CATEGORY_TEMPORARY;
+        return b->stack_decides ? BLOCK_CATEGORY_GRADIENT : BLOCK_CATEGORY_OTHER;
+    case STEP_PHASE_OPTIMIZER:
+        if (same_iteration)
+            return BLOCK_CATEGORY_TEMPORARY;
+        return b->stack_decides ? BLOCK_CATEGORY_OPTIMIZER_STATE : BLOCK_CATEGORY_OTHER;
+    default:
+        return BLOCK_CATEGORY_OTHER;
+    }
+}
+
+static gmt_category by_rules(categorizer *c, int64_t stack_id) {
+    uint32_t *memo = addr_map_get(&c->rule_memo, 0, (uint64_t)stack_id);
+    if (memo)
+        return (gmt_category)(*memo - 1);
+    int match = category_rules_match(c->rules, stack_names_get(c->stacks, stack_id));
+    gmt_category result = match >= 0 ? (gmt_category)match : BLOCK_CATEGORY_COUNT;
+    addr_map_put(&c->rule_memo, 0, (uint64_t)stack_id, (uint32_t)result + 1); /* memo only */
+    return result;
+}
+
+static gmt_category category_of(categorizer *c, const live_block *b, int64_t free_id) {
+    const uint32_t *named = addr_map_get(&c->named, 0, (uint64_t)b->alloc_id);
+    if (named)
+        return (gmt_category)(*named - 1);
+    gmt_category g = by_lifetime(c, b, free_id);
+    if (g == BLOCK_CATEGORY_OTHER && c->rules && b->stack_id) {
+        gmt_category r = by_rules(c, b->stack_id);
+        if (r != BLOCK_CATEGORY_COUNT)
+            g = r;
+    }
+    return g;
+}
+
+typedef struct sweep {
+    live_block *blocks;
+    size_t len, cap;
+    uint32_t free_head;
+    addr_map live;  /* alloc_id -> 1 + index into blocks */
+    addr_map whole; /* segment ids of this device's whole-block segments */
+} sweep;
+
+static int read_whole_blocks(sqlite3 *db, int64_t device, sweep *w) {
+    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1 "
+                                        "AND device = ?1 AND kind = 'device'");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, device);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = addr_map_put(&w->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static live_block *new_block(sweep *w) {
+    size_t i;
+    if (w->free_head) {
+        i = w->free_head - 1;
+        w->free_head = w->blocks[i].next_free;
+    } else {
+        if (gmt_grow((void **)&w->blocks, &w->cap, w->len, sizeof *w->blocks) != 0)
+            return NULL;
+        i = w->len++;
+    }
+    return &w->blocks[i];
+}
+
+static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t free_ts,
+                 category_visit visit, void *ctx) {
+    live_block *b = &w->blocks[i];
+    classified_block out = {b->alloc_id,
+                            b->alloc_ts,
+                            free_id,
+                            free_ts,
+                            b->size,
+                            b->stack_id,
+                            category_of(c, b, free_id)};
+    addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
+    b->next_free = w->free_head;
+    w->free_head = (uint32_t)i + 1;
+    return visit(ctx, &out);
+}
+
+int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void *ctx, char *err,
+                      size_t errlen) {
+    sweep w = {0};
+    if (c->timeline_device != device || !c->timeline) { /* the device's own phases */
+        phase_timeline_free(c->timeline);
+        c->timeline_device = device;
+        if (!(c->timeline = phase_timeline_build(c->db, device, c->phases))) {
+            snprintf(err, errlen, "reading the phases of device %lld: %s", (long long)device,
+                     sqlite3_errmsg(c->db));
+            return -1;
+        }
+    }
+    sqlite3_stmt *st =
+        read_whole_blocks(c->db, device, &w) == 0
+            ? db_statement(c->db, "SELECT event_id, op, level, ts_ns, size, stack_id, "
+                                  "alloc_event_id FROM event_rows WHERE device = ?1 AND kind = "
+                                  "{kind:device} AND op IN ({op:alloc}, {op:map}, {op:free}, "
+                                  "{op:unmap}) ORDER BY event_id")
+            : NULL;
+    int rc = st ? 0 : -1;
+    if (st)
+        sqlite3_bind_int64(st, 1, device);
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), op = sqlite3_column_int64(st, 1);
+        int64_t ts = sqlite3_column_int64(st, 3);
+        int begins = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
+        int64_t key = begins ? id : db_column_i64(st, 6, 0);
+        if (sqlite3_column_int64(st, 2) == TRACE_LEVEL_SEGMENT &&
+            !addr_map_get(&w.whole, 0, (uint64_t)key))
+            continue;
+        if (!begins) {
+            uint32_t *at = key ? addr_map_get(&w.live, 0, (uint64_t)key) : NULL;
+            if (at)
+                rc = ended(c, &w, *at - 1, id, ts, visit, ctx);
+            continue;
+        }
+        live_block *b = new_block(&w);
+        if (!b) {
+            rc = -1;
+            break;
+        }
+        int64_t stack = db_column_i64(st, 5, 0);
+        int decided = step_phase_of(stack_phases_get(c->phases, stack));
+        int64_t iteration;
+        step_phase at_time = phase_timeline_at(c->timeline, id, &iteration);
+        *b = (live_block){id,
+                          ts,
+                          db_column_i64(st, 4, 0),
+                          stack,
+                          iteration,
+                          (uint8_t)(decided >= 0 ? decided : (int)at_time),
+                          (uint8_t)(decided >= 0),
+                          0};
+        if (addr_map_put(&w.live, 0, (uint64_t)id, (uint32_t)(b - w.blocks) + 1) != 0)
+            rc = -1;
+    }
+    if (rc == -1)
+        snprintf(err, errlen, "sweeping the blocks of device %lld: %s", (long long)device,
+                 sqlite3_errmsg(c->db));
+    sqlite3_finalize(st);
+    /* still live at the end, in the order they were made */
+    for (size_t i = 0; rc == 0 && i < w.len; i++) {
+        const uint32_t *at = addr_map_get(&w.live, 0, (uint64_t)w.blocks[i].alloc_id);
+        if (at && *at - 1 == i)
+            rc = ended(c, &w, i, INT64_MAX, INT64_MAX, visit, ctx);
+    }
+    free(w.blocks);
+    addr_map_free(&w.live);
+    addr_map_free(&w.whole);
+    return rc;
+}
+
+typedef struct at_event {
+    int64_t event_id;
+    int64_t *bytes;
+} at_event;
+
+static int count_at_event(void *ctx, const classified_block *b) {
+    at_event *a = ctx;
+    if (b->alloc_id <= a->event_id && b->free_event_id > a->event_id)
+        a->bytes[b->category] += b->size;
+    return 0;
+}
+
+int categories_at_event(categorizer *c, int64_t device, int64_t event_id,
+                        int64_t bytes[BLOCK_CATEGORY_COUNT], char *err, size_t errlen) {
+    memset(bytes, 0, sizeof(int64_t) * BLOCK_CATEGORY_COUNT);
+    at_event a = {event_id, bytes};
+    return categorizer_sweep(c, device, count_at_event, &a, err, errlen);
+}

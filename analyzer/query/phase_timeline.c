@@ -1,0 +1,158 @@
+/* phase_timeline.c — iterations and phase runs from the events' stacks (see phase_timeline.h).
+ *
+ * The scan keeps runs, not events: consecutive decided events of one phase (and, with steps,
+ * one iteration) are one run [first_id, last_id], so a run of thousands of forward allocations
+ * costs one entry and the timeline stays a few entries per iteration. Everything is in event
+ * order, not time: the replay's order is the one steps were cut by (steps.begin_event_id), a
+ * snapshot's microseconds tie often, and threads may write records out of time order. */
+#include "phase_timeline.h"
+
+#include "db_query.h"
+#include "gmt_grow.h"
+
+#include <stdlib.h>
+
+typedef struct run {
+    int64_t first_id, last_id; /* event ids */
+    int64_t iteration;
+    step_phase phase;
+} run;
+
+struct phase_timeline {
+    int64_t *begins; /* iteration k begins at event begins[k] (sorted) */
+    size_t nbegins, cap_begins;
+    run *runs; /* sorted by first_id */
+    size_t nruns, cap_runs;
+};
+
+int step_phase_of(phase p) {
+    return p == PHASE_FORWARD     ? STEP_PHASE_FORWARD
+           : p == PHASE_BACKWARD  ? STEP_PHASE_BACKWARD
+           : p == PHASE_OPTIMIZER ? STEP_PHASE_OPTIMIZER
+                                  : -1;
+}
+
+const char *step_phase_name(step_phase p) {
+    static const char *const names[STEP_PHASE_COUNT] = {"setup", "prelude", "forward", "backward",
+                                                        "optimizer"};
+    return (unsigned)p < STEP_PHASE_COUNT ? names[p] : "setup";
+}
+
+/* The iteration of event id: the last k with begins[k] <= id; -1 before the first. */
+static int64_t iteration_of(const phase_timeline *t, int64_t id) {
+    size_t lo = 0, hi = t->nbegins;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->begins[mid] <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int64_t)lo - 1;
+}
+
+static int add_begin(phase_timeline *t, int64_t id) {
+    if (gmt_grow((void **)&t->begins, &t->cap_begins, t->nbegins, sizeof *t->begins) != 0)
+        return -1;
+    t->begins[t->nbegins++] = id;
+    return 0;
+}
+
+/* Without steps: a forward after a backward or an optimizer step begins an iteration right
+ * after that step's last event. A run that opens with a forward has a setup before it;
+ * one that opens mid-iteration (a recording started late) has none. */
+static int infer_iterations(phase_timeline *t) {
+    int64_t current = -1;
+    for (size_t i = 0; i < t->nruns; i++) {
+        run *r = &t->runs[i];
+        if (i == 0 && (r->phase != STEP_PHASE_FORWARD ? add_begin(t, INT64_MIN)
+                                                      : add_begin(t, r->first_id)) != 0)
+            return -1;
+        if (i == 0)
+            current = 0;
+        else if (r->phase == STEP_PHASE_FORWARD && t->runs[i - 1].phase != STEP_PHASE_FORWARD) {
+            if (add_begin(t, t->runs[i - 1].last_id + 1) != 0)
+                return -1;
+            current++;
+        }
+        r->iteration = current;
+    }
+    return 0;
+}
+
+phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *phases) {
+    phase_timeline *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    /* a step's first event follows its begin_event_id (the state when it starts) */
+    sqlite3_stmt *st = db_statement(db, "SELECT begin_event_id + 1 FROM steps WHERE "
+                                        "begin_event_id IS NOT NULL ORDER BY begin_event_id");
+    int ok = st != NULL;
+    while (ok && sqlite3_step(st) == SQLITE_ROW)
+        ok = add_begin(t, sqlite3_column_int64(st, 0)) == 0;
+    sqlite3_finalize(st);
+    int has_steps = t->nbegins > 0;
+    /* Device memory blocks only: their stacks are the program's (a segment's is the allocator's
+     * own, at whatever block made it grow). */
+    st = ok ? db_statement(db, "SELECT event_id, stack_id FROM event_rows WHERE device = ?1 AND "
+                               "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} "
+                               "AND op IN ({op:alloc}, {op:free_requested}, {op:free}) ORDER BY "
+                               "event_id")
+            : NULL;
+    ok = ok && st;
+    if (st)
+        sqlite3_bind_int64(st, 1, device);
+    int64_t last_stack = -1;
+    int last_phase = -1;
+    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), stack = sqlite3_column_int64(st, 1);
+        int p = stack == last_stack ? last_phase : step_phase_of(stack_phases_get(phases, stack));
+        last_stack = stack, last_phase = p;
+        if (p < 0)
+            continue;
+        int64_t it = has_steps ? iteration_of(t, id) : 0;
+        run *r = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+        if (r && r->phase == (step_phase)p && r->iteration == it) {
+            r->last_id = id;
+            continue;
+        }
+        if (gmt_grow((void **)&t->runs, &t->cap_runs, t->nruns, sizeof *t->runs) != 0) {
+            ok = 0;
+            break;
+        }
+        t->runs[t->nruns++] = (run){id, id, it, (step_phase)p};
+    }
+    sqlite3_finalize(st);
+    if (ok && !has_steps)
+        ok = infer_iterations(t) == 0;
+    if (!ok) {
+        phase_timeline_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t *iteration) {
+    int64_t it = iteration_of(t, event_id);
+    if (iteration)
+        *iteration = it;
+    size_t lo = 0, hi = t->nruns; /* the last run that began at or before the event */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->runs[mid].first_id <= event_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && t->runs[lo - 1].iteration == it)
+        return t->runs[lo - 1].phase;
+    return it < 0 ? STEP_PHASE_SETUP : STEP_PHASE_PRELUDE;
+}
+
+void phase_timeline_free(phase_timeline *t) {
+    if (!t)
+        return;
+    free(t->begins);
+    free(t->runs);
+    free(t);
+}

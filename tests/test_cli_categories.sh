@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# test_cli_categories.sh — what the memory is (issue 16), on synthetic runs whose every block
+# was planted with its category (synth --truth: the bytes of each category live at the peak):
+#   - with memrec's tensor names (--names), and without any: the names, and the phases and
+#     lifetimes alone (PyTorch's frames: module.py forward, autograd's engine thread, adamw.py),
+#     both give the planted bytes exactly, on one device and three, with fragmentation and a leak;
+#   - without steps (the database's steps removed): iterations found from the phases give the
+#     same answer;
+#   - `--categories FILE` moves what the rules left as other (the leak) and nothing else, and a
+#     bad rules file is a one-line error;
+#   - the names bind to the planted blocks (tensor_names), and report lists the largest.
+# usage: test_cli_categories.sh SYNTH MEMANALYZE
+set -u
+SYNTH=$1 MA=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GMT_CACHE_DIR=$T/cache
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# compare TRUTH.json INPUT [RULES]: report --json's categories_at_peak against the planted ones
+compare() {
+    local args=()
+    [ $# -ge 3 ] && args=(--categories "$3")
+    "$MA" report --json "${args[@]}" "$2" >"$T/report.json" || { fail "report $2: exit $?"; return; }
+    python3 - "$1" "$T/report.json" "${4:-}" <<'PY' || fail "categories of $2 ${3:-}"
+import json, sys
+truth = json.load(open(sys.argv[1]))["devices"]
+report = json.load(open(sys.argv[2]))["devices"]
+moved = sys.argv[3]  # "other:activation": the rules move other's bytes there
+assert len(truth) == len(report), (len(truth), len(report))
+for t, r in zip(truth, report):
+    want = dict(t["categories_at_peak"])
+    if moved:
+        src, dst = moved.split(":")
+        want[dst] += want[src]
+        want[src] = 0
+    got = r["categories_at_peak"]
+    assert list(got) == ["parameter", "gradient", "optimizer_state", "activation", "temporary",
+                         "input", "other"], list(got)
+    assert r["peak_allocated_bytes"] == t["peak_allocated_bytes"], (r["peak_allocated_bytes"], t)
+    assert got == want, (t["device"], {k: (want[k], got[k]) for k in want if want[k] != got[k]})
+    assert sum(got.values()) == r["peak_allocated_bytes"]
+PY
+}
+
+"$SYNTH" -o "$T/leak.zst" --steps 6 --layers 3 --leak 3MiB --truth "$T/leak.json" 2>/dev/null ||
+    fail synth
+compare "$T/leak.json" "$T/leak.zst"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['devices'][0]['categories_at_peak']; \
+assert all(c[k] > 0 for k in ('parameter','gradient','optimizer_state','activation','temporary','input','other')), c" \
+    "$T/leak.json" || fail "the leak run plants every category"
+"$SYNTH" -o "$T/named.zst" --steps 6 --layers 3 --leak 3MiB --names --truth "$T/named.json" \
+    2>/dev/null || fail "synth --names"
+compare "$T/named.json" "$T/named.zst"
+"$SYNTH" -o "$T/multi.zst" --steps 5 --layers 2 --devices 3 --fragment --seed 7 \
+    --truth "$T/multi.json" 2>/dev/null || fail "synth 3 devices"
+compare "$T/multi.json" "$T/multi.zst"
+
+# without steps: the phases cut the iterations
+"$MA" import "$T/leak.zst" -o "$T/nosteps.db" >/dev/null || fail import
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM steps'); \
+c.commit()" "$T/nosteps.db" || fail "dropping the steps"
+compare "$T/leak.json" "$T/nosteps.db"
+
+# user rules: the leak (train.py:88, left as other) becomes what the rule says; nothing else moves
+cat >"$T/rules" <<'RULES'
+# my KV cache, kept across steps
+kv_cache\.py temporary
+
+train_step train\.py:88    activation
+RULES
+compare "$T/leak.json" "$T/leak.zst" "$T/rules" other:activation
+printf 'forward\n' >"$T/bad1"
+printf '([ temporary\n' >"$T/bad2"
+for bad in "$T/bad1" "$T/bad2" "$T/missing"; do
+    out=$("$MA" report --categories "$bad" "$T/leak.zst" 2>&1 >/dev/null)
+    rc=$?
+    [ $rc -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+        printf '%s' "$out" | grep -q "${bad##*/}" || fail "rules $bad: rc $rc, '$out'"
+done
+
+# the names bind to the planted blocks; the report lists the largest at the peak
+"$MA" import "$T/named.zst" -o "$T/named.db" >/dev/null || fail "import named"
+python3 - "$T/named.db" <<'PY' || fail "tensor_names"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+h, layers, steps = 1024, 3, 6
+sizes = [3 * h * h * 2, h * h * 2, 4 * h * h * 2, 4 * h * h * 2, h * 2, h * 2]
+rows = db.execute("SELECT t.name, t.category, t.tensors, a.size FROM tensor_names t "
+                  "JOIN allocations a ON a.alloc_id = t.alloc_id").fetchall()
+by = {}
+for name, cat, tensors, size in rows:
+    by.setdefault(cat, []).append((name, size))
+    assert tensors == 1
+assert sorted(by) == ["gradient", "optimizer_state", "parameter"], sorted(by)
+assert len(by["parameter"]) == 6 * layers and len(by["optimizer_state"]) == 12 * layers
+assert len(by["gradient"]) == 6 * layers * steps, len(by["gradient"])  # new blocks every step
+assert sum(s for _, s in by["parameter"]) == layers * sum(sizes)
+assert sum(s for _, s in by["optimizer_state"]) == 2 * 2 * layers * sum(sizes)
+assert ("layers.2.attn.qkv.weight.exp_avg_sq", 2 * sizes[0]) in by["optimizer_state"]
+assert ("layers.0.norm2.weight.grad", sizes[5]) in by["gradient"]
+PY
+"$MA" report "$T/named.zst" >"$T/report.txt" || fail "report text"
+grep -q "held at the peak by category:" "$T/report.txt" || fail "no category lines"
+grep -Eq "optimizer_state +layers\.[0-9]\.mlp\.(up|down)\.weight\.exp_avg" "$T/report.txt" ||
+    fail "largest named tensors: $(grep -A3 'named tensors' "$T/report.txt")"
+
+[ $fails -eq 0 ] && echo "test_cli_categories: ok"
+exit $((fails > 0))
