@@ -432,7 +432,11 @@ SELECT
                    AS alloc_step,     -- step whose [begin, end) holds alloc_ts_ns; NULL: outside every step
   (SELECT CASE WHEN s.end_ts_ns IS NULL OR f.ts_ns < s.end_ts_ns THEN s.step END
    FROM steps AS s WHERE s.begin_ts_ns <= f.ts_ns ORDER BY s.begin_ts_ns DESC LIMIT 1)
-                   AS free_step       -- step whose [begin, end) holds free_ts_ns; NULL: live at the end or outside every step
+                   AS free_step,      -- step whose [begin, end) holds free_ts_ns; NULL: live at the end or outside every step
+  (SELECT c.category FROM block_categories AS c WHERE c.alloc_id = a.event_id)
+                   AS category,       -- what the memory is (block_categories: 'parameter', 'gradient', 'optimizer_state', 'activation', 'temporary', 'input', 'other'); NULL: not computed for this database
+  (SELECT t.name FROM tensor_names AS t WHERE t.alloc_id = a.event_id)
+                   AS tensor_name     -- the name the program gave it (tensor_names), e.g. 'layers.3.attn.q_proj.weight.grad'; NULL: none
 FROM event_rows AS a
 LEFT JOIN event_rows AS f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, {op:unmap})
 WHERE (a.level = {level:block} AND a.op = {op:alloc})
@@ -528,6 +532,41 @@ CREATE TABLE live_at_end (
   segment_id     INTEGER,             -- segments.segment_id holding it; NULL: outside every segment
   pending        INTEGER NOT NULL     -- 1: its free was requested (a stream still uses it), 0: allocated
 );
+
+-- categories: one row per category of memory (torch.profiler's names); name -> what it holds
+-- (block_categories.category, category_peaks.category, allocations.category).
+CREATE TABLE categories (
+  name        TEXT PRIMARY KEY, -- category name, e.g. 'optimizer_state'; stable, never reused
+  description TEXT NOT NULL     -- what memory of this category is and how it is recognized
+);
+INSERT INTO categories (name, description) VALUES
+  ('parameter', 'model weights and buffers: named parameters, or made before the first step and kept'),
+  ('gradient', 'a parameter''s .grad, or made in backward and kept past it'),
+  ('optimizer_state', 'an optimizer''s state (exp_avg, momentum_buffer, ...), or made in its step and kept'),
+  ('activation', 'made in forward and freed in a later phase (saved for backward)'),
+  ('temporary', 'freed in the phase that made it'),
+  ('input', 'made at the start of a step before forward (a batch copied in) and used by it'),
+  ('other', 'none of the above: caches, leaks, code the rules cannot see');
+
+-- block_categories: one row per block lifetime (allocations.alloc_id) with its category
+-- (DESIGN.md "category": the program's tensor name, else the phase it was made in and its
+-- lifetime; never the user's --categories rules, which a command applies as it runs). Written by
+-- `memanalyze import -o` and by `memanalyze sql` when a query names a category; empty otherwise
+-- (then allocations.category is NULL).
+CREATE TABLE block_categories (
+  alloc_id INTEGER PRIMARY KEY, -- allocations.alloc_id
+  category TEXT NOT NULL        -- categories.name
+);
+
+-- category_peaks: per device, the bytes of each category live at its peak allocated
+-- (devices.peak_allocated_event_id): what `report` shows as "held at the peak by category",
+-- summed once when the database is built. A category with no bytes there has no row.
+CREATE TABLE category_peaks (
+  device   INTEGER NOT NULL, -- device ordinal
+  category TEXT NOT NULL,    -- categories.name
+  bytes    INTEGER NOT NULL, -- block bytes of that category live right after the peak event
+  PRIMARY KEY (device, category)
+) WITHOUT ROWID;
 
 -- tensor_names: one row per block the program named (TRACE_FORMAT.md "Tensor names": memrec's
 -- walk of the model's parameters, gradients and optimizer state at optimizer steps, or a

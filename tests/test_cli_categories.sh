@@ -106,5 +106,30 @@ grep -q "held at the peak by category:" "$T/report.txt" || fail "no category lin
 grep -Eq "optimizer_state +layers\.[0-9]\.mlp\.(up|down)\.weight\.exp_avg" "$T/report.txt" ||
     fail "largest named tensors: $(grep -A3 'named tensors' "$T/report.txt")"
 
+# the database: import -o keeps every block's category (allocations.category) and the sums at the
+# peak; sql on a trace fills its cached database's on first use; both agree with report
+python3 - "$T/named.db" "$T/named.json" <<'PY' || fail "block_categories"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+truth = json.load(open(sys.argv[2]))["devices"][0]["categories_at_peak"]
+peak = db.execute("SELECT peak_allocated_event_id FROM devices WHERE device = 0").fetchone()[0]
+live = dict(db.execute(
+    "SELECT category, sum(size) FROM allocations WHERE device = 0 AND kind = 'device' AND "
+    "alloc_id <= ?1 AND (free_event_id IS NULL OR free_event_id > ?1) GROUP BY category",
+    (peak,)).fetchall())
+assert live == {k: v for k, v in truth.items() if v}, (live, truth)
+assert dict(db.execute("SELECT category, bytes FROM category_peaks WHERE device = 0")) == live
+unnamed = db.execute("SELECT count(*) FROM allocations WHERE category IS NULL").fetchone()[0]
+assert unnamed == 0, unnamed
+assert db.execute("SELECT count(*) FROM allocations WHERE tensor_name IS NOT NULL").fetchone()[0] \
+    == db.execute("SELECT count(*) FROM tensor_names").fetchone()[0]
+PY
+"$MA" sql --csv "$T/named.zst" "SELECT category, count(*) FROM allocations GROUP BY category \
+    ORDER BY category" >"$T/sql.csv" || fail "sql categories"
+python3 -c "import sqlite3,sys; rows=sqlite3.connect(sys.argv[1]).execute('SELECT category, \
+count(*) FROM allocations GROUP BY category ORDER BY category').fetchall(); \
+want='category,count(*)\n'+''.join('%s,%d\n' % r for r in rows); got=open(sys.argv[2]).read(); \
+assert got == want, (got, want)" "$T/named.db" "$T/sql.csv" || fail "sql's categories differ"
+
 [ $fails -eq 0 ] && echo "test_cli_categories: ok"
 exit $((fails > 0))

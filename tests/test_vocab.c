@@ -35,6 +35,8 @@ static const word sources[] = {TRACE_SOURCE_LIST(WORD)};
 static const word markers[] = {TRACE_MARK_LIST(WORD)};
 static const word counters[] = {TRACE_COUNTER_LIST(WORD)};
 static const word warnings[] = {DB_WARNING_LIST(WARNING_WORD)};
+#define CATEGORY_WORD(id, name, colour, meaning) {-1, name, meaning},
+static const word categories[] = {BLOCK_CATEGORY_LIST(CATEGORY_WORD)};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static char *read_file(const char *path) {
@@ -338,6 +340,7 @@ int main(int argc, char **argv) {
     check_rows(schema, "memory_kinds", kinds, COUNT(kinds), 1);
     check_rows(schema, "sources", sources, COUNT(sources), 1);
     check_rows(schema, "warning_kinds", warnings, COUNT(warnings), 0);
+    check_rows(schema, "categories", categories, COUNT(categories), 0);
     check_case_arms(schema, "op", ops, COUNT(ops));
     check_case_arms(schema, "level", levels, COUNT(levels));
     check_case_arms(schema, "kind", kinds, COUNT(kinds));

@@ -52,6 +52,9 @@ int cmd_import(int argc, char **argv) {
         return cli_error("%s", err);
     if (kind == INPUT_DATABASE)
         return cli_error("%s is already a memanalyze database", in);
+    static int with_blocks = 1; /* a database for SQL clients: every block's category */
+    io.finish = cli_finish_database;
+    io.finish_ctx = &with_blocks;
     if (input_build_database(in, kind, out, &io, err, sizeof err) != 0)
         return cli_error("%s", err);
     printf("wrote %s\n", out);

@@ -8,6 +8,7 @@
 #include "analysis.h"
 #include "block_sweep.h"
 #include "categories.h"
+#include "category_store.h"
 #include "cli.h"
 #include "commands.h"
 #include "free_split.h"
@@ -132,17 +133,20 @@ static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
 
 /* What memory is at the peak: categories (a sweep of the device's blocks) and the named tensors.
  * Without it the report still stands. */
-static void categories(sqlite3 *db, categorizer *cats, size_t top, device_report *r) {
+static void categories(sqlite3 *db, categorizer *cats, int whole_run, int rules, size_t top,
+                       device_report *r) {
     char err[256];
     int64_t peak = r->s.peak_allocated.event_id;
-    if (!cats || categories_at_event(cats, r->s.device, peak, r->categories, err, sizeof err) != 0)
+    /* the whole run's peak without rules: the sums the database keeps */
+    if (!(whole_run && !rules && category_peaks_read(db, r->s.device, r->categories)) &&
+        (!cats || categories_at_event(cats, r->s.device, peak, r->categories, err, sizeof err)))
         return;
     r->have_categories = 1;
     tensor_rows_at(db, cats, r->s.device, peak, top, &r->named, &r->nnamed, err, sizeof err);
 }
 
-static int build(sqlite3 *db, categorizer *cats, int device, int64_t from, int64_t to, size_t top,
-                 device_report *r) {
+static int build(sqlite3 *db, categorizer *cats, int rules, int device, int64_t from, int64_t to,
+                 size_t top, device_report *r) {
     memset(r, 0, sizeof *r);
     if (analysis_device_summary(db, device, from, to, &r->s) != 0 ||
         analysis_top_stacks_at(db, device, r->s.peak_allocated.event_id, top, &r->top, &r->ntop) !=
@@ -152,7 +156,7 @@ static int build(sqlite3 *db, categorizer *cats, int device, int64_t from, int64
         return -1;
     headroom(db, from, to, r);
     splits(db, from, to, r);
-    categories(db, cats, top, r);
+    categories(db, cats, analysis_whole_run(db, from, to), rules, top, r);
     return 0;
 }
 
@@ -890,7 +894,7 @@ int cmd_report(int argc, char **argv) {
         fprintf(stderr, "memanalyze: no categories: %s\n", err);
     for (int i = 0; i < ndev && status == 0; i++) {
         device_report r;
-        if (build(db, cats, devices[i], from, to, top, &r) != 0) {
+        if (build(db, cats, rules != NULL, devices[i], from, to, top, &r) != 0) {
             status = cli_error("reading the database: %s", sqlite3_errmsg(db));
         } else if (o.json) {
             print_device_json(db, &r, i == 0);

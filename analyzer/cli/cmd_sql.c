@@ -1,15 +1,18 @@
 /* cmd_sql.c — `memanalyze sql INPUT "SELECT ..."`: a query on the input's
  * database, printed as an aligned table (bytes in binary units where the
  * column holds bytes), CSV or JSON. */
+#include "category_store.h"
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
 #include "units.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define TABLE_MAX_ROWS 10000
 
@@ -166,6 +169,14 @@ static int print_stream(sqlite3_stmt *st, enum format f) {
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Whether a query reads the categories of blocks (allocations.category, block_categories). */
+static int names_categories(const char *sql) {
+    for (const char *p = sql; *p; p++)
+        if (strncasecmp(p, "categor", 7) == 0)
+            return 1;
+    return 0;
+}
+
 int cmd_sql(int argc, char **argv) {
     static const struct option opts[] = {
         {"csv", no_argument, 0, 'c'},  {"json", no_argument, 0, 'j'},
@@ -205,6 +216,20 @@ int cmd_sql(int argc, char **argv) {
     int status = cli_open_db(argv[optind], &io, &db);
     if (status)
         return status;
+    if (names_categories(argv[optind + 1]) && !category_blocks_stored(db)) {
+        /* block_categories on first use: written into the cached database, never into a
+         * database the user gave (there allocations.category stays NULL) */
+        input_kind kind;
+        char path[PATH_MAX + 64], err[PATH_MAX + 512];
+        static int with_blocks = 1;
+        sqlite3_close(db);
+        if (input_detect(argv[optind], &kind, err, sizeof err) == 0 && kind != INPUT_DATABASE &&
+            (input_database(argv[optind], &io, path, sizeof path, err, sizeof err) != 0 ||
+             cli_finish_database(path, &with_blocks, err, sizeof err) != 0))
+            return cli_error("%s", err);
+        if ((status = cli_open_db(argv[optind], &io, &db)) != 0)
+            return status;
+    }
     sqlite3_stmt *st;
     const char *tail;
     if (sqlite3_prepare_v2(db, argv[optind + 1], -1, &st, &tail) != SQLITE_OK) {

@@ -22,6 +22,11 @@ typedef enum input_kind {
 typedef struct input_options {
     const char *step_word; /* step rule word; NULL: "step" */
     int quiet;             /* no progress line on stderr */
+    /* Called on a database just built (closed, at db_path) before anyone uses it: what the
+     * layers above keep in it (the categories: cli.c). NULL: nothing. 0, or -1 with a
+     * one-line message, which fails the build (the file is removed). */
+    int (*finish)(const char *db_path, void *ctx, char *err, size_t errlen);
+    void *finish_ctx;
 } input_options;
 
 /* Recognizes the input by its first bytes. Returns 0 and sets *kind, or -1

@@ -1,0 +1,114 @@
+/* category_store.c — category_peaks and block_categories (see category_store.h). */
+#include "category_store.h"
+
+#include "categories.h"
+#include "db_query.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct store {
+    int64_t peak_id;
+    int64_t at_peak[BLOCK_CATEGORY_COUNT];
+    sqlite3_stmt *insert; /* block_categories; NULL: peaks only */
+} store;
+
+static int keep(void *ctx, const classified_block *b) {
+    store *s = ctx;
+    if (b->alloc_id <= s->peak_id && b->free_event_id > s->peak_id)
+        s->at_peak[b->category] += b->size;
+    if (!s->insert)
+        return 0;
+    sqlite3_bind_int64(s->insert, 1, b->alloc_id);
+    sqlite3_bind_text(s->insert, 2, gmt_category_name(b->category), -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s->insert);
+    sqlite3_reset(s->insert);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int store_device(sqlite3 *db, categorizer *c, int64_t device, int64_t peak_id,
+                        sqlite3_stmt *insert, char *err, size_t errlen) {
+    store s = {.peak_id = peak_id, .insert = insert};
+    int rc = categorizer_sweep(c, device, keep, &s, err, errlen);
+    if (rc > 0 || (rc < 0 && !err[0]))
+        snprintf(err, errlen, "writing block_categories: %s", sqlite3_errmsg(db));
+    if (rc != 0)
+        return -1;
+    sqlite3_stmt *st = db_statement(db, "INSERT OR REPLACE INTO category_peaks (device, "
+                                        "category, bytes) VALUES (?1, ?2, ?3)");
+    for (int k = 0; st && k < BLOCK_CATEGORY_COUNT; k++) {
+        if (!s.at_peak[k])
+            continue;
+        sqlite3_bind_int64(st, 1, device);
+        sqlite3_bind_text(st, 2, gmt_category_name((gmt_category)k), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, s.at_peak[k]);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = -1;
+        sqlite3_reset(st);
+    }
+    if (!st || rc != 0)
+        snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return st && rc == 0 ? 0 : -1;
+}
+
+int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
+    err[0] = '\0';
+    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    categorizer *c = categorizer_new(db, NULL, err, errlen);
+    sqlite3_stmt *devices =
+        c ? db_statement(db, "SELECT device, peak_allocated_event_id FROM devices") : NULL;
+    sqlite3_stmt *insert = blocks && devices
+                               ? db_statement(db, "INSERT OR REPLACE INTO block_categories "
+                                                  "(alloc_id, category) VALUES (?1, ?2)")
+                               : NULL;
+    int rc = devices && (!blocks || insert) ? 0 : -1;
+    if (rc != 0 && c)
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+    while (rc == 0 && sqlite3_step(devices) == SQLITE_ROW)
+        rc = store_device(db, c, sqlite3_column_int64(devices, 0),
+                          db_column_i64(devices, 1, INT64_MIN), insert, err, errlen);
+    sqlite3_finalize(devices);
+    sqlite3_finalize(insert);
+    categorizer_free(c);
+    if (rc == 0 &&
+        (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)", NULL, NULL,
+                      NULL) != SQLITE_OK ||
+         (blocks && sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('categories_blocks', 1)",
+                                 NULL, NULL, NULL) != SQLITE_OK))) {
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+        rc = -1;
+    }
+    if (sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
+        rc == 0) {
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+        rc = -1;
+    }
+    return rc;
+}
+
+int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGORY_COUNT]) {
+    memset(bytes, 0, sizeof(int64_t) * BLOCK_CATEGORY_COUNT);
+    if (db_query_int(db, "SELECT value FROM meta WHERE key = 'category_peaks'", 0) != 1)
+        return 0; /* a database built without them */
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT category, bytes FROM category_peaks WHERE device = ?1");
+    if (!st)
+        return 0;
+    sqlite3_bind_int64(st, 1, device);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        int k = name ? gmt_category_from_name(name, strlen(name)) : -1;
+        if (k >= 0)
+            bytes[k] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return 1;
+}
+
+int category_blocks_stored(sqlite3 *db) {
+    return db_query_int(db, "SELECT value FROM meta WHERE key = 'categories_blocks'", 0) == 1;
+}

@@ -1,0 +1,25 @@
+/* category_store.h — the categories a database keeps (schema.sql: category_peaks, and
+ * block_categories when asked), written once after the replay built it, so that `report` on
+ * the whole run reads a few rows instead of sweeping every block again. */
+#ifndef GMT_CATEGORY_STORE_H
+#define GMT_CATEGORY_STORE_H
+
+#include "gmt_vocab.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sweeps every device of a database open for writing: category_peaks always (meta
+ * category_peaks = 1), and with `blocks` a block_categories row per block (meta
+ * categories_blocks = 1). One transaction. 0, or -1 with a one-line message in err. */
+int category_store(sqlite3 *db, int blocks, char *err, size_t errlen);
+
+/* category_peaks of device: 1 and bytes filled when the database has them, 0 when it has none
+ * (an older database: sweep instead). */
+int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGORY_COUNT]);
+
+/* Whether block_categories is filled (meta categories_blocks). */
+int category_blocks_stored(sqlite3 *db);
+
+#endif
