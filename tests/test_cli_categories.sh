@@ -106,6 +106,47 @@ grep -q "held at the peak by category:" "$T/report.txt" || fail "no category lin
 grep -Eq "optimizer_state +layers\.[0-9]\.mlp\.(up|down)\.weight\.exp_avg" "$T/report.txt" ||
     fail "largest named tensors: $(grep -A3 'named tensors' "$T/report.txt")"
 
+# tensors: at a step's end every parameter has its gradient and AdamW's two states beside it
+"$MA" tensors "$T/named.zst" --at step:2 --json >"$T/tensors.json" || fail "tensors: exit $?"
+"$MA" tensors "$T/named.zst" --at step:2 --group-by module --json >"$T/modules.json" ||
+    fail "tensors --group-by module"
+python3 - "$T/tensors.json" "$T/modules.json" <<'PY' || fail "tensors' answers"
+import json, sys
+h, layers = 1024, 3
+sizes = [3 * h * h * 2, h * h * 2, 4 * h * h * 2, 4 * h * h * 2, h * 2, h * 2]
+t = json.load(open(sys.argv[1]))
+assert len(t["tensors"]) == 4 * 6 * layers, len(t["tensors"])
+cats, grads = {}, {}
+for x in t["tensors"]:
+    cats[x["category"]] = cats.get(x["category"], 0) + x["bytes"]
+    if x["category"] == "gradient":
+        grads[x["name"]] = x["bytes"]
+# bytes are blocks as the allocator accounts them: a gradient may get a block up to 1 MiB
+# larger than its request (the large pool splits only remainders above 1 MiB)
+weights = ["attn.qkv", "attn.out_proj", "mlp.up", "mlp.down", "norm1", "norm2"]
+want = {"layers.%d.%s.weight.grad" % (l, w): sizes[k] for l in range(layers)
+        for k, w in enumerate(weights)}
+assert sorted(grads) == sorted(want), sorted(grads)
+assert all(want[n] <= b <= want[n] + (1 << 20) for n, b in grads.items()), grads
+assert cats["parameter"] == layers * sum(sizes) and \
+    cats["optimizer_state"] == 4 * layers * sum(sizes), cats
+assert [g["group"] for g in t["groups"]] == ["layers.%d" % i for i in range(layers)], t["groups"]
+for i, g in enumerate(t["groups"]):
+    mine = sum(b for n, b in grads.items() if n.startswith("layers.%d." % i))
+    assert (g["parameter_bytes"], g["gradient_bytes"], g["optimizer_state_bytes"]) == \
+        (sum(sizes), mine, 4 * sum(sizes)), g
+    assert abs(g["share_of_peak"] - (5 * sum(sizes) + mine) / t["peak_allocated_bytes"]) < 1e-4
+m = json.load(open(sys.argv[2]))["groups"]
+assert [g["group"] for g in m[:3]] == ["layers.0.attn.qkv", "layers.0.attn.out_proj",
+                                       "layers.0.mlp.up"], [g["group"] for g in m[:3]]
+assert m[0]["optimizer_state_bytes"] == 4 * sizes[0] and m[0]["parameter_bytes"] == sizes[0], m[0]
+PY
+"$MA" tensors "$T/named.zst" --at step:2 >"$T/tensors.txt" || fail "tensors text"
+grep -Eq "^    layers\.2\.mlp\.up\.weight +8\.00 MiB +8\.00 MiB +32\.0 MiB" "$T/tensors.txt" ||
+    fail "tensors text: $(head -5 "$T/tensors.txt")"
+"$MA" tensors "$T/leak.zst" | grep -q "no named tensors" || fail "tensors without names"
+"$MA" tensors "$T/named.zst" --group-by rank 2>/dev/null && fail "tensors --group-by rank"
+
 # the database: import -o keeps every block's category (allocations.category) and the sums at the
 # peak; sql on a trace fills its cached database's on first use; both agree with report
 python3 - "$T/named.db" "$T/named.json" <<'PY' || fail "block_categories"

@@ -22,6 +22,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_ranks(int argc, char **argv);
 int cmd_steps(int argc, char **argv);
 int cmd_stages(int argc, char **argv);
+int cmd_tensors(int argc, char **argv);
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
 #include <sqlite3.h>

@@ -35,6 +35,8 @@ static const command commands[] = {
      "the run under other allocator settings: peaks, OOMs, memory needed"},
     {"steps", cmd_steps, "a row per step: its peak and phase, end state, fragmentation, anomalies"},
     {"stages", cmd_stages, "memory per NVTX range or annotation name: peak, what it leaves, sites"},
+    {"tensors", cmd_tensors,
+     "named tensors at a moment: parameters, gradients, optimizer state by layer"},
     {"compare", cmd_compare, "runs side by side: settings, peaks, fragmentation, OOMs, sites"},
     {"ranks", cmd_ranks, "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks"},
     {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
