@@ -52,6 +52,10 @@ typedef struct render_rgb {
  * palette, so two such keys may share a colour. */
 render_rgb render_site_color(uint64_t key);
 
+/* A key that asks for one colour, 0xRRGGBB (the categories' profiler colours), rather than a
+ * site's: render_site_color(RENDER_COLOR_KEY(0x006400)) is that dark green. */
+#define RENDER_COLOR_KEY(rgb) ((1ULL << 63) | ((uint64_t)(rgb)&0xFFFFFFULL))
+
 /* Frees the font caches Cairo and fontconfig keep for the whole process.
  * Optional: call once after the last picture (e.g. before exit) so leak
  * checkers such as ASan's see nothing left; drawing again afterwards works
@@ -73,6 +77,7 @@ typedef struct render_timeline {
      * and "other", or streams, or size classes), value at each bucket's end,
      * row-major [nseries][nbuckets]; nseries 0 draws no areas */
     size_t nseries;
+    const char *series_heading;      /* their legend's heading; NULL: "allocated by site" */
     const char *const *series_label; /* [nseries] legend text, e.g. "model.py:54 forward" */
     const uint64_t *series_key;      /* [nseries] colour key (render_site_color) */
     const int64_t *series_bytes;     /* [nseries * nbuckets] */

@@ -42,6 +42,8 @@ render_rgb rgb_text_on(render_rgb bg) {
 render_rgb render_site_color(uint64_t key) {
     if (key == 0)
         return rgb_hex(COLOR_OTHER);
+    if (key & RENDER_COLOR_KEY(0))
+        return rgb_hex((uint32_t)(key & 0xFFFFFFULL));
     if (key <= NPALETTE)
         return rgb_hex(palette[key - 1]);
     /* splitmix64's finalizer: neighbouring hashes land far apart */

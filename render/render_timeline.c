@@ -421,7 +421,8 @@ static int draw_legend(canvas *c, const render_timeline *t, double x, double y, 
     if (t->nsteps)
         items[n++] = (legend_item){"step begins", rgb_hex(COLOR_STEP), LEGEND_LINE};
     if (t->nseries)
-        items[n++] = (legend_item){"allocated by site", rgb_hex(COLOR_MUTED), LEGEND_HEADING};
+        items[n++] = (legend_item){t->series_heading ? t->series_heading : "allocated by site",
+                                   rgb_hex(COLOR_MUTED), LEGEND_HEADING};
     for (size_t s = 0; s < t->nseries; s++) {
         const char *label = t->series_label ? t->series_label[s] : NULL;
         if (!label) {

@@ -147,6 +147,24 @@ grep -Eq "^    layers\.2\.mlp\.up\.weight +8\.00 MiB +8\.00 MiB +32\.0 MiB" "$T/
 "$MA" tensors "$T/leak.zst" | grep -q "no named tensors" || fail "tensors without names"
 "$MA" tensors "$T/named.zst" --group-by rank 2>/dev/null && fail "tensors --group-by rank"
 
+# timeline --by category: the profiler's colours, an area and a legend entry each
+if "$MA" timeline "$T/named.zst" --by category -o "$T/tl.svg" 2>"$T/tl.err"; then
+    python3 - "$T/tl.svg" <<'PY' || fail "timeline --by category colours"
+import sys
+svg = open(sys.argv[1]).read()
+def pct(v):
+    s = "%f" % (v * 100 / 255)
+    return s.rstrip("0").rstrip(".") + "%"
+colours = {"parameter": 0x006400, "gradient": 0x0000CD, "optimizer_state": 0xDAA520,
+           "activation": 0xFF0000, "temporary": 0x9370DB, "input": 0x000000}
+for name, c in colours.items():
+    fill = "fill:rgb(%s,%s,%s)" % (pct(c >> 16), pct((c >> 8) & 255), pct(c & 255))
+    assert svg.count(fill) >= 2, (name, fill, svg.count(fill))
+PY
+elif ! grep -q "pictures are off" "$T/tl.err"; then
+    fail "timeline --by category: $(cat "$T/tl.err")"
+fi
+
 # the database: import -o keeps every block's category (allocations.category) and the sums at the
 # peak; sql on a trace fills its cached database's on first use; both agree with report
 python3 - "$T/named.db" "$T/named.json" <<'PY' || fail "block_categories"

@@ -19,11 +19,15 @@ static void picture_usage(FILE *out, const char *name) {
     fprintf(out,
             "usage: memanalyze %s INPUT -o FILE.png|.svg|.pdf [--device N] [--from WHEN] "
             "[--to WHEN]%s [--width W] [--height H]\n",
-            name, !strcmp(name, "timeline") ? " [--by site|stream|size-class] [--top N]" : "");
+            name,
+            !strcmp(name, "timeline") ? " [--by site|stream|size-class|category] [--top N]" : "");
     if (!strcmp(name, "timeline"))
-        fprintf(out, "Bytes over time: reserved and allocated, allocated stacked by site (or "
-                     "stream, or size class),\nsteps, the peak, the device limit and OOMs "
-                     "marked.\n");
+        fprintf(
+            out,
+            "Bytes over time: reserved and allocated, allocated stacked by site (or "
+            "stream, size class, or category: parameter green, optimizer state gold,\nactivation "
+            "red, gradient blue, temporary purple), steps, the peak, the device limit and OOMs "
+            "marked.\n");
     else if (!strcmp(name, "heatmap"))
         fprintf(out, "The address space (segments stacked) against time, each cell coloured by "
                      "the fraction\nof reserved memory that is allocated: fragmentation shows as "
@@ -88,8 +92,9 @@ static int run_picture(int argc, char **argv, plot_fn fn) {
         picture_usage(stderr, argv[0]);
         return 2;
     }
-    if (rq.by && strcmp(rq.by, "site") && strcmp(rq.by, "stream") && strcmp(rq.by, "size-class"))
-        return cli_error("--by %s: use site, stream or size-class", rq.by);
+    if (rq.by && strcmp(rq.by, "site") && strcmp(rq.by, "stream") && strcmp(rq.by, "size-class") &&
+        strcmp(rq.by, "category"))
+        return cli_error("--by %s: use site, stream, size-class or category", rq.by);
     if (!plots_available())
         return cli_error("pictures are off in this build: Cairo was not found at configure time");
     sqlite3 *db;

@@ -272,3 +272,51 @@ int categories_at_event(categorizer *c, int64_t device, int64_t event_id,
     at_event a = {event_id, bytes};
     return categorizer_sweep(c, device, count_at_event, &a, err, errlen);
 }
+
+typedef struct at_events {
+    const int64_t *ids; /* sorted */
+    size_t n;
+    int64_t *delta; /* [category * (n + 1) + slot]: slot i holds what changes after ids[i - 1] */
+} at_events;
+
+/* The first slot whose moment includes event id: ids[slot] >= id (n: after the last). */
+static size_t slot_of(const at_events *a, int64_t id) {
+    size_t lo = 0, hi = a->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int count_at_events(void *ctx, const classified_block *b) {
+    at_events *a = ctx;
+    int64_t *row = a->delta + (size_t)b->category * (a->n + 1);
+    row[slot_of(a, b->alloc_id)] += b->size;
+    if (b->free_event_id != INT64_MAX)
+        row[slot_of(a, b->free_event_id)] -= b->size;
+    return 0;
+}
+
+int categories_live_at(categorizer *c, int64_t device, const int64_t *event_ids, size_t n,
+                       int64_t *bytes, char *err, size_t errlen) {
+    at_events a = {event_ids, n, calloc((size_t)BLOCK_CATEGORY_COUNT * (n + 1), sizeof(int64_t))};
+    if (!a.delta) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = categorizer_sweep(c, device, count_at_events, &a, err, errlen);
+    for (int k = 0; rc == 0 && k < BLOCK_CATEGORY_COUNT; k++) {
+        const int64_t *row = a.delta + (size_t)k * (n + 1);
+        int64_t live = 0;
+        for (size_t i = 0; i < n; i++) {
+            live += row[i];
+            bytes[(size_t)k * n + i] = live;
+        }
+    }
+    free(a.delta);
+    return rc;
+}

@@ -57,4 +57,9 @@ void categorizer_free(categorizer *c);
 int categories_at_event(categorizer *c, int64_t device, int64_t event_id,
                         int64_t bytes[BLOCK_CATEGORY_COUNT], char *err, size_t errlen);
 
+/* The bytes of each category live right after each of n event ids (sorted, ascending), in
+ * bytes[category * n + i] (a sweep). 0 or -1. */
+int categories_live_at(categorizer *c, int64_t device, const int64_t *event_ids, size_t n,
+                       int64_t *bytes, char *err, size_t errlen);
+
 #endif

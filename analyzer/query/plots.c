@@ -13,6 +13,7 @@
 #include "addr_map.h"
 #include "analysis.h"
 #include "block_sweep.h"
+#include "categories.h"
 #include "db_query.h"
 #include "free_split.h"
 #include "gmt_grow.h"
@@ -358,6 +359,15 @@ static int sweep_series(sqlite3 *db, const plot_request *rq, const timeline_data
     return 0;
 }
 
+/* By category: each category's live bytes at each bucket's last event (categories.h). */
+static int category_series(sqlite3 *db, const plot_request *rq, const timeline_data *t,
+                           int64_t *bytes, char *err, size_t errlen) {
+    categorizer *c = categorizer_new(db, NULL, err, errlen);
+    int rc = c ? categories_live_at(c, rq->device, t->last_id, t->n, bytes, err, errlen) : -1;
+    categorizer_free(c);
+    return rc;
+}
+
 /* By site, from the replay's site_buckets: each site's live bytes where it
  * changed, carried over between its rows; no pass over the events. */
 static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns,
@@ -434,11 +444,17 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     int history = when_has_history(db);
     if (!history)
         t.n = 0; /* one moment: no time to draw it over */
+    int by_category = !strcmp(m.by, "category");
     if (rc == 0 && !strcmp(m.by, "site"))
         series_top_sites(&m, rq->device, top);
+    if (rc == 0 && by_category) /* the profiler's colours; "other" is the grey rest below */
+        for (int k = 0; k < BLOCK_CATEGORY_OTHER && rc == 0; k++)
+            if (series_add(&m, gmt_category_name((gmt_category)k)) != k)
+                rc = -1;
     if (rc == 0 && t.n) {
-        bytes = calloc(max_series * t.n, sizeof *bytes);
-        rc = !bytes ? -1
+        bytes = calloc((by_category ? BLOCK_CATEGORY_COUNT : max_series) * t.n, sizeof *bytes);
+        rc = !bytes        ? -1
+             : by_category ? category_series(db, rq, &t, bytes, err, errlen)
              : !strcmp(m.by, "site")
                  ? series_from_site_buckets(db, rq, bucket_ns, &t, &m, bytes, max_series)
                  : sweep_series(db, rq, &t, &m, bytes, max_series);
@@ -464,7 +480,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     }
     for (size_t s = 0; rc == 0 && s < nseries; s++) {
         labels[s] = m.labels[s];
-        keys[s] = m.keys[s];
+        keys[s] = by_category ? RENDER_COLOR_KEY(gmt_category_colour((gmt_category)s)) : m.keys[s];
     }
     if (rc == 0) {
         labels[nseries] = "other";
@@ -522,8 +538,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         }
         sqlite3_finalize(st);
     }
-    char title[512], subtitle[256], span[32];
+    char title[512], subtitle[256], span[32], heading[64];
     device_title(db, rq, "Timeline", title, sizeof title);
+    snprintf(heading, sizeof heading, "allocated by %s", m.by);
     int64_t end_ns = t.n ? t.start[t.n - 1] + bucket_ns : 0;
     if (when_has_timestamps(db))
         units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span);
@@ -546,6 +563,7 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         .reserved_min = t.rmin,
         .reserved_max = t.rmax,
         .nseries = rc == 0 && t.n ? nseries + 1 : 0,
+        .series_heading = heading,
         .series_label = labels,
         .series_key = keys,
         .series_bytes = stacked,
