@@ -8,10 +8,11 @@
 #     same answer;
 #   - `--categories FILE` moves what the rules left as other (the leak) and nothing else, and a
 #     bad rules file is a one-line error;
-#   - the names bind to the planted blocks (tensor_names), and report lists the largest.
-# usage: test_cli_categories.sh SYNTH MEMANALYZE
+#   - the names bind to the planted blocks (tensor_names), and report lists the largest;
+#   - on real snapshots (DATA, when present) every block at the peak has exactly one category.
+# usage: test_cli_categories.sh SYNTH MEMANALYZE [DATA]
 set -u
-SYNTH=$1 MA=$2
+SYNTH=$1 MA=$2 DATA=${3:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export GMT_CACHE_DIR=$T/cache
@@ -189,6 +190,15 @@ python3 -c "import sqlite3,sys; rows=sqlite3.connect(sys.argv[1]).execute('SELEC
 count(*) FROM allocations GROUP BY category ORDER BY category').fetchall(); \
 want='category,count(*)\n'+''.join('%s,%d\n' % r for r in rows); got=open(sys.argv[2]).read(); \
 assert got == want, (got, want)" "$T/named.db" "$T/sql.csv" || fail "sql's categories differ"
+
+# real snapshots: the categories at the peak add up to the peak, each block counted once
+for snap in "${DATA:-/nonexistent}"/*.pickle; do
+    [ -f "$snap" ] || continue
+    "$MA" report --json "$snap" >"$T/real.json" 2>/dev/null || { fail "report $snap"; continue; }
+    python3 -c "import json,sys; [sys.exit('%s: %s' % (sys.argv[2], d)) for d in \
+json.load(open(sys.argv[1]))['devices'] if sum(d['categories_at_peak'].values()) != \
+d['peak_allocated_bytes']]" "$T/real.json" "${snap##*/}" || fail "categories of ${snap##*/}"
+done
 
 [ $fails -eq 0 ] && echo "test_cli_categories: ok"
 exit $((fails > 0))

@@ -80,8 +80,21 @@ static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64
     step_phase free_phase = STEP_PHASE_COUNT;
     if (freed)
         free_phase = phase_timeline_at(c->timeline, free_id, &freed_in);
+    /* live at the end of a recording that stopped inside the iteration that made it: its end
+     * was not seen, so what it was for is judged as if it ended later in that iteration */
+    int cut_short = !freed && b->iteration == phase_timeline_last_iteration(c->timeline);
     int same_iteration = freed && freed_in == b->iteration;
     int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
+    if (b->alloc_id <= 0 && !b->stack_decides) {
+        /* made before the recording began, by code we cannot see: what freed it says what it
+         * was. Backward frees what a forward saved; an optimizer step frees the state it
+         * replaces; what stays is the model's. */
+        if (!freed)
+            return BLOCK_CATEGORY_PARAMETER;
+        return free_phase == STEP_PHASE_BACKWARD    ? BLOCK_CATEGORY_ACTIVATION
+               : free_phase == STEP_PHASE_OPTIMIZER ? BLOCK_CATEGORY_OPTIMIZER_STATE
+                                                    : BLOCK_CATEGORY_OTHER;
+    }
     switch ((step_phase)b->made_in) {
     case STEP_PHASE_SETUP:
         return same_phase ? BLOCK_CATEGORY_TEMPORARY
@@ -90,12 +103,13 @@ static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64
     case STEP_PHASE_PRELUDE:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
-        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_INPUT : BLOCK_CATEGORY_OTHER;
+        return cut_short || (freed && freed_in <= b->iteration + 1) ? BLOCK_CATEGORY_INPUT
+                                                                    : BLOCK_CATEGORY_OTHER;
     case STEP_PHASE_FORWARD:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
-        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_ACTIVATION
-                                                     : BLOCK_CATEGORY_OTHER;
+        return cut_short || (freed && freed_in <= b->iteration + 1) ? BLOCK_CATEGORY_ACTIVATION
+                                                                    : BLOCK_CATEGORY_OTHER;
     case STEP_PHASE_BACKWARD:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;

@@ -12,6 +12,11 @@
  *                  activation (saved for backward, or the loss held until the next step)
  *        backward  freed in backward: temporary; kept past it: gradient
  *        optimizer freed in the iteration: temporary; kept past it: optimizer_state
+ *      A block still live when a recording stops inside the iteration that made it is judged
+ *      as if it ended later in that iteration (a forward's output is an activation).
+ *      A block made before the recording began (a snapshot's ring lost its alloc) is known by
+ *      its end: freed in backward, an activation; in an optimizer step, optimizer state (the
+ *      state it replaces); never, a parameter; else other.
  *      A block kept past its iteration is a gradient or optimizer state only when its own
  *      stack says backward or optimizer: what a loop makes after its optimizer step and keeps
  *      (a cache, a leak) is no optimizer state. Anything else is other;

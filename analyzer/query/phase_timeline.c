@@ -149,6 +149,8 @@ step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t 
     return it < 0 ? STEP_PHASE_SETUP : STEP_PHASE_PRELUDE;
 }
 
+int64_t phase_timeline_last_iteration(const phase_timeline *t) { return (int64_t)t->nbegins - 1; }
+
 void phase_timeline_free(phase_timeline *t) {
     if (!t)
         return;

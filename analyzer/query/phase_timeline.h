@@ -40,6 +40,9 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
  * iteration it falls in (-1: the setup, before the first). */
 step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t *iteration);
 
+/* The last iteration (the one the recording ends in); -1 when there is none. */
+int64_t phase_timeline_last_iteration(const phase_timeline *t);
+
 /* The step phase of a decided stack phase (forward, backward, optimizer); -1 for the others. */
 int step_phase_of(phase p);
 
