@@ -56,7 +56,7 @@ test: build build-asan
 
 demo: build
 	@mkdir -p $(DEMO_DIR)
-	@$(BUILD)/samples/synth/synth --steps 50 --leak 262144 --seed 1 -o $(DEMO_DIR)/train.zst
+	@$(BUILD)/samples/synth/synth --steps 50 --leak 262144 --seed 1 --names -o $(DEMO_DIR)/train.zst
 	@$(BUILD)/analyzer/memanalyze info $(DEMO_DIR)/train.zst
 	@echo
 	@GMT_CACHE_DIR=$(DEMO_DIR)/cache $(BUILD)/analyzer/memanalyze report $(DEMO_DIR)/train.zst --plots $(DEMO_DIR)/plots
@@ -65,6 +65,7 @@ demo: build
 	@echo "demo trace:    $(DEMO_DIR)/train.zst"
 	@echo "its database:  $(DEMO_DIR)/train.db  (memanalyze sql $(DEMO_DIR)/train.db \"SELECT * FROM steps\")"
 	@echo "its pictures:  $(DEMO_DIR)/plots/"
+	@echo "its tensors:   memanalyze tensors $(DEMO_DIR)/train.zst  (parameters, gradients, AdamW state by layer)"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
