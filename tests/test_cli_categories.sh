@@ -6,6 +6,7 @@
 #     both give the planted bytes exactly, on one device and three, with fragmentation and a leak;
 #   - without steps (the database's steps removed): iterations found from the phases give the
 #     same answer;
+#   - a custom optimizer's state is optimizer state inside the profiler's Optimizer.step# ranges;
 #   - `--categories FILE` moves what the rules left as other (the leak) and nothing else, and a
 #     bad rules file is a one-line error;
 #   - the names bind to the planted blocks (tensor_names), and report lists the largest;
@@ -63,6 +64,39 @@ compare "$T/multi.json" "$T/multi.zst"
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM steps'); \
 c.commit()" "$T/nosteps.db" || fail "dropping the steps"
 compare "$T/leak.json" "$T/nosteps.db"
+
+# a custom optimizer (no torch/optim/ frame): its state is other, until the profiler's
+# "Optimizer.step#MyOpt.step" ranges (which torch.optim.Optimizer opens around any subclass's
+# step) say when it steps; then it is optimizer state again, to the byte
+"$SYNTH" -o "$T/stages.zst" --steps 5 --layers 2 --stages --truth "$T/stages.json" 2>/dev/null ||
+    fail "synth --stages"
+"$MA" import "$T/stages.zst" -o "$T/custom.db" >/dev/null || fail "import stages"
+python3 - "$T/custom.db" <<'PY' || fail "making the optimizer custom"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE frames SET file = 'my_optim.py' WHERE file LIKE '%adamw.py'")
+db.execute("DELETE FROM category_peaks")
+db.execute("DELETE FROM meta WHERE key = 'category_peaks'")
+db.commit()
+PY
+"$MA" report --json "$T/custom.db" | python3 -c "import json,sys; t=json.load(open(sys.argv[1])); \
+c=json.load(sys.stdin)['devices'][0]['categories_at_peak']; w=t['devices'][0]['categories_at_peak']; \
+assert c['optimizer_state'] == 0 and c['other'] == w['other'] + w['optimizer_state'], (c, w)" \
+    "$T/stages.json" || fail "a custom optimizer's state without ranges"
+python3 - "$T/custom.db" <<'PY' || fail "adding Optimizer.step# ranges"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+next_id = db.execute("SELECT max(marker_id) FROM markers").fetchone()[0] + 1
+for begin, end in db.execute("SELECT begin_ts_ns, end_ts_ns FROM ranges WHERE name = "
+                             "'optimizer'").fetchall():
+    db.execute("INSERT INTO markers VALUES (?, ?, NULL, 'start', 'Optimizer.step#MyOpt.step', "
+               "NULL, NULL)", (next_id, begin))
+    db.execute("INSERT INTO markers VALUES (?, ?, NULL, 'end', 'Optimizer.step#MyOpt.step', "
+               "NULL, ?)", (next_id + 1, end, next_id))
+    next_id += 2
+db.commit()
+PY
+compare "$T/stages.json" "$T/custom.db"
 
 # user rules: the leak (train.py:88, left as other) becomes what the rule says; nothing else moves
 cat >"$T/rules" <<'RULES'

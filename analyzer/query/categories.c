@@ -238,7 +238,7 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
             break;
         }
         int64_t stack = db_column_i64(st, 5, 0);
-        int decided = step_phase_of(stack_phases_get(c->phases, stack));
+        int decided = phase_timeline_decided(c->timeline, stack, ts);
         int64_t iteration;
         step_phase at_time = phase_timeline_at(c->timeline, id, &iteration);
         *b = (live_block){id,

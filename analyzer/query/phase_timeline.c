@@ -18,12 +18,37 @@ typedef struct run {
     step_phase phase;
 } run;
 
+typedef struct span {
+    int64_t begin_ts, end_ts; /* [begin, end) ns; end INT64_MAX: open at the end */
+} span;
+
 struct phase_timeline {
+    stack_phases *phases;
+    span *optimizer; /* Optimizer.step#... ranges, by begin */
+    size_t noptimizer, cap_optimizer;
     int64_t *begins; /* iteration k begins at event begins[k] (sorted) */
     size_t nbegins, cap_begins;
     run *runs; /* sorted by first_id */
     size_t nruns, cap_runs;
 };
+
+/* Whether ts lies inside a range PyTorch's profiler opens around an optimizer's step. */
+static int in_optimizer_step(const phase_timeline *t, int64_t ts) {
+    size_t lo = 0, hi = t->noptimizer;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->optimizer[mid].begin_ts <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && ts < t->optimizer[lo - 1].end_ts;
+}
+
+int phase_timeline_decided(const phase_timeline *t, int64_t stack_id, int64_t ts) {
+    int p = step_phase_of(stack_phases_get(t->phases, stack_id));
+    return p >= 0 ? p : in_optimizer_step(t, ts) ? (int)STEP_PHASE_OPTIMIZER : -1;
+}
 
 int step_phase_of(phase p) {
     return p == PHASE_FORWARD     ? STEP_PHASE_FORWARD
@@ -92,12 +117,29 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
         ok = add_begin(t, sqlite3_column_int64(st, 0)) == 0;
     sqlite3_finalize(st);
     int has_steps = t->nbegins > 0;
+    t->phases = phases;
+    /* torch.optim.Optimizer's profile hook wraps every optimizer's step, custom ones too, in
+     * a record_function range "Optimizer.step#<Class>.step" (a snapshot's annotation) */
+    st = ok ? db_statement(db, "SELECT begin_ts_ns, end_ts_ns FROM ranges WHERE name LIKE "
+                               "'Optimizer.step#%' ORDER BY begin_ts_ns")
+            : NULL;
+    ok = ok && st;
+    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+        if (gmt_grow((void **)&t->optimizer, &t->cap_optimizer, t->noptimizer,
+                     sizeof *t->optimizer) != 0)
+            ok = 0;
+        else
+            t->optimizer[t->noptimizer++] =
+                (span){sqlite3_column_int64(st, 0), db_column_i64(st, 1, INT64_MAX)};
+    }
+    sqlite3_finalize(st);
     /* Device memory blocks only: their stacks are the program's (a segment's is the allocator's
      * own, at whatever block made it grow). */
-    st = ok ? db_statement(db, "SELECT event_id, stack_id FROM event_rows WHERE device = ?1 AND "
-                               "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} "
-                               "AND op IN ({op:alloc}, {op:free_requested}, {op:free}) ORDER BY "
-                               "event_id")
+    st = ok ? db_statement(db,
+                           "SELECT event_id, stack_id, ts_ns FROM event_rows WHERE device = ?1 AND "
+                           "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} "
+                           "AND op IN ({op:alloc}, {op:free_requested}, {op:free}) ORDER BY "
+                           "event_id")
             : NULL;
     ok = ok && st;
     if (st)
@@ -106,7 +148,13 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
     int last_phase = -1;
     while (ok && sqlite3_step(st) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0), stack = sqlite3_column_int64(st, 1);
-        int p = stack == last_stack ? last_phase : step_phase_of(stack_phases_get(phases, stack));
+        int p;
+        if (t->noptimizer) /* the time may decide: no shortcut */
+            p = phase_timeline_decided(t, stack, sqlite3_column_int64(st, 2));
+        else if (stack == last_stack)
+            p = last_phase;
+        else
+            p = step_phase_of(stack_phases_get(phases, stack));
         last_stack = stack, last_phase = p;
         if (p < 0)
             continue;
@@ -156,5 +204,6 @@ void phase_timeline_free(phase_timeline *t) {
         return;
     free(t->begins);
     free(t->runs);
+    free(t->optimizer);
     free(t);
 }

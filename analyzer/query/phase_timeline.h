@@ -6,7 +6,8 @@
  * answers that: the phase at an event is the phase of the last event before it, in the same
  * iteration, whose stack decides one (phases.h: a module call, autograd's engine, an optimizer's
  * code). Before the first such event of an iteration lies its prelude (data loading, zero_grad);
- * before the first iteration, the setup (model creation).
+ * before the first iteration, the setup (model creation). Inside an "Optimizer.step#..."
+ * range (torch.profiler's annotation of every optimizer's step) the optimizer decides.
  *
  * Iterations are the steps (the steps table) when the run has steps. Without steps they are
  * found from the phases themselves: a forward after a backward or an optimizer step begins a
@@ -39,6 +40,11 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
 /* The phase at an event (event_rows.event_id: order, not time), and in *iteration the
  * iteration it falls in (-1: the setup, before the first). */
 step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t *iteration);
+
+/* The phase an event's own evidence decides (a step_phase), or -1: its stack's phase when that
+ * is forward, backward or optimizer; else optimizer inside a range "Optimizer.step#..." (the
+ * profiler's annotation of any optimizer's step, custom ones too). */
+int phase_timeline_decided(const phase_timeline *t, int64_t stack_id, int64_t ts);
 
 /* The last iteration (the one the recording ends in); -1 when there is none. */
 int64_t phase_timeline_last_iteration(const phase_timeline *t);
