@@ -15,9 +15,17 @@ snapshot shaped like a real one, to measure the reader against pickle.load.
                                               a training loop through the simulated allocator
                                               (a real layout: no replay warning), stacks shared
                                               as PyTorch's pickler shares them; for bench/
+    make_pickles.py --training FILE [--names] three training steps with planted categories
+                                              (parameters, gradients, Adam state, activations,
+                                              temporaries, inputs, other) and real PyTorch
+                                              frames; FILE.expected.json: the bytes per
+                                              category at the peak, each step's peak, and with
+                                              --names the tensor named by user_metadata.
+                                              --snapshots writes both, as training*.pickle
 
 Standard library only; deterministic (fixed seed)."""
 import argparse
+import json
 import os
 import pickle
 import random
@@ -481,21 +489,25 @@ class Allocator:
         self.record("alloc", b.addr, requested, stream, frames)
         return b.addr
 
-    def free_block(self, addr, delayed=False):
+    def free_block(self, addr, delayed=False, frames=None):
+        """frames: the freeing stack (PyTorch records it with context='all'); the allocation's
+        stack when None (context='alloc')."""
         b = self.active.pop(addr)
         b.allocated = False
-        self.record("free_requested", b.addr, b.requested, b.stream, b.frames)
+        self.record("free_requested", b.addr, b.requested, b.stream,
+                    frames if frames is not None else b.frames)
         if delayed:  # used by another stream: the free completes later
             b.pending = True
             self.pending.append(b)
         else:
-            self.free_completed(b)
+            self.free_completed(b, frames)
 
-    def free_completed(self, b):
+    def free_completed(self, b, frames=None):
         if b in self.pending:
             self.pending.remove(b)
         b.pending = False
-        self.record("free_completed", b.addr, b.requested, b.stream, b.frames)
+        self.record("free_completed", b.addr, b.requested, b.stream,
+                    frames if frames is not None else b.frames)
         self.merge(b, b.prev)
         self.merge(b, b.next)
         self.free[b.small].add(b)
@@ -790,6 +802,408 @@ def realistic_snapshot(entries, seed=5, expandable=False):
     return snap
 
 
+# ---- a training loop with planted categories, for the category classifier's known answers ----
+#
+# torch.cuda.memory._snapshot() of a small model trained for three steps under torch.profiler
+# (ProfilerStep#0..#2), recorded with _record_memory_history(stacks="all"): Python and C++
+# frames, as PyTorch >= 2.9 writes them (compile_context "N/A" and user_metadata "" in every
+# entry). Every block is planted with the category torch.profiler gives it by what the loop does
+# with it, never by its stack, and goes through the simulated caching allocator, so the expected
+# bytes per category are the allocator's block sizes (a block may exceed its request: a large
+# free block is not split for a remainder of 1 MiB or less). Per step, B rows (512, 704, 576):
+#   setup      parameter        layers.0 (1024 -> 1536) and layers.1 (1536 -> 1280) weights and
+#                               biases (nn/modules/linear.py __init__), kept
+#   prelude    input            x [B, 1024] fp32 and y [B] int64 from data.py get_batch, freed
+#                               by train.py after backward (x is saved for layers.0's backward)
+#              gradient freed   optimizer.py zero_grad (set_to_none) frees last step's
+#   forward    activation       h0 = layers.0(x), the dropout mask and output, the softmax
+#                               probabilities [2, B, B], the mixed rows, log_softmax, the loss
+#                               and nll_loss's total_weight: freed in backward (the engine's
+#                               release_variables), the loss on the main thread in
+#                               torch/autograd/__init__.py backward
+#              temporary        gelu's output (dropout keeps its own), the scores [2, B, B],
+#                               the logits: freed in forward
+#              other            cuBLAS's workspace (8519680 bytes), made by step 0's first
+#                               matmul and kept
+#   backward   temporary        the gradients of the activations, on autograd's thread (C++
+#                               frames only), and the seed gradient (ones_like) on the main one
+#              gradient         the parameters' .grad (AccumulateGrad), kept until the next
+#                               step's zero_grad; the last step's are live at the end
+#   optimizer  optimizer_state  Adam's exp_avg and exp_avg_sq (adam.py _init_group), step 0,
+#                               kept
+#              temporary        _multi_tensor_adam's _foreach_sqrt results, freed in the step
+# The run's peak is one moment, in step 1's backward, with every category live.
+
+CATEGORIES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
+              "other")
+TRAINING_BATCHES = (512, 704, 576)  # rows per step: step 1 holds the run's one peak
+
+
+class TorchFrames:
+    """Stacks as PyTorch's symbolizer writes them, innermost first: one dict per distinct frame,
+    shared by every stack that holds it."""
+    TORCH = "/opt/conda/lib/python3.11/site-packages/torch/"
+    USER = "/home/user/mlp/"
+
+    def __init__(self):
+        self.frames = {}
+
+    def f(self, name, filename="??", line=0):
+        key = (name, filename, line)
+        if key not in self.frames:
+            self.frames[key] = {"name": name, "filename": filename, "line": line}
+        return self.frames[key]
+
+    def alloc_prefix(self):
+        return [self.f("torch::unwind::unwind()"),
+                self.f("torch::CapturedTraceback::gather(bool, bool, bool)"),
+                self.f("torch::cuda::(anonymous namespace)::gather_with_cpp()",
+                       "memory_snapshot.cpp"),
+                self.f("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc("
+                       "unsigned long, CUstream_st*)", "CUDACachingAllocator.cpp"),
+                self.f("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc("
+                       "void**, signed char, unsigned long, CUstream_st*)", ""),
+                self.f("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::"
+                       "allocate(unsigned long)", "")]
+
+    def free_prefix(self):
+        return [self.f("torch::unwind::unwind()"),
+                self.f("torch::CapturedTraceback::gather(bool, bool, bool)"),
+                self.f("torch::cuda::(anonymous namespace)::gather_with_cpp()",
+                       "memory_snapshot.cpp"),
+                self.f("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::free("
+                       "c10::cuda::CUDACachingAllocator::Native::(anonymous namespace)::Block*)",
+                       "CUDACachingAllocator.cpp"),
+                self.f("c10::intrusive_ptr<c10::StorageImpl, c10::detail::intrusive_target_"
+                       "default_null_type<c10::StorageImpl> >::reset_not_null_()", ""),
+                self.f("c10::TensorImpl::~TensorImpl() [clone .localalias]", "TensorImpl.cpp")]
+
+    def op(self, name, binding):
+        """An aten op's C++ frames up to its Python binding: empty_cuda, the op's CUDA wrapper,
+        its dispatcher call, the THPVariable_* binding."""
+        return [self.f("at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"),
+                self.f("at::(anonymous namespace)::create_out(c10::ArrayRef<long>, "
+                       "c10::ArrayRef<long>, c10::TensorOptions const&)", "RegisterCUDA_0.cpp"),
+                self.f("at::(anonymous namespace)::wrapper_CUDA_%s(at::Tensor const&)" % name,
+                       "RegisterCUDA_0.cpp"),
+                self.f("at::_ops::%s::call(at::Tensor const&)" % name),
+                self.f("torch::autograd::%s(_object*, _object*, _object*)" % binding,
+                       "python_variable_methods.cpp")]
+
+    def python(self, *frames):
+        """Python frames (name, file, line), innermost first, with the interpreter's C frames
+        between them as a C++ unwinder sees them."""
+        out = []
+        for name, filename, line in frames:
+            out.append(self.f(name, filename, line))
+            out.append(self.f("_PyEval_EvalFrameDefault"))
+        return out
+
+    def main_thread(self):
+        return self.python(("train", self.USER + "train.py", 71),
+                           ("main", self.USER + "train.py", 118),
+                           ("<module>", self.USER + "train.py", 122)) + [
+            self.f("Py_RunMain"), self.f("__libc_start_main"), self.f("_start")]
+
+    def module_call(self):
+        t = self.TORCH + "nn/modules/module.py"
+        return self.python(("_call_impl", t, 1790), ("_wrapped_call_impl", t, 1779))
+
+    def engine(self, node):
+        """The C++-only stack of autograd's device thread running `node`."""
+        return [self.f("torch::autograd::generated::%s::apply(std::vector<at::Tensor, "
+                       "std::allocator<at::Tensor> >&&)" % node),
+                self.f("torch::autograd::Node::operator()(std::vector<at::Tensor, "
+                       "std::allocator<at::Tensor> >&&)", ""),
+                self.f("torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::"
+                       "autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::"
+                       "InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)"),
+                self.f("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::"
+                       "GraphTask> const&)"),
+                self.f("torch::autograd::Engine::thread_init(int, std::shared_ptr<torch::"
+                       "autograd::ReadyQueue> const&, bool)"),
+                self.f("torch::autograd::python::PythonEngine::thread_init(int, std::shared_ptr<"
+                       "torch::autograd::ReadyQueue> const&, bool)", ""),
+                self.f("start_thread"), self.f("__clone")]
+
+    def engine_release(self, node):
+        """The engine freeing a node's saved tensors once it ran."""
+        return [self.f("torch::autograd::SavedVariable::reset_data()"),
+                self.f("torch::autograd::generated::%s::release_variables()" % node, "")] + \
+            self.engine(node)[2:]
+
+    def engine_drop(self, node):
+        """The engine dropping a gradient it passed on (the node's input buffer)."""
+        return [self.f("std::vector<at::Tensor, std::allocator<at::Tensor> >::~vector()", "")] + \
+            self.engine(node)[2:]
+
+
+def training_snapshot(names=False):
+    """(snapshot, expected): the loop above; with names, layers.0.weight's exp_avg is named by
+    user_metadata "optimizer_state layers.0.weight.exp_avg" (torch.cuda.memory.
+    _set_memory_metadata around its allocation)."""
+    fr = TorchFrames()
+    T, U = TorchFrames.TORCH, TorchFrames.USER
+    clock = Clock()
+    alloc = Allocator(0, 16 << 30, clock=clock)
+    live = {}        # addr -> (category, block size, requested size)
+    samples = []     # (trace index of an alloc, allocated bytes, {category: bytes}, phase)
+    named = []       # tensor names planted in user_metadata
+    phase = ["other"]  # the phase of the loop (phases.h's names), for each step's peak
+
+    def malloc(category, size, frames, name=None):
+        addr = alloc.malloc(size, 0, frames)
+        live[addr] = (category, alloc.active[addr].size, size)
+        if name:
+            alloc.trace[-1]["user_metadata"] = name
+            named.append({"addr": addr, "size": live[addr][1], "metadata": name})
+        by = dict.fromkeys(CATEGORIES, 0)
+        for c, s, _ in live.values():
+            by[c] += s
+        samples.append((len(alloc.trace) - 1, sum(by.values()), by, phase[0],
+                        sorted((c, s, r) for c, s, r in live.values())))
+        return addr
+
+    def free(addr, frames):
+        alloc.free_block(addr, frames=frames)
+        del live[addr]
+
+    def py_free(*python):  # a tensor whose last Python reference goes away there
+        return fr.free_prefix() + [fr.f("THPVariable_clear(THPVariable*)", "python_variable.cpp"),
+                                   fr.f("THPVariable_dealloc(_object*)", "python_variable.cpp")] + \
+            fr.python(*python)
+
+    main = fr.main_thread()
+    model_py = U + "model.py"
+    # -- setup: the model (parameters)
+    params = []
+    for layer, (n_in, n_out) in enumerate(((1024, 1536), (1536, 1280))):
+        for what, size, line in (("weight", n_out * n_in * 4, 106), ("bias", n_out * 4, 110)):
+            frames = fr.alloc_prefix() + [
+                fr.f("at::detail::empty_cuda(c10::ArrayRef<long>, std::optional<c10::ScalarType>,"
+                     " std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<"
+                     "bool>, std::optional<c10::MemoryFormat>)"),
+                fr.f("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>, std::"
+                     "optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::"
+                     "Device>, std::optional<bool>, std::optional<c10::MemoryFormat>)"),
+                fr.f("torch::autograd::THPVariable_empty(_object*, _object*, _object*)",
+                     "python_torch_functions_0.cpp")] + fr.python(
+                ("__init__", T + "nn/modules/linear.py", line),
+                ("__init__", model_py, 14 + layer),
+                ("main", U + "train.py", 97)) + main[-5:]
+            params.append((malloc("parameter", size, frames), size, "layers.%d.%s" % (layer, what)))
+    annotations, grads, states = [], [], []
+    steps = []
+    for step, rows in enumerate(TRAINING_BATCHES):
+        annotations.append({"stage": "START", "name": "ProfilerStep#%d" % step, "device": 0,
+                            "time_us": clock()})
+        first_sample = len(samples)
+        phase[0] = "other"
+        # the batch, from the data pipeline (before any forward frame)
+        load = fr.alloc_prefix() + fr.op("_to_copy", "THPVariable_to") + fr.python(
+            ("get_batch", U + "data.py", 41)) + main
+        x = malloc("input", rows * 1024 * 4, load)
+        y = malloc("input", rows * 8, load)
+        # optimizer.zero_grad(): last step's gradients (set_to_none)
+        zero = fr.free_prefix() + [
+            fr.f("torch::autograd::THPVariable_set_grad(THPVariable*, _object*, void*)",
+                 "python_variable.cpp")] + fr.python(
+            ("zero_grad", T + "optim/optimizer.py", 1004),
+            ("_fn", T + "_dynamo/eval_frame.py", 929)) + main
+        while grads:
+            free(grads.pop(), zero)
+        # forward, under the model's module calls
+        phase[0] = "forward"
+        fwd = fr.module_call() + fr.python(("train", U + "train.py", 66)) + main[2:]
+
+        def in_forward(line, op, binding, inner=()):
+            return fr.alloc_prefix() + fr.op(op, binding) + fr.python(*inner) + fr.python(
+                ("forward", model_py, line)) + fwd
+
+        linear_py = (("forward", T + "nn/modules/linear.py", 125),)
+        linear_mod = fr.module_call()
+        h0 = malloc("activation", rows * 1536 * 4,  # saved by gelu
+                    fr.alloc_prefix() + fr.op("addmm", "THPVariable_linear") +
+                    fr.python(*linear_py) + linear_mod + fr.python(("forward", model_py, 30)) +
+                    fwd)
+        if step == 0:  # cuBLAS's workspace, made by the first matmul and kept: other
+            malloc("other", 4096 * 1024 * 2 + 16 * 1024 * 8, fr.alloc_prefix() + [
+                fr.f("at::cuda::(anonymous namespace)::getNewWorkspace()",
+                     "CublasHandlePool.cpp"),
+                fr.f("at::cuda::getCUDABlasLtWorkspace()", "CublasHandlePool.cpp"),
+                fr.f("void at::cuda::blas::gemm_and_bias<float>(bool, bool, long, long, long, "
+                     "at::opmath_type<float>, float const*, long, float const*, long, float "
+                     "const*, float*, long, at::cuda::blas::GEMMAndBiasActivationEpilogue)",
+                     "CUDABlas.cpp"),
+                fr.f("at::native::(anonymous namespace)::addmm_out_cuda_impl(at::Tensor&, "
+                     "at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::Scalar "
+                     "const&, c10::Scalar const&, at::native::(anonymous namespace)::Activation)",
+                     "Blas.cpp")] + fr.op("addmm", "THPVariable_linear")[2:] +
+                fr.python(*linear_py) + linear_mod + fr.python(("forward", model_py, 30)) + fwd)
+        a0 = malloc("temporary", rows * 1536 * 4, in_forward(31, "gelu", "THPVariable_gelu"))
+        dropout = (("dropout", T + "nn/functional.py", 1425),)
+        mask = malloc("activation", rows * 1536,  # bool, saved by dropout
+                      in_forward(32, "native_dropout", "THPVariable_dropout", dropout))
+        d0 = malloc("activation", rows * 1536 * 4,  # saved by both bmm
+                    in_forward(32, "native_dropout", "THPVariable_dropout", dropout))
+        free(a0, py_free(("forward", model_py, 32)) + fwd)
+        scores = malloc("temporary", 2 * rows * rows * 4,
+                        in_forward(33, "bmm", "THPVariable_matmul"))
+        probs = malloc("activation", 2 * rows * rows * 4,  # saved by softmax and bmm
+                       in_forward(34, "_softmax", "THPVariable_softmax"))
+        free(scores, py_free(("forward", model_py, 34)) + fwd)
+        mixed = malloc("activation", rows * 1536 * 4,  # saved by layers.1
+                       in_forward(35, "bmm", "THPVariable_matmul"))
+        logits = malloc("temporary", rows * 1280 * 4,
+                        fr.alloc_prefix() + fr.op("addmm", "THPVariable_linear") +
+                        fr.python(*linear_py) + linear_mod +
+                        fr.python(("forward", model_py, 36)) + fwd)
+        ce = fr.python(("cross_entropy", T + "nn/functional.py", 3494),
+                       ("train", U + "train.py", 67)) + main[2:]
+        logp = malloc("activation", rows * 1280 * 4,  # saved by log_softmax and nll_loss
+                      fr.alloc_prefix() + fr.op("_log_softmax", "THPVariable_cross_entropy_loss") +
+                      ce)
+        nll = fr.alloc_prefix() + fr.op("nll_loss_forward", "THPVariable_cross_entropy_loss") + ce
+        loss = malloc("activation", 4, nll)
+        total_weight = malloc("activation", 4, nll)  # saved by nll_loss
+        free(logits, py_free(("train", U + "train.py", 67)) + main[2:])
+        # loss.backward(): the seed gradient on the main thread, the rest on autograd's thread
+        phase[0] = "backward"
+        bwd_py = (("backward", T + "autograd/__init__.py", 353),
+                  ("backward", T + "_tensor.py", 648),
+                  ("train", U + "train.py", 68))
+        seed = malloc("temporary", 4,
+                      fr.alloc_prefix() + fr.op("ones_like", "THPVariable_ones_like") +
+                      fr.python(("_make_grads", T + "autograd/__init__.py", 220), *bwd_py) +
+                      main[2:])
+
+        def eng(node, op):
+            return fr.alloc_prefix() + [
+                fr.f("at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"),
+                fr.f("at::_ops::%s::call(at::Tensor const&, at::Tensor const&)" % op)] + \
+                fr.engine(node)
+
+        def grad_of(k, node):  # param.grad: AccumulateGrad's copy of the node's output
+            return malloc("gradient", params[k][1], fr.alloc_prefix() + [
+                fr.f("at::_ops::new_empty_strided::call(at::Tensor const&, c10::ArrayRef<c10::"
+                     "SymInt>, c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>, "
+                     "std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<"
+                     "bool>)"),
+                fr.f("torch::autograd::utils::clone_obey_contract(at::Tensor const&, "
+                     "at::Tensor const&)", ""),
+                fr.f("void torch::autograd::AccumulateGrad::accumulateGrad<std::function<void "
+                     "(at::Tensor&&)> >(at::Tensor const&, at::Tensor&, at::Tensor const&, "
+                     "long, std::function<void (at::Tensor&&)> const&)", ""),
+                fr.f("torch::autograd::(anonymous namespace)::AccumulateGrad_apply_impl(std::"
+                     "vector<at::Tensor, std::allocator<at::Tensor> >&&, torch::autograd::"
+                     "AccumulateGrad&)", "accumulate_grad.cpp"),
+                fr.f("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::"
+                     "allocator<at::Tensor> >&&)")] + fr.engine(node)[1:])
+
+        g_logp = malloc("temporary", rows * 1280 * 4, eng("NllLossBackward0", "nll_loss_backward"))
+        free(total_weight, fr.engine_release("NllLossBackward0"))
+        g_logits = malloc("temporary", rows * 1280 * 4,
+                          eng("LogSoftmaxBackward0", "_log_softmax_backward_data"))
+        free(logp, fr.engine_release("LogSoftmaxBackward0"))
+        free(g_logp, fr.engine_drop("LogSoftmaxBackward0"))
+        grads.append(grad_of(2, "AddmmBackward0"))
+        grads.append(grad_of(3, "AddmmBackward0"))
+        g_mixed = malloc("temporary", rows * 1536 * 4, eng("AddmmBackward0", "mm"))
+        free(mixed, fr.engine_release("AddmmBackward0"))
+        free(g_logits, fr.engine_drop("AddmmBackward0"))
+        g_probs = malloc("temporary", 2 * rows * rows * 4, eng("BmmBackward0", "bmm"))
+        g_d0 = malloc("temporary", rows * 1536 * 4, eng("BmmBackward0", "bmm"))
+        free(g_mixed, fr.engine_drop("BmmBackward0"))
+        g_scores = malloc("temporary", 2 * rows * rows * 4,
+                          eng("SoftmaxBackward0", "_softmax_backward_data"))
+        free(probs, fr.engine_release("SoftmaxBackward0"))
+        free(g_probs, fr.engine_drop("SoftmaxBackward0"))
+        g_d0b = malloc("temporary", rows * 1536 * 4, eng("BmmBackward0", "bmm"))
+        free(d0, fr.engine_release("BmmBackward0"))
+        free(g_scores, fr.engine_drop("BmmBackward0"))
+        free(g_d0b, [fr.f("torch::autograd::InputBuffer::add(unsigned long, at::Tensor&&, "
+                          "std::optional<c10::Stream> const&, std::optional<c10::Stream> "
+                          "const&)", "input_buffer.cpp")] + fr.engine("BmmBackward0")[2:])
+        g_a0 = malloc("temporary", rows * 1536 * 4,
+                      eng("NativeDropoutBackward0", "native_dropout_backward"))
+        free(mask, fr.engine_release("NativeDropoutBackward0"))
+        free(g_d0, fr.engine_drop("NativeDropoutBackward0"))
+        g_h0 = malloc("temporary", rows * 1536 * 4, eng("GeluBackward0", "gelu_backward"))
+        free(h0, fr.engine_release("GeluBackward0"))
+        free(g_a0, fr.engine_drop("GeluBackward0"))
+        grads.insert(0, grad_of(1, "AddmmBackward0"))
+        grads.insert(0, grad_of(0, "AddmmBackward0"))
+        free(g_h0, fr.engine_drop("AddmmBackward0"))
+        bwd_free = py_free(*bwd_py) + main[2:]
+        free(seed, bwd_free)
+        free(loss, bwd_free)
+        free(y, py_free(("train", U + "train.py", 69)) + main[2:])
+        free(x, py_free(("train", U + "train.py", 69)) + main[2:])
+        # optimizer.step(): Adam's state at its first step, the foreach temporaries every step
+        phase[0] = "optimizer"
+        opt = fr.python(("_use_grad", T + "optim/optimizer.py", 79),
+                        ("wrapper", T + "optim/optimizer.py", 485),
+                        ("train", U + "train.py", 70)) + main[2:]
+        adam = T + "optim/adam.py"
+        if not states:
+            for k, (_, size, pname) in enumerate(params):
+                for what, line in (("exp_avg", 168), ("exp_avg_sq", 172)):
+                    frames = fr.alloc_prefix() + fr.op("zeros_like", "THPVariable_zeros_like") + \
+                        fr.python(("_init_group", adam, line), ("step", adam, 237)) + opt
+                    name = ("optimizer_state %s.%s" % (pname, what)
+                            if names and k == 0 and what == "exp_avg" else None)
+                    states.append(malloc("optimizer_state", size, frames, name))
+        sqrt = fr.alloc_prefix() + fr.op("_foreach_sqrt", "THPVariable__foreach_sqrt") + fr.python(
+            ("_multi_tensor_adam", adam, 766), ("adam", adam, 1016), ("step", adam, 248)) + opt
+        tmp = [malloc("temporary", size, sqrt) for _, size, _ in params]
+        done = py_free(("_multi_tensor_adam", adam, 775), ("adam", adam, 1016),
+                       ("step", adam, 248)) + opt
+        for t in tmp:
+            free(t, done)
+        annotations.append({"stage": "END", "name": "ProfilerStep#%d" % step, "device": 0,
+                            "time_us": clock()})
+        mine = samples[first_sample:]
+        top = max(mine, key=lambda s: s[1])  # the first sample at the step's peak
+        steps.append({"step": step, "name": "ProfilerStep#%d" % step, "rows": rows,
+                      "peak_allocated_bytes": top[1], "peak_phase": top[3]})
+
+    for e in alloc.trace:  # PyTorch >= 2.9 writes both keys in every entry
+        e.setdefault("compile_context", "N/A")
+        e.setdefault("user_metadata", "")
+    snap = snapshot_of([alloc], 1.0, settings=settings_dict())
+    snap["external_annotations"] = annotations
+    peak = max(s[1] for s in samples)
+    at_peak = [s for s in samples if s[1] == peak]
+    assert len(at_peak) == 1, "the peak must be one moment"
+    index, _, by, _, blocks = at_peak[0]
+    peak_step = [i for i, st in enumerate(steps) if st["peak_allocated_bytes"] == peak]
+    expected = {
+        "device": 0,
+        "peak_allocated_bytes": peak,
+        "peak_entry": index,  # device_traces[0][peak_entry]: the alloc that reaches the peak
+        "peak_time_us": alloc.trace[index]["time_us"],
+        "peak_step": peak_step[0] if peak_step else None,
+        "categories_at_peak": by,
+        # what makes them up: each live block's category, size and request
+        "blocks_at_peak": [{"category": c, "size": s, "requested": r} for c, s, r in blocks],
+        "steps": steps,
+        "tensor_names": [{"addr": n["addr"], "size": n["size"],
+                          "name": n["metadata"].split(" ", 1)[1],
+                          "category": n["metadata"].split(" ", 1)[0]} for n in named],
+    }
+    return snap, expected
+
+
+def write_training(path, names=False):
+    snap, expected = training_snapshot(names)
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    with open(path + ".expected.json", "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return expected
+
+
 SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": es_no_time,
              "graph-pool": graph_pool,
              "split-roundup": split_roundup, "es-conf-only": es_conf_only,
@@ -797,11 +1211,18 @@ SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": e
              "es-training": lambda: realistic_snapshot(12000, seed=7, expandable=True)}
 
 
+# training loops with planted categories (and FILE.expected.json beside them); the second one
+# names an Adam state tensor through user_metadata
+TRAINING = {"training": False, "training-names": True}
+
+
 def write_snapshots(out):
     os.makedirs(out, exist_ok=True)
     for name, make in SNAPSHOTS.items():
         with open(os.path.join(out, name + ".pickle"), "wb") as f:
             pickle.dump(make(), f, protocol=4)
+    for name, names in TRAINING.items():
+        write_training(os.path.join(out, name + ".pickle"), names)
 
 
 def main():
@@ -812,6 +1233,9 @@ def main():
     ap.add_argument("--snapshots")
     ap.add_argument("--realistic")
     ap.add_argument("--expandable", action="store_true", help="--realistic with expandable segments")
+    ap.add_argument("--training")
+    ap.add_argument("--names", action="store_true",
+                    help="--training: name layers.0.weight's exp_avg through user_metadata")
     args = ap.parse_args()
     if args.out:
         write_fixtures(args.out)
@@ -824,7 +1248,9 @@ def main():
         with open(args.realistic, "wb") as f:
             pickle.dump(realistic_snapshot(args.entries, expandable=args.expandable), f,
                         protocol=4)
-    if not args.out and not args.big and not args.snapshots and not args.realistic:
+    if args.training:
+        write_training(args.training, args.names)
+    if not (args.out or args.big or args.snapshots or args.realistic or args.training):
         ap.print_usage(sys.stderr)
         return 2
     return 0

@@ -299,6 +299,7 @@ static void test_new_format(void) {
     kint(&w, "size", 0x200000);
     kint(&w, "requested_size", 0x1ff000);
     kstr(&w, "state", "active_allocated");
+    kstr(&w, "user_metadata", "layers.0.weight"); /* no PyTorch writes it (yet): read alike */
     pb_str(&w, "frames");
     list(&w);
     frame(&w, "torch::unwind::unwind()", "??", 0);
@@ -312,6 +313,7 @@ static void test_new_format(void) {
     ku64(&w, "address", BASE + 0x200000);
     kint(&w, "size", 0x200000);
     kstr(&w, "state", "something_new");
+    kint(&w, "user_metadata", 5); /* hostile: ignored */
     dict_end(&w);
     list_end(&w);
     dict_end(&w);
@@ -345,9 +347,12 @@ static void test_new_format(void) {
     get(&w, f_unwind);
     frame(&w, "??", "??", UINT64_MAX);
     list_end(&w);
+    kint(&w, "user_metadata", 7); /* a hostile type: ignored, not refused */
     dict_end(&w);
     /* 3: oom: device_free instead of addr; 4..6: the other actions */
     entry_head(&w, "oom", 123456, 0x40000000, 1003);
+    kstr(&w, "compile_context", "N/A");
+    kstr(&w, "user_metadata", ""); /* PyTorch's "no metadata set" */
     dict_end(&w);
     entry_head(&w, "segment_unmap", BASE + 0x400000, 0x200000, 1004);
     dict_end(&w);
@@ -446,6 +451,10 @@ static void test_new_format(void) {
     CHECK_STR_EQ(s->strings[e[0].compile_context], "[0/0] fn");
     CHECK_STR_EQ(s->strings[e[0].user_metadata], "tag");
     CHECK(e[1].compile_context == 0 && e[1].user_metadata == 0); /* None, absent */
+    CHECK(e[2].user_metadata == 0 && e[3].user_metadata == 0);   /* an int, "" */
+    CHECK_STR_EQ(s->strings[e[3].compile_context], "N/A");
+    CHECK_STR_EQ(s->strings[g->blocks[0].user_metadata], "layers.0.weight");
+    CHECK(g->blocks[1].user_metadata == 0);
     CHECK(s->strings[0] == NULL);
     CHECK(e[1].action == GMT_TORCH_FREE_REQUESTED);
     CHECK(e[2].action == GMT_TORCH_SEGMENT_MAP);

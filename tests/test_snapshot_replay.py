@@ -7,10 +7,12 @@ usage: test_snapshot_replay.py MEMANALYZE SHARED_DATA_DIR
 Every shared snapshot (skipped when the directory has none) and the snapshots
 tests/make_pickles.py --snapshots makes with a simulated PyTorch allocator (expandable segments
 on two devices, an OOM, no time_us, max_split_size with roundup_power2_divisions, settings only
-in PYTORCH_CUDA_ALLOC_CONF). Exit 0 pass, 1 fail. The expectations are computed here, in
-Python, from the pickle alone, independently of the C code: the pickles are read with a
-restricted Unpickler that refuses every global (the files are data only), the database with
-sqlite3, the layout at the end with `memanalyze segments --at end --json`.
+in PYTORCH_CUDA_ALLOC_CONF, training loops with planted categories), and a hand-made one whose
+entries carry user_metadata (the tensor_names rows it must give). Exit 0 pass, 1 fail. The
+expectations are computed here, in Python, from the pickle alone, independently of the C code:
+the pickles are read with a restricted Unpickler that refuses every global (the files are data
+only), the database with sqlite3, the layout at the end with `memanalyze segments --at end
+--json`.
 """
 import glob
 import json
@@ -174,6 +176,91 @@ def expected_facts(snap):
     return source, times, int(bool(entries)), expandable
 
 
+def named_snapshot():
+    """A snapshot whose entries carry user_metadata as PyTorch >= 2.9 writes it (the text of
+    torch.cuda.memory._set_memory_metadata(), "" when none is set, in every entry), plus what a
+    reader must survive: an int, None, an unknown key; a block of the final state named the same
+    way (no PyTorch writes that yet). Returns (snapshot, the tensor_names rows expected as
+    {addr: (name, category, tensors)})."""
+    base, base2 = 0x7F0000000000, 0x7F0002000000
+    t = [1748474028000000]
+
+    def entry(action, addr, size, meta="", **more):
+        t[0] += 10
+        e = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": t[0],
+             "compile_context": "N/A", "user_metadata": meta, "frames": []}
+        e.update(more)
+        return e
+
+    trace = [
+        entry("alloc", base + 2 * MIB, 2 * MIB, "layers.0.weight"),
+        entry("alloc", base + 4 * MIB, 2 * MIB, "optimizer_state layers.0.weight.exp_avg"),
+        entry("alloc", base + 6 * MIB, 2 * MIB, ""),
+        entry("alloc", base + 8 * MIB, 2 * MIB, 42),  # a hostile type: ignored
+        entry("alloc", base + 10 * MIB, 2 * MIB, None, some_future_key={"x": [1]}),
+        entry("free_requested", base + 10 * MIB, 2 * MIB, "during.free"),  # frees name nothing
+        entry("free_completed", base + 10 * MIB, 2 * MIB, "during.free"),
+        entry("alloc", base + 10 * MIB, 2 * MIB, "activation layers.1.out"),
+        entry("segment_alloc", base2, 2 * MIB, "segment.meta"),  # names no block
+        entry("alloc", base2, 2 * MIB, ""),
+    ]
+
+    def block(addr, size, state, **more):
+        b = {"address": addr, "size": size, "requested_size": size if state != "inactive" else 0,
+             "state": state, "frames": []}
+        b.update(more)
+        return b
+
+    blocks = [block(base, 2 * MIB, "active_allocated", user_metadata="seed.buffer")]
+    blocks += [block(base + k * MIB, 2 * MIB, "active_allocated") for k in (2, 4, 6, 8, 10)]
+    blocks.append(block(base + 12 * MIB, 8 * MIB, "inactive"))
+
+    def segment(addr, size, blocks):
+        used = sum(b["size"] for b in blocks if b["state"] != "inactive")
+        return {"device": 0, "address": addr, "total_size": size, "allocated_size": used,
+                "active_size": used, "requested_size": used, "stream": 0,
+                "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+                "frames": [], "blocks": blocks}
+
+    snap = {"segments": [segment(base, 20 * MIB, blocks),
+                         segment(base2, 2 * MIB, [block(base2, 2 * MIB, "active_allocated")])],
+            "device_traces": [trace], "allocator_settings": {"expandable_segments": False}}
+    want = {base: ("seed.buffer", None, 1), base + 2 * MIB: ("layers.0.weight", None, 1),
+            base + 4 * MIB: ("layers.0.weight.exp_avg", "optimizer_state", 1),
+            base + 10 * MIB: ("layers.1.out", "activation", 1)}
+    return snap, want
+
+
+def check_names(memanalyze, tmp, env, check):
+    """user_metadata becomes tensor_names rows bound to the blocks it names (TRACE_FORMAT.md,
+    "Tensor names"): an alloc's names its block, a seed block's names it from the start; the
+    text is passed on as written, the replay telling a category word from a name."""
+    snap, want = named_snapshot()
+    path, db_path = os.path.join(tmp, "named.pickle"), os.path.join(tmp, "named.db")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    run = subprocess.run([memanalyze, "import", path, "-o", db_path], capture_output=True,
+                         text=True, env=env)
+    check(run.returncode == 0, f"named.pickle: import failed: {run.stderr.strip()}")
+    if run.returncode != 0:
+        return
+    db = sqlite3.connect(db_path)
+    rows = db.execute("SELECT a.addr, t.name, t.category, t.tensors, a.free_event_id IS NULL, "
+                      "a.alloc_id <= 0 FROM tensor_names t JOIN allocations a "
+                      "USING (alloc_id)").fetchall()
+    got = {r[0]: r[1:4] for r in rows}
+    check(got == want and len(rows) == len(want),
+          f"named.pickle: tensor_names {sorted(rows)}, want {sorted(want.items())}")
+    check(all(r[4] for r in rows), f"named.pickle: a name bound to a freed block: {rows}")
+    seeded = [r[0] for r in rows if r[5]]
+    check(seeded == [min(want)], f"named.pickle: seeded named blocks {seeded}")
+    warnings = db.execute("SELECT code, count(*) FROM warnings GROUP BY code").fetchall()
+    check(not warnings, f"named.pickle: replay warnings {warnings}")
+    db.close()
+    print(f"named.pickle: {len(rows)} tensor names: "
+          f"{'ok' if got == want else 'checked'}")
+
+
 def main():
     memanalyze, data = sys.argv[1], sys.argv[2]
     failures = 0
@@ -194,6 +281,7 @@ def main():
             print(f"note: no shared snapshots in {data}; the made ones only", file=sys.stderr)
         pickles += sorted(glob.glob(os.path.join(made, "*.pickle")))
         env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
+        check_names(memanalyze, tmp, env, check)
         for path in pickles:
             name = os.path.basename(path)
             db_path = os.path.join(tmp, name + ".db")

@@ -191,9 +191,18 @@ enum {
 static const char *const segment_keys[] = {
     "device", "address",      "total_size",      "allocated_size", "active_size", "requested_size",
     "stream", "segment_type", "segment_pool_id", "is_expandable",  "frames",      "blocks"};
-enum { B_ADDRESS, B_SIZE, B_REQUESTED_SIZE, B_STATE, B_FRAMES, B_HISTORY, B_COUNT };
-static const char *const block_keys[] = {"address", "size",   "requested_size",
-                                         "state",   "frames", "history"};
+enum {
+    B_ADDRESS,
+    B_SIZE,
+    B_REQUESTED_SIZE,
+    B_STATE,
+    B_FRAMES,
+    B_HISTORY,
+    B_USER_METADATA,
+    B_COUNT
+};
+static const char *const block_keys[] = {"address", "size",    "requested_size", "state",
+                                         "frames",  "history", "user_metadata"};
 enum { A_DEVICE, A_STAGE, A_NAME, A_TIME_US, A_COUNT };
 static const char *const annotation_keys[] = {"device", "stage", "name", "time_us"};
 
@@ -454,6 +463,16 @@ static int get_string(conv *c, const loc *l, const char *key, pickle_value v, in
     return intern_string(c, v, id) < 0 ? -1 : 1;
 }
 
+/* A name the program gave (user_metadata): a non-empty str, else absent (*id stays 0). PyTorch
+ * writes "" when the program set none; a value of another type is ignored, not refused: the
+ * name says what memory holds, never how much. */
+static int get_name(conv *c, pickle_value v, uint32_t *id) {
+    size_t len;
+    if (pickle_typeof(v) != PICKLE_STR || !pickle_get_str(v, &len) || len == 0)
+        return 0;
+    return intern_string(c, v, id);
+}
+
 /* ---- frames and stacks -------------------------------------------------- */
 
 static int intern_frame(conv *c, const loc *l, pickle_value fv, uint32_t *id) {
@@ -589,10 +608,7 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
     if (pickle_typeof(f[E_COMPILE_CONTEXT]) != PICKLE_NONE &&
         get_string(c, l, "compile_context", f[E_COMPILE_CONTEXT], 0, &e->compile_context) < 0)
         return -1;
-    if (pickle_typeof(f[E_USER_METADATA]) != PICKLE_NONE &&
-        get_string(c, l, "user_metadata", f[E_USER_METADATA], 0, &e->user_metadata) < 0)
-        return -1;
-    return 0;
+    return get_name(c, f[E_USER_METADATA], &e->user_metadata);
 }
 
 static int read_block(conv *c, loc *l, pickle_value v, uint64_t *next_addr, snapshot_block *b) {
@@ -612,7 +628,8 @@ static int read_block(conv *c, loc *l, pickle_value v, uint64_t *next_addr, snap
     *next_addr = b->address + b->size;
 
     uint32_t state;
-    if (get_string(c, l, "state", f[B_STATE], 1, &state) < 0)
+    if (get_string(c, l, "state", f[B_STATE], 1, &state) < 0 ||
+        get_name(c, f[B_USER_METADATA], &b->user_metadata) < 0)
         return -1;
     const char *st = c->s->strings[state];
     b->state = !strcmp(st, "active_allocated") ? SNAPSHOT_BLOCK_ACTIVE_ALLOCATED

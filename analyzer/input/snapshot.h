@@ -14,6 +14,14 @@
  * type fails with one line naming it and where it is
  * ("snapshot: segments[12].blocks[3]: 'size' missing").
  *
+ * user_metadata is the text the program set with
+ * torch.cuda.memory._set_memory_metadata() (PyTorch's TraceEntry::user_metadata_,
+ * a thread-local string the allocator copies into every trace entry it records,
+ * "" when none is set). It is kept only when it is a non-empty str: "", None
+ * and values of any other type read as absent (it names memory, it never decides
+ * how much). Blocks carry no such key in PyTorch's snapshots so far; one that
+ * does is read the same way.
+ *
  * Stack traces are interned: each distinct frame (name, filename, line) is
  * stored once, each distinct stack once as an array of frame ids, innermost
  * first as PyTorch lists them. Stack 0 is the empty stack.
@@ -78,13 +86,14 @@ typedef struct snapshot_stack {
 typedef struct snapshot_entry {
     uint64_t addr; /* 0 for oom, which has device_free instead */
     uint64_t size;
-    uint64_t stream;      /* the cudaStream_t as an integer */
-    uint64_t device_free; /* oom only: bytes the driver reported free */
-    int64_t time_us;      /* 0 when absent */
-    uint32_t stack;       /* stack id */
-    uint32_t action_name; /* string id of the action text (for SNAPSHOT_ACTION_OTHER) */
-    uint32_t compile_context, user_metadata; /* string ids, 0 when absent */
-    uint8_t action;                          /* gmt_torch_action or SNAPSHOT_ACTION_OTHER */
+    uint64_t stream;          /* the cudaStream_t as an integer */
+    uint64_t device_free;     /* oom only: bytes the driver reported free */
+    int64_t time_us;          /* 0 when absent */
+    uint32_t stack;           /* stack id */
+    uint32_t action_name;     /* string id of the action text (for SNAPSHOT_ACTION_OTHER) */
+    uint32_t compile_context; /* string id, 0 when absent */
+    uint32_t user_metadata;   /* string id, 0 when absent, empty or not a str */
+    uint8_t action;           /* gmt_torch_action or SNAPSHOT_ACTION_OTHER */
     uint8_t flags;
 } snapshot_entry;
 
@@ -102,7 +111,8 @@ typedef struct snapshot_block {
     uint64_t address, size;
     uint64_t requested_size; /* == size when absent */
     uint32_t stack;
-    uint8_t state; /* snapshot_block_state */
+    uint32_t user_metadata; /* string id, 0 when absent, empty or not a str */
+    uint8_t state;          /* snapshot_block_state */
     uint8_t flags;
 } snapshot_block;
 

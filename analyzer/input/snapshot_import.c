@@ -13,6 +13,15 @@
  *     the external annotations merged in time order, with every stack
  *     interned as a trie.
  *
+ * Names: the text a program set with torch.cuda.memory._set_memory_metadata() rides in every
+ * trace entry made while it is set (user_metadata). An alloc entry's names the block it
+ * allocates: a mark of the domain memrec.tensor (TRACE_FORMAT.md, "Tensor names") right after
+ * the alloc event, its value the block's address, its name the text as the program wrote it
+ * (a name alone, or "<category> <name>" when the text starts with a category word: the replay
+ * tells them apart). A free's metadata is whatever was set when the free ran: it names nothing.
+ * A seed block named in the final `segments` (a block's user_metadata) gets its mark right
+ * after its seed event. A snapshot without names writes nothing more.
+ *
  * Sizes: PyTorch's history records requested sizes. Seed blocks from the
  * final state carry their real (allocator) size; the others carry the
  * rounded request, and the replay applies the allocator's split rule. What
@@ -42,6 +51,7 @@ typedef struct seed_block {
     uint64_t addr, size, requested, stream;
     uint32_t stack; /* snapshot stack, or STACK_ALLOC_NOT_RECORDED */
     int pending, live;
+    uint32_t name;   /* snapshot string id of the block's user_metadata, 0: none */
     size_t freed_at; /* 1 + the history entry that frees it, when the ring lost its alloc and
                       * its size is the free's rounded request; 0: the final state's own size */
 } seed_block;
@@ -141,9 +151,14 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             const snapshot_block *b = &seg->blocks[k];
             if (b->state == SNAPSHOT_BLOCK_INACTIVE || b->state == SNAPSHOT_BLOCK_OTHER)
                 continue;
-            seed_block sb = {b->address,  b->size,  b->requested_size,
-                             seg->stream, b->stack, b->state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE,
-                             1,           0};
+            seed_block sb = {.addr = b->address,
+                             .size = b->size,
+                             .requested = b->requested_size,
+                             .stream = seg->stream,
+                             .stack = b->stack,
+                             .pending = b->state == SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE,
+                             .live = 1,
+                             .name = b->user_metadata};
             if (add_block(s, &sb) != 0)
                 return -1;
         }
@@ -162,14 +177,14 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
                 b->pending = 0;
             break;
         case GMT_TORCH_FREE_COMPLETED: {
-            seed_block nb = {e->addr,
-                             gmt_torch_block_size(e->size),
-                             e->size,
-                             e->stream,
-                             STACK_ALLOC_NOT_RECORDED,
-                             1,
-                             1,
-                             i + 1};
+            seed_block nb = {.addr = e->addr,
+                             .size = gmt_torch_block_size(e->size),
+                             .requested = e->size,
+                             .stream = e->stream,
+                             .stack = STACK_ALLOC_NOT_RECORDED,
+                             .pending = 1,
+                             .live = 1,
+                             .freed_at = i + 1};
             if ((b = find_block(s, e->addr))) /* inconsistent history: keep the newer */
                 drop_block(s, b);
             if (add_block(s, &nb) != 0)
@@ -367,11 +382,13 @@ static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
 typedef struct importer {
     const snapshot *snap;
     trace_writer *w;
-    uint32_t *stack_ids;         /* snapshot stack -> trace stack (0 = not yet) */
-    uint32_t *frame_ids;         /* snapshot frame -> trace frame */
-    uint32_t not_recorded;       /* the stack "alloc not recorded" (0 = not yet) */
-    uint64_t ts;                 /* the time of the record being written */
-    const snapshot_pools *pools; /* private pools by address (snapshot_pools.h) */
+    uint32_t *stack_ids;              /* snapshot stack -> trace stack (0 = not yet) */
+    uint32_t *frame_ids;              /* snapshot frame -> trace frame */
+    uint32_t not_recorded;            /* the stack "alloc not recorded" (0 = not yet) */
+    uint32_t tensor_domain;           /* the string TRACE_TENSOR_DOMAIN (0 = not yet) */
+    uint32_t last_name, last_name_id; /* the last name written: snapshot and trace string ids */
+    uint64_t ts;                      /* the time of the record being written */
+    const snapshot_pools *pools;      /* private pools by address (snapshot_pools.h) */
 } importer;
 
 static uint32_t str(importer *im, const char *s) {
@@ -439,6 +456,23 @@ static int event(importer *im, uint32_t device, long entry, trace_op op, trace_l
     return trace_writer_event(im->w, &ev);
 }
 
+/* The block just allocated at addr is named `name` (a snapshot string id): a mark of the domain
+ * memrec.tensor, which the replay binds to the block live there (TRACE_FORMAT.md). */
+static int name_block(importer *im, uint64_t addr, uint32_t name) {
+    if (!im->tensor_domain)
+        im->tensor_domain = str(im, TRACE_TENSOR_DOMAIN);
+    if (name != im->last_name) { /* metadata stays set for a while: runs of one name */
+        im->last_name = name;
+        im->last_name_id = str(im, im->snap->strings[name]);
+    }
+    trace_marker m = {.ts_ns = im->ts,
+                      .value = (int64_t)addr,
+                      .domain_id = im->tensor_domain,
+                      .name_id = im->last_name_id,
+                      .kind = TRACE_MARK_MARK};
+    return trace_writer_marker(im->w, &m);
+}
+
 /* One map event per page of [addr, addr+size), a page being `page` bytes. */
 static int map_pages(importer *im, uint32_t device, long entry, uint64_t addr, uint64_t size,
                      uint64_t page, uint64_t stream, uint32_t stack) {
@@ -469,6 +503,8 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
             continue;
         rc = event(im, device, -1, TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b->addr, b->size,
                    b->requested ? b->requested : b->size, b->stream, b->stack);
+        if (rc == 0 && b->name)
+            rc = name_block(im, b->addr, b->name);
         if (rc == 0 && b->pending)
             rc = event(im, device, -1, TRACE_OP_FREE_REQUESTED, TRACE_LEVEL_BLOCK, b->addr, b->size,
                        b->requested, b->stream, 0);
@@ -532,7 +568,12 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
     if (e->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
         return map_pages(im, device, entry, e->addr, e->size, gmt_torch_map_page(e->size),
                          e->stream, e->stack);
-    return trace_writer_event(im->w, &ev);
+    if (trace_writer_event(im->w, &ev) != 0)
+        return -1;
+    /* the program's name for the block (user_metadata): only an alloc's names its block */
+    return e->user_metadata && e->action == GMT_TORCH_ALLOC
+               ? name_block(im, e->addr, e->user_metadata)
+               : 0;
 }
 
 /* History entries of all devices and the annotations, in time order (entries

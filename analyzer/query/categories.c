@@ -51,12 +51,20 @@ categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err
     }
     c->db = db;
     c->rules = rules;
-    c->phases = stack_phases_load(db);
-    c->stacks = rules ? stack_names_new(db) : NULL;
-    sqlite3_stmt *st = c->phases ? db_statement(db, "SELECT alloc_id, category FROM "
-                                                    "tensor_names WHERE category IS NOT NULL")
+    return c;
+}
+
+/* What every sweep shares, read by the first: a report that finds its sums in the database
+ * never pays for it. 0, or -1 with err set. */
+static int load_shared(categorizer *c, char *err, size_t errlen) {
+    if (c->phases)
+        return 0;
+    c->phases = stack_phases_load(c->db);
+    c->stacks = c->rules ? stack_names_new(c->db) : NULL;
+    sqlite3_stmt *st = c->phases ? db_statement(c->db, "SELECT alloc_id, category FROM "
+                                                       "tensor_names WHERE category IS NOT NULL")
                                  : NULL;
-    int ok = st && (!rules || c->stacks);
+    int ok = st && (!c->rules || c->stacks);
     while (ok && sqlite3_step(st) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
         int category = gmt_category_from_name(name, strlen(name));
@@ -66,11 +74,12 @@ categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err
     }
     sqlite3_finalize(st);
     if (!ok) {
-        snprintf(err, errlen, "reading the phases of the stacks: %s", sqlite3_errmsg(db));
-        categorizer_free(c);
-        return NULL;
+        snprintf(err, errlen, "reading the phases of the stacks: %s", sqlite3_errmsg(c->db));
+        stack_phases_free(c->phases);
+        c->phases = NULL;
+        return -1;
     }
-    return c;
+    return 0;
 }
 
 /* Rule 2 of categories.h for a block that ended at event free_id (INT64_MAX: never). */
@@ -199,6 +208,8 @@ static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t fr
 int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void *ctx, char *err,
                       size_t errlen) {
     sweep w = {0};
+    if (load_shared(c, err, errlen) != 0)
+        return -1;
     if (c->timeline_device != device || !c->timeline) { /* the device's own phases */
         phase_timeline_free(c->timeline);
         c->timeline_device = device;

@@ -48,8 +48,9 @@ typedef int (*category_visit)(void *ctx, const classified_block *block);
 
 typedef struct categorizer categorizer;
 
-/* Reads what every sweep of db shares: the stacks' phases, the phase timeline, the names.
- * rules may be NULL; it stays the caller's. NULL with a one-line message in err. */
+/* A categorizer of db; the first sweep reads what every sweep shares (the stacks' phases, the
+ * names), each device's sweep its phase timeline, so one made and never swept costs nothing.
+ * rules may be NULL; it stays the caller's. NULL (out of memory) with a message in err. */
 categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err, size_t errlen);
 
 /* Visits every block of `device`. 0, a visitor's non-zero return, or -1 with err set. */

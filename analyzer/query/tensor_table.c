@@ -35,10 +35,11 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
     *rows = NULL;
     *n = 0;
     /* A block is live after event_id when it began at or before it and no free ended it by
-     * then (the allocations view's rule); whole-block segments end by free or unmap. */
+     * then (the allocations view's rule); whole-block segments end by free or unmap. CROSS JOIN
+     * keeps tensor_names the outer loop: the planner would otherwise walk the events. */
     sqlite3_stmt *st = db_statement(
         db, "SELECT t.alloc_id, t.name, t.category, t.tensors, a.size, a.addr FROM tensor_names "
-            "AS t JOIN event_rows AS a ON a.event_id = t.alloc_id WHERE a.device = ?1 AND "
+            "AS t CROSS JOIN event_rows AS a ON a.event_id = t.alloc_id WHERE a.device = ?1 AND "
             "t.alloc_id <= ?2 AND NOT EXISTS (SELECT 1 FROM event_rows AS f WHERE "
             "f.alloc_event_id = t.alloc_id AND f.op IN ({op:free}, {op:unmap}) AND f.event_id "
             "<= ?2) ORDER BY a.size DESC, t.alloc_id LIMIT ?3");
