@@ -1,6 +1,7 @@
 /* rec_torch.c — PyTorch's caching-allocator history into the trace (see
  * rec_torch.h): the frame and stack tables Python's definitions fill, the
- * symbolic-frame resolver the writer calls, and the bulk emit.
+ * symbolic-frame resolver the writer calls, the bulk emit, and the tensor
+ * names' marks (one late marker each, stamped with one clock reading).
  *
  * Shape: two growable tables under one mutex. They are touched once per
  * distinct frame or stack (definitions, the writer's resolution) and once
@@ -321,6 +322,22 @@ int memrec_torch_allocator_settings(const char *conf) {
         return 0;
     rec_emit_marker(TRACE_MARK_MARK, TRACE_ALLOCATOR_DOMAIN, name, 0, 0);
     return 1;
+}
+
+int memrec_torch_tensor_names(uint32_t count, const uint64_t *addrs, const char *const *texts) {
+    if (!addrs || !texts || !rec_enabled() || rec_late_watermark() == UINT64_MAX)
+        return 0; /* not recording, or the lane is not open in this session */
+    uint64_t now = rec_clock_ns();
+    int written = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const char *text = texts[i];
+        /* a mark's name holds 255 bytes: a cut name would name another tensor */
+        if (!addrs[i] || !text || !text[0] || strnlen(text, 256) > 255)
+            continue;
+        rec_late_emit_marker(TRACE_MARK_MARK, TRACE_TENSOR_DOMAIN, text, 0, (int64_t)addrs[i], now);
+        written++;
+    }
+    return written;
 }
 
 void memrec_torch_report(const char *message) {

@@ -118,6 +118,20 @@ MEMREC_EXPORT_TORCH int memrec_torch_program_steps(void);
  * not recording or when the text is too long for a mark (never cut). */
 MEMREC_EXPORT_TORCH int memrec_torch_allocator_settings(const char *conf);
 
+/* Names for the blocks the model's tensors live in (memrec_torch.py's walk at
+ * each optimizer step): `count` marks of domain TRACE_TENSOR_DOMAIN
+ * (trace_format.h, TRACE_FORMAT.md "Tensor names"), mark i with value
+ * addrs[i] (a storage's address) and name texts[i] ("<category> <name>[
+ * <count>]"), all stamped now. They go through the late lane, after the
+ * history entries the caller drained just before (so the blocks they name
+ * precede them in the trace), and never count as the program's steps (a
+ * name may hold "step" and a number). Texts longer than a mark's 255 bytes,
+ * NULL or empty texts and address 0 are skipped, never cut. Returns how
+ * many were written: 0 when nothing records or the history is not drained
+ * (its lane is closed: nothing they could name is in the trace). */
+MEMREC_EXPORT_TORCH int memrec_torch_tensor_names(uint32_t count, const uint64_t *addrs,
+                                                  const char *const *texts);
+
 /* One line at exit through the recorder's log: what draining cost. */
 MEMREC_EXPORT_TORCH void memrec_torch_report(const char *message);
 

@@ -191,7 +191,10 @@ static void write_item(const rec_item *it, uint32_t tid) {
         const rec_marker_item *m = payload;
         const char *domain = (const char *)(m + 1), *name = domain + m->domain_len;
         if (wr.window) {
-            if (!rec_window_opens(wr.window, m->kind, name, m->name_len, m->value))
+            /* a tensor's name ("parameter layers.step3.weight") is no step, whatever it says */
+            int names_tensor = m->domain_len == sizeof TRACE_TENSOR_DOMAIN - 1 &&
+                               !memcmp(domain, TRACE_TENSOR_DOMAIN, m->domain_len);
+            if (names_tensor || !rec_window_opens(wr.window, m->kind, name, m->name_len, m->value))
                 break; /* markers before the window are not part of the trace */
             open_window(it->ts_ns);
         }

@@ -33,13 +33,19 @@ sitecustomize, turns that on and drains the new entries into the trace:
     and at each change (memrec_torch_allocator_settings);
   - interning: each distinct frame and stack crosses into libmemrec.so once
     (memrec_torch_define_frames/_stacks), entries then as flat uint64
-    records (memrec_torch_emit; rec_torch.h describes both sides).
+    records (memrec_torch_emit; rec_torch.h describes both sides);
+  - tensor names: at every optimizer step (whoever marks the steps) the
+    model's parameters and buffers, their gradients and the stepping
+    optimizer's state are named, a mark per storage (TensorNames below,
+    TRACE_FORMAT.md "Tensor names"), after a drain so that the blocks they
+    name precede them in the trace.
 
 Environment (the memrec launcher sets the first ones): MEMREC_TORCH=0 off;
 MEMREC_TORCH_STACKS=all asks PyTorch for its C++ frames too (much slower;
 memrec's own --stacks does not change PyTorch's); MEMREC_STACK_DEPTH frames
 kept per stack (innermost); MEMREC_TORCH_DRAIN_MS; MEMREC_TORCH_RING, the
-ring's size (default 262144), set once.
+ring's size (default 262144), set once; MEMREC_TENSOR_NAMES=0: no tensor
+names.
 
 Nothing here may harm the program: every failure is one memrec warning and
 the program goes on unrecorded.
@@ -49,12 +55,14 @@ import atexit
 import bisect
 import ctypes
 import functools
+import gc
 import importlib.util
 import os
 import re
 import sys
 import threading
 import time
+import weakref
 
 # The history actions that become trace events, numbered as model/torch_history.h's
 # gmt_torch_action (its table says what each becomes; tests/test_torch_history.c keeps the two
@@ -77,6 +85,8 @@ STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
 
 WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED, WARN_CLOCK = 1, 2, 3, 4, 5, 6
+WARN_NAMES = 7
+DRAINED, WAITED = "drained", "waited"  # what a tensor walk did (Drainer.name_tensors)
 
 
 NON_SPLIT_ROUNDING = re.compile(r"max_non_split_rounding_mb\s*:\s*(\d+)")
@@ -192,6 +202,9 @@ def load_library():
     lib.memrec_torch_report.argtypes = [ctypes.c_char_p]
     lib.memrec_torch_allocator_settings.restype = ctypes.c_int
     lib.memrec_torch_allocator_settings.argtypes = [ctypes.c_char_p]
+    if hasattr(lib, "memrec_torch_tensor_names"):  # an older libmemrec.so names nothing
+        lib.memrec_torch_tensor_names.restype = ctypes.c_int
+        lib.memrec_torch_tensor_names.argtypes = [u32, p(u64), p(ctypes.c_char_p)]
     return lib
 
 
@@ -363,6 +376,219 @@ class Interner:
             self.new_stacks = []
 
 
+def _members(method):
+    """A Module's named_parameters/named_buffers as a list, every name of a
+    shared tensor included (remove_duplicate=False, PyTorch >= 2.0: tied
+    weights are one Parameter under two names); older PyTorch yields each
+    tensor once, under its first name."""
+    try:
+        return list(method(remove_duplicate=False))
+    except TypeError:
+        return list(method())
+
+
+def _ref(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+class TensorNames:
+    """Names for the blocks the model's tensors live in, walked at each
+    optimizer step (Drainer.name_tensors) and written as marks of domain
+    memrec.tensor (TRACE_FORMAT.md, "Tensor names"; rec_torch.h,
+    memrec_torch_tensor_names): "<category> <name>[ <count>]" at the
+    address of the storage.
+
+    What is named, CUDA tensors only: the root modules' named_parameters and
+    named_buffers (category parameter), each parameter's .grad (gradient,
+    "<name>.grad") and the stepping optimizer's state[p] tensors
+    (optimizer_state, "<name>.<key>": exp_avg, exp_avg_sq; the CPU "step"
+    scalar is not on the GPU). Tensors that share a storage (tied weights,
+    a DDP bucket's gradient views) make one name, the first one met, with
+    their number.
+
+    The root modules: the nn.Modules that own a parameter of an optimizer
+    and are no other module's child, found once by a gc walk (the program
+    never tells which model it trains) and kept as weak references; found
+    again only when an optimizer has a parameter no known module names and
+    that no search has found yet (it is then "param_groups.<g>.<i>").
+
+    At an optimizer's first walk every storage is named; later, only those
+    whose address is new or whose first tensor is another object than at
+    that optimizer's last walk: a gradient that zero_grad(set_to_none=True)
+    dropped is a new tensor, often at the same address (the caching
+    allocator hands the block back), and a new block to name."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.roots = []  # weak references to the root modules, in the order found
+        self.nameless = {}  # id(param) -> weak reference: in no module a search saw
+        self.last = weakref.WeakKeyDictionary()  # optimizer -> {address: (ref, text)}
+        self.lock = threading.Lock()
+        self.broken = False
+        self.walks = self.written = self.waited = self.searches = 0
+        self.total = self.longest = 0.0
+        nn = getattr(torch, "nn", None)
+        self.module_type = getattr(nn, "Module", None)
+        self.plain = {t for t in (getattr(torch, "Tensor", None),
+                                  getattr(nn, "Parameter", None)) if t is not None}
+
+    # ---- the root modules ----------------------------------------------
+
+    def search(self, wanted):
+        """Adds the root modules of the parameters whose ids are in `wanted`."""
+        self.searches += 1
+        module_type = self.module_type
+        if module_type is None:
+            return
+        # type(), not isinstance(): a proxy's __class__ could run its code
+        modules = [o for o in gc.get_objects() if issubclass(type(o), module_type)]
+        parents, owners = {}, []
+        for m in modules:
+            members = getattr(m, "__dict__", None) or {}
+            params, children = members.get("_parameters"), members.get("_modules")
+            if isinstance(params, dict) and any(id(p) in wanted for p in params.values()):
+                owners.append(m)
+            if isinstance(children, dict):
+                for child in children.values():
+                    if child is not None:
+                        parents.setdefault(id(child), []).append(m)
+        known = {id(r()) for r in self.roots if r() is not None}
+        seen, stack = set(), owners[::-1]
+        while stack:
+            m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            ups = parents.get(id(m))
+            if ups:
+                stack.extend(ups)
+            elif id(m) not in known:
+                ref = _ref(m)
+                if ref is not None:
+                    self.roots.append(ref)
+                    known.add(id(m))
+
+    def walk_modules(self, entries, names, params):
+        """Every root's parameters and buffers into entries; names: id(param)
+        -> its names; params: (name, param) for the gradients."""
+        self.roots = [r for r in self.roots if r() is not None]
+        for ref in self.roots:
+            root = ref()
+            if root is None:
+                continue
+            for name, p in _members(root.named_parameters):
+                entries.append(("parameter", name, p))
+                names.setdefault(id(p), []).append(name)
+                params.append((name, p))
+            for name, b in _members(root.named_buffers):
+                entries.append(("parameter", name, b))
+
+    # ---- one walk -------------------------------------------------------
+
+    def address(self, t):
+        """The address of a CUDA tensor's storage; 0 for any other (or one
+        whose storage cannot be read: a sparse tensor's)."""
+        try:
+            if type(t) not in self.plain:
+                local = getattr(t, "_local_tensor", None)  # a DTensor: this rank's shard
+                if local is not None:
+                    t = local
+            if not t.is_cuda:
+                return 0
+            return t.untyped_storage().data_ptr() & MASK64
+        except Exception:  # noqa: BLE001 - one tensor less, not the walk
+            return 0
+
+    def walk(self, optimizer):
+        """The names to write now [(address, text)], and what this walk saw
+        (for commit once they are written)."""
+        tensor_type = self.torch.Tensor
+        groups = [list(g["params"]) for g in optimizer.param_groups]
+        entries, names, params = [], {}, []
+        self.walk_modules(entries, names, params)
+        missing = []
+        for group in groups:
+            for p in group:
+                if id(p) not in names:
+                    known = self.nameless.get(id(p), False)
+                    if known is False or (known is not None and known() is not p):
+                        missing.append(p)
+        if missing:
+            self.search({id(p) for p in missing})
+            entries, names, params = [], {}, []
+            self.walk_modules(entries, names, params)
+            for p in missing:
+                if id(p) not in names:  # None: no weak reference, known by id only
+                    self.nameless[id(p)] = _ref(p)
+            self.nameless = {k: r for k, r in self.nameless.items()
+                             if r is None or r() is not None}
+        for g, group in enumerate(groups):
+            for i, p in enumerate(group):
+                if id(p) not in names:
+                    name = "param_groups.%d.%d" % (g, i)
+                    names[id(p)] = [name]
+                    entries.append(("parameter", name, p))
+                    params.append((name, p))
+        for name, p in params:
+            grad = p.grad
+            if grad is not None:
+                entries.append(("gradient", name + ".grad", grad))
+        state = optimizer.state
+        for group in groups:
+            for p in group:
+                per_param = state.get(p)
+                if not per_param:
+                    continue
+                for key, value in per_param.items():
+                    if isinstance(value, tensor_type):
+                        for name in names[id(p)]:
+                            entries.append(("optimizer_state", "%s.%s" % (name, key), value))
+        # one name per storage: the first tensor's, with their number
+        storages = {}  # address -> [category, name, count, first tensor]
+        for category, name, t in entries:
+            address = self.address(t)
+            if not address:
+                continue
+            s = storages.get(address)
+            if s is None:
+                storages[address] = [category, name, 1, t]
+            else:
+                s[2] += 1
+        last = self.last.get(optimizer, {})
+        changes, seen = [], {}
+        for address, (category, name, count, t) in storages.items():
+            text = ("%s %s %d" % (category, name, count) if count > 1
+                    else "%s %s" % (category, name))
+            ref = _ref(t)
+            seen[address] = (ref, text)
+            before = last.get(address)
+            if before is None or before[1] != text or before[0] is None or ref is None or \
+                    before[0]() is not t:
+                changes.append((address, text))
+        return changes, seen
+
+    def commit(self, optimizer, seen):
+        try:
+            self.last[optimizer] = seen
+        except TypeError:  # an optimizer without weak references: every walk names all
+            pass
+
+    def write(self, lib, changes):
+        """The names through one call; how many were written."""
+        n = len(changes)
+        addresses = (ctypes.c_uint64 * n)(*[a for a, _ in changes])
+        texts = (ctypes.c_char_p * n)(*[t.encode("utf-8", "replace") for _, t in changes])
+        return lib.memrec_torch_tensor_names(n, addresses, texts)
+
+    def account(self, cost):
+        self.walks += 1
+        self.total += cost
+        self.longest = max(self.longest, cost)
+
+
 class Drainer:
     """PyTorch's history -> the trace, for one process."""
 
@@ -392,6 +618,9 @@ class Drainer:
         self.opt_stepped = set()  # optimizers that stepped in the current step
         self.opt_step = -1  # the optimizer hook's current step (-1: none yet)
         self.settings_marked = None  # the allocator settings last marked
+        self.drain_cpu = 0.0  # the last drain's CPU time (a walk's drain waits on it)
+        self.names = (None if os.environ.get("MEMREC_TENSOR_NAMES", "").strip() == "0"
+                      else TensorNames(torch))
 
     def warn(self, code, message):
         try:
@@ -460,6 +689,7 @@ class Drainer:
             return
         with self.lock:
             began = time.monotonic()
+            cpu = time.thread_time()
             try:
                 if not self.lib.memrec_torch_recording():
                     return
@@ -475,6 +705,7 @@ class Drainer:
                 self.warn(WARN_DRAIN, "draining PyTorch's allocator history failed (%s: %s): "
                           "its blocks are recorded no further" % (type(e).__name__, e))
             finally:
+                self.drain_cpu = time.thread_time() - cpu
                 self.account(began, time.monotonic())
 
     def account(self, began, ended):
@@ -587,19 +818,23 @@ class Drainer:
     # ---- steps from the optimizer ----------------------------------------
 
     def optimizer_stepped(self, optimizer, args, kwargs):
-        """torch.optim's global step post-hook: an iteration ends when an
-        optimizer that already stepped in the current step steps again (a
-        GAN's two optimizers make one step). Silent for the whole run once
-        the program marks steps itself (NVTX, memrec.h: the library knows) or
-        PyTorch's annotations carry them (ProfilerStep#N)."""
+        """torch.optim's global step post-hook: first the tensor names (at
+        every step, whoever marks the steps), then the steps: an iteration
+        ends when an optimizer that already stepped in the current step
+        steps again (a GAN's two optimizers make one step). Silent for the
+        whole run once the program marks steps itself (NVTX, memrec.h: the
+        library knows) or PyTorch's annotations carry them (ProfilerStep#N)."""
+        walked = self.name_tensors(optimizer)
         try:
             if not self.enabled or self.broken or self.annotation_steps:
                 return
             key = id(optimizer)
             if self.opt_step < 0:
-                # The first step: one drain here, so a profiler's ProfilerStep#0
-                # (drained, not seen live) takes precedence from the start.
-                self.drain()
+                # The first step: one drain here (the names' may have been it), so a
+                # profiler's ProfilerStep#0 (drained, not seen live) takes precedence
+                # from the start.
+                if walked != DRAINED:
+                    self.drain()
                 if self.annotation_steps or self.lib.memrec_torch_program_steps():
                     return
                 if self.lib.memrec_torch_optimizer_step(-1, 0):
@@ -611,9 +846,58 @@ class Drainer:
             if self.lib.memrec_torch_optimizer_step(self.opt_step, self.opt_step + 1):
                 self.opt_step += 1
                 self.opt_stepped = {key}
-                self.request_drain()
+                # The names' drain just took everything before the marker; names that
+                # wait for the drains' budget get the next drain the budget allows.
+                if walked is None:
+                    self.request_drain()
         except Exception:  # noqa: BLE001 - never break the training loop
             pass
+
+    def name_tensors(self, optimizer):
+        """The tensor walk at an optimizer step (TensorNames): when it has
+        names to write, PyTorch's history is drained first, so the blocks
+        they name are in the trace before them (the marks are stamped now,
+        after the drain's entries). That drain waits while drains cost more
+        than DRAIN_SHARE (the last one's CPU time against the time since):
+        the names then wait for a later walk, which finds them again. Any
+        failure: one warning, and no more names. Returns DRAINED when it
+        drained, WAITED when its names wait for the budget, else None."""
+        names = self.names
+        if names is None or names.broken or not self.enabled or self.broken or \
+                self.lib is None or not hasattr(self.lib, "memrec_torch_tensor_names"):
+            return None
+        try:
+            if not self.lib.memrec_torch_recording():
+                return None
+        except Exception:  # noqa: BLE001
+            return None
+        if not names.lock.acquire(blocking=False):  # another thread's optimizer walks
+            return None
+        began = time.perf_counter()
+        outcome, drain_cost = None, 0.0
+        try:
+            changes, seen = names.walk(optimizer)
+            if not changes:
+                names.commit(optimizer, seen)
+            elif not names.written or \
+                    self.drain_cpu <= DRAIN_SHARE * (time.monotonic() - self.last_drain):
+                start = time.perf_counter()
+                self.drain()
+                drain_cost, outcome = time.perf_counter() - start, DRAINED
+                if not self.broken:  # else its late lane is closed: nothing to bind to
+                    names.written += names.write(self.lib, changes)
+                    names.commit(optimizer, seen)
+            else:
+                names.waited += 1
+                outcome = WAITED
+        except Exception as e:  # noqa: BLE001 - never break the training loop
+            names.broken = True
+            self.warn(WARN_NAMES, "naming the model's tensors failed (%s: %s): no more tensor "
+                      "names are recorded" % (type(e).__name__, e))
+        finally:
+            names.account(time.perf_counter() - began - drain_cost)
+            names.lock.release()
+        return outcome
 
     def report(self):
         if not self.drains or self.lib is None:
@@ -626,6 +910,12 @@ class Drainer:
         if self.backoffs:
             text += "; drains cost over %d%% of the time: interval backed off to %d ms" % (
                 round(DRAIN_SHARE * 100), round(self.interval * 1000))
+        names = self.names
+        if names is not None and names.walks:
+            text += ("; tensor names: %d walks, %.1f ms in all, %.1f ms at most, %d names"
+                     % (names.walks, names.total * 1e3, names.longest * 1e3, names.written))
+            if names.waited:
+                text += ", %d walks waited for a drain" % names.waited
         try:
             self.lib.memrec_torch_report(text.encode())
         except Exception:  # noqa: BLE001

@@ -394,6 +394,9 @@ static void test_start_step_window(void) {
                                 .source = TRACE_SOURCE_TORCH}; /* the same segment, joined later */
     rec_emit_event(&torch_report);
     rec_emit_marker(TRACE_MARK_RANGE_POP, NULL, NULL, 0, 0);
+    /* a tensor's name that reads like a step opens nothing (and, before the window, is gone) */
+    rec_emit_marker(TRACE_MARK_MARK, TRACE_TENSOR_DOMAIN, "parameter blocks.step 3.weight", 0,
+                    0xA200);
     rec_emit_marker(TRACE_MARK_RANGE_PUSH, NULL, "step 2", 0, 0);
     emit_op(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, 0xA200, 512);
     CHECK(rec_session_stop() == 0);

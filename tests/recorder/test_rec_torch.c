@@ -3,7 +3,8 @@
  * emitted in bulk, read back from the trace exactly: each PyTorch action's
  * op/level/sizes (the snapshot importer's mapping), the oom's counter, the
  * Python and C++ frames of the stacks, and the Unix-time -> trace-clock
- * conversion (and its clamp at "now"). */
+ * conversion (and its clamp at "now"); tensor names as marks of domain
+ * memrec.tensor, after the entries they name. */
 #include "check.h"
 #include "rec_core.h"
 #include "rec_readback.h"
@@ -12,6 +13,7 @@
 #include "alloc_model.h" /* am_round_size: the rounding the recorder applies */
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +50,85 @@ static void check_event(const trace_event *e, uint8_t op, uint8_t level, uint64_
     CHECK_EQ_U64(e->stream, stream);
     CHECK_EQ_U64(e->source, TRACE_SOURCE_TORCH);
     CHECK_EQ_U64(e->kind, TRACE_KIND_DEVICE);
+}
+
+/* Tensor names (memrec_torch_tensor_names): marks of domain memrec.tensor
+ * with the storage's address as value, written through the late lane after
+ * the history entries emitted before them (in trace order and in time), all
+ * stamped with one reading of the clock; skipped whole when too long for a
+ * mark (255 bytes), empty, NULL or at address 0; none without a session or
+ * while the history is not drained; and a name with "step" and a number in
+ * it never counts as the program marking steps. */
+static void test_tensor_names(void) {
+    enum { A = 0x7f0000200000ull, MIB = 1u << 20 };
+    char at_limit[256], over[257];
+    int n = snprintf(at_limit, sizeof at_limit, "parameter ");
+    memset(at_limit + n, 'w', sizeof at_limit - 1 - (size_t)n);
+    at_limit[255] = 0; /* 255 bytes: fits */
+    memcpy(over, at_limit, 255);
+    over[255] = 'w';
+    over[256] = 0; /* 256 bytes: skipped, never cut */
+    const uint64_t addrs[] = {A, A + 1024, A + 2048, A + 4096, A + 5120, A + 6144, 0, A + 7168};
+    const char *texts[] = {"parameter layers.0.weight",
+                           "gradient layers.0.weight.grad",
+                           "optimizer_state layers.0.weight.step 2",
+                           NULL,
+                           "",
+                           over,
+                           "parameter at.address.zero",
+                           at_limit};
+    CHECK_EQ_U64(memrec_torch_tensor_names(8, addrs, texts), 0); /* no session */
+
+    rec_config c;
+    CHECK(rb_session_start(&c, "names.zst", 0) == 0);
+    CHECK_EQ_U64(memrec_torch_tensor_names(8, addrs, texts), 0); /* history not drained */
+    memrec_torch_history_on();
+    uint64_t t = wall_us();
+    const uint64_t entries[][MEMREC_TORCH_FIELDS] = {
+        {t, GMT_TORCH_SEGMENT_ALLOC, A, 2 * MIB, 0, 0, 0, 0, 0},
+        {t + 5000000, GMT_TORCH_ALLOC, A, 1000, 0, 0, 0, 0, 0}, /* clamped to now */
+    };
+    CHECK_EQ_U64(memrec_torch_emit(&entries[0][0], 2), 2);
+    CHECK_EQ_U64(memrec_torch_tensor_names(0, addrs, texts), 0);
+    CHECK_EQ_U64(memrec_torch_tensor_names(8, NULL, texts), 0);
+    CHECK_EQ_U64(memrec_torch_tensor_names(8, addrs, texts), 4);
+    CHECK_EQ_U64(memrec_torch_program_steps(), 0); /* "...step 2" named a tensor, not a step */
+    memrec_torch_drained(wall_us());
+    memrec_torch_history_off();
+    CHECK_EQ_U64(memrec_torch_tensor_names(8, addrs, texts), 0); /* lane closed */
+    CHECK(rec_session_stop() == 0);
+
+    CHECK(rb_read(c.path, &rb) == 0);
+    CHECK_EQ_U64(rb.n_events, 2);
+    CHECK_EQ_U64(rb.n_markers, 4);
+    const uint64_t want_value[] = {A, A + 1024, A + 2048, A + 7168};
+    const char *want_name[] = {texts[0], texts[1], texts[2], at_limit};
+    for (size_t i = 0; i < 4 && i < rb.n_markers; i++) {
+        const trace_marker *m = &rb.markers[i];
+        CHECK_EQ_U64(m->kind, TRACE_MARK_MARK);
+        CHECK_STR_EQ(rb.marker_domains[i], TRACE_TENSOR_DOMAIN);
+        CHECK_STR_EQ(rb.marker_names[i], want_name[i]);
+        CHECK_EQ_U64((uint64_t)m->value, want_value[i]);
+        CHECK_EQ_U64(m->ts_ns, rb.markers[0].ts_ns); /* one clock reading */
+        if (rb.n_events == 2)
+            CHECK(m->ts_ns >= rb.events[1].ts_ns);
+    }
+    rb_free(&rb);
+    /* In the file, both events come before the first mark. */
+    trace_reader *r = rb_open(c.path);
+    CHECK(r != NULL);
+    size_t at = 0, last_event = 0, first_mark = 0;
+    trace_record rec;
+    while (r && trace_reader_next(r, &rec) == 1) {
+        at++;
+        if (rec.kind == TRACE_REC_EVENT)
+            last_event = at;
+        else if (rec.kind == TRACE_REC_MARKER && !first_mark)
+            first_mark = at;
+    }
+    if (r)
+        trace_reader_close(r);
+    CHECK(last_event > 0 && first_mark > last_event);
 }
 
 int main(void) {
@@ -135,5 +216,6 @@ int main(void) {
     CHECK_EQ_U64(rb.counters[0].value, 123456);
     CHECK_EQ_U64(rb.counters[0].device, 1);
     rb_free(&rb);
+    test_tensor_names();
     return rb_finish("test_rec_torch");
 }

@@ -15,7 +15,14 @@ the traces back.
   3. --no-torch, and a script that imports torch but never starts CUDA:
      PyTorch's history is never turned on, and (torchrun's agent) nothing
      of the recorder is loaded into it;
-  4. a process with four GPUs that uses the third: one device record, its.
+  4. a process with four GPUs that uses the third: one device record, its;
+  5. tensor names: a 3-step AdamW loop (two layers, a weight tied to the
+     embedding, two buffers on one storage, a parameter in no module, a CPU
+     buffer) names every CUDA storage at the first optimizer step, then only
+     the gradients (new tensors: at the same addresses at the second step,
+     at new ones at the third), each name bound to the block at its
+     address, inside the step it was taken in; MEMREC_TENSOR_NAMES=0 names
+     nothing; a walk that raises warns once and the program goes on.
 
 Usage: test_rec_torch.py MEMREC MEMANALYZE (exit 77: skip).
 """
@@ -148,6 +155,66 @@ graph_block = torch.cuda.fake_alloc(3 << 20)
 torch.cuda.fake_pool = (0, 0)
 torch.cuda.fake_free(torch.cuda.fake_alloc(8192))
 time.sleep(0.01)
+"""
+
+# A training loop with AdamW, for tensor names. Every tensor here is 512 bytes once
+# rounded, so freed gradients are handed back lowest address first: at step 1 each
+# gradient gets its old block back; at step 2 `hold` takes the lowest one first, so each
+# gradient lands elsewhere. The script prints what each name's storage address is.
+NAMES = """\
+import json
+import time
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(16, 8, device="cuda")
+        self.layers = nn.ModuleList([nn.Linear(8, 8, device="cuda") for _ in range(2)])
+        self.head = nn.Linear(8, 16, bias=False, device="cuda")
+        self.head.weight = self.embed.weight  # tied: one Parameter, two names
+        rope = torch.empty(2, 4, device="cuda")
+        self.register_buffer("rope_cos", rope[0])  # two buffers, one storage
+        self.register_buffer("rope_sin", rope[1])
+        self.register_buffer("table", torch.empty(4))  # on the CPU: never named
+        self.broken = False
+
+    def named_parameters(self, *args, **kwargs):
+        if self.broken:
+            raise RuntimeError("named_parameters broke")
+        return super().named_parameters(*args, **kwargs)
+
+
+model = Model()
+temperature = nn.Parameter(torch.empty(1, device="cuda"))  # in no module
+opt = torch.optim.AdamW([{"params": list(model.parameters())}, {"params": [temperature]}])
+params = [p for _, p in model.named_parameters()] + [temperature]
+names = [n for n, _ in model.named_parameters()] + ["param_groups.1.0"]
+model.broken = BROKEN
+
+
+def where(t):
+    return t.untyped_storage().data_ptr()
+
+
+for step in range(3):
+    time.sleep(0.25)
+    hold = torch.empty(8, 8, device="cuda") if step == 2 else None
+    for p in params:  # backward: a new gradient for every parameter
+        p.grad = torch.empty_like(p)
+    opt.step()
+    seen = {n + ".grad": where(p.grad) for n, p in zip(names, params)}
+    if step == 0:
+        seen.update((n, where(p)) for n, p in zip(names, params))
+        seen.update((n, where(b)) for n, b in model.named_buffers())
+        for n, p in zip(names, params):
+            seen.update((n + "." + k, where(v)) for k, v in opt.state[p].items())
+    print("where", step, json.dumps(seen))
+    opt.zero_grad(set_to_none=True)
+    del hold
+print("done")
 """
 
 USER_SITE = 'print("user sitecustomize ran")\n'
@@ -356,7 +423,120 @@ def main():
         else:
             check(False, "one_of_four.py left a trace")
 
+        # ---- 5. tensor names ------------------------------------------------
+        names_case(check, record, sql)
+
     return check.finish()
+
+
+# What the first walk names: every CUDA storage once, by its first tensor's name, with
+# the number of tensors sharing it (the tied weight is two names of one Parameter, so its
+# gradient and its optimizer state have two names too); the CPU buffer and AdamW's CPU
+# "step" scalars are not named.
+FIRST_WALK = {
+    ("embed.weight", "parameter", 2), ("layers.0.weight", "parameter", 1),
+    ("layers.0.bias", "parameter", 1), ("layers.1.weight", "parameter", 1),
+    ("layers.1.bias", "parameter", 1), ("rope_cos", "parameter", 2),
+    ("param_groups.1.0", "parameter", 1),
+    ("embed.weight.grad", "gradient", 2), ("layers.0.weight.grad", "gradient", 1),
+    ("layers.0.bias.grad", "gradient", 1), ("layers.1.weight.grad", "gradient", 1),
+    ("layers.1.bias.grad", "gradient", 1), ("param_groups.1.0.grad", "gradient", 1),
+    ("embed.weight.exp_avg", "optimizer_state", 2),
+    ("embed.weight.exp_avg_sq", "optimizer_state", 2),
+    ("param_groups.1.0.exp_avg", "optimizer_state", 1),
+    ("param_groups.1.0.exp_avg_sq", "optimizer_state", 1),
+} | {("layers.%d.%s.%s" % (i, w, k), "optimizer_state", 1)
+     for i in (0, 1) for w in ("weight", "bias") for k in ("exp_avg", "exp_avg_sq")}
+GRADIENTS = {r for r in FIRST_WALK if r[1] == "gradient"}
+
+
+def names_case(check, record, sql):
+    """Case 5: the tensor names of a 3-step loop, read back with memanalyze."""
+    extra = {"MEMREC_TORCH_DRAIN_MS": "60000"}  # drains at the steps only: no timer drain
+    out, trace, _ = record("names", "BROKEN = False\n" + NAMES, extra=extra)
+    check(out.returncode == 0 and "done" in out.stdout, "names.py ran: %r" % out.stderr)
+    where = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("where "):
+            _, step, seen = line.split(" ", 2)
+            where[int(step)] = json.loads(seen)
+    check(sorted(where) == [0, 1, 2], "names.py printed its addresses: %r" % out.stdout)
+    if sorted(where) == [0, 1, 2]:
+        grads = [{k: v for k, v in where[s].items() if k.endswith(".grad")} for s in range(3)]
+        check(grads[1] == grads[0] and all(grads[2][k] != grads[0][k] for k in grads[0]),
+              "the fake's gradients: same blocks at step 1, others at step 2: %r" % grads)
+    report = [line for line in out.stderr.splitlines() if "PyTorch history: " in line]
+    check(len(report) == 1 and "; tensor names: 3 walks, " in report[0] and
+          " ms at most, %d names" % (len(FIRST_WALK) + 2 * len(GRADIENTS)) in report[0] and
+          "waited" not in report[0], "the walks and their cost are reported: %r" % report)
+    if report:
+        print("walk cost (fake model): " + report[0].split("; tensor names: ")[-1])
+    warned = [line for line in out.stderr.splitlines() if line.startswith("memrec: ") and
+              not line.startswith(("memrec: no CUDA", "memrec: trace written",
+                                   "memrec: PyTorch history: "))]
+    check(warned == [], "no recorder warning: %r" % warned)
+    if not os.path.exists(trace) or sorted(where) != [0, 1, 2]:
+        check(False, "names.py left a trace")
+        return
+    rows = sql(trace, "SELECT t.name, t.category, t.tensors, t.ts_ns, a.addr, a.alloc_id "
+                      "FROM tensor_names t JOIN allocations a USING (alloc_id) "
+                      "ORDER BY t.ts_ns, t.alloc_id")
+    walks = {}
+    for r in rows:  # one walk's names share one time
+        walks.setdefault(r["ts_ns"], []).append(r)
+    walks = [walks[ts] for ts in sorted(walks)]
+    got = [{(r["name"], r["category"], r["tensors"]) for r in w} for w in walks]
+    check(len(walks) == 3 and [len(w) for w in walks] == [len(FIRST_WALK), 6, 6] and
+          got == [FIRST_WALK, GRADIENTS, GRADIENTS],
+          "all names at the first walk, then only the gradients: %r" % got)
+    for step, w in enumerate(walks[:3]):
+        wrong = [(r["name"], r["addr"], where[step].get(r["name"])) for r in w
+                 if r["addr"] != where[step].get(r["name"])]
+        check(wrong == [], "step %d: each name bound to the block at its storage: %r"
+              % (step, wrong))
+    if len(walks) == 3:
+        ids = [{r["name"]: r["alloc_id"] for r in w} for w in walks]
+        check(all(len({ids[s][g[0]] for s in range(3)}) == 3 for g in GRADIENTS),
+              "each step's gradients are new blocks, each named: %r" % ids)
+        steps = sql(trace, "SELECT step, begin_ts_ns, end_ts_ns FROM steps ORDER BY step")
+        spans = [(s["begin_ts_ns"], s["end_ts_ns"] if s["end_ts_ns"] is not None else 1 << 62)
+                 for s in steps]
+        ts = [w[0]["ts_ns"] for w in walks]
+        check(len(spans) == 3 and ts[0] < spans[0][0] and
+              spans[0][0] <= ts[1] < spans[0][1] and spans[1][0] <= ts[2] < spans[1][1],
+              "names taken before the optimizer hook's step marker: %r %r" % (ts, spans))
+    markers = sql(trace, "SELECT count(*) AS n FROM markers WHERE domain = 'memrec.tensor'")
+    check(markers == [{"n": 0}], "names make no markers rows: %r" % markers)
+
+    # MEMREC_TENSOR_NAMES=0: no walk, no name
+    out, trace, _ = record("names_off", "BROKEN = False\n" + NAMES,
+                           extra=dict(extra, MEMREC_TENSOR_NAMES="0"))
+    check(out.returncode == 0 and "done" in out.stdout, "names_off.py ran: %r" % out.stderr)
+    check("tensor names" not in out.stderr, "MEMREC_TENSOR_NAMES=0: no walk: %r" % out.stderr)
+    if os.path.exists(trace):
+        n = sql(trace, "SELECT count(*) AS n FROM tensor_names")
+        check(n == [{"n": 0}], "MEMREC_TENSOR_NAMES=0: no names: %r" % n)
+        steps = sql(trace, "SELECT step FROM steps ORDER BY step")
+        check([r["step"] for r in steps] == [0, 1, 2], "the steps still: %r" % steps)
+    else:
+        check(False, "names_off.py left a trace")
+
+    # a walk that raises: one warning, no names, the program and its steps go on
+    out, trace, _ = record("names_broken", "BROKEN = True\n" + NAMES, extra=extra)
+    check(out.returncode == 0 and "done" in out.stdout, "names_broken.py ran: %r" % out.stderr)
+    failed = [line for line in out.stderr.splitlines() if "naming the model's tensors" in line]
+    check(failed == ["memrec: naming the model's tensors failed (RuntimeError: "
+                     "named_parameters broke): no more tensor names are recorded"],
+          "one warning: %r" % out.stderr)
+    check("; tensor names: 1 walks, " in out.stderr and ", 0 names" in out.stderr,
+          "no walk after the failure: %r" % out.stderr)
+    if os.path.exists(trace):
+        n = sql(trace, "SELECT count(*) AS n FROM tensor_names")
+        check(n == [{"n": 0}], "the walk that raised named nothing: %r" % n)
+        steps = sql(trace, "SELECT step FROM steps ORDER BY step")
+        check([r["step"] for r in steps] == [0, 1, 2], "the steps still: %r" % steps)
+    else:
+        check(False, "names_broken.py left a trace")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,17 @@ matter to it:
   - a fake allocator the test scripts call (torch.cuda.fake_alloc/free,
     fake_oom) that makes PyTorch's entries: a new segment per block,
     sized as the caching allocator would (2 MiB small, 20 MiB large).
-  - torch.optim: Optimizer, SGD, register_optimizer_step_post_hook;
+  - torch.optim: Optimizer (param_groups, state, zero_grad), SGD, AdamW
+    (its state at the first step), register_optimizer_step_post_hook;
+  - tensors (_tensor.py: Tensor, UntypedStorage, device, dtypes, empty &
+    co): a CUDA tensor's storage takes a block from a caching allocator
+    (torch.cuda.caching_alloc: the lowest cached free block of its rounded
+    size, else a new segment; freed and cached when the storage dies), so a
+    gradient set to None and made again gets its old address back, as in
+    PyTorch;
+  - torch.nn: Module (_parameters/_buffers/_modules, named_modules,
+    named_parameters/named_buffers with prefixes and remove_duplicate),
+    Parameter, Linear, Embedding, ModuleList;
   - annotations (record_function ranges): external_annotations entries
     {device, stage START|END, name, time_us} when the history records them
     (global_record_annotations), or, with memory.fake_legacy_annotations,
@@ -27,4 +37,9 @@ matter to it:
   - a second _record_memory_history call clears the ring (older PyTorch).
 time_us is rounded up to 100 us here, so many entries share a time.
 """
-from . import cuda, optim  # noqa: F401
+from . import _tensor, cuda  # noqa: F401
+from ._tensor import (Tensor, UntypedStorage, arange, bfloat16, contiguous_format,  # noqa: F401
+                      device, dtype, empty, empty_like, float16, float32, int64, ones,
+                      ones_like, preserve_format, randn, randn_like, tensor, zeros,
+                      zeros_like)
+from . import nn, optim  # noqa: F401,E402

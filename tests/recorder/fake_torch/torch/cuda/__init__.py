@@ -1,4 +1,5 @@
 """torch.cuda of the fake torch (see torch/__init__.py)."""
+import bisect
 import sys
 
 from . import memory, nvtx  # noqa: F401
@@ -68,9 +69,12 @@ fake_pool = (0, 0)  # the pool new segments go to: (0, 0), or a private pool (a 
 
 def fake_alloc(requested, stream=0):
     """A block in a new segment; returns its address."""
-    global _next_address
     _lazy_init()
-    frames = _frames(2)
+    return _new_segment_block(requested, stream, _frames(2))
+
+
+def _new_segment_block(requested, stream, frames):
+    global _next_address
     seg = _segment_size(requested)
     addr = _next_address
     _next_address += seg
@@ -91,6 +95,39 @@ def fake_free(addr, stream_use=False):
     if stream_use:
         memory._record("free_requested", addr, requested, stream, frames)
     memory._record("free_completed", addr, requested, stream, frames)
+
+
+# The caching allocator's reuse, for tensors (torch.empty & co, _tensor.py): a freed
+# tensor's block stays in its segment, cached, and the next request of the same rounded
+# size takes the cached block of the lowest address (CUDACachingAllocator's BlockComparator
+# orders free blocks by stream, size, then address), so a gradient freed by zero_grad and
+# made again by the next backward gets its old address back. fake_alloc/fake_free above
+# keep a segment per block, as the older tests expect.
+_cached = {}  # rounded size -> ascending addresses of cached free blocks
+
+
+def _rounded(requested):
+    return max(512, (requested + 511) // 512 * 512)
+
+
+def caching_alloc(requested, stream=0):
+    """A tensor's block: a cached one of its rounded size, else one in a new segment."""
+    _lazy_init()
+    frames = _frames(2)
+    free = _cached.get(_rounded(requested))
+    if not free:
+        return _new_segment_block(requested, stream, frames)
+    addr = free.pop(0)
+    memory._record("alloc", addr, requested, stream, frames)
+    _blocks[addr] = (requested, stream)
+    return addr
+
+
+def caching_free(addr):
+    """A tensor's storage died: its block is freed and cached for reuse."""
+    requested, stream = _blocks.pop(addr)
+    memory._record("free_completed", addr, requested, stream, _frames(2))
+    bisect.insort(_cached.setdefault(_rounded(requested), []), addr)
 
 
 def fake_oom(requested, device_free):
