@@ -47,6 +47,9 @@ def main():
     head = nn.Linear(args.hidden, 1).to(device)
     params = list(model.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=1e-4)
+    # what memrec's tensor names must add up to (tests/gpu/test_torch_train.py)
+    print("parameters: %d tensors, %d bytes"
+          % (len(params), sum(p.numel() * p.element_size() for p in params)))
     kept, held = [], []
     start = None
     for step in range(args.steps):

@@ -5,7 +5,10 @@ real GPU with real PyTorch, checked with memanalyze (issue 6):
             first, growing 1 MiB per step; the blocks came from PyTorch's
             history (source torch) and the segments from both sources are
             joined (no segment_overlap/size warnings); the segments live at
-            the end agree with torch.cuda.memory._snapshot() taken there
+            the end agree with torch.cuda.memory._snapshot() taken there; the
+            bridge named every parameter, gradients and AdamW's two states per
+            parameter, and the categories at the peak hold at least the
+            parameters' bytes as parameter and twice that as optimizer state
   fragment  --fragment: fragmentation is reported (worst > 0)
 
 Skips (77) without torch or a usable GPU, saying which.
@@ -83,6 +86,19 @@ def main():
             got = [(s["device"], s["addr"], s["size"]) for s in live]
             check(got == want, "segments at the end agree with _snapshot(): %d vs %d"
                   % (len(got), len(want)))
+            line = next((l for l in run.stdout.split("\n") if l.startswith("parameters: ")), "")
+            nparams = int(line.split()[1]) if line else -1
+            param_bytes = int(line.split()[3]) if line else -1
+            names = {r["category"]: r["n"] for r in
+                     sql(trace, "SELECT category, count(*) AS n FROM tensor_names GROUP BY 1")}
+            check(names.get("parameter", 0) >= nparams > 0 and names.get("gradient", 0) > 0 and
+                  names.get("optimizer_state", 0) >= 2 * nparams,
+                  "tensor names: %r for %d parameters" % (names, nparams))
+            cats = json.loads(analyze("report", trace, "--json"))["devices"][0]
+            cats = cats.get("categories_at_peak") or {}
+            check(cats.get("parameter", 0) >= param_bytes > 0 and
+                  cats.get("optimizer_state", 0) >= 2 * param_bytes,
+                  "categories at the peak %r hold the %d parameter bytes" % (cats, param_bytes))
         elif scenario == "fragment":
             run = subprocess.run([memrec, "-o", trace, "--", sys.executable, train, "--steps",
                                   "12", "--fragment"], capture_output=True, text=True,
