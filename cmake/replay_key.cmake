@@ -27,9 +27,9 @@ function(gmt_replay_key_inputs root out)
     analyzer/base/*.c analyzer/base/*.h # replay/ writes heat_rows' buckets
     analyzer/replay/*.c analyzer/replay/*.h
     analyzer/input/*.c analyzer/input/*.h
-    # the categories a database keeps (category_store.c, run by cli.c after the replay)
+    # the categories a database keeps (category_store.c, run on it right after the replay)
     analyzer/query/categor*.c analyzer/query/categor*.h analyzer/query/phase*.c
-    analyzer/query/phase*.h analyzer/query/stack_phases.* analyzer/cli/cli.c
+    analyzer/query/phase*.h analyzer/query/stack_phases.* analyzer/query/stack_names.h
     cmake/embed_text.cmake # how schema.sql gets into the binary
     cmake/replay_key.cmake)
   list(TRANSFORM patterns PREPEND "${root}/")

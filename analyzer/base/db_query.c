@@ -87,3 +87,15 @@ int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t
 long long db_query_int(sqlite3 *db, const char *sql, long long dflt) {
     return db_query_i64(db, sql, 0, 0, dflt);
 }
+
+int db_has_table(sqlite3 *db, const char *name) {
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}

@@ -33,8 +33,23 @@ long long db_query_int(sqlite3 *db, const char *sql, long long dflt);
  * ignores the extra ones (SQLite reports SQLITE_RANGE, which is harmless). */
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt);
 
+/* Whether the database has a table or view of that name (a database of an older memanalyze
+ * lacks the newer ones). */
+int db_has_table(sqlite3 *db, const char *name);
+
 /* meta's text for `key` in buf ("" when absent or on an error, cut to len - 1 bytes); buf. */
 const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len);
+
+/* sqlite3_step for a loop over rows: 1 on a row; 0 at the end, and on an error 0 with *failed
+ * set (a read that stops early must not pass for the whole answer). */
+static inline int db_next_row(sqlite3_stmt *st, int *failed) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    if (rc != SQLITE_DONE)
+        *failed = 1;
+    return 0;
+}
 
 /* Column i of the current row, or null_value when it is NULL. */
 static inline int64_t db_column_i64(sqlite3_stmt *st, int i, int64_t null_value) {

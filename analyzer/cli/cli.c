@@ -42,31 +42,11 @@ int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
     return 0;
 }
 
-int cli_finish_database(const char *db_path, void *blocks, char *err, size_t errlen) {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        snprintf(err, errlen, "cannot open database %s: %s", db_path,
-                 db ? sqlite3_errmsg(db) : "?");
-        sqlite3_close(db);
-        return -1;
-    }
-    char why[400];
-    int rc = category_store(db, blocks != NULL, why, sizeof why);
-    if (rc != 0)
-        snprintf(err, errlen, "%s: categorizing the blocks: %s", db_path, why);
-    if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
-        snprintf(err, errlen, "%s: cannot close the database", db_path);
-        rc = -1;
-    }
-    return rc;
-}
-
 int cli_open_db(const char *input, const input_options *given, sqlite3 **db) {
     char path[PATH_MAX + 64], err[PATH_MAX + 256];
     input_options opt = given ? *given : (input_options){0};
     if (!opt.finish) /* a database built here keeps its categories at the peaks */
-        opt.finish = cli_finish_database;
+        opt.finish = category_store_file;
     if (input_database(input, &opt, path, sizeof path, err, sizeof err) != 0 ||
         cli_open_db_file(path, db, err, sizeof err) != 0)
         return cli_error("%s", err);

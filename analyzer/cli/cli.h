@@ -36,12 +36,8 @@ typedef struct cli_window {
  * 0 (not one of them), or 2 (a bad value, error printed). */
 int cli_window_option(cli_window *w, int c, const char *arg);
 
-/* input_options.finish for the databases memanalyze builds: category_peaks, and with a
- * non-NULL `blocks` block_categories too (category_store.h). */
-int cli_finish_database(const char *db_path, void *blocks, char *err, size_t errlen);
-
-/* Opens the database of `input` read-only into *db (built first when needed, with
- * cli_finish_database unless opt->finish says otherwise). Returns 0, or prints
+/* Opens the database of `input` read-only into *db (built first when needed, with its
+ * category sums, category_store_file, unless opt->finish says otherwise). Returns 0, or prints
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);
 

@@ -1,5 +1,6 @@
 /* cmd_import.c — `memanalyze import INPUT -o OUT.db`: the replay's database
  * at a path of the user's choosing, for sqlite3 or any SQLite client. */
+#include "category_store.h"
 #include "cli.h"
 #include "commands.h"
 #include "input.h"
@@ -53,7 +54,7 @@ int cmd_import(int argc, char **argv) {
     if (kind == INPUT_DATABASE)
         return cli_error("%s is already a memanalyze database", in);
     static int with_blocks = 1; /* a database for SQL clients: every block's category */
-    io.finish = cli_finish_database;
+    io.finish = category_store_file;
     io.finish_ctx = &with_blocks;
     if (input_build_database(in, kind, out, &io, err, sizeof err) != 0)
         return cli_error("%s", err);

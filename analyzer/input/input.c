@@ -158,12 +158,9 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         unlink(trace_path);
     progress_phase(&line, "building the indexes of");
     double t1 = gmt_seconds();
+    if (opt && opt->finish) /* on the file before anyone else can see it */
+        db_writer_before_rename(db, opt->finish, opt->finish_ctx);
     int rc = db_writer_finish(db, err, errlen);
-    if (rc == 0 && opt && opt->finish) {
-        progress_phase(&line, "categorizing the blocks of");
-        if ((rc = opt->finish(db_path, opt->finish_ctx, err, errlen)) != 0)
-            unlink(db_path);
-    }
     progress_clear(&line);
     if (getenv(GMT_ENV_TIMING)) /* for bench/: where an import's time goes */
         fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",

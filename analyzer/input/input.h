@@ -22,9 +22,10 @@ typedef enum input_kind {
 typedef struct input_options {
     const char *step_word; /* step rule word; NULL: "step" */
     int quiet;             /* no progress line on stderr */
-    /* Called on a database just built (closed, at db_path) before anyone uses it: what the
-     * layers above keep in it (the categories: cli.c). NULL: nothing. 0, or -1 with a
-     * one-line message, which fails the build (the file is removed). */
+    /* Called on a database just built (complete and closed, at its temporary path) before it
+     * is renamed into place: what the layers above keep in it (the categories). NULL:
+     * nothing. 0, or -1 with a one-line message, which fails the build (nothing is
+     * published). */
     int (*finish)(const char *db_path, void *ctx, char *err, size_t errlen);
     void *finish_ctx;
 } input_options;

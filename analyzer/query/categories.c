@@ -17,7 +17,11 @@ struct categorizer {
     stack_phases *phases;
     phase_timeline *timeline; /* of timeline_device, built by its first sweep */
     int64_t timeline_device;
-    addr_map named; /* alloc_id -> 1 + the category the program gave */
+    struct named { /* the categories the program gave, by alloc_id (ascending) */
+        int64_t alloc_id;
+        gmt_category category;
+    } * named;
+    size_t nnamed, cap_named;
     const category_rules *rules;
     stack_names *stacks; /* frames for the rules, read only for stacks left as other */
     addr_map rule_memo;  /* stack_id -> 1 + (category, or BLOCK_CATEGORY_COUNT for none) */
@@ -29,6 +33,7 @@ typedef struct live_block {
     int64_t iteration;     /* the iteration it was made in (-1: setup) */
     uint8_t made_in;       /* step_phase it was made in */
     uint8_t stack_decides; /* its own stack said forward, backward or optimizer */
+    uint8_t named;         /* 1 + the category its name gives; 0: no such name */
     uint32_t next_free;    /* free list, 1-based */
 } live_block;
 
@@ -37,7 +42,7 @@ void categorizer_free(categorizer *c) {
         return;
     stack_phases_free(c->phases);
     phase_timeline_free(c->timeline);
-    addr_map_free(&c->named);
+    free(c->named);
     addr_map_free(&c->rule_memo);
     stack_names_free(c->stacks);
     free(c);
@@ -61,22 +66,34 @@ static int load_shared(categorizer *c, char *err, size_t errlen) {
         return 0;
     c->phases = stack_phases_load(c->db);
     c->stacks = c->rules ? stack_names_new(c->db) : NULL;
-    sqlite3_stmt *st = c->phases ? db_statement(c->db, "SELECT alloc_id, category FROM "
-                                                       "tensor_names WHERE category IS NOT NULL")
-                                 : NULL;
-    int ok = st && (!c->rules || c->stacks);
-    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+    /* in alloc order: a sweep meets them with a cursor, never a lookup; a database of an
+     * older memanalyze has no names at all */
+    int names = db_has_table(c->db, "tensor_names");
+    sqlite3_stmt *st = c->phases && names
+                           ? db_statement(c->db, "SELECT alloc_id, category FROM tensor_names "
+                                                 "WHERE category IS NOT NULL ORDER BY alloc_id")
+                           : NULL;
+    int ok = c->phases && (st || !names) && (!c->rules || c->stacks), failed = 0;
+    while (ok && db_next_row(st, &failed)) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
         int category = gmt_category_from_name(name, strlen(name));
-        if (category >= 0 && addr_map_put(&c->named, 0, (uint64_t)sqlite3_column_int64(st, 0),
-                                          (uint32_t)category + 1) != 0)
+        if (category < 0)
+            continue;
+        if (gmt_grow((void **)&c->named, &c->cap_named, c->nnamed, sizeof *c->named) != 0)
             ok = 0;
+        else
+            c->named[c->nnamed++] =
+                (struct named){sqlite3_column_int64(st, 0), (gmt_category)category};
     }
+    ok = ok && !failed;
     sqlite3_finalize(st);
     if (!ok) {
-        snprintf(err, errlen, "reading the phases of the stacks: %s", sqlite3_errmsg(c->db));
+        snprintf(err, errlen, "reading the stacks and the tensor names: %s", sqlite3_errmsg(c->db));
         stack_phases_free(c->phases);
+        stack_names_free(c->stacks);
         c->phases = NULL;
+        c->stacks = NULL;
+        c->nnamed = 0;
         return -1;
     }
     return 0;
@@ -91,7 +108,7 @@ static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64
         free_phase = phase_timeline_at(c->timeline, free_id, &freed_in);
     /* live at the end of a recording that stopped inside the iteration that made it: its end
      * was not seen, so what it was for is judged as if it ended later in that iteration */
-    int cut_short = !freed && b->iteration == phase_timeline_last_iteration(c->timeline);
+    int cut_short = !freed && b->iteration == phase_timeline_open_iteration(c->timeline);
     int same_iteration = freed && freed_in == b->iteration;
     int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
     if (b->alloc_id <= 0 && !b->stack_decides) {
@@ -112,8 +129,7 @@ static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64
     case STEP_PHASE_PRELUDE:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
-        return cut_short || (freed && freed_in <= b->iteration + 1) ? BLOCK_CATEGORY_INPUT
-                                                                    : BLOCK_CATEGORY_OTHER;
+        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_INPUT : BLOCK_CATEGORY_OTHER;
     case STEP_PHASE_FORWARD:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
@@ -143,9 +159,8 @@ static gmt_category by_rules(categorizer *c, int64_t stack_id) {
 }
 
 static gmt_category category_of(categorizer *c, const live_block *b, int64_t free_id) {
-    const uint32_t *named = addr_map_get(&c->named, 0, (uint64_t)b->alloc_id);
-    if (named)
-        return (gmt_category)(*named - 1);
+    if (b->named)
+        return (gmt_category)(b->named - 1);
     gmt_category g = by_lifetime(c, b, free_id);
     if (g == BLOCK_CATEGORY_OTHER && c->rules && b->stack_id) {
         gmt_category r = by_rules(c, b->stack_id);
@@ -169,10 +184,12 @@ static int read_whole_blocks(sqlite3 *db, int64_t device, sweep *w) {
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, device);
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+    int rc = 0, failed = 0;
+    while (rc == 0 && db_next_row(st, &failed))
         rc = addr_map_put(&w->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
     sqlite3_finalize(st);
+    if (failed)
+        rc = -1;
     return rc;
 }
 
@@ -210,7 +227,8 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
     sweep w = {0};
     if (load_shared(c, err, errlen) != 0)
         return -1;
-    if (c->timeline_device != device || !c->timeline) { /* the device's own phases */
+    if (c->timeline_device != device || !c->timeline ||
+        phase_timeline_incremental(c->timeline)) { /* the device's own phases; fed: anew */
         phase_timeline_free(c->timeline);
         c->timeline_device = device;
         if (!(c->timeline = phase_timeline_build(c->db, device, c->phases))) {
@@ -222,20 +240,30 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
     sqlite3_stmt *st =
         read_whole_blocks(c->db, device, &w) == 0
             ? db_statement(c->db, "SELECT event_id, op, level, ts_ns, size, stack_id, "
-                                  "alloc_event_id FROM event_rows WHERE device = ?1 AND kind = "
-                                  "{kind:device} AND op IN ({op:alloc}, {op:map}, {op:free}, "
-                                  "{op:unmap}) ORDER BY event_id")
+                                  "alloc_event_id, kind FROM event_rows WHERE device = ?1 AND op "
+                                  "IN ({op:alloc}, {op:map}, {op:free}, {op:unmap}, "
+                                  "{op:free_requested}) ORDER BY event_id")
             : NULL;
     int rc = st ? 0 : -1;
+    size_t next_name = 0; /* the first name not behind the events read */
+    int feed = st && phase_timeline_incremental(c->timeline); /* the timeline grows with us */
     if (st)
         sqlite3_bind_int64(st, 1, device);
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int failed = 0;
+    while (rc == 0 && db_next_row(st, &failed)) {
         int64_t id = sqlite3_column_int64(st, 0), op = sqlite3_column_int64(st, 1);
         int64_t ts = sqlite3_column_int64(st, 3);
+        int64_t level = sqlite3_column_int64(st, 2);
+        if (feed && level == TRACE_LEVEL_BLOCK && op != TRACE_OP_MAP && op != TRACE_OP_UNMAP &&
+            phase_timeline_feed(c->timeline, id, db_column_i64(st, 5, 0), ts) != 0) {
+            rc = -1;
+            break;
+        }
+        if (op == TRACE_OP_FREE_REQUESTED || sqlite3_column_int64(st, 7) != TRACE_KIND_DEVICE)
+            continue; /* the block lives on until its free; other memory is not summed */
         int begins = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
         int64_t key = begins ? id : db_column_i64(st, 6, 0);
-        if (sqlite3_column_int64(st, 2) == TRACE_LEVEL_SEGMENT &&
-            !addr_map_get(&w.whole, 0, (uint64_t)key))
+        if (level == TRACE_LEVEL_SEGMENT && !addr_map_get(&w.whole, 0, (uint64_t)key))
             continue;
         if (!begins) {
             uint32_t *at = key ? addr_map_get(&w.live, 0, (uint64_t)key) : NULL;
@@ -252,6 +280,9 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
         int decided = phase_timeline_decided(c->timeline, stack, ts);
         int64_t iteration;
         step_phase at_time = phase_timeline_at(c->timeline, id, &iteration);
+        while (next_name < c->nnamed && c->named[next_name].alloc_id < id)
+            next_name++;
+        int named = next_name < c->nnamed && c->named[next_name].alloc_id == id;
         *b = (live_block){id,
                           ts,
                           db_column_i64(st, 4, 0),
@@ -259,10 +290,13 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
                           iteration,
                           (uint8_t)(decided >= 0 ? decided : (int)at_time),
                           (uint8_t)(decided >= 0),
+                          (uint8_t)(named ? c->named[next_name].category + 1 : 0),
                           0};
         if (addr_map_put(&w.live, 0, (uint64_t)id, (uint32_t)(b - w.blocks) + 1) != 0)
             rc = -1;
     }
+    if (failed)
+        rc = -1;
     if (rc == -1)
         snprintf(err, errlen, "sweeping the blocks of device %lld: %s", (long long)device,
                  sqlite3_errmsg(c->db));

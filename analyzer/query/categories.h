@@ -7,13 +7,13 @@
  *      it was made in is its stack's when the stack decides one, else the phase at its time:
  *        setup     freed in the setup: temporary; never freed: parameter
  *        prelude   freed in that prelude: temporary; later in the iteration or in the next
- *                  one: input (a batch copied in); kept longer: other
+ *                  one: input (a batch copied in); kept longer, or never freed: other
  *        forward   freed in forward: temporary; later in the iteration or in the next one:
  *                  activation (saved for backward, or the loss held until the next step)
  *        backward  freed in backward: temporary; kept past it: gradient
  *        optimizer freed in the iteration: temporary; kept past it: optimizer_state
- *      A block still live when a recording stops inside the iteration that made it is judged
- *      as if it ended later in that iteration (a forward's output is an activation).
+ *      A forward's block still live when a recording stops inside the iteration that made it
+ *      (its step still open) is an activation: backward never came.
  *      A block made before the recording began (a snapshot's ring lost its alloc) is known by
  *      its end: freed in backward, an activation; in an optimizer step, optimizer state (the
  *      state it replaces); never, a parameter; else other.

@@ -3,8 +3,11 @@
 
 #include "categories.h"
 #include "db_query.h"
+#include "gmt_clock.h"
+#include "gmt_env.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct store {
@@ -68,9 +71,14 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
     int rc = devices && (!blocks || insert) ? 0 : -1;
     if (rc != 0 && c)
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-    while (rc == 0 && sqlite3_step(devices) == SQLITE_ROW)
+    int failed = 0;
+    while (rc == 0 && db_next_row(devices, &failed))
         rc = store_device(db, c, sqlite3_column_int64(devices, 0),
                           db_column_i64(devices, 1, INT64_MIN), insert, err, errlen);
+    if (rc == 0 && failed) {
+        snprintf(err, errlen, "reading devices: %s", sqlite3_errmsg(db));
+        rc = -1;
+    }
     sqlite3_finalize(devices);
     sqlite3_finalize(insert);
     categorizer_free(c);
@@ -111,4 +119,28 @@ int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGOR
 
 int category_blocks_stored(sqlite3 *db) {
     return db_query_int(db, "SELECT value FROM meta WHERE key = 'categories_blocks'", 0) == 1;
+}
+
+int category_store_file(const char *path, void *blocks, char *err, size_t errlen) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "?");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, 10000); /* a cached database others may be reading */
+    char why[400];
+    double t0 = gmt_seconds();
+    int rc = category_store(db, blocks != NULL, why, sizeof why);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: categorizing the blocks: %s", path, why);
+    if (getenv(GMT_ENV_TIMING)) /* for bench/: the categories' share of a build */
+        fprintf(stderr, "categories: %.3f s%s\n", gmt_seconds() - t0,
+                blocks ? " (every block's)" : "");
+    if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
+        snprintf(err, errlen, "%s: cannot close the database", path);
+        rc = -1;
+    }
+    return rc;
 }

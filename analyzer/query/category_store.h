@@ -15,6 +15,11 @@
  * categories_blocks = 1). One transaction. 0, or -1 with a one-line message in err. */
 int category_store(sqlite3 *db, int blocks, char *err, size_t errlen);
 
+/* category_store on the database file at path (opened for writing, waiting up to 10 s for a
+ * reader's lock): the input_options.finish of the databases memanalyze builds. `blocks`
+ * non-NULL: block_categories too. 0, or -1 with a one-line message in err. */
+int category_store_file(const char *path, void *blocks, char *err, size_t errlen);
+
 /* category_peaks of device: 1 and bytes filled when the database has them, 0 when it has none
  * (an older database: sweep instead). */
 int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGORY_COUNT]);

@@ -20,6 +20,7 @@ typedef struct run {
 
 typedef struct span {
     int64_t begin_ts, end_ts; /* [begin, end) ns; end INT64_MAX: open at the end */
+    int64_t reach;            /* the latest end of this range and every one begun before it */
 } span;
 
 struct phase_timeline {
@@ -28,7 +29,9 @@ struct phase_timeline {
     size_t noptimizer, cap_optimizer;
     int64_t *begins; /* iteration k begins at event begins[k] (sorted) */
     size_t nbegins, cap_begins;
-    run *runs; /* sorted by first_id */
+    run *runs;     /* sorted by first_id */
+    int has_steps; /* iterations are the steps: the runs are fed as a sweep goes */
+    int last_open; /* the last iteration had not ended when the recording did */
     size_t nruns, cap_runs;
 };
 
@@ -42,7 +45,9 @@ static int in_optimizer_step(const phase_timeline *t, int64_t ts) {
         else
             hi = mid;
     }
-    return lo > 0 && ts < t->optimizer[lo - 1].end_ts;
+    /* the latest end so far, not the last range's: a wrapper's step (ZeroRedundancyOptimizer)
+     * encloses its inner optimizer's */
+    return lo > 0 && ts < t->optimizer[lo - 1].reach;
 }
 
 int phase_timeline_decided(const phase_timeline *t, int64_t stack_id, int64_t ts) {
@@ -105,18 +110,73 @@ static int infer_iterations(phase_timeline *t) {
     return 0;
 }
 
+/* One event's evidence (see phase_timeline_feed). 0, or -1 when out of memory. */
+static int add_event(phase_timeline *t, int64_t id, int p) {
+    if (p < 0)
+        return 0;
+    int64_t it = t->has_steps ? iteration_of(t, id) : 0;
+    run *r = t->nruns ? &t->runs[t->nruns - 1] : NULL;
+    if (r && r->phase == (step_phase)p && r->iteration == it) {
+        r->last_id = id;
+        return 0;
+    }
+    if (gmt_grow((void **)&t->runs, &t->cap_runs, t->nruns, sizeof *t->runs) != 0)
+        return -1;
+    t->runs[t->nruns++] = (run){id, id, it, (step_phase)p};
+    return 0;
+}
+
+int phase_timeline_feed(phase_timeline *t, int64_t event_id, int64_t stack_id, int64_t ts) {
+    if (event_id <= 0 || !stack_id)
+        return 0; /* the seed happened before: it decides nothing */
+    return add_event(t, event_id, phase_timeline_decided(t, stack_id, ts));
+}
+
+int phase_timeline_incremental(const phase_timeline *t) { return t->has_steps; }
+
+/* Without steps: the whole timeline now (iterations need what comes after). */
+static int scan(phase_timeline *t, sqlite3 *db, int64_t device) {
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT event_id, stack_id, ts_ns FROM event_rows WHERE device = ?1 AND "
+            "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} AND op IN "
+            "({op:alloc}, {op:free_requested}, {op:free}) ORDER BY event_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, device);
+    int rc = 0, failed = 0;
+    while (rc == 0 && db_next_row(st, &failed))
+        rc = phase_timeline_feed(t, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                 sqlite3_column_int64(st, 2));
+    if (failed)
+        rc = -1;
+    sqlite3_finalize(st);
+    return rc == 0 ? infer_iterations(t) : -1;
+}
+
 phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *phases) {
     phase_timeline *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    /* a step's first event follows its begin_event_id (the state when it starts) */
-    sqlite3_stmt *st = db_statement(db, "SELECT begin_event_id + 1 FROM steps WHERE "
-                                        "begin_event_id IS NOT NULL ORDER BY begin_event_id");
-    int ok = st != NULL;
-    while (ok && sqlite3_step(st) == SQLITE_ROW)
-        ok = add_begin(t, sqlite3_column_int64(st, 0)) == 0;
+    /* A step's first event follows its begin_event_id (the state when it starts). What lies
+     * between one step's end and the next one's begin (a batch copied in before the step
+     * range opens) is the next iteration's prelude: an iteration begins right after the
+     * previous step's end when that comes first. */
+    sqlite3_stmt *st = db_statement(db, "SELECT begin_event_id, end_event_id, end_ts_ns IS NULL "
+                                        "FROM steps WHERE begin_event_id IS NOT NULL ORDER BY "
+                                        "begin_event_id");
+    int ok = st != NULL, failed = 0;
+    int64_t previous_end = INT64_MAX;
+    while (ok && db_next_row(st, &failed)) {
+        int64_t begin = sqlite3_column_int64(st, 0);
+        ok = add_begin(t, (previous_end < begin ? previous_end : begin) + 1) == 0;
+        previous_end = db_column_i64(st, 1, INT64_MAX);
+        t->last_open = sqlite3_column_int(st, 2);
+    }
+    ok = ok && !failed;
     sqlite3_finalize(st);
-    int has_steps = t->nbegins > 0;
+    t->has_steps = t->nbegins > 0;
+    if (!t->has_steps)
+        t->last_open = 1; /* found from the phases: the recording may stop anywhere */
     t->phases = phases;
     /* torch.optim.Optimizer's profile hook wraps every optimizer's step, custom ones too, in
      * a record_function range "Optimizer.step#<Class>.step" (a snapshot's annotation) */
@@ -124,55 +184,21 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
                                "'Optimizer.step#%' ORDER BY begin_ts_ns")
             : NULL;
     ok = ok && st;
-    while (ok && sqlite3_step(st) == SQLITE_ROW) {
+    while (ok && db_next_row(st, &failed)) {
         if (gmt_grow((void **)&t->optimizer, &t->cap_optimizer, t->noptimizer,
                      sizeof *t->optimizer) != 0)
             ok = 0;
-        else
-            t->optimizer[t->noptimizer++] =
-                (span){sqlite3_column_int64(st, 0), db_column_i64(st, 1, INT64_MAX)};
-    }
-    sqlite3_finalize(st);
-    /* Device memory blocks only: their stacks are the program's (a segment's is the allocator's
-     * own, at whatever block made it grow). */
-    st = ok ? db_statement(db,
-                           "SELECT event_id, stack_id, ts_ns FROM event_rows WHERE device = ?1 AND "
-                           "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} "
-                           "AND op IN ({op:alloc}, {op:free_requested}, {op:free}) ORDER BY "
-                           "event_id")
-            : NULL;
-    ok = ok && st;
-    if (st)
-        sqlite3_bind_int64(st, 1, device);
-    int64_t last_stack = -1;
-    int last_phase = -1;
-    while (ok && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), stack = sqlite3_column_int64(st, 1);
-        int p;
-        if (t->noptimizer) /* the time may decide: no shortcut */
-            p = phase_timeline_decided(t, stack, sqlite3_column_int64(st, 2));
-        else if (stack == last_stack)
-            p = last_phase;
-        else
-            p = step_phase_of(stack_phases_get(phases, stack));
-        last_stack = stack, last_phase = p;
-        if (p < 0)
-            continue;
-        int64_t it = has_steps ? iteration_of(t, id) : 0;
-        run *r = t->nruns ? &t->runs[t->nruns - 1] : NULL;
-        if (r && r->phase == (step_phase)p && r->iteration == it) {
-            r->last_id = id;
-            continue;
+        else {
+            span r = {sqlite3_column_int64(st, 0), db_column_i64(st, 1, INT64_MAX), 0};
+            int64_t before = t->noptimizer ? t->optimizer[t->noptimizer - 1].reach : INT64_MIN;
+            r.reach = r.end_ts > before ? r.end_ts : before;
+            t->optimizer[t->noptimizer++] = r;
         }
-        if (gmt_grow((void **)&t->runs, &t->cap_runs, t->nruns, sizeof *t->runs) != 0) {
-            ok = 0;
-            break;
-        }
-        t->runs[t->nruns++] = (run){id, id, it, (step_phase)p};
     }
+    ok = ok && !failed;
     sqlite3_finalize(st);
-    if (ok && !has_steps)
-        ok = infer_iterations(t) == 0;
+    if (ok && !t->has_steps)
+        ok = scan(t, db, device) == 0;
     if (!ok) {
         phase_timeline_free(t);
         return NULL;
@@ -197,7 +223,9 @@ step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t 
     return it < 0 ? STEP_PHASE_SETUP : STEP_PHASE_PRELUDE;
 }
 
-int64_t phase_timeline_last_iteration(const phase_timeline *t) { return (int64_t)t->nbegins - 1; }
+int64_t phase_timeline_open_iteration(const phase_timeline *t) {
+    return t->last_open ? (int64_t)t->nbegins - 1 : INT64_MIN;
+}
 
 void phase_timeline_free(phase_timeline *t) {
     if (!t)

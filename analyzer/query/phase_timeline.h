@@ -33,9 +33,18 @@ typedef enum step_phase {
 
 typedef struct phase_timeline phase_timeline;
 
-/* One scan of the device's block events that carry a stack. NULL when out of memory or on a
- * query error. */
+/* The device's timeline. With steps it starts empty and the caller feeds it every block event
+ * (alloc, free_requested, free) in event order (phase_timeline_feed), asking about an event only
+ * once it and all before it are fed: the phase at an event depends on the past alone. Without
+ * steps the iterations depend on what comes after, so it scans the device's block events at
+ * once. NULL when out of memory or on a query error. */
 phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *phases);
+
+/* 1 when the timeline wants phase_timeline_feed (a run with steps), 0 when it is complete. */
+int phase_timeline_incremental(const phase_timeline *t);
+
+/* A block event of the device, in event order (stack_id 0: none). 0, or -1 out of memory. */
+int phase_timeline_feed(phase_timeline *t, int64_t event_id, int64_t stack_id, int64_t ts);
 
 /* The phase at an event (event_rows.event_id: order, not time), and in *iteration the
  * iteration it falls in (-1: the setup, before the first). */
@@ -46,8 +55,9 @@ step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t 
  * profiler's annotation of any optimizer's step, custom ones too). */
 int phase_timeline_decided(const phase_timeline *t, int64_t stack_id, int64_t ts);
 
-/* The last iteration (the one the recording ends in); -1 when there is none. */
-int64_t phase_timeline_last_iteration(const phase_timeline *t);
+/* The iteration the recording stopped in before it ended (the last, when its step is still open
+ * or the iterations were found from the phases); INT64_MIN when the last step ended. */
+int64_t phase_timeline_open_iteration(const phase_timeline *t);
 
 /* The step phase of a decided stack phase (forward, backward, optimizer); -1 for the others. */
 int step_phase_of(phase p);

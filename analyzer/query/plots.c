@@ -36,6 +36,7 @@ int64_t ns_per_event(sqlite3 *db) { return when_has_timestamps(db) ? 0 : GMT_UNT
 
 uint64_t plot_site_key(const char *label) {
     uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, label ? label : "", label ? strlen(label) : 0);
+    h &= ~RENDER_COLOR_KEY(0);  /* the top bit asks for an explicit colour (render.h) */
     return h > 20 ? h : h + 21; /* 0 is "other", 1..20 are ranks (site_ranks) */
 }
 
@@ -433,6 +434,8 @@ static int series_from_site_buckets(sqlite3 *db, const plot_request *rq, int64_t
 }
 
 int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
+    if (errlen)
+        err[0] = '\0';
     int64_t bucket_ns = db_query_int(db, "SELECT value FROM meta WHERE key = 'bucket_ns'", 1);
     timeline_data t = {0};
     site_ranks ranks;
@@ -578,9 +581,9 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         .oom_ns = oom_ns};
     render_options ro = {
         .width = rq->width, .height = rq->height, .ns_per_event = ns_per_event(db)};
-    if (rc != 0)
+    if (rc != 0 && !err[0]) /* the categories say what went wrong themselves */
         snprintf(err, errlen, "reading the database for the timeline: %s", sqlite3_errmsg(db));
-    else
+    else if (rc == 0)
         rc = render_timeline_draw(&rt, path, &ro, err, errlen);
     for (size_t i = 0; i < nsteps; i++)
         free(step_text[i]);

@@ -34,6 +34,8 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
                    tensor_row **rows, size_t *n, char *err, size_t errlen) {
     *rows = NULL;
     *n = 0;
+    if (!db_has_table(db, "tensor_names"))
+        return 0; /* a database of an older memanalyze: no names */
     /* A block is live after event_id when it began at or before it and no free ended it by
      * then (the allocations view's rule); whole-block segments end by free or unmap. CROSS JOIN
      * keeps tensor_names the outer loop: the planner would otherwise walk the events. */
@@ -51,8 +53,8 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
     sqlite3_bind_int64(st, 2, event_id);
     sqlite3_bind_int64(st, 3, top ? (int64_t)top : -1);
     size_t cap = 0;
-    int rc = 0, missing = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, missing = 0, failed = 0;
+    while (rc == 0 && db_next_row(st, &failed)) {
         const char *category = (const char *)sqlite3_column_text(st, 2);
         int c = category ? gmt_category_from_name(category, strlen(category)) : -1;
         missing |= c < 0;
@@ -68,12 +70,22 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
         t->bytes = sqlite3_column_int64(st, 4);
         t->address = sqlite3_column_int64(st, 5);
     }
+    if (rc == 0 && failed) {
+        snprintf(err, errlen, "reading tensor_names: %s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        tensor_rows_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+        return -1;
+    }
     sqlite3_finalize(st);
     if (rc == 0 && missing && cats) { /* names given without a category: a sweep decides */
         uncategorized u = {{0}, *rows};
         for (size_t i = 0; rc == 0 && i < *n; i++)
             rc = addr_map_put(&u.index, 0, (uint64_t)(*rows)[i].alloc_id, (uint32_t)i + 1);
-        if (rc == 0)
+        if (rc != 0)
+            snprintf(err, errlen, "out of memory");
+        else
             rc = categorizer_sweep(cats, device, fill_category, &u, err, errlen);
         addr_map_free(&u.index);
         if (rc != 0) {

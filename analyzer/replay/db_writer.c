@@ -160,6 +160,9 @@ struct db_writer {
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *multi_event; /* MULTI_ROWS rows per step */
     char *path, *tmp_path;
+    /* run on the finished file under its temporary name, before it is renamed into place */
+    int (*before_rename)(const char *path, void *ctx, char *err, size_t errlen);
+    void *before_rename_ctx;
     char error[512];
 
     pthread_t thread;
@@ -774,6 +777,11 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     if (sqlite3_close(w->db) != SQLITE_OK && rc == 0)
         rc = fail(w, "database %s: close failed", w->path);
     w->db = NULL;
+    if (rc == 0 && w->before_rename) {
+        char why[512];
+        if ((rc = w->before_rename(w->tmp_path, w->before_rename_ctx, why, sizeof why)) != 0)
+            fail(w, "%s", why);
+    }
     if (rc == 0 && rename(w->tmp_path, w->path) != 0)
         rc = fail(w, "cannot move database into place at %s: %s", w->path, strerror(errno));
     if (rc != 0) {
@@ -782,6 +790,13 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     }
     free_writer(w);
     return rc;
+}
+
+void db_writer_before_rename(db_writer *w,
+                             int (*hook)(const char *path, void *ctx, char *err, size_t errlen),
+                             void *ctx) {
+    w->before_rename = hook;
+    w->before_rename_ctx = ctx;
 }
 
 void db_writer_abort(db_writer *w) {

@@ -111,6 +111,13 @@ int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const ch
 int db_writer_meta_int(db_writer *w, const char *key, int64_t value);
 int db_writer_meta_text(db_writer *w, const char *key, const char *value);
 
+/* A hook db_writer_finish runs on the complete, closed file at its temporary path, before the
+ * rename makes it visible: what the layers above add (categories). Its failure fails the finish
+ * (the file is removed, nothing is published). */
+void db_writer_before_rename(db_writer *w,
+                             int (*hook)(const char *path, void *ctx, char *err, size_t errlen),
+                             void *ctx);
+
 /* Commits, builds the indexes and closes; frees the writer. 0 or -1 (err). */
 int db_writer_finish(db_writer *w, char *err, size_t errlen);
 /* Closes without committing and deletes the file; frees the writer. */

@@ -43,7 +43,8 @@ int replay_on_tensor_name(replay *rp, const trace_marker *m) {
         const char *last = strrchr(name, ' ');
         char *end = NULL;
         long long n = last ? strtoll(last + 1, &end, 10) : 0;
-        if (last && end && *end == '\0' && end != last + 1 && n > 1 &&
+        /* a count past what any storage holds is part of the name, not a count */
+        if (last && end && *end == '\0' && end != last + 1 && n > 1 && n < (1LL << 32) &&
             (size_t)(last - name) < sizeof buf) {
             memcpy(buf, name, (size_t)(last - name));
             buf[last - name] = '\0';
