@@ -568,6 +568,16 @@ CREATE TABLE category_peaks (
   PRIMARY KEY (device, category)
 ) WITHOUT ROWID;
 
+-- tensor_peaks: per device, the named blocks (tensor_names) live at its peak allocated, with
+-- their category: what `report` lists as the largest named tensors at the peak, found once when
+-- the database is built.
+CREATE TABLE tensor_peaks (
+  device   INTEGER NOT NULL, -- device ordinal
+  alloc_id INTEGER NOT NULL, -- tensor_names.alloc_id of a block live right after the peak event
+  category TEXT NOT NULL,    -- its category (categories.name): the name's, else what its lifetime says
+  PRIMARY KEY (device, alloc_id)
+) WITHOUT ROWID;
+
 -- tensor_names: one row per block the program named (TRACE_FORMAT.md "Tensor names": memrec's
 -- walk of the model's parameters, gradients and optimizer state at optimizer steps, or a
 -- snapshot's user metadata). A block named twice keeps its first name.

@@ -160,6 +160,15 @@ assert sum(s for _, s in by["optimizer_state"]) == 2 * 2 * layers * sum(sizes)
 assert ("layers.2.attn.qkv.weight.exp_avg_sq", 2 * sizes[0]) in by["optimizer_state"]
 assert ("layers.0.norm2.weight.grad", sizes[5]) in by["gradient"]
 PY
+# the largest named tensors at the peak: kept by the database (tensor_peaks) = found by a sweep
+# (a rule that matches nothing makes report sweep)
+printf 'no_such_frame_anywhere other\n' >"$T/none"
+"$MA" report --json --top 50 "$T/named.zst" >"$T/stored.json" || fail "report stored"
+"$MA" report --json --top 50 --categories "$T/none" "$T/named.zst" >"$T/swept.json" ||
+    fail "report swept"
+python3 -c "import json,sys; a,b=[json.load(open(f))['devices'][0]['named_tensors_at_peak'] \
+for f in sys.argv[1:]]; assert a == b and len(a) == 50, (len(a), len(b))" "$T/stored.json" \
+    "$T/swept.json" || fail "named tensors at the peak: stored and swept differ"
 "$MA" report "$T/named.zst" >"$T/report.txt" || fail "report text"
 grep -q "held at the peak by category:" "$T/report.txt" || fail "no category lines"
 grep -Eq "optimizer_state +layers\.[0-9]\.mlp\.(up|down)\.weight\.exp_avg" "$T/report.txt" ||

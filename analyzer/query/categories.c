@@ -17,9 +17,9 @@ struct categorizer {
     stack_phases *phases;
     phase_timeline *timeline; /* of timeline_device, built by its first sweep */
     int64_t timeline_device;
-    struct named { /* the categories the program gave, by alloc_id (ascending) */
+    struct named { /* the blocks the program named, by alloc_id (ascending) */
         int64_t alloc_id;
-        gmt_category category;
+        int category; /* -1: a name alone */
     } * named;
     size_t nnamed, cap_named;
     const category_rules *rules;
@@ -33,7 +33,8 @@ typedef struct live_block {
     int64_t iteration;     /* the iteration it was made in (-1: setup) */
     uint8_t made_in;       /* step_phase it was made in */
     uint8_t stack_decides; /* its own stack said forward, backward or optimizer */
-    uint8_t named;         /* 1 + the category its name gives; 0: no such name */
+    uint8_t named;         /* 1 + the category its name gives; 0: none given */
+    uint8_t has_name;      /* it has a name (tensor_names), with a category or not */
     uint32_t next_free;    /* free list, 1-based */
 } live_block;
 
@@ -59,6 +60,8 @@ categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err
     return c;
 }
 
+int categorizer_has_rules(const categorizer *c) { return c && category_rules_count(c->rules) > 0; }
+
 /* What every sweep shares, read by the first: a report that finds its sums in the database
  * never pays for it. 0, or -1 with err set. */
 static int load_shared(categorizer *c, char *err, size_t errlen) {
@@ -71,19 +74,16 @@ static int load_shared(categorizer *c, char *err, size_t errlen) {
     int names = db_has_table(c->db, "tensor_names");
     sqlite3_stmt *st = c->phases && names
                            ? db_statement(c->db, "SELECT alloc_id, category FROM tensor_names "
-                                                 "WHERE category IS NOT NULL ORDER BY alloc_id")
+                                                 "ORDER BY alloc_id")
                            : NULL;
     int ok = c->phases && (st || !names) && (!c->rules || c->stacks), failed = 0;
     while (ok && db_next_row(st, &failed)) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
-        int category = gmt_category_from_name(name, strlen(name));
-        if (category < 0)
-            continue;
+        int category = name ? gmt_category_from_name(name, strlen(name)) : -1;
         if (gmt_grow((void **)&c->named, &c->cap_named, c->nnamed, sizeof *c->named) != 0)
             ok = 0;
         else
-            c->named[c->nnamed++] =
-                (struct named){sqlite3_column_int64(st, 0), (gmt_category)category};
+            c->named[c->nnamed++] = (struct named){sqlite3_column_int64(st, 0), category};
     }
     ok = ok && !failed;
     sqlite3_finalize(st);
@@ -215,7 +215,8 @@ static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t fr
                             free_ts,
                             b->size,
                             b->stack_id,
-                            category_of(c, b, free_id)};
+                            category_of(c, b, free_id),
+                            b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
     b->next_free = w->free_head;
     w->free_head = (uint32_t)i + 1;
@@ -291,6 +292,7 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
                           (uint8_t)(decided >= 0 ? decided : (int)at_time),
                           (uint8_t)(decided >= 0),
                           (uint8_t)(named ? c->named[next_name].category + 1 : 0),
+                          (uint8_t)named,
                           0};
         if (addr_map_put(&w.live, 0, (uint64_t)id, (uint32_t)(b - w.blocks) + 1) != 0)
             rc = -1;

@@ -41,6 +41,7 @@ typedef struct classified_block {
     int64_t free_ts;       /* ns; INT64_MAX: live at the end */
     int64_t size, stack_id;
     gmt_category category;
+    int has_name; /* the program named it (a tensor_names row) */
 } classified_block;
 
 /* Called once per block; a non-zero return stops the sweep and is returned by it. */
@@ -58,6 +59,9 @@ int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void
                       size_t errlen);
 
 void categorizer_free(categorizer *c);
+
+/* Whether it applies user rules (then what a database stored without them does not hold). */
+int categorizer_has_rules(const categorizer *c);
 
 /* The bytes of each category live right after event_id on device (a sweep). 0 or -1. */
 int categories_at_event(categorizer *c, int64_t device, int64_t event_id,

@@ -14,12 +14,24 @@ typedef struct store {
     int64_t peak_id;
     int64_t at_peak[BLOCK_CATEGORY_COUNT];
     sqlite3_stmt *insert; /* block_categories; NULL: peaks only */
+    sqlite3_stmt *named;  /* tensor_peaks */
+    int64_t device;
 } store;
 
 static int keep(void *ctx, const classified_block *b) {
     store *s = ctx;
-    if (b->alloc_id <= s->peak_id && b->free_event_id > s->peak_id)
+    int at_peak = b->alloc_id <= s->peak_id && b->free_event_id > s->peak_id;
+    if (at_peak)
         s->at_peak[b->category] += b->size;
+    if (at_peak && b->has_name) {
+        sqlite3_bind_int64(s->named, 1, s->device);
+        sqlite3_bind_int64(s->named, 2, b->alloc_id);
+        sqlite3_bind_text(s->named, 3, gmt_category_name(b->category), -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s->named);
+        sqlite3_reset(s->named);
+        if (rc != SQLITE_DONE)
+            return -1;
+    }
     if (!s->insert)
         return 0;
     sqlite3_bind_int64(s->insert, 1, b->alloc_id);
@@ -31,8 +43,11 @@ static int keep(void *ctx, const classified_block *b) {
 
 static int store_device(sqlite3 *db, categorizer *c, int64_t device, int64_t peak_id,
                         sqlite3_stmt *insert, char *err, size_t errlen) {
-    store s = {.peak_id = peak_id, .insert = insert};
-    int rc = categorizer_sweep(c, device, keep, &s, err, errlen);
+    store s = {.peak_id = peak_id, .insert = insert, .device = device};
+    s.named = db_statement(db, "INSERT OR REPLACE INTO tensor_peaks (device, alloc_id, category) "
+                               "VALUES (?1, ?2, ?3)");
+    int rc = s.named ? categorizer_sweep(c, device, keep, &s, err, errlen) : -1;
+    sqlite3_finalize(s.named);
     if (rc > 0 || (rc < 0 && !err[0]))
         snprintf(err, errlen, "writing block_categories: %s", sqlite3_errmsg(db));
     if (rc != 0)

@@ -36,15 +36,27 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
     *n = 0;
     if (!db_has_table(db, "tensor_names"))
         return 0; /* a database of an older memanalyze: no names */
+    /* at the device's peak the database found them when it was built (tensor_peaks), unless
+     * the user's rules may say otherwise */
+    int at_peak = !categorizer_has_rules(cats) &&
+                  db_query_int(db, "SELECT value FROM meta WHERE key = 'category_peaks'", 0) == 1 &&
+                  db_query_i64(db, "SELECT peak_allocated_event_id FROM devices WHERE device = ?1",
+                               device, 0, INT64_MIN) == event_id;
     /* A block is live after event_id when it began at or before it and no free ended it by
      * then (the allocations view's rule); whole-block segments end by free or unmap. CROSS JOIN
      * keeps tensor_names the outer loop: the planner would otherwise walk the events. */
     sqlite3_stmt *st = db_statement(
-        db, "SELECT t.alloc_id, t.name, t.category, t.tensors, a.size, a.addr FROM tensor_names "
-            "AS t CROSS JOIN event_rows AS a ON a.event_id = t.alloc_id WHERE a.device = ?1 AND "
-            "t.alloc_id <= ?2 AND NOT EXISTS (SELECT 1 FROM event_rows AS f WHERE "
-            "f.alloc_event_id = t.alloc_id AND f.op IN ({op:free}, {op:unmap}) AND f.event_id "
-            "<= ?2) ORDER BY a.size DESC, t.alloc_id LIMIT ?3");
+        db,
+        at_peak
+            ? "SELECT t.alloc_id, t.name, p.category, t.tensors, a.size, a.addr FROM tensor_peaks "
+              "AS p CROSS JOIN tensor_names AS t ON t.alloc_id = p.alloc_id CROSS JOIN event_rows "
+              "AS a ON a.event_id = p.alloc_id WHERE p.device = ?1 AND ?2 = ?2 ORDER BY a.size "
+              "DESC, t.alloc_id LIMIT ?3"
+            : "SELECT t.alloc_id, t.name, t.category, t.tensors, a.size, a.addr FROM tensor_names "
+              "AS t CROSS JOIN event_rows AS a ON a.event_id = t.alloc_id WHERE a.device = ?1 AND "
+              "t.alloc_id <= ?2 AND NOT EXISTS (SELECT 1 FROM event_rows AS f WHERE "
+              "f.alloc_event_id = t.alloc_id AND f.op IN ({op:free}, {op:unmap}) AND f.event_id "
+              "<= ?2) ORDER BY a.size DESC, t.alloc_id LIMIT ?3");
     if (!st) {
         snprintf(err, errlen, "reading tensor_names: %s", sqlite3_errmsg(db));
         return -1;
