@@ -15,8 +15,6 @@
 struct categorizer {
     sqlite3 *db;
     stack_phases *phases;
-    phase_timeline *timeline; /* of timeline_device, built by its first sweep */
-    int64_t timeline_device;
     struct named { /* the blocks the program named, by alloc_id (ascending) */
         int64_t alloc_id;
         int category; /* -1: a name alone */
@@ -42,7 +40,6 @@ void categorizer_free(categorizer *c) {
     if (!c)
         return;
     stack_phases_free(c->phases);
-    phase_timeline_free(c->timeline);
     free(c->named);
     addr_map_free(&c->rule_memo);
     stack_names_free(c->stacks);
@@ -100,15 +97,15 @@ static int load_shared(categorizer *c, char *err, size_t errlen) {
 }
 
 /* Rule 2 of categories.h for a block that ended at event free_id (INT64_MAX: never). */
-static gmt_category by_lifetime(const categorizer *c, const live_block *b, int64_t free_id) {
+static gmt_category by_lifetime(const phase_timeline *t, const live_block *b, int64_t free_id) {
     int freed = free_id != INT64_MAX;
     int64_t freed_in = INT64_MAX;
     step_phase free_phase = STEP_PHASE_COUNT;
     if (freed)
-        free_phase = phase_timeline_at(c->timeline, free_id, &freed_in);
+        free_phase = phase_timeline_at(t, free_id, &freed_in);
     /* live at the end of a recording that stopped inside the iteration that made it: its end
      * was not seen, so what it was for is judged as if it ended later in that iteration */
-    int cut_short = !freed && b->iteration == phase_timeline_open_iteration(c->timeline);
+    int cut_short = !freed && b->iteration == phase_timeline_open_iteration(t);
     int same_iteration = freed && freed_in == b->iteration;
     int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
     if (b->alloc_id <= 0 && !b->stack_decides) {
@@ -158,10 +155,11 @@ static gmt_category by_rules(categorizer *c, int64_t stack_id) {
     return result;
 }
 
-static gmt_category category_of(categorizer *c, const live_block *b, int64_t free_id) {
+static gmt_category category_of(categorizer *c, const phase_timeline *t, const live_block *b,
+                                int64_t free_id) {
     if (b->named)
         return (gmt_category)(b->named - 1);
-    gmt_category g = by_lifetime(c, b, free_id);
+    gmt_category g = by_lifetime(t, b, free_id);
     if (g == BLOCK_CATEGORY_OTHER && c->rules && b->stack_id) {
         gmt_category r = by_rules(c, b->stack_id);
         if (r != BLOCK_CATEGORY_COUNT)
@@ -170,7 +168,11 @@ static gmt_category category_of(categorizer *c, const live_block *b, int64_t fre
     return g;
 }
 
+/* One device's part of a sweep: its phase timeline and its live blocks. */
 typedef struct sweep {
+    int64_t device;
+    phase_timeline *timeline;
+    int feed; /* the timeline grows with the rows (a run with steps) */
     live_block *blocks;
     size_t len, cap;
     uint32_t free_head;
@@ -178,12 +180,12 @@ typedef struct sweep {
     addr_map whole; /* segment ids of this device's whole-block segments */
 } sweep;
 
-static int read_whole_blocks(sqlite3 *db, int64_t device, sweep *w) {
+static int read_whole_blocks(sqlite3 *db, sweep *w) {
     sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1 "
                                         "AND device = ?1 AND kind = 'device'");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, device);
+    sqlite3_bind_int64(st, 1, w->device);
     int rc = 0, failed = 0;
     while (rc == 0 && db_next_row(st, &failed))
         rc = addr_map_put(&w->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
@@ -191,6 +193,26 @@ static int read_whole_blocks(sqlite3 *db, int64_t device, sweep *w) {
     if (failed)
         rc = -1;
     return rc;
+}
+
+static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_t errlen) {
+    memset(w, 0, sizeof *w);
+    w->device = device;
+    if (!(w->timeline = phase_timeline_build(c->db, device, c->phases)) ||
+        read_whole_blocks(c->db, w) != 0) {
+        snprintf(err, errlen, "reading the phases of device %lld: %s", (long long)device,
+                 sqlite3_errmsg(c->db));
+        return -1;
+    }
+    w->feed = phase_timeline_incremental(w->timeline);
+    return 0;
+}
+
+static void sweep_close(sweep *w) {
+    phase_timeline_free(w->timeline);
+    free(w->blocks);
+    addr_map_free(&w->live);
+    addr_map_free(&w->whole);
 }
 
 static live_block *new_block(sweep *w) {
@@ -209,109 +231,129 @@ static live_block *new_block(sweep *w) {
 static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t free_ts,
                  category_visit visit, void *ctx) {
     live_block *b = &w->blocks[i];
-    classified_block out = {b->alloc_id,
-                            b->alloc_ts,
-                            free_id,
-                            free_ts,
-                            b->size,
-                            b->stack_id,
-                            category_of(c, b, free_id),
-                            b->has_name};
+    classified_block out = {
+        w->device,  b->alloc_id, b->alloc_ts, free_id,
+        free_ts,    b->size,     b->stack_id, category_of(c, w->timeline, b, free_id),
+        b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
     b->next_free = w->free_head;
     w->free_head = (uint32_t)i + 1;
     return visit(ctx, &out);
 }
 
-int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void *ctx, char *err,
-                      size_t errlen) {
-    sweep w = {0};
-    if (load_shared(c, err, errlen) != 0)
+/* One row of the sweep for its device's part. 0, a visitor's return, or -1. */
+static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_name,
+                     category_visit visit, void *ctx) {
+    int64_t id = sqlite3_column_int64(st, 0), op = sqlite3_column_int64(st, 1);
+    int64_t ts = sqlite3_column_int64(st, 3);
+    int64_t level = sqlite3_column_int64(st, 2);
+    if (w->feed && level == TRACE_LEVEL_BLOCK && op != TRACE_OP_MAP && op != TRACE_OP_UNMAP &&
+        phase_timeline_feed(w->timeline, id, db_column_i64(st, 5, 0), ts) != 0)
         return -1;
-    if (c->timeline_device != device || !c->timeline ||
-        phase_timeline_incremental(c->timeline)) { /* the device's own phases; fed: anew */
-        phase_timeline_free(c->timeline);
-        c->timeline_device = device;
-        if (!(c->timeline = phase_timeline_build(c->db, device, c->phases))) {
-            snprintf(err, errlen, "reading the phases of device %lld: %s", (long long)device,
-                     sqlite3_errmsg(c->db));
-            return -1;
-        }
+    if (op == TRACE_OP_FREE_REQUESTED || sqlite3_column_int64(st, 7) != TRACE_KIND_DEVICE)
+        return 0; /* the block lives on until its free; other memory is not summed */
+    int begins = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
+    int64_t key = begins ? id : db_column_i64(st, 6, 0);
+    if (level == TRACE_LEVEL_SEGMENT && !addr_map_get(&w->whole, 0, (uint64_t)key))
+        return 0;
+    if (!begins) {
+        uint32_t *at = key ? addr_map_get(&w->live, 0, (uint64_t)key) : NULL;
+        return at ? ended(c, w, *at - 1, id, ts, visit, ctx) : 0;
     }
-    sqlite3_stmt *st =
-        read_whole_blocks(c->db, device, &w) == 0
-            ? db_statement(c->db, "SELECT event_id, op, level, ts_ns, size, stack_id, "
-                                  "alloc_event_id, kind FROM event_rows WHERE device = ?1 AND op "
-                                  "IN ({op:alloc}, {op:map}, {op:free}, {op:unmap}, "
-                                  "{op:free_requested}) ORDER BY event_id")
-            : NULL;
-    int rc = st ? 0 : -1;
-    size_t next_name = 0; /* the first name not behind the events read */
-    int feed = st && phase_timeline_incremental(c->timeline); /* the timeline grows with us */
-    if (st)
-        sqlite3_bind_int64(st, 1, device);
-    int failed = 0;
+    live_block *b = new_block(w);
+    if (!b)
+        return -1;
+    int64_t stack = db_column_i64(st, 5, 0);
+    int decided = phase_timeline_decided(w->timeline, stack, ts);
+    int64_t iteration;
+    step_phase at_time = phase_timeline_at(w->timeline, id, &iteration);
+    while (*next_name < c->nnamed && c->named[*next_name].alloc_id < id)
+        (*next_name)++;
+    int named = *next_name < c->nnamed && c->named[*next_name].alloc_id == id;
+    *b = (live_block){id,
+                      ts,
+                      db_column_i64(st, 4, 0),
+                      stack,
+                      iteration,
+                      (uint8_t)(decided >= 0 ? decided : (int)at_time),
+                      (uint8_t)(decided >= 0),
+                      (uint8_t)(named ? c->named[*next_name].category + 1 : 0),
+                      (uint8_t)named,
+                      0};
+    return addr_map_put(&w->live, 0, (uint64_t)id, (uint32_t)(b - w->blocks) + 1) != 0 ? -1 : 0;
+}
+
+/* Sweeps the devices of ws[0..n) in one pass over the events (one device: only its rows). */
+static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit visit, void *ctx,
+                         char *err, size_t errlen) {
+    sweep *of[GMT_MAX_DEVICES] = {0};
+    for (size_t i = 0; i < n; i++)
+        if (ws[i].device >= 0 && ws[i].device < GMT_MAX_DEVICES)
+            of[ws[i].device] = &ws[i];
+    sqlite3_stmt *st = db_statement(
+        c->db, n == 1 ? "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, "
+                        "device FROM event_rows WHERE device = ?1 AND op IN ({op:alloc}, "
+                        "{op:map}, {op:free}, {op:unmap}, {op:free_requested}) ORDER BY event_id"
+                      : "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, "
+                        "device FROM event_rows WHERE op IN ({op:alloc}, {op:map}, {op:free}, "
+                        "{op:unmap}, {op:free_requested}) ORDER BY event_id");
+    int rc = st ? 0 : -1, failed = 0;
+    size_t next_name = 0; /* the first name not behind the events read (ids are global) */
+    if (st && n == 1)
+        sqlite3_bind_int64(st, 1, ws[0].device);
     while (rc == 0 && db_next_row(st, &failed)) {
-        int64_t id = sqlite3_column_int64(st, 0), op = sqlite3_column_int64(st, 1);
-        int64_t ts = sqlite3_column_int64(st, 3);
-        int64_t level = sqlite3_column_int64(st, 2);
-        if (feed && level == TRACE_LEVEL_BLOCK && op != TRACE_OP_MAP && op != TRACE_OP_UNMAP &&
-            phase_timeline_feed(c->timeline, id, db_column_i64(st, 5, 0), ts) != 0) {
-            rc = -1;
-            break;
-        }
-        if (op == TRACE_OP_FREE_REQUESTED || sqlite3_column_int64(st, 7) != TRACE_KIND_DEVICE)
-            continue; /* the block lives on until its free; other memory is not summed */
-        int begins = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
-        int64_t key = begins ? id : db_column_i64(st, 6, 0);
-        if (level == TRACE_LEVEL_SEGMENT && !addr_map_get(&w.whole, 0, (uint64_t)key))
-            continue;
-        if (!begins) {
-            uint32_t *at = key ? addr_map_get(&w.live, 0, (uint64_t)key) : NULL;
-            if (at)
-                rc = ended(c, &w, *at - 1, id, ts, visit, ctx);
-            continue;
-        }
-        live_block *b = new_block(&w);
-        if (!b) {
-            rc = -1;
-            break;
-        }
-        int64_t stack = db_column_i64(st, 5, 0);
-        int decided = phase_timeline_decided(c->timeline, stack, ts);
-        int64_t iteration;
-        step_phase at_time = phase_timeline_at(c->timeline, id, &iteration);
-        while (next_name < c->nnamed && c->named[next_name].alloc_id < id)
-            next_name++;
-        int named = next_name < c->nnamed && c->named[next_name].alloc_id == id;
-        *b = (live_block){id,
-                          ts,
-                          db_column_i64(st, 4, 0),
-                          stack,
-                          iteration,
-                          (uint8_t)(decided >= 0 ? decided : (int)at_time),
-                          (uint8_t)(decided >= 0),
-                          (uint8_t)(named ? c->named[next_name].category + 1 : 0),
-                          (uint8_t)named,
-                          0};
-        if (addr_map_put(&w.live, 0, (uint64_t)id, (uint32_t)(b - w.blocks) + 1) != 0)
-            rc = -1;
+        int64_t device = sqlite3_column_int64(st, 8);
+        sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
+        if (w)
+            rc = sweep_row(c, w, st, &next_name, visit, ctx);
     }
     if (failed)
         rc = -1;
     if (rc == -1)
-        snprintf(err, errlen, "sweeping the blocks of device %lld: %s", (long long)device,
-                 sqlite3_errmsg(c->db));
+        snprintf(err, errlen, "sweeping the blocks: %s", sqlite3_errmsg(c->db));
     sqlite3_finalize(st);
     /* still live at the end, in the order they were made */
-    for (size_t i = 0; rc == 0 && i < w.len; i++) {
-        const uint32_t *at = addr_map_get(&w.live, 0, (uint64_t)w.blocks[i].alloc_id);
-        if (at && *at - 1 == i)
-            rc = ended(c, &w, i, INT64_MAX, INT64_MAX, visit, ctx);
-    }
-    free(w.blocks);
-    addr_map_free(&w.live);
-    addr_map_free(&w.whole);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; rc == 0 && i < ws[k].len; i++) {
+            const uint32_t *at = addr_map_get(&ws[k].live, 0, (uint64_t)ws[k].blocks[i].alloc_id);
+            if (at && *at - 1 == i)
+                rc = ended(c, &ws[k], i, INT64_MAX, INT64_MAX, visit, ctx);
+        }
+    return rc;
+}
+
+int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void *ctx, char *err,
+                      size_t errlen) {
+    sweep w;
+    if (load_shared(c, err, errlen) != 0)
+        return -1;
+    int rc = sweep_open(c, device, &w, err, errlen) == 0
+                 ? sweep_devices(c, &w, 1, visit, ctx, err, errlen)
+                 : -1;
+    sweep_close(&w);
+    return rc;
+}
+
+int categorizer_sweep_all(categorizer *c, category_visit visit, void *ctx, char *err,
+                          size_t errlen) {
+    if (load_shared(c, err, errlen) != 0)
+        return -1;
+    sqlite3_stmt *st = db_statement(c->db, "SELECT device FROM devices ORDER BY device");
+    sweep *ws = calloc(GMT_MAX_DEVICES, sizeof *ws);
+    size_t n = 0;
+    int rc = st && ws ? 0 : -1, failed = 0;
+    while (rc == 0 && db_next_row(st, &failed) && n < GMT_MAX_DEVICES)
+        rc = sweep_open(c, sqlite3_column_int64(st, 0), &ws[n++], err, errlen);
+    sqlite3_finalize(st);
+    if (rc == 0 && failed)
+        rc = -1;
+    if (rc == -1 && !err[0])
+        snprintf(err, errlen, "reading devices: %s", sqlite3_errmsg(c->db));
+    if (rc == 0 && n)
+        rc = sweep_devices(c, ws, n, visit, ctx, err, errlen);
+    for (size_t i = 0; ws && i < n; i++)
+        sweep_close(&ws[i]);
+    free(ws);
     return rc;
 }
 

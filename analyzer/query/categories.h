@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 typedef struct classified_block {
+    int64_t device;
     int64_t alloc_id;      /* allocations.alloc_id (<= 0: seeded) */
     int64_t alloc_ts;      /* ns */
     int64_t free_event_id; /* the free's event_id; INT64_MAX: live at the end */
@@ -57,6 +58,11 @@ categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err
 /* Visits every block of `device`. 0, a visitor's non-zero return, or -1 with err set. */
 int categorizer_sweep(categorizer *c, int64_t device, category_visit visit, void *ctx, char *err,
                       size_t errlen);
+
+/* Every device's blocks (the devices table) in one pass over the events. 0, a visitor's
+ * return, or -1 with err set. */
+int categorizer_sweep_all(categorizer *c, category_visit visit, void *ctx, char *err,
+                          size_t errlen);
 
 void categorizer_free(categorizer *c);
 

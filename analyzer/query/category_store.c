@@ -10,64 +10,72 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the sweep keeps, for every device at once. */
 typedef struct store {
-    int64_t peak_id;
-    int64_t at_peak[BLOCK_CATEGORY_COUNT];
-    sqlite3_stmt *insert; /* block_categories; NULL: peaks only */
-    sqlite3_stmt *named;  /* tensor_peaks */
-    int64_t device;
+    int64_t peak_id[GMT_MAX_DEVICES];         /* devices.peak_allocated_event_id; INT64_MIN: none */
+    int64_t (*at_peak)[BLOCK_CATEGORY_COUNT]; /* [device][category] */
+    sqlite3_stmt *insert;                     /* block_categories; NULL: peaks only */
+    sqlite3_stmt *named;                      /* tensor_peaks */
 } store;
+
+static int step_done(sqlite3_stmt *st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
 
 static int keep(void *ctx, const classified_block *b) {
     store *s = ctx;
-    int at_peak = b->alloc_id <= s->peak_id && b->free_event_id > s->peak_id;
+    if (b->device < 0 || b->device >= GMT_MAX_DEVICES)
+        return 0;
+    int64_t peak = s->peak_id[b->device];
+    int at_peak = b->alloc_id <= peak && b->free_event_id > peak;
     if (at_peak)
-        s->at_peak[b->category] += b->size;
+        s->at_peak[b->device][b->category] += b->size;
     if (at_peak && b->has_name) {
-        sqlite3_bind_int64(s->named, 1, s->device);
+        sqlite3_bind_int64(s->named, 1, b->device);
         sqlite3_bind_int64(s->named, 2, b->alloc_id);
         sqlite3_bind_text(s->named, 3, gmt_category_name(b->category), -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s->named);
-        sqlite3_reset(s->named);
-        if (rc != SQLITE_DONE)
+        if (step_done(s->named) != 0)
             return -1;
     }
     if (!s->insert)
         return 0;
     sqlite3_bind_int64(s->insert, 1, b->alloc_id);
     sqlite3_bind_text(s->insert, 2, gmt_category_name(b->category), -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s->insert);
-    sqlite3_reset(s->insert);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return step_done(s->insert);
 }
 
-static int store_device(sqlite3 *db, categorizer *c, int64_t device, int64_t peak_id,
-                        sqlite3_stmt *insert, char *err, size_t errlen) {
-    store s = {.peak_id = peak_id, .insert = insert, .device = device};
-    s.named = db_statement(db, "INSERT OR REPLACE INTO tensor_peaks (device, alloc_id, category) "
-                               "VALUES (?1, ?2, ?3)");
-    int rc = s.named ? categorizer_sweep(c, device, keep, &s, err, errlen) : -1;
-    sqlite3_finalize(s.named);
-    if (rc > 0 || (rc < 0 && !err[0]))
-        snprintf(err, errlen, "writing block_categories: %s", sqlite3_errmsg(db));
-    if (rc != 0)
-        return -1;
+/* The devices' peaks (what the sweep compares against) and, after it, category_peaks. */
+static int read_peaks(sqlite3 *db, store *s) {
+    for (int d = 0; d < GMT_MAX_DEVICES; d++)
+        s->peak_id[d] = INT64_MIN;
+    sqlite3_stmt *st = db_statement(db, "SELECT device, peak_allocated_event_id FROM devices");
+    int failed = 0;
+    while (st && db_next_row(st, &failed)) {
+        int64_t d = sqlite3_column_int64(st, 0);
+        if (d >= 0 && d < GMT_MAX_DEVICES)
+            s->peak_id[d] = db_column_i64(st, 1, INT64_MIN);
+    }
+    sqlite3_finalize(st);
+    return st && !failed ? 0 : -1;
+}
+
+static int write_peaks(sqlite3 *db, const store *s) {
     sqlite3_stmt *st = db_statement(db, "INSERT OR REPLACE INTO category_peaks (device, "
                                         "category, bytes) VALUES (?1, ?2, ?3)");
-    for (int k = 0; st && k < BLOCK_CATEGORY_COUNT; k++) {
-        if (!s.at_peak[k])
-            continue;
-        sqlite3_bind_int64(st, 1, device);
-        sqlite3_bind_text(st, 2, gmt_category_name((gmt_category)k), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, s.at_peak[k]);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = -1;
-        sqlite3_reset(st);
-    }
-    if (!st || rc != 0)
-        snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
+    int rc = st ? 0 : -1;
+    for (int d = 0; rc == 0 && d < GMT_MAX_DEVICES; d++)
+        for (int k = 0; rc == 0 && k < BLOCK_CATEGORY_COUNT; k++) {
+            if (!s->at_peak[d][k])
+                continue;
+            sqlite3_bind_int64(st, 1, d);
+            sqlite3_bind_text(st, 2, gmt_category_name((gmt_category)k), -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 3, s->at_peak[d][k]);
+            rc = step_done(st);
+        }
     sqlite3_finalize(st);
-    return st && rc == 0 ? 0 : -1;
+    return rc;
 }
 
 int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
@@ -76,26 +84,29 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
         return -1;
     }
+    store s = {.at_peak = calloc(GMT_MAX_DEVICES, sizeof *s.at_peak)};
     categorizer *c = categorizer_new(db, NULL, err, errlen);
-    sqlite3_stmt *devices =
-        c ? db_statement(db, "SELECT device, peak_allocated_event_id FROM devices") : NULL;
-    sqlite3_stmt *insert = blocks && devices
-                               ? db_statement(db, "INSERT OR REPLACE INTO block_categories "
-                                                  "(alloc_id, category) VALUES (?1, ?2)")
-                               : NULL;
-    int rc = devices && (!blocks || insert) ? 0 : -1;
-    if (rc != 0 && c)
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-    int failed = 0;
-    while (rc == 0 && db_next_row(devices, &failed))
-        rc = store_device(db, c, sqlite3_column_int64(devices, 0),
-                          db_column_i64(devices, 1, INT64_MIN), insert, err, errlen);
-    if (rc == 0 && failed) {
-        snprintf(err, errlen, "reading devices: %s", sqlite3_errmsg(db));
+    s.named = db_statement(db, "INSERT OR REPLACE INTO tensor_peaks (device, alloc_id, category) "
+                               "VALUES (?1, ?2, ?3)");
+    s.insert = blocks ? db_statement(db, "INSERT OR REPLACE INTO block_categories (alloc_id, "
+                                         "category) VALUES (?1, ?2)")
+                      : NULL;
+    int rc = c && s.at_peak && s.named && (!blocks || s.insert) && read_peaks(db, &s) == 0 ? 0 : -1;
+    if (rc != 0 && !err[0])
+        snprintf(err, errlen, "%s", s.at_peak ? sqlite3_errmsg(db) : "out of memory");
+    if (rc == 0) { /* one pass over the events for every device */
+        rc = categorizer_sweep_all(c, keep, &s, err, errlen);
+        if (rc != 0 && (rc > 0 || !err[0]))
+            snprintf(err, errlen, "writing the categories: %s", sqlite3_errmsg(db));
+        rc = rc != 0 ? -1 : 0;
+    }
+    if (rc == 0 && write_peaks(db, &s) != 0) {
+        snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
         rc = -1;
     }
-    sqlite3_finalize(devices);
-    sqlite3_finalize(insert);
+    sqlite3_finalize(s.named);
+    sqlite3_finalize(s.insert);
+    free(s.at_peak);
     categorizer_free(c);
     if (rc == 0 &&
         (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)", NULL, NULL,
