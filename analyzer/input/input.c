@@ -156,7 +156,8 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     db_writer_meta_text(db, "analyzer_version", GMT_REPLAY_KEY);
     if (kind == INPUT_SNAPSHOT)
         unlink(trace_path);
-    progress_phase(&line, "building the indexes of");
+    progress_phase(&line,
+                   opt && opt->finish ? "indexing and categorizing" : "building the indexes of");
     double t1 = gmt_seconds();
     if (opt && opt->finish) /* on the file before anyone else can see it */
         db_writer_before_rename(db, opt->finish, opt->finish_ctx);
