@@ -97,12 +97,13 @@ static int load_shared(categorizer *c, char *err, size_t errlen) {
 }
 
 /* Rule 2 of categories.h for a block that ended at event free_id (INT64_MAX: never). */
-static gmt_category by_lifetime(const phase_timeline *t, const live_block *b, int64_t free_id) {
+static gmt_category by_lifetime(const phase_timeline *t, phase_cursor *cur, const live_block *b,
+                                int64_t free_id) {
     int freed = free_id != INT64_MAX;
     int64_t freed_in = INT64_MAX;
     step_phase free_phase = STEP_PHASE_COUNT;
     if (freed)
-        free_phase = phase_timeline_at(t, free_id, &freed_in);
+        free_phase = phase_timeline_at(t, cur, free_id, &freed_in);
     /* live at the end of a recording that stopped inside the iteration that made it: its end
      * was not seen, so what it was for is judged as if it ended later in that iteration */
     int cut_short = !freed && b->iteration == phase_timeline_open_iteration(t);
@@ -155,11 +156,11 @@ static gmt_category by_rules(categorizer *c, int64_t stack_id) {
     return result;
 }
 
-static gmt_category category_of(categorizer *c, const phase_timeline *t, const live_block *b,
-                                int64_t free_id) {
+static gmt_category category_of(categorizer *c, const phase_timeline *t, phase_cursor *cur,
+                                const live_block *b, int64_t free_id) {
     if (b->named)
         return (gmt_category)(b->named - 1);
-    gmt_category g = by_lifetime(t, b, free_id);
+    gmt_category g = by_lifetime(t, cur, b, free_id);
     if (g == BLOCK_CATEGORY_OTHER && c->rules && b->stack_id) {
         gmt_category r = by_rules(c, b->stack_id);
         if (r != BLOCK_CATEGORY_COUNT)
@@ -172,7 +173,8 @@ static gmt_category category_of(categorizer *c, const phase_timeline *t, const l
 typedef struct sweep {
     int64_t device;
     phase_timeline *timeline;
-    int feed; /* the timeline grows with the rows (a run with steps) */
+    phase_cursor cursor; /* the rows come in event order */
+    int feed;            /* the timeline grows with the rows (a run with steps) */
     live_block *blocks;
     size_t len, cap;
     uint32_t free_head;
@@ -205,6 +207,7 @@ static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_
         return -1;
     }
     w->feed = phase_timeline_incremental(w->timeline);
+    w->cursor = (phase_cursor)PHASE_CURSOR_INIT;
     return 0;
 }
 
@@ -233,7 +236,7 @@ static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t fr
     live_block *b = &w->blocks[i];
     classified_block out = {
         w->device,  b->alloc_id, b->alloc_ts, free_id,
-        free_ts,    b->size,     b->stack_id, category_of(c, w->timeline, b, free_id),
+        free_ts,    b->size,     b->stack_id, category_of(c, w->timeline, &w->cursor, b, free_id),
         b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
     b->next_free = w->free_head;
@@ -266,7 +269,7 @@ static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_na
     int64_t stack = db_column_i64(st, 5, 0);
     int decided = phase_timeline_decided(w->timeline, stack, ts);
     int64_t iteration;
-    step_phase at_time = phase_timeline_at(w->timeline, id, &iteration);
+    step_phase at_time = phase_timeline_at(w->timeline, &w->cursor, id, &iteration);
     while (*next_name < c->nnamed && c->named[*next_name].alloc_id < id)
         (*next_name)++;
     int named = *next_name < c->nnamed && c->named[*next_name].alloc_id == id;

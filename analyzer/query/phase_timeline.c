@@ -206,11 +206,9 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
     return t;
 }
 
-step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t *iteration) {
-    int64_t it = iteration_of(t, event_id);
-    if (iteration)
-        *iteration = it;
-    size_t lo = 0, hi = t->nruns; /* the last run that began at or before the event */
+/* How many runs began at or before event_id. */
+static size_t runs_upto(const phase_timeline *t, int64_t event_id) {
+    size_t lo = 0, hi = t->nruns;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (t->runs[mid].first_id <= event_id)
@@ -218,8 +216,31 @@ step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t 
         else
             hi = mid;
     }
-    if (lo > 0 && t->runs[lo - 1].iteration == it)
-        return t->runs[lo - 1].phase;
+    return lo;
+}
+
+step_phase phase_timeline_at(const phase_timeline *t, phase_cursor *cur, int64_t event_id,
+                             int64_t *iteration) {
+    int64_t it;
+    size_t runs;
+    if (cur && event_id >= cur->last_id) { /* forward from where the cursor stands */
+        while (cur->begins < t->nbegins && t->begins[cur->begins] <= event_id)
+            cur->begins++;
+        while (cur->runs < t->nruns && t->runs[cur->runs].first_id <= event_id)
+            cur->runs++;
+        cur->last_id = event_id;
+        it = (int64_t)cur->begins - 1;
+        runs = cur->runs;
+    } else {
+        it = iteration_of(t, event_id);
+        runs = runs_upto(t, event_id);
+        if (cur)
+            *cur = (phase_cursor){event_id, (size_t)(it + 1), runs};
+    }
+    if (iteration)
+        *iteration = it;
+    if (runs > 0 && t->runs[runs - 1].iteration == it)
+        return t->runs[runs - 1].phase;
     return it < 0 ? STEP_PHASE_SETUP : STEP_PHASE_PRELUDE;
 }
 

@@ -33,6 +33,15 @@ typedef enum step_phase {
 
 typedef struct phase_timeline phase_timeline;
 
+/* Where the last question stood: questions in ascending event order (a sweep's) move it forward
+ * instead of searching; an earlier event searches. Start from PHASE_CURSOR_INIT. */
+typedef struct phase_cursor {
+    int64_t last_id;
+    size_t begins, runs; /* iterations and runs begun at or before last_id */
+} phase_cursor;
+#define PHASE_CURSOR_INIT                                                                          \
+    { INT64_MIN, 0, 0 }
+
 /* The device's timeline. With steps it starts empty and the caller feeds it every block event
  * (alloc, free_requested, free) in event order (phase_timeline_feed), asking about an event only
  * once it and all before it are fed: the phase at an event depends on the past alone. Without
@@ -47,8 +56,9 @@ int phase_timeline_incremental(const phase_timeline *t);
 int phase_timeline_feed(phase_timeline *t, int64_t event_id, int64_t stack_id, int64_t ts);
 
 /* The phase at an event (event_rows.event_id: order, not time), and in *iteration the
- * iteration it falls in (-1: the setup, before the first). */
-step_phase phase_timeline_at(const phase_timeline *t, int64_t event_id, int64_t *iteration);
+ * iteration it falls in (-1: the setup, before the first). cursor may be NULL. */
+step_phase phase_timeline_at(const phase_timeline *t, phase_cursor *cursor, int64_t event_id,
+                             int64_t *iteration);
 
 /* The phase an event's own evidence decides (a step_phase), or -1: its stack's phase when that
  * is forward, backward or optimizer; else optimizer inside a range "Optimizer.step#..." (the
