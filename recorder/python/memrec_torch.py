@@ -429,6 +429,7 @@ class TensorNames:
         self.lock = threading.Lock()
         self.broken = False
         self.walks = self.written = self.waited = self.searches = 0
+        self.drained_once = False  # the first walk drains whatever the budget says
         self.total = self.longest = 0.0
         nn = getattr(torch, "nn", None)
         self.module_type = getattr(nn, "Module", None)
@@ -510,9 +511,14 @@ class TensorNames:
         entries, names, params = [], {}, []
         self.walk_modules(entries, names, params)
         missing = []
+        parameter_type = getattr(getattr(self.torch, "nn", None), "Parameter", None)
         for group in groups:
             for p in group:
                 if id(p) not in names:
+                    # only a Parameter can be a module's (a plain tensor optimized directly,
+                    # an input or an adversarial delta, never is): no gc search for it
+                    if parameter_type is not None and not isinstance(p, parameter_type):
+                        continue
                     known = self.nameless.get(id(p), False)
                     if known is False or (known is not None and known() is not p):
                         missing.append(p)
@@ -533,19 +539,28 @@ class TensorNames:
                     entries.append(("parameter", name, p))
                     params.append((name, p))
         for name, p in params:
-            grad = p.grad
+            try:  # one odd parameter (uninitialized, a subclass) costs its name only
+                grad = p.grad
+            except Exception:  # noqa: BLE001
+                continue
             if grad is not None:
                 entries.append(("gradient", name + ".grad", grad))
         state = optimizer.state
+        getter = getattr(state, "get", None)
         for group in groups:
             for p in group:
-                per_param = state.get(p)
-                if not per_param:
+                try:
+                    per_param = getter(p) if getter is not None else None
+                    # a dict (never truth-test a tensor: that is an .item(), a CUDA sync)
+                    if not isinstance(per_param, dict):
+                        continue
+                    for key, value in per_param.items():
+                        if isinstance(value, tensor_type):
+                            for name in names[id(p)]:
+                                entries.append(("optimizer_state", "%s.%s" % (name, key),
+                                                value))
+                except Exception:  # noqa: BLE001 - one parameter's state less
                     continue
-                for key, value in per_param.items():
-                    if isinstance(value, tensor_type):
-                        for name in names[id(p)]:
-                            entries.append(("optimizer_state", "%s.%s" % (name, key), value))
         # one name per storage: the first tensor's, with their number
         storages = {}  # address -> [category, name, count, first tensor]
         for category, name, t in entries:
@@ -824,6 +839,8 @@ class Drainer:
         steps again (a GAN's two optimizers make one step). Silent for the
         whole run once the program marks steps itself (NVTX, memrec.h: the
         library knows) or PyTorch's annotations carry them (ProfilerStep#N)."""
+        if compiling(self.torch):
+            return  # inside torch.compile's tracing: gc, ctypes and locks would break its graph
         walked = self.name_tensors(optimizer)
         try:
             if not self.enabled or self.broken or self.annotation_steps:
@@ -879,11 +896,12 @@ class Drainer:
             changes, seen = names.walk(optimizer)
             if not changes:
                 names.commit(optimizer, seen)
-            elif not names.written or \
+            elif not names.drained_once or \
                     self.drain_cpu <= DRAIN_SHARE * (time.monotonic() - self.last_drain):
                 start = time.perf_counter()
                 self.drain()
                 drain_cost, outcome = time.perf_counter() - start, DRAINED
+                names.drained_once = True
                 if not self.broken:  # else its late lane is closed: nothing to bind to
                     names.written += names.write(self.lib, changes)
                     names.commit(optimizer, seen)
@@ -1016,6 +1034,32 @@ def drainer():
     return _drainer
 
 
+def compiling(torch):
+    """Whether torch.compile (Dynamo) is tracing the code that calls us. torch.compiler
+    .is_compiling (2.3+), else torch._dynamo's, only if Dynamo was ever imported (touching
+    torch._dynamo would import it)."""
+    check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    if check is None:
+        check = getattr(sys.modules.get("torch._dynamo"), "is_compiling", None)
+    try:
+        return bool(check()) if check is not None else False
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def optimizer_module():
+    """torch.optim.optimizer, where the global step hooks live. Not an attribute of
+    torch.optim: its __init__.py ends with `del optimizer`, so the module is found in
+    sys.modules (torch imports it with torch.optim)."""
+    module = sys.modules.get("torch.optim.optimizer")
+    if module is None:
+        try:
+            module = importlib.import_module("torch.optim.optimizer")
+        except Exception:  # noqa: BLE001 - no optimizer hooks, nothing else lost
+            return None
+    return module
+
+
 def torch_imported(torch):
     """Sets everything up once torch is imported."""
     global _drainer
@@ -1026,8 +1070,7 @@ def torch_imported(torch):
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
     d.watch_settings(cuda.memory)
-    register = getattr(getattr(getattr(torch, "optim", None), "optimizer", None),
-                       "register_optimizer_step_post_hook", None)
+    register = getattr(optimizer_module(), "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0
         register(d.optimizer_stepped)
     atexit.register(d.at_exit)

@@ -235,6 +235,7 @@ def main():
         print("SKIP: python3 is unusable here", file=sys.stderr)
         return SKIP
     check = Checks("test_rec_torch.py")
+    hooks_case(check)
 
     with tempfile.TemporaryDirectory() as tmp:
         user_site = os.path.join(tmp, "site")
@@ -448,6 +449,43 @@ FIRST_WALK = {
 } | {("layers.%d.%s.%s" % (i, w, k), "optimizer_state", 1)
      for i in (0, 1) for w in ("weight", "bias") for k in ("exp_avg", "exp_avg_sq")}
 GRADIENTS = {r for r in FIRST_WALK if r[1] == "gradient"}
+
+
+def hooks_case(check):
+    """Where the optimizer hooks are found, and when the hook stands aside: in-process, on the
+    bridge's own functions. Real torch/optim/__init__.py ends with `del optimizer` (the fake
+    too), so torch.optim.optimizer is found in sys.modules, never as an attribute; and while
+    torch.compile traces the step, the hook does nothing (gc, ctypes, locks break its graph)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "recorder", "python"))
+    sys.path.insert(0, FAKE_TORCH)
+    try:
+        import memrec_torch
+        import torch
+        module = memrec_torch.optimizer_module()
+        check(not hasattr(torch.optim, "optimizer") and module is not None and
+              hasattr(module, "register_optimizer_step_post_hook"),
+              "the hooks' module is found without torch.optim.optimizer: %r" % module)
+
+        class Compiler:
+            def __init__(self, answer):
+                self.answer = answer
+
+            def is_compiling(self):
+                return self.answer
+
+        class Stub:
+            pass
+        tracing, eager, old = Stub(), Stub(), Stub()
+        tracing.compiler, eager.compiler = Compiler(True), Compiler(False)
+        check(memrec_torch.compiling(tracing) and not memrec_torch.compiling(eager) and
+              not memrec_torch.compiling(old), "torch.compile's tracing is seen")
+        drainer = memrec_torch.Drainer(tracing, None)
+        drainer.name_tensors = lambda optimizer: check(False, "no walk while compiling")
+        drainer.optimizer_stepped(object(), (), {})
+    finally:
+        del sys.path[:2]
+        for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
+            del sys.modules[name]
 
 
 def names_case(check, record, sql):
