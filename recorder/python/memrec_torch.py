@@ -79,6 +79,9 @@ INITIAL_ENTRIES = 262144
 # is below the step-to-step noise of a training loop, so it cannot be seen
 # in throughput, and leaves 20 ms per second for a 1 s interval.
 DRAIN_SHARE = 0.02
+# A tensor-name walk shorter than this never skips a step for the budget: small models name
+# every step (their walks cost well under a millisecond).
+WALK_FLOOR = 0.010
 MAX_INTERVAL = 30.0
 MASK64 = (1 << 64) - 1
 STEP_WORD = re.compile(r"step", re.IGNORECASE)
@@ -430,6 +433,11 @@ class TensorNames:
         self.broken = False
         self.walks = self.written = self.waited = self.searches = 0
         self.drained_once = False  # the first walk drains whatever the budget says
+        # the walks' own budget (DRAIN_SHARE of the time, as the drains'): a walk that cost more
+        # than that share of the time since the last one ended (and over WALK_FLOOR) skips
+        # this step
+        self.last_cost = self.last_end = 0.0
+        self.skipped = 0
         self.total = self.longest = 0.0
         nn = getattr(torch, "nn", None)
         self.module_type = getattr(nn, "Module", None)
@@ -601,6 +609,7 @@ class TensorNames:
     def account(self, cost):
         self.walks += 1
         self.total += cost
+        self.last_cost = cost
         self.longest = max(self.longest, cost)
 
 
@@ -888,6 +897,10 @@ class Drainer:
                 return None
         except Exception:  # noqa: BLE001
             return None
+        now = time.monotonic()
+        if names.walks and names.last_cost > max(WALK_FLOOR, DRAIN_SHARE * (now - names.last_end)):
+            names.skipped += 1  # walks cost too much of the time: this step's names later
+            return None
         if not names.lock.acquire(blocking=False):  # another thread's optimizer walks
             return None
         began = time.perf_counter()
@@ -914,6 +927,7 @@ class Drainer:
                       "names are recorded" % (type(e).__name__, e))
         finally:
             names.account(time.perf_counter() - began - drain_cost)
+            names.last_end = time.monotonic()
             names.lock.release()
         return outcome
 
@@ -934,6 +948,9 @@ class Drainer:
                      % (names.walks, names.total * 1e3, names.longest * 1e3, names.written))
             if names.waited:
                 text += ", %d walks waited for a drain" % names.waited
+            if names.skipped:
+                text += ", %d steps skipped (walks over %d%% of the time)" % (
+                    names.skipped, round(DRAIN_SHARE * 100))
         try:
             self.lib.memrec_torch_report(text.encode())
         except Exception:  # noqa: BLE001
