@@ -33,19 +33,16 @@ static const gmt_category columns[] = {BLOCK_CATEGORY_PARAMETER, BLOCK_CATEGORY_
                                        BLOCK_CATEGORY_OPTIMIZER_STATE};
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
-static int64_t group_total(const tensor_group *g) { /* every category it holds */
+static int64_t total_of(const int64_t bytes[]) { /* every category's */
     int64_t sum = 0;
     for (int k = 0; k < BLOCK_CATEGORY_COUNT; k++)
-        sum += g->bytes[k];
+        sum += bytes[k];
     return sum;
 }
 
 static void print_row(const char *indent, const char *name, const int64_t bytes[], int64_t peak) {
     char b[5][32];
-    int64_t total = 0, rest;
-    for (int k = 0; k < BLOCK_CATEGORY_COUNT; k++)
-        total += bytes[k];
-    rest = total;
+    int64_t total = total_of(bytes), rest = total;
     for (size_t c = 0; c < NCOLUMNS; c++)
         rest -= bytes[columns[c]];
     printf("  %s%-*s %11s %11s %15s %11s %11s %8.1f%%\n", indent, 44 - (int)strlen(indent), name,
@@ -106,8 +103,8 @@ static void print_json(int device, int64_t at, int64_t peak, const tensor_row *r
                "\"optimizer_state_bytes\": %lld, \"total_bytes\": %lld, \"share_of_peak\": ",
                (long long)g->bytes[BLOCK_CATEGORY_PARAMETER],
                (long long)g->bytes[BLOCK_CATEGORY_GRADIENT],
-               (long long)g->bytes[BLOCK_CATEGORY_OPTIMIZER_STATE], (long long)group_total(g));
-        json_number(stdout, peak > 0 ? (double)group_total(g) / (double)peak : 0.0);
+               (long long)g->bytes[BLOCK_CATEGORY_OPTIMIZER_STATE], (long long)total_of(g->bytes));
+        json_number(stdout, peak > 0 ? (double)total_of(g->bytes) / (double)peak : 0.0);
         printf("}");
     }
     printf("\n]}\n");

@@ -294,16 +294,13 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
         if (ws[i].device >= 0 && ws[i].device < GMT_MAX_DEVICES)
             of[ws[i].device] = &ws[i];
     sqlite3_stmt *st = db_statement(
-        c->db, n == 1 ? "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, "
-                        "device FROM event_rows WHERE device = ?1 AND op IN ({op:alloc}, "
-                        "{op:map}, {op:free}, {op:unmap}, {op:free_requested}) ORDER BY event_id"
-                      : "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, "
-                        "device FROM event_rows WHERE op IN ({op:alloc}, {op:map}, {op:free}, "
-                        "{op:unmap}, {op:free_requested}) ORDER BY event_id");
+        c->db, "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, device "
+               "FROM event_rows WHERE (?1 < 0 OR device = ?1) AND op IN ({op:alloc}, {op:map}, "
+               "{op:free}, {op:unmap}, {op:free_requested}) ORDER BY event_id");
     int rc = st ? 0 : -1, failed = 0;
     size_t next_name = 0; /* the first name not behind the events read (ids are global) */
-    if (st && n == 1)
-        sqlite3_bind_int64(st, 1, ws[0].device);
+    if (st) /* one device: only its rows leave SQLite; several: every row, to its part */
+        sqlite3_bind_int64(st, 1, n == 1 ? ws[0].device : -1);
     while (rc == 0 && db_next_row(st, &failed)) {
         int64_t device = sqlite3_column_int64(st, 8);
         sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
@@ -360,25 +357,6 @@ int categorizer_sweep_all(categorizer *c, category_visit visit, void *ctx, char 
     return rc;
 }
 
-typedef struct at_event {
-    int64_t event_id;
-    int64_t *bytes;
-} at_event;
-
-static int count_at_event(void *ctx, const classified_block *b) {
-    at_event *a = ctx;
-    if (b->alloc_id <= a->event_id && b->free_event_id > a->event_id)
-        a->bytes[b->category] += b->size;
-    return 0;
-}
-
-int categories_at_event(categorizer *c, int64_t device, int64_t event_id,
-                        int64_t bytes[BLOCK_CATEGORY_COUNT], char *err, size_t errlen) {
-    memset(bytes, 0, sizeof(int64_t) * BLOCK_CATEGORY_COUNT);
-    at_event a = {event_id, bytes};
-    return categorizer_sweep(c, device, count_at_event, &a, err, errlen);
-}
-
 typedef struct at_events {
     const int64_t *ids; /* sorted */
     size_t n;
@@ -425,4 +403,9 @@ int categories_live_at(categorizer *c, int64_t device, const int64_t *event_ids,
     }
     free(a.delta);
     return rc;
+}
+
+int categories_at_event(categorizer *c, int64_t device, int64_t event_id,
+                        int64_t bytes[BLOCK_CATEGORY_COUNT], char *err, size_t errlen) {
+    return categories_live_at(c, device, &event_id, 1, bytes, err, errlen);
 }

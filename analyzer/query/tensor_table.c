@@ -82,13 +82,11 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
         t->bytes = sqlite3_column_int64(st, 4);
         t->address = sqlite3_column_int64(st, 5);
     }
-    if (rc == 0 && failed) {
+    if (failed) {
         snprintf(err, errlen, "reading tensor_names: %s", sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-        tensor_rows_free(*rows, *n);
-        *rows = NULL;
-        *n = 0;
-        return -1;
+        rc = -1;
+    } else if (rc != 0) {
+        snprintf(err, errlen, "out of memory");
     }
     sqlite3_finalize(st);
     if (rc == 0 && missing && cats) { /* names given without a category: a sweep decides */
@@ -100,20 +98,14 @@ int tensor_rows_at(sqlite3 *db, categorizer *cats, int64_t device, int64_t event
         else
             rc = categorizer_sweep(cats, device, fill_category, &u, err, errlen);
         addr_map_free(&u.index);
-        if (rc != 0) {
-            tensor_rows_free(*rows, *n);
-            *rows = NULL;
-            *n = 0;
-            return -1;
-        }
     }
     if (rc != 0) {
-        snprintf(err, errlen, "out of memory");
         tensor_rows_free(*rows, *n);
         *rows = NULL;
         *n = 0;
+        return -1;
     }
-    return rc;
+    return 0;
 }
 
 void tensor_parameter_name(const tensor_row *t, char *buf, size_t len) {
