@@ -362,12 +362,14 @@ void rec_emit_event(const trace_event *ev) {
     commit(b);
 }
 
+_Static_assert(REC_TEXT_MAX <= UINT8_MAX, "the ring keeps text lengths in a byte");
+
 static size_t cut(const char *s, size_t max) { return s ? strnlen(s, max) : 0; }
 
 /* A marker record into ring b (a thread's own, or the late lane under its lock). */
 static void put_marker(rec_buffer *b, uint64_t ts_ns, uint32_t tid, trace_marker_kind kind,
                        const char *domain, const char *name, uint64_t range_id, int64_t value) {
-    size_t dlen = cut(domain, 255), nlen = cut(name, 255);
+    size_t dlen = cut(domain, REC_TEXT_MAX), nlen = cut(name, REC_TEXT_MAX);
     rec_marker_item *m = rec_buffer_reserve(b, sizeof *m + dlen + nlen, REC_ITEM_MARKER, ts_ns);
     if (!m)
         return;
@@ -425,7 +427,7 @@ void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name) {
     rec_buffer *b = ring_for_emit();
     if (!b)
         return;
-    size_t nlen = cut(name, 255);
+    size_t nlen = cut(name, REC_TEXT_MAX);
     rec_device_item *d = rec_buffer_reserve(b, sizeof *d + nlen, REC_ITEM_DEVICE, rec_clock_ns());
     if (!d)
         return;

@@ -116,8 +116,12 @@ void rec_call_closed(void);
  * is a recorder stack id (0 = none). */
 void rec_emit_event(const trace_event *ev);
 
+/* The most bytes of a marker's domain or name, and of a device's name: the
+ * ring keeps their lengths in a byte (rec_internal.h). */
+#define REC_TEXT_MAX 255
+
 /* NVTX/memrec.h marker. `domain` and `name` are copied (NULL = none, names
- * longer than 255 bytes are cut); ts is now, tid the caller's. */
+ * longer than REC_TEXT_MAX bytes are cut); ts is now, tid the caller's. */
 void rec_emit_marker(trace_marker_kind kind, const char *domain, const char *name,
                      uint64_t range_id, int64_t value);
 

@@ -314,10 +314,10 @@ int memrec_torch_optimizer_step(int64_t ended, int64_t begun) {
 }
 
 int memrec_torch_allocator_settings(const char *conf) {
-    char name[256];
+    char name[REC_TEXT_MAX + 1];
     int n = conf ? snprintf(name, sizeof name, "%s%s", TRACE_TORCH_SETTINGS_PREFIX, conf) : -1;
     if (n < 0 || (size_t)n >= sizeof name)
-        return 0; /* a mark's name holds 255 bytes: a cut configuration would mislead */
+        return 0; /* a mark's name holds REC_TEXT_MAX bytes: a cut configuration would mislead */
     if (!rec_enabled())
         return 0;
     rec_emit_marker(TRACE_MARK_MARK, TRACE_ALLOCATOR_DOMAIN, name, 0, 0);
@@ -331,8 +331,8 @@ int memrec_torch_tensor_names(uint32_t count, const uint64_t *addrs, const char 
     int written = 0;
     for (uint32_t i = 0; i < count; i++) {
         const char *text = texts[i];
-        /* a mark's name holds 255 bytes: a cut name would name another tensor */
-        if (!addrs[i] || !text || !text[0] || strnlen(text, 256) > 255)
+        /* a mark's name holds REC_TEXT_MAX bytes: a cut name would name another tensor */
+        if (!addrs[i] || !text || !text[0] || strnlen(text, REC_TEXT_MAX + 1) > REC_TEXT_MAX)
             continue;
         rec_late_emit_marker(TRACE_MARK_MARK, TRACE_TENSOR_DOMAIN, text, 0, (int64_t)addrs[i], now);
         written++;
