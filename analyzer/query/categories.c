@@ -27,7 +27,7 @@ struct categorizer {
 
 /* A live block: what its category needs once it ends. */
 typedef struct live_block {
-    int64_t alloc_id, alloc_ts, size, stack_id;
+    int64_t alloc_id, size, stack_id;
     int64_t iteration;     /* the iteration it was made in (-1: setup) */
     uint8_t made_in;       /* step_phase it was made in */
     uint8_t stack_decides; /* its own stack said forward, backward or optimizer */
@@ -231,13 +231,13 @@ static live_block *new_block(sweep *w) {
     return &w->blocks[i];
 }
 
-static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, int64_t free_ts,
-                 category_visit visit, void *ctx) {
+static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, category_visit visit,
+                 void *ctx) {
     live_block *b = &w->blocks[i];
-    classified_block out = {
-        w->device,  b->alloc_id, b->alloc_ts, free_id,
-        free_ts,    b->size,     b->stack_id, category_of(c, w->timeline, &w->cursor, b, free_id),
-        b->has_name};
+    classified_block out = {w->device,   b->alloc_id,
+                            free_id,     b->size,
+                            b->stack_id, category_of(c, w->timeline, &w->cursor, b, free_id),
+                            b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
     b->next_free = w->free_head;
     w->free_head = (uint32_t)i + 1;
@@ -261,7 +261,7 @@ static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_na
         return 0;
     if (!begins) {
         uint32_t *at = key ? addr_map_get(&w->live, 0, (uint64_t)key) : NULL;
-        return at ? ended(c, w, *at - 1, id, ts, visit, ctx) : 0;
+        return at ? ended(c, w, *at - 1, id, visit, ctx) : 0;
     }
     live_block *b = new_block(w);
     if (!b)
@@ -274,7 +274,6 @@ static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_na
         (*next_name)++;
     int named = *next_name < c->nnamed && c->named[*next_name].alloc_id == id;
     *b = (live_block){id,
-                      ts,
                       db_column_i64(st, 4, 0),
                       stack,
                       iteration,
@@ -317,7 +316,7 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
         for (size_t i = 0; rc == 0 && i < ws[k].len; i++) {
             const uint32_t *at = addr_map_get(&ws[k].live, 0, (uint64_t)ws[k].blocks[i].alloc_id);
             if (at && *at - 1 == i)
-                rc = ended(c, &ws[k], i, INT64_MAX, INT64_MAX, visit, ctx);
+                rc = ended(c, &ws[k], i, INT64_MAX, visit, ctx);
         }
     return rc;
 }

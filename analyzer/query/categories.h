@@ -37,9 +37,7 @@
 typedef struct classified_block {
     int64_t device;
     int64_t alloc_id;      /* allocations.alloc_id (<= 0: seeded) */
-    int64_t alloc_ts;      /* ns */
     int64_t free_event_id; /* the free's event_id; INT64_MAX: live at the end */
-    int64_t free_ts;       /* ns; INT64_MAX: live at the end */
     int64_t size, stack_id;
     gmt_category category;
     int has_name; /* the program named it (a tensor_names row) */
