@@ -74,16 +74,15 @@ int cmd_stages(int argc, char **argv) {
                                           {"json", no_argument, NULL, 'j'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    long device = -1;
-    int json = 0, c;
+    cli_window w = CLI_WINDOW_INIT; /* --device, --json */
+    int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "d:jh", longs, NULL)) != -1) {
-        if (c == 'd') {
-            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
-                return 2;
-        } else if (c == 'j') {
-            json = 1;
-        } else if (c == 'h') {
+        if ((taken = cli_window_option(&w, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
+        if (c == 'h') {
             stages_usage(stdout);
             return 0;
         } else {
@@ -97,8 +96,7 @@ int cmd_stages(int argc, char **argv) {
     }
     const char *input = argv[optind];
     sqlite3 *db;
-    input_options io = {0};
-    int dev, rc = cli_open_device(input, &io, device, &db, &dev);
+    int dev, rc = cli_open_device(input, &w.io, w.device, &db, &dev);
     if (rc != 0)
         return rc;
     stage_row *rows;
@@ -108,7 +106,7 @@ int cmd_stages(int argc, char **argv) {
         sqlite3_close(db);
         return cli_error("%s: %s", input, err);
     }
-    if (json)
+    if (w.json)
         print_json(db, dev, rows, n);
     else
         print_text(db, input, dev, rows, n);

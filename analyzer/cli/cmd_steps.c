@@ -77,18 +77,15 @@ int cmd_steps(int argc, char **argv) {
                                           {"json", no_argument, NULL, 'j'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    long device = -1;
-    int json = 0, c;
+    cli_window w = CLI_WINDOW_INIT; /* --device, --json */
+    int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "d:jh", longs, NULL)) != -1) {
+        if ((taken = cli_window_option(&w, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
         switch (c) {
-        case 'd':
-            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
-                return 2;
-            break;
-        case 'j':
-            json = 1;
-            break;
         case 'h':
             steps_usage(stdout);
             return 0;
@@ -103,8 +100,7 @@ int cmd_steps(int argc, char **argv) {
     }
     const char *input = argv[optind];
     sqlite3 *db;
-    input_options io = {0};
-    int dev, rc = cli_open_device(input, &io, device, &db, &dev);
+    int dev, rc = cli_open_device(input, &w.io, w.device, &db, &dev);
     if (rc != 0)
         return rc;
     step_row *rows;
@@ -114,11 +110,11 @@ int cmd_steps(int argc, char **argv) {
         sqlite3_close(db);
         return cli_error("%s: %s", input, err);
     }
-    if (json)
+    if (w.json)
         print_json(dev, rows, n);
     else
         print_text(input, dev, rows, n);
-    if (!json && !n)
+    if (!w.json && !n)
         printf("  no steps: the input marks none (NVTX ranges, ProfilerStep#N, memrec.h, the "
                "optimizer's step)\n");
     free(rows);

@@ -115,17 +115,17 @@ int cmd_tensors(int argc, char **argv) {
         {"device", required_argument, NULL, 'd'},   {"at", required_argument, NULL, 'a'},
         {"group-by", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    long wanted = -1;
+    cli_window w = CLI_WINDOW_INIT; /* --device, --json */
     const char *when = "peak";
     tensor_grouping by = GROUP_BY_LAYER;
-    int json = 0, c;
+    int c, taken;
     optind = 1;
     while ((c = getopt_long(argc, argv, "d:jh", longs, NULL)) != -1) {
+        if ((taken = cli_window_option(&w, c, optarg)) == 2)
+            return 2;
+        if (taken)
+            continue;
         switch (c) {
-        case 'd':
-            if (cli_parse_count("device", optarg, 1 << 20, &wanted) != 0)
-                return 2;
-            break;
         case 'a':
             when = optarg;
             break;
@@ -138,9 +138,6 @@ int cmd_tensors(int argc, char **argv) {
                 by = GROUP_BY_NONE;
             else
                 return cli_error("--group-by takes layer, module or none (got '%s')", optarg);
-            break;
-        case 'j':
-            json = 1;
             break;
         case 'h':
             tensors_usage(stdout);
@@ -156,8 +153,7 @@ int cmd_tensors(int argc, char **argv) {
     }
     const char *input = argv[optind];
     sqlite3 *db;
-    input_options io = {0};
-    int device, rc = cli_open_device(input, &io, wanted, &db, &device);
+    int device, rc = cli_open_device(input, &w.io, w.device, &db, &device);
     if (rc != 0)
         return rc;
     char err[512], described[128];
@@ -178,7 +174,7 @@ int cmd_tensors(int argc, char **argv) {
         int64_t peak = db_query_i64(
             db, "SELECT peak_allocated_bytes FROM devices WHERE device = ?1", device, 0, 0);
         when_describe(db, at, described, sizeof described);
-        if (json)
+        if (w.json)
             print_json(device, at, peak, rows, n, groups, ngroups);
         else
             print_text(input, device, described, peak, n, groups, ngroups, params, nparams, by);
