@@ -34,10 +34,11 @@
 #define GMT_ENV_MEMREC_CUPTI "MEMREC_CUPTI"                   /* user: the libcupti to use */
 
 /* ---- the PyTorch drain (recorder/python/memrec_torch.py; read in Python only) ------------- */
-#define GMT_ENV_MEMREC_TORCH_DRAIN_MS "MEMREC_TORCH_DRAIN_MS" /* tuning/test */
-#define GMT_ENV_MEMREC_TORCH_RING "MEMREC_TORCH_RING"         /* tuning/test */
-#define GMT_ENV_MEMREC_TORCH_STACKS "MEMREC_TORCH_STACKS"     /* all: PyTorch C++ frames */
-#define GMT_ENV_MEMREC_TENSOR_NAMES "MEMREC_TENSOR_NAMES"     /* 0: no tensor names */
+#define GMT_ENV_MEMREC_TORCH_DRAIN_MS "MEMREC_TORCH_DRAIN_MS"           /* tuning/test */
+#define GMT_ENV_MEMREC_TORCH_DRAIN_PERCENT "MEMREC_TORCH_DRAIN_PERCENT" /* tuning/test */
+#define GMT_ENV_MEMREC_TORCH_RING "MEMREC_TORCH_RING"                   /* tuning/test */
+#define GMT_ENV_MEMREC_TORCH_STACKS "MEMREC_TORCH_STACKS" /* all: PyTorch C++ frames */
+#define GMT_ENV_MEMREC_TENSOR_NAMES "MEMREC_TENSOR_NAMES" /* 0: no tensor names */
 
 /* ---- tests (tests/gpu/test_cuda_samples.py; read in Python only) --------------------------- */
 #define GMT_ENV_SAVE_CALLBACK_LOGS "GMT_SAVE_CALLBACK_LOGS" /* test: keep the callback logs */

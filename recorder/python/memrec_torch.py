@@ -74,11 +74,6 @@ FIELDS = 9  # uint64 per entry, in rec_torch.h's order
 # resize calls _record_memory_history again, which in some PyTorch versions
 # clears the ring (what was recorded since the last drain is then lost).
 INITIAL_ENTRIES = 262144
-# A drain may take at most this share of wall time: a drain holds the GIL
-# and PyTorch's allocator lock for O(ring), stalling the training loop; 2%
-# is below the step-to-step noise of a training loop, so it cannot be seen
-# in throughput, and leaves 20 ms per second for a 1 s interval.
-DRAIN_SHARE = 0.02
 # A tensor-name walk shorter than this never skips a step for the budget: small models name
 # every step (their walks cost well under a millisecond).
 WALK_FLOOR = 0.010
@@ -150,6 +145,15 @@ def _env_int(name, default):
         return int(os.environ.get(name, "") or default)
     except ValueError:
         return default
+
+
+# A drain may take at most this share of wall time: a drain holds the GIL
+# and PyTorch's allocator lock for O(ring), stalling the training loop; 2%
+# is below the step-to-step noise of a training loop, so it cannot be seen
+# in throughput, and leaves 20 ms per second for a 1 s interval.
+# MEMREC_TORCH_DRAIN_PERCENT changes it (tests on a loaded machine: a
+# drain there costs tens of ms, and the budget would space them seconds apart).
+DRAIN_SHARE = min(100, max(1, _env_int("MEMREC_TORCH_DRAIN_PERCENT", 2))) / 100.0
 
 
 def injected_library_path():
