@@ -85,7 +85,7 @@ enum { DB_READ_WRITE, DB_READ_ONLY };
 static void replay_with(const char *path, int mode, const replay_options *opt) {
     char err[512];
     CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
-    db_writer *dw = db_writer_open(path, err, sizeof err);
+    db_writer *dw = db_writer_open(path, DB_EVENTS_STORE, err, sizeof err);
     CHECK(dw != NULL);
     replay_summary sum;
     int rc = replay_trace(trace_path, dw, opt, &sum, err, sizeof err);

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "category_store.h"
+#include "event_store.h"
 #include "when.h"
 
 #include <limits.h>
@@ -20,6 +21,7 @@ int cli_error(const char *fmt, ...) {
 }
 
 int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
+    event_store_register(); /* a cache's event_rows is the store's virtual table */
     if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
         sqlite3_close(*db);

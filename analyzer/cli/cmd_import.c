@@ -55,6 +55,7 @@ int cmd_import(int argc, char **argv) {
         return cli_error("%s is already a memanalyze database", in);
     static int with_blocks = 1; /* a database for SQL clients: every block's category */
     io.finish = category_store_file;
+    io.plain_events = 1; /* for any SQLite client: event_rows a plain table */
     io.finish_ctx = &with_blocks;
     if (input_build_database(in, kind, out, &io, err, sizeof err) != 0)
         return cli_error("%s", err);

@@ -116,7 +116,8 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
             fprintf(stderr, "snapshot to trace: %.3f s\n", gmt_seconds() - ts);
     }
     double t0 = gmt_seconds();
-    db_writer *db = db_writer_open(db_path, err, errlen);
+    db_writer *db = db_writer_open(
+        db_path, opt && opt->plain_events ? DB_EVENTS_TABLE : DB_EVENTS_STORE, err, errlen);
     if (!db)
         return -1;
     replay_options ro = {.step_word = opt ? opt->step_word : NULL, .timestamps = -1, .history = -1};

@@ -3,6 +3,7 @@
 
 #include "categories.h"
 #include "db_query.h"
+#include "event_store.h"
 #include "gmt_clock.h"
 #include "gmt_env.h"
 
@@ -149,6 +150,7 @@ int category_blocks_stored(sqlite3 *db) {
 
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen) {
     sqlite3 *db = NULL;
+    event_store_register(); /* the event rows may be the store's */
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK) {
         snprintf(err, errlen, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "?");

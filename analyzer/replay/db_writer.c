@@ -16,15 +16,21 @@
  * more than the columns do). Only that thread touches the connection until
  * finish joins it, so no lock is needed (an earlier version shared the
  * connection under a mutex and spent a fifth of its time in context
- * switches). A bounded queue of batches keeps memory flat. */
+ * switches). A bounded queue of batches keeps memory flat.
+ *
+ * In store mode (DB_EVENTS_STORE, the cache) a batch of event rows is one chunk of the event
+ * store instead (analyzer/base/event_store.h): the thread compresses it into one blob row, and
+ * schema.sql's event_rows becomes the store's virtual table. Everything else is the same. */
 #include "db_writer.h"
 
 #include "db_query.h"
+#include "event_store.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,18 @@
 #define QUEUE_BATCHES 4
 #define EVENT_COLUMNS 21
 #define INDEX_MARK "\n-- @@ indexes" /* at the start of a line */
+#define EVENT_TABLE_START "CREATE TABLE event_rows ("
+#define EVENT_TABLE_END "\n);"
+
+/* A batch of event rows is a chunk of the event store, its rows the store's rows. */
+_Static_assert(BATCH_ROWS == EVENT_STORE_CHUNK_ROWS, "one batch, one chunk");
+_Static_assert(EVENT_COLUMNS == EVENT_STORE_NCOLS, "event_rows' columns");
+_Static_assert(sizeof(db_event_row) == EVENT_STORE_NCOLS * sizeof(int64_t), "no padding");
+#define SAME_PLACE(name)                                                                           \
+    _Static_assert(offsetof(db_event_row, name) == EVENT_COL_##name * sizeof(int64_t),             \
+                   "db_event_row's " #name " is the store's column " #name);
+EVENT_STORE_COLUMN_LIST(SAME_PLACE)
+#undef SAME_PLACE
 
 enum statement {
     ST_EVENT,
@@ -159,6 +177,7 @@ struct db_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *multi_event; /* MULTI_ROWS rows per step */
+    event_store_writer *store; /* DB_EVENTS_STORE: where the event rows go instead */
     char *path, *tmp_path;
     /* run on the finished file under its temporary name, before it is renamed into place */
     int (*before_rename)(const char *path, void *ctx, char *err, size_t errlen);
@@ -205,6 +224,8 @@ static void close_db(db_writer *w) {
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(w->st[i]);
     sqlite3_finalize(w->multi_event);
+    event_store_writer_free(w->store);
+    w->store = NULL;
     sqlite3_close(w->db);
     w->db = NULL;
 }
@@ -234,8 +255,9 @@ static void free_writer(db_writer *w) {
 
 static void *event_thread(void *arg);
 
-/* The multi-row statement and the batches; then the event thread starts. */
-static int start_event_thread(db_writer *w) {
+/* The multi-row statement (for a plain event table) and the batches; then the event thread
+ * starts. */
+static int start_event_thread(db_writer *w, int event_table) {
     char *sql = malloc(256 + MULTI_ROWS * (EVENT_COLUMNS * 2 + 4));
     if (!sql)
         return -1;
@@ -250,7 +272,9 @@ static int start_event_thread(db_writer *w) {
         *p++ = ')';
     }
     *p = 0;
-    int rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &w->multi_event, NULL);
+    int rc = event_table ? sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                              &w->multi_event, NULL)
+                         : SQLITE_OK;
     free(sql);
     if (rc != SQLITE_OK)
         return -1;
@@ -266,7 +290,51 @@ static int start_event_thread(db_writer *w) {
     return 0;
 }
 
-db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
+/* schema.sql for a database whose events go to the store: its CREATE TABLE event_rows becomes
+ * the store's tables and virtual table, and the indexes on event_rows go (the store has its
+ * own). The columns schema.sql declares must be the store's, in order. NULL on a mismatch or
+ * out of memory. */
+static char *store_schema(const char *schema) {
+    const char *start = strstr(schema, EVENT_TABLE_START);
+    const char *end = start ? strstr(start, EVENT_TABLE_END) : NULL;
+    if (!end)
+        return NULL;
+    const char *p = start + strlen(EVENT_TABLE_START);
+    for (int c = 0; c < EVENT_STORE_NCOLS; c++) { /* "\n  name  TYPE ... -- comment" */
+        const char *name = event_store_column_names[c];
+        p = strchr(p, '\n');
+        while (p && *p && (*p == '\n' || *p == ' '))
+            p++;
+        if (!p || p > end || strncmp(p, name, strlen(name)) != 0 || p[strlen(name)] != ' ')
+            return NULL;
+    }
+    size_t head = (size_t)(start - schema),
+           tail_at = (size_t)(end - schema) + strlen(EVENT_TABLE_END);
+    size_t n = strlen(schema) + strlen(event_store_schema_sql) + 1;
+    char *out = malloc(n);
+    if (!out)
+        return NULL;
+    memcpy(out, schema, head);
+    strcpy(out + head, event_store_schema_sql);
+    strcat(out, schema + tail_at);
+    return out;
+}
+
+/* The index part for the event store: each index on event_rows is one line; blank it. */
+static void drop_event_row_indexes(char *sql) {
+    for (char *idx = strstr(sql, "CREATE INDEX "); idx; idx = strstr(idx + 1, "CREATE INDEX ")) {
+        char *eol = strchr(idx, '\n');
+        char *on = strstr(idx, " ON event_rows ");
+        if (on && (!eol || on < eol))
+            memset(idx, ' ', eol ? (size_t)(eol - idx) : strlen(idx));
+    }
+}
+
+db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen) {
+    if (event_store_register() != SQLITE_OK) {
+        snprintf(err, errlen, "cannot register the event store with SQLite");
+        return NULL;
+    }
     db_writer *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "out of memory");
@@ -302,11 +370,17 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
         "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
         "PRAGMA cache_size=-4096; PRAGMA temp_store=MEMORY;" /* 4 MiB: measured fastest */;
     char *schema = db_sql_expand(schema_sql_text); /* {op:alloc} -> 0 (gmt_vocab.h) */
+    if (schema && events == DB_EVENTS_STORE) {
+        char *stored = store_schema(schema);
+        free(schema);
+        schema = stored;
+    }
     char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
     if (!schema || !mark) {
         snprintf(err, errlen, "%s",
                  schema ? "schema.sql has no index part"
-                        : "out of memory (or a bad {word} in schema.sql)");
+                        : "out of memory (or a bad {word} in schema.sql, or its event_rows "
+                          "is not the event store's)");
         free(schema);
         close_db(w);
         unlink(w->tmp_path);
@@ -319,11 +393,17 @@ db_writer *db_writer_open(const char *path, char *err, size_t errlen) {
              sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     free(schema);
     for (int i = 0; ok && i < ST_COUNT; i++)
-        ok = sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
+        ok = (i == ST_EVENT && events == DB_EVENTS_STORE) || /* read-only: the store's */
+             sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
                                 NULL) == SQLITE_OK;
-    ok = ok && start_event_thread(w) == 0;
+    char why[256] = "";
+    if (ok && events == DB_EVENTS_STORE &&
+        !(w->store = event_store_writer_new(w->db, why, sizeof why)))
+        ok = 0;
+    ok = ok && start_event_thread(w, events == DB_EVENTS_TABLE) == 0;
     if (!ok) {
-        snprintf(err, errlen, "creating database %s: %s", w->tmp_path, sqlite3_errmsg(w->db));
+        snprintf(err, errlen, "creating database %s: %s", w->tmp_path,
+                 why[0] ? why : sqlite3_errmsg(w->db));
         close_db(w);
         unlink(w->tmp_path);
         free_writer(w);
@@ -412,6 +492,13 @@ static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r);
 static int insert_batch(db_writer *w, event_batch *b) {
     size_t i = 0;
     int rc = SQLITE_DONE;
+    if (w->store && b->len) { /* the batch is one chunk */
+        char why[256];
+        if (event_store_write_chunk(w->store, (const int64_t(*)[EVENT_STORE_NCOLS])b->rows, b->len,
+                                    why, sizeof why) != 0)
+            return fail(w, "database %s: %s", w->path, why);
+        i = b->len;
+    }
     while (i < b->len && rc == SQLITE_DONE) {
         if (b->len - i >= MULTI_ROWS) {
             for (int k = 0; k < MULTI_ROWS; k++)
@@ -746,14 +833,21 @@ int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
 
 int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     char *indexes = db_sql_expand(strstr(schema_sql_text, INDEX_MARK));
+    if (indexes && w->store)
+        drop_event_row_indexes(indexes);
     int rc = indexes ? 0 : fail_sqlite(w, "expanding the index part of schema.sql");
     if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
         rc = -1;
     stop_thread(w);
     if (w->thread_failed)
         rc = -1;
+    char why[512];
+    event_store_writer *store = w->store;
+    w->store = NULL;
     if (rc != 0)
-        ; /* the event thread's error is in w->error */
+        event_store_writer_free(store); /* the event thread's error is in w->error */
+    else if (store && event_store_writer_finish(store, why, sizeof why) != 0)
+        rc = fail(w, "database %s: %s", w->path, why);
     else if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "commit");
     /* The index build sorts every event row; what the sort does not hold in
@@ -778,7 +872,6 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         rc = fail(w, "database %s: close failed", w->path);
     w->db = NULL;
     if (rc == 0 && w->before_rename) {
-        char why[512];
         if ((rc = w->before_rename(w->tmp_path, w->before_rename_ctx, why, sizeof why)) != 0)
             fail(w, "%s", why);
     }

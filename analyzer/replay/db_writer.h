@@ -62,7 +62,12 @@ typedef struct db_bucket_row {
     int64_t min_largest_free;
 } db_bucket_row;
 
-db_writer *db_writer_open(const char *path, char *err, size_t errlen);
+/* Where the event rows go: a plain table any SQLite client reads (`import -o`), or the event
+ * store (analyzer/base/event_store.h: compressed chunks behind a virtual table `event_rows`
+ * only memanalyze reads; ~5x smaller and built at the replay's speed: the cache). */
+typedef enum db_writer_events { DB_EVENTS_TABLE, DB_EVENTS_STORE } db_writer_events;
+
+db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen);
 
 /* Each returns 0, or -1 with the message in db_writer_error(). */
 int db_writer_event(db_writer *w, const db_event_row *row);

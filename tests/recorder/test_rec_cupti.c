@@ -354,7 +354,7 @@ static void check_replay_queries(const char *trace, const char *db_name, const c
                                  const int64_t *expected, size_t n) {
     char err[512], db_path[300];
     rb_path(db_path, sizeof db_path, db_name);
-    db_writer *dw = db_writer_open(db_path, err, sizeof err);
+    db_writer *dw = db_writer_open(db_path, DB_EVENTS_TABLE, err, sizeof err);
     CHECK(dw != NULL);
     if (!dw)
         return;

@@ -117,7 +117,7 @@ static void check_analyzer(const char *name, const char *trace) {
     char err[512], db_path[300];
     rb_path(db_path, sizeof db_path, "replay.db");
     unlink(db_path);
-    db_writer *dw = db_writer_open(db_path, err, sizeof err);
+    db_writer *dw = db_writer_open(db_path, DB_EVENTS_TABLE, err, sizeof err);
     CHECK(dw != NULL);
     if (!dw)
         return;
