@@ -17,6 +17,7 @@
 #define GMT_ENV_HUGEPAGES_ASKED "GMT_HUGEPAGES_ASKED" /* internal: set for the re-exec */
 #define GMT_ENV_TIMING "GMT_TIMING"                   /* bench: import timings on stderr */
 #define GMT_ENV_NO_SUMMARIES "GMT_NO_SUMMARIES"       /* test: ignore the replay's summaries */
+#define GMT_ENV_SQL_PROFILE "GMT_SQL_PROFILE" /* bench: each statement's time on stderr */
 
 /* ---- memrec launcher -> libmemrec.so (recorder/) ------------------------------------------- */
 #define GMT_ENV_MEMREC_LIB "MEMREC_LIB"                 /* user: the library memrec injects */

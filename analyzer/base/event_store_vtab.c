@@ -390,6 +390,17 @@ static int open_cursor(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
 
 static int close_cursor(sqlite3_vtab_cursor *cur) {
     store_cursor *c = (store_cursor *)cur;
+    if (c->scan.chunk >= 0) { /* leave it decoded for the next cursor: trade for the oldest */
+        store_vtab *t = (store_vtab *)cur->pVtab;
+        decoded_chunk *oldest = &t->lookup[0];
+        for (int i = 1; i < LOOKUP_CACHE; i++)
+            if (t->lookup[i].used_at < oldest->used_at)
+                oldest = &t->lookup[i];
+        decoded_chunk mine = c->scan;
+        c->scan = *oldest;
+        *oldest = mine;
+        oldest->used_at = ++t->tick;
+    }
     chunk_release(&c->scan);
     free(c->ids);
     free(c);
@@ -473,6 +484,30 @@ static int lookup_next(store_cursor *c) {
     return SQLITE_OK;
 }
 
+/* Puts chunk k in the cursor's own slot. The table's cache and the cursor trade slots (no copy):
+ * a chunk another cursor or lookup decoded is taken over, and the one the cursor leaves stays
+ * decoded for the next. A correlated subquery (`... WHERE event_id <= outer.x ORDER BY event_id
+ * DESC LIMIT 1`, once per outer row) opens a fresh cursor each time; without this each one
+ * decompressed its chunk again (1 s of a 10 M-event report). */
+static int scan_chunk(store_vtab *t, store_cursor *c, size_t k) {
+    if (c->scan.chunk == (int64_t)k)
+        return SQLITE_OK;
+    decoded_chunk *slot = &t->lookup[0];
+    for (int i = 0; i < LOOKUP_CACHE; i++) {
+        if (t->lookup[i].chunk == (int64_t)k) {
+            slot = &t->lookup[i];
+            break;
+        }
+        if (t->lookup[i].used_at < slot->used_at)
+            slot = &t->lookup[i];
+    }
+    decoded_chunk mine = c->scan;
+    c->scan = *slot;
+    *slot = mine;
+    slot->used_at = ++t->tick;
+    return chunk_load(t, &c->scan, k); /* nothing to do when it was the cache's */
+}
+
 /* Settles a scan on a row: on to the next chunk (the one before, descending) when this one is
  * done; the end past the bounds. */
 static int scan_settle(store_cursor *c) {
@@ -482,7 +517,7 @@ static int scan_settle(store_cursor *c) {
             c->eof = 1;
             return SQLITE_OK;
         }
-        int rc = chunk_load(t, &c->scan, (size_t)c->chunk);
+        int rc = scan_chunk(t, c, (size_t)c->chunk);
         if (rc == SQLITE_OK)
             rc = chunk_column(t, &c->scan, EVENT_COL_event_id);
         if (rc != SQLITE_OK)
@@ -541,7 +576,7 @@ static int filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, in
     c->chunk = (ptrdiff_t)k;
     c->row = 0;
     if (k < t->nchunks) {
-        if ((rc = chunk_load(t, &c->scan, k)) != SQLITE_OK ||
+        if ((rc = scan_chunk(t, c, k)) != SQLITE_OK ||
             (rc = chunk_column(t, &c->scan, EVENT_COL_event_id)) != SQLITE_OK)
             return rc;
         c->row = c->desc ? (ptrdiff_t)row_after(&c->scan, c->hi) - 1

@@ -3,6 +3,7 @@
 
 #include "addr_map.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "phase_timeline.h"
 #include "stack_names.h"
@@ -244,19 +245,22 @@ static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, category_v
     return visit(ctx, &out);
 }
 
+/* What the sweep reads of an event (a NULL size, stack or alloc_event_id as 0). */
+typedef struct sweep_event {
+    int64_t id, op, level, ts, size, stack, alloc, kind;
+} sweep_event;
+
 /* One row of the sweep for its device's part. 0, a visitor's return, or -1. */
-static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_name,
+static int sweep_row(categorizer *c, sweep *w, const sweep_event *e, size_t *next_name,
                      category_visit visit, void *ctx) {
-    int64_t id = sqlite3_column_int64(st, 0), op = sqlite3_column_int64(st, 1);
-    int64_t ts = sqlite3_column_int64(st, 3);
-    int64_t level = sqlite3_column_int64(st, 2);
+    int64_t id = e->id, op = e->op, ts = e->ts, level = e->level;
     if (w->feed && level == TRACE_LEVEL_BLOCK && op != TRACE_OP_MAP && op != TRACE_OP_UNMAP &&
-        phase_timeline_feed(w->timeline, id, db_column_i64(st, 5, 0), ts) != 0)
+        phase_timeline_feed(w->timeline, id, e->stack, ts) != 0)
         return -1;
-    if (op == TRACE_OP_FREE_REQUESTED || sqlite3_column_int64(st, 7) != TRACE_KIND_DEVICE)
+    if (op == TRACE_OP_FREE_REQUESTED || e->kind != TRACE_KIND_DEVICE)
         return 0; /* the block lives on until its free; other memory is not summed */
     int begins = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
-    int64_t key = begins ? id : db_column_i64(st, 6, 0);
+    int64_t key = begins ? id : e->alloc;
     if (level == TRACE_LEVEL_SEGMENT && !addr_map_get(&w->whole, 0, (uint64_t)key))
         return 0;
     if (!begins) {
@@ -266,7 +270,7 @@ static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_na
     live_block *b = new_block(w);
     if (!b)
         return -1;
-    int64_t stack = db_column_i64(st, 5, 0);
+    int64_t stack = e->stack;
     int decided = phase_timeline_decided(w->timeline, stack, ts);
     int64_t iteration;
     step_phase at_time = phase_timeline_at(w->timeline, &w->cursor, id, &iteration);
@@ -274,7 +278,7 @@ static int sweep_row(categorizer *c, sweep *w, sqlite3_stmt *st, size_t *next_na
         (*next_name)++;
     int named = *next_name < c->nnamed && c->named[*next_name].alloc_id == id;
     *b = (live_block){id,
-                      db_column_i64(st, 4, 0),
+                      e->size,
                       stack,
                       iteration,
                       (uint8_t)(decided >= 0 ? decided : (int)at_time),
@@ -292,25 +296,55 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
     for (size_t i = 0; i < n; i++)
         if (ws[i].device >= 0 && ws[i].device < GMT_MAX_DEVICES)
             of[ws[i].device] = &ws[i];
-    sqlite3_stmt *st = db_statement(
-        c->db, "SELECT event_id, op, level, ts_ns, size, stack_id, alloc_event_id, kind, device "
-               "FROM event_rows WHERE (?1 < 0 OR device = ?1) AND op IN ({op:alloc}, {op:map}, "
-               "{op:free}, {op:unmap}, {op:free_requested}) ORDER BY event_id");
-    int rc = st ? 0 : -1, failed = 0;
+    /* Every event once, in order, its columns decoded a chunk at a time (event_scan.h): through
+     * SQL, SQLite's per-value calls cost more than the sweep itself. */
+    enum { ID, OP, LEVEL, TS, SIZE, STACK, ALLOC, KIND, DEVICE };
+    static const int want[] = {EVENT_COL_event_id,       EVENT_COL_op,   EVENT_COL_level,
+                               EVENT_COL_ts_ns,          EVENT_COL_size, EVENT_COL_stack_id,
+                               EVENT_COL_alloc_event_id, EVENT_COL_kind, EVENT_COL_device};
+    uint32_t mask = 0;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        mask |= 1u << want[k];
+    event_scan *scan = event_scan_open(c->db, mask, INT64_MIN, INT64_MAX, err, errlen);
+    int rc = scan ? 0 : -2;
     size_t next_name = 0; /* the first name not behind the events read (ids are global) */
-    if (st) /* one device: only its rows leave SQLite; several: every row, to its part */
-        sqlite3_bind_int64(st, 1, n == 1 ? ws[0].device : -1);
-    while (rc == 0 && db_next_row(st, &failed)) {
-        int64_t device = sqlite3_column_int64(st, 8);
-        sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
-        if (w)
-            rc = sweep_row(c, w, st, &next_name, visit, ctx);
+    const int64_t *col[EVENT_STORE_NCOLS];
+    long got = 0;
+    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        const int64_t *v[9];
+        for (size_t k = 0; k < 9; k++)
+            v[k] = col[want[k]];
+        for (long i = 0; rc == 0 && i < got; i++) {
+            int64_t op = v[OP][i], device = v[DEVICE][i];
+            if (op != TRACE_OP_ALLOC && op != TRACE_OP_MAP && op != TRACE_OP_FREE &&
+                op != TRACE_OP_UNMAP && op != TRACE_OP_FREE_REQUESTED)
+                continue;
+            sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
+            if (!w)
+                continue;
+#define OR_ZERO(x) ((x) == EVENT_STORE_NULL ? 0 : (x))
+            sweep_event e = {v[ID][i],
+                             op,
+                             v[LEVEL][i],
+                             v[TS][i],
+                             OR_ZERO(v[SIZE][i]),
+                             OR_ZERO(v[STACK][i]),
+                             OR_ZERO(v[ALLOC][i]),
+                             v[KIND][i]};
+#undef OR_ZERO
+            rc = sweep_row(c, w, &e, &next_name, visit, ctx);
+        }
     }
-    if (failed)
+    if (rc == 0 && got < 0)
+        rc = -2;
+    if (rc == -2) {
+        if (scan)
+            snprintf(err, errlen, "sweeping the blocks: %s", event_scan_error(scan));
         rc = -1;
-    if (rc == -1)
+    } else if (rc == -1) {
         snprintf(err, errlen, "sweeping the blocks: %s", sqlite3_errmsg(c->db));
-    sqlite3_finalize(st);
+    }
+    event_scan_close(scan);
     /* still live at the end, in the order they were made */
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; rc == 0 && i < ws[k].len; i++) {
