@@ -463,8 +463,16 @@ static int find_ends(store_vtab *t, store_cursor *c, int64_t alloc) {
             t->part_loaded = (int64_t)p;
             t->part_len = n;
         }
-        for (long i = 0; i < t->part_len; i++)
-            if (t->part_pairs[i].alloc_event_id == alloc && push_id(c, t->part_pairs[i].event_id))
+        long i = 0, end = t->part_len; /* the part's first pair for alloc */
+        while (i < end) {
+            long mid = i + (end - i) / 2;
+            if (t->part_pairs[mid].alloc_event_id < alloc)
+                i = mid + 1;
+            else
+                end = mid;
+        }
+        for (; i < t->part_len && t->part_pairs[i].alloc_event_id == alloc; i++)
+            if (push_id(c, t->part_pairs[i].event_id))
                 return SQLITE_NOMEM;
     }
     return SQLITE_OK;
