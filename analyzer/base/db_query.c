@@ -1,6 +1,7 @@
 /* db_query.c — one-integer queries on the database (see db_query.h). */
 #include "db_query.h"
 
+#include "gmt_env.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -98,4 +99,20 @@ int db_has_table(sqlite3 *db, const char *name) {
     }
     sqlite3_finalize(st);
     return found;
+}
+
+static int print_statement_time(unsigned type, void *ctx, void *stmt, void *ns) {
+    (void)type, (void)ctx;
+    double ms = (double)*(const sqlite3_int64 *)ns / 1e6;
+    if (ms >= 1.0) {
+        char *sql = sqlite3_expanded_sql(stmt);
+        fprintf(stderr, "sql %9.1f ms  %.160s\n", ms, sql ? sql : sqlite3_sql(stmt));
+        sqlite3_free(sql);
+    }
+    return 0;
+}
+
+void db_profile_if_asked(sqlite3 *db) {
+    if (getenv(GMT_ENV_SQL_PROFILE))
+        sqlite3_trace_v2(db, SQLITE_TRACE_PROFILE, print_statement_time, NULL);
 }

@@ -37,13 +37,14 @@ void event_scan_close(event_scan *s) {
 
 const char *event_scan_error(const event_scan *s) { return s->error; }
 
-/* Whether event_rows is the store's virtual table. */
+/* Whether the database keeps the event store's chunks (the cache; `import -o` beside its
+ * plain table; not a database of an older memanalyze). */
 static int has_store(sqlite3 *db) {
     sqlite3_stmt *st;
     int yes = 0;
     if (sqlite3_prepare_v2(db,
-                           "SELECT 1 FROM sqlite_master WHERE name = 'event_rows' AND sql LIKE "
-                           "'%gmt_event_rows%'",
+                           "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                           "'event_chunks'",
                            -1, &st, NULL) == SQLITE_OK)
         yes = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);

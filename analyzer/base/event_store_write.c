@@ -18,13 +18,16 @@
 #define ZSTD_LEVEL 1         /* bench/README.md: level 1 against negative levels */
 #define MERGE_BUFFER 4096    /* pairs read from a run at a time */
 
-const char event_store_schema_sql[] =
-    "CREATE TABLE event_chunks (chunk INTEGER PRIMARY KEY, first_event_id INTEGER NOT NULL,"
-    " last_event_id INTEGER NOT NULL, rows INTEGER NOT NULL, raw_bytes INTEGER NOT NULL,"
-    " data BLOB NOT NULL);\n"
-    "CREATE TABLE event_ends (part INTEGER PRIMARY KEY, first_alloc_event_id INTEGER NOT NULL,"
+#define STORE_TABLES_SQL                                                                           \
+    "CREATE TABLE event_chunks (chunk INTEGER PRIMARY KEY, first_event_id INTEGER NOT NULL,"       \
+    " last_event_id INTEGER NOT NULL, rows INTEGER NOT NULL, raw_bytes INTEGER NOT NULL,"          \
+    " data BLOB NOT NULL);\n"                                                                      \
+    "CREATE TABLE event_ends (part INTEGER PRIMARY KEY, first_alloc_event_id INTEGER NOT NULL,"    \
     " pairs INTEGER NOT NULL, data BLOB NOT NULL);\n"
-    "CREATE VIRTUAL TABLE event_rows USING gmt_event_rows;\n";
+
+const char event_store_tables_sql[] = STORE_TABLES_SQL;
+const char event_store_schema_sql[] =
+    STORE_TABLES_SQL "CREATE VIRTUAL TABLE event_rows USING gmt_event_rows;\n";
 
 struct event_store_writer {
     sqlite3 *db;

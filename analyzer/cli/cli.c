@@ -3,7 +3,6 @@
 
 #include "category_store.h"
 #include "event_store.h"
-#include "gmt_env.h"
 #include "when.h"
 
 #include <limits.h>
@@ -21,17 +20,6 @@ int cli_error(const char *fmt, ...) {
     return 2;
 }
 
-static int print_statement_time(unsigned type, void *ctx, void *stmt, void *ns) {
-    (void)type, (void)ctx;
-    double ms = (double)*(const sqlite3_int64 *)ns / 1e6;
-    if (ms >= 1.0) {
-        char *sql = sqlite3_expanded_sql(stmt);
-        fprintf(stderr, "sql %9.1f ms  %.160s\n", ms, sql ? sql : sqlite3_sql(stmt));
-        sqlite3_free(sql);
-    }
-    return 0;
-}
-
 int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
     event_store_register(); /* a cache's event_rows is the store's virtual table */
     if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -40,8 +28,7 @@ int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
         *db = NULL;
         return -1;
     }
-    if (getenv(GMT_ENV_SQL_PROFILE)) /* for bench/: which statement a command's time goes to */
-        sqlite3_trace_v2(*db, SQLITE_TRACE_PROFILE, print_statement_time, NULL);
+    db_profile_if_asked(*db);
     /* One read transaction for the whole command: otherwise SQLite takes and
      * drops its file lock (and rereads the header) around every statement,
      * which dominated a report's time. */

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,12 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total) {
     progress_update(ctx, done, total);
 }
 
+/* The process's peak resident set so far, KB (for GMT_TIMING). */
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
 int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen) {
     char trace_path[PATH_MAX + 16];
@@ -160,13 +167,17 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     progress_phase(&line,
                    opt && opt->finish ? "indexing and categorizing" : "building the indexes of");
     double t1 = gmt_seconds();
+    long rss_replay = peak_rss_kb();
     if (opt && opt->finish) /* on the file before anyone else can see it */
         db_writer_before_rename(db, opt->finish, opt->finish_ctx);
     int rc = db_writer_finish(db, err, errlen);
     progress_clear(&line);
     if (getenv(GMT_ENV_TIMING)) /* for bench/: where an import's time goes */
-        fprintf(stderr, "import: %llu events, replay+load %.3f s, commit+indexes %.3f s\n",
-                (unsigned long long)sum.events, t1 - t0, gmt_seconds() - t1);
+        fprintf(stderr,
+                "import: %llu events, replay+load %.3f s (peak RSS %ld KB), commit+indexes %.3f s "
+                "(%ld KB)\n",
+                (unsigned long long)sum.events, t1 - t0, rss_replay, gmt_seconds() - t1,
+                peak_rss_kb());
     return rc;
 }
 

@@ -334,6 +334,11 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
 #undef OR_ZERO
             rc = sweep_row(c, w, &e, &next_name, visit, ctx);
         }
+        /* A fed timeline's runs behind the sweep are never asked again (the rest of the runs
+         * are few: fed up to here); a scanned one keeps its future, too long to move. */
+        for (size_t k = 0; k < n; k++)
+            if (ws[k].feed && ws[k].cursor.runs > 1024)
+                phase_timeline_forget(ws[k].timeline, &ws[k].cursor);
     }
     if (rc == 0 && got < 0)
         rc = -2;

@@ -242,6 +242,15 @@ step_phase phase_timeline_at(const phase_timeline *t, phase_cursor *cur, int64_t
     return it < 0 ? STEP_PHASE_SETUP : STEP_PHASE_PRELUDE;
 }
 
+void phase_timeline_forget(phase_timeline *t, phase_cursor *cur) {
+    if (cur->runs < 2)
+        return;
+    size_t gone = cur->runs - 1; /* the cursor's run stays: phase_timeline_at reads it */
+    memmove(t->runs, t->runs + gone, (t->nruns - gone) * sizeof *t->runs);
+    t->nruns -= gone;
+    cur->runs -= gone;
+}
+
 int64_t phase_timeline_open_iteration(const phase_timeline *t) {
     return t->last_open ? (int64_t)t->nbegins - 1 : INT64_MIN;
 }

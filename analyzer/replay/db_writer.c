@@ -177,7 +177,8 @@ struct db_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *multi_event; /* MULTI_ROWS rows per step */
-    event_store_writer *store; /* DB_EVENTS_STORE: where the event rows go instead */
+    event_store_writer *store; /* the event store's chunks (beside the rows in table mode) */
+    db_writer_events events;
     char *path, *tmp_path;
     /* run on the finished file under its temporary name, before it is renamed into place */
     int (*before_rename)(const char *path, void *ctx, char *err, size_t errlen);
@@ -388,8 +389,11 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
         return NULL;
     }
     *mark = 0; /* tables and views only; the indexes come after the load */
+    w->events = events;
     int ok = sqlite3_exec(w->db, setup, NULL, NULL, NULL) == SQLITE_OK &&
              sqlite3_exec(w->db, schema, NULL, NULL, NULL) == SQLITE_OK &&
+             (events == DB_EVENTS_STORE || /* a plain event_rows: the chunks beside it */
+              sqlite3_exec(w->db, event_store_tables_sql, NULL, NULL, NULL) == SQLITE_OK) &&
              sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     free(schema);
     for (int i = 0; ok && i < ST_COUNT; i++)
@@ -397,8 +401,7 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
              sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
                                 NULL) == SQLITE_OK;
     char why[256] = "";
-    if (ok && events == DB_EVENTS_STORE &&
-        !(w->store = event_store_writer_new(w->db, why, sizeof why)))
+    if (ok && !(w->store = event_store_writer_new(w->db, why, sizeof why)))
         ok = 0;
     ok = ok && start_event_thread(w, events == DB_EVENTS_TABLE) == 0;
     if (!ok) {
@@ -492,12 +495,13 @@ static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r);
 static int insert_batch(db_writer *w, event_batch *b) {
     size_t i = 0;
     int rc = SQLITE_DONE;
-    if (w->store && b->len) { /* the batch is one chunk */
+    if (b->len) { /* the batch is one chunk of the store */
         char why[256];
         if (event_store_write_chunk(w->store, (const int64_t(*)[EVENT_STORE_NCOLS])b->rows, b->len,
                                     why, sizeof why) != 0)
             return fail(w, "database %s: %s", w->path, why);
-        i = b->len;
+        if (w->events == DB_EVENTS_STORE)
+            i = b->len; /* and nothing else: event_rows is the store's */
     }
     while (i < b->len && rc == SQLITE_DONE) {
         if (b->len - i >= MULTI_ROWS) {
@@ -833,7 +837,7 @@ int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
 
 int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     char *indexes = db_sql_expand(strstr(schema_sql_text, INDEX_MARK));
-    if (indexes && w->store)
+    if (indexes && w->events == DB_EVENTS_STORE)
         drop_event_row_indexes(indexes);
     int rc = indexes ? 0 : fail_sqlite(w, "expanding the index part of schema.sql");
     if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
