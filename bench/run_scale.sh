@@ -3,8 +3,9 @@
 # Not part of `make test`. Prints figures for bench/README.md:
 #   1. synthetic traces of EVENTS events each (default 10 M and 100 M; `synth`, a steady
 #      training loop): `import -o` (events/s, peak RSS, database bytes/event) and `report`
-#      cold (first use: replay, database, report) and warm, each with its peak RSS — the RSS
-#      must not grow with the trace's length;
+#      cold (first use: replay, database, report; GMT_TIMING's split: categories, replay+load,
+#      commit+indexes) and warm, each with its peak RSS — the RSS must not grow with the trace's
+#      length — and the cache's bytes/event (the event store, analyzer/base/event_store.h);
 #   2. a realistic 1 M-entry PyTorch snapshot (tests/make_pickles.py --realistic: a training
 #      loop through the simulated caching allocator, so its layout is real and the replay
 #      raises no warning; frames shared as PyTorch's pickler shares them): `memanalyze report`
@@ -35,7 +36,9 @@ for n in $SIZES; do
   python3 -c "import os,sys; n=int(sys.argv[2]); s=os.path.getsize(sys.argv[1]); print(f'database: {s/1e9:.2f} GB = {s/n:.1f} B/event')" "$T/t.db" "$n"
   rm -f "$T/t.db"
   export GMT_CACHE_DIR=$T/cache
-  measure "report, cold (replay, database, report)" "$MA" report "$T/t.zst"
+  GMT_TIMING=1 /usr/bin/time -f "report, cold (replay, database, report): %e s wall, %M KB peak RSS" \
+    "$MA" report "$T/t.zst" 2>&1 >/dev/null | tail -3
+  du -sb "$T/cache" | awk -v n="$n" '{printf "cache (event store): %.2f GB = %.1f B/event\n", $1 / 1e9, $1 / n}'
   measure "report, warm" "$MA" report "$T/t.zst"
   rm -rf "$T/cache" "$T/t.zst"
 done

@@ -253,7 +253,9 @@ LEFT JOIN frames AS f ON f.frame_id = walk.value;
 
 -- event_rows: one row per memory event, in replay order — the one narrow row per event of the
 -- row budget. In memanalyze's cache it is a read-only virtual table with these columns over
--- compressed chunks (analyzer/base/event_store.h); `memanalyze import -o` writes this table. Stores codes; query the `events` view for names. Besides what was recorded, each
+-- compressed chunks (analyzer/base/event_store.h); `memanalyze import -o` writes this table,
+-- and keeps the chunks beside it (tables event_chunks and event_ends: memanalyze's own format,
+-- read by its passes over every event; not part of this interface). Stores codes; query the `events` view for names. Besides what was recorded, each
 -- row carries the running totals of its device AFTER the event (DESIGN.md definitions; device
 -- memory only: managed and pinned_host events leave them unchanged).
 CREATE TABLE event_rows (
