@@ -114,19 +114,13 @@ static long next_chunk(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]) {
         }
         if (rc != SQLITE_ROW)
             return fail(s, sqlite3_errmsg(sqlite3_db_handle(s->st)));
-        size_t raw_len = (size_t)sqlite3_column_int64(s->st, 1);
-        if (raw_len > s->raw_cap) {
-            uint8_t *grown = realloc(s->raw, raw_len);
-            if (!grown)
-                return fail(s, "out of memory");
-            s->raw = grown;
-            s->raw_cap = raw_len;
-        }
-        size_t got = ZSTD_decompressDCtx(s->dctx, s->raw, raw_len, sqlite3_column_blob(s->st, 0),
-                                         (size_t)sqlite3_column_bytes(s->st, 0));
         chunk_columns cc;
-        if (ZSTD_isError(got) || got != raw_len || chunk_parse(s->raw, raw_len, &cc) != 0)
-            return fail(s, "a chunk does not decode: a damaged database");
+        int unpacked = chunk_unpack(
+            s->dctx, sqlite3_column_blob(s->st, 0), (size_t)sqlite3_column_bytes(s->st, 0),
+            (size_t)sqlite3_column_int64(s->st, 1), &s->raw, &s->raw_cap, &cc);
+        if (unpacked != 0)
+            return fail(s, unpacked == -1 ? "out of memory"
+                                          : "a chunk does not decode: a damaged database");
         for (int c = 0; c < EVENT_STORE_NCOLS; c++)
             if ((s->columns & (1u << c)) && chunk_decode_column(&cc, c, s->values[c]) != 0)
                 return fail(s, "a column does not decode: a damaged database");

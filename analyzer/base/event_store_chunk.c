@@ -5,7 +5,9 @@
 
 #include "trace_varint.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 const char *const event_store_column_names[EVENT_STORE_NCOLS] = {
 #define EVENT_STORE_NAME(name) #name,
@@ -89,6 +91,19 @@ int chunk_parse(const uint8_t *raw, size_t len, chunk_columns *out) {
         p += out->len[c];
     }
     return 0;
+}
+
+int chunk_unpack(ZSTD_DCtx *dctx, const void *packed, size_t packed_len, size_t raw_len,
+                 uint8_t **raw, size_t *cap, chunk_columns *out) {
+    if (raw_len > *cap) {
+        uint8_t *grown = realloc(*raw, raw_len);
+        if (!grown)
+            return -1;
+        *raw = grown;
+        *cap = raw_len;
+    }
+    size_t got = ZSTD_decompressDCtx(dctx, *raw, raw_len, packed, packed_len);
+    return ZSTD_isError(got) || got != raw_len || chunk_parse(*raw, raw_len, out) != 0 ? -2 : 0;
 }
 
 int chunk_decode_column(const chunk_columns *c, int col, int64_t *out) {

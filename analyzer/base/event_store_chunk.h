@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <zstd.h>
 
 /* The most bytes chunk_encode writes for n rows. */
 size_t chunk_encoded_bound(size_t n);
@@ -38,6 +39,11 @@ typedef struct chunk_columns {
 
 /* Reads the chunk's header. 0, or -1 on bytes that are not a chunk. */
 int chunk_parse(const uint8_t *raw, size_t len, chunk_columns *out);
+
+/* A chunk's blob (zstd, raw_len bytes once decompressed) into *raw (grown as needed, *cap its
+ * size), parsed into *out. 0; -1 out of memory; -2 on bytes that are not a chunk. */
+int chunk_unpack(ZSTD_DCtx *dctx, const void *packed, size_t packed_len, size_t raw_len,
+                 uint8_t **raw, size_t *cap, chunk_columns *out);
 
 /* Decodes column col into out[0 .. rows) (NULL as EVENT_STORE_NULL). 0, or -1 on bad bytes. */
 int chunk_decode_column(const chunk_columns *c, int col, int64_t *out);

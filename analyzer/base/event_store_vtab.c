@@ -18,6 +18,7 @@
 #include "event_store.h"
 
 #include "event_store_chunk.h"
+#include "gmt_search.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -159,22 +160,14 @@ static int chunk_load(store_vtab *t, decoded_chunk *d, size_t k) {
         sqlite3_reset(st);
         return rc == SQLITE_DONE ? set_error(t, "a chunk is missing: a damaged database") : rc;
     }
-    size_t raw_len = (size_t)sqlite3_column_int64(st, 1);
-    const void *packed = sqlite3_column_blob(st, 0);
-    size_t packed_len = (size_t)sqlite3_column_bytes(st, 0);
-    if (raw_len > d->raw_cap) {
-        uint8_t *grown = realloc(d->raw, raw_len);
-        if (!grown) {
-            sqlite3_reset(st);
-            return SQLITE_NOMEM;
-        }
-        d->raw = grown;
-        d->raw_cap = raw_len;
-    }
-    size_t got = ZSTD_decompressDCtx(t->dctx, d->raw, raw_len, packed, packed_len);
-    sqlite3_reset(st);
     d->chunk = -1;
-    if (ZSTD_isError(got) || got != raw_len || chunk_parse(d->raw, raw_len, &d->cols) != 0)
+    int unpacked =
+        chunk_unpack(t->dctx, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+                     (size_t)sqlite3_column_int64(st, 1), &d->raw, &d->raw_cap, &d->cols);
+    sqlite3_reset(st);
+    if (unpacked == -1)
+        return SQLITE_NOMEM;
+    if (unpacked != 0)
         return set_error(t, "a chunk does not decode: a damaged database");
     d->chunk = (int64_t)k;
     d->decoded = 0;
@@ -194,43 +187,14 @@ static int chunk_column(store_vtab *t, decoded_chunk *d, int col) {
 
 /* The chunk that may hold event id: the first whose last id is >= id (nchunks: none). */
 static size_t chunk_from(const store_vtab *t, int64_t id) {
-    size_t lo = 0, hi = t->nchunks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->chunks[mid].last < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return gmt_search_i64(t->chunks, t->nchunks, sizeof *t->chunks, offsetof(chunk_ref, last), id,
+                          0);
 }
 
-/* The first row of d with an event id >= id (rows: none). */
-static size_t row_from(const decoded_chunk *d, int64_t id) {
-    const int64_t *ids = d->values[EVENT_COL_event_id];
-    size_t lo = 0, hi = d->cols.rows;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* The first row of d with an event id > id (rows: none). */
-static size_t row_after(const decoded_chunk *d, int64_t id) {
-    const int64_t *ids = d->values[EVENT_COL_event_id];
-    size_t lo = 0, hi = d->cols.rows;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] <= id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+/* The first row of d with an event id >= id, or with `after` set > id (rows: none). */
+static size_t row_from(const decoded_chunk *d, int64_t id, int after) {
+    return gmt_search_i64(d->values[EVENT_COL_event_id], d->cols.rows, sizeof(int64_t), 0, id,
+                          after);
 }
 
 /* Copies the row of event id into values (the columns in `used`); 0 when there is none. */
@@ -256,7 +220,7 @@ static int lookup_row(store_vtab *t, int64_t id, uint32_t used, int64_t *values,
     int rc = chunk_column(t, d, EVENT_COL_event_id);
     if (rc != SQLITE_OK)
         return rc;
-    size_t r = row_from(d, id);
+    size_t r = row_from(d, id, 0);
     if (r == d->cols.rows || d->values[EVENT_COL_event_id][r] != id)
         return SQLITE_OK;
     for (int c = 0; c < EVENT_STORE_NCOLS; c++)
@@ -440,14 +404,7 @@ static int push_id(store_cursor *c, int64_t id) {
 /* The event ids whose alloc_event_id is `alloc`, in ascending order. */
 static int find_ends(store_vtab *t, store_cursor *c, int64_t alloc) {
     /* The last part whose first pair is < alloc may end with it; later ones start with it. */
-    size_t lo = 0, hi = t->nparts;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->part_first[mid] < alloc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = gmt_search_i64(t->part_first, t->nparts, sizeof *t->part_first, 0, alloc, 0);
     for (size_t p = lo ? lo - 1 : 0; p < t->nparts && t->part_first[p] <= alloc; p++) {
         if (t->part_loaded != (int64_t)p) {
             sqlite3_bind_int64(t->read_part, 1, (int64_t)p);
@@ -463,14 +420,8 @@ static int find_ends(store_vtab *t, store_cursor *c, int64_t alloc) {
             t->part_loaded = (int64_t)p;
             t->part_len = n;
         }
-        long i = 0, end = t->part_len; /* the part's first pair for alloc */
-        while (i < end) {
-            long mid = i + (end - i) / 2;
-            if (t->part_pairs[mid].alloc_event_id < alloc)
-                i = mid + 1;
-            else
-                end = mid;
-        }
+        long i = (long)gmt_search_i64(t->part_pairs, (size_t)t->part_len, sizeof *t->part_pairs,
+                                      offsetof(store_end_pair, alloc_event_id), alloc, 0);
         for (; i < t->part_len && t->part_pairs[i].alloc_event_id == alloc; i++)
             if (push_id(c, t->part_pairs[i].event_id))
                 return SQLITE_NOMEM;
@@ -587,8 +538,8 @@ static int filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, in
         if ((rc = scan_chunk(t, c, k)) != SQLITE_OK ||
             (rc = chunk_column(t, &c->scan, EVENT_COL_event_id)) != SQLITE_OK)
             return rc;
-        c->row = c->desc ? (ptrdiff_t)row_after(&c->scan, c->hi) - 1
-                         : (ptrdiff_t)row_from(&c->scan, c->lo);
+        c->row = c->desc ? (ptrdiff_t)row_from(&c->scan, c->hi, 1) - 1
+                         : (ptrdiff_t)row_from(&c->scan, c->lo, 0);
         if (c->desc && c->row < 0) { /* the chunk starts above hi: the one before */
             c->chunk--;
             c->row = PTRDIFF_MAX;

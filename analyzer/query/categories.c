@@ -5,6 +5,7 @@
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
+#include "gmt_search.h"
 #include "phase_timeline.h"
 #include "stack_names.h"
 #include "trace_format.h"
@@ -403,15 +404,7 @@ typedef struct at_events {
 
 /* The first slot whose moment includes event id: ids[slot] >= id (n: after the last). */
 static size_t slot_of(const at_events *a, int64_t id) {
-    size_t lo = 0, hi = a->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return gmt_search_i64(a->ids, a->n, sizeof *a->ids, 0, id, 0);
 }
 
 static int count_at_events(void *ctx, const classified_block *b) {

@@ -9,6 +9,7 @@
 
 #include "db_query.h"
 #include "gmt_grow.h"
+#include "gmt_search.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -38,27 +39,9 @@ struct phase_timeline {
 };
 
 /* Whether ts lies inside a range PyTorch's profiler opens around an optimizer's step. */
-/* How many of n items (stride bytes apart, ascending in the int64 at key_offset) have a key at
- * or before `key`: the runs, iterations and ranges begun by then. */
-static size_t count_upto(const void *items, size_t n, size_t stride, size_t key_offset,
-                         int64_t key) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int64_t at;
-        memcpy(&at, (const char *)items + mid * stride + key_offset, sizeof at);
-        if (at <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Whether ts lies inside a range PyTorch's profiler opens around an optimizer's step. */
 static int in_optimizer_step(const phase_timeline *t, int64_t ts) {
-    size_t lo =
-        count_upto(t->optimizer, t->noptimizer, sizeof *t->optimizer, offsetof(span, begin_ts), ts);
+    size_t lo = gmt_search_i64(t->optimizer, t->noptimizer, sizeof *t->optimizer,
+                               offsetof(span, begin_ts), ts, 1);
     /* the latest end so far, not the last range's: a wrapper's step (ZeroRedundancyOptimizer)
      * encloses its inner optimizer's */
     return lo > 0 && ts < t->optimizer[lo - 1].reach;
@@ -84,7 +67,7 @@ const char *step_phase_name(step_phase p) {
 
 /* The iteration of event id: the last k with begins[k] <= id; -1 before the first. */
 static int64_t iteration_of(const phase_timeline *t, int64_t id) {
-    return (int64_t)count_upto(t->begins, t->nbegins, sizeof *t->begins, 0, id) - 1;
+    return (int64_t)gmt_search_i64(t->begins, t->nbegins, sizeof *t->begins, 0, id, 1) - 1;
 }
 
 static int add_begin(phase_timeline *t, int64_t id) {
@@ -214,7 +197,7 @@ phase_timeline *phase_timeline_build(sqlite3 *db, int64_t device, stack_phases *
 
 /* How many runs began at or before event_id. */
 static size_t runs_upto(const phase_timeline *t, int64_t event_id) {
-    return count_upto(t->runs, t->nruns, sizeof *t->runs, offsetof(run, first_id), event_id);
+    return gmt_search_i64(t->runs, t->nruns, sizeof *t->runs, offsetof(run, first_id), event_id, 1);
 }
 
 step_phase phase_timeline_at(const phase_timeline *t, phase_cursor *cur, int64_t event_id,
