@@ -390,6 +390,7 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     }
     *mark = 0; /* tables and views only; the indexes come after the load */
     w->events = events;
+    db_profile_if_asked(w->db);
     int ok = sqlite3_exec(w->db, setup, NULL, NULL, NULL) == SQLITE_OK &&
              sqlite3_exec(w->db, schema, NULL, NULL, NULL) == SQLITE_OK &&
              (events == DB_EVENTS_STORE || /* a plain event_rows: the chunks beside it */
