@@ -97,7 +97,7 @@ static void fill_plain(sqlite3 *db, const char *table) {
 static void fill_store(sqlite3 *db) {
     char err[256];
     CHECK(sqlite3_exec(db, event_store_schema_sql, NULL, NULL, NULL) == SQLITE_OK);
-    event_store_writer *w = event_store_writer_new(db, err, sizeof err);
+    event_store_writer *w = event_store_writer_new(db, 1, err, sizeof err);
     CHECK(w != NULL);
     event_store_writer_set_run_pairs(w, 1000);
     static const size_t sizes[] = {EVENT_STORE_CHUNK_ROWS, 1, 4000, EVENT_STORE_CHUNK_ROWS, 17};
@@ -274,6 +274,76 @@ static void check_scan(const char *store_path) {
     sqlite3_close(plain);
 }
 
+/* A store in an attached database answers from its own tables, not main's. */
+static void check_attached(const char *main_path) {
+    char other[] = "/tmp/test_event_store_b_XXXXXX", err[256];
+    int fd = mkstemp(other);
+    CHECK(fd >= 0);
+    close(fd);
+    sqlite3 *db;
+    CHECK(sqlite3_open(other, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, event_store_schema_sql, NULL, NULL, NULL) == SQLITE_OK);
+    event_store_writer *w = event_store_writer_new(db, 1, err, sizeof err);
+    CHECK(w && event_store_write_chunk(w, (const int64_t(*)[EVENT_STORE_NCOLS])rows[9000], 50, err,
+                                       sizeof err) == 0);
+    CHECK(w && event_store_writer_finish(w, err, sizeof err) == 0);
+    sqlite3_close(db);
+    CHECK(sqlite3_open(main_path, &db) == SQLITE_OK);
+    char sql[256];
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS b", other);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    char want[64];
+    snprintf(want, sizeof want, "1:50|1:%lld|\n", (long long)rows[9000][EVENT_COL_event_id]);
+    char *x = answer(db, "SELECT count(*), min(event_id) FROM b.event_rows");
+    CHECK_STR_EQ(x, want);
+    free(x);
+    snprintf(want, sizeof want, "1:%d|\n", ROWS);
+    x = answer(db, "SELECT count(*) FROM main.event_rows");
+    CHECK_STR_EQ(x, want);
+    free(x);
+    sqlite3_close(db);
+    unlink(other);
+}
+
+/* The table without its store, or with a chunk whose size is absurd: an error that says so,
+ * each time it is asked (nothing half-loaded stays behind), and no table named after the
+ * module itself. */
+static void check_broken_stores(void) {
+    sqlite3 *db;
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "CREATE VIRTUAL TABLE event_rows USING gmt_event_rows", NULL, NULL,
+                       NULL) == SQLITE_OK);
+    for (int twice = 0; twice < 2; twice++) {
+        char *msg = NULL;
+        CHECK(sqlite3_exec(db, "SELECT count(*) FROM event_rows", NULL, NULL, &msg) != SQLITE_OK);
+        CHECK(msg && strstr(msg, "no event store"));
+        sqlite3_free(msg);
+    }
+    char *msg = NULL;
+    CHECK(sqlite3_exec(db, "SELECT * FROM gmt_event_rows", NULL, NULL, &msg) != SQLITE_OK);
+    sqlite3_free(msg);
+    sqlite3_close(db);
+
+    char err[256];
+    CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, event_store_schema_sql, NULL, NULL, NULL) == SQLITE_OK);
+    event_store_writer *w = event_store_writer_new(db, 1, err, sizeof err);
+    CHECK(w && event_store_write_chunk(w, (const int64_t(*)[EVENT_STORE_NCOLS])rows[0], 100, err,
+                                       sizeof err) == 0);
+    CHECK(w && event_store_writer_finish(w, err, sizeof err) == 0);
+    CHECK(sqlite3_exec(db, "UPDATE event_chunks SET raw_bytes = 1000000000000", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    CHECK(sqlite3_exec(db, "SELECT sum(size) FROM event_rows", NULL, NULL, &msg) != SQLITE_OK);
+    CHECK(msg && strstr(msg, "damaged"));
+    sqlite3_free(msg);
+    const int64_t *col[EVENT_STORE_NCOLS];
+    event_scan *s =
+        event_scan_open(db, EVENT_SCAN_COLUMN(size), INT64_MIN, INT64_MAX, err, sizeof err);
+    CHECK(s && event_scan_next(s, col) == -1 && strstr(event_scan_error(s), "damaged"));
+    event_scan_close(s);
+    sqlite3_close(db);
+}
+
 static void check_codec(void) {
     /* One chunk's round trip, column by column. */
     static uint8_t buf[1 << 22];
@@ -336,6 +406,9 @@ int main(void) {
     sqlite3_close(db);
     check_scan(path);
 
+    check_attached(path);
+    check_broken_stores();
+
     /* A damaged chunk: a one-line error, no crash. */
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db, "UPDATE event_chunks SET data = x'28b52ffd00' WHERE chunk = 1", NULL,
@@ -352,7 +425,7 @@ int main(void) {
     CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db, event_store_schema_sql, NULL, NULL, NULL) == SQLITE_OK);
     char err[256];
-    event_store_writer *w = event_store_writer_new(db, err, sizeof err);
+    event_store_writer *w = event_store_writer_new(db, 1, err, sizeof err);
     CHECK(w && event_store_writer_finish(w, err, sizeof err) == 0);
     char *x = answer(db, "SELECT count(*), max(event_id) FROM event_rows");
     CHECK_STR_EQ(x, "1:0|5:|\n");

@@ -10,7 +10,8 @@
  * A database written for others (`import -o`) keeps a plain table: a virtual table needs this
  * module, which another SQLite client does not have. It keeps the chunks too (~6 B per event
  * beside the table's ~80), for memanalyze's own passes over every event (event_scan.h), which
- * read them 5-10x faster than the table's rows.
+ * read them 5-10x faster than the table's rows. Those passes trust the chunks: a user who edits
+ * such a file's event_rows by hand makes them disagree with it.
  *
  * The store's tables (event_chunks, event_ends) are the module's own format, not the public
  * schema; schema.sql names only event_rows. */
@@ -79,7 +80,9 @@ int event_store_register(void);
  * it; neither closes the connection. */
 typedef struct event_store_writer event_store_writer;
 
-event_store_writer *event_store_writer_new(sqlite3 *db, char *err, size_t errlen);
+/* alloc_index 0: no alloc_event_id index (event_ends stays empty): for a database whose
+ * event_rows is a plain table with its own index, where the chunks serve event_scan alone. */
+event_store_writer *event_store_writer_new(sqlite3 *db, int alloc_index, char *err, size_t errlen);
 
 /* Appends n (1 .. EVENT_STORE_CHUNK_ROWS) rows of EVENT_STORE_NCOLS values as one chunk.
  * 0, or -1 with a one-line message (out of order, out of memory, SQLite). */

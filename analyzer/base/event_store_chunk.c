@@ -95,6 +95,8 @@ int chunk_parse(const uint8_t *raw, size_t len, chunk_columns *out) {
 
 int chunk_unpack(ZSTD_DCtx *dctx, const void *packed, size_t packed_len, size_t raw_len,
                  uint8_t **raw, size_t *cap, chunk_columns *out) {
+    if (raw_len > chunk_encoded_bound(EVENT_STORE_CHUNK_ROWS))
+        return -2; /* no chunk is that large: a damaged size, not a reason to allocate it */
     if (raw_len > *cap) {
         uint8_t *grown = realloc(*raw, raw_len);
         if (!grown)

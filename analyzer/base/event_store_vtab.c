@@ -55,6 +55,7 @@ typedef struct decoded_chunk {
 typedef struct store_vtab {
     sqlite3_vtab base;
     sqlite3 *db;
+    char *schema; /* the database it lives in: "main", or an attached one's name */
     int loaded;
     chunk_ref *chunks;
     size_t nchunks;
@@ -96,55 +97,90 @@ static int set_error(store_vtab *t, const char *msg) {
     return SQLITE_ERROR;
 }
 
+/* A statement on one of the store's tables, in the schema the virtual table lives in (main, or
+ * an attached database's: names unqualified would find main's). `sql` has a %w for it. */
+static int prepare_in_schema(store_vtab *t, const char *sql, sqlite3_stmt **st) {
+    char *text = sqlite3_mprintf(sql, t->schema);
+    if (!text)
+        return SQLITE_NOMEM;
+    int rc = sqlite3_prepare_v2(t->db, text, -1, st, NULL);
+    sqlite3_free(text);
+    return rc;
+}
+
+/* Forgets a failed load, so a later query starts again from nothing; the error to return. */
+static int unload(store_vtab *t, int rc, const char *why) {
+    free(t->chunks);
+    free(t->part_first);
+    t->chunks = NULL;
+    t->part_first = NULL;
+    t->nchunks = t->nparts = 0;
+    sqlite3_finalize(t->read_chunk);
+    sqlite3_finalize(t->read_part);
+    t->read_chunk = t->read_part = NULL;
+    if (rc == SQLITE_NOMEM)
+        return rc;
+    char msg[320];
+    snprintf(msg, sizeof msg, "%s (%s)", why, sqlite3_errmsg(t->db));
+    return set_error(t, msg);
+}
+
 /* Reads the chunks' and parts' bounds once per connection, at the first query (the writer's
  * own connection makes the table before there is anything to read). */
 static int load_bounds(store_vtab *t) {
     if (t->loaded)
         return SQLITE_OK;
     sqlite3_stmt *st = NULL;
-    int64_t n = 0;
-    if (sqlite3_prepare_v2(t->db, "SELECT count(*) FROM event_chunks", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    int64_t n = -1;
+    int rc = prepare_in_schema(t, "SELECT count(*) FROM \"%w\".event_chunks", &st);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    t->chunks = calloc((size_t)n + 1, sizeof *t->chunks);
-    if (!t->chunks)
-        return SQLITE_NOMEM;
-    int rc = sqlite3_prepare_v2(
-        t->db, "SELECT chunk, first_event_id, last_event_id FROM event_chunks ORDER BY chunk", -1,
-        &st, NULL);
-    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    if (n < 0)
+        return unload(t, rc, "no event store: a damaged database");
+    if (!(t->chunks = calloc((size_t)n + 1, sizeof *t->chunks)))
+        return unload(t, SQLITE_NOMEM, "");
+    rc = prepare_in_schema(
+        t, "SELECT chunk, first_event_id, last_event_id FROM \"%w\".event_chunks ORDER BY chunk",
+        &st);
+    int numbered = 1, step = rc;
+    while (rc == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_int64(st, 0) != (int64_t)t->nchunks || t->nchunks == (size_t)n) {
-            sqlite3_finalize(st);
-            return set_error(t, "the chunks are not numbered 0, 1, ...: a damaged database");
+            numbered = 0;
+            break;
         }
         t->chunks[t->nchunks++] =
             (chunk_ref){sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)};
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_OK)
-        return rc;
-    n = 0;
-    if (sqlite3_prepare_v2(t->db, "SELECT count(*) FROM event_ends", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    if (!numbered) {
+        unload(t, SQLITE_ERROR, "");
+        return set_error(t, "the chunks are not numbered 0, 1, ...: a damaged database");
+    }
+    if (step != SQLITE_DONE)
+        return unload(t, step, "reading the event store");
+    n = -1;
+    rc = prepare_in_schema(t, "SELECT count(*) FROM \"%w\".event_ends", &st);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    t->part_first = calloc((size_t)n + 1, sizeof *t->part_first);
-    if (!t->part_first)
-        return SQLITE_NOMEM;
-    rc = sqlite3_prepare_v2(t->db, "SELECT first_alloc_event_id FROM event_ends ORDER BY part", -1,
-                            &st, NULL);
+    if (n < 0)
+        return unload(t, rc, "no index of the event store: a damaged database");
+    if (!(t->part_first = calloc((size_t)n + 1, sizeof *t->part_first)))
+        return unload(t, SQLITE_NOMEM, "");
+    rc = prepare_in_schema(t, "SELECT first_alloc_event_id FROM \"%w\".event_ends ORDER BY part",
+                           &st);
     while (rc == SQLITE_OK && t->nparts < (size_t)n && sqlite3_step(st) == SQLITE_ROW)
         t->part_first[t->nparts++] = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = prepare_in_schema(t, "SELECT data, raw_bytes FROM \"%w\".event_chunks WHERE chunk = ?",
+                               &t->read_chunk);
+    if (rc == SQLITE_OK)
+        rc = prepare_in_schema(t, "SELECT data FROM \"%w\".event_ends WHERE part = ?",
+                               &t->read_part);
     if (rc != SQLITE_OK)
-        return rc;
-    if (sqlite3_prepare_v2(t->db, "SELECT data, raw_bytes FROM event_chunks WHERE chunk = ?", -1,
-                           &t->read_chunk, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(t->db, "SELECT data FROM event_ends WHERE part = ?", -1, &t->read_part,
-                           NULL) != SQLITE_OK)
-        return SQLITE_ERROR;
+        return unload(t, rc, "reading the index of the event store");
     t->loaded = 1;
     return SQLITE_OK;
 }
@@ -235,7 +271,9 @@ static int lookup_row(store_vtab *t, int64_t id, uint32_t used, int64_t *values,
 
 static int connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
                    char **err) {
-    (void)aux, (void)argc, (void)argv, (void)err;
+    (void)aux, (void)err;
+    if (argc < 2)
+        return SQLITE_ERROR;
     char decl[1024];
     size_t n = (size_t)snprintf(decl, sizeof decl, "CREATE TABLE x(");
     for (int c = 0; c < EVENT_STORE_NCOLS; c++)
@@ -250,14 +288,16 @@ static int connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sq
         return SQLITE_NOMEM;
     memset(t, 0, sizeof *t);
     t->db = db;
+    t->schema = sqlite3_mprintf("%s", argv[1]);
     t->part_loaded = -1;
     for (int i = 0; i < LOOKUP_CACHE; i++)
         t->lookup[i].chunk = -1;
     t->dctx = ZSTD_createDCtx();
     t->part_pairs = malloc(STORE_END_PART_PAIRS * sizeof *t->part_pairs);
-    if (!t->dctx || !t->part_pairs) {
+    if (!t->dctx || !t->part_pairs || !t->schema) {
         ZSTD_freeDCtx(t->dctx);
         free(t->part_pairs);
+        sqlite3_free(t->schema);
         sqlite3_free(t);
         return SQLITE_NOMEM;
     }
@@ -276,8 +316,16 @@ static int disconnect(sqlite3_vtab *vt) {
     free(t->chunks);
     free(t->part_first);
     free(t->part_pairs);
+    sqlite3_free(t->schema);
     sqlite3_free(t);
     return SQLITE_OK;
+}
+
+/* CREATE VIRTUAL TABLE; a function of its own (not connect itself), so the module is no
+ * eponymous table `gmt_event_rows` in every connection. */
+static int create(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                  char **err) {
+    return connect(db, aux, argc, argv, out, err);
 }
 
 static int best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
@@ -596,7 +644,7 @@ static int rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *out) {
 
 static const sqlite3_module event_rows_module = {
     .iVersion = 1,
-    .xCreate = connect,
+    .xCreate = create,
     .xConnect = connect,
     .xBestIndex = best_index,
     .xDisconnect = disconnect,

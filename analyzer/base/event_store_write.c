@@ -12,11 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #define RUN_PAIRS (1u << 20) /* 16 MiB of pairs in memory at most */
 #define ZSTD_LEVEL 1         /* bench/README.md: level 1 against negative levels */
-#define MERGE_BUFFER 4096    /* pairs read from a run at a time */
+#define MERGE_BUFFER 1024    /* pairs read from a run at a time: 16 KiB per run */
 
 #define STORE_TABLES_SQL                                                                           \
     "CREATE TABLE event_chunks (chunk INTEGER PRIMARY KEY, first_event_id INTEGER NOT NULL,"       \
@@ -37,6 +38,7 @@ struct event_store_writer {
     size_t packed_cap;
     int64_t chunks, parts, last_event_id;
     int have_rows;
+    int alloc_index;       /* 0: no event_ends (a plain event_rows has its own index) */
     store_end_pair *pairs; /* the run being gathered */
     size_t npairs, run_pairs;
     FILE *runs; /* sorted runs, one after another */
@@ -65,7 +67,7 @@ void event_store_writer_free(event_store_writer *w) {
     free(w);
 }
 
-event_store_writer *event_store_writer_new(sqlite3 *db, char *err, size_t errlen) {
+event_store_writer *event_store_writer_new(sqlite3 *db, int alloc_index, char *err, size_t errlen) {
     event_store_writer *w = calloc(1, sizeof *w);
     if (!w) {
         fail(err, errlen, "out of memory", NULL);
@@ -79,9 +81,10 @@ event_store_writer *event_store_writer_new(sqlite3 *db, char *err, size_t errlen
     w->raw = malloc(raw_cap);
     w->packed = malloc(w->packed_cap);
     w->run_pairs = RUN_PAIRS;
-    w->pairs = malloc(RUN_PAIRS * sizeof *w->pairs);
+    w->alloc_index = alloc_index;
+    w->pairs = alloc_index ? malloc(RUN_PAIRS * sizeof *w->pairs) : NULL;
     w->cctx = ZSTD_createCCtx();
-    if (!w->raw || !w->packed || !w->pairs || !w->cctx) {
+    if (!w->raw || !w->packed || (alloc_index && !w->pairs) || !w->cctx) {
         fail(err, errlen, "out of memory", NULL);
         event_store_writer_free(w);
         return NULL;
@@ -109,12 +112,38 @@ static int compare_pairs(const void *a, const void *b) {
     return (x->event_id > y->event_id) - (x->event_id < y->event_id);
 }
 
+/* The runs' file: beside the database (the cache directory, or import -o's destination, which
+ * have room for the database itself), not in /tmp, which may be a small tmpfs (~16 B per free:
+ * 0.8 GB at 100 M events). Unlinked at once: it vanishes with the process. */
+static FILE *open_runs_file(sqlite3 *db) {
+    const char *db_path = sqlite3_db_filename(db, "main");
+    if (!db_path || !db_path[0])
+        return tmpfile(); /* an in-memory database */
+    size_t n = strlen(db_path) + 32;
+    char *path = malloc(n);
+    if (!path)
+        return NULL;
+    snprintf(path, n, "%s", db_path);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, n - (size_t)(slash ? slash + 1 - path : 0),
+             ".gmt-index-XXXXXX");
+    int fd = mkstemp(path);
+    FILE *f = NULL;
+    if (fd >= 0) {
+        unlink(path);
+        if (!(f = fdopen(fd, "w+b")))
+            close(fd);
+    }
+    free(path);
+    return f;
+}
+
 /* Sorts the run in memory and appends it to the runs file. */
 static int spill_run(event_store_writer *w, char *err, size_t errlen) {
     if (!w->npairs)
         return 0;
     qsort(w->pairs, w->npairs, sizeof *w->pairs, compare_pairs);
-    if (!w->runs && !(w->runs = tmpfile()))
+    if (!w->runs && !(w->runs = open_runs_file(w->db)))
         return fail(err, errlen, "cannot create a temporary file for the index", NULL);
     if (w->nruns == w->runs_cap) {
         size_t cap = w->runs_cap ? 2 * w->runs_cap : 16;
@@ -142,9 +171,9 @@ int event_store_write_chunk(event_store_writer *w, const int64_t (*rows)[EVENT_S
         w->last_event_id = id;
         w->have_rows = 1;
         int64_t alloc = rows[i][EVENT_COL_alloc_event_id];
-        if (alloc == EVENT_STORE_NULL)
+        if (alloc == EVENT_STORE_NULL || !w->alloc_index)
             continue;
-        if (w->npairs == w->run_pairs && spill_run(w, err, errlen) != 0)
+        if (w->npairs >= w->run_pairs && spill_run(w, err, errlen) != 0)
             return -1;
         w->pairs[w->npairs++] = (store_end_pair){alloc, id};
     }
@@ -260,7 +289,9 @@ static int merge_runs(event_store_writer *w, char *err, size_t errlen) {
 
 int event_store_writer_finish(event_store_writer *w, char *err, size_t errlen) {
     int rc = 0;
-    if (!w->nruns) { /* the whole index fits one run: no file */
+    if (!w->alloc_index) {
+        ;                   /* no index to write */
+    } else if (!w->nruns) { /* the whole index fits one run: no file */
         qsort(w->pairs, w->npairs, sizeof *w->pairs, compare_pairs);
         for (size_t i = 0; rc == 0 && i < w->npairs; i += STORE_END_PART_PAIRS) {
             size_t n = w->npairs - i < STORE_END_PART_PAIRS ? w->npairs - i : STORE_END_PART_PAIRS;

@@ -309,6 +309,8 @@ static char *store_schema(const char *schema) {
         if (!p || p > end || strncmp(p, name, strlen(name)) != 0 || p[strlen(name)] != ' ')
             return NULL;
     }
+    if (strchr(p, '\n') != end) /* the last column's line ends the table: no 22nd column */
+        return NULL;
     size_t head = (size_t)(start - schema),
            tail_at = (size_t)(end - schema) + strlen(EVENT_TABLE_END);
     size_t n = strlen(schema) + strlen(event_store_schema_sql) + 1;
@@ -402,7 +404,8 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
              sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
                                 NULL) == SQLITE_OK;
     char why[256] = "";
-    if (ok && !(w->store = event_store_writer_new(w->db, why, sizeof why)))
+    if (ok &&
+        !(w->store = event_store_writer_new(w->db, events == DB_EVENTS_STORE, why, sizeof why)))
         ok = 0;
     ok = ok && start_event_thread(w, events == DB_EVENTS_TABLE) == 0;
     if (!ok) {
