@@ -37,6 +37,7 @@ python_dump='
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN (\"table\",\"view\") ORDER BY name")]
+names = [n for n in names if n not in ("event_chunks", "event_ends")]  # the event store: not the interface
 for n in names:
     rows = db.execute("SELECT * FROM \"%s\"" % n).fetchall()
     rows = [r for r in rows if not (n == "meta" and r and r[0] in ("input_mtime_ns", "input_path"))]
