@@ -13,7 +13,8 @@
 
 struct event_scan {
     sqlite3_stmt *st;
-    int store; /* 1: st reads event_chunks; 0: event_rows' rows */
+    int store;    /* 1: st reads event_chunks; 0: event_rows' rows */
+    int backward; /* batches last first */
     uint32_t columns;
     int64_t first, last;
     int done;
@@ -51,8 +52,8 @@ static int has_store(sqlite3 *db) {
     return yes;
 }
 
-event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_t last, char *err,
-                            size_t errlen) {
+static event_scan *scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_t last,
+                             int backward, char *err, size_t errlen) {
     event_scan *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -61,6 +62,7 @@ event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_
     s->columns = columns | EVENT_SCAN_COLUMN(event_id); /* the bounds need it */
     s->first = first;
     s->last = last;
+    s->backward = backward;
     s->store = has_store(db);
     for (int c = 0; c < EVENT_STORE_NCOLS; c++)
         if ((s->columns & (1u << c)) &&
@@ -73,8 +75,12 @@ event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_
     if (s->store) {
         /* The chunks that may hold ids in range: the first whose last id is >= first, on. */
         rc = sqlite3_prepare_v2(db,
-                                "SELECT data, raw_bytes FROM event_chunks WHERE last_event_id >= "
-                                "?1 AND first_event_id <= ?2 ORDER BY chunk",
+                                backward ? "SELECT data, raw_bytes FROM event_chunks WHERE "
+                                           "last_event_id >= ?1 AND first_event_id <= ?2 ORDER BY "
+                                           "chunk DESC"
+                                         : "SELECT data, raw_bytes FROM event_chunks WHERE "
+                                           "last_event_id >= ?1 AND first_event_id <= ?2 ORDER BY "
+                                           "chunk",
                                 -1, &s->st, NULL);
         s->dctx = ZSTD_createDCtx();
     } else {
@@ -85,7 +91,8 @@ event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_
                 n += (size_t)snprintf(sql + n, sizeof sql - n, "%s%s", n > 7 ? ", " : "",
                                       event_store_column_names[c]);
         snprintf(sql + n, sizeof sql - n,
-                 " FROM event_rows WHERE event_id >= ?1 AND event_id <= ?2 ORDER BY event_id");
+                 " FROM event_rows WHERE event_id >= ?1 AND event_id <= ?2 ORDER BY event_id%s",
+                 backward ? " DESC" : "");
         rc = sqlite3_prepare_v2(db, sql, -1, &s->st, NULL);
     }
     if (rc != SQLITE_OK || (s->store && !s->dctx)) {
@@ -96,6 +103,16 @@ event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_
     sqlite3_bind_int64(s->st, 1, first);
     sqlite3_bind_int64(s->st, 2, last);
     return s;
+}
+
+event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_t last, char *err,
+                            size_t errlen) {
+    return scan_open(db, columns, first, last, 0, err, errlen);
+}
+
+event_scan *event_scan_open_backward(sqlite3 *db, uint32_t columns, int64_t first, int64_t last,
+                                     char *err, size_t errlen) {
+    return scan_open(db, columns, first, last, 1, err, errlen);
 }
 
 static long fail(event_scan *s, const char *what) {
@@ -159,6 +176,13 @@ static long next_rows(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]) {
             }
         n++;
     }
+    if (s->backward) /* read newest first: put the batch back in ascending order */
+        for (int c = 0; c < EVENT_STORE_NCOLS; c++)
+            for (long i = 0, j = n - 1; s->values[c] && i < j; i++, j--) {
+                int64_t t = s->values[c][i];
+                s->values[c][i] = s->values[c][j];
+                s->values[c][j] = t;
+            }
     for (int c = 0; c < EVENT_STORE_NCOLS; c++)
         cols[c] = s->values[c];
     return n;

@@ -24,6 +24,11 @@ typedef struct event_scan event_scan;
 event_scan *event_scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64_t last, char *err,
                             size_t errlen);
 
+/* The same rows newest first: batches come last first, and the rows inside a batch are still in
+ * ascending order (read each batch from its end). */
+event_scan *event_scan_open_backward(sqlite3 *db, uint32_t columns, int64_t first, int64_t last,
+                                     char *err, size_t errlen);
+
 /* The next batch: its row count (0 at the end, -1 on an error, then event_scan_error says
  * why); cols[c] points at that many values of column c for the columns asked for (NULL as
  * EVENT_STORE_NULL), valid until the next call. */

@@ -11,6 +11,7 @@
 #include "addr_map.h"
 #include "alloc_model.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
 
@@ -342,17 +343,58 @@ static int by_event_id(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The points of a pass before event `id`: each the state after all the rows before it. */
+typedef struct points {
+    const point_order *order;
+    size_t count, next;
+    int device;
+    const seg_row *segs;
+    size_t nseg;
+    layout_fn fn;
+    void *ctx;
+} points;
+
+static int emit_before(points *pts, pass *p, int64_t id, char *err, size_t errlen) {
+    for (; pts->next < pts->count && pts->order[pts->next].event_id < id; pts->next++) {
+        const point_order *o = &pts->order[pts->next];
+        size_t n;
+        layout *l = NULL;
+        live_block *snap = pass_snapshot(p, pts->segs, pts->nseg, o->event_id, &n);
+        int rc = snap ? build_point(pts->device, o->event_id, pts->segs, pts->nseg, snap, n, &l,
+                                    err, errlen)
+                      : set_err(err, errlen, "out of memory");
+        free(snap);
+        if (rc == 0 && pts->fn(pts->ctx, o->index, l) != 0) /* the callback owns l from here */
+            rc = set_err(err, errlen, "out of memory");
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The columns the pass reads, in the order of `want` below. */
+enum {
+    C_ID,
+    C_OP,
+    C_ADDR,
+    C_SIZE,
+    C_REQ,
+    C_STREAM,
+    C_STACK,
+    C_SEGMENT,
+    C_ALLOC,
+    C_DEVICE,
+    C_LEVEL,
+    C_KIND,
+    C_COUNT
+};
+
 int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout_fn fn,
                       void *ctx, char *err, size_t errlen) {
-    static const char sql[] =
-        /* the columns a free does not need are not even decoded for it (a third faster) */
-        "SELECT event_id, op, addr, CASE op WHEN {op:alloc} THEN size END, "
-        "CASE op WHEN {op:alloc} THEN requested_size END, CASE op WHEN {op:alloc} THEN stream END, "
-        "CASE op WHEN {op:alloc} THEN stack_id END, CASE op WHEN {op:alloc} THEN segment_id END, "
-        "alloc_event_id FROM event_rows WHERE event_id <= ?1 AND device = ?2 AND level = "
-        "{level:block} "
-        "AND kind = {kind:device} AND op IN ({op:alloc}, {op:free}, {op:free_requested}) ORDER BY "
-        "event_id";
+    static const int want[C_COUNT] = {
+        EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
+        EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
+        EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
     if (count == 0)
         return 0;
     seg_row *segs = NULL;
@@ -367,72 +409,63 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
     for (size_t i = 0; i < count; i++)
         order[i] = (point_order){event_ids[i], i};
     qsort(order, count, sizeof *order, by_event_id);
+    points pts = {order, count, 0, device, segs, nseg, fn, ctx};
 
+    /* Every event up to the last point, a chunk of columns at a time (event_scan.h: through
+     * SQL the pass cost more in SQLite's per-value calls than in its own work). */
+    uint32_t mask = 0;
+    for (int c = 0; c < C_COUNT; c++)
+        mask |= 1u << want[c];
     pass p = {0};
-    sqlite3_stmt *st = NULL;
     int rc = 0;
-    size_t next = 0;
-    if (db_prepare(db, sql, &st) != SQLITE_OK) {
-        rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
-        goto done;
-    }
-    sqlite3_bind_int64(st, 1, order[count - 1].event_id);
-    sqlite3_bind_int(st, 2, device);
-    for (;;) {
-        int step = sqlite3_step(st);
-        int64_t id = INT64_MAX;
-        if (step == SQLITE_ROW)
-            id = sqlite3_column_int64(st, 0);
-        else if (step != SQLITE_DONE) {
-            rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
-            goto done;
-        }
-        /* every point before this row: the state after all rows <= it */
-        for (; next < count && order[next].event_id < id; next++) {
-            size_t i = order[next].index, n;
-            layout *l = NULL;
-            live_block *snap = pass_snapshot(&p, segs, nseg, order[next].event_id, &n);
-            rc = snap ? build_point(device, order[next].event_id, segs, nseg, snap, n, &l, err,
-                                    errlen)
-                      : set_err(err, errlen, "out of memory");
-            free(snap);
-            if (rc == 0 && fn(ctx, i, l) != 0) /* the callback owns l from here */
-                rc = set_err(err, errlen, "out of memory");
-            if (rc != 0)
-                goto done;
-        }
-        if (step == SQLITE_DONE)
-            break;
-        int op = sqlite3_column_int(st, 1);
-        uint64_t addr = (uint64_t)sqlite3_column_int64(st, 2);
-        if (op == TRACE_OP_ALLOC) {
-            live_block nb = {0};
-            nb.alloc_id = id;
-            nb.addr = addr;
-            nb.size = (uint64_t)sqlite3_column_int64(st, 3); /* NULL reads as 0: none */
-            nb.requested = (uint64_t)db_column_i64(st, 4, (int64_t)nb.size);
-            nb.stream = (uint64_t)sqlite3_column_int64(st, 5);
-            nb.stack_id = sqlite3_column_int64(st, 6);
-            nb.segment_id = sqlite3_column_int64(st, 7);
-            if (nb.size == 0)
+    event_scan *scan = event_scan_open(db, mask, INT64_MIN, order[count - 1].event_id, err, errlen);
+    if (!scan)
+        rc = -1;
+    const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
+    long got = 0;
+    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        for (int c = 0; c < C_COUNT; c++)
+            v[c] = col[want[c]];
+        for (long r = 0; rc == 0 && r < got; r++) {
+            int64_t op = v[C_OP][r];
+            if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||
+                v[C_KIND][r] != TRACE_KIND_DEVICE ||
+                (op != TRACE_OP_ALLOC && op != TRACE_OP_FREE && op != TRACE_OP_FREE_REQUESTED))
                 continue;
-            if (pass_alloc(&p, &nb) != 0) {
-                rc = set_err(err, errlen, "out of memory");
-                goto done;
+            int64_t id = v[C_ID][r];
+            if ((rc = emit_before(&pts, &p, id, err, errlen)) != 0)
+                break;
+            uint64_t addr = (uint64_t)v[C_ADDR][r];
+#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
+            if (op == TRACE_OP_ALLOC) {
+                live_block nb = {0};
+                nb.alloc_id = id;
+                nb.addr = addr;
+                nb.size = (uint64_t)OR(v[C_SIZE][r], 0); /* none */
+                nb.requested = (uint64_t)OR(v[C_REQ][r], (int64_t)nb.size);
+                nb.stream = (uint64_t)OR(v[C_STREAM][r], 0);
+                nb.stack_id = OR(v[C_STACK][r], 0);
+                nb.segment_id = OR(v[C_SEGMENT][r], 0);
+#undef OR
+                if (nb.size != 0 && pass_alloc(&p, &nb) != 0)
+                    rc = set_err(err, errlen, "out of memory");
+                continue;
             }
-            continue;
+            uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
+            if (!index || v[C_ALLOC][r] == EVENT_STORE_NULL ||
+                p.blocks[*index].alloc_id != v[C_ALLOC][r])
+                continue; /* a free the replay could not match: it changed nothing */
+            if (op == TRACE_OP_FREE)
+                pass_drop(&p, *index);
+            else
+                p.blocks[*index].pending = 1;
         }
-        uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
-        if (!index || sqlite3_column_type(st, 8) == SQLITE_NULL ||
-            p.blocks[*index].alloc_id != sqlite3_column_int64(st, 8))
-            continue; /* a free the replay could not match: it changed nothing */
-        if (op == TRACE_OP_FREE)
-            pass_drop(&p, *index);
-        else
-            p.blocks[*index].pending = 1;
     }
-done:
-    sqlite3_finalize(st);
+    if (rc == 0 && got < 0)
+        rc = set_err(err, errlen, "%s", event_scan_error(scan));
+    if (rc == 0) /* the points after the last row */
+        rc = emit_before(&pts, &p, INT64_MAX, err, errlen);
+    event_scan_close(scan);
     free(p.blocks);
     addr_map_free(&p.by_addr);
     free(order);
@@ -547,44 +580,57 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
      * stack and whether it was pending at `at` afterwards, with one lookup
      * each for the few blocks that are live then (stack_id -1, pending 2:
      * not known yet) — the scan itself stays a plain primary-key range. */
-    if (*rc == 0 &&
-        db_prepare(db,
-                   "SELECT op, addr, alloc_event_id, size, requested_size, stream, "
-                   "segment_id FROM event_rows WHERE event_id > ?1 AND device = ?2 AND "
-                   "level = {level:block} AND kind = {kind:device} AND op IN ({op:alloc}, "
-                   "{op:free}, {op:free_requested}) ORDER BY event_id DESC",
-                   &st) != SQLITE_OK)
-        *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
-    if (*rc == 0) {
-        sqlite3_bind_int64(st, 1, at);
-        sqlite3_bind_int(st, 2, device);
-    }
-    while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int op = sqlite3_column_int(st, 0);
-        uint64_t addr = (uint64_t)sqlite3_column_int64(st, 1);
-        uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
-        if (op == TRACE_OP_ALLOC) {
-            if (index)
-                pass_drop(&p, *index);
-        } else if (op == TRACE_OP_FREE_REQUESTED) {
-            if (index && p.blocks[*index].alloc_id == sqlite3_column_int64(st, 2))
-                p.blocks[*index].pending = 0;
-        } else if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
-            live_block b = {0};
-            b.alloc_id = sqlite3_column_int64(st, 2);
-            b.addr = addr;
-            b.size = (uint64_t)sqlite3_column_int64(st, 3);
-            b.requested = (uint64_t)db_column_i64(st, 4, (int64_t)b.size);
-            b.stream = (uint64_t)db_column_i64(st, 5, 0);
-            b.segment_id = db_column_i64(st, 6, 0);
-            b.stack_id = -1;
-            b.pending = 2;
-            if (pass_alloc(&p, &b) != 0)
-                *rc = set_err(err, errlen, "out of memory");
+    /* Back from the end to `at`, a chunk of columns at a time (event_scan.h). */
+    static const int back[C_COUNT] = {
+        EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
+        EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
+        EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
+    uint32_t mask = 0;
+    for (int c = 0; c < C_COUNT; c++)
+        mask |= 1u << back[c];
+    event_scan *scan =
+        *rc == 0 ? event_scan_open_backward(db, mask, at + 1, INT64_MAX, err, errlen) : NULL;
+    if (*rc == 0 && !scan)
+        *rc = -1;
+    const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
+    long got = 0;
+    while (*rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        for (int c = 0; c < C_COUNT; c++)
+            v[c] = col[back[c]];
+        for (long r = got - 1; *rc == 0 && r >= 0; r--) { /* newest first */
+            int64_t op = v[C_OP][r], alloc = v[C_ALLOC][r];
+            if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||
+                v[C_KIND][r] != TRACE_KIND_DEVICE ||
+                (op != TRACE_OP_ALLOC && op != TRACE_OP_FREE && op != TRACE_OP_FREE_REQUESTED))
+                continue;
+            uint64_t addr = (uint64_t)v[C_ADDR][r];
+            uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
+            if (op == TRACE_OP_ALLOC) {
+                if (index)
+                    pass_drop(&p, *index);
+            } else if (op == TRACE_OP_FREE_REQUESTED) {
+                if (index && alloc != EVENT_STORE_NULL && p.blocks[*index].alloc_id == alloc)
+                    p.blocks[*index].pending = 0;
+            } else if (alloc != EVENT_STORE_NULL) {
+#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
+                live_block b = {0};
+                b.alloc_id = alloc;
+                b.addr = addr;
+                b.size = (uint64_t)OR(v[C_SIZE][r], 0);
+                b.requested = (uint64_t)OR(v[C_REQ][r], (int64_t)b.size);
+                b.stream = (uint64_t)OR(v[C_STREAM][r], 0);
+                b.segment_id = OR(v[C_SEGMENT][r], 0);
+#undef OR
+                b.stack_id = -1;
+                b.pending = 2;
+                if (pass_alloc(&p, &b) != 0)
+                    *rc = set_err(err, errlen, "out of memory");
+            }
         }
     }
-    sqlite3_finalize(st);
-    st = NULL;
+    if (*rc == 0 && got < 0)
+        *rc = set_err(err, errlen, "%s", event_scan_error(scan));
+    event_scan_close(scan);
     sqlite3_stmt *pend = NULL;
     if (*rc == 0 &&
         (db_prepare(db, "SELECT stack_id FROM event_rows WHERE event_id = ?", &st) != SQLITE_OK ||
