@@ -9,6 +9,7 @@
 
 #include "addr_map.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "gmt_hash.h"
 #include "trace_format.h"
@@ -146,44 +147,61 @@ static int add_site(sweep *w, size_t stage, int64_t stack, int64_t bytes) {
 }
 
 static int run_sweep(sqlite3 *db, int device, sweep *w) {
-    sqlite3_stmt *st = db_statement(
-        db, "SELECT event_id, ts_ns, allocated_bytes, op, level, size, coalesce(stack_id, 0) FROM "
-            "event_rows WHERE device = ?1 AND (event_id > 0 OR op = {op:seed}) ORDER BY event_id");
-    if (!st)
+    /* The device's events in order, a chunk of columns at a time (event_scan.h). */
+    enum { ID, TS, ALLOCATED, OP, LEVEL, SIZE, STACK, DEVICE, NCOL };
+    static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_ts_ns, EVENT_COL_allocated_bytes,
+                                   EVENT_COL_op,       EVENT_COL_level, EVENT_COL_size,
+                                   EVENT_COL_stack_id, EVENT_COL_device};
+    uint32_t mask = 0;
+    for (int c = 0; c < NCOL; c++)
+        mask |= 1u << want[c];
+    char err[256];
+    event_scan *scan = event_scan_open(db, mask, INT64_MIN, INT64_MAX, err, sizeof err);
+    if (!scan)
         return -1;
-    sqlite3_bind_int(st, 1, device);
     size_t next = 0;
     int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 1);
-        if (id > 0) { /* the seed is the state before everything: no range holds it */
-            for (size_t k = w->nopen; k-- > 0;)
-                if (w->ranges[w->open[k]].end_ts <= ts)
-                    close_range(w, k);
-            for (; next < w->nranges && w->ranges[next].begin_ts <= ts; next++) {
-                open_range(w, next);
-                if (w->ranges[next].end_ts <= ts) /* began and ended between two events */
-                    close_range(w, w->nopen - 1);
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long got;
+    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        for (int c = 0; c < NCOL; c++)
+            v[c] = col[want[c]];
+        for (long i = 0; rc == 0 && i < got; i++) {
+            int64_t id = v[ID][i], ts = v[TS][i];
+            if (v[DEVICE][i] != device || (id <= 0 && v[OP][i] != DB_OP_SEED))
+                continue;
+            if (id > 0) { /* the seed is the state before everything: no range holds it */
+                for (size_t k = w->nopen; k-- > 0;)
+                    if (w->ranges[w->open[k]].end_ts <= ts)
+                        close_range(w, k);
+                for (; next < w->nranges && w->ranges[next].begin_ts <= ts; next++) {
+                    open_range(w, next);
+                    if (w->ranges[next].end_ts <= ts) /* began and ended between two events */
+                        close_range(w, w->nopen - 1);
+                }
+                w->events++;
             }
-            w->events++;
-        }
-        w->allocated = sqlite3_column_int64(st, 2);
-        w->last_id = id > 0 ? id : 0;
-        int block_alloc = sqlite3_column_int(st, 3) == TRACE_OP_ALLOC &&
-                          sqlite3_column_int(st, 4) == TRACE_LEVEL_BLOCK && id > 0;
-        for (size_t k = 0; k < w->nopen_stages; k++) { /* each open stage once */
-            size_t stage = w->open_stages[k];
-            stage_row *r = &w->rows[stage];
-            peak_at(r, w->allocated, id);
-            if (block_alloc) {
-                int64_t size = sqlite3_column_int64(st, 5);
-                r->allocs++;
-                r->allocated_bytes += size;
-                rc = add_site(w, stage, sqlite3_column_int64(st, 6), size);
+            w->allocated = v[ALLOCATED][i];
+            w->last_id = id > 0 ? id : 0;
+            int block_alloc =
+                v[OP][i] == TRACE_OP_ALLOC && v[LEVEL][i] == TRACE_LEVEL_BLOCK && id > 0;
+            for (size_t k = 0; k < w->nopen_stages; k++) { /* each open stage once */
+                size_t stage = w->open_stages[k];
+                stage_row *r = &w->rows[stage];
+                peak_at(r, w->allocated, id);
+                if (block_alloc) {
+                    int64_t size = v[SIZE][i] == EVENT_STORE_NULL ? 0 : v[SIZE][i];
+                    r->allocs++;
+                    r->allocated_bytes += size;
+                    rc =
+                        add_site(w, stage, v[STACK][i] == EVENT_STORE_NULL ? 0 : v[STACK][i], size);
+                }
             }
         }
     }
-    sqlite3_finalize(st);
+    if (rc == 0 && got < 0)
+        rc = -1; /* the query's error: what event_scan says is in its own message */
+    event_scan_close(scan);
     while (w->nopen) /* open at the end of the trace: they end there */
         close_range(w, w->nopen - 1);
     for (; next < w->nranges; next++) { /* begun after the last event: nothing inside */
