@@ -6,6 +6,7 @@
 
 #include "addr_map.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
 
@@ -203,6 +204,121 @@ static void step_cursor_advance(step_cursor *c, int64_t event_id) {
         c->next = sqlite3_step(c->st) == SQLITE_ROW ? sqlite3_column_int64(c->st, 0) : INT64_MAX;
 }
 
+/* One of the device's PyTorch device-memory events, as the simulation reads it. */
+typedef struct sim_row {
+    int64_t event_id, op, level, requested, stream, alloc_id, reserved, size, addr, pool;
+    int64_t freed; /* with lifetime pools: the event that frees this alloc (INT64_MAX: none) */
+} sim_row;
+
+/* Where the rows come from: event_scan (a chunk of columns at a time: through SQL, SQLite's
+ * per-value calls were 65 % of a simulation), or, for lifetime pools, which need each alloc's
+ * free (a lookup on the alloc_event_id index), one SQL statement. */
+typedef struct sim_reader {
+    sqlite3_stmt *st;
+    event_scan *scan;
+    const int64_t *col[EVENT_STORE_NCOLS];
+    long n, at;
+    int device;
+} sim_reader;
+
+static int sim_reader_open(sim_reader *r, sqlite3 *db, int device, int lifetime_pools, char *err,
+                           size_t errlen) {
+    memset(r, 0, sizeof *r);
+    r->device = device;
+    if (!lifetime_pools) {
+        static const int cols[] = {EVENT_COL_event_id,
+                                   EVENT_COL_op,
+                                   EVENT_COL_level,
+                                   EVENT_COL_requested_size,
+                                   EVENT_COL_size,
+                                   EVENT_COL_stream,
+                                   EVENT_COL_alloc_event_id,
+                                   EVENT_COL_reserved_bytes,
+                                   EVENT_COL_addr,
+                                   EVENT_COL_pool,
+                                   EVENT_COL_device,
+                                   EVENT_COL_source,
+                                   EVENT_COL_kind};
+        uint32_t mask = 0;
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+            mask |= 1u << cols[c];
+        r->scan = event_scan_open(db, mask, INT64_MIN, INT64_MAX, err, errlen);
+        return r->scan ? 0 : -1;
+    }
+    r->st = db_statement(
+        db, "SELECT e.event_id, e.op, e.level, coalesce(e.requested_size, e.size, 0),"
+            " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
+            " CASE WHEN e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
+            " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
+            " {op:free}) END, coalesce(e.pool, 0) FROM event_rows e WHERE e.device = ?1 AND"
+            " e.source = {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id");
+    if (!r->st) {
+        snprintf(err, errlen, "reading the events: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_int(r->st, 1, device);
+    return 0;
+}
+
+static void sim_reader_close(sim_reader *r) {
+    sqlite3_finalize(r->st);
+    event_scan_close(r->scan);
+}
+
+/* The next row: 1; 0 at the end; -1 on an error (in err). */
+static int sim_reader_next(sim_reader *r, sim_row *row, char *err, size_t errlen) {
+    if (r->st) {
+        int rc = sqlite3_step(r->st);
+        if (rc != SQLITE_ROW) {
+            if (rc != SQLITE_DONE)
+                snprintf(err, errlen, "reading the events: %s",
+                         sqlite3_errmsg(sqlite3_db_handle(r->st)));
+            return rc == SQLITE_DONE ? 0 : -1;
+        }
+        sqlite3_stmt *st = r->st;
+        *row = (sim_row){sqlite3_column_int64(st, 0),    sqlite3_column_int64(st, 1),
+                         sqlite3_column_int64(st, 2),    sqlite3_column_int64(st, 3),
+                         sqlite3_column_int64(st, 4),    sqlite3_column_int64(st, 5),
+                         sqlite3_column_int64(st, 6),    sqlite3_column_int64(st, 7),
+                         sqlite3_column_int64(st, 8),    sqlite3_column_int64(st, 10),
+                         db_column_i64(st, 9, INT64_MAX)};
+        return 1;
+    }
+    for (;;) {
+        if (r->at == r->n) {
+            r->n = event_scan_next(r->scan, r->col);
+            r->at = 0;
+            if (r->n <= 0) {
+                if (r->n < 0)
+                    snprintf(err, errlen, "%s", event_scan_error(r->scan));
+                return r->n < 0 ? -1 : 0;
+            }
+        }
+        long i = r->at++;
+        const int64_t *const *c = r->col;
+        if (c[EVENT_COL_device][i] != r->device || c[EVENT_COL_source][i] != TRACE_SOURCE_TORCH ||
+            c[EVENT_COL_kind][i] != TRACE_KIND_DEVICE)
+            continue;
+#define OR0(x) ((x) == EVENT_STORE_NULL ? 0 : (x)) /* what SQLite reads a NULL integer as */
+        int64_t requested = c[EVENT_COL_requested_size][i] != EVENT_STORE_NULL
+                                ? c[EVENT_COL_requested_size][i]
+                                : OR0(c[EVENT_COL_size][i]);
+        *row = (sim_row){c[EVENT_COL_event_id][i],
+                         c[EVENT_COL_op][i],
+                         OR0(c[EVENT_COL_level][i]),
+                         requested,
+                         OR0(c[EVENT_COL_stream][i]),
+                         OR0(c[EVENT_COL_alloc_event_id][i]),
+                         OR0(c[EVENT_COL_reserved_bytes][i]),
+                         OR0(c[EVENT_COL_size][i]),
+                         OR0(c[EVENT_COL_addr][i]),
+                         OR0(c[EVENT_COL_pool][i]),
+                         INT64_MAX};
+#undef OR0
+        return 1;
+    }
+}
+
 int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen) {
     static const sim_options none;
@@ -223,32 +339,22 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
                                  "SELECT count(*) FROM event_rows WHERE device = ?1 AND level = "
                                  "{level:segment} AND source IS NOT {source:torch}",
                                  device, 0, 1) == 0;
-    /* ?2, lifetime pools: each alloc's free too (one lookup on the alloc_event_id index;
-     * CASE evaluates it only when asked) */
-    sqlite3_stmt *st = db_statement(
-        db, "SELECT e.event_id, e.op, e.level, coalesce(e.requested_size, e.size, 0),"
-            " coalesce(e.stream, 0), e.alloc_event_id, e.reserved_bytes, e.size, e.addr,"
-            " CASE WHEN ?2 AND e.op = {op:alloc} AND e.level = {level:block} THEN (SELECT"
-            " f.event_id FROM event_rows f WHERE f.alloc_event_id = e.event_id AND f.op ="
-            " {op:free}) END, coalesce(e.pool, 0) FROM event_rows e WHERE e.device = ?1 AND"
-            " e.source = {source:torch} AND e.kind = {kind:device} ORDER BY e.event_id");
+    sim_reader rd;
+    if (sim_reader_open(&rd, db, device, opt->lifetime_pools, err, errlen) != 0) {
+        am_model_free(s.model);
+        return -1;
+    }
     step_cursor steps = {NULL, INT64_MIN};
     if (opt->empty_cache_per_step || opt->lifetime_pools)
         steps.st = db_statement(db, "SELECT end_event_id FROM steps ORDER BY end_event_id");
-    if (!st) {
-        am_model_free(s.model);
-        snprintf(err, errlen, "reading the events: %s", sqlite3_errmsg(db));
-        return -1;
-    }
-    sqlite3_bind_int(st, 1, device);
-    sqlite3_bind_int(st, 2, opt->lifetime_pools);
-    int rc = 0, burst = 0;
+    int rc = 0, burst = 0, read = 0;
+    sim_row row;
     if (seed_as_recorded)
         rc = adopt_recorded_ranges(db, device, s.model);
     int64_t reserved_before_burst = 0, recorded_reserved = 0;
     uint64_t capacity = cfg ? cfg->device_capacity : 0;
-    for (; rc == 0 && sqlite3_step(st) == SQLITE_ROW; s.index++) {
-        s.event_id = sqlite3_column_int64(st, 0);
+    for (; rc == 0 && (read = sim_reader_next(&rd, &row, err, errlen)) == 1; s.index++) {
+        s.event_id = row.event_id;
         if (steps.st) { /* the steps that ended before this event */
             int64_t ended = steps.next;
             step_cursor_advance(&steps, s.event_id);
@@ -256,14 +362,12 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
                 am_empty_cache(s.model, on_effect, &s) == AM_OK)
                 out->empty_caches++;
         }
-        int op = sqlite3_column_int(st, 1), level = sqlite3_column_int(st, 2);
-        uint64_t requested = (uint64_t)sqlite3_column_int64(st, 3);
-        uint64_t stream = pool_stream((uint64_t)sqlite3_column_int64(st, 4),
-                                      (uint64_t)sqlite3_column_int64(st, 10));
-        int64_t alloc_id = sqlite3_column_int64(st, 5);
-        int64_t reserved = sqlite3_column_int64(st, 6);
-        uint64_t recorded[2] = {(uint64_t)sqlite3_column_int64(st, 8),
-                                (uint64_t)sqlite3_column_int64(st, 7)}; /* addr, size */
+        int op = (int)row.op, level = (int)row.level;
+        uint64_t requested = (uint64_t)row.requested;
+        uint64_t stream = pool_stream((uint64_t)row.stream, (uint64_t)row.pool);
+        int64_t alloc_id = row.alloc_id;
+        int64_t reserved = row.reserved;
+        uint64_t recorded[2] = {(uint64_t)row.addr, (uint64_t)row.size}; /* addr, size */
         int seed = s.event_id <= 0;
         if (seed && seed_as_recorded && level == TRACE_LEVEL_SEGMENT &&
             (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP)) {
@@ -285,7 +389,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
             } else if ((op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && burst) {
                 /* A release that makes room for this very segment on a full device is the
                  * allocator's retry (the model does its own); any other is empty_cache(). */
-                uint64_t size = (uint64_t)sqlite3_column_int64(st, 7);
+                uint64_t size = (uint64_t)row.size;
                 int retry = capacity && (uint64_t)reserved_before_burst + size > capacity;
                 if (!retry && am_empty_cache(s.model, on_effect, &s) == AM_OK)
                     out->empty_caches++;
@@ -322,9 +426,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
             out->requests++;
             out->seed_blocks += seed;
             if (opt->lifetime_pools) { /* a step ends between its alloc and its free */
-                int64_t freed = sqlite3_column_type(st, 9) == SQLITE_NULL
-                                    ? INT64_MAX
-                                    : sqlite3_column_int64(st, 9);
+                int64_t freed = row.freed;
                 if (steps.next != INT64_MAX && steps.next < freed)
                     stream |= LONG_LIVED_STREAM_BIT;
             }
@@ -353,11 +455,13 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
         out->empty_caches++; /* a release at the very end */
     if (rc != 0)
         snprintf(err, errlen, "out of memory");
+    else if (read < 0)
+        rc = -1; /* the reader's message is in err */
     am_stats_info end = am_stats(s.model);
     out->reserved_end = end.reserved_bytes;
     out->releasable_end = end.releasable_bytes;
     out->trapped_end = end.reserved_bytes - end.allocated_bytes - end.releasable_bytes;
-    sqlite3_finalize(st);
+    sim_reader_close(&rd);
     sqlite3_finalize(steps.st);
     addr_map_free(&s.live);
     free(s.blocks);
