@@ -3,6 +3,7 @@
 
 #include "analysis.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "phases.h"
 #include "stack_names.h"
@@ -65,49 +66,101 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count) {
     return rc;
 }
 
+typedef struct step_begin {
+    int64_t begin_event_id;
+    size_t index;
+} step_begin;
+
+static int by_begin(const void *a, const void *b) {
+    int64_t x = ((const step_begin *)a)->begin_event_id,
+            y = ((const step_begin *)b)->begin_event_id;
+    if (x != y)
+        return (x > y) - (x < y);
+    size_t i = ((const step_begin *)a)->index, j = ((const step_begin *)b)->index;
+    return (i > j) - (i < j);
+}
+
 /* The peak inside each step (the first event at the highest allocated), its stack's phase, and
- * the allocations and frees: one pass over each step's rows. */
+ * the allocations and frees: one pass over the device's events from the first step's begin to
+ * the last one's end (event_scan.h), each row counted in every step whose (begin, end] holds it
+ * (steps that overlap, rare, are each counted whole). */
 static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
-    sqlite3_stmt *st = db_statement(
-        db, "SELECT event_id, allocated_bytes, stack_id, op, level FROM event_rows WHERE "
-            "event_id > ?1 AND event_id <= ?2 AND device = ?3 ORDER BY event_id");
+    enum { ID, ALLOCATED, STACK, OP, LEVEL, DEVICE, NCOL };
+    static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_allocated_bytes,
+                                   EVENT_COL_stack_id, EVENT_COL_op,
+                                   EVENT_COL_level,    EVENT_COL_device};
+    if (n == 0)
+        return 0;
+    step_begin *order = malloc(n * sizeof *order);
+    int64_t *peak_stack = calloc(n, sizeof *peak_stack);
     stack_names *names = stack_names_new(db);
-    if (!st || !names) {
-        sqlite3_finalize(st);
-        stack_names_free(names);
-        return -1;
+    int rc = order && peak_stack && names ? 0 : -1;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        order[i] = (step_begin){rows[i].begin_event_id, i};
+        rows[i].peak_allocated = -1;
+        if (rows[i].begin_event_id < first)
+            first = rows[i].begin_event_id;
+        if (rows[i].end_event_id > last)
+            last = rows[i].end_event_id;
     }
-    for (size_t i = 0; i < n; i++) {
-        step_row *r = &rows[i];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, r->begin_event_id);
-        sqlite3_bind_int64(st, 2, r->end_event_id);
-        sqlite3_bind_int(st, 3, device);
-        r->peak_allocated = -1;
-        int64_t peak_stack = 0;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t allocated = sqlite3_column_int64(st, 1);
-            if (allocated > r->peak_allocated) {
-                r->peak_allocated = allocated;
-                r->peak_event_id = sqlite3_column_int64(st, 0);
-                peak_stack = db_column_i64(st, 2, 0);
+    if (rc == 0)
+        qsort(order, n, sizeof *order, by_begin);
+    uint32_t mask = 0;
+    for (int c = 0; c < NCOL; c++)
+        mask |= 1u << want[c];
+    char err[256];
+    event_scan *scan = rc == 0 && first < last
+                           ? event_scan_open(db, mask, first + 1, last, err, sizeof err)
+                           : NULL;
+    if (rc == 0 && first < last && !scan)
+        rc = -1;
+    size_t lo = 0, hi = 0; /* order[lo..hi): the steps begun before the row, not all ended */
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long got = 0;
+    while (rc == 0 && scan && (got = event_scan_next(scan, col)) > 0) {
+        for (int c = 0; c < NCOL; c++)
+            v[c] = col[want[c]];
+        for (long r = 0; r < got; r++) {
+            if (v[DEVICE][r] != device)
+                continue;
+            int64_t id = v[ID][r], allocated = v[ALLOCATED][r];
+            while (hi < n && order[hi].begin_event_id < id)
+                hi++;
+            while (lo < hi && rows[order[lo].index].end_event_id < id)
+                lo++;
+            int alloc = v[LEVEL][r] == TRACE_LEVEL_BLOCK && v[OP][r] == TRACE_OP_ALLOC;
+            int free_ = v[LEVEL][r] == TRACE_LEVEL_BLOCK && v[OP][r] == TRACE_OP_FREE;
+            for (size_t k = lo; k < hi; k++) {
+                step_row *s = &rows[order[k].index];
+                if (id > s->end_event_id)
+                    continue;
+                if (allocated > s->peak_allocated) {
+                    s->peak_allocated = allocated;
+                    s->peak_event_id = id;
+                    peak_stack[order[k].index] = v[STACK][r] == EVENT_STORE_NULL ? 0 : v[STACK][r];
+                }
+                s->allocs += alloc;
+                s->frees += free_;
             }
-            int op = sqlite3_column_int(st, 3), level = sqlite3_column_int(st, 4);
-            if (level == TRACE_LEVEL_BLOCK && op == TRACE_OP_ALLOC)
-                r->allocs++;
-            else if (level == TRACE_LEVEL_BLOCK && op == TRACE_OP_FREE)
-                r->frees++;
         }
+    }
+    if (rc == 0 && got < 0)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        step_row *r = &rows[i];
         if (r->peak_allocated < 0) { /* no event of this device inside: its end state */
             r->peak_allocated = r->allocated_at_end;
             r->peak_event_id = 0;
         }
-        r->peak_phase = phase_name(peak_stack ? phase_of_stack(stack_names_get(names, peak_stack))
-                                              : PHASE_UNKNOWN);
+        r->peak_phase = phase_name(
+            peak_stack[i] ? phase_of_stack(stack_names_get(names, peak_stack[i])) : PHASE_UNKNOWN);
     }
-    sqlite3_finalize(st);
+    event_scan_close(scan);
     stack_names_free(names);
-    return 0;
+    free(order);
+    free(peak_stack);
+    return rc;
 }
 
 /* The median of rows[lo..hi) but i, of peak (which = 0) or growth (1). */
