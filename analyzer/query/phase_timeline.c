@@ -8,8 +8,10 @@
 #include "phase_timeline.h"
 
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_grow.h"
 #include "gmt_search.h"
+#include "trace_format.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -123,22 +125,37 @@ int phase_timeline_feed(phase_timeline *t, int64_t event_id, int64_t stack_id, i
 
 int phase_timeline_incremental(const phase_timeline *t) { return t->has_steps; }
 
-/* Without steps: the whole timeline now (iterations need what comes after). */
+/* Without steps: the whole timeline now (iterations need what comes after), from the device's
+ * block events a chunk of columns at a time (event_scan.h). */
 static int scan(phase_timeline *t, sqlite3 *db, int64_t device) {
-    sqlite3_stmt *st = db_statement(
-        db, "SELECT event_id, stack_id, ts_ns FROM event_rows WHERE device = ?1 AND "
-            "event_id > 0 AND stack_id IS NOT NULL AND level = {level:block} AND op IN "
-            "({op:alloc}, {op:free_requested}, {op:free}) ORDER BY event_id");
-    if (!st)
+    enum { ID, STACK, TS, OP, LEVEL, DEVICE, NCOL };
+    static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_stack_id, EVENT_COL_ts_ns,
+                                   EVENT_COL_op,       EVENT_COL_level,    EVENT_COL_device};
+    uint32_t mask = 0;
+    for (int c = 0; c < NCOL; c++)
+        mask |= 1u << want[c];
+    char err[256];
+    event_scan *es = event_scan_open(db, mask, 1, INT64_MAX, err, sizeof err);
+    if (!es)
         return -1;
-    sqlite3_bind_int64(st, 1, device);
-    int rc = 0, failed = 0;
-    while (rc == 0 && db_next_row(st, &failed))
-        rc = phase_timeline_feed(t, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                 sqlite3_column_int64(st, 2));
-    if (failed)
+    int rc = 0;
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long got;
+    while (rc == 0 && (got = event_scan_next(es, col)) > 0) {
+        for (int c = 0; c < NCOL; c++)
+            v[c] = col[want[c]];
+        for (long r = 0; rc == 0 && r < got; r++) {
+            int64_t op = v[OP][r];
+            if (v[DEVICE][r] != device || v[STACK][r] == EVENT_STORE_NULL ||
+                v[LEVEL][r] != TRACE_LEVEL_BLOCK ||
+                (op != TRACE_OP_ALLOC && op != TRACE_OP_FREE_REQUESTED && op != TRACE_OP_FREE))
+                continue;
+            rc = phase_timeline_feed(t, v[ID][r], v[STACK][r], v[TS][r]);
+        }
+    }
+    if (got < 0)
         rc = -1;
-    sqlite3_finalize(st);
+    event_scan_close(es);
     return rc == 0 ? infer_iterations(t) : -1;
 }
 
