@@ -11,12 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* block_categories rows per INSERT: a row per block is most of an `import -o` build's
+ * categories, and one statement per row cost SQLite more than the rows did. */
+#define BLOCK_BATCH 64
+
 /* What the sweep keeps, for every device at once. */
 typedef struct store {
     int64_t peak_id[GMT_MAX_DEVICES];         /* devices.peak_allocated_event_id; INT64_MIN: none */
     int64_t (*at_peak)[BLOCK_CATEGORY_COUNT]; /* [device][category] */
     sqlite3_stmt *insert;                     /* block_categories; NULL: peaks only */
+    sqlite3_stmt *insert_many;                /* the same, BLOCK_BATCH rows at a time */
     sqlite3_stmt *named;                      /* tensor_peaks */
+    int64_t batch_id[BLOCK_BATCH];            /* block_categories rows not yet inserted */
+    uint8_t batch_category[BLOCK_BATCH];
+    size_t batched;
 } store;
 
 static int step_done(sqlite3_stmt *st) {
@@ -42,9 +50,41 @@ static int keep(void *ctx, const classified_block *b) {
     }
     if (!s->insert)
         return 0;
-    sqlite3_bind_int64(s->insert, 1, b->alloc_id);
-    sqlite3_bind_text(s->insert, 2, gmt_category_name(b->category), -1, SQLITE_STATIC);
-    return step_done(s->insert);
+    s->batch_id[s->batched] = b->alloc_id;
+    s->batch_category[s->batched++] = (uint8_t)b->category;
+    if (s->batched < BLOCK_BATCH)
+        return 0;
+    for (size_t i = 0; i < BLOCK_BATCH; i++) {
+        sqlite3_bind_int64(s->insert_many, (int)(2 * i + 1), s->batch_id[i]);
+        sqlite3_bind_text(s->insert_many, (int)(2 * i + 2),
+                          gmt_category_name((gmt_category)s->batch_category[i]), -1, SQLITE_STATIC);
+    }
+    s->batched = 0;
+    return step_done(s->insert_many);
+}
+
+/* The block_categories rows still batched, one statement each. */
+static int flush_blocks(store *s) {
+    for (size_t i = 0; i < s->batched; i++) {
+        sqlite3_bind_int64(s->insert, 1, s->batch_id[i]);
+        sqlite3_bind_text(s->insert, 2, gmt_category_name((gmt_category)s->batch_category[i]), -1,
+                          SQLITE_STATIC);
+        if (step_done(s->insert) != 0)
+            return -1;
+    }
+    s->batched = 0;
+    return 0;
+}
+
+/* "INSERT ... VALUES (?, ?)" with BLOCK_BATCH rows. */
+static sqlite3_stmt *prepare_many(sqlite3 *db) {
+    static const char head[] =
+        "INSERT OR REPLACE INTO block_categories (alloc_id, category) VALUES ";
+    char sql[sizeof head + BLOCK_BATCH * 8];
+    size_t n = (size_t)snprintf(sql, sizeof sql, "%s", head);
+    for (size_t i = 0; i < BLOCK_BATCH; i++)
+        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(?,?)", i ? "," : "");
+    return db_statement(db, sql);
 }
 
 /* The devices' peaks (what the sweep compares against) and, after it, category_peaks. */
@@ -92,7 +132,11 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
     s.insert = blocks ? db_statement(db, "INSERT OR REPLACE INTO block_categories (alloc_id, "
                                          "category) VALUES (?1, ?2)")
                       : NULL;
-    int rc = c && s.at_peak && s.named && (!blocks || s.insert) && read_peaks(db, &s) == 0 ? 0 : -1;
+    s.insert_many = blocks ? prepare_many(db) : NULL;
+    int rc = c && s.at_peak && s.named && (!blocks || (s.insert && s.insert_many)) &&
+                     read_peaks(db, &s) == 0
+                 ? 0
+                 : -1;
     if (rc != 0 && !err[0])
         snprintf(err, errlen, "%s", s.at_peak ? sqlite3_errmsg(db) : "out of memory");
     if (rc == 0) { /* one pass over the events for every device */
@@ -101,12 +145,17 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
             snprintf(err, errlen, "writing the categories: %s", sqlite3_errmsg(db));
         rc = rc != 0 ? -1 : 0;
     }
+    if (rc == 0 && s.insert && flush_blocks(&s) != 0) {
+        snprintf(err, errlen, "writing block_categories: %s", sqlite3_errmsg(db));
+        rc = -1;
+    }
     if (rc == 0 && write_peaks(db, &s) != 0) {
         snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(s.named);
     sqlite3_finalize(s.insert);
+    sqlite3_finalize(s.insert_many);
     free(s.at_peak);
     categorizer_free(c);
     if (rc == 0 &&
