@@ -101,10 +101,12 @@ int db_has_table(sqlite3 *db, const char *name) {
     return found;
 }
 
+static double profile_threshold_ms = 1.0;
+
 static int print_statement_time(unsigned type, void *ctx, void *stmt, void *ns) {
     (void)type, (void)ctx;
     double ms = (double)*(const sqlite3_int64 *)ns / 1e6;
-    if (ms >= 1.0) {
+    if (ms >= profile_threshold_ms) {
         char *sql = sqlite3_expanded_sql(stmt);
         fprintf(stderr, "sql %9.1f ms  %.160s\n", ms, sql ? sql : sqlite3_sql(stmt));
         sqlite3_free(sql);
@@ -113,6 +115,12 @@ static int print_statement_time(unsigned type, void *ctx, void *stmt, void *ns) 
 }
 
 void db_profile_if_asked(sqlite3 *db) {
-    if (getenv(GMT_ENV_SQL_PROFILE))
-        sqlite3_trace_v2(db, SQLITE_TRACE_PROFILE, print_statement_time, NULL);
+    const char *v = getenv(GMT_ENV_SQL_PROFILE);
+    if (!v)
+        return;
+    char *end;
+    double ms = strtod(v, &end); /* a number: the threshold in ms (0: every statement) */
+    if (end != v && *end == 0 && ms >= 0)
+        profile_threshold_ms = ms;
+    sqlite3_trace_v2(db, SQLITE_TRACE_PROFILE, print_statement_time, NULL);
 }

@@ -33,8 +33,9 @@ long long db_query_int(sqlite3 *db, const char *sql, long long dflt);
  * ignores the extra ones (SQLite reports SQLITE_RANGE, which is harmless). */
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt);
 
-/* With GMT_SQL_PROFILE set, every statement of this connection that takes 1 ms or more is
- * printed with its time on stderr (bench/: where a command's time goes). */
+/* With GMT_SQL_PROFILE set, every statement of this connection that takes 1 ms or more (or the
+ * variable's value in ms, when it is a number: 0 prints every one) is printed with its time on
+ * stderr (bench/: where a command's time goes). */
 void db_profile_if_asked(sqlite3 *db);
 
 /* Whether the database has a table or view of that name (a database of an older memanalyze
