@@ -38,6 +38,19 @@ void event_scan_close(event_scan *s) {
 
 const char *event_scan_error(const event_scan *s) { return s->error; }
 
+uint32_t event_scan_mask(const int *want, size_t n) {
+    uint32_t mask = 0;
+    for (size_t k = 0; k < n; k++)
+        mask |= 1u << want[k];
+    return mask;
+}
+
+void event_scan_pick(const int64_t *const cols[EVENT_STORE_NCOLS], const int *want, size_t n,
+                     const int64_t **v) {
+    for (size_t k = 0; k < n; k++)
+        v[k] = cols[want[k]];
+}
+
 /* Whether the database keeps the event store's chunks (the cache; `import -o` beside its
  * plain table; not a database of an older memanalyze). */
 static int has_store(sqlite3 *db) {

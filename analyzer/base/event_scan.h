@@ -36,6 +36,13 @@ long event_scan_next(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]);
 
 const char *event_scan_error(const event_scan *s);
 
+/* The mask of the columns want[0..n) (EVENT_COL_* values), for event_scan_open. */
+uint32_t event_scan_mask(const int *want, size_t n);
+
+/* After event_scan_next: v[k] = cols[want[k]], the columns in the caller's own order. */
+void event_scan_pick(const int64_t *const cols[EVENT_STORE_NCOLS], const int *want, size_t n,
+                     const int64_t **v);
+
 void event_scan_close(event_scan *s);
 
 #endif

@@ -299,22 +299,19 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
             of[ws[i].device] = &ws[i];
     /* Every event once, in order, its columns decoded a chunk at a time (event_scan.h): through
      * SQL, SQLite's per-value calls cost more than the sweep itself. */
-    enum { ID, OP, LEVEL, TS, SIZE, STACK, ALLOC, KIND, DEVICE };
-    static const int want[] = {EVENT_COL_event_id,       EVENT_COL_op,   EVENT_COL_level,
-                               EVENT_COL_ts_ns,          EVENT_COL_size, EVENT_COL_stack_id,
-                               EVENT_COL_alloc_event_id, EVENT_COL_kind, EVENT_COL_device};
-    uint32_t mask = 0;
-    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-        mask |= 1u << want[k];
+    enum { ID, OP, LEVEL, TS, SIZE, STACK, ALLOC, KIND, DEVICE, NCOL };
+    static const int want[NCOL] = {EVENT_COL_event_id,       EVENT_COL_op,   EVENT_COL_level,
+                                   EVENT_COL_ts_ns,          EVENT_COL_size, EVENT_COL_stack_id,
+                                   EVENT_COL_alloc_event_id, EVENT_COL_kind, EVENT_COL_device};
+    uint32_t mask = event_scan_mask(want, NCOL);
     event_scan *scan = event_scan_open(c->db, mask, INT64_MIN, INT64_MAX, err, errlen);
     int rc = scan ? 0 : -2;
     size_t next_name = 0; /* the first name not behind the events read (ids are global) */
     const int64_t *col[EVENT_STORE_NCOLS];
     long got = 0;
     while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        const int64_t *v[9];
-        for (size_t k = 0; k < 9; k++)
-            v[k] = col[want[k]];
+        const int64_t *v[NCOL];
+        event_scan_pick(col, want, NCOL, v);
         for (long i = 0; rc == 0 && i < got; i++) {
             int64_t op = v[OP][i], device = v[DEVICE][i];
             if (op != TRACE_OP_ALLOC && op != TRACE_OP_MAP && op != TRACE_OP_FREE &&

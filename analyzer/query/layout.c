@@ -388,13 +388,13 @@ enum {
     C_KIND,
     C_COUNT
 };
+static const int pass_columns[C_COUNT] = {
+    EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
+    EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
+    EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
 
 int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout_fn fn,
                       void *ctx, char *err, size_t errlen) {
-    static const int want[C_COUNT] = {
-        EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
-        EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
-        EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
     if (count == 0)
         return 0;
     seg_row *segs = NULL;
@@ -413,9 +413,7 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
 
     /* Every event up to the last point, a chunk of columns at a time (event_scan.h: through
      * SQL the pass cost more in SQLite's per-value calls than in its own work). */
-    uint32_t mask = 0;
-    for (int c = 0; c < C_COUNT; c++)
-        mask |= 1u << want[c];
+    uint32_t mask = event_scan_mask(pass_columns, C_COUNT);
     pass p = {0};
     int rc = 0;
     event_scan *scan = event_scan_open(db, mask, INT64_MIN, order[count - 1].event_id, err, errlen);
@@ -424,8 +422,7 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
     const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
     long got = 0;
     while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        for (int c = 0; c < C_COUNT; c++)
-            v[c] = col[want[c]];
+        event_scan_pick(col, pass_columns, C_COUNT, v);
         for (long r = 0; rc == 0 && r < got; r++) {
             int64_t op = v[C_OP][r];
             if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||
@@ -581,13 +578,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
      * each for the few blocks that are live then (stack_id -1, pending 2:
      * not known yet) — the scan itself stays a plain primary-key range. */
     /* Back from the end to `at`, a chunk of columns at a time (event_scan.h). */
-    static const int back[C_COUNT] = {
-        EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
-        EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
-        EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
-    uint32_t mask = 0;
-    for (int c = 0; c < C_COUNT; c++)
-        mask |= 1u << back[c];
+    uint32_t mask = event_scan_mask(pass_columns, C_COUNT);
     event_scan *scan =
         *rc == 0 ? event_scan_open_backward(db, mask, at + 1, INT64_MAX, err, errlen) : NULL;
     if (*rc == 0 && !scan)
@@ -595,8 +586,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
     const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
     long got = 0;
     while (*rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        for (int c = 0; c < C_COUNT; c++)
-            v[c] = col[back[c]];
+        event_scan_pick(col, pass_columns, C_COUNT, v);
         for (long r = got - 1; *rc == 0 && r >= 0; r--) { /* newest first */
             int64_t op = v[C_OP][r], alloc = v[C_ALLOC][r];
             if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||

@@ -131,9 +131,7 @@ static int scan(phase_timeline *t, sqlite3 *db, int64_t device) {
     enum { ID, STACK, TS, OP, LEVEL, DEVICE, NCOL };
     static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_stack_id, EVENT_COL_ts_ns,
                                    EVENT_COL_op,       EVENT_COL_level,    EVENT_COL_device};
-    uint32_t mask = 0;
-    for (int c = 0; c < NCOL; c++)
-        mask |= 1u << want[c];
+    uint32_t mask = event_scan_mask(want, NCOL);
     char err[256];
     event_scan *es = event_scan_open(db, mask, 1, INT64_MAX, err, sizeof err);
     if (!es)
@@ -142,8 +140,7 @@ static int scan(phase_timeline *t, sqlite3 *db, int64_t device) {
     const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
     long got;
     while (rc == 0 && (got = event_scan_next(es, col)) > 0) {
-        for (int c = 0; c < NCOL; c++)
-            v[c] = col[want[c]];
+        event_scan_pick(col, want, NCOL, v);
         for (long r = 0; rc == 0 && r < got; r++) {
             int64_t op = v[OP][r];
             if (v[DEVICE][r] != device || v[STACK][r] == EVENT_STORE_NULL ||

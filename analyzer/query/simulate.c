@@ -239,9 +239,7 @@ static int sim_reader_open(sim_reader *r, sqlite3 *db, int device, int lifetime_
                                    EVENT_COL_device,
                                    EVENT_COL_source,
                                    EVENT_COL_kind};
-        uint32_t mask = 0;
-        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
-            mask |= 1u << cols[c];
+        uint32_t mask = event_scan_mask(cols, sizeof cols / sizeof cols[0]);
         r->scan = event_scan_open(db, mask, INT64_MIN, INT64_MAX, err, errlen);
         return r->scan ? 0 : -1;
     }

@@ -152,9 +152,7 @@ static int run_sweep(sqlite3 *db, int device, sweep *w) {
     static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_ts_ns, EVENT_COL_allocated_bytes,
                                    EVENT_COL_op,       EVENT_COL_level, EVENT_COL_size,
                                    EVENT_COL_stack_id, EVENT_COL_device};
-    uint32_t mask = 0;
-    for (int c = 0; c < NCOL; c++)
-        mask |= 1u << want[c];
+    uint32_t mask = event_scan_mask(want, NCOL);
     char err[256];
     event_scan *scan = event_scan_open(db, mask, INT64_MIN, INT64_MAX, err, sizeof err);
     if (!scan)
@@ -164,8 +162,7 @@ static int run_sweep(sqlite3 *db, int device, sweep *w) {
     const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
     long got;
     while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        for (int c = 0; c < NCOL; c++)
-            v[c] = col[want[c]];
+        event_scan_pick(col, want, NCOL, v);
         for (long i = 0; rc == 0 && i < got; i++) {
             int64_t id = v[ID][i], ts = v[TS][i];
             if (v[DEVICE][i] != device || (id <= 0 && v[OP][i] != DB_OP_SEED))

@@ -106,9 +106,7 @@ static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     }
     if (rc == 0)
         qsort(order, n, sizeof *order, by_begin);
-    uint32_t mask = 0;
-    for (int c = 0; c < NCOL; c++)
-        mask |= 1u << want[c];
+    uint32_t mask = event_scan_mask(want, NCOL);
     char err[256];
     event_scan *scan = rc == 0 && first < last
                            ? event_scan_open(db, mask, first + 1, last, err, sizeof err)
@@ -119,8 +117,7 @@ static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
     long got = 0;
     while (rc == 0 && scan && (got = event_scan_next(scan, col)) > 0) {
-        for (int c = 0; c < NCOL; c++)
-            v[c] = col[want[c]];
+        event_scan_pick(col, want, NCOL, v);
         for (long r = 0; r < got; r++) {
             if (v[DEVICE][r] != device)
                 continue;
