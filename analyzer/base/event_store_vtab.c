@@ -125,17 +125,26 @@ static int unload(store_vtab *t, int rc, const char *why) {
     return set_error(t, msg);
 }
 
+/* The rows of one of the store's tables (sql: "SELECT count(*) FROM \"%w\".table"); -1 when it
+ * cannot be read (*rc says why). */
+static int64_t count_rows(store_vtab *t, const char *sql, int *rc) {
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    *rc = prepare_in_schema(t, sql, &st);
+    if (*rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
 /* Reads the chunks' and parts' bounds once per connection, at the first query (the writer's
  * own connection makes the table before there is anything to read). */
 static int load_bounds(store_vtab *t) {
     if (t->loaded)
         return SQLITE_OK;
     sqlite3_stmt *st = NULL;
-    int64_t n = -1;
-    int rc = prepare_in_schema(t, "SELECT count(*) FROM \"%w\".event_chunks", &st);
-    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    int rc;
+    int64_t n = count_rows(t, "SELECT count(*) FROM \"%w\".event_chunks", &rc);
     if (n < 0)
         return unload(t, rc, "no event store: a damaged database");
     if (!(t->chunks = calloc((size_t)n + 1, sizeof *t->chunks)))
@@ -159,11 +168,7 @@ static int load_bounds(store_vtab *t) {
     }
     if (step != SQLITE_DONE)
         return unload(t, step, "reading the event store");
-    n = -1;
-    rc = prepare_in_schema(t, "SELECT count(*) FROM \"%w\".event_ends", &st);
-    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    n = count_rows(t, "SELECT count(*) FROM \"%w\".event_ends", &rc);
     if (n < 0)
         return unload(t, rc, "no index of the event store: a damaged database");
     if (!(t->part_first = calloc((size_t)n + 1, sizeof *t->part_first)))
