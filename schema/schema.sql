@@ -462,6 +462,8 @@ CREATE TABLE timeline_buckets (
   max_reserved_bytes     INTEGER NOT NULL, -- highest reserved_bytes, bytes
   max_requested_bytes    INTEGER NOT NULL, -- highest requested_bytes, bytes
   min_largest_free_bytes INTEGER,          -- lowest largest_free_bytes, bytes; NULL: not computed
+  end_allocated_bytes    INTEGER,          -- allocated_bytes after the bucket's last event (the state the next bucket starts from), bytes; NULL: a database of an older memanalyze
+  end_reserved_bytes     INTEGER,          -- reserved_bytes after the bucket's last event, bytes; NULL: a database of an older memanalyze
   PRIMARY KEY (device, bucket_ns, bucket)
 ) WITHOUT ROWID;
 

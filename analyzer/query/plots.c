@@ -196,18 +196,29 @@ static void series_free(series_map *m) {
 typedef struct timeline_data {
     size_t n, cap;
     int64_t *bucket, *start, *amin, *amax, *rmin, *rmax, *first_id, *last_id;
+    int64_t *aend, *rend; /* allocated and reserved after each bucket's last event */
+    int has_end;          /* aend/rend read from timeline_buckets (not an older database) */
 } timeline_data;
 
 static void free_timeline_data(timeline_data *t);
 static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t);
 
 static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, timeline_data *t) {
-    sqlite3_stmt *st = db_statement(
-        db, "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
-            "max_reserved_bytes, first_event_id, last_event_id FROM timeline_buckets WHERE "
-            "device = ?1 AND bucket_ns = ?2 AND last_event_id >= ?3 AND first_event_id <= ?4 "
-            "ORDER BY bucket");
-    if (!st)
+    /* The state at each bucket's end is in the row (a database of an older memanalyze lacks
+     * it: then each is looked up, one event row per bucket). */
+    static const char with_end[] =
+        "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
+        "max_reserved_bytes, first_event_id, last_event_id, end_allocated_bytes, "
+        "end_reserved_bytes FROM timeline_buckets WHERE device = ?1 AND bucket_ns = ?2 AND "
+        "last_event_id >= ?3 AND first_event_id <= ?4 ORDER BY bucket";
+    static const char without_end[] =
+        "SELECT bucket, min_allocated_bytes, max_allocated_bytes, min_reserved_bytes, "
+        "max_reserved_bytes, first_event_id, last_event_id, NULL, NULL FROM timeline_buckets "
+        "WHERE device = ?1 AND bucket_ns = ?2 AND last_event_id >= ?3 AND first_event_id <= ?4 "
+        "ORDER BY bucket";
+    sqlite3_stmt *st = NULL;
+    t->has_end = db_prepare(db, with_end, &st) == SQLITE_OK;
+    if (!t->has_end && !(st = db_statement(db, without_end)))
         return -1;
     sqlite3_bind_int(st, 1, rq->device);
     sqlite3_bind_int64(st, 2, bucket_ns);
@@ -216,8 +227,8 @@ static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, 
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (t->n == t->cap) {
             size_t cap = t->cap ? t->cap * 2 : 1024;
-            int64_t **arrays[] = {&t->bucket, &t->start, &t->amin,     &t->amax,
-                                  &t->rmin,   &t->rmax,  &t->first_id, &t->last_id};
+            int64_t **arrays[] = {&t->bucket, &t->start,    &t->amin,    &t->amax, &t->rmin,
+                                  &t->rmax,   &t->first_id, &t->last_id, &t->aend, &t->rend};
             for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) {
                 int64_t *grown = realloc(*arrays[k], cap * sizeof *grown);
                 if (!grown) {
@@ -237,6 +248,10 @@ static int load_buckets(sqlite3 *db, const plot_request *rq, int64_t bucket_ns, 
         t->rmax[i] = sqlite3_column_int64(st, 4);
         t->first_id[i] = sqlite3_column_int64(st, 5);
         t->last_id[i] = sqlite3_column_int64(st, 6);
+        if (sqlite3_column_type(st, 7) == SQLITE_NULL || sqlite3_column_type(st, 8) == SQLITE_NULL)
+            t->has_end = 0; /* not written by this database's memanalyze */
+        t->aend[i] = sqlite3_column_int64(st, 7);
+        t->rend[i] = sqlite3_column_int64(st, 8);
     }
     sqlite3_finalize(st);
     return fill_gaps(db, bucket_ns, t);
@@ -252,16 +267,17 @@ static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t) {
     if (dense == t->n)
         return 0;
     timeline_data d = {0};
-    int64_t **dst[] = {&d.bucket, &d.start, &d.amin,     &d.amax,
-                       &d.rmin,   &d.rmax,  &d.first_id, &d.last_id};
+    int64_t **dst[] = {&d.bucket, &d.start,    &d.amin,    &d.amax, &d.rmin,
+                       &d.rmax,   &d.first_id, &d.last_id, &d.aend, &d.rend};
     for (size_t k = 0; k < sizeof dst / sizeof dst[0]; k++)
         if (!(*dst[k] = calloc(dense, sizeof(int64_t)))) {
             free_timeline_data(&d);
             return -1;
         }
-    sqlite3_stmt *st = db_statement(db, "SELECT allocated_bytes, reserved_bytes FROM event_rows "
-                                        "WHERE event_id = ?");
-    if (!st) {
+    sqlite3_stmt *st = t->has_end ? NULL
+                                  : db_statement(db, "SELECT allocated_bytes, reserved_bytes FROM "
+                                                     "event_rows WHERE event_id = ?");
+    if (!t->has_end && !st) {
         free_timeline_data(&d);
         return -1;
     }
@@ -278,21 +294,29 @@ static int fill_gaps(sqlite3 *db, int64_t bucket_ns, timeline_data *t) {
             d.rmax[i] = t->rmax[j];
             d.first_id[i] = t->first_id[j];
             d.last_id[i] = t->last_id[j];
-            sqlite3_bind_int64(st, 1, t->last_id[j]);
-            if (sqlite3_step(st) == SQLITE_ROW) {
-                end_alloc = sqlite3_column_int64(st, 0);
-                end_res = sqlite3_column_int64(st, 1);
+            if (t->has_end) {
+                end_alloc = t->aend[j];
+                end_res = t->rend[j];
+            } else {
+                sqlite3_bind_int64(st, 1, t->last_id[j]);
+                if (sqlite3_step(st) == SQLITE_ROW) {
+                    end_alloc = sqlite3_column_int64(st, 0);
+                    end_res = sqlite3_column_int64(st, 1);
+                }
+                sqlite3_reset(st);
             }
-            sqlite3_reset(st);
             j++;
         } else {
             d.amin[i] = d.amax[i] = end_alloc;
             d.rmin[i] = d.rmax[i] = end_res;
             d.first_id[i] = d.last_id[i] = d.last_id[i - 1];
         }
+        d.aend[i] = end_alloc;
+        d.rend[i] = end_res;
     }
     sqlite3_finalize(st);
     d.n = d.cap = dense;
+    d.has_end = t->has_end;
     free_timeline_data(t);
     *t = d;
     return 0;
@@ -307,6 +331,8 @@ static void free_timeline_data(timeline_data *t) {
     free(t->rmax);
     free(t->first_id);
     free(t->last_id);
+    free(t->aend);
+    free(t->rend);
 }
 
 /* Live bytes per series at each bucket's last event: one ordered pass over
@@ -476,7 +502,8 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             sum += bytes[s * t.n + i];
         }
         layout_totals tot;
-        int64_t alloc_end = layout_timeline_at(db, rq->device, t.last_id[i], &tot) == 0
+        int64_t alloc_end = t.has_end ? t.aend[i]
+                            : layout_timeline_at(db, rq->device, t.last_id[i], &tot) == 0
                                 ? tot.allocated_bytes
                                 : t.amax[i];
         stacked[nseries * t.n + i] = alloc_end > sum ? alloc_end - sum : 0;

@@ -141,8 +141,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_BUCKET] = "INSERT OR REPLACE INTO timeline_buckets (device, bucket_ns, bucket,"
                   " first_event_id, last_event_id, events, min_allocated_bytes,"
                   " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
-                  " max_requested_bytes, min_largest_free_bytes)"
-                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                  " max_requested_bytes, min_largest_free_bytes, end_allocated_bytes,"
+                  " end_reserved_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_COUNTER] = "INSERT INTO counters (ts_ns, event_id, device, kind, pool, value)"
                    " VALUES (?,?,?,?,?,?)",
     [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined,"
@@ -767,7 +767,8 @@ int db_writer_bucket(db_writer *w, const db_bucket_row *r) {
     pending_row *st = begin(w, ST_BUCKET);
     const int64_t v[] = {r->device,        r->bucket_ns,    r->bucket,        r->first_event_id,
                          r->last_event_id, r->events,       r->min_allocated, r->max_allocated,
-                         r->min_reserved,  r->max_reserved, r->max_requested, r->min_largest_free};
+                         r->min_reserved,  r->max_reserved, r->max_requested, r->min_largest_free,
+                         r->end_allocated, r->end_reserved};
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
         row_int(st, i + 1, v[i]);
     return row_done(w, st);

@@ -60,6 +60,7 @@ typedef struct db_bucket_row {
     int64_t device, bucket_ns, bucket, first_event_id, last_event_id, events;
     int64_t min_allocated, max_allocated, min_reserved, max_reserved, max_requested;
     int64_t min_largest_free;
+    int64_t end_allocated, end_reserved; /* after the bucket's last event */
 } db_bucket_row;
 
 /* Where the event rows go: a plain table any SQLite client reads (`import -o`), or the event

@@ -103,9 +103,9 @@ int replay_flush_bucket(replay *rp, uint32_t device, int64_t next) {
     if (next / SITE_BUCKET_STRIDE != b->index / SITE_BUCKET_STRIDE &&
         site_stats_bucket_end(rp->sites, device, rp->bucket_ns, b->index, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
-    db_bucket_row row = {device,     rp->bucket_ns, b->index,     b->first_id,
-                         b->last_id, b->events,     b->min_alloc, b->max_alloc,
-                         b->min_res, b->max_res,    b->max_req,   b->min_free};
+    db_bucket_row row = {device,     rp->bucket_ns, b->index,     b->first_id, b->last_id,
+                         b->events,  b->min_alloc,  b->max_alloc, b->min_res,  b->max_res,
+                         b->max_req, b->min_free,   b->end_alloc, b->end_res};
     b->events = 0;
     return replay_db_ok(rp, db_writer_bucket(rp->db, &row));
 }
@@ -135,11 +135,13 @@ static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t t
     if (b->events && index != b->index)
         replay_flush_bucket(rp, device, index);
     if (!b->events) {
-        *b = (bucket_acc){index,        event_id,       event_id,    0,
-                          t->allocated, t->allocated,   t->reserved, t->reserved,
-                          t->requested, t->largest_free};
+        *b = (bucket_acc){index,        event_id,        event_id,     0,
+                          t->allocated, t->allocated,    t->reserved,  t->reserved,
+                          t->requested, t->largest_free, t->allocated, t->reserved};
     }
     b->last_id = event_id;
+    b->end_alloc = t->allocated;
+    b->end_res = t->reserved;
     b->events++;
     site_stats_allocated(rp->sites, device, t->allocated, b->index);
     if (t->allocated < b->min_alloc)

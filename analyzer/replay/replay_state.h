@@ -34,6 +34,7 @@ typedef struct live_entry {
 typedef struct bucket_acc {
     int64_t index, first_id, last_id, events;
     int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
+    int64_t end_alloc, end_res; /* after the last event so far */
 } bucket_acc;
 
 /* The free part of the model's segments at one moment (free_splits). */
