@@ -1,57 +1,134 @@
-/* block_sweep.c — see block_sweep.h. One statement; the join finds a free's
- * allocation through the alloc_event_id index. */
+/* block_sweep.c — see block_sweep.h. One forward pass over the device's events through
+ * event_scan (the store's chunks decoded directly); a free learns its allocation's stack and
+ * stream from the allocations still live in the pass, kept by event id. Every allocation comes
+ * before its free in the pass (it starts at the first row, seed rows included), so no lookup
+ * of the event table is needed: through SQL the join cost a point lookup per free. */
 #include "block_sweep.h"
 
+#include "addr_map.h"
 #include "db_query.h"
+#include "event_scan.h"
+#include "gmt_grow.h"
 #include "trace_format.h"
 
 #include <stdlib.h>
 
+enum { ID, OP, SIZE, STACK, STREAM, REQUESTED, ALLOC, LEVEL, KIND, DEVICE, NCOL };
+static const int sweep_columns[NCOL] = {EVENT_COL_event_id,       EVENT_COL_op,
+                                        EVENT_COL_size,           EVENT_COL_stack_id,
+                                        EVENT_COL_stream,         EVENT_COL_requested_size,
+                                        EVENT_COL_alloc_event_id, EVENT_COL_level,
+                                        EVENT_COL_kind,           EVENT_COL_device};
+
+typedef struct live_alloc {
+    int64_t stack_id, stream;
+} live_alloc;
+
 struct block_sweep {
-    sqlite3_stmt *st;
+    event_scan *scan;
+    int device;
+    addr_map whole;      /* segment ids of whole-block segments (a plain cudaMalloc) */
+    addr_map live;       /* allocation event id -> index + 1 in allocs */
+    live_alloc *allocs;  /* slots; free ones chained through free_head */
+    uint32_t *next_free; /* per slot: the next free slot + 1 */
+    uint32_t free_head;  /* a free slot + 1; 0: none */
+    size_t len, cap, cap_next;
+    const int64_t *v[NCOL];
+    long n, at;
 };
 
 block_sweep *block_sweep_open(sqlite3 *db, int device, int64_t to) {
     block_sweep *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->st = db_statement(
-        db, "SELECT e.event_id, e.op, e.size, "
-            "CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stack_id ELSE a.stack_id END, "
-            "CASE WHEN e.op IN ({op:alloc}, {op:map}) THEN e.stream ELSE a.stream END, "
-            "coalesce(e.requested_size, e.size) "
-            "FROM event_rows e LEFT JOIN event_rows a ON e.op IN ({op:free}, {op:unmap}) AND "
-            "a.event_id = e.alloc_event_id "
-            "WHERE e.device = ?1 AND e.kind = {kind:device} AND e.event_id <= ?2 AND ("
-            "(e.op IN ({op:alloc}, {op:map}) AND " SQL_IS_BLOCK(
-                "e") ") OR "
-                     "(e.op IN ({op:free}, {op:unmap}) AND e.alloc_event_id IS NOT NULL "
-                     "AND " SQL_IS_BLOCK("a") ")) ORDER BY e.event_id");
-    if (!s->st) {
-        free(s);
+    s->device = device;
+    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1");
+    int ok = st != NULL, failed = 0;
+    while (ok && db_next_row(st, &failed))
+        ok = addr_map_put(&s->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1) == 0;
+    sqlite3_finalize(st);
+    char err[256];
+    if (ok && !failed)
+        s->scan = event_scan_open(db, event_scan_mask(sweep_columns, NCOL), INT64_MIN, to, err,
+                                  sizeof err);
+    if (!s->scan) {
+        block_sweep_close(s);
         return NULL;
     }
-    sqlite3_bind_int(s->st, 1, device);
-    sqlite3_bind_int64(s->st, 2, to);
     return s;
 }
 
+/* Memory handed to the program: an allocator block, or a segment nobody sub-allocates. */
+static int is_block(const block_sweep *s, long r) {
+    return s->v[LEVEL][r] == TRACE_LEVEL_BLOCK ||
+           addr_map_get((addr_map *)&s->whole, 0, (uint64_t)s->v[ID][r]) != NULL;
+}
+
+static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stream) {
+    uint32_t slot;
+    if (s->free_head) {
+        slot = s->free_head - 1;
+        s->free_head = s->next_free[slot];
+    } else {
+        if (gmt_grow((void **)&s->allocs, &s->cap, s->len, sizeof *s->allocs) != 0 ||
+            gmt_grow((void **)&s->next_free, &s->cap_next, s->len, sizeof *s->next_free) != 0)
+            return -1;
+        slot = (uint32_t)s->len++;
+    }
+    s->allocs[slot] = (live_alloc){stack_id, stream};
+    return addr_map_put(&s->live, 0, (uint64_t)id, slot + 1);
+}
+
+#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
+
 int block_sweep_next(block_sweep *s, block_change *c) {
-    if (sqlite3_step(s->st) != SQLITE_ROW)
-        return 0;
-    int op = sqlite3_column_int(s->st, 1);
-    c->event_id = sqlite3_column_int64(s->st, 0);
-    c->is_alloc = op == TRACE_OP_ALLOC || op == TRACE_OP_MAP;
-    c->size = sqlite3_column_int64(s->st, 2);
-    c->stack_id = db_column_i64(s->st, 3, 0);
-    c->stream = db_column_i64(s->st, 4, 0);
-    c->requested = sqlite3_column_int64(s->st, 5);
-    return 1;
+    for (;;) {
+        if (s->at == s->n) {
+            const int64_t *col[EVENT_STORE_NCOLS];
+            s->n = event_scan_next(s->scan, col);
+            s->at = 0;
+            if (s->n <= 0)
+                return 0; /* the end, or an error (block_sweep.h: 0 either way) */
+            event_scan_pick(col, sweep_columns, NCOL, s->v);
+        }
+        long r = s->at++;
+        const int64_t *const *v = s->v;
+        int64_t op = v[OP][r];
+        if (v[DEVICE][r] != s->device || v[KIND][r] != TRACE_KIND_DEVICE)
+            continue;
+        int64_t size = OR(v[SIZE][r], 0);
+        int64_t requested = v[REQUESTED][r] != EVENT_STORE_NULL ? v[REQUESTED][r] : size;
+        if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) {
+            if (!is_block(s, r))
+                continue;
+            int64_t stack_id = OR(v[STACK][r], 0), stream = OR(v[STREAM][r], 0);
+            if (keep_alloc(s, v[ID][r], stack_id, stream) != 0)
+                return 0; /* out of memory */
+            *c = (block_change){v[ID][r], 1, size, requested, stack_id, stream};
+            return 1;
+        }
+        if ((op != TRACE_OP_FREE && op != TRACE_OP_UNMAP) || v[ALLOC][r] == EVENT_STORE_NULL)
+            continue;
+        uint32_t *at = addr_map_get(&s->live, 0, (uint64_t)v[ALLOC][r]);
+        if (!at)
+            continue; /* its allocation was not a block */
+        uint32_t slot = *at - 1;
+        addr_map_remove(&s->live, 0, (uint64_t)v[ALLOC][r]);
+        live_alloc a = s->allocs[slot];
+        s->next_free[slot] = s->free_head;
+        s->free_head = slot + 1;
+        *c = (block_change){v[ID][r], 0, size, requested, a.stack_id, a.stream};
+        return 1;
+    }
 }
 
 void block_sweep_close(block_sweep *s) {
     if (!s)
         return;
-    sqlite3_finalize(s->st);
+    event_scan_close(s->scan);
+    addr_map_free(&s->whole);
+    addr_map_free(&s->live);
+    free(s->allocs);
+    free(s->next_free);
     free(s);
 }
