@@ -557,35 +557,17 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
             break;
         }
         rc |= note_change(sw, s, c.is_alloc ? c.size : -c.size);
-        if (c.is_alloc && c.event_id > from) { /* never freed unless a free follows (below) */
-            s->never_freed_count++;
-            s->never_freed_bytes += c.requested;
+        /* never freed: allocated in the window and not freed by its end (the sweep stops
+         * there), so a free takes back what its alloc in the window added */
+        if (c.alloc_id > from) {
+            int sign = c.is_alloc ? 1 : -1;
+            s->never_freed_count += sign;
+            s->never_freed_bytes += sign * c.requested;
         }
     }
     block_sweep_close(bs);
     while (rc == 0 && next_end < nends)
         rc |= close_window(sw, next_end++ == 0);
-    /* never-freed: blocks allocated in the window minus those freed by its end */
-    sqlite3_stmt *st = db_statement(
-        db,
-        "SELECT a.stack_id, count(*), sum(coalesce(a.requested_size, a.size)) "
-        "FROM event_rows f JOIN event_rows a ON a.event_id = f.alloc_event_id "
-        "WHERE f.device = ? AND f.op IN ({op:free}, {op:unmap}) AND f.event_id <= ? AND "
-        "a.event_id > ? AND a.kind = {kind:device} AND " SQL_IS_BLOCK("a") " GROUP BY a.stack_id");
-    if (st) {
-        sqlite3_bind_int(st, 1, device);
-        sqlite3_bind_int64(st, 2, to);
-        sqlite3_bind_int64(st, 3, from);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t stack = db_column_i64(st, 0, 0);
-            site_acc *s = site_of(sw, stack);
-            if (s) {
-                s->never_freed_count -= sqlite3_column_int64(st, 1);
-                s->never_freed_bytes -= sqlite3_column_int64(st, 2);
-            }
-        }
-        sqlite3_finalize(st);
-    }
     return rc;
 }
 

@@ -21,7 +21,7 @@ static const int sweep_columns[NCOL] = {EVENT_COL_event_id,       EVENT_COL_op,
                                         EVENT_COL_kind,           EVENT_COL_device};
 
 typedef struct live_alloc {
-    int64_t stack_id, stream;
+    int64_t stack_id, stream, requested;
 } live_alloc;
 
 struct block_sweep {
@@ -64,7 +64,8 @@ static int is_block(const block_sweep *s, long r) {
            addr_map_get((addr_map *)&s->whole, 0, (uint64_t)s->v[ID][r]) != NULL;
 }
 
-static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stream) {
+static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stream,
+                      int64_t requested) {
     uint32_t slot;
     if (s->free_head) {
         slot = s->free_head - 1;
@@ -75,7 +76,7 @@ static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stre
             return -1;
         slot = (uint32_t)s->len++;
     }
-    s->allocs[slot] = (live_alloc){stack_id, stream};
+    s->allocs[slot] = (live_alloc){stack_id, stream, requested};
     return addr_map_put(&s->live, 0, (uint64_t)id, slot + 1);
 }
 
@@ -97,14 +98,14 @@ int block_sweep_next(block_sweep *s, block_change *c) {
         if (v[DEVICE][r] != s->device || v[KIND][r] != TRACE_KIND_DEVICE)
             continue;
         int64_t size = OR(v[SIZE][r], 0);
-        int64_t requested = v[REQUESTED][r] != EVENT_STORE_NULL ? v[REQUESTED][r] : size;
         if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) {
+            int64_t requested = v[REQUESTED][r] != EVENT_STORE_NULL ? v[REQUESTED][r] : size;
             if (!is_block(s, r))
                 continue;
             int64_t stack_id = OR(v[STACK][r], 0), stream = OR(v[STREAM][r], 0);
-            if (keep_alloc(s, v[ID][r], stack_id, stream) != 0)
+            if (keep_alloc(s, v[ID][r], stack_id, stream, requested) != 0)
                 return 0; /* out of memory */
-            *c = (block_change){v[ID][r], 1, size, requested, stack_id, stream};
+            *c = (block_change){v[ID][r], 1, size, requested, stack_id, stream, v[ID][r]};
             return 1;
         }
         if ((op != TRACE_OP_FREE && op != TRACE_OP_UNMAP) || v[ALLOC][r] == EVENT_STORE_NULL)
@@ -117,7 +118,7 @@ int block_sweep_next(block_sweep *s, block_change *c) {
         live_alloc a = s->allocs[slot];
         s->next_free[slot] = s->free_head;
         s->free_head = slot + 1;
-        *c = (block_change){v[ID][r], 0, size, requested, a.stack_id, a.stream};
+        *c = (block_change){v[ID][r], 0, size, a.requested, a.stack_id, a.stream, v[ALLOC][r]};
         return 1;
     }
 }

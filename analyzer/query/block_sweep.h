@@ -21,9 +21,10 @@ typedef struct block_change {
     int64_t event_id;
     int is_alloc;      /* 1: the block begins (alloc or map); 0: its free or unmap */
     int64_t size;      /* the block's bytes (a free: its alloc's) */
-    int64_t requested; /* bytes asked for (coalesce(requested_size, size)) of this row */
+    int64_t requested; /* bytes the allocation asked for (coalesce(requested_size, size)) */
     int64_t stack_id;  /* the allocation's stack; 0: none */
     int64_t stream;    /* the allocation's stream */
+    int64_t alloc_id;  /* the allocation's event id (an alloc: its own) */
 } block_change;
 
 typedef struct block_sweep block_sweep;
