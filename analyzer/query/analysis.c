@@ -19,6 +19,7 @@
 #include "addr_map.h"
 #include "block_sweep.h"
 #include "db_query.h"
+#include "event_scan.h"
 #include "gmt_env.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
@@ -209,6 +210,120 @@ static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
     return 0;
 }
 
+/* The window's pass of analysis_device_summary. 0, or -1 when the events cannot be read. */
+static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to) {
+    enum {
+        ID,
+        TS,
+        ALLOCATED,
+        REQUESTED,
+        RESERVED,
+        FREE,
+        OP,
+        LEVEL,
+        KIND,
+        DEVICE,
+        SIZE,
+        REQ,
+        AID,
+        NCOL
+    };
+    static const int want[NCOL] = {EVENT_COL_event_id,
+                                   EVENT_COL_ts_ns,
+                                   EVENT_COL_allocated_bytes,
+                                   EVENT_COL_requested_bytes,
+                                   EVENT_COL_reserved_bytes,
+                                   EVENT_COL_largest_free_bytes,
+                                   EVENT_COL_op,
+                                   EVENT_COL_level,
+                                   EVENT_COL_kind,
+                                   EVENT_COL_device,
+                                   EVENT_COL_size,
+                                   EVENT_COL_requested_size,
+                                   EVENT_COL_alloc_event_id};
+    addr_map whole = {0}, kept = {0}; /* whole-block segments; window allocs live: id -> 1 */
+    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1");
+    int rc = st ? 0 : -1, failed = 0;
+    while (rc == 0 && db_next_row(st, &failed))
+        rc = addr_map_put(&whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
+    sqlite3_finalize(st);
+    char err[256];
+    event_scan *scan = rc == 0 && !failed ? event_scan_open(db, event_scan_mask(want, NCOL),
+                                                            from == INT64_MAX ? from : from + 1, to,
+                                                            err, sizeof err)
+                                          : NULL;
+    if (!scan)
+        rc = -1;
+    /* requested bytes of the kept allocs, by id: a second map of the same keys */
+    int64_t *kept_bytes = NULL;
+    size_t nkept = 0, cap_kept = 0;
+    uint32_t free_slot = 0; /* a reusable slot + 1, chained through kept_bytes */
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long got = 0;
+    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        event_scan_pick(col, want, NCOL, v);
+        for (long r = 0; rc == 0 && r < got; r++) {
+            if (v[DEVICE][r] != s->device)
+                continue;
+            moment m = {v[ID][r],        v[TS][r],
+                        v[ALLOCATED][r], v[REQUESTED][r],
+                        v[RESERVED][r],  v[FREE][r] == EVENT_STORE_NULL ? 0 : v[FREE][r]};
+            if (m.allocated > s->peak_allocated.allocated)
+                s->peak_allocated = m;
+            if (m.requested > s->peak_requested.requested)
+                s->peak_requested = m;
+            if (m.reserved > s->peak_reserved.reserved)
+                s->peak_reserved = m;
+            int64_t op = v[OP][r];
+            s->ooms += op == TRACE_OP_OOM;
+            s->alloc_failed += op == TRACE_OP_ALLOC_FAILED;
+            if (v[KIND][r] != TRACE_KIND_DEVICE)
+                continue;
+            int is_block = v[LEVEL][r] == TRACE_LEVEL_BLOCK ||
+                           addr_map_get(&whole, 0, (uint64_t)v[ID][r]) != NULL;
+            s->allocs += is_block && op == TRACE_OP_ALLOC;
+            s->frees += is_block && op == TRACE_OP_FREE;
+            if (is_block && (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && v[ID][r] > 0) {
+                int64_t size = v[SIZE][r] == EVENT_STORE_NULL ? 0 : v[SIZE][r];
+                int64_t bytes = v[REQ][r] != EVENT_STORE_NULL ? v[REQ][r] : size;
+                uint32_t slot;
+                if (free_slot) {
+                    slot = free_slot - 1;
+                    free_slot = (uint32_t)kept_bytes[slot];
+                } else if (gmt_grow((void **)&kept_bytes, &cap_kept, nkept, sizeof *kept_bytes) !=
+                           0) {
+                    rc = -1;
+                    break;
+                } else {
+                    slot = (uint32_t)nkept++;
+                }
+                kept_bytes[slot] = bytes;
+                rc = addr_map_put(&kept, 0, (uint64_t)v[ID][r], slot + 1);
+                s->never_freed_count++;
+                s->never_freed_bytes += bytes;
+            } else if ((op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) &&
+                       v[AID][r] != EVENT_STORE_NULL) {
+                uint32_t *at = addr_map_get(&kept, 0, (uint64_t)v[AID][r]);
+                if (!at)
+                    continue; /* allocated before the window, or not a block */
+                uint32_t slot = *at - 1;
+                addr_map_remove(&kept, 0, (uint64_t)v[AID][r]);
+                s->never_freed_count--;
+                s->never_freed_bytes -= kept_bytes[slot];
+                kept_bytes[slot] = free_slot;
+                free_slot = slot + 1;
+            }
+        }
+    }
+    if (got < 0)
+        rc = -1;
+    event_scan_close(scan);
+    addr_map_free(&whole);
+    addr_map_free(&kept);
+    free(kept_bytes);
+    return rc;
+}
+
 int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
     memset(s, 0, sizeof *s);
     s->device = device;
@@ -228,57 +343,12 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     if (analysis_whole_run(db, from, to))
         return device_summary_from_tables(db, s);
 
-    /* One scan of the window: peaks, counts. */
-    st = prepare_window(
-        db,
-        "SELECT " MOMENT_COLUMNS ", op, level, kind, "
-        " level = {level:block} OR event_id IN (SELECT segment_id FROM segments WHERE "
-        " whole_block = 1) FROM event_rows WHERE device = ? AND event_id > ? AND "
-        " event_id <= ? ORDER BY event_id",
-        device, from, to);
-    if (!st)
+    /* One pass over the window (event_scan.h): peaks, counts, and the blocks allocated in it
+     * and live at its end (bytes as requested): each such alloc is kept until a free in the
+     * window takes it back. */
+    if (window_pass(db, s, from, to) != 0)
         return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        moment m;
-        read_moment(st, 0, &m);
-        int op = sqlite3_column_int(st, 6), kind = sqlite3_column_int(st, 8);
-        int is_block = sqlite3_column_int(st, 9);
-        if (m.allocated > s->peak_allocated.allocated)
-            s->peak_allocated = m;
-        if (m.requested > s->peak_requested.requested)
-            s->peak_requested = m;
-        if (m.reserved > s->peak_reserved.reserved)
-            s->peak_reserved = m;
-        if (kind == TRACE_KIND_DEVICE && is_block && op == TRACE_OP_ALLOC)
-            s->allocs++;
-        if (kind == TRACE_KIND_DEVICE && is_block && op == TRACE_OP_FREE)
-            s->frees++;
-        s->ooms += op == TRACE_OP_OOM;
-        s->alloc_failed += op == TRACE_OP_ALLOC_FAILED;
-    }
-    sqlite3_finalize(st);
-
     worst_fragmentation(db, s, from, to);
-
-    /* Blocks allocated in the window and live at its end (bytes as requested). */
-    st = db_statement(
-        db, "SELECT count(*), sum(coalesce(a.requested_size, a.size)) FROM event_rows a "
-            "LEFT JOIN event_rows f ON f.alloc_event_id = a.event_id AND f.op IN ({op:free}, "
-            "{op:unmap}) "
-            "WHERE a.device = ? AND a.kind = {kind:device} AND a.op IN ({op:alloc}, {op:map}) "
-            "AND " SQL_IS_BLOCK("a") " AND a.event_id > ? AND a.event_id <= ? AND "
-                                     "(f.event_id IS NULL OR f.event_id > ?)");
-    if (st) {
-        sqlite3_bind_int(st, 1, device);
-        sqlite3_bind_int64(st, 2, from > 0 ? from : 0);
-        sqlite3_bind_int64(st, 3, to);
-        sqlite3_bind_int64(st, 4, to);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            s->never_freed_count = sqlite3_column_int64(st, 0);
-            s->never_freed_bytes = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_finalize(st);
-    }
     untracked(db, s);
     return 0;
 }
