@@ -241,17 +241,13 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
                                    EVENT_COL_size,
                                    EVENT_COL_requested_size,
                                    EVENT_COL_alloc_event_id};
-    addr_map whole = {0}, kept = {0}; /* whole-block segments; window allocs live: id -> 1 */
-    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1");
-    int rc = st ? 0 : -1, failed = 0;
-    while (rc == 0 && db_next_row(st, &failed))
-        rc = addr_map_put(&whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
-    sqlite3_finalize(st);
+    addr_map whole = {0}, kept = {0}; /* whole-block segments; window allocs live: id -> slot */
+    int rc = block_sweep_whole_segments(db, &whole);
     char err[256];
-    event_scan *scan = rc == 0 && !failed ? event_scan_open(db, event_scan_mask(want, NCOL),
-                                                            from == INT64_MAX ? from : from + 1, to,
-                                                            err, sizeof err)
-                                          : NULL;
+    event_scan *scan =
+        rc == 0 ? event_scan_open(db, event_scan_mask(want, NCOL),
+                                  from == INT64_MAX ? from : from + 1, to, err, sizeof err)
+                : NULL;
     if (!scan)
         rc = -1;
     /* requested bytes of the kept allocs, by id: a second map of the same keys */

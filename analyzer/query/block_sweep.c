@@ -37,18 +37,22 @@ struct block_sweep {
     long n, at;
 };
 
+int block_sweep_whole_segments(sqlite3 *db, addr_map *out) {
+    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1");
+    int ok = st != NULL, failed = 0;
+    while (ok && db_next_row(st, &failed))
+        ok = addr_map_put(out, 0, (uint64_t)sqlite3_column_int64(st, 0), 1) == 0;
+    sqlite3_finalize(st);
+    return ok && !failed ? 0 : -1;
+}
+
 block_sweep *block_sweep_open(sqlite3 *db, int device, int64_t to) {
     block_sweep *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->device = device;
-    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1");
-    int ok = st != NULL, failed = 0;
-    while (ok && db_next_row(st, &failed))
-        ok = addr_map_put(&s->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1) == 0;
-    sqlite3_finalize(st);
     char err[256];
-    if (ok && !failed)
+    if (block_sweep_whole_segments(db, &s->whole) == 0)
         s->scan = event_scan_open(db, event_scan_mask(sweep_columns, NCOL), INT64_MIN, to, err,
                                   sizeof err);
     if (!s->scan) {

@@ -29,6 +29,13 @@ typedef struct block_change {
 
 typedef struct block_sweep block_sweep;
 
+struct addr_map;
+
+/* The segments that are their own block (whole_block = 1: a plain cudaMalloc), by segment id
+ * (= the event id that made it), into `out` (value 1): what SQL_IS_BLOCK's subquery asks, for
+ * a pass that reads the events itself. 0, or -1 on an error. */
+int block_sweep_whole_segments(sqlite3 *db, struct addr_map *out);
+
 /* The device-memory block changes of `device` with event_id <= `to`. Returns
  * the sweep (block_sweep_close frees it) or NULL when the query fails. */
 block_sweep *block_sweep_open(sqlite3 *db, int device, int64_t to);
