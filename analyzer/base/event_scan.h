@@ -36,6 +36,11 @@ long event_scan_next(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]);
 
 const char *event_scan_error(const event_scan *s);
 
+/* A scanned value, or `dflt` where the column is NULL: SQL's coalesce(column, dflt). */
+static inline int64_t event_value_or(int64_t v, int64_t dflt) {
+    return v == EVENT_STORE_NULL ? dflt : v;
+}
+
 /* The mask of the columns want[0..n) (EVENT_COL_* values), for event_scan_open. */
 uint32_t event_scan_mask(const int *want, size_t n);
 

@@ -261,9 +261,8 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
         for (long r = 0; rc == 0 && r < got; r++) {
             if (v[DEVICE][r] != s->device)
                 continue;
-            moment m = {v[ID][r],        v[TS][r],
-                        v[ALLOCATED][r], v[REQUESTED][r],
-                        v[RESERVED][r],  v[FREE][r] == EVENT_STORE_NULL ? 0 : v[FREE][r]};
+            moment m = {v[ID][r],        v[TS][r],       v[ALLOCATED][r],
+                        v[REQUESTED][r], v[RESERVED][r], event_value_or(v[FREE][r], 0)};
             if (m.allocated > s->peak_allocated.allocated)
                 s->peak_allocated = m;
             if (m.requested > s->peak_requested.requested)
@@ -280,8 +279,8 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
             s->allocs += is_block && op == TRACE_OP_ALLOC;
             s->frees += is_block && op == TRACE_OP_FREE;
             if (is_block && (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && v[ID][r] > 0) {
-                int64_t size = v[SIZE][r] == EVENT_STORE_NULL ? 0 : v[SIZE][r];
-                int64_t bytes = v[REQ][r] != EVENT_STORE_NULL ? v[REQ][r] : size;
+                int64_t size = event_value_or(v[SIZE][r], 0);
+                int64_t bytes = event_value_or(v[REQ][r], size);
                 uint32_t slot;
                 if (free_slot) {
                     slot = free_slot - 1;

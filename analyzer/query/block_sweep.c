@@ -84,8 +84,6 @@ static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stre
     return addr_map_put(&s->live, 0, (uint64_t)id, slot + 1);
 }
 
-#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
-
 int block_sweep_next(block_sweep *s, block_change *c) {
     for (;;) {
         if (s->at == s->n) {
@@ -101,12 +99,13 @@ int block_sweep_next(block_sweep *s, block_change *c) {
         int64_t op = v[OP][r];
         if (v[DEVICE][r] != s->device || v[KIND][r] != TRACE_KIND_DEVICE)
             continue;
-        int64_t size = OR(v[SIZE][r], 0);
+        int64_t size = event_value_or(v[SIZE][r], 0);
         if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) {
-            int64_t requested = v[REQUESTED][r] != EVENT_STORE_NULL ? v[REQUESTED][r] : size;
+            int64_t requested = event_value_or(v[REQUESTED][r], size);
             if (!is_block(s, r))
                 continue;
-            int64_t stack_id = OR(v[STACK][r], 0), stream = OR(v[STREAM][r], 0);
+            int64_t stack_id = event_value_or(v[STACK][r], 0),
+                    stream = event_value_or(v[STREAM][r], 0);
             if (keep_alloc(s, v[ID][r], stack_id, stream, requested) != 0)
                 return 0; /* out of memory */
             *c = (block_change){v[ID][r], 1, size, requested, stack_id, stream, v[ID][r]};

@@ -320,16 +320,14 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
             sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
             if (!w)
                 continue;
-#define OR_ZERO(x) ((x) == EVENT_STORE_NULL ? 0 : (x))
             sweep_event e = {v[ID][i],
                              op,
                              v[LEVEL][i],
                              v[TS][i],
-                             OR_ZERO(v[SIZE][i]),
-                             OR_ZERO(v[STACK][i]),
-                             OR_ZERO(v[ALLOC][i]),
+                             event_value_or(v[SIZE][i], 0),
+                             event_value_or(v[STACK][i], 0),
+                             event_value_or(v[ALLOC][i], 0),
                              v[KIND][i]};
-#undef OR_ZERO
             rc = sweep_row(c, w, &e, &next_name, visit, ctx);
         }
         /* A fed timeline's runs behind the sweep are never asked again (the rest of the runs

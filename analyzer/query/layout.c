@@ -433,17 +433,15 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
             if ((rc = emit_before(&pts, &p, id, err, errlen)) != 0)
                 break;
             uint64_t addr = (uint64_t)v[C_ADDR][r];
-#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
             if (op == TRACE_OP_ALLOC) {
                 live_block nb = {0};
                 nb.alloc_id = id;
                 nb.addr = addr;
-                nb.size = (uint64_t)OR(v[C_SIZE][r], 0); /* none */
-                nb.requested = (uint64_t)OR(v[C_REQ][r], (int64_t)nb.size);
-                nb.stream = (uint64_t)OR(v[C_STREAM][r], 0);
-                nb.stack_id = OR(v[C_STACK][r], 0);
-                nb.segment_id = OR(v[C_SEGMENT][r], 0);
-#undef OR
+                nb.size = (uint64_t)event_value_or(v[C_SIZE][r], 0); /* none */
+                nb.requested = (uint64_t)event_value_or(v[C_REQ][r], (int64_t)nb.size);
+                nb.stream = (uint64_t)event_value_or(v[C_STREAM][r], 0);
+                nb.stack_id = event_value_or(v[C_STACK][r], 0);
+                nb.segment_id = event_value_or(v[C_SEGMENT][r], 0);
                 if (nb.size != 0 && pass_alloc(&p, &nb) != 0)
                     rc = set_err(err, errlen, "out of memory");
                 continue;
@@ -602,15 +600,13 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
                 if (index && alloc != EVENT_STORE_NULL && p.blocks[*index].alloc_id == alloc)
                     p.blocks[*index].pending = 0;
             } else if (alloc != EVENT_STORE_NULL) {
-#define OR(x, dflt) ((x) == EVENT_STORE_NULL ? (dflt) : (x))
                 live_block b = {0};
                 b.alloc_id = alloc;
                 b.addr = addr;
-                b.size = (uint64_t)OR(v[C_SIZE][r], 0);
-                b.requested = (uint64_t)OR(v[C_REQ][r], (int64_t)b.size);
-                b.stream = (uint64_t)OR(v[C_STREAM][r], 0);
-                b.segment_id = OR(v[C_SEGMENT][r], 0);
-#undef OR
+                b.size = (uint64_t)event_value_or(v[C_SIZE][r], 0);
+                b.requested = (uint64_t)event_value_or(v[C_REQ][r], (int64_t)b.size);
+                b.stream = (uint64_t)event_value_or(v[C_STREAM][r], 0);
+                b.segment_id = event_value_or(v[C_SEGMENT][r], 0);
                 b.stack_id = -1;
                 b.pending = 2;
                 if (pass_alloc(&p, &b) != 0)

@@ -297,22 +297,20 @@ static int sim_reader_next(sim_reader *r, sim_row *row, char *err, size_t errlen
         if (c[EVENT_COL_device][i] != r->device || c[EVENT_COL_source][i] != TRACE_SOURCE_TORCH ||
             c[EVENT_COL_kind][i] != TRACE_KIND_DEVICE)
             continue;
-#define OR0(x) ((x) == EVENT_STORE_NULL ? 0 : (x)) /* what SQLite reads a NULL integer as */
-        int64_t requested = c[EVENT_COL_requested_size][i] != EVENT_STORE_NULL
-                                ? c[EVENT_COL_requested_size][i]
-                                : OR0(c[EVENT_COL_size][i]);
+        /* a NULL reads as 0, as sqlite3_column_int64 reads it on the SQL path */
+        int64_t requested =
+            event_value_or(c[EVENT_COL_requested_size][i], event_value_or(c[EVENT_COL_size][i], 0));
         *row = (sim_row){c[EVENT_COL_event_id][i],
                          c[EVENT_COL_op][i],
-                         OR0(c[EVENT_COL_level][i]),
+                         event_value_or(c[EVENT_COL_level][i], 0),
                          requested,
-                         OR0(c[EVENT_COL_stream][i]),
-                         OR0(c[EVENT_COL_alloc_event_id][i]),
-                         OR0(c[EVENT_COL_reserved_bytes][i]),
-                         OR0(c[EVENT_COL_size][i]),
-                         OR0(c[EVENT_COL_addr][i]),
-                         OR0(c[EVENT_COL_pool][i]),
+                         event_value_or(c[EVENT_COL_stream][i], 0),
+                         event_value_or(c[EVENT_COL_alloc_event_id][i], 0),
+                         event_value_or(c[EVENT_COL_reserved_bytes][i], 0),
+                         event_value_or(c[EVENT_COL_size][i], 0),
+                         event_value_or(c[EVENT_COL_addr][i], 0),
+                         event_value_or(c[EVENT_COL_pool][i], 0),
                          INT64_MAX};
-#undef OR0
         return 1;
     }
 }

@@ -187,11 +187,10 @@ static int run_sweep(sqlite3 *db, int device, sweep *w) {
                 stage_row *r = &w->rows[stage];
                 peak_at(r, w->allocated, id);
                 if (block_alloc) {
-                    int64_t size = v[SIZE][i] == EVENT_STORE_NULL ? 0 : v[SIZE][i];
+                    int64_t size = event_value_or(v[SIZE][i], 0);
                     r->allocs++;
                     r->allocated_bytes += size;
-                    rc =
-                        add_site(w, stage, v[STACK][i] == EVENT_STORE_NULL ? 0 : v[STACK][i], size);
+                    rc = add_site(w, stage, event_value_or(v[STACK][i], 0), size);
                 }
             }
         }

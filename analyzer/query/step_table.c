@@ -135,7 +135,7 @@ static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
                 if (allocated > s->peak_allocated) {
                     s->peak_allocated = allocated;
                     s->peak_event_id = id;
-                    peak_stack[order[k].index] = v[STACK][r] == EVENT_STORE_NULL ? 0 : v[STACK][r];
+                    peak_stack[order[k].index] = event_value_or(v[STACK][r], 0);
                 }
                 s->allocs += alloc;
                 s->frees += free_;
