@@ -238,27 +238,40 @@ static size_t row_from(const decoded_chunk *d, int64_t id, int after) {
                           after);
 }
 
+/* The cache's slot holding chunk k, else its least recently used one (k -1: an empty slot when
+ * there is one). */
+static decoded_chunk *cache_slot(store_vtab *t, int64_t k) {
+    decoded_chunk *oldest = &t->lookup[0];
+    for (int i = 0; i < LOOKUP_CACHE; i++) {
+        if (t->lookup[i].chunk == k)
+            return &t->lookup[i];
+        if (t->lookup[i].used_at < oldest->used_at)
+            oldest = &t->lookup[i];
+    }
+    return oldest;
+}
+
+/* Swaps the cursor's own chunk with a cache slot, buffers and all (no copy); the slot becomes
+ * the most recently used. */
+static void trade(store_vtab *t, store_cursor *c, decoded_chunk *slot) {
+    decoded_chunk mine = c->scan;
+    c->scan = *slot;
+    *slot = mine;
+    slot->used_at = ++t->tick;
+}
+
 /* Copies the row of event id into values (the columns in `used`); 0 when there is none. */
 static int lookup_row(store_vtab *t, int64_t id, uint32_t used, int64_t *values, int *found) {
     *found = 0;
     size_t k = chunk_from(t, id);
     if (k == t->nchunks || t->chunks[k].first > id)
         return SQLITE_OK;
-    decoded_chunk *d = NULL, *oldest = &t->lookup[0];
-    for (int i = 0; i < LOOKUP_CACHE; i++) {
-        if (t->lookup[i].chunk == (int64_t)k)
-            d = &t->lookup[i];
-        if (t->lookup[i].used_at < oldest->used_at)
-            oldest = &t->lookup[i];
-    }
-    if (!d) {
-        d = oldest;
-        int rc = chunk_load(t, d, k);
-        if (rc != SQLITE_OK)
-            return rc;
-    }
+    decoded_chunk *d = cache_slot(t, (int64_t)k);
+    int rc = chunk_load(t, d, k); /* nothing to do when the slot holds it */
+    if (rc != SQLITE_OK)
+        return rc;
     d->used_at = ++t->tick;
-    int rc = chunk_column(t, d, EVENT_COL_event_id);
+    rc = chunk_column(t, d, EVENT_COL_event_id);
     if (rc != SQLITE_OK)
         return rc;
     size_t r = row_from(d, id, 0);
@@ -407,16 +420,9 @@ static int open_cursor(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
 
 static int close_cursor(sqlite3_vtab_cursor *cur) {
     store_cursor *c = (store_cursor *)cur;
-    if (c->scan.chunk >= 0) { /* leave it decoded for the next cursor: trade for the oldest */
+    if (c->scan.chunk >= 0) { /* leave it decoded for the next cursor */
         store_vtab *t = (store_vtab *)cur->pVtab;
-        decoded_chunk *oldest = &t->lookup[0];
-        for (int i = 1; i < LOOKUP_CACHE; i++)
-            if (t->lookup[i].used_at < oldest->used_at)
-                oldest = &t->lookup[i];
-        decoded_chunk mine = c->scan;
-        c->scan = *oldest;
-        *oldest = mine;
-        oldest->used_at = ++t->tick;
+        trade(t, c, cache_slot(t, -1));
     }
     chunk_release(&c->scan);
     free(c->ids);
@@ -504,19 +510,7 @@ static int lookup_next(store_cursor *c) {
 static int scan_chunk(store_vtab *t, store_cursor *c, size_t k) {
     if (c->scan.chunk == (int64_t)k)
         return SQLITE_OK;
-    decoded_chunk *slot = &t->lookup[0];
-    for (int i = 0; i < LOOKUP_CACHE; i++) {
-        if (t->lookup[i].chunk == (int64_t)k) {
-            slot = &t->lookup[i];
-            break;
-        }
-        if (t->lookup[i].used_at < slot->used_at)
-            slot = &t->lookup[i];
-    }
-    decoded_chunk mine = c->scan;
-    c->scan = *slot;
-    *slot = mine;
-    slot->used_at = ++t->tick;
+    trade(t, c, cache_slot(t, (int64_t)k));
     return chunk_load(t, &c->scan, k); /* nothing to do when it was the cache's */
 }
 
