@@ -39,14 +39,13 @@
 #define BATCH_ROWS 4096
 #define MULTI_ROWS 32 /* rows per INSERT statement on the event thread */
 #define QUEUE_BATCHES 4
-#define EVENT_COLUMNS 21
-#define INDEX_MARK "\n-- @@ indexes" /* at the start of a line */
+#define EVENT_COLUMNS EVENT_STORE_NCOLS /* event_store.h's list: one order for every writer */
+#define INDEX_MARK "\n-- @@ indexes"    /* at the start of a line */
 #define EVENT_TABLE_START "CREATE TABLE event_rows ("
 #define EVENT_TABLE_END "\n);"
 
 /* A batch of event rows is a chunk of the event store, its rows the store's rows. */
 _Static_assert(BATCH_ROWS == EVENT_STORE_CHUNK_ROWS, "one batch, one chunk");
-_Static_assert(EVENT_COLUMNS == EVENT_STORE_NCOLS, "event_rows' columns");
 _Static_assert(sizeof(db_event_row) == EVENT_STORE_NCOLS * sizeof(int64_t), "no padding");
 #define SAME_PLACE(name)                                                                           \
     _Static_assert(offsetof(db_event_row, name) == EVENT_COL_##name * sizeof(int64_t),             \
@@ -55,7 +54,6 @@ EVENT_STORE_COLUMN_LIST(SAME_PLACE)
 #undef SAME_PLACE
 
 enum statement {
-    ST_EVENT,
     ST_SEGMENT,
     ST_MARKER,
     ST_STEP,
@@ -80,11 +78,8 @@ enum statement {
 };
 
 static const char *const statement_sql[ST_COUNT] = {
-    /* Columns are named, so the schema may add or reorder columns freely. */
-    [ST_EVENT] = "INSERT INTO event_rows (event_id, ts_ns, device, op, level, kind, source, addr,"
-                 " size, requested_size, stream, pool, tid, stack_id, segment_id, alloc_event_id,"
-                 " allocated_bytes, requested_bytes, reserved_bytes, segments, largest_free_bytes)"
-                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    /* Columns are named, so the schema may add or reorder columns freely. (event_rows' INSERTs
+     * are made from event_store.h's column list: start_event_thread.) */
     [ST_SEGMENT] = "INSERT INTO segments (segment_id, device, kind, addr, size, requested_size,"
                    " stream, pool, mapped, whole_block, tid, alloc_ts_ns, free_ts_ns,"
                    " free_event_id, stack_id, driver_stack_id, free_stack_id)"
@@ -176,7 +171,7 @@ typedef struct event_batch {
 struct db_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
-    sqlite3_stmt *multi_event; /* MULTI_ROWS rows per step */
+    sqlite3_stmt *single_event, *multi_event; /* a plain event table's: 1, MULTI_ROWS rows */
     event_store_writer *store; /* the event store's chunks (beside the rows in table mode) */
     db_writer_events events;
     char *path, *tmp_path;
@@ -224,6 +219,7 @@ static void close_db(db_writer *w) {
     stop_thread(w);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(w->st[i]);
+    sqlite3_finalize(w->single_event);
     sqlite3_finalize(w->multi_event);
     event_store_writer_free(w->store);
     w->store = NULL;
@@ -256,28 +252,32 @@ static void free_writer(db_writer *w) {
 
 static void *event_thread(void *arg);
 
-/* The multi-row statement (for a plain event table) and the batches; then the event thread
- * starts. */
-static int start_event_thread(db_writer *w, int event_table) {
-    char *sql = malloc(256 + MULTI_ROWS * (EVENT_COLUMNS * 2 + 4));
+/* "INSERT INTO event_rows (<event_store.h's columns>) VALUES (?,...)" with `rows` rows. */
+static int prepare_event_insert(sqlite3 *db, int rows, sqlite3_stmt **st) {
+    size_t cap = 256 + EVENT_COLUMNS * 24 + (size_t)rows * (EVENT_COLUMNS * 2 + 4);
+    char *sql = malloc(cap), *p = sql;
     if (!sql)
-        return -1;
-    const char *insert = statement_sql[ST_EVENT];
-    size_t head = (size_t)(strstr(insert, "VALUES") - insert) + 6;
-    memcpy(sql, insert, head);
-    char *p = sql + head;
-    for (int r = 0; r < MULTI_ROWS; r++) {
+        return SQLITE_NOMEM;
+    p += sprintf(p, "INSERT INTO event_rows (");
+    for (int c = 0; c < EVENT_COLUMNS; c++)
+        p += sprintf(p, "%s%s", c ? ", " : "", event_store_column_names[c]);
+    p += sprintf(p, ") VALUES");
+    for (int r = 0; r < rows; r++) {
         p += sprintf(p, "%s(?", r ? "," : " ");
         for (int c = 1; c < EVENT_COLUMNS; c++)
             p += sprintf(p, ",?");
         *p++ = ')';
     }
     *p = 0;
-    int rc = event_table ? sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                                              &w->multi_event, NULL)
-                         : SQLITE_OK;
+    int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
     free(sql);
-    if (rc != SQLITE_OK)
+    return rc;
+}
+
+/* The event INSERTs (for a plain event table) and the batches; then the event thread starts. */
+static int start_event_thread(db_writer *w, int event_table) {
+    if (event_table && (prepare_event_insert(w->db, 1, &w->single_event) != SQLITE_OK ||
+                        prepare_event_insert(w->db, MULTI_ROWS, &w->multi_event) != SQLITE_OK))
         return -1;
     w->filling = calloc(1, sizeof *w->filling);
     if (!w->filling)
@@ -400,8 +400,7 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
              sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     free(schema);
     for (int i = 0; ok && i < ST_COUNT; i++)
-        ok = (i == ST_EVENT && events == DB_EVENTS_STORE) || /* read-only: the store's */
-             sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
+        ok = sqlite3_prepare_v3(w->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &w->st[i],
                                 NULL) == SQLITE_OK;
     char why[256] = "";
     if (ok &&
@@ -515,9 +514,9 @@ static int insert_batch(db_writer *w, event_batch *b) {
             sqlite3_reset(w->multi_event);
             i += MULTI_ROWS;
         } else {
-            bind_event(w->st[ST_EVENT], 1, &b->rows[i++]);
-            rc = sqlite3_step(w->st[ST_EVENT]);
-            sqlite3_reset(w->st[ST_EVENT]);
+            bind_event(w->single_event, 1, &b->rows[i++]);
+            rc = sqlite3_step(w->single_event);
+            sqlite3_reset(w->single_event);
         }
     }
     if (rc != SQLITE_DONE)
@@ -576,28 +575,9 @@ static int hand_over(db_writer *w) {
     return failed ? -1 : 0;
 }
 
+/* A row's values in event_store.h's column order: the struct's own order (asserted above). */
 static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r) {
-    const int64_t v[EVENT_COLUMNS] = {r->event_id,
-                                      r->ts_ns,
-                                      r->device,
-                                      r->op,
-                                      r->level,
-                                      r->kind,
-                                      r->source,
-                                      r->addr,
-                                      r->size,
-                                      r->requested_size,
-                                      r->stream,
-                                      r->pool,
-                                      r->tid,
-                                      r->stack_id,
-                                      r->segment_id,
-                                      r->alloc_event_id,
-                                      r->allocated_bytes,
-                                      r->requested_bytes,
-                                      r->reserved_bytes,
-                                      r->segments,
-                                      r->largest_free_bytes};
+    const int64_t *v = (const int64_t *)r;
     for (int i = 0; i < EVENT_COLUMNS; i++)
         bind_int(st, first + i, v[i]);
 }
@@ -875,8 +855,9 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         sqlite3_finalize(w->st[i]);
         w->st[i] = NULL;
     }
+    sqlite3_finalize(w->single_event);
     sqlite3_finalize(w->multi_event);
-    w->multi_event = NULL;
+    w->single_event = w->multi_event = NULL;
     if (sqlite3_close(w->db) != SQLITE_OK && rc == 0)
         rc = fail(w, "database %s: close failed", w->path);
     w->db = NULL;
