@@ -22,6 +22,7 @@
 #include "event_scan.h"
 #include "gmt_env.h"
 #include "gmt_grow.h"
+#include "gmt_slots.h"
 #include "trace_format.h"
 #include "when.h"
 
@@ -250,10 +251,7 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
                 : NULL;
     if (!scan)
         rc = -1;
-    /* requested bytes of the kept allocs, by id: a second map of the same keys */
-    int64_t *kept_bytes = NULL;
-    size_t nkept = 0, cap_kept = 0;
-    uint32_t free_slot = 0; /* a reusable slot + 1, chained through kept_bytes */
+    gmt_slots kept_bytes = GMT_SLOTS_INIT(int64_t); /* the kept allocs' requested bytes */
     const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
     long got = 0;
     while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
@@ -281,19 +279,13 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
             if (is_block && (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && v[ID][r] > 0) {
                 int64_t size = event_value_or(v[SIZE][r], 0);
                 int64_t bytes = event_value_or(v[REQ][r], size);
-                uint32_t slot;
-                if (free_slot) {
-                    slot = free_slot - 1;
-                    free_slot = (uint32_t)kept_bytes[slot];
-                } else if (gmt_grow((void **)&kept_bytes, &cap_kept, nkept, sizeof *kept_bytes) !=
-                           0) {
+                int64_t slot = gmt_slot_take(&kept_bytes);
+                if (slot < 0) {
                     rc = -1;
                     break;
-                } else {
-                    slot = (uint32_t)nkept++;
                 }
-                kept_bytes[slot] = bytes;
-                rc = addr_map_put(&kept, 0, (uint64_t)v[ID][r], slot + 1);
+                *(int64_t *)gmt_slot_at(&kept_bytes, (uint32_t)slot) = bytes;
+                rc = addr_map_put(&kept, 0, (uint64_t)v[ID][r], (uint32_t)slot + 1);
                 s->never_freed_count++;
                 s->never_freed_bytes += bytes;
             } else if ((op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) &&
@@ -304,9 +296,8 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
                 uint32_t slot = *at - 1;
                 addr_map_remove(&kept, 0, (uint64_t)v[AID][r]);
                 s->never_freed_count--;
-                s->never_freed_bytes -= kept_bytes[slot];
-                kept_bytes[slot] = free_slot;
-                free_slot = slot + 1;
+                s->never_freed_bytes -= *(int64_t *)gmt_slot_at(&kept_bytes, slot);
+                gmt_slot_give(&kept_bytes, slot);
             }
         }
     }
@@ -315,7 +306,7 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
     event_scan_close(scan);
     addr_map_free(&whole);
     addr_map_free(&kept);
-    free(kept_bytes);
+    gmt_slots_free(&kept_bytes);
     return rc;
 }
 

@@ -8,7 +8,7 @@
 #include "addr_map.h"
 #include "db_query.h"
 #include "event_scan.h"
-#include "gmt_grow.h"
+#include "gmt_slots.h"
 #include "trace_format.h"
 
 #include <stdlib.h>
@@ -27,12 +27,9 @@ typedef struct live_alloc {
 struct block_sweep {
     event_scan *scan;
     int device;
-    addr_map whole;      /* segment ids of whole-block segments (a plain cudaMalloc) */
-    addr_map live;       /* allocation event id -> index + 1 in allocs */
-    live_alloc *allocs;  /* slots; free ones chained through free_head */
-    uint32_t *next_free; /* per slot: the next free slot + 1 */
-    uint32_t free_head;  /* a free slot + 1; 0: none */
-    size_t len, cap, cap_next;
+    addr_map whole;   /* segment ids of whole-block segments (a plain cudaMalloc) */
+    addr_map live;    /* allocation event id -> slot + 1 in allocs */
+    gmt_slots allocs; /* live_alloc records */
     const int64_t *v[NCOL];
     long n, at;
 };
@@ -51,6 +48,7 @@ block_sweep *block_sweep_open(sqlite3 *db, int device, int64_t to) {
     if (!s)
         return NULL;
     s->device = device;
+    s->allocs = (gmt_slots)GMT_SLOTS_INIT(live_alloc);
     char err[256];
     if (block_sweep_whole_segments(db, &s->whole) == 0)
         s->scan = event_scan_open(db, event_scan_mask(sweep_columns, NCOL), INT64_MIN, to, err,
@@ -70,18 +68,12 @@ static int is_block(const block_sweep *s, long r) {
 
 static int keep_alloc(block_sweep *s, int64_t id, int64_t stack_id, int64_t stream,
                       int64_t requested) {
-    uint32_t slot;
-    if (s->free_head) {
-        slot = s->free_head - 1;
-        s->free_head = s->next_free[slot];
-    } else {
-        if (gmt_grow((void **)&s->allocs, &s->cap, s->len, sizeof *s->allocs) != 0 ||
-            gmt_grow((void **)&s->next_free, &s->cap_next, s->len, sizeof *s->next_free) != 0)
-            return -1;
-        slot = (uint32_t)s->len++;
-    }
-    s->allocs[slot] = (live_alloc){stack_id, stream, requested};
-    return addr_map_put(&s->live, 0, (uint64_t)id, slot + 1);
+    int64_t slot = gmt_slot_take(&s->allocs);
+    if (slot < 0)
+        return -1;
+    *(live_alloc *)gmt_slot_at(&s->allocs, (uint32_t)slot) =
+        (live_alloc){stack_id, stream, requested};
+    return addr_map_put(&s->live, 0, (uint64_t)id, (uint32_t)slot + 1);
 }
 
 int block_sweep_next(block_sweep *s, block_change *c) {
@@ -118,9 +110,8 @@ int block_sweep_next(block_sweep *s, block_change *c) {
             continue; /* its allocation was not a block */
         uint32_t slot = *at - 1;
         addr_map_remove(&s->live, 0, (uint64_t)v[ALLOC][r]);
-        live_alloc a = s->allocs[slot];
-        s->next_free[slot] = s->free_head;
-        s->free_head = slot + 1;
+        live_alloc a = *(live_alloc *)gmt_slot_at(&s->allocs, slot);
+        gmt_slot_give(&s->allocs, slot);
         *c = (block_change){v[ID][r], 0, size, a.requested, a.stack_id, a.stream, v[ALLOC][r]};
         return 1;
     }
@@ -132,7 +123,6 @@ void block_sweep_close(block_sweep *s) {
     event_scan_close(s->scan);
     addr_map_free(&s->whole);
     addr_map_free(&s->live);
-    free(s->allocs);
-    free(s->next_free);
+    gmt_slots_free(&s->allocs);
     free(s);
 }

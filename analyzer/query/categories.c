@@ -2,10 +2,12 @@
 #include "categories.h"
 
 #include "addr_map.h"
+#include "block_sweep.h"
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
 #include "gmt_search.h"
+#include "gmt_slots.h"
 #include "phase_timeline.h"
 #include "stack_names.h"
 #include "trace_format.h"
@@ -35,7 +37,6 @@ typedef struct live_block {
     uint8_t stack_decides; /* its own stack said forward, backward or optimizer */
     uint8_t named;         /* 1 + the category its name gives; 0: none given */
     uint8_t has_name;      /* it has a name (tensor_names), with a category or not */
-    uint32_t next_free;    /* free list, 1-based */
 } live_block;
 
 void categorizer_free(categorizer *c) {
@@ -177,33 +178,17 @@ typedef struct sweep {
     phase_timeline *timeline;
     phase_cursor cursor; /* the rows come in event order */
     int feed;            /* the timeline grows with the rows (a run with steps) */
-    live_block *blocks;
-    size_t len, cap;
-    uint32_t free_head;
-    addr_map live;  /* alloc_id -> 1 + index into blocks */
-    addr_map whole; /* segment ids of this device's whole-block segments */
+    gmt_slots blocks;    /* live_block records */
+    addr_map live;       /* alloc_id -> 1 + index into blocks */
+    addr_map whole; /* segment ids of the whole-block segments (ids are unique across devices) */
 } sweep;
-
-static int read_whole_blocks(sqlite3 *db, sweep *w) {
-    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1 "
-                                        "AND device = ?1 AND kind = 'device'");
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, w->device);
-    int rc = 0, failed = 0;
-    while (rc == 0 && db_next_row(st, &failed))
-        rc = addr_map_put(&w->whole, 0, (uint64_t)sqlite3_column_int64(st, 0), 1);
-    sqlite3_finalize(st);
-    if (failed)
-        rc = -1;
-    return rc;
-}
 
 static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_t errlen) {
     memset(w, 0, sizeof *w);
     w->device = device;
+    w->blocks = (gmt_slots)GMT_SLOTS_INIT(live_block);
     if (!(w->timeline = phase_timeline_build(c->db, device, c->phases)) ||
-        read_whole_blocks(c->db, w) != 0) {
+        block_sweep_whole_segments(c->db, &w->whole) != 0) {
         snprintf(err, errlen, "reading the phases of device %lld: %s", (long long)device,
                  sqlite3_errmsg(c->db));
         return -1;
@@ -215,34 +200,20 @@ static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_
 
 static void sweep_close(sweep *w) {
     phase_timeline_free(w->timeline);
-    free(w->blocks);
+    gmt_slots_free(&w->blocks);
     addr_map_free(&w->live);
     addr_map_free(&w->whole);
 }
 
-static live_block *new_block(sweep *w) {
-    size_t i;
-    if (w->free_head) {
-        i = w->free_head - 1;
-        w->free_head = w->blocks[i].next_free;
-    } else {
-        if (gmt_grow((void **)&w->blocks, &w->cap, w->len, sizeof *w->blocks) != 0)
-            return NULL;
-        i = w->len++;
-    }
-    return &w->blocks[i];
-}
-
 static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, category_visit visit,
                  void *ctx) {
-    live_block *b = &w->blocks[i];
+    live_block *b = gmt_slot_at(&w->blocks, (uint32_t)i);
     classified_block out = {w->device,   b->alloc_id,
                             free_id,     b->size,
                             b->stack_id, category_of(c, w->timeline, &w->cursor, b, free_id),
                             b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
-    b->next_free = w->free_head;
-    w->free_head = (uint32_t)i + 1;
+    gmt_slot_give(&w->blocks, (uint32_t)i);
     return visit(ctx, &out);
 }
 
@@ -268,9 +239,10 @@ static int sweep_row(categorizer *c, sweep *w, const sweep_event *e, size_t *nex
         uint32_t *at = key ? addr_map_get(&w->live, 0, (uint64_t)key) : NULL;
         return at ? ended(c, w, *at - 1, id, visit, ctx) : 0;
     }
-    live_block *b = new_block(w);
-    if (!b)
+    int64_t slot = gmt_slot_take(&w->blocks);
+    if (slot < 0)
         return -1;
+    live_block *b = gmt_slot_at(&w->blocks, (uint32_t)slot);
     int64_t stack = e->stack;
     int decided = phase_timeline_decided(w->timeline, stack, ts);
     int64_t iteration;
@@ -285,9 +257,8 @@ static int sweep_row(categorizer *c, sweep *w, const sweep_event *e, size_t *nex
                       (uint8_t)(decided >= 0 ? decided : (int)at_time),
                       (uint8_t)(decided >= 0),
                       (uint8_t)(named ? c->named[*next_name].category + 1 : 0),
-                      (uint8_t)named,
-                      0};
-    return addr_map_put(&w->live, 0, (uint64_t)id, (uint32_t)(b - w->blocks) + 1) != 0 ? -1 : 0;
+                      (uint8_t)named};
+    return addr_map_put(&w->live, 0, (uint64_t)id, (uint32_t)slot + 1) != 0 ? -1 : 0;
 }
 
 /* Sweeps the devices of ws[0..n) in one pass over the events (one device: only its rows). */
@@ -348,8 +319,9 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
     event_scan_close(scan);
     /* still live at the end, in the order they were made */
     for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; rc == 0 && i < ws[k].len; i++) {
-            const uint32_t *at = addr_map_get(&ws[k].live, 0, (uint64_t)ws[k].blocks[i].alloc_id);
+        for (size_t i = 0; rc == 0 && i < ws[k].blocks.len; i++) {
+            const live_block *b = gmt_slot_at(&ws[k].blocks, (uint32_t)i);
+            const uint32_t *at = addr_map_get(&ws[k].live, 0, (uint64_t)b->alloc_id);
             if (at && *at - 1 == i)
                 rc = ended(c, &ws[k], i, INT64_MAX, visit, ctx);
         }
