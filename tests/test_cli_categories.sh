@@ -14,11 +14,8 @@
 # usage: test_cli_categories.sh SYNTH MEMANALYZE [DATA]
 set -u
 SYNTH=$1 MA=$2 DATA=${3:-}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_categories
+. "$(dirname "$0")/cli_lib.sh"
 
 # compare TRUTH.json INPUT [RULES]: report --json's categories_at_peak against the planted ones
 compare() {
@@ -267,5 +264,4 @@ json.load(open(sys.argv[1]))['devices'] if sum(d['categories_at_peak'].values())
 d['peak_allocated_bytes']]" "$T/real.json" "${snap##*/}" || fail "categories of ${snap##*/}"
 done
 
-[ $fails -eq 0 ] && echo "test_cli_categories: ok"
-exit $((fails > 0))
+finish

@@ -13,11 +13,8 @@
 set -u
 MA=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_categories_snapshot
+. "$(dirname "$0")/cli_lib.sh"
 
 if ! command -v python3 >/dev/null; then
     echo "SKIP: test_cli_categories_snapshot needs python3" >&2
@@ -73,5 +70,4 @@ unnamed = sqlite3.connect(sys.argv[3]).execute("SELECT count(*) FROM tensor_name
 assert unnamed == (0,), f"the snapshot without user_metadata has tensor names: {unnamed}"
 PY
 
-[ "$fails" -eq 0 ] && echo "test_cli_categories_snapshot: ok"
-[ "$fails" -eq 0 ]
+finish

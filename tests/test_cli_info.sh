@@ -5,10 +5,8 @@
 # usage: test_cli_info.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_info
+. "$(dirname "$0")/cli_lib.sh"
 expect_grep() { grep -qF -- "$2" "$1" || { fail "$3: '$2' not in output:"; cat "$1" >&2; }; }
 
 # A known trace: 20 steps, a leak.
@@ -84,4 +82,4 @@ python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]
 [ "$(wc -l <"$T/p.err")" -eq 1 ] || fail "info of a snapshot: not one line"
 expect_grep "$T/p.err" "is a PyTorch memory snapshot: \`memanalyze report" "info of a snapshot"
 
-[ $fails -eq 0 ] && echo "test_cli_info: ok" || { echo "test_cli_info: $fails failure(s)"; exit 1; }
+finish

@@ -6,11 +6,8 @@
 # usage: test_cli_ranks.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_ranks
+. "$(dirname "$0")/cli_lib.sh"
 
 mkdir -p "$T/job"
 for r in 0 1 2 3 4 5 6 7; do
@@ -175,8 +172,4 @@ assert training["steps"] > 0 and training["fragmentation_max"] > 0, training
 PY
 "$MA" compare "$T/c1.zst" >/dev/null 2>&1; [ $? -eq 2 ] || fail "compare one input: exit"
 
-if [ $fails -ne 0 ]; then
-    echo "test_cli_ranks: $fails failure(s)" >&2
-    exit 1
-fi
-echo "test_cli_ranks: ok"
+finish

@@ -7,11 +7,8 @@
 # usage: test_cli_report.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_report
+. "$(dirname "$0")/cli_lib.sh"
 
 LEAK=1000000
 "$SYNTH" -o "$T/leak.zst" --steps 40 --leak $LEAK --fragment --seed 3 2>/dev/null || fail synth
@@ -237,4 +234,4 @@ PY
 "$MA" report "$T/slow.zst" | grep -q "the cache: .* allocations served without new driver" ||
   fail "report text: the cache"
 
-[ $fails -eq 0 ] && echo "test_cli_report: ok" || { echo "test_cli_report: $fails failure(s)"; exit 1; }
+finish

@@ -7,11 +7,8 @@
 # usage: test_cli_segments_diff.sh MEMANALYZE SYNTH
 set -u
 MA=$1 SYNTH=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR="$T/cache"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_segments_diff
+. "$(dirname "$0")/cli_lib.sh"
 expect_grep() { grep -qF -- "$2" "$1" || { fail "$3: '$2' not in output:"; cat "$1" >&2; }; }
 MiB=1048576
 
@@ -478,5 +475,4 @@ check_error "not a gpumemtrace trace" "$MA" diff "$T/text" --from end --to end
 "$MA" segments "$T/l1.zst" --at step:2 -o "$T/out.txt" >/dev/null 2>&1 || fail "segments -o file"
 expect_grep "$T/out.txt" "segments of device 0 at step:2" "segments -o file"
 
-[ $fails -eq 0 ] && echo "test_cli_segments_diff: ok" ||
-  { echo "test_cli_segments_diff: $fails failure(s)"; exit 1; }
+finish

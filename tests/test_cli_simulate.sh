@@ -8,11 +8,8 @@
 # usage: test_cli_simulate.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_simulate
+. "$(dirname "$0")/cli_lib.sh"
 
 "$SYNTH" -o "$T/steady.zst" --steps 30 --seed 2 2>/dev/null || fail synth
 "$SYNTH" -o "$T/frag.zst" --steps 20 --fragment --streams 3 --seed 4 2>/dev/null || fail synth
@@ -105,8 +102,4 @@ fi
 [ $? -eq 2 ] && grep -q "must be in \[0.0, 1.0\]" "$T/e2" || fail "fraction: $(cat "$T/e2")"
 "$MA" simulate "$T/steady.zst" --device-memory lots >/dev/null 2>"$T/e3"; [ $? -eq 2 ] || fail "bad memory exit"
 
-if [ $fails -ne 0 ]; then
-    echo "test_cli_simulate: $fails failure(s)" >&2
-    exit 1
-fi
-echo "test_cli_simulate: ok"
+finish

@@ -7,11 +7,8 @@
 # usage: test_cli_stages.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_stages
+. "$(dirname "$0")/cli_lib.sh"
 
 "$SYNTH" -o "$T/run.zst" --steps 6 --stages 2>/dev/null || fail synth
 "$MA" import "$T/run.zst" -o "$T/run.db" >/dev/null || fail import
@@ -108,8 +105,4 @@ python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || f
 "$MA" stages "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "stages without ranges: exit $?"
 grep -q "no named ranges" "$T/none.txt" || fail "stages without ranges: $(cat "$T/none.txt")"
 
-if [ $fails -ne 0 ]; then
-    echo "test_cli_stages: $fails failure(s)" >&2
-    exit 1
-fi
-echo "test_cli_stages: ok"
+finish

@@ -7,11 +7,8 @@
 # usage: test_cli_steps.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+name=test_cli_steps
+. "$(dirname "$0")/cli_lib.sh"
 
 "$SYNTH" -o "$T/spike.zst" --steps 12 --spike 7:1GiB 2>/dev/null || fail synth
 "$MA" import "$T/spike.zst" -o "$T/spike.db" >/dev/null || fail import
@@ -67,8 +64,4 @@ grep -q "no steps" "$T/none.txt" || fail "steps without steps: $(cat "$T/none.tx
 "$MA" steps "$T/spike.db" --device 5 >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad device: exit"
 grep -q "no device 5" "$T/e1" || fail "bad device: $(cat "$T/e1")"
 
-if [ $fails -ne 0 ]; then
-    echo "test_cli_steps: $fails failure(s)" >&2
-    exit 1
-fi
-echo "test_cli_steps: ok"
+finish

@@ -6,14 +6,8 @@
 # database given as input is used in place.
 set -u
 SYNTH=${1:?SYNTH} MA=${2:?MEMANALYZE} header=${3:?BUILT_KEY_HEADER}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GMT_CACHE_DIR=$T/cache
-fails=0
-fail() {
-    echo "FAIL: $*" >&2
-    fails=$((fails + 1))
-}
+name=test_db_cache
+. "$(dirname "$0")/cli_lib.sh"
 dbs() { ls "$GMT_CACHE_DIR" | grep '\.db$'; }
 identity() { stat -c '%i %y' "$GMT_CACHE_DIR/$1"; }
 
@@ -48,7 +42,4 @@ touch -d '2001-02-03 04:05:06' "$T/t.zst"
 [ "$(identity "$db")" = "$before" ] || fail "the first database changed"
 ls "$GMT_CACHE_DIR" | grep -v '\.db$' | grep -q . && fail "left in the cache: $(ls "$GMT_CACHE_DIR")"
 
-[ $fails -eq 0 ] && echo "test_db_cache: ok" || {
-    echo "test_db_cache: $fails failure(s)"
-    exit 1
-}
+finish
