@@ -1,9 +1,9 @@
-# cli_lib.sh — what the analyzer's shell tests share (the recorder's have recorder/shlib.sh).
-# Sourced after `set -u` once the test has set `name` (its name): a temporary folder $T
+# cli_lib.sh — what the project's shell tests share (recorder/shlib.sh adds the recorder's
+# part). Sourced after `set -u` once the test has set `name` (its name): a temporary folder $T
 # (removed at exit) holding the database cache (tests never share one), `fail MESSAGE` (prints
 # and counts in $fails) and `finish` (the verdict and the exit status).
 # shellcheck shell=bash
-T=$(mktemp -d)
+T=$(mktemp -d "/tmp/gmt-$name-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export GMT_CACHE_DIR=$T/cache
 fails=0
