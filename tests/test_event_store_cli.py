@@ -9,7 +9,8 @@ public interface, so every query must answer the same on both: here schema.sql's
 queries and queries on the views and on event_rows itself (ranges, lookups, joins, the
 directions of ORDER BY) run through `memanalyze sql` on a synthetic run (two devices,
 fragmentation, a leak, tensor names) read both ways, and must print the same bytes. Then: the
-cache is the store and is smaller; a damaged chunk gives a one-line error, not a
+cache is the store and is smaller; import -o's file, whose event_rows memanalyze writes as
+pages, passes SQLite's integrity check and leaves nothing beside it, even when it fails; a damaged chunk gives a one-line error, not a
 crash or a wrong answer. And the timeline drawn from the bucket ends the replay keeps is the
 one drawn from the events (as for a database of an older memanalyze).
 """
@@ -91,7 +92,16 @@ def main():
             check(sql and sql[0].startswith("CREATE TABLE"), "import -o's event_rows is a table")
             n = db.execute("SELECT count(*) FROM event_rows").fetchone()[0]
             check(n > 40000, "any SQLite client reads import -o's events (%d rows)" % n)
+            # its event_rows and index are pages written by memanalyze (btree_write.c): SQLite
+            # must find every page, cell and index entry sound
+            ok = db.execute("PRAGMA integrity_check").fetchall()
+            check(ok == [("ok",)], "import -o's database is sound: %r" % ok[:5])
+            plan = db.execute("EXPLAIN QUERY PLAN SELECT * FROM event_rows WHERE alloc_event_id = 7"
+                              ).fetchall()
+            check("event_rows_alloc_event" in repr(plan), "the index serves lookups: %r" % plan)
             db.close()
+            left = sorted(f for f in os.listdir(tmp) if f not in ("t.zst", "plain.db", "cache"))
+            check(not left, "import -o leaves nothing beside its database: %r" % left)
             small, big = os.path.getsize(caches[0]), os.path.getsize(plain)
             # (pages of 64 KiB: at this size the fixed part weighs; at 10 M events 65 vs 780 MB)
             check(big - small > 40 * n, "the cache saves 40 B/event at least (%d vs %d)" % (small, big))
@@ -107,6 +117,29 @@ def main():
                   "damaged: one line: %r" % p.stderr)
             p = run([ma, "sql", trace, "SELECT count(*) FROM steps"], env=env)
             check(p.returncode == 0, "what needs no event still answers: %s" % p.stderr)
+
+        # import -o where no file can be made: one line, an error status, nothing left behind.
+        p = run([ma, "import", trace, "-o", os.path.join(trace, "x.db")], env=env)
+        check(p.returncode not in (0,) and p.returncode < 128, "unwritable: status %d" % p.returncode)
+        check(len(p.stderr.strip().splitlines()) == 1, "unwritable: one line: %r" % p.stderr)
+        left = sorted(f for f in os.listdir(tmp) if f not in ("t.zst", "plain.db", "cache"))
+        check(not left, "a failed import -o leaves nothing: %r" % left)
+        # A cut trace imports what it holds (as after a crash): sound, nothing beside it.
+        cut, out = os.path.join(tmp, "cut", "t.zst"), os.path.join(tmp, "cut", "o.db")
+        os.mkdir(os.path.dirname(cut))
+        with open(trace, "rb") as f:
+            data = f.read()
+        with open(cut, "wb") as f:
+            f.write(data[: len(data) * 2 // 3])
+        p = run([ma, "import", cut, "-o", out], env=env)
+        check(p.returncode == 0, "cut: %s" % p.stderr)
+        if p.returncode == 0:
+            db = sqlite3.connect(out)
+            ok = db.execute("PRAGMA integrity_check").fetchall()
+            check(ok == [("ok",)], "a cut trace's database is sound: %r" % ok[:5])
+            db.close()
+        left = sorted(os.listdir(os.path.dirname(cut)))
+        check(left == ["o.db", "t.zst"], "a cut trace's import -o leaves nothing else: %r" % left)
 
         # The timeline reads each bucket's end state from timeline_buckets; a database of an
         # older memanalyze has no such columns, and the picture must come out the same from

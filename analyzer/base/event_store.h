@@ -89,6 +89,14 @@ event_store_writer *event_store_writer_new(sqlite3 *db, int alloc_index, char *e
 int event_store_write_chunk(event_store_writer *w, const int64_t (*rows)[EVENT_STORE_NCOLS],
                             size_t n, char *err, size_t errlen);
 
+/* Where the alloc_event_id index goes instead of event_ends: a plain event_rows' own index
+ * (import -o). The sink gets every (alloc_event_id, event_id) pair in ascending order, in runs
+ * of up to 4,096; it returns 0, or -1 with a message in err. Set before the first chunk; the
+ * pairs are gathered (and spilled) as for event_ends. */
+typedef int (*event_store_pair_sink)(void *ctx, const int64_t (*pairs)[2], size_t n, char *err,
+                                     size_t errlen);
+int event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx);
+
 /* Pairs of the alloc_event_id index gathered in memory before a sorted run spills to a
  * temporary file (default 1 Mi pairs, 16 MiB); a test sets a small one to merge many runs. */
 void event_store_writer_set_run_pairs(event_store_writer *w, size_t pairs);

@@ -9,6 +9,7 @@
 
 #include "event_store_chunk.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,9 @@ struct event_store_writer {
     size_t packed_cap;
     int64_t chunks, parts, last_event_id;
     int have_rows;
-    int alloc_index;       /* 0: no event_ends (a plain event_rows has its own index) */
+    int alloc_index;            /* 0: no event_ends (a plain event_rows has its own index) */
+    event_store_pair_sink sink; /* the pairs go there instead of event_ends */
+    void *sink_ctx;
     store_end_pair *pairs; /* the run being gathered */
     size_t npairs, run_pairs;
     FILE *runs; /* sorted runs, one after another */
@@ -104,6 +107,19 @@ void event_store_writer_set_run_pairs(event_store_writer *w, size_t pairs) {
     if (pairs >= 1 && pairs <= RUN_PAIRS)
         w->run_pairs = pairs;
 }
+
+int event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx) {
+    if (!w->pairs && !(w->pairs = malloc(RUN_PAIRS * sizeof *w->pairs)))
+        return -1;
+    w->alloc_index = 1;
+    w->sink = sink;
+    w->sink_ctx = ctx;
+    return 0;
+}
+
+_Static_assert(sizeof(store_end_pair) == 2 * sizeof(int64_t) &&
+                   offsetof(store_end_pair, event_id) == sizeof(int64_t),
+               "a pair is the sink's int64_t[2]: (alloc_event_id, event_id)");
 
 static int compare_pairs(const void *a, const void *b) {
     const store_end_pair *x = a, *y = b;
@@ -196,6 +212,8 @@ int event_store_write_chunk(event_store_writer *w, const int64_t (*rows)[EVENT_S
 
 static int put_part(event_store_writer *w, const store_end_pair *pairs, size_t n, char *err,
                     size_t errlen) {
+    if (w->sink)
+        return w->sink(w->sink_ctx, (const int64_t(*)[2])pairs, n, err, errlen);
     size_t len = ends_encode(pairs, n, w->raw);
     sqlite3_stmt *st = w->put_end;
     sqlite3_bind_int64(st, 1, w->parts++);

@@ -9,22 +9,25 @@
  * crash or an abort never leaves a half-built database where a later run
  * would take it for a finished one.
  *
- * Every row is inserted on a thread of its own: the replay fills a batch
+ * Every row is written on a thread of its own: the replay fills a batch
  * (event rows, and the few other rows as pending_row records), hands it
- * over and goes on with the next while this thread binds and steps them,
- * event rows MULTI_ROWS per statement (one statement per row costs SQLite
- * more than the columns do). Only that thread touches the connection until
+ * over and goes on with the next while this thread writes them. Only that
+ * thread touches the connection until
  * finish joins it, so no lock is needed (an earlier version shared the
  * connection under a mutex and spent a fifth of its time in context
  * switches). A bounded queue of batches keeps memory flat.
  *
- * In store mode (DB_EVENTS_STORE, the cache) a batch of event rows is one chunk of the event
- * store instead (analyzer/base/event_store.h): the thread compresses it into one blob row, and
- * schema.sql's event_rows becomes the store's virtual table. Everything else is the same. */
+ * Event rows never go through an INSERT. Each batch of them is one chunk of the event store
+ * (analyzer/base/event_store.h), which the thread compresses into one blob row. In store mode
+ * (DB_EVENTS_STORE, the cache) that is all: schema.sql's event_rows becomes the store's virtual
+ * table. In table mode (DB_EVENTS_TABLE, `import -o`) the rows also become pages of a plain
+ * event_rows written straight into the database file (event_table.h), while every other row goes
+ * into a staging database beside it, copied in at the end. */
 #include "db_writer.h"
 
 #include "db_query.h"
 #include "event_store.h"
+#include "event_table.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -37,10 +40,8 @@
 #include <unistd.h>
 
 #define BATCH_ROWS 4096
-#define MULTI_ROWS 32 /* rows per INSERT statement on the event thread */
 #define QUEUE_BATCHES 4
-#define EVENT_COLUMNS EVENT_STORE_NCOLS /* event_store.h's list: one order for every writer */
-#define INDEX_MARK "\n-- @@ indexes"    /* at the start of a line */
+#define INDEX_MARK "\n-- @@ indexes" /* at the start of a line */
 #define EVENT_TABLE_START "CREATE TABLE event_rows ("
 #define EVENT_TABLE_END "\n);"
 
@@ -78,8 +79,8 @@ enum statement {
 };
 
 static const char *const statement_sql[ST_COUNT] = {
-    /* Columns are named, so the schema may add or reorder columns freely. (event_rows' INSERTs
-     * are made from event_store.h's column list: start_event_thread.) */
+    /* Columns are named, so the schema may add or reorder columns freely. (event_rows' columns
+     * are event_store.h's list, checked against the schema: store_schema, event_table.c.) */
     [ST_SEGMENT] = "INSERT INTO segments (segment_id, device, kind, addr, size, requested_size,"
                    " stream, pool, mapped, whole_block, tid, alloc_ts_ns, free_ts_ns,"
                    " free_event_id, stack_id, driver_stack_id, free_stack_id)"
@@ -171,10 +172,10 @@ typedef struct event_batch {
 struct db_writer {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
-    sqlite3_stmt *single_event, *multi_event; /* a plain event table's: 1, MULTI_ROWS rows */
     event_store_writer *store; /* the event store's chunks (beside the rows in table mode) */
+    event_table *table;        /* table mode: event_rows' pages; db is then the staging database */
     db_writer_events events;
-    char *path, *tmp_path;
+    char *path, *tmp_path, *staging_path;
     /* run on the finished file under its temporary name, before it is renamed into place */
     int (*before_rename)(const char *path, void *ctx, char *err, size_t errlen);
     void *before_rename_ctx;
@@ -215,14 +216,20 @@ static void stop_thread(db_writer *w) {
     w->thread_started = 0;
 }
 
+static void finalize_statements(db_writer *w) {
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(w->st[i]);
+        w->st[i] = NULL;
+    }
+}
+
 static void close_db(db_writer *w) {
     stop_thread(w);
-    for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(w->st[i]);
-    sqlite3_finalize(w->single_event);
-    sqlite3_finalize(w->multi_event);
+    finalize_statements(w);
     event_store_writer_free(w->store);
     w->store = NULL;
+    event_table_abort(w->table);
+    w->table = NULL;
     sqlite3_close(w->db);
     w->db = NULL;
 }
@@ -247,38 +254,14 @@ static void free_writer(db_writer *w) {
     pthread_cond_destroy(&w->queue_changed);
     free(w->path);
     free(w->tmp_path);
+    free(w->staging_path);
     free(w);
 }
 
 static void *event_thread(void *arg);
 
-/* "INSERT INTO event_rows (<event_store.h's columns>) VALUES (?,...)" with `rows` rows. */
-static int prepare_event_insert(sqlite3 *db, int rows, sqlite3_stmt **st) {
-    size_t cap = 256 + EVENT_COLUMNS * 24 + (size_t)rows * (EVENT_COLUMNS * 2 + 4);
-    char *sql = malloc(cap), *p = sql;
-    if (!sql)
-        return SQLITE_NOMEM;
-    p += sprintf(p, "INSERT INTO event_rows (");
-    for (int c = 0; c < EVENT_COLUMNS; c++)
-        p += sprintf(p, "%s%s", c ? ", " : "", event_store_column_names[c]);
-    p += sprintf(p, ") VALUES");
-    for (int r = 0; r < rows; r++) {
-        p += sprintf(p, "%s(?", r ? "," : " ");
-        for (int c = 1; c < EVENT_COLUMNS; c++)
-            p += sprintf(p, ",?");
-        *p++ = ')';
-    }
-    *p = 0;
-    int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
-    free(sql);
-    return rc;
-}
-
-/* The event INSERTs (for a plain event table) and the batches; then the event thread starts. */
-static int start_event_thread(db_writer *w, int event_table) {
-    if (event_table && (prepare_event_insert(w->db, 1, &w->single_event) != SQLITE_OK ||
-                        prepare_event_insert(w->db, MULTI_ROWS, &w->multi_event) != SQLITE_OK))
-        return -1;
+/* The batches; then the event thread starts. */
+static int start_event_thread(db_writer *w) {
     w->filling = calloc(1, sizeof *w->filling);
     if (!w->filling)
         return -1;
@@ -323,14 +306,39 @@ static char *store_schema(const char *schema) {
     return out;
 }
 
-/* The index part for the event store: each index on event_rows is one line; blank it. */
-static void drop_event_row_indexes(char *sql) {
+/* The indexes on event_rows in schema.sql's index part, one line each: neither mode lets SQLite
+ * build them (the store has its own; a plain table's is written as pages). They are blanked in
+ * sql; with `taken`, a copy of them is returned there (malloc'd). 0, or -1 out of memory. */
+static int take_event_row_indexes(char *sql, char **taken) {
+    char *out = taken ? calloc(1, strlen(sql) + 1) : NULL;
+    if (taken && !(*taken = out))
+        return -1;
     for (char *idx = strstr(sql, "CREATE INDEX "); idx; idx = strstr(idx + 1, "CREATE INDEX ")) {
         char *eol = strchr(idx, '\n');
         char *on = strstr(idx, " ON event_rows ");
-        if (on && (!eol || on < eol))
-            memset(idx, ' ', eol ? (size_t)(eol - idx) : strlen(idx));
+        size_t len = eol ? (size_t)(eol - idx) : strlen(idx);
+        if (!on || (eol && on > eol))
+            continue;
+        if (out) {
+            strncat(out, idx, len);
+            strcat(out, "\n");
+        }
+        memset(idx, ' ', len);
     }
+    return 0;
+}
+
+/* Opens (creating) a database the writer fills: a fresh file only this process writes. */
+static int open_fresh(const char *path, sqlite3 **db, char *err, size_t errlen) {
+    unlink(path);
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) == SQLITE_OK)
+        return 0;
+    snprintf(err, errlen, "cannot create database %s: %s", path,
+             *db ? sqlite3_errmsg(*db) : "out of memory");
+    sqlite3_close(*db);
+    *db = NULL;
+    return -1;
 }
 
 db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen) {
@@ -348,22 +356,15 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     w->path = strdup(path);
     size_t n = strlen(path) + 32;
     w->tmp_path = malloc(n);
-    if (!w->path || !w->tmp_path) {
+    w->staging_path = malloc(n + 16);
+    if (!w->path || !w->tmp_path || !w->staging_path) {
         snprintf(err, errlen, "out of memory");
         free_writer(w);
         return NULL;
     }
     snprintf(w->tmp_path, n, "%s.tmp-%d", path, (int)getpid());
-    unlink(w->tmp_path);
-    if (sqlite3_open_v2(w->tmp_path, &w->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot create database %s: %s", w->tmp_path,
-                 w->db ? sqlite3_errmsg(w->db) : "out of memory");
-        close_db(w);
-        free_writer(w);
-        return NULL;
-    }
+    snprintf(w->staging_path, n + 16, "%s.staging", w->tmp_path);
+    w->events = events;
     /* A fresh file that only this process writes: no journal, no syncs
      * until the end, big pages and cache for the bulk load. 64 KiB pages:
      * 10-15 % faster imports than 4 KiB here (dev-2c, 2026-11-22, 3 M
@@ -379,24 +380,47 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
         schema = stored;
     }
     char *mark = schema ? strstr(schema, INDEX_MARK) : NULL;
-    if (!schema || !mark) {
+    char *event_indexes = NULL;
+    if (!schema || !mark ||
+        (events == DB_EVENTS_TABLE && take_event_row_indexes(mark, &event_indexes) != 0)) {
         snprintf(err, errlen, "%s",
-                 schema ? "schema.sql has no index part"
-                        : "out of memory (or a bad {word} in schema.sql, or its event_rows "
-                          "is not the event store's)");
+                 schema && !mark
+                     ? "schema.sql has no index part"
+                     : "out of memory (or a bad {word} in schema.sql, or its event_rows "
+                       "is not the event store's)");
+        free(schema);
+        free_writer(w);
+        return NULL;
+    }
+    *mark = 0;                       /* tables and views only; the indexes come after the load */
+    if (events == DB_EVENTS_TABLE) { /* a plain event_rows: the store's chunks beside it */
+        char *with_chunks = malloc(strlen(schema) + strlen(event_store_tables_sql) + 1);
+        if (with_chunks)
+            strcat(strcpy(with_chunks, schema), event_store_tables_sql);
+        free(schema);
+        schema = with_chunks;
+    }
+    /* Table mode: the file with event_rows empty, for its pages; the rest goes to staging. */
+    const char *db_path = events == DB_EVENTS_TABLE ? w->staging_path : w->tmp_path;
+    if (events == DB_EVENTS_TABLE) {
+        unlink(w->tmp_path);
+        w->table = schema
+                       ? event_table_create(w->tmp_path, setup, schema, event_indexes, err, errlen)
+                       : NULL;
+        if (!schema)
+            snprintf(err, errlen, "out of memory");
+    }
+    free(event_indexes);
+    if ((events == DB_EVENTS_TABLE && !w->table) || open_fresh(db_path, &w->db, err, errlen) != 0) {
         free(schema);
         close_db(w);
         unlink(w->tmp_path);
         free_writer(w);
         return NULL;
     }
-    *mark = 0; /* tables and views only; the indexes come after the load */
-    w->events = events;
     db_profile_if_asked(w->db);
     int ok = sqlite3_exec(w->db, setup, NULL, NULL, NULL) == SQLITE_OK &&
              sqlite3_exec(w->db, schema, NULL, NULL, NULL) == SQLITE_OK &&
-             (events == DB_EVENTS_STORE || /* a plain event_rows: the chunks beside it */
-              sqlite3_exec(w->db, event_store_tables_sql, NULL, NULL, NULL) == SQLITE_OK) &&
              sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     free(schema);
     for (int i = 0; ok && i < ST_COUNT; i++)
@@ -406,23 +430,19 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     if (ok &&
         !(w->store = event_store_writer_new(w->db, events == DB_EVENTS_STORE, why, sizeof why)))
         ok = 0;
-    ok = ok && start_event_thread(w, events == DB_EVENTS_TABLE) == 0;
+    if (ok && w->table && event_store_writer_send_pairs(w->store, event_table_pairs, w->table) != 0)
+        ok = 0;
+    ok = ok && start_event_thread(w) == 0;
     if (!ok) {
-        snprintf(err, errlen, "creating database %s: %s", w->tmp_path,
+        snprintf(err, errlen, "creating database %s: %s", db_path,
                  why[0] ? why : sqlite3_errmsg(w->db));
         close_db(w);
         unlink(w->tmp_path);
+        unlink(w->staging_path);
         free_writer(w);
         return NULL;
     }
     return w;
-}
-
-static void bind_int(sqlite3_stmt *st, int i, int64_t v) {
-    if (v == DB_NULL)
-        sqlite3_bind_null(st, i);
-    else
-        sqlite3_bind_int64(st, i, v);
 }
 
 static int hand_over(db_writer *w);
@@ -492,35 +512,16 @@ static int run_pending(db_writer *w, const pending_row *r) {
     return 0;
 }
 
-static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r);
-
-/* Inserts a batch: its event rows MULTI_ROWS at a time, then its other rows. */
+/* Inserts a batch: its event rows (a chunk of the store, and in table mode pages), then its
+ * other rows. */
 static int insert_batch(db_writer *w, event_batch *b) {
-    size_t i = 0;
-    int rc = SQLITE_DONE;
-    if (b->len) { /* the batch is one chunk of the store */
+    if (b->len) {
         char why[256];
-        if (event_store_write_chunk(w->store, (const int64_t(*)[EVENT_STORE_NCOLS])b->rows, b->len,
-                                    why, sizeof why) != 0)
+        const int64_t(*rows)[EVENT_STORE_NCOLS] = (const int64_t(*)[EVENT_STORE_NCOLS])b->rows;
+        if (event_store_write_chunk(w->store, rows, b->len, why, sizeof why) != 0 ||
+            (w->table && event_table_rows(w->table, rows, b->len, why, sizeof why) != 0))
             return fail(w, "database %s: %s", w->path, why);
-        if (w->events == DB_EVENTS_STORE)
-            i = b->len; /* and nothing else: event_rows is the store's */
     }
-    while (i < b->len && rc == SQLITE_DONE) {
-        if (b->len - i >= MULTI_ROWS) {
-            for (int k = 0; k < MULTI_ROWS; k++)
-                bind_event(w->multi_event, k * EVENT_COLUMNS + 1, &b->rows[i + (size_t)k]);
-            rc = sqlite3_step(w->multi_event);
-            sqlite3_reset(w->multi_event);
-            i += MULTI_ROWS;
-        } else {
-            bind_event(w->single_event, 1, &b->rows[i++]);
-            rc = sqlite3_step(w->single_event);
-            sqlite3_reset(w->single_event);
-        }
-    }
-    if (rc != SQLITE_DONE)
-        return fail(w, "database %s: inserting events: %s", w->path, sqlite3_errstr(rc));
     int failed = 0;
     for (size_t k = 0; k < b->others_len; k++) {
         if (!failed && run_pending(w, &b->others[k]) != 0)
@@ -573,13 +574,6 @@ static int hand_over(db_writer *w) {
     pthread_cond_broadcast(&w->queue_changed);
     pthread_mutex_unlock(&w->queue_lock);
     return failed ? -1 : 0;
-}
-
-/* A row's values in event_store.h's column order: the struct's own order (asserted above). */
-static void bind_event(sqlite3_stmt *st, int first, const db_event_row *r) {
-    const int64_t *v = (const int64_t *)r;
-    for (int i = 0; i < EVENT_COLUMNS; i++)
-        bind_int(st, first + i, v[i]);
 }
 
 int db_writer_event(db_writer *w, const db_event_row *r) {
@@ -822,9 +816,9 @@ int db_writer_meta_text(db_writer *w, const char *key, const char *value) {
 
 int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     char *indexes = db_sql_expand(strstr(schema_sql_text, INDEX_MARK));
-    if (indexes && w->events == DB_EVENTS_STORE)
-        drop_event_row_indexes(indexes);
-    int rc = indexes ? 0 : fail_sqlite(w, "expanding the index part of schema.sql");
+    int rc = indexes && take_event_row_indexes(indexes, NULL) == 0
+                 ? 0
+                 : fail_sqlite(w, "expanding the index part of schema.sql");
     if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
         rc = -1;
     stop_thread(w);
@@ -839,25 +833,28 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         rc = fail(w, "database %s: %s", w->path, why);
     else if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "commit");
-    /* The index build sorts every event row; what the sort does not hold in
+    finalize_statements(w);
+    if (rc == 0 && w->table) { /* the staging database is complete: into the file with it */
+        if (sqlite3_close(w->db) != SQLITE_OK)
+            rc = fail(w, "database %s: closing the staging database failed", w->path);
+        w->db = NULL;
+        if (rc == 0 && event_table_finish(w->table, w->staging_path, &w->db, why, sizeof why))
+            rc = fail(w, "database %s: %s", w->path, why);
+        w->table = NULL;
+        unlink(w->staging_path);
+    }
+    /* The index build sorts every row; what the sort does not hold in
      * its cache-sized buffer spills into temporary storage, which in memory
      * (temp_store=MEMORY, right for the load) grew the process by ~24 bytes
-     * per event (2.37 GB at 100 M events). In a temporary file it stays flat
-     * (37 MB at 8 M events) and builds no slower (bench/README.md). */
-    else if (sqlite3_exec(w->db, "PRAGMA temp_store=FILE", NULL, NULL, NULL) != SQLITE_OK)
+     * per event (2.37 GB at 100 M events, when event_rows had SQLite's index).
+     * In a temporary file it stays flat and builds no slower (bench/README.md). */
+    if (rc == 0 && sqlite3_exec(w->db, "PRAGMA temp_store=FILE", NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "temporary storage for the indexes");
-    else if (sqlite3_exec(w->db, indexes, NULL, NULL, NULL) != SQLITE_OK)
+    else if (rc == 0 && sqlite3_exec(w->db, indexes, NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "building indexes");
-    else if (sqlite3_exec(w->db, "PRAGMA optimize;", NULL, NULL, NULL) != SQLITE_OK)
+    else if (rc == 0 && sqlite3_exec(w->db, "PRAGMA optimize;", NULL, NULL, NULL) != SQLITE_OK)
         rc = fail_sqlite(w, "optimize");
     free(indexes);
-    for (int i = 0; i < ST_COUNT; i++) {
-        sqlite3_finalize(w->st[i]);
-        w->st[i] = NULL;
-    }
-    sqlite3_finalize(w->single_event);
-    sqlite3_finalize(w->multi_event);
-    w->single_event = w->multi_event = NULL;
     if (sqlite3_close(w->db) != SQLITE_OK && rc == 0)
         rc = fail(w, "database %s: close failed", w->path);
     w->db = NULL;
@@ -869,7 +866,10 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         rc = fail(w, "cannot move database into place at %s: %s", w->path, strerror(errno));
     if (rc != 0) {
         snprintf(err, errlen, "%s", w->error);
+        event_table_abort(w->table);
+        w->table = NULL;
         unlink(w->tmp_path);
+        unlink(w->staging_path);
     }
     free_writer(w);
     return rc;
@@ -887,6 +887,7 @@ void db_writer_abort(db_writer *w) {
         return;
     close_db(w);
     unlink(w->tmp_path);
+    unlink(w->staging_path);
     free_writer(w);
 }
 
