@@ -295,6 +295,105 @@ static void sweep(int page_size, const int *counts, size_t ncounts, int monotone
     free(rows);
 }
 
+/* ---- text ------------------------------------------------------------------------- */
+
+/* Rows (id, name TEXT NOT NULL, x) with names of every length class: empty, short, long enough
+ * that the serial type and the record header take two bytes, multi-byte UTF-8. */
+static const char *name_of(int i, char *buf, size_t cap) {
+    static const char *const fixed[] = {"", "a", "activations", "optimizer state",
+                                        "h\xc3\xa9llo \xe2\x9c\x93"};
+    if (i % 7 < 5)
+        return fixed[i % 7];
+    size_t len = (size_t)(i * 37 % 300);
+    if (len >= cap)
+        len = cap - 1;
+    for (size_t k = 0; k < len; k++)
+        buf[k] = (char)('a' + (i + (int)k) % 26);
+    buf[len] = 0;
+    return buf;
+}
+
+/* The table through SQLite's INSERTs (in ref_path) or as pages (in path). */
+static void text_table(const char *file, int page_size, int n, int pages) {
+    char sql[512], err[256], buf[400];
+    unlink(file);
+    sqlite3 *db;
+    sqlite3_open(file, &db);
+    snprintf(sql, sizeof sql,
+             "PRAGMA page_size=%d; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+             "CREATE TABLE %s (id INTEGER PRIMARY KEY, name TEXT NOT NULL, x INTEGER)",
+             page_size, pages ? "t" : "ref");
+    exec(db, sql);
+    if (!pages) {
+        sqlite3_stmt *ins;
+        sqlite3_prepare_v2(db, "INSERT INTO ref VALUES (?, ?, ?)", -1, &ins, NULL);
+        exec(db, "BEGIN");
+        for (int i = 0; i < n; i++) {
+            sqlite3_bind_int64(ins, 1, 3 * i - 7);
+            sqlite3_bind_text(ins, 2, name_of(i, buf, sizeof buf), -1, SQLITE_TRANSIENT);
+            if (i % 3)
+                sqlite3_bind_int64(ins, 3, widths[i % 26]);
+            else
+                sqlite3_bind_null(ins, 3);
+            CHECK(sqlite3_step(ins) == SQLITE_DONE);
+            sqlite3_reset(ins);
+        }
+        sqlite3_finalize(ins);
+        exec(db, "COMMIT");
+        sqlite3_close(db);
+        return;
+    }
+    uint32_t root = root_of(db, "t");
+    sqlite3_close(db);
+    btree_file *f = btree_file_open(file, err, sizeof err);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    btree_file_set_pending_byte(f, pending_byte);
+    btree_table *t = btree_table_begin(f, root);
+    btree_table_not_null(t, 1u << 1);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        int64_t cols[3] = {3 * i - 7, 0, i % 3 ? widths[i % 26] : BTREE_NULL};
+        const char *texts[3] = {NULL, name_of(i, buf, sizeof buf), NULL};
+        rc = btree_table_add_text(t, cols[0], cols, texts, 3, 0);
+    }
+    rc |= btree_table_end(t);
+    CHECK(btree_file_close(f, err, sizeof err) == 0 && rc == 0);
+}
+
+static void text_rows(int page_size, int n) {
+    char path[256], ref_path[256], what[64], q[512];
+    snprintf(path, sizeof path, "%s/text.db", dir);
+    snprintf(ref_path, sizeof ref_path, "%s/text_ref.db", dir);
+    snprintf(what, sizeof what, "text rows, page %d, %d rows", page_size, n);
+    text_table(ref_path, page_size, n, 0);
+    text_table(path, page_size, n, 1);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    snprintf(q, sizeof q, "ATTACH '%s' AS r", ref_path);
+    exec(db, q);
+    char *integrity = one_text(db, "PRAGMA main.integrity_check");
+    if (!integrity || strcmp(integrity, "ok") != 0) {
+        fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "-");
+        check_failures++;
+    }
+    free(integrity);
+    snprintf(q, sizeof q,
+             "SELECT (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM ref)) +"
+             " (SELECT count(*) FROM (SELECT * FROM ref EXCEPT SELECT * FROM t)) +"
+             " (SELECT count(*) FROM t WHERE typeof(name) <> 'text') +"
+             " abs((SELECT count(*) FROM t) - %d)",
+             n);
+    if (one_int(db, q) != 0) {
+        fprintf(stderr, "%s: t and ref differ\n", what);
+        check_failures++;
+    }
+    sqlite3_close(db);
+    unlink(path);
+    unlink(ref_path);
+}
+
 /* ---- refusals ------------------------------------------------------------------- */
 
 static void refusals(void) {
@@ -390,6 +489,10 @@ int main(void) {
     sweep(4096, mid, 8, 1);
     static const int large[] = {0, 1, 1000, 5000, 60000};
     sweep(65536, large, 5, 0);
+    for (int n = 0; n <= 40; n++)
+        text_rows(512, n);
+    text_rows(512, 3000);
+    text_rows(65536, 20000);
     refusals();
     rmdir(dir);
     return check_finish("test_btree_write");

@@ -27,6 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_schema_sql  # noqa: E402  (its example queries)
 
 QUERIES = [
+    # every block's category: INSERTed into the cache by `sql`, written as pages by import -o
+    "SELECT category, count(*), sum(alloc_id), min(alloc_id), max(alloc_id) FROM block_categories"
+    " GROUP BY category ORDER BY category",
+    "SELECT * FROM block_categories WHERE alloc_id IN (SELECT alloc_id FROM allocations"
+    " ORDER BY size DESC LIMIT 50) ORDER BY alloc_id",
     "SELECT count(*), sum(size), total(addr), max(event_id), min(event_id) FROM event_rows",
     "SELECT * FROM event_rows WHERE event_id BETWEEN 1000 AND 1400",
     "SELECT * FROM event_rows WHERE event_id <= 0",

@@ -18,6 +18,8 @@
 #ifndef GMT_EVENT_STORE_H
 #define GMT_EVENT_STORE_H
 
+#include "sorted_pairs.h"
+
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,8 +95,7 @@ int event_store_write_chunk(event_store_writer *w, const int64_t (*rows)[EVENT_S
  * (import -o). The sink gets every (alloc_event_id, event_id) pair in ascending order, in runs
  * of up to 4,096; it returns 0, or -1 with a message in err. Set before the first chunk; the
  * pairs are gathered (and spilled) as for event_ends. */
-typedef int (*event_store_pair_sink)(void *ctx, const int64_t (*pairs)[2], size_t n, char *err,
-                                     size_t errlen);
+typedef sorted_pairs_sink event_store_pair_sink;
 int event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx);
 
 /* Pairs of the alloc_event_id index gathered in memory before a sorted run spills to a

@@ -53,10 +53,12 @@ int cmd_import(int argc, char **argv) {
         return cli_error("%s", err);
     if (kind == INPUT_DATABASE)
         return cli_error("%s is already a memanalyze database", in);
-    static int with_blocks = 1; /* a database for SQL clients: every block's category */
+    /* a database for SQL clients: every block's category, as pages (the file is the import's
+     * own until it is renamed into place) */
+    static const category_blocks with_blocks = CATEGORY_BLOCKS_PAGES;
     io.finish = category_store_file;
     io.plain_events = 1; /* for any SQLite client: event_rows a plain table */
-    io.finish_ctx = &with_blocks;
+    io.finish_ctx = (void *)&with_blocks;
     if (input_build_database(in, kind, out, &io, err, sizeof err) != 0)
         return cli_error("%s", err);
     printf("wrote %s\n", out);

@@ -235,10 +235,10 @@ int cmd_sql(int argc, char **argv) {
          * a database the user gave (there allocations.category stays NULL); when it cannot be
          * written, the query still runs, with a warning */
         char path[PATH_MAX + 64];
-        static int with_blocks = 1;
+        static const category_blocks with_blocks = CATEGORY_BLOCKS_ROWS; /* others may read it */
         sqlite3_close(db);
         if (input_database(argv[optind], &io, path, sizeof path, err, sizeof err) != 0 ||
-            category_store_file(path, &with_blocks, err, sizeof err) != 0)
+            category_store_file(path, (void *)&with_blocks, err, sizeof err) != 0)
             fprintf(stderr, "memanalyze: warning: allocations.category stays empty: %s\n", err);
         if ((status = cli_open_db(argv[optind], &io, &db)) != 0)
             return status;

@@ -1,11 +1,13 @@
 /* category_store.c — category_peaks and block_categories (see category_store.h). */
 #include "category_store.h"
 
+#include "btree_write.h"
 #include "categories.h"
 #include "db_query.h"
 #include "event_store.h"
 #include "gmt_clock.h"
 #include "gmt_env.h"
+#include "sorted_pairs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +22,11 @@ typedef struct store {
     int64_t peak_id[GMT_MAX_DEVICES];         /* devices.peak_allocated_event_id; INT64_MIN: none */
     int64_t (*at_peak)[BLOCK_CATEGORY_COUNT]; /* [device][category] */
     sqlite3_stmt *insert;                     /* block_categories; NULL: peaks only */
-    sqlite3_stmt *insert_many;                /* the same, BLOCK_BATCH rows at a time */
-    sqlite3_stmt *named;                      /* tensor_peaks */
-    int64_t batch_id[BLOCK_BATCH];            /* block_categories rows not yet inserted */
+    sorted_pairs *pages;                      /* or (alloc_id, category) for its pages */
+    char pages_error[160];
+    sqlite3_stmt *insert_many;     /* the same, BLOCK_BATCH rows at a time */
+    sqlite3_stmt *named;           /* tensor_peaks */
+    int64_t batch_id[BLOCK_BATCH]; /* block_categories rows not yet inserted */
     uint8_t batch_category[BLOCK_BATCH];
     size_t batched;
 } store;
@@ -48,6 +52,9 @@ static int keep(void *ctx, const classified_block *b) {
         if (step_done(s->named) != 0)
             return -1;
     }
+    if (s->pages)
+        return sorted_pairs_add(s->pages, b->alloc_id, (int64_t)b->category, s->pages_error,
+                                sizeof s->pages_error);
     if (!s->insert)
         return 0;
     s->batch_id[s->batched] = b->alloc_id;
@@ -119,13 +126,16 @@ static int write_peaks(sqlite3 *db, const store *s) {
     return rc;
 }
 
-int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
+/* category_store's work; with `pages`, block_categories' pairs go there instead of INSERTs. */
+static int sweep_and_store(sqlite3 *db, int blocks, sorted_pairs *pages, char *err, size_t errlen) {
     err[0] = '\0';
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
         return -1;
     }
-    store s = {.at_peak = calloc(GMT_MAX_DEVICES, sizeof *s.at_peak)};
+    store s = {.at_peak = calloc(GMT_MAX_DEVICES, sizeof *s.at_peak), .pages = pages};
+    if (pages)
+        blocks = 0; /* no statement: the pairs are kept */
     categorizer *c = categorizer_new(db, NULL, err, errlen);
     s.named = db_statement(db, "INSERT OR REPLACE INTO tensor_peaks (device, alloc_id, category) "
                                "VALUES (?1, ?2, ?3)");
@@ -142,7 +152,8 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
     if (rc == 0) { /* one pass over the events for every device */
         rc = categorizer_sweep_all(c, keep, &s, err, errlen);
         if (rc != 0 && (rc > 0 || !err[0]))
-            snprintf(err, errlen, "writing the categories: %s", sqlite3_errmsg(db));
+            snprintf(err, errlen, "writing the categories: %s",
+                     s.pages_error[0] ? s.pages_error : sqlite3_errmsg(db));
         rc = rc != 0 ? -1 : 0;
     }
     if (rc == 0 && s.insert && flush_blocks(&s) != 0) {
@@ -158,11 +169,11 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
     sqlite3_finalize(s.insert_many);
     free(s.at_peak);
     categorizer_free(c);
-    if (rc == 0 &&
-        (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)", NULL, NULL,
-                      NULL) != SQLITE_OK ||
-         (blocks && sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('categories_blocks', 1)",
-                                 NULL, NULL, NULL) != SQLITE_OK))) {
+    if (rc == 0 && (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)",
+                                 NULL, NULL, NULL) != SQLITE_OK ||
+                    ((blocks || pages) &&
+                     sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('categories_blocks', 1)",
+                                  NULL, NULL, NULL) != SQLITE_OK))) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
         rc = -1;
     }
@@ -172,6 +183,57 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
         rc = -1;
     }
     return rc;
+}
+
+int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
+    return sweep_and_store(db, blocks, NULL, err, errlen);
+}
+
+/* ---- block_categories as pages ---------------------------------------------------- */
+
+typedef struct block_pages {
+    btree_table *table;
+    int64_t last_alloc_id;
+    int any;
+} block_pages;
+
+/* A sorted_pairs_sink: (alloc_id, category) in alloc_id order become rows. A block is visited
+ * once; should an alloc_id come twice, its first row stays. */
+static int put_block_rows(void *ctx, const int64_t (*pairs)[2], size_t n, char *err,
+                          size_t errlen) {
+    block_pages *bp = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (bp->any && pairs[i][0] == bp->last_alloc_id)
+            continue;
+        int64_t cols[2] = {pairs[i][0], 0};
+        const char *texts[2] = {NULL, gmt_category_name((gmt_category)pairs[i][1])};
+        if (btree_table_add_text(bp->table, pairs[i][0], cols, texts, 2, 0) != 0) {
+            snprintf(err, errlen, "writing block_categories");
+            return -1;
+        }
+        bp->last_alloc_id = pairs[i][0];
+        bp->any = 1;
+    }
+    return 0;
+}
+
+/* The sorted pairs as block_categories' pages, into the closed file at path whose (empty)
+ * table has its root at `root`. */
+static int write_block_pages(const char *path, uint32_t root, sorted_pairs *pairs, char *err,
+                             size_t errlen) {
+    btree_file *f = btree_file_open(path, err, errlen);
+    if (!f)
+        return -1;
+    block_pages bp = {.table = btree_table_begin(f, root)};
+    int rc = bp.table ? sorted_pairs_drain(pairs, 4096, put_block_rows, &bp, err, errlen) : -1;
+    rc |= bp.table ? btree_table_end(bp.table) : -1;
+    if (rc != 0 && btree_file_error(f)[0])
+        snprintf(err, errlen, "%s", btree_file_error(f));
+    if (rc != 0) {
+        btree_file_abort(f);
+        return -1;
+    }
+    return btree_file_close(f, err, errlen);
 }
 
 int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGORY_COUNT]) {
@@ -198,6 +260,7 @@ int category_blocks_stored(sqlite3 *db) {
 }
 
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen) {
+    category_blocks mode = blocks ? *(const category_blocks *)blocks : 0;
     sqlite3 *db = NULL;
     event_store_register(); /* the event rows may be the store's */
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
@@ -208,17 +271,36 @@ int category_store_file(const char *path, void *blocks, char *err, size_t errlen
     }
     sqlite3_busy_timeout(db, 10000); /* a cached database others may be reading */
     db_profile_if_asked(db);
-    char why[400];
+    char why[400] = "";
     double t0 = gmt_seconds();
-    int rc = category_store(db, blocks != NULL, why, sizeof why);
+    sorted_pairs *pages = NULL;
+    int64_t root = -1;
+    int rc = 0;
+    if (mode == CATEGORY_BLOCKS_PAGES) { /* the rows go in after SQLite has closed the file */
+        root = db_query_int(db,
+                            "SELECT rootpage FROM sqlite_schema WHERE name ="
+                            " 'block_categories' AND NOT EXISTS (SELECT 1 FROM"
+                            " block_categories)",
+                            -1);
+        if (root <= 0 || !(pages = sorted_pairs_new(path, 0))) {
+            snprintf(why, sizeof why, "%s",
+                     root <= 0 ? "block_categories is not an empty table" : "out of memory");
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = sweep_and_store(db, mode == CATEGORY_BLOCKS_ROWS, pages, why, sizeof why);
+    if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
+        snprintf(why, sizeof why, "cannot close the database");
+        rc = -1;
+    }
+    if (rc == 0 && pages)
+        rc = write_block_pages(path, (uint32_t)root, pages, why, sizeof why);
+    sorted_pairs_free(pages);
     if (rc != 0)
         snprintf(err, errlen, "%s: categorizing the blocks: %s", path, why);
     if (getenv(GMT_ENV_TIMING)) /* for bench/: the categories' share of a build */
         fprintf(stderr, "categories: %.3f s%s\n", gmt_seconds() - t0,
-                blocks ? " (every block's)" : "");
-    if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
-        snprintf(err, errlen, "%s: cannot close the database", path);
-        rc = -1;
-    }
+                mode ? " (every block's)" : "");
     return rc;
 }

@@ -15,9 +15,18 @@
  * categories_blocks = 1). One transaction. 0, or -1 with a one-line message in err. */
 int category_store(sqlite3 *db, int blocks, char *err, size_t errlen);
 
+/* How category_store_file writes block_categories (its `blocks`, through a pointer). */
+typedef enum category_blocks {
+    CATEGORY_BLOCKS_ROWS = 1, /* INSERTs: a database others may be reading (the cache) */
+    /* pages written straight into the file (btree_write.h), ~5x faster: only for a file no one
+     * else can have open, a database being built under its temporary name (import -o) */
+    CATEGORY_BLOCKS_PAGES,
+} category_blocks;
+
 /* category_store on the database file at path (opened for writing, waiting up to 10 s for a
- * reader's lock): the input_options.finish of the databases memanalyze builds. `blocks`
- * non-NULL: block_categories too. 0, or -1 with a one-line message in err. */
+ * reader's lock): the input_options.finish of the databases memanalyze builds. `blocks`: NULL
+ * for the peaks alone, else a category_blocks: block_categories too (empty before, in pages
+ * mode). 0, or -1 with a one-line message in err. */
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen);
 
 /* category_peaks of device: 1 and bytes filled when the database has them, 0 when it has none

@@ -125,6 +125,13 @@ static unsigned int_type(int64_t v, int format4, unsigned *len) {
     return t;
 }
 
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (n < 9 && (v >> (7 * n)))
+        n++;
+    return v >> 56 ? 9 : n;
+}
+
 /* A record of n integers (BTREE_NULL: NULL; column skip, or -1, NULL too). Its length. */
 static size_t encode_record(uint8_t *out, const int64_t *v, int n, int skip, int format4) {
     uint8_t *data = out + 1 + n;
@@ -141,6 +148,49 @@ static size_t encode_record(uint8_t *out, const int64_t *v, int n, int skip, int
         data += len;
     }
     return (size_t)(data - out);
+}
+
+/* The same with text columns (texts[i] not NULL): serial type 13 + 2 * length. 0 when it would
+ * not fit in cap bytes. */
+static size_t encode_text_record(uint8_t *out, size_t cap, const int64_t *v,
+                                 const char *const *texts, int n, int skip, int format4) {
+    uint64_t types[MAX_TABLE_COLUMNS];
+    size_t body = 0, data = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned len = 0;
+        if (texts[i]) {
+            size_t tl = strlen(texts[i]);
+            types[i] = 13 + 2 * (uint64_t)tl;
+            data += tl;
+        } else if (i == skip || v[i] == BTREE_NULL) {
+            types[i] = 0;
+        } else {
+            types[i] = int_type(v[i], format4, &len);
+            data += len;
+        }
+        body += varint_len(types[i]);
+    }
+    size_t header = body + 1;
+    if (varint_len(header) > 1)
+        header = body + varint_len(body + 2);
+    if (header + data > cap)
+        return 0;
+    size_t at = put_varint(out, header);
+    for (int i = 0; i < n; i++)
+        at += put_varint(out + at, types[i]);
+    for (int i = 0; i < n; i++) {
+        if (texts[i]) {
+            size_t tl = strlen(texts[i]);
+            memcpy(out + at, texts[i], tl);
+            at += tl;
+        } else if (types[i]) {
+            unsigned len;
+            int_type(v[i], format4, &len);
+            for (unsigned k = 0; k < len; k++)
+                out[at++] = (uint8_t)((uint64_t)v[i] >> (8 * (len - 1 - k)));
+        }
+    }
+    return at;
 }
 
 /* ---- the file --------------------------------------------------------------- */
@@ -207,6 +257,8 @@ btree_file *btree_file_open(const char *path, char *err, size_t errlen) {
         why = "an auto-vacuum database";
     else if (get32(h + 24) != get32(h + 92))
         why = "its header's page count is stale";
+    else if (get32(h + 56) > 1) /* 0: no schema yet, 1: UTF-8 */
+        why = "not UTF-8";
     if (!why) {
         uint32_t size = (uint32_t)h[16] << 8 | h[17];
         f->page_size = size == 1 ? 65536 : size;
@@ -441,7 +493,10 @@ btree_table *btree_table_begin(btree_file *f, uint32_t root_page) {
 
 void btree_table_not_null(btree_table *t, uint64_t mask) { t->not_null = mask; }
 
-int btree_table_add(btree_table *t, int64_t rowid, const int64_t *cols, int n, int ipk) {
+#define TEXT_RECORD_MAX 4096 /* a row with text: more is refused (import -o's are names) */
+
+static int table_add(btree_table *t, int64_t rowid, const int64_t *cols, const char *const *texts,
+                     int n, int ipk) {
     btree_file *f = t->f;
     if (n < 1 || n > MAX_TABLE_COLUMNS)
         return file_fail(f, "%s: a row of %d columns", f->path, n);
@@ -449,13 +504,15 @@ int btree_table_add(btree_table *t, int64_t rowid, const int64_t *cols, int n, i
         return file_fail(f, "%s: rowid %lld after %lld: rows out of order", f->path,
                          (long long)rowid, (long long)t->last_rowid);
     for (int i = 0; i < n; i++)
-        if (cols[i] == BTREE_NULL && (t->not_null >> i & 1) && i != ipk)
+        if ((t->not_null >> i & 1) && i != ipk && !(texts && texts[i]) && cols[i] == BTREE_NULL)
             return file_fail(f, "%s: NULL in NOT NULL column %d of rowid %lld", f->path, i,
                              (long long)rowid);
-    uint8_t cell[2 * MAX_VARINT + RECORD_BOUND(MAX_TABLE_COLUMNS)];
-    uint8_t record[RECORD_BOUND(MAX_TABLE_COLUMNS)];
-    size_t len = encode_record(record, cols, n, ipk, f->format4);
-    if (len > f->usable - 35) /* more would spill into overflow pages */
+    uint8_t cell[2 * MAX_VARINT + TEXT_RECORD_MAX];
+    uint8_t record[TEXT_RECORD_MAX];
+    _Static_assert(RECORD_BOUND(MAX_TABLE_COLUMNS) <= TEXT_RECORD_MAX, "an integer row fits");
+    size_t len = texts ? encode_text_record(record, sizeof record, cols, texts, n, ipk, f->format4)
+                       : encode_record(record, cols, n, ipk, f->format4);
+    if (!len || len > f->usable - 35) /* more would spill into overflow pages */
         return file_fail(f, "%s: row %lld is too large for a page", f->path, (long long)rowid);
     size_t at = put_varint(cell, len);
     at += put_varint(cell + at, (uint64_t)rowid);
@@ -474,6 +531,15 @@ int btree_table_add(btree_table *t, int64_t rowid, const int64_t *cols, int n, i
     t->last_rowid = rowid;
     t->have_rows = 1;
     return 0;
+}
+
+int btree_table_add(btree_table *t, int64_t rowid, const int64_t *cols, int n, int ipk) {
+    return table_add(t, rowid, cols, NULL, n, ipk);
+}
+
+int btree_table_add_text(btree_table *t, int64_t rowid, const int64_t *cols,
+                         const char *const *texts, int n, int ipk) {
+    return table_add(t, rowid, cols, texts, n, ipk);
 }
 
 int btree_table_end(btree_table *t) {

@@ -13,9 +13,10 @@
  * empty; its root page numbers are given here. While pages are written no SQLite connection
  * may write the file. New pages go after the file's last page (the page holding SQLite's lock
  * byte at 1 GiB is skipped, as SQLite skips it); each root page is overwritten last with the
- * top of its tree; btree_file_close updates the header (page count, change counter). Only
- * integer and NULL values, rows that fit in a page (no overflow chains), keys strictly
- * ascending, no autovacuum and no WAL: anything else is refused with a message.
+ * top of its tree; btree_file_close updates the header (page count, change counter). Integer,
+ * NULL and (in tables) text values, rows that fit in a page (no overflow chains), keys strictly
+ * ascending, a UTF-8 database, no autovacuum and no WAL: anything else is refused with a
+ * message.
  *
  * Ownership: a btree_file owns its descriptor; a tree builder writes through its file and must
  * end (or be freed) before the file closes. */
@@ -53,6 +54,10 @@ void btree_table_not_null(btree_table *t, uint64_t mask);
 /* A row of n (<= 64) integer columns; column ipk (or -1) is the INTEGER PRIMARY KEY, stored as
  * NULL in the record as SQLite stores it (its value is the rowid). 0, or -1 (btree_file_error). */
 int btree_table_add(btree_table *t, int64_t rowid, const int64_t *cols, int n, int ipk);
+/* The same, some columns text: texts[i], when not NULL, is column i's value (NUL-terminated
+ * UTF-8; cols[i] is then not read). */
+int btree_table_add_text(btree_table *t, int64_t rowid, const int64_t *cols,
+                         const char *const *texts, int n, int ipk);
 /* Writes the interior pages and the root; frees t. 0 or -1. */
 int btree_table_end(btree_table *t);
 void btree_table_free(btree_table *t);
