@@ -571,7 +571,7 @@ static void test_limits(void) {
         pb_op(&w, 'a');
     pb_op(&w, '.');
     expect_error(&w, NULL, "nesting deeper than 1000"); /* depth 1001 */
-    pickle_options deep = {2000, 0};
+    pickle_options deep = {.max_depth = 2000};
     char err[256];
     pickle_doc *d = pickle_parse(w.b, w.len, &deep, err, sizeof err);
     CHECK(d != NULL); /* a raised limit lets it through */
@@ -593,7 +593,7 @@ static void test_limits(void) {
         pb_op(&w, '}');
     pb_op(&w, 'e');
     pb_op(&w, '.');
-    pickle_options small = {0, 1 << 20};
+    pickle_options small = {.max_memory = 1 << 20};
     expect_error(&w, &small, "needs more than 1048576 bytes of memory");
     d = pickle_parse(w.b, w.len, NULL, err, sizeof err);
     CHECK(d != NULL); /* the default bound (16x + 64 MiB) is enough */
@@ -784,8 +784,129 @@ static int test_real_files(void) {
     return 1;
 }
 
+/* ---- the record hook ---------------------------------------------------- */
+
+/* Takes the dicts with a key "a" (numbering them), keeps the others, refuses "bad". */
+typedef struct took {
+    uint64_t next;
+    int64_t a_sum;
+} took;
+
+static int take_a(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index) {
+    took *t = ctx;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        if (pickle_str_eq(pairs[i], "bad"))
+            return -1;
+        int64_t v;
+        if (pickle_str_eq(pairs[i], "a") && pickle_get_i64(pairs[i + 1], &v)) {
+            t->a_sum += v;
+            *index = t->next++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* [{"a": 1}, {"b": 2}, {"a": 3, "c": 4}] as Python writes it (each dict memoized), then `tail`
+ * before the STOP. */
+static void records_pickle(pb *w, const char *tail, size_t tail_len) {
+    w->len = 0;
+    pb_op(w, 0x80);
+    pb_op(w, 4);
+    pb_op(w, ']');
+    pb_op(w, 0x94);
+    pb_op(w, '(');
+    static const char *const keys[] = {"a", "b", "a"};
+    for (int i = 0; i < 3; i++) {
+        pb_op(w, '}');
+        pb_op(w, 0x94);
+        pb_op(w, '(');
+        pb_str(w, keys[i]);
+        pb_int(w, 2 * i + 1);
+        if (i == 2) {
+            pb_str(w, "c");
+            pb_int(w, 4);
+        }
+        pb_op(w, 'u');
+    }
+    pb_op(w, 'e');
+    pb_raw(w, tail, tail_len);
+    pb_op(w, '.');
+}
+
+static void test_record_hook(void) {
+    pb w = {0};
+    char err[256];
+    took t = {0};
+    pickle_options opt = {.record_hook = take_a, .record_ctx = &t};
+    records_pickle(&w, "", 0);
+    pickle_doc *d = pickle_parse(w.b, w.len, &opt, err, sizeof err);
+    CHECK(d != NULL);
+    if (d) {
+        pickle_value r = pickle_root(d);
+        uint64_t i0 = 9, i2 = 9;
+        CHECK(pickle_typeof(r) == PICKLE_LIST && pickle_len(r) == 3);
+        CHECK(pickle_typeof(pickle_item(r, 0)) == PICKLE_RECORD);
+        CHECK(pickle_get_record(pickle_item(r, 0), &i0) && i0 == 0);
+        CHECK(pickle_typeof(pickle_item(r, 1)) == PICKLE_DICT); /* kept */
+        CHECK(pickle_dict_i64(pickle_item(r, 1), "b", 0) == 3);
+        CHECK(pickle_get_record(pickle_item(r, 2), &i2) && i2 == 1);
+        CHECK(!pickle_get_record(pickle_item(r, 1), &i0));
+        CHECK(t.a_sum == 1 + 5);
+        CHECK_STR_EQ(pickle_type_name(PICKLE_RECORD), "record");
+    }
+    pickle_free(d);
+    /* without the hook, the same bytes are three dicts */
+    d = pickle_parse(w.b, w.len, NULL, err, sizeof err);
+    CHECK(d && pickle_typeof(pickle_item(pickle_root(d), 0)) == PICKLE_DICT);
+    pickle_free(d);
+    /* a taken dict reached again: through the memo (h\x01 is the first dict) ... */
+    t = (took){0};
+    records_pickle(&w, "h\x01\x86", 3);
+    expect_error(&w, &opt, "used a second time");
+    /* ... or as a copy made before it was filled (DUP) */
+    w.len = 0;
+    pb_op(&w, ']');
+    pb_op(&w, '}');
+    pb_op(&w, '2');
+    pb_op(&w, '(');
+    pb_str(&w, "a");
+    pb_int(&w, 1);
+    pb_op(&w, 'u');
+    pb_op(&w, 0x86); /* (the copy, the record) */
+    pb_op(&w, 'a');
+    pb_op(&w, '.');
+    t = (took){0};
+    expect_error(&w, &opt, "used a second time");
+    /* ... or filled again */
+    w.len = 0;
+    pb_op(&w, '}');
+    pb_op(&w, '(');
+    pb_str(&w, "a");
+    pb_int(&w, 1);
+    pb_op(&w, 'u');
+    pb_op(&w, '(');
+    pb_str(&w, "z");
+    pb_int(&w, 2);
+    pb_op(&w, 'u');
+    pb_op(&w, '.');
+    t = (took){0};
+    expect_error(&w, &opt, "target is a record");
+    /* the hook's refusal stops the parse */
+    w.len = 0;
+    pb_op(&w, '}');
+    pb_op(&w, '(');
+    pb_str(&w, "bad");
+    pb_int(&w, 1);
+    pb_op(&w, 'u');
+    pb_op(&w, '.');
+    expect_error(&w, &opt, "refused a record");
+    free(w.b);
+}
+
 int main(int argc, char **argv) {
     find_source_dir(argc, argv);
+    test_record_hook();
     test_known_answers();
     test_sharing();
     pb w = {0};

@@ -14,6 +14,8 @@
 #include "pickle_build.h"
 #include "snapshot.h"
 
+#include <unistd.h>
+
 /* ---- snapshot shapes (protocol 4, as Python writes snapshots) ------------ */
 
 static void u64(pb *w, uint64_t v) { /* LONG1, 9 bytes when bit 63 is set */
@@ -101,13 +103,87 @@ static void frame(pb *w, const char *name, const char *file, uint64_t line) {
     dict_end(w);
 }
 
-/* Parses and converts; NULL with the message in err. */
+/* ---- the two ways in ------------------------------------------------------ */
+
+/* A string of a snapshot by id ("" for 0 and out of range). */
+static const char *text_of(const snapshot *s, uint32_t id) {
+    return id && id < s->string_count && s->strings[id] ? s->strings[id] : "";
+}
+
+/* Whether two stacks (of two snapshots) have the same frames. */
+static int same_stack(const snapshot *a, uint32_t sa, const snapshot *b, uint32_t sb) {
+    size_t da, db;
+    const uint32_t *fa = snapshot_stack_frames(a, sa, &da), *fb = snapshot_stack_frames(b, sb, &db);
+    if (da != db)
+        return 0;
+    for (size_t k = 0; k < da; k++) {
+        const snapshot_frame *x = &a->frames[fa[k]], *y = &b->frames[fb[k]];
+        if (strcmp(x->name, y->name) || strcmp(x->filename, y->filename) || x->line != y->line)
+            return 0;
+    }
+    return 1;
+}
+
+/* The same snapshot read two ways: ids may differ (they are given in the order things are
+ * met), what they name may not. */
+static int same_snapshot(const snapshot *a, const snapshot *b) {
+    int same = a->device_count == b->device_count && a->segment_count == b->segment_count &&
+               a->annotation_count == b->annotation_count &&
+               a->settings.present == b->settings.present;
+    for (size_t d = 0; same && d < a->device_count; d++) {
+        const snapshot_device *x = &a->devices[d], *y = &b->devices[d];
+        same = x->entry_count == y->entry_count;
+        for (size_t i = 0; same && i < x->entry_count; i++) {
+            const snapshot_entry *e = &x->entries[i], *f = &y->entries[i];
+            same = e->addr == f->addr && e->size == f->size && e->stream == f->stream &&
+                   e->device_free == f->device_free && e->time_us == f->time_us &&
+                   e->action == f->action && e->flags == f->flags &&
+                   !strcmp(text_of(a, e->action_name), text_of(b, f->action_name)) &&
+                   !strcmp(text_of(a, e->compile_context), text_of(b, f->compile_context)) &&
+                   !strcmp(text_of(a, e->user_metadata), text_of(b, f->user_metadata)) &&
+                   same_stack(a, e->stack, b, f->stack);
+        }
+    }
+    for (size_t i = 0; same && i < a->segment_count; i++) {
+        const snapshot_segment *x = &a->segments[i], *y = &b->segments[i];
+        same = x->address == y->address && x->total_size == y->total_size &&
+               x->block_count == y->block_count && same_stack(a, x->stack, b, y->stack);
+        for (size_t j = 0; same && j < x->block_count; j++)
+            same = x->blocks[j].address == y->blocks[j].address &&
+                   x->blocks[j].size == y->blocks[j].size &&
+                   x->blocks[j].state == y->blocks[j].state &&
+                   same_stack(a, x->blocks[j].stack, b, y->blocks[j].stack);
+    }
+    return same;
+}
+
+/* snapshot_load of path (which reads trace entries while it parses) against parsing first and
+ * converting the tree after (snapshot_from_pickle): the same snapshot, or the same error. */
+static void check_both_ways(const char *path, const snapshot *tree, const char *tree_err) {
+    char err[256] = "";
+    snapshot *s = snapshot_load(path, err, sizeof err);
+    if (!tree != !s || (!tree && strcmp(tree_err, err) != 0) || (tree && !same_snapshot(tree, s))) {
+        fprintf(stderr, "%s: snapshot_load differs from the tree's reading: \"%s\" vs \"%s\"\n",
+                path, err, tree_err);
+        check_failures++;
+    }
+    snapshot_free(s);
+}
+
+/* Parses and converts; NULL with the message in err. Every time, reading it while parsing
+ * must give the same (check_both_ways). */
 static snapshot *convert(const pb *w, char *err, size_t errlen) {
     pickle_doc *d = pickle_parse(w->b, w->len, NULL, err, errlen);
-    if (!d)
-        return NULL;
-    snapshot *s = snapshot_from_pickle(d, err, errlen);
+    snapshot *s = d ? snapshot_from_pickle(d, err, errlen) : NULL;
     pickle_free(d);
+    char path[] = "/tmp/test_snapshot_convert_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0 && write(fd, w->b, w->len) == (ssize_t)w->len)
+        check_both_ways(path, s, err);
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
     return s;
 }
 
@@ -906,6 +982,14 @@ static int test_real_files(void) {
     for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, real[i].file);
         snapshot *s = snapshot_load(path, err, sizeof err);
+        pickle_doc *doc = pickle_parse_file(path, NULL, err, sizeof err);
+        snapshot *tree = doc ? snapshot_from_pickle(doc, err, sizeof err) : NULL;
+        if (tree && s && !same_snapshot(tree, s)) {
+            fprintf(stderr, "%s: read while parsing, it differs from the tree's reading\n", path);
+            check_failures++;
+        }
+        snapshot_free(tree);
+        pickle_free(doc);
         if (!s) {
             fprintf(stderr, "%s\n", err);
             check_failures++;

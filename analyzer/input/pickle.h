@@ -55,16 +55,30 @@ typedef enum pickle_type {
     PICKLE_DICT, /* insertion order kept; a repeated key is kept twice, lookups find the last */
     PICKLE_SET,  /* set and frozenset; elements are not de-duplicated */
     PICKLE_FROZENSET,
+    PICKLE_RECORD, /* a dict the record hook took (pickle_options.record_hook) */
 } pickle_type;
 
 #define PICKLE_DEFAULT_MAX_DEPTH 1000u
 #define PICKLE_DEFAULT_MEMORY_FACTOR 16u
 #define PICKLE_DEFAULT_MEMORY_BASE (64u << 20)
 
+/* A reader that knows what some dicts are may take them as they are built, so that the
+ * document never holds them: PyTorch's snapshot is a million trace-entry dicts, most of the
+ * tree's memory. The hook is called when SETITEMS (or SETITEM) fills an empty dict, the way
+ * Python's pickler writes every dict of fewer than 1,000 keys, with its pairs (k0, v0, k1, v1,
+ * ...; the values stay valid as long as the document). It returns 1 to take the dict, storing
+ * its own number for it in *index (< 2^59): the dict is then a PICKLE_RECORD carrying that
+ * number (pickle_get_record), and a later change or a second use of it through the memo is
+ * refused. 0 leaves the dict as it is; -1 stops the parse (the hook's message, if any, in its
+ * own state). */
+typedef int (*pickle_record_hook)(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index);
+
 /* Limits; a zero field takes its default. */
 typedef struct pickle_options {
-    unsigned max_depth; /* container nesting and open MARKs (at most 60000) */
-    size_t max_memory;  /* bytes for nodes, stack and memo */
+    unsigned max_depth;             /* container nesting and open MARKs (at most 60000) */
+    size_t max_memory;              /* bytes for nodes, stack and memo */
+    pickle_record_hook record_hook; /* NULL: every dict is kept */
+    void *record_ctx;
 } pickle_options;
 
 /* Parses the pickle in data[0, len) (bytes after its STOP are ignored).
@@ -95,6 +109,8 @@ int pickle_get_bool(pickle_value v, int *out);
 int pickle_get_i64(pickle_value v, int64_t *out);
 int pickle_get_u64(pickle_value v, uint64_t *out);
 int pickle_get_f64(pickle_value v, double *out);
+/* A record's number (what the record hook gave it): 1, or 0 when v is not a record. */
+int pickle_get_record(pickle_value v, uint64_t *index);
 /* str or bytes: the bytes (inside the input buffer, no NUL) and their count;
  * NULL for other types. */
 const char *pickle_get_str(pickle_value v, size_t *len);

@@ -19,15 +19,19 @@
 /* ---- handles ------------------------------------------------------------
  * bits == 0        MISSING
  * bits & 1         int: the value is (int64)bits >> 1 (63-bit range)
- * bits & 3 == 2    immediate: None, False, True
+ * bits & 3 == 2    immediate: None, False, True, or (bits & 15 == 14) a record, its
+ *                  number bits >> 4
  * otherwise        pointer to a node (8-byte aligned) */
 #define V_NONE 0x2u
 #define V_FALSE 0x6u
 #define V_TRUE 0xAu
+#define V_RECORD_TAG 0xEu
+#define RECORD_MAX ((UINT64_C(1) << 59) - 1)
 #define INLINE_MIN (-(INT64_C(1) << 62))
 #define INLINE_MAX ((INT64_C(1) << 62) - 1)
 
-enum { NODE_FROZEN = 1, NODE_HEAP = 2, NODE_U64 = 4 };
+/* NODE_TAKEN: a dict the record hook took (its handle in the memo must not be used again) */
+enum { NODE_FROZEN = 1, NODE_HEAP = 2, NODE_U64 = 4, NODE_TAKEN = 8 };
 
 typedef struct node {
     uint8_t type; /* pickle_type */
@@ -108,6 +112,8 @@ typedef struct parser {
     size_t memo_cap, memo_count, memo_limit;
     struct dedup_slot *dedup;
     size_t dedup_cap, dedup_len;
+    pickle_record_hook record_hook;
+    void *record_ctx;
     /* pickle_parse_file only: the mapping is paged in ahead and dropped
      * behind the cursor (see window_advance); win_next = end otherwise. */
     const uint8_t *win_next, *win_dropped, *win_populated, *map_end;

@@ -192,6 +192,9 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
 static int memo_get(parser *P, uint64_t idx) {
     if (idx >= P->memo_cap || P->memo[idx].bits == 0)
         return pickle_fail(P, "memo index %llu is not defined", (unsigned long long)idx);
+    const node *n = node_of(P->memo[idx]);
+    if (n && (n->flags & NODE_TAKEN)) /* its content went to the record hook, not the tree */
+        return pickle_fail(P, "a dict read as a record is used a second time: not supported");
     return push(P, P->memo[idx]);
 }
 
@@ -352,6 +355,9 @@ static int run(parser *P, pickle_value *root) {
         case '.': /* STOP */
             if (pop(P, root) < 0)
                 return -1;
+            if (node_of(*root) && (node_of(*root)->flags & NODE_TAKEN))
+                return pickle_fail(P, "a dict read as a record is used a second time: not "
+                                      "supported");
             return 0;
         case '(': /* MARK */
             if (P->nmarks >= P->max_depth)
@@ -583,6 +589,8 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
     P.errlen = errlen;
     d->input_len = len;
     P.max_depth = opt && opt->max_depth ? opt->max_depth : PICKLE_DEFAULT_MAX_DEPTH;
+    P.record_hook = opt ? opt->record_hook : NULL;
+    P.record_ctx = opt ? opt->record_ctx : NULL;
     if (P.max_depth > 60000)
         P.max_depth = 60000;
     /* Python numbers memo entries densely; each needs an opcode byte. */

@@ -183,6 +183,8 @@ static inline int adopt(parser *P, const cont_node *c, pickle_value v, unsigned 
     if ((const node *)c == n)
         return pickle_fail(P, "a %s stored inside itself (a cycle) is not supported",
                            pickle_type_name(n->type));
+    if (n->flags & NODE_TAKEN) /* a copy of a dict the record hook took (DUP before it) */
+        return pickle_fail(P, "a dict read as a record is used a second time: not supported");
     if (!(n->flags & NODE_FROZEN))
         n->flags |= NODE_FROZEN;
     if ((unsigned)n->depth + 1 > *depth) {
@@ -352,6 +354,20 @@ int pickle_extend(parser *P, size_t target, size_t from, pickle_type want) {
             return -1;
     }
     const pickle_value *items = P->stack + from;
+    if (want == PICKLE_DICT && c->h.len == 0 && P->record_hook && n) {
+        uint64_t index = 0;
+        int taken = P->record_hook(P->record_ctx, items, n, &index);
+        if (taken < 0)
+            return pickle_fail(P, "the reader refused a record");
+        if (taken > 0) {
+            if (index > RECORD_MAX)
+                return pickle_fail(P, "record number out of range");
+            c->h.flags |= NODE_TAKEN | NODE_FROZEN; /* no item may be added later */
+            P->stack[target] = (pickle_value){index << 4 | V_RECORD_TAG};
+            P->sp = from;
+            return 0;
+        }
+    }
     if (want == PICKLE_LIST && c->h.len == 0 && n >= 2 &&
         n * sizeof(pickle_value) < HEAP_ARRAY_BYTES) {
         uint64_t h = hash_items(items, n);
@@ -429,13 +445,23 @@ pickle_type pickle_typeof(pickle_value v) {
     if (v.bits & 1)
         return PICKLE_INT;
     if ((v.bits & 3) == 2)
-        return v.bits == V_NONE ? PICKLE_NONE : PICKLE_BOOL;
+        return v.bits == V_NONE                ? PICKLE_NONE
+               : (v.bits & 15) == V_RECORD_TAG ? PICKLE_RECORD
+                                               : PICKLE_BOOL;
     return (pickle_type)((const node *)(uintptr_t)v.bits)->type;
 }
 
+int pickle_get_record(pickle_value v, uint64_t *index) {
+    if ((v.bits & 15) != V_RECORD_TAG)
+        return 0;
+    *index = v.bits >> 4;
+    return 1;
+}
+
 const char *pickle_type_name(pickle_type t) {
-    static const char *const names[] = {"missing", "None",  "bool", "int",  "float", "str",
-                                        "bytes",   "tuple", "list", "dict", "set",   "frozenset"};
+    static const char *const names[] = {"missing", "None",      "bool",  "int",  "float",
+                                        "str",     "bytes",     "tuple", "list", "dict",
+                                        "set",     "frozenset", "record"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- owned memory ------------------------------------------------------- */
 
@@ -33,6 +34,10 @@ typedef struct char_chunk {
 struct snapshot_store {
     char_chunk *chars;
     snapshot_block *blocks; /* every segment's blocks, one array */
+    /* snapshot_load's trace entries, read while the pickle was parsed (take_entry); a device
+     * whose list is a run of them in order borrows that run (borrowed[d]) */
+    snapshot_entry *claimed;
+    uint8_t *borrowed;
 };
 
 /* ---- hash tables -------------------------------------------------------- */
@@ -234,6 +239,9 @@ typedef struct conv {
     idset frame_set, stack_set;
     uint32_t *scratch; /* frame ids of the stack being read */
     size_t scratch_cap;
+    /* trace entries taken during the parse (snapshot_load), in the order they were built */
+    snapshot_entry *claimed;
+    size_t claimed_len, claimed_cap;
 } conv;
 
 static void loc_text(const loc *l, char *buf, size_t n) {
@@ -367,22 +375,29 @@ static int classify(keyset *ks, pickle_value key) {
     return field;
 }
 
-/* Reads a dict's known keys into out[] (MISSING where absent; a repeated
- * key: the last one, as in Python). Returns -1 when v is not a dict. */
-static int gather(keyset *ks, pickle_value v, pickle_value *out) {
+/* A record's known keys, from its items (k0, v0, k1, v1, ...), into out[] (MISSING where
+ * absent; a repeated key: the last one, as in Python). -2: too many keys for a record. */
+static int gather_items(keyset *ks, const pickle_value *items, size_t n, pickle_value *out) {
     memset(out, 0, (size_t)ks->count * sizeof *out);
-    if (pickle_typeof(v) != PICKLE_DICT)
-        return -1;
-    size_t n;
-    const pickle_value *items = pickle_items(v, &n);
     if (n > 2 * SNAPSHOT_MAX_RECORD_KEYS)
         return -2;
-    for (size_t i = 0; i < n; i += 2) {
+    for (size_t i = 0; i + 1 < n; i += 2) {
         int f = classify(ks, items[i]);
         if (f >= 0)
             out[f] = items[i + 1];
     }
     return 0;
+}
+
+/* The same from a dict; -1 when v is not a dict. */
+static int gather(keyset *ks, pickle_value v, pickle_value *out) {
+    if (pickle_typeof(v) != PICKLE_DICT) {
+        memset(out, 0, (size_t)ks->count * sizeof *out);
+        return -1;
+    }
+    size_t n;
+    const pickle_value *items = pickle_items(v, &n);
+    return gather_items(ks, items, n, out);
 }
 
 /* gather() plus its error: not a dict, or too big to be a record. */
@@ -581,10 +596,8 @@ static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, u
     return 0;
 }
 
-static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
-    pickle_value f[E_COUNT];
-    if (read_record(c, l, &c->entry_ks, v, f) < 0)
-        return -1;
+/* A trace entry from its known keys (gather's out[]). */
+static int read_entry_fields(conv *c, loc *l, const pickle_value *f, snapshot_entry *e) {
     memset(e, 0, sizeof *e);
     if (read_action(c, l, f[E_ACTION], &e->action, &e->action_name) < 0)
         return -1;
@@ -609,6 +622,37 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
         get_string(c, l, "compile_context", f[E_COMPILE_CONTEXT], 0, &e->compile_context) < 0)
         return -1;
     return get_name(c, f[E_USER_METADATA], &e->user_metadata);
+}
+
+static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
+    pickle_value f[E_COUNT];
+    if (read_record(c, l, &c->entry_ks, v, f) < 0)
+        return -1;
+    return read_entry_fields(c, l, f, e);
+}
+
+/* The pickle parser's record hook (snapshot_load): a dict with a str under "action" is a trace
+ * entry (no other record of a snapshot has that key), read into a snapshot_entry while the
+ * parser still holds its pairs, so the document never stores a million dicts. Anything wrong
+ * with it leaves the dict to the usual reading after the parse, whose message names it by its
+ * place (device_traces[d][i]), not by its order of parsing. */
+static int take_entry(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index) {
+    conv *c = ctx;
+    pickle_value f[E_COUNT];
+    if (gather_items(&c->entry_ks, pairs, n, f) != 0 || pickle_typeof(f[E_ACTION]) != PICKLE_STR)
+        return 0;
+    char *err = c->err; /* a refusal here is not the snapshot's error */
+    c->err = NULL;
+    loc l = {AT_ENTRY, 0, c->claimed_len, SIZE_MAX};
+    snapshot_entry e;
+    int ok = read_entry_fields(c, &l, f, &e) == 0 && charge(c, 1, sizeof e) == 0 &&
+             !gmt_grow((void **)&c->claimed, &c->claimed_cap, c->claimed_len, sizeof e);
+    c->err = err;
+    if (!ok)
+        return 0;
+    c->claimed[c->claimed_len] = e;
+    *index = c->claimed_len++;
+    return 1;
 }
 
 static int read_block(conv *c, loc *l, pickle_value v, uint64_t *next_addr, snapshot_block *b) {
@@ -770,6 +814,20 @@ static int read_segments(conv *c, pickle_value list) {
     return 0;
 }
 
+/* Whether a device's items are entries take_entry read, one run of them in order (what every
+ * pickle Python writes gives): then *entries is that run. */
+static int taken_run(const conv *c, const pickle_value *items, size_t n, snapshot_entry **entries) {
+    uint64_t first, k;
+    if (!n || !pickle_get_record(items[0], &first) || first > c->claimed_len ||
+        n > c->claimed_len - first)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!pickle_get_record(items[i], &k) || k != first + i)
+            return 0;
+    *entries = c->claimed + first;
+    return 1;
+}
+
 static int read_traces(conv *c, pickle_value list) {
     snapshot *s = c->s;
     loc l = {AT_ROOT, 0, 0, SIZE_MAX};
@@ -780,7 +838,8 @@ static int read_traces(conv *c, pickle_value list) {
     if (charge(c, nd, sizeof *s->devices) < 0)
         return -1;
     s->devices = calloc(nd ? nd : 1, sizeof *s->devices);
-    if (!s->devices)
+    s->store->borrowed = calloc(nd ? nd : 1, 1);
+    if (!s->devices || !s->store->borrowed)
         return oom(c);
     s->device_count = nd;
     for (size_t d = 0; d < nd; d++) {
@@ -789,6 +848,11 @@ static int read_traces(conv *c, pickle_value list) {
         size_t n;
         const pickle_value *items = pickle_items(devs[d], &n);
         snapshot_device *dev = &s->devices[d];
+        if (taken_run(c, items, n, &dev->entries)) { /* read while parsing: borrowed */
+            dev->entry_count = n;
+            s->store->borrowed[d] = 1;
+            continue;
+        }
         if (charge(c, n, sizeof *dev->entries) < 0)
             return -1;
         dev->entries = malloc((n ? n : 1) * sizeof *dev->entries);
@@ -797,7 +861,10 @@ static int read_traces(conv *c, pickle_value list) {
         loc el = {AT_ENTRY, d, 0, SIZE_MAX};
         for (size_t i = 0; i < n; i++) {
             el.b = i;
-            if (read_entry(c, &el, items[i], &dev->entries[i]) < 0)
+            uint64_t k;
+            if (pickle_get_record(items[i], &k) && k < c->claimed_len) /* taken, out of line */
+                dev->entries[i] = c->claimed[k];
+            else if (read_entry(c, &el, items[i], &dev->entries[i]) < 0)
                 return -1;
             dev->entry_count++;
         }
@@ -928,36 +995,30 @@ static int convert(conv *c, pickle_value root) {
     return read_settings(c, pickle_dict_get(root, "allocator_settings"));
 }
 
-snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) {
+/* A conversion's state, for a pickle of input_size bytes. -1 (out of memory) with c->s NULL. */
+static int conv_init(conv *c, size_t input_size, char *err, size_t errlen) {
     if (err && errlen)
         err[0] = '\0';
-    conv c = {0};
-    c.err = err;
-    c.errlen = errlen;
-    size_t in = pickle_input_size(doc);
-    c.budget = in > (SIZE_MAX - SNAPSHOT_MEMORY_BASE) / SNAPSHOT_MEMORY_FACTOR
-                   ? SIZE_MAX
-                   : in * SNAPSHOT_MEMORY_FACTOR + SNAPSHOT_MEMORY_BASE;
-    c.frame_ks = (keyset){frame_keys, F_FRAME_COUNT, {0}, {0}};
-    c.entry_ks = (keyset){entry_keys, E_COUNT, {0}, {0}};
-    c.segment_ks = (keyset){segment_keys, S_COUNT, {0}, {0}};
-    c.block_ks = (keyset){block_keys, B_COUNT, {0}, {0}};
-    c.annotation_ks = (keyset){annotation_keys, A_COUNT, {0}, {0}};
+    memset(c, 0, sizeof *c);
+    c->err = err;
+    c->errlen = errlen;
+    c->budget = input_size > (SIZE_MAX - SNAPSHOT_MEMORY_BASE) / SNAPSHOT_MEMORY_FACTOR
+                    ? SIZE_MAX
+                    : input_size * SNAPSHOT_MEMORY_FACTOR + SNAPSHOT_MEMORY_BASE;
+    c->frame_ks = (keyset){frame_keys, F_FRAME_COUNT, {0}, {0}};
+    c->entry_ks = (keyset){entry_keys, E_COUNT, {0}, {0}};
+    c->segment_ks = (keyset){segment_keys, S_COUNT, {0}, {0}};
+    c->block_ks = (keyset){block_keys, B_COUNT, {0}, {0}};
+    c->annotation_ks = (keyset){annotation_keys, A_COUNT, {0}, {0}};
     snapshot *s = calloc(1, sizeof *s);
-    c.s = s;
-    int rc = -1;
-    if (!s || !(s->store = calloc(1, sizeof *s->store))) {
-        oom(&c);
-        goto done;
-    }
-    if (gmt_grow((void **)&s->strings, &c.strings_cap, 0, sizeof *s->strings) ||
-        gmt_grow((void **)&c.string_lens, &c.lens_cap, 0, sizeof *c.string_lens) ||
-        gmt_grow((void **)&s->stacks, &c.stacks_cap, 0, sizeof *s->stacks)) {
-        oom(&c);
-        goto done;
-    }
+    c->s = s;
+    if (!s || !(s->store = calloc(1, sizeof *s->store)) ||
+        gmt_grow((void **)&s->strings, &c->strings_cap, 0, sizeof *s->strings) ||
+        gmt_grow((void **)&c->string_lens, &c->lens_cap, 0, sizeof *c->string_lens) ||
+        gmt_grow((void **)&s->stacks, &c->stacks_cap, 0, sizeof *s->stacks))
+        return oom(c);
     s->strings[0] = NULL;
-    c.string_lens[0] = 0;
+    c->string_lens[0] = 0;
     s->string_count = 1;
     s->stacks[0] = (snapshot_stack){0, 0};
     s->stack_count = 1;
@@ -967,37 +1028,58 @@ snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) 
                                       .pinned_use_cuda_host_register = -1,
                                       .pinned_num_register_threads = -1,
                                       .graph_capture_record_stream_reuse = -1};
-    rc = convert(&c, pickle_root(doc));
-done:
-    ptrmap_free(&c.string_by_node);
-    ptrmap_free(&c.frame_by_node);
-    ptrmap_free(&c.stack_by_items);
-    idset_free(&c.string_set);
-    idset_free(&c.frame_set);
-    idset_free(&c.stack_set);
-    free(c.string_lens);
-    free(c.scratch);
+    return 0;
+}
+
+/* Frees the conversion's scratch; the snapshot when rc is 0, else NULL (and it is freed). */
+static snapshot *conv_done(conv *c, int rc) {
+    ptrmap_free(&c->string_by_node);
+    ptrmap_free(&c->frame_by_node);
+    ptrmap_free(&c->stack_by_items);
+    idset_free(&c->string_set);
+    idset_free(&c->frame_set);
+    idset_free(&c->stack_set);
+    free(c->string_lens);
+    free(c->scratch);
+    if (c->s && c->s->store)
+        c->s->store->claimed = c->claimed; /* the snapshot owns them: devices borrow runs */
+    else
+        free(c->claimed);
     if (rc < 0) {
-        snapshot_free(s);
+        snapshot_free(c->s);
         return NULL;
     }
-    return s;
+    return c->s;
+}
+
+snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen) {
+    conv c;
+    int rc = conv_init(&c, pickle_input_size(doc), err, errlen);
+    if (rc == 0)
+        rc = convert(&c, pickle_root(doc));
+    return conv_done(&c, rc);
 }
 
 snapshot *snapshot_load(const char *path, char *err, size_t errlen) {
-    pickle_doc *doc = pickle_parse_file(path, NULL, err, errlen);
-    if (!doc)
-        return NULL;
-    snapshot *s = snapshot_from_pickle(doc, err, errlen);
+    struct stat st;
+    conv c;
+    int rc = conv_init(&c, stat(path, &st) == 0 ? (size_t)st.st_size : 0, err, errlen);
+    pickle_options opt = {.record_hook = take_entry, .record_ctx = &c};
+    pickle_doc *doc = rc == 0 ? pickle_parse_file(path, &opt, err, errlen) : NULL;
+    if (rc == 0 && !doc)
+        rc = -1; /* the parser's message is in err */
+    if (rc == 0)
+        rc = convert(&c, pickle_root(doc));
     pickle_free(doc);
-    return s;
+    return conv_done(&c, rc);
 }
 
 void snapshot_free(snapshot *s) {
     if (!s)
         return;
     for (size_t d = 0; d < s->device_count; d++)
-        free(s->devices[d].entries);
+        if (!s->store || !s->store->borrowed || !s->store->borrowed[d])
+            free(s->devices[d].entries);
     free(s->devices);
     free(s->segments);
     free(s->annotations);
@@ -1013,6 +1095,8 @@ void snapshot_free(snapshot *s) {
             ch = next;
         }
         free(s->store->blocks);
+        free(s->store->claimed);
+        free(s->store->borrowed);
         free(s->store);
     }
     free(s);
