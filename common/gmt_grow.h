@@ -31,4 +31,26 @@ static inline int gmt_grow(void **arr, size_t *cap, size_t need, size_t item) {
     return 0;
 }
 
+/* The same for an array only ever appended to, whose items are written before they are read:
+ * nothing is zeroed, so pages the array reserves ahead are not touched until it fills them
+ * (for the big append-only arrays, where zeroing was most of the cost of growing them).
+ * `first`: the capacity to start from when the array is empty (0: 16). */
+static inline int gmt_grow_uninit(void **arr, size_t *cap, size_t need, size_t item,
+                                  size_t first) {
+    if (need < *cap)
+        return 0;
+    size_t n = *cap ? *cap : first ? first : 16;
+    while (n <= need) {
+        if (n > SIZE_MAX / 2 / item)
+            return -1;
+        n *= 2;
+    }
+    void *p = realloc(*arr, n * item);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
 #endif

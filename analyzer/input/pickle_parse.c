@@ -192,9 +192,8 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
 static int memo_get(parser *P, uint64_t idx) {
     if (idx >= P->memo_cap || P->memo[idx].bits == 0)
         return pickle_fail(P, "memo index %llu is not defined", (unsigned long long)idx);
-    const node *n = node_of(P->memo[idx]);
-    if (n && (n->flags & NODE_TAKEN)) /* its content went to the record hook, not the tree */
-        return pickle_fail(P, "a dict read as a record is used a second time: not supported");
+    /* A dict the record hook took may come back here: whatever then stores it (adopt), fills
+     * it (frozen) or returns it (STOP) refuses it, so a GET costs no look at the node. */
     return push(P, P->memo[idx]);
 }
 

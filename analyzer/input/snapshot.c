@@ -242,6 +242,7 @@ typedef struct conv {
     /* trace entries taken during the parse (snapshot_load), in the order they were built */
     snapshot_entry *claimed;
     size_t claimed_len, claimed_cap;
+    size_t input_size; /* bytes of pickle */
 } conv;
 
 static void loc_text(const loc *l, char *buf, size_t n) {
@@ -645,8 +646,11 @@ static int take_entry(void *ctx, const pickle_value *pairs, size_t n, uint64_t *
     c->err = NULL;
     loc l = {AT_ENTRY, 0, c->claimed_len, SIZE_MAX};
     snapshot_entry e;
+    /* room for an entry per 64 pickle bytes at first (what PyTorch writes takes more): the
+     * pages beyond the last entry are reserved, not touched */
     int ok = read_entry_fields(c, &l, f, &e) == 0 && charge(c, 1, sizeof e) == 0 &&
-             !gmt_grow((void **)&c->claimed, &c->claimed_cap, c->claimed_len, sizeof e);
+             !gmt_grow_uninit((void **)&c->claimed, &c->claimed_cap, c->claimed_len, sizeof e,
+                              c->input_size / 64 + 1);
     c->err = err;
     if (!ok)
         return 0;
@@ -1002,6 +1006,7 @@ static int conv_init(conv *c, size_t input_size, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     c->err = err;
     c->errlen = errlen;
+    c->input_size = input_size;
     c->budget = input_size > (SIZE_MAX - SNAPSHOT_MEMORY_BASE) / SNAPSHOT_MEMORY_FACTOR
                     ? SIZE_MAX
                     : input_size * SNAPSHOT_MEMORY_FACTOR + SNAPSHOT_MEMORY_BASE;
