@@ -1,4 +1,4 @@
-/* test_sorted_pairs.c — analyzer/base/sorted_pairs.h against qsort.
+/* test_sorted_pairs.c — analyzer/base/sorted_pairs.h (and common/gmt_radix.h) against qsort.
  *
  * Pairs of every kind the writers give (ids with gaps, negative seed ids, the extremes of
  * int64, repeats, a second field already in order or not) go in; they must come out once each,
@@ -6,6 +6,7 @@
  * back, and whatever the sink's batch. */
 #include "check.h"
 
+#include "gmt_radix.h"
 #include "sorted_pairs.h"
 
 #include <stdint.h>
@@ -88,7 +89,42 @@ static void run_case(int kind, size_t n, size_t run_pairs, size_t batch) {
     free(got.pairs);
 }
 
+/* gmt_radix.h on its own: unsigned keys (addresses above 2^63 too), and by the first key alone,
+ * which must keep the records of one key in their order (stable). */
+static int by_first_u64(const void *x, const void *y) {
+    const uint64_t *a = x, *b = y;
+    return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+static void radix_alone(void) {
+    enum { N = 50000 };
+    static uint64_t a[N][2], spare[N][2], ref[N][2];
+    for (size_t i = 0; i < N; i++) {
+        uint64_t r = next_random();
+        a[i][0] = i % 3 == 0 ? r : i % 3 == 1 ? (r % 100) : UINT64_MAX - r % 1000;
+        a[i][1] = i; /* the order they came in */
+    }
+    memcpy(ref, a, sizeof a);
+    gmt_radix_sort(a, spare, N, 0, 1);
+    int sorted = 1, stable = 1;
+    for (size_t i = 1; i < N; i++) {
+        sorted &= a[i - 1][0] <= a[i][0];
+        stable &= a[i - 1][0] != a[i][0] || a[i - 1][1] < a[i][1];
+    }
+    CHECK(sorted);
+    CHECK(stable);
+    qsort(ref, N, sizeof *ref, by_first_u64); /* the same keys, each once */
+    int same_keys = 1;
+    for (size_t i = 0; i < N; i++)
+        same_keys &= ref[i][0] == a[i][0];
+    CHECK(same_keys);
+    uint64_t one[1][2] = {{5, 6}}, none[1][2];
+    gmt_radix_sort(one, none, 1, 0, 0);
+    CHECK(one[0][0] == 5 && one[0][1] == 6);
+}
+
 int main(void) {
+    radix_alone();
     static const size_t sizes[] = {0, 1, 2, 3, 1000, 4097, 100000};
     for (int kind = 0; kind < 4; kind++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {

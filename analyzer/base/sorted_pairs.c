@@ -1,13 +1,14 @@
 /* sorted_pairs.c — sorted runs, spilled and merged (see sorted_pairs.h). */
 #include "sorted_pairs.h"
 
+#include "gmt_radix.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define MERGE_BUFFER 1024 /* pairs read from a run at a time: 16 KiB per run */
-#define RADIX_BITS 11     /* digits of the run's sort: 2,048 counters */
 
 typedef struct pair {
     int64_t first, second;
@@ -65,60 +66,9 @@ static int compare_pairs(const void *a, const void *b) {
     return (x->second > y->second) - (x->second < y->second);
 }
 
-/* One stable counting pass over the digit of `field` (0: first, 1: second, less its minimum)
- * at bit `shift`, from src into dst. */
-static void radix_pass(const pair *src, pair *dst, size_t n, int field, uint64_t min, int shift) {
-    size_t count[1u << RADIX_BITS] = {0};
-    const uint64_t mask = (1u << RADIX_BITS) - 1;
-#define DIGIT(p) ((((uint64_t)(field ? (p).second : (p).first) - min) >> shift) & mask)
-    for (size_t i = 0; i < n; i++)
-        count[DIGIT(src[i])]++;
-    size_t at = 0;
-    for (size_t d = 0; d <= mask; d++) {
-        size_t c = count[d];
-        count[d] = at;
-        at += c;
-    }
-    for (size_t i = 0; i < n; i++)
-        dst[count[DIGIT(src[i])]++] = src[i];
-#undef DIGIT
-}
-
-/* Sorts the run by (first, second): least significant digit first, over only the bits that
- * vary (ids of one trace span far fewer than 64), and none over `second` when the run came in
- * its order already (the event store's event ids do). ~5x faster than qsort here. */
+/* Sorts the run by (first, second) (gmt_radix.h: ~5x faster than qsort here). */
 static void sort_run(sorted_pairs *s) {
-    pair *a = s->run, *b = s->spare;
-    size_t n = s->len;
-    if (n < 2)
-        return;
-    const uint64_t sign = UINT64_C(1) << 63; /* flipped: signed order as unsigned */
-    uint64_t min[2] = {(uint64_t)a[0].first ^ sign, (uint64_t)a[0].second ^ sign};
-    uint64_t max[2] = {min[0], min[1]};
-    int second_sorted = 1;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t f = (uint64_t)a[i].first ^ sign, g = (uint64_t)a[i].second ^ sign;
-        min[0] = f < min[0] ? f : min[0];
-        max[0] = f > max[0] ? f : max[0];
-        min[1] = g < min[1] ? g : min[1];
-        max[1] = g > max[1] ? g : max[1];
-        if (i && a[i].second < a[i - 1].second)
-            second_sorted = 0;
-    }
-    for (int field = 1; field >= 0; field--) {
-        if (field == 1 && second_sorted)
-            continue;
-        /* the minimum back in the values' own bits: value - min is then the offset */
-        uint64_t lo = min[field] ^ sign, span = max[field] - min[field];
-        for (int shift = 0; shift < 64 && (span >> shift); shift += RADIX_BITS) {
-            radix_pass(a, b, n, field, lo, shift);
-            pair *t = a;
-            a = b;
-            b = t;
-        }
-    }
-    if (a != s->run) /* an odd number of passes: the sorted run is in spare */
-        memcpy(s->run, a, n * sizeof *a);
+    gmt_radix_sort((uint64_t(*)[2])s->run, (uint64_t(*)[2])s->spare, s->len, 1, 0);
 }
 
 /* The runs' file, in the folder of s->beside, unlinked at once. */

@@ -32,6 +32,7 @@
 #include "addr_map.h"
 #include "alloc_model.h"
 #include "gmt_grow.h"
+#include "gmt_radix.h"
 #include "snapshot.h"
 #include "snapshot_pools.h"
 #include "torch_history.h"
@@ -225,6 +226,8 @@ typedef struct at_addr { /* something about an address: a pool hint, a range's i
     uint64_t addr;
     size_t value;
 } at_addr;
+_Static_assert(sizeof(at_addr) == 2 * sizeof(uint64_t) && sizeof(size_t) == sizeof(uint64_t),
+               "an at_addr is gmt_radix.h's record: the address, then the value");
 
 static int by_addr(const void *a, const void *b) {
     uint64_t x = ((const at_addr *)a)->addr, y = ((const at_addr *)b)->addr;
@@ -324,16 +327,19 @@ static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
     size_t n = 0, nallocs = 0;
     at_addr *order = malloc((s->nblocks + s->nranges + 1) * sizeof *order);
     at_addr *allocs = malloc(((dev ? dev->entry_count : 0) + 1) * sizeof *allocs);
-    if (!order || !allocs) {
+    at_addr *spare = malloc(((dev ? dev->entry_count : 0) + 1) * sizeof *spare);
+    if (!order || !allocs || !spare) {
         free(order);
         free(allocs);
+        free(spare);
         return -1;
     }
     for (size_t i = 0; dev && i < dev->entry_count; i++) /* value: the entry's index */
         if (dev->entries[i].action == GMT_TORCH_ALLOC &&
             !am_is_small(gmt_torch_block_size(dev->entries[i].size)))
             allocs[nallocs++] = (at_addr){dev->entries[i].addr, i};
-    qsort(allocs, nallocs, sizeof *allocs, by_addr);
+    gmt_radix_sort((uint64_t(*)[2])allocs, (uint64_t(*)[2])spare, nallocs, 0, 1); /* by address */
+    free(spare);
     /* ranges and blocks in one address order, a range before the blocks it holds: value is
      * the index, ranges offset by nblocks */
     for (size_t i = 0; i < s->nranges; i++)
