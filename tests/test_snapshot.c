@@ -440,7 +440,11 @@ static void test_new_format(void) {
     list_end(&w);
     dict_end(&w);
     list_end(&w);
-    list(&w); /* device 1: no events */
+    list(&w); /* device 1: two events (a run of the entries read while parsing, not first) */
+    entry_head(&w, "alloc", BASE + 0x10000000, 512, 2000);
+    dict_end(&w);
+    entry_head(&w, "free_completed", BASE + 0x10000000, 512, 2001);
+    dict_end(&w);
     list_end(&w);
     list_end(&w);
 
@@ -500,7 +504,10 @@ static void test_new_format(void) {
     CHECK(g->blocks[0].requested_size == 0x1ff000);
     CHECK(!(g->blocks[0].flags & SNAPSHOT_BLOCK_ADDRESS_COMPUTED));
     CHECK(g->blocks[1].state == SNAPSHOT_BLOCK_OTHER);
-    CHECK(s->device_count == 2 && s->devices[1].entry_count == 0);
+    CHECK(s->device_count == 2 && s->devices[1].entry_count == 2);
+    CHECK(s->devices[1].entries[1].action == GMT_TORCH_FREE_COMPLETED &&
+          s->devices[1].entries[1].addr == BASE + 0x10000000 &&
+          s->devices[1].entries[1].size == 512);
     const snapshot_entry *e = s->devices[0].entries;
     CHECK(s->devices[0].entry_count == 7);
     if (s->devices[0].entry_count != 7)
