@@ -13,30 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int gmt_grow(void **arr, size_t *cap, size_t need, size_t item) {
-    if (need < *cap)
-        return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n <= need) {
-        if (n > SIZE_MAX / 2 / item)
-            return -1;
-        n *= 2;
-    }
-    void *p = realloc(*arr, n * item);
-    if (!p)
-        return -1;
-    memset((char *)p + *cap * item, 0, (n - *cap) * item);
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
-/* The same for an array only ever appended to, whose items are written before they are read:
- * nothing is zeroed, so pages the array reserves ahead are not touched until it fills them
- * (for the big append-only arrays, where zeroing was most of the cost of growing them).
- * `first`: the capacity to start from when the array is empty (0: 16). */
-static inline int gmt_grow_uninit(void **arr, size_t *cap, size_t need, size_t item,
-                                  size_t first) {
+/* The growth alone, nothing zeroed: for an array only ever appended to, whose items are written
+ * before they are read, so the pages it reserves ahead stay untouched until it fills them (the
+ * big append-only arrays, where zeroing was most of the cost of growing). `first`: the capacity
+ * an empty array starts from (0: 16). */
+static inline int gmt_grow_uninit(void **arr, size_t *cap, size_t need, size_t item, size_t first) {
     if (need < *cap)
         return 0;
     size_t n = *cap ? *cap : first ? first : 16;
@@ -50,6 +31,15 @@ static inline int gmt_grow_uninit(void **arr, size_t *cap, size_t need, size_t i
         return -1;
     *arr = p;
     *cap = n;
+    return 0;
+}
+
+/* gmt_grow itself (see the top): the growth, then the new items zeroed. */
+static inline int gmt_grow(void **arr, size_t *cap, size_t need, size_t item) {
+    size_t had = *cap;
+    if (gmt_grow_uninit(arr, cap, need, item, 16) != 0)
+        return -1;
+    memset((char *)*arr + had * item, 0, (*cap - had) * item);
     return 0;
 }
 

@@ -11,6 +11,7 @@
  * values at every width SQLite stores; SQLite's lock-byte page moved low
  * (SQLITE_TESTCTRL_PENDING_BYTE) so the trees cross it. Then the refusals. */
 #include "check.h"
+#include "check_sqlite.h"
 
 #include "btree_write.h"
 
@@ -100,39 +101,10 @@ static int compare_keys(const void *x, const void *y) {
     return 0;
 }
 
-static void exec(sqlite3 *db, const char *sql) {
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        fprintf(stderr, "%s: %s\n", sql, msg);
-        check_failures++;
-    }
-    sqlite3_free(msg);
-}
-
-static int64_t one_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    else
-        fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return v;
-}
-
-static char *one_text(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = strdup(sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
-    sqlite3_finalize(st);
-    return v;
-}
-
 static uint32_t root_of(sqlite3 *db, const char *name) {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", name);
-    return (uint32_t)one_int(db, sql);
+    return (uint32_t)check_query_int(db, sql);
 }
 
 /* Makes the databases: ref (filled by SQLite) in ref_path, then t (by btree_write) in path. ref
@@ -150,7 +122,7 @@ static int build(const char *path, const char *ref_path, int page_size, int64_t 
              "PRAGMA page_size=%d; PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF;"
              "CREATE TABLE ref%s CREATE INDEX ref_b ON ref (b) WHERE b IS NOT NULL; BEGIN",
              page_size, shape);
-    exec(db, sql);
+    check_exec(db, sql);
     sqlite3_stmt *ins;
     sqlite3_prepare_v2(db, "INSERT INTO ref VALUES (?,?,?,?,?)", -1, &ins, NULL);
     for (int i = 0; i < n; i++) {
@@ -163,14 +135,14 @@ static int build(const char *path, const char *ref_path, int page_size, int64_t 
         sqlite3_reset(ins);
     }
     sqlite3_finalize(ins);
-    exec(db, "COMMIT");
+    check_exec(db, "COMMIT");
     sqlite3_close(db);
     sqlite3_open(path, &db);
     snprintf(sql, sizeof sql,
              "PRAGMA page_size=%d; PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF;"
              "CREATE TABLE t%s CREATE INDEX t_b ON t (b) WHERE b IS NOT NULL;",
              page_size, shape);
-    exec(db, sql);
+    check_exec(db, sql);
     uint32_t t_root = root_of(db, "t"), idx_root = root_of(db, "t_b");
     sqlite3_close(db);
 
@@ -215,8 +187,8 @@ static void verify(const char *path, const char *ref_path, int n, const char *wh
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     char attach[300];
     snprintf(attach, sizeof attach, "ATTACH '%s' AS r", ref_path);
-    exec(db, attach);
-    char *integrity = one_text(db, "PRAGMA main.integrity_check");
+    check_exec(db, attach);
+    char *integrity = check_query_text(db, "PRAGMA main.integrity_check");
     if (!integrity || strcmp(integrity, "ok") != 0) {
         fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "(none)");
         check_failures++;
@@ -225,7 +197,7 @@ static void verify(const char *path, const char *ref_path, int n, const char *wh
         return; /* the comparisons would only repeat it */
     }
     free(integrity);
-    int64_t count = one_int(db, "SELECT count(*) FROM t");
+    int64_t count = check_query_int(db, "SELECT count(*) FROM t");
     if (count != n) {
         fprintf(stderr, "%s: %lld rows, not %d\n", what, (long long)count, n);
         check_failures++;
@@ -252,16 +224,16 @@ static void verify(const char *path, const char *ref_path, int n, const char *wh
         "SELECT (SELECT max(id) FROM t) IS NOT (SELECT max(id) FROM ref)",
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
-        int64_t differ = one_int(db, same[i]);
+        int64_t differ = check_query_int(db, same[i]);
         if (differ != 0) {
             fprintf(stderr, "%s: t and ref differ (%lld): %s\n", what, (long long)differ, same[i]);
             check_failures++;
         }
     }
     /* SQLite can still write the file: a row in the middle, then sound again */
-    exec(db, "INSERT INTO t VALUES (3, 4, 5, 6, 7) ON CONFLICT DO NOTHING;"
-             "DELETE FROM t WHERE id IN (SELECT id FROM t ORDER BY id LIMIT 2)");
-    integrity = one_text(db, "PRAGMA integrity_check");
+    check_exec(db, "INSERT INTO t VALUES (3, 4, 5, 6, 7) ON CONFLICT DO NOTHING;"
+                   "DELETE FROM t WHERE id IN (SELECT id FROM t ORDER BY id LIMIT 2)");
+    integrity = check_query_text(db, "PRAGMA integrity_check");
     if (!integrity || strcmp(integrity, "ok") != 0) {
         fprintf(stderr, "%s: after SQLite's writes: %s\n", what, integrity ? integrity : "-");
         check_failures++;
@@ -323,11 +295,11 @@ static void text_table(const char *file, int page_size, int n, int pages) {
              "PRAGMA page_size=%d; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
              "CREATE TABLE %s (id INTEGER PRIMARY KEY, name TEXT NOT NULL, x INTEGER)",
              page_size, pages ? "t" : "ref");
-    exec(db, sql);
+    check_exec(db, sql);
     if (!pages) {
         sqlite3_stmt *ins;
         sqlite3_prepare_v2(db, "INSERT INTO ref VALUES (?, ?, ?)", -1, &ins, NULL);
-        exec(db, "BEGIN");
+        check_exec(db, "BEGIN");
         for (int i = 0; i < n; i++) {
             sqlite3_bind_int64(ins, 1, 3 * i - 7);
             sqlite3_bind_text(ins, 2, name_of(i, buf, sizeof buf), -1, SQLITE_TRANSIENT);
@@ -339,7 +311,7 @@ static void text_table(const char *file, int page_size, int n, int pages) {
             sqlite3_reset(ins);
         }
         sqlite3_finalize(ins);
-        exec(db, "COMMIT");
+        check_exec(db, "COMMIT");
         sqlite3_close(db);
         return;
     }
@@ -372,8 +344,8 @@ static void text_rows(int page_size, int n) {
     sqlite3 *db;
     sqlite3_open(path, &db);
     snprintf(q, sizeof q, "ATTACH '%s' AS r", ref_path);
-    exec(db, q);
-    char *integrity = one_text(db, "PRAGMA main.integrity_check");
+    check_exec(db, q);
+    char *integrity = check_query_text(db, "PRAGMA main.integrity_check");
     if (!integrity || strcmp(integrity, "ok") != 0) {
         fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "-");
         check_failures++;
@@ -385,7 +357,7 @@ static void text_rows(int page_size, int n) {
              " (SELECT count(*) FROM t WHERE typeof(name) <> 'text') +"
              " abs((SELECT count(*) FROM t) - %d)",
              n);
-    if (one_int(db, q) != 0) {
+    if (check_query_int(db, q) != 0) {
         fprintf(stderr, "%s: t and ref differ\n", what);
         check_failures++;
     }
@@ -412,15 +384,15 @@ static void refusals(void) {
     unlink(path);
     sqlite3 *db;
     sqlite3_open(path, &db);
-    exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, a)");
+    check_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, a)");
     sqlite3_close(db);
     CHECK(btree_file_open(path, err, sizeof err) == NULL);
     CHECK(strstr(err, "WAL") != NULL);
 
     unlink(path);
     sqlite3_open(path, &db);
-    exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b);"
-             "CREATE INDEX t_b ON t (b)");
+    check_exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b);"
+                   "CREATE INDEX t_b ON t (b)");
     uint32_t root = root_of(db, "t"), idx = root_of(db, "t_b");
     sqlite3_close(db);
     btree_file *f = btree_file_open(path, err, sizeof err);
@@ -459,10 +431,10 @@ static void refusals(void) {
 
     /* nothing was written: the file is as SQLite left it */
     sqlite3_open(path, &db);
-    char *integrity = one_text(db, "PRAGMA integrity_check");
+    char *integrity = check_query_text(db, "PRAGMA integrity_check");
     CHECK(integrity && strcmp(integrity, "ok") == 0);
     free(integrity);
-    CHECK(one_int(db, "SELECT count(*) FROM t") == 0);
+    CHECK(check_query_int(db, "SELECT count(*) FROM t") == 0);
     sqlite3_close(db);
     unlink(path);
 }

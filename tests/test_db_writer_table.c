@@ -7,6 +7,7 @@
  * left beside it. A writer that fails (events out of order, a NULL where schema.sql says NOT
  * NULL) or is aborted leaves no file at all: not the database, not its staging twin. */
 #include "check.h"
+#include "check_sqlite.h"
 
 #include "db_writer.h"
 
@@ -20,17 +21,6 @@
 #define EVENTS 10000 /* a few chunks of 4,096 */
 
 static char dir[] = "/tmp/test_db_writer_table_XXXXXX";
-
-static int64_t one_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    else
-        fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return v;
-}
 
 static int files_in_dir(void) {
     DIR *d = opendir(dir);
@@ -96,8 +86,8 @@ static void sound_database(void) {
     CHECK(sqlite3_step(st) == SQLITE_ROW);
     CHECK_STR_EQ((const char *)sqlite3_column_text(st, 0), "ok");
     sqlite3_finalize(st);
-    CHECK(one_int(db, "SELECT count(*) FROM event_rows") == EVENTS);
-    CHECK(one_int(db, "SELECT min(event_id) FROM event_rows") == -3);
+    CHECK(check_query_int(db, "SELECT count(*) FROM event_rows") == EVENTS);
+    CHECK(check_query_int(db, "SELECT min(event_id) FROM event_rows") == -3);
     /* every row as given: compare a few columns of each against the generator */
     sqlite3_prepare_v2(db,
                        "SELECT event_id, ts_ns, op, addr, requested_size, alloc_event_id,"
@@ -120,15 +110,16 @@ static void sound_database(void) {
     CHECK(i == EVENTS);
     CHECK(same);
     /* the index: a free found from its alloc, and through the allocations view */
-    CHECK(one_int(db, "SELECT event_id FROM event_rows WHERE alloc_event_id = 4995") == 4996);
-    CHECK(one_int(db, "SELECT count(*) FROM allocations WHERE free_event_id IS NOT NULL") ==
+    CHECK(check_query_int(db, "SELECT event_id FROM event_rows WHERE alloc_event_id = 4995") ==
+          4996);
+    CHECK(check_query_int(db, "SELECT count(*) FROM allocations WHERE free_event_id IS NOT NULL") ==
           EVENTS / 2);
     /* the other tables came from staging, whole */
-    CHECK(one_int(db, "SELECT count(*) FROM warnings") == EVENTS / 1000);
-    CHECK(one_int(db, "SELECT count(*) FROM meta WHERE key = 'test_key'") == 1);
-    CHECK(one_int(db, "SELECT count(*) FROM meta") > 1); /* schema.sql's own rows stay */
-    CHECK(one_int(db, "SELECT count(*) FROM ops") > 5);
-    CHECK(one_int(db, "SELECT count(*) FROM event_chunks") == (EVENTS + 4095) / 4096);
+    CHECK(check_query_int(db, "SELECT count(*) FROM warnings") == EVENTS / 1000);
+    CHECK(check_query_int(db, "SELECT count(*) FROM meta WHERE key = 'test_key'") == 1);
+    CHECK(check_query_int(db, "SELECT count(*) FROM meta") > 1); /* schema.sql's own rows stay */
+    CHECK(check_query_int(db, "SELECT count(*) FROM ops") > 5);
+    CHECK(check_query_int(db, "SELECT count(*) FROM event_chunks") == (EVENTS + 4095) / 4096);
     sqlite3_close(db);
     unlink(path);
 }
