@@ -891,7 +891,22 @@ static void test_record_hook(void) {
     pb_op(&w, 'u');
     pb_op(&w, '.');
     t = (took){0};
-    expect_error(&w, &opt, "target is a record");
+    expect_error(&w, &opt, "filled again");
+    /* ... or used as a dict key (a dict is unhashable, taken or not) */
+    w.len = 0;
+    pb_op(&w, '}');
+    pb_op(&w, '(');
+    pb_op(&w, '}');
+    pb_op(&w, '(');
+    pb_str(&w, "a");
+    pb_int(&w, 1);
+    pb_op(&w, 'u');
+    pb_int(&w, 2);
+    pb_op(&w, 'u');
+    pb_op(&w, '.');
+    t = (took){0};
+    expect_error(&w, &opt, "unhashable dict");
+    expect_error(&w, NULL, "unhashable dict"); /* the same without the hook */
     /* the hook's refusal stops the parse */
     w.len = 0;
     pb_op(&w, '}');

@@ -69,8 +69,10 @@ typedef enum pickle_type {
  * ...; the values stay valid as long as the document). It returns 1 to take the dict, storing
  * its own number for it in *index (< 2^59): the dict is then a PICKLE_RECORD carrying that
  * number (pickle_get_record), and a later change or a second use of it through the memo is
- * refused. 0 leaves the dict as it is; -1 stops the parse (the hook's message, if any, in its
- * own state). */
+ * refused, as is its use as a dict key or set element (a dict is unhashable). So a dict that
+ * is filled by two batches (which Python's pickler, batching 1,000 pairs, never writes for a
+ * small dict) or reached twice is refused when taken, read when not. 0 leaves the dict as it is; -1
+ * stops the parse (the hook's message, if any, in its own state). */
 typedef int (*pickle_record_hook)(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index);
 
 /* Limits; a zero field takes its default. */

@@ -201,6 +201,8 @@ static inline int check_hashable(parser *P, pickle_value k) {
     if (n && (n->type == PICKLE_LIST || n->type == PICKLE_DICT || n->type == PICKLE_SET))
         return pickle_fail(P, "unhashable %s used as a dict key or set element",
                            pickle_type_name(n->type));
+    if ((k.bits & 15) == V_RECORD_TAG) /* a dict, taken: as unhashable as it was */
+        return pickle_fail(P, "unhashable dict used as a dict key or set element");
     return 0;
 }
 
@@ -331,6 +333,8 @@ static int dedup_add(parser *P, uint64_t h, const pickle_value *v, size_t n) {
 int pickle_extend(parser *P, size_t target, size_t from, pickle_type want) {
     pickle_value tv = P->stack[target];
     const node *tn = node_of(tv);
+    if ((tv.bits & 15) == V_RECORD_TAG) /* Python's pickler fills a dict in one batch */
+        return pickle_fail(P, "a dict read as a record is filled again: not supported");
     if (!tn || tn->type != want) {
         pickle_type got = pickle_typeof(tv);
         return pickle_fail(P, "target is %s %s, not a %s", got == PICKLE_INT ? "an" : "a",

@@ -310,9 +310,19 @@ static const char *a_type(pickle_value v) {
     case PICKLE_INT:
         return "an int";
     default: {
-        static const char *const names[] = {"",        "",       "a bool", "",
-                                            "a float", "a str",  "bytes",  "a tuple",
-                                            "a list",  "a dict", "a set",  "a frozenset"};
+        static const char *const names[] = {"",
+                                            "",
+                                            "a bool",
+                                            "",
+                                            "a float",
+                                            "a str",
+                                            "bytes",
+                                            "a tuple",
+                                            "a list",
+                                            "a dict",
+                                            "a set",
+                                            "a frozenset",
+                                            "a trace entry"}; /* PICKLE_RECORD: take_entry's */
         pickle_type t = pickle_typeof(v);
         return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
     }
@@ -636,7 +646,9 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
  * entry (no other record of a snapshot has that key), read into a snapshot_entry while the
  * parser still holds its pairs, so the document never stores a million dicts. Anything wrong
  * with it leaves the dict to the usual reading after the parse, whose message names it by its
- * place (device_traces[d][i]), not by its order of parsing. */
+ * place (device_traces[d][i]), not by its order of parsing. Taken anywhere, it is a trace entry
+ * everywhere: found where another record belongs (a hostile file), it is refused as "a trace
+ * entry" where the tree's reading would have complained of a missing key. */
 static int take_entry(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index) {
     conv *c = ctx;
     pickle_value f[E_COUNT];

@@ -17,6 +17,11 @@
  * categories, and one statement per row cost SQLite more than the rows did. */
 #define BLOCK_BATCH 64
 
+/* block_categories as pages: a pair (alloc_id, visit << CATEGORY_BITS | category) per block, so
+ * of two visits of one block the last stays, as INSERT OR REPLACE keeps it. */
+#define CATEGORY_BITS 5
+_Static_assert(BLOCK_CATEGORY_COUNT <= 1 << CATEGORY_BITS, "a category fits its bits");
+
 /* What the sweep keeps, for every device at once. */
 typedef struct store {
     int64_t peak_id[GMT_MAX_DEVICES];         /* devices.peak_allocated_event_id; INT64_MIN: none */
@@ -53,8 +58,10 @@ static int keep(void *ctx, const classified_block *b) {
             return -1;
     }
     if (s->pages)
-        return sorted_pairs_add(s->pages, b->alloc_id, (int64_t)b->category, s->pages_error,
-                                sizeof s->pages_error);
+        return sorted_pairs_add(s->pages, b->alloc_id,
+                                (int64_t)sorted_pairs_count(s->pages) << CATEGORY_BITS |
+                                    (int64_t)b->category,
+                                s->pages_error, sizeof s->pages_error);
     if (!s->insert)
         return 0;
     s->batch_id[s->batched] = b->alloc_id;
@@ -193,26 +200,31 @@ int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
 
 typedef struct block_pages {
     btree_table *table;
-    int64_t last_alloc_id;
-    int any;
+    int64_t alloc_id; /* the row held back: an alloc_id's last visit wins */
+    gmt_category category;
+    int held;
 } block_pages;
 
-/* A sorted_pairs_sink: (alloc_id, category) in alloc_id order become rows. A block is visited
- * once; should an alloc_id come twice, its first row stays. */
+static int put_held_row(block_pages *bp, char *err, size_t errlen) {
+    int64_t cols[2] = {bp->alloc_id, 0};
+    const char *texts[2] = {NULL, gmt_category_name(bp->category)};
+    if (btree_table_add_text(bp->table, bp->alloc_id, cols, texts, 2, 0) != 0) {
+        snprintf(err, errlen, "writing block_categories");
+        return -1;
+    }
+    return 0;
+}
+
+/* A sorted_pairs_sink: pairs in alloc_id order, then visit order, become rows. */
 static int put_block_rows(void *ctx, const int64_t (*pairs)[2], size_t n, char *err,
                           size_t errlen) {
     block_pages *bp = ctx;
     for (size_t i = 0; i < n; i++) {
-        if (bp->any && pairs[i][0] == bp->last_alloc_id)
-            continue;
-        int64_t cols[2] = {pairs[i][0], 0};
-        const char *texts[2] = {NULL, gmt_category_name((gmt_category)pairs[i][1])};
-        if (btree_table_add_text(bp->table, pairs[i][0], cols, texts, 2, 0) != 0) {
-            snprintf(err, errlen, "writing block_categories");
+        if (bp->held && pairs[i][0] != bp->alloc_id && put_held_row(bp, err, errlen) != 0)
             return -1;
-        }
-        bp->last_alloc_id = pairs[i][0];
-        bp->any = 1;
+        bp->alloc_id = pairs[i][0];
+        bp->category = (gmt_category)(pairs[i][1] & ((1 << CATEGORY_BITS) - 1));
+        bp->held = 1;
     }
     return 0;
 }
@@ -226,6 +238,8 @@ static int write_block_pages(const char *path, uint32_t root, sorted_pairs *pair
         return -1;
     block_pages bp = {.table = btree_table_begin(f, root)};
     int rc = bp.table ? sorted_pairs_drain(pairs, 4096, put_block_rows, &bp, err, errlen) : -1;
+    if (rc == 0 && bp.held)
+        rc = put_held_row(&bp, err, errlen);
     rc |= bp.table ? btree_table_end(bp.table) : -1;
     if (rc != 0 && btree_file_error(f)[0])
         snprintf(err, errlen, "%s", btree_file_error(f));

@@ -2,9 +2,10 @@
  * event_table.h).
  *
  * What is checked rather than assumed, since the pages must match what SQLite would have
- * written for schema.sql: event_rows' columns are event_store.h's, in that order, with
- * event_id its INTEGER PRIMARY KEY (the rowid); its NOT NULL columns are read from SQLite and
- * enforced row by row; the indexes on event_rows are exactly the one built here. A schema.sql
+ * written for schema.sql: event_rows' columns are event_store.h's, in that order, all INTEGER
+ * and none generated, with event_id its INTEGER PRIMARY KEY (the rowid); no CHECK, COLLATE or
+ * WITHOUT ROWID; its NOT NULL columns are read from SQLite and enforced row by row; the indexes
+ * on event_rows are exactly the one built here. A schema.sql
  * that changes any of that fails every import -o at once, with a message saying what. */
 #include "event_table.h"
 
@@ -50,15 +51,17 @@ static int64_t query_int(sqlite3 *db, const char *sql) {
 /* event_rows as SQLite made it: its columns must be the store's; their NOT NULL mask. */
 static int read_columns(sqlite3 *db, uint64_t *not_null, char *err, size_t errlen) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "PRAGMA table_info(event_rows)", -1, &st, NULL) != SQLITE_OK)
+    /* table_xinfo: generated columns too (hidden, column 6) */
+    if (sqlite3_prepare_v2(db, "PRAGMA table_xinfo(event_rows)", -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db, "reading event_rows' columns", err, errlen);
     int n = 0, ok = 1;
     *not_null = 0;
     while (ok && sqlite3_step(st) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
-        int pk = sqlite3_column_int(st, 5);
-        ok = n < EVENT_STORE_NCOLS && name && !strcmp(name, event_store_column_names[n]) &&
-             pk == (n == EVENT_COL_event_id);
+        const char *type = (const char *)sqlite3_column_text(st, 2);
+        int pk = sqlite3_column_int(st, 5), hidden = sqlite3_column_int(st, 6);
+        ok = n < EVENT_STORE_NCOLS && name && !strcmp(name, event_store_column_names[n]) && type &&
+             !strcmp(type, "INTEGER") && !hidden && pk == (n == EVENT_COL_event_id);
         if (sqlite3_column_int(st, 3))
             *not_null |= (uint64_t)1 << n;
         n++;
@@ -81,7 +84,9 @@ event_table *event_table_create(const char *path, const char *setup, const char 
     if (rc != SQLITE_OK || sqlite3_exec(db, setup, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(db, index_sql, NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(db, "creating the database", err, errlen);
+        char what[600];
+        snprintf(what, sizeof what, "cannot create database %s", path);
+        rc = sql_fail(db, what, err, errlen);
     } else if (query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index'"
                              " AND tbl_name = 'event_rows'") != 1 ||
                query_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = '" ALLOC_INDEX_NAME
@@ -89,6 +94,11 @@ event_table *event_table_create(const char *path, const char *setup, const char 
         snprintf(err, errlen,
                  "schema.sql's indexes on event_rows are not the one import -o "
                  "writes (" ALLOC_INDEX_SQL ")");
+        rc = -1;
+    } else if (query_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'event_rows' AND"
+                             " (sql LIKE '%CHECK%' OR sql LIKE '%GENERATED%' OR sql LIKE"
+                             " '%COLLATE%' OR sql LIKE '%WITHOUT ROWID%')") != 0) {
+        snprintf(err, errlen, "schema.sql's event_rows has constraints the pages do not check");
         rc = -1;
     } else if ((rc = read_columns(db, &not_null, err, errlen)) == 0) {
         table_root = query_int(db, "SELECT rootpage FROM sqlite_schema WHERE name = 'event_rows'");
