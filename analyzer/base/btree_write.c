@@ -9,15 +9,15 @@
  *    is in the header;
  *  - an index is a B-tree, not a B+tree: every key is stored exactly once, in a leaf or as the
  *    divider of an interior cell (4-byte left child, varint(length), the key's record);
- *  - a record is varint(header length), one serial type per column, then the values, integers
- *    big-endian in the fewest bytes (1, 2, 3, 4, 6 or 8) and 0 and 1 in none (types 8 and 9,
- *    file format 4);
+ *  - a record is SQLite's record format (sqlite_record.h);
  *  - no page but a root may be empty: getAndInitPage reports any other as corrupt.
  *
  * Leaves are written as they fill; the levels above them are a small list of (child, key)
  * kept in memory and packed greedily at the end, never leaving a last page with a single
  * child (it would have no cell). The top page goes into the root page SQLite allocated. */
 #include "btree_write.h"
+
+#include "sqlite_record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,11 +34,10 @@
 
 enum page_type { INDEX_INTERIOR = 2, TABLE_INTERIOR = 5, INDEX_LEAF = 10, TABLE_LEAF = 13 };
 
-#define MAX_TABLE_COLUMNS 64
+#define MAX_TABLE_COLUMNS SQLREC_MAX_COLUMNS
 #define MAX_INDEX_COLUMNS 8
-#define MAX_VARINT 9
-/* a record of n integers: header length (one byte: n < 127), n types, n values of <= 8 bytes */
-#define RECORD_BOUND(n) (1 + (n) + 8 * (n))
+
+_Static_assert(BTREE_NULL == SQLREC_NULL, "one NULL");
 
 struct btree_file {
     int fd;
@@ -68,129 +67,6 @@ static void put32(uint8_t *p, uint32_t v) {
 
 static uint32_t get32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* SQLite's varint: big-endian groups of 7 bits, the 9th byte whole. */
-static size_t put_varint(uint8_t *p, uint64_t v) {
-    if (v <= 0x7f) {
-        p[0] = (uint8_t)v;
-        return 1;
-    }
-    if (v <= 0x3fff) {
-        p[0] = (uint8_t)((v >> 7) | 0x80);
-        p[1] = (uint8_t)(v & 0x7f);
-        return 2;
-    }
-    if (v >> 56) {
-        p[8] = (uint8_t)v;
-        v >>= 8;
-        for (int i = 7; i >= 0; i--) {
-            p[i] = (uint8_t)((v & 0x7f) | 0x80);
-            v >>= 7;
-        }
-        return 9;
-    }
-    uint8_t tmp[MAX_VARINT];
-    size_t n = 0;
-    do {
-        tmp[n++] = (uint8_t)((v & 0x7f) | 0x80);
-        v >>= 7;
-    } while (v);
-    tmp[0] &= 0x7f;
-    for (size_t i = 0; i < n; i++)
-        p[i] = tmp[n - 1 - i];
-    return n;
-}
-
-/* The serial type SQLite gives an integer (sqlite3VdbeSerialType) and its byte count. */
-static unsigned int_type(int64_t v, int format4, unsigned *len) {
-    static const unsigned char bytes[] = {0, 1, 2, 3, 4, 6, 8};
-    uint64_t u = v < 0 ? ~(uint64_t)v : (uint64_t)v;
-    unsigned t;
-    if (u <= 127 && format4 && (v == 0 || v == 1))
-        t = 8 + (unsigned)v;
-    else if (u <= 127)
-        t = 1;
-    else if (u <= 32767)
-        t = 2;
-    else if (u <= 8388607)
-        t = 3;
-    else if (u <= 2147483647)
-        t = 4;
-    else if (u <= 0x7FFFFFFFFFFFull)
-        t = 5;
-    else
-        t = 6;
-    *len = t <= 6 ? bytes[t] : 0;
-    return t;
-}
-
-static size_t varint_len(uint64_t v) {
-    size_t n = 1;
-    while (n < 9 && (v >> (7 * n)))
-        n++;
-    return v >> 56 ? 9 : n;
-}
-
-/* A record of n integers (BTREE_NULL: NULL; column skip, or -1, NULL too). Its length. */
-static size_t encode_record(uint8_t *out, const int64_t *v, int n, int skip, int format4) {
-    uint8_t *data = out + 1 + n;
-    out[0] = (uint8_t)(1 + n);
-    for (int i = 0; i < n; i++) {
-        if (i == skip || v[i] == BTREE_NULL) {
-            out[1 + i] = 0;
-            continue;
-        }
-        unsigned len;
-        out[1 + i] = (uint8_t)int_type(v[i], format4, &len);
-        for (unsigned k = 0; k < len; k++)
-            data[k] = (uint8_t)((uint64_t)v[i] >> (8 * (len - 1 - k)));
-        data += len;
-    }
-    return (size_t)(data - out);
-}
-
-/* The same with text columns (texts[i] not NULL): serial type 13 + 2 * length. 0 when it would
- * not fit in cap bytes. */
-static size_t encode_text_record(uint8_t *out, size_t cap, const int64_t *v,
-                                 const char *const *texts, int n, int skip, int format4) {
-    uint64_t types[MAX_TABLE_COLUMNS];
-    size_t body = 0, data = 0;
-    for (int i = 0; i < n; i++) {
-        unsigned len = 0;
-        if (texts[i]) {
-            size_t tl = strlen(texts[i]);
-            types[i] = 13 + 2 * (uint64_t)tl;
-            data += tl;
-        } else if (i == skip || v[i] == BTREE_NULL) {
-            types[i] = 0;
-        } else {
-            types[i] = int_type(v[i], format4, &len);
-            data += len;
-        }
-        body += varint_len(types[i]);
-    }
-    size_t header = body + 1;
-    if (varint_len(header) > 1)
-        header = body + varint_len(body + 2);
-    if (header + data > cap)
-        return 0;
-    size_t at = put_varint(out, header);
-    for (int i = 0; i < n; i++)
-        at += put_varint(out + at, types[i]);
-    for (int i = 0; i < n; i++) {
-        if (texts[i]) {
-            size_t tl = strlen(texts[i]);
-            memcpy(out + at, texts[i], tl);
-            at += tl;
-        } else if (types[i]) {
-            unsigned len;
-            int_type(v[i], format4, &len);
-            for (unsigned k = 0; k < len; k++)
-                out[at++] = (uint8_t)((uint64_t)v[i] >> (8 * (len - 1 - k)));
-        }
-    }
-    return at;
 }
 
 /* ---- the file --------------------------------------------------------------- */
@@ -413,8 +289,8 @@ static void level_free(level *l) {
 static size_t interior_cell(uint8_t *cell, const level *l, size_t i, const uint8_t *seps) {
     put32(cell, l->child[i]);
     if (!seps)
-        return 4 + put_varint(cell + 4, (uint64_t)l->key[i]);
-    size_t n = 4 + put_varint(cell + 4, l->sep_len[i]);
+        return 4 + sqlrec_put_varint(cell + 4, (uint64_t)l->key[i]);
+    size_t n = 4 + sqlrec_put_varint(cell + 4, l->sep_len[i]);
     memcpy(cell + n, seps + l->sep_at[i], l->sep_len[i]);
     return n + l->sep_len[i];
 }
@@ -424,7 +300,7 @@ static size_t interior_cell(uint8_t *cell, const level *l, size_t i, const uint8
  * cells for a .. b-1, b as its right-most child; for a table its key is b's, for an index the
  * divider after b goes up. */
 static int build_interior(btree_file *f, page *pg, level *l, const uint8_t *seps, uint32_t root) {
-    uint8_t cell[4 + MAX_VARINT + RECORD_BOUND(MAX_INDEX_COLUMNS)];
+    uint8_t cell[4 + SQLREC_MAX_VARINT + SQLREC_BOUND(MAX_INDEX_COLUMNS)];
     enum page_type type = seps ? INDEX_INTERIOR : TABLE_INTERIOR;
     while (l->n > 1) {
         level up = {0};
@@ -507,15 +383,15 @@ static int table_add(btree_table *t, int64_t rowid, const int64_t *cols, const c
         if ((t->not_null >> i & 1) && i != ipk && !(texts && texts[i]) && cols[i] == BTREE_NULL)
             return file_fail(f, "%s: NULL in NOT NULL column %d of rowid %lld", f->path, i,
                              (long long)rowid);
-    uint8_t cell[2 * MAX_VARINT + TEXT_RECORD_MAX];
+    uint8_t cell[2 * SQLREC_MAX_VARINT + TEXT_RECORD_MAX];
     uint8_t record[TEXT_RECORD_MAX];
-    _Static_assert(RECORD_BOUND(MAX_TABLE_COLUMNS) <= TEXT_RECORD_MAX, "an integer row fits");
-    size_t len = texts ? encode_text_record(record, sizeof record, cols, texts, n, ipk, f->format4)
-                       : encode_record(record, cols, n, ipk, f->format4);
+    _Static_assert(SQLREC_BOUND(MAX_TABLE_COLUMNS) <= TEXT_RECORD_MAX, "an integer row fits");
+    size_t len = texts ? sqlrec_text_record(record, sizeof record, cols, texts, n, ipk, f->format4)
+                       : sqlrec_int_record(record, cols, n, ipk, f->format4);
     if (!len || len > f->usable - 35) /* more would spill into overflow pages */
         return file_fail(f, "%s: row %lld is too large for a page", f->path, (long long)rowid);
-    size_t at = put_varint(cell, len);
-    at += put_varint(cell + at, (uint64_t)rowid);
+    size_t at = sqlrec_put_varint(cell, len);
+    at += sqlrec_put_varint(cell + at, (uint64_t)rowid);
     memcpy(cell + at, record, len);
     at += len;
     if (!page_fits(&t->leaf, at)) { /* the leaf is full: it is written, a new one starts */
@@ -620,8 +496,11 @@ static int write_full(btree_index *x) {
     return 0;
 }
 
-static size_t index_cell(uint8_t *cell, const uint8_t *record, size_t len) {
-    size_t at = put_varint(cell, len);
+/* An index cell: varint(length), the key's record. 0 when it would not fit in cap. */
+static size_t index_cell(uint8_t *cell, size_t cap, const uint8_t *record, size_t len) {
+    size_t at = sqlrec_put_varint(cell, len);
+    if (at + len > cap)
+        return 0;
     memcpy(cell + at, record, len);
     return at + len;
 }
@@ -635,11 +514,11 @@ int btree_index_add(btree_index *x, const int64_t *key, int n) {
             return file_fail(f, "%s: NULL in an index key", f->path);
     if (x->have_keys && key_cmp(key, x->last, n) <= 0)
         return file_fail(f, "%s: index keys out of order", f->path);
-    uint8_t record[RECORD_BOUND(MAX_INDEX_COLUMNS)], cell[MAX_VARINT + sizeof record];
-    size_t len = encode_record(record, key, n, -1, f->format4);
-    size_t cell_len = index_cell(cell, record, len);
-    size_t reserve = 1 + RECORD_BOUND(n); /* the largest cell of n columns (< 128 bytes) */
-    if (len > f->max_index_payload)
+    uint8_t record[SQLREC_BOUND(MAX_INDEX_COLUMNS)], cell[SQLREC_MAX_VARINT + sizeof record];
+    size_t len = sqlrec_int_record(record, key, n, -1, f->format4);
+    size_t cell_len = index_cell(cell, sizeof cell, record, len);
+    size_t reserve = 1 + SQLREC_BOUND(n); /* the largest cell of n columns (< 128 bytes) */
+    if (len > f->max_index_payload || !cell_len)
         return file_fail(f, "%s: an index key too large for a page", f->path);
     if (x->leaf.cells == 0 && x->have_full && write_full(x) != 0)
         return -1; /* the first key after a divider: the full leaf before it is final */
@@ -676,13 +555,14 @@ int btree_index_add(btree_index *x, const int64_t *key, int n) {
 int btree_index_end(btree_index *x) {
     btree_file *f = x->f;
     int rc = f->error[0] ? -1 : 0;
-    uint8_t cell[MAX_VARINT + RECORD_BOUND(MAX_INDEX_COLUMNS)];
+    uint8_t cell[SQLREC_MAX_VARINT + SQLREC_BOUND(MAX_INDEX_COLUMNS)];
     level *above = &x->above;
     if (rc == 0 && x->have_full && x->leaf.cells == 0) {
         /* the last key went up as a divider with nothing after it: it comes back down into
          * the full leaf (which kept room for it), now the last child */
         size_t i = above->n - 1;
-        page_put(&x->full, cell, index_cell(cell, x->seps + above->sep_at[i], above->sep_len[i]));
+        page_put(&x->full, cell,
+                 index_cell(cell, sizeof cell, x->seps + above->sep_at[i], above->sep_len[i]));
         page_seal(&x->full, 0);
         if (above->n == 1) /* the only leaf: the root */
             rc = write_page(f, x->root, x->full.buf);
