@@ -236,11 +236,15 @@ static int on_record(replay *rp, const trace_record *rec) {
         return on_marker(rp, &rec->u.marker);
     case TRACE_REC_STRING: {
         uint32_t id = rec->u.string.string_id;
-        if (gmt_grow((void **)&rp->strings, &rp->strings_cap, id, sizeof *rp->strings) != 0)
+        size_t len = strlen(rec->u.string.text.ptr) + 1; /* (a redefined id: the old text stays) */
+        if (gmt_grow((void **)&rp->string_at, &rp->strings_cap, id, sizeof *rp->string_at) != 0 ||
+            gmt_grow_uninit((void **)&rp->string_text, &rp->string_text_cap,
+                            rp->string_len + len - 1, 1, 65536) != 0)
             return replay_fail(rp, "out of memory");
-        free(rp->strings[id]);
-        rp->strings[id] = strdup(rec->u.string.text.ptr);
-        return rp->strings[id] ? 0 : replay_fail(rp, "out of memory");
+        memcpy(rp->string_text + rp->string_len, rec->u.string.text.ptr, len);
+        rp->string_at[id] = 1 + rp->string_len;
+        rp->string_len += len;
+        return 0;
     }
     case TRACE_REC_FRAME:
         return replay_on_frame(rp, &rec->u.frame);
@@ -460,11 +464,10 @@ static void cleanup(replay *rp) {
         heat_rows_free(rp->dev[i].heat);
         free(rp->dev[i].name);
     }
-    for (size_t i = 0; i < rp->strings_cap; i++)
-        free(rp->strings[i]);
     for (size_t i = 0; i < rp->modules_cap; i++)
         free(rp->modules[i]);
-    free(rp->strings);
+    free(rp->string_text);
+    free(rp->string_at);
     free(rp->modules);
     free(rp->frames);
     free(rp->chains);

@@ -78,7 +78,13 @@ typedef struct replay {
     addr_map live;
     addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
 
-    char **strings;
+    /* The trace's strings, each id's text in one buffer (NUL-terminated, one after another):
+     * a step's name is new every step, so a string costs what it holds plus its offset, not
+     * a malloc of its own (~40 B a step before, 16 now). string_at[id]: 1 + the offset, 0 for an
+     * id not defined. Pointers into the buffer hold until the next string record. */
+    char *string_text;
+    size_t string_len, string_text_cap;
+    uint64_t *string_at;
     size_t strings_cap;
     /* frames, symbols and stacks (replay_frames.c): kept until the end,
      * since a SYMBOL record may come after the stacks that use its frame */
