@@ -1,4 +1,4 @@
-/* test_btree_write.c — pages written by analyzer/replay/btree_write.c against SQLite's own.
+/* test_btree_write.c — pages written by analyzer/base/btree_write.c against SQLite's own.
  *
  * Two tables of the same shape, `ref` filled by SQLite's INSERTs and `t` written page by page by
  * btree_write (each in a database of its own), each with a partial index like event_rows'

@@ -235,15 +235,8 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_MARKER:
         return on_marker(rp, &rec->u.marker);
     case TRACE_REC_STRING: {
-        uint32_t id = rec->u.string.string_id;
-        size_t len = strlen(rec->u.string.text.ptr) + 1; /* (a redefined id: the old text stays) */
-        if (gmt_grow((void **)&rp->string_at, &rp->strings_cap, id, sizeof *rp->string_at) != 0 ||
-            gmt_grow_uninit((void **)&rp->string_text, &rp->string_text_cap,
-                            rp->string_len + len - 1, 1, 65536) != 0)
-            return replay_fail(rp, "out of memory");
-        memcpy(rp->string_text + rp->string_len, rec->u.string.text.ptr, len);
-        rp->string_at[id] = 1 + rp->string_len;
-        rp->string_len += len;
+        if (replay_strings_put(rp->strings, rec->u.string.string_id, rec->u.string.text.ptr) != 0)
+            return replay_fail(rp, "out of memory (or no room for the trace's strings)");
         return 0;
     }
     case TRACE_REC_FRAME:
@@ -466,8 +459,7 @@ static void cleanup(replay *rp) {
     }
     for (size_t i = 0; i < rp->modules_cap; i++)
         free(rp->modules[i]);
-    free(rp->string_text);
-    free(rp->string_at);
+    replay_strings_free(rp->strings);
     free(rp->modules);
     free(rp->frames);
     free(rp->chains);
@@ -497,8 +489,10 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
+    rp->strings = replay_strings_new(0);
     scan_result sr;
-    int rc = rp->steps && rp->sites ? scan(rp, trace_path, &sr) : replay_fail(rp, "out of memory");
+    int rc = rp->steps && rp->sites && rp->strings ? scan(rp, trace_path, &sr)
+                                                   : replay_fail(rp, "out of memory");
     trace_reader *r = NULL;
     if (rc == 0) {
         choose_settings(rp);

@@ -43,8 +43,7 @@ void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt,
 }
 
 const char *replay_string(const replay *rp, uint32_t id) {
-    return id && id < rp->strings_cap && rp->string_at[id] ? rp->string_text + rp->string_at[id] - 1
-                                                            : NULL;
+    return id ? replay_strings_get(rp->strings, id) : NULL;
 }
 
 uint64_t replay_space_key(uint32_t device, enum space space) {

@@ -9,6 +9,7 @@
 #define GMT_REPLAY_STATE_H
 
 #include "replay.h"
+#include "replay_strings.h"
 
 #include "addr_map.h"
 #include "alloc_model.h"
@@ -78,14 +79,7 @@ typedef struct replay {
     addr_map live;
     addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
 
-    /* The trace's strings, each id's text in one buffer (NUL-terminated, one after another):
-     * a step's name is new every step, so a string costs what it holds plus its offset, not
-     * a malloc of its own (~40 B a step before, 16 now). string_at[id]: 1 + the offset, 0 for an
-     * id not defined. Pointers into the buffer hold until the next string record. */
-    char *string_text;
-    size_t string_len, string_text_cap;
-    uint64_t *string_at;
-    size_t strings_cap;
+    replay_strings *strings; /* the trace's strings by id (replay_strings.h) */
     /* frames, symbols and stacks (replay_frames.c): kept until the end,
      * since a SYMBOL record may come after the stacks that use its frame */
     struct frame_info {

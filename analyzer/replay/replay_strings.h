@@ -1,0 +1,33 @@
+/* replay_strings.h — the trace's strings by id, in memory bounded however many there are.
+ *
+ * A trace defines each string once (TRACE_REC_STRING) and refers to it by id from then on, at
+ * any later point. A training loop names every step anew ("step 41207"), so a replay that kept
+ * every string grew with the steps: ~40 bytes a step with a malloc each, ~20 in one buffer,
+ * 10 MB at half a million steps. Here only the id's place in the stream of strings stays in
+ * memory (8 bytes); the text stays in a window of the most recent strings (where nearly every
+ * lookup falls: a string is defined right before its first use), and older windows go to a
+ * temporary file, read back on the rare lookup of an old id.
+ *
+ * A pointer from replay_strings_get holds until the next put, or REPLAY_STRINGS_HELD more gets
+ * (old strings are read into a small ring of buffers): enough for one record's names. */
+#ifndef GMT_REPLAY_STRINGS_H
+#define GMT_REPLAY_STRINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REPLAY_STRINGS_HELD 4
+
+typedef struct replay_strings replay_strings;
+
+/* window: bytes of recent strings kept in memory (0: 1 MiB; a test makes it small). NULL when
+ * out of memory. */
+replay_strings *replay_strings_new(size_t window);
+/* Defines (or redefines) id as the NUL-terminated text. 0, or -1 (out of memory, or the
+ * temporary file could not be written). */
+int replay_strings_put(replay_strings *s, uint32_t id, const char *text);
+/* The text of id, or NULL when it was never defined (or cannot be read back). */
+const char *replay_strings_get(replay_strings *s, uint32_t id);
+void replay_strings_free(replay_strings *s);
+
+#endif

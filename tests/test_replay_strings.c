@@ -1,0 +1,66 @@
+/* test_replay_strings.c — analyzer/replay/replay_strings.h: the trace's strings by id, recent
+ * ones in memory and older ones in a file.
+ *
+ * With a window of 64 bytes nearly every string goes to the file: every id must still read back
+ * its text (the empty string, strings longer than the window, redefined ids), undefined ids
+ * none, and REPLAY_STRINGS_HELD old strings read one after another must all hold. */
+#include "check.h"
+
+#include "replay_strings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IDS 5000
+
+static void text_of(uint32_t id, int version, char *buf, size_t cap) {
+    size_t len = id % 7 == 0 ? 0 : id % 101 == 0 ? 300 : id % 13; /* some longer than the window */
+    if (len >= cap)
+        len = cap - 1;
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (char)('a' + (id * 7 + i + (size_t)version) % 26);
+    buf[len] = 0;
+    if (len > 4)
+        snprintf(buf, 5, "%04u", id % 10000); /* its id in front: a mix-up shows */
+    if (len > 4)
+        buf[4] = version ? 'V' : '-';
+}
+
+int main(void) {
+    for (size_t window = 64; window <= (1u << 20); window *= 16384) {
+        replay_strings *s = replay_strings_new(window);
+        CHECK(s != NULL);
+        char want[400];
+        for (uint32_t id = 1; id <= IDS; id++) {
+            text_of(id, 0, want, sizeof want);
+            CHECK(replay_strings_put(s, id * 2, want) == 0); /* even ids only */
+        }
+        for (uint32_t id = 1; id <= IDS; id += 3) { /* redefined: the new text wins */
+            text_of(id, 1, want, sizeof want);
+            CHECK(replay_strings_put(s, id * 2, want) == 0);
+        }
+        int bad = 0;
+        for (uint32_t id = 1; id <= IDS; id++) {
+            text_of(id, id % 3 == 1, want, sizeof want);
+            const char *got = replay_strings_get(s, id * 2);
+            bad += !got || strcmp(got, want) != 0;
+            bad += replay_strings_get(s, id * 2 + 1) != NULL; /* never defined */
+        }
+        CHECK(bad == 0);
+        CHECK(replay_strings_get(s, 0) == NULL);
+        CHECK(replay_strings_get(s, 4 * IDS) == NULL);
+        /* the last REPLAY_STRINGS_HELD lookups hold together */
+        _Static_assert(REPLAY_STRINGS_HELD == 4, "four ids below");
+        const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1};
+        const char *held[REPLAY_STRINGS_HELD];
+        for (int i = 0; i < REPLAY_STRINGS_HELD; i++)
+            held[i] = replay_strings_get(s, ids[i] * 2);
+        for (int i = 0; i < REPLAY_STRINGS_HELD; i++) {
+            text_of(ids[i], ids[i] % 3 == 1, want, sizeof want);
+            CHECK(held[i] && strcmp(held[i], want) == 0);
+        }
+        replay_strings_free(s);
+    }
+    return check_finish("test_replay_strings");
+}
