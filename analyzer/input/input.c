@@ -24,6 +24,9 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -172,6 +175,12 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         db_writer_before_rename(db, opt->finish, opt->finish_ctx);
     int rc = db_writer_finish(db, err, errlen);
     progress_clear(&line);
+    /* What the build freed (the writer thread's arena above all) goes back to the system now,
+     * not after the command that follows has added its own on top: a cold `report` of 16 M
+     * events peaked at 68.6 MB this way, the build alone at 57 MB. */
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     if (getenv(GMT_ENV_TIMING)) /* for bench/: where an import's time goes */
         fprintf(stderr,
                 "import: %llu events, replay+load %.3f s (peak RSS %ld KB), commit+indexes %.3f s "

@@ -153,18 +153,26 @@ static void untracked(sqlite3 *db, device_summary *s) {
 /* Worst fragmentation: the worst step end when the window has steps (mid-step
  * states are transient), else the worst state holding at least 10 % of the
  * peak reserved bytes. */
+typedef struct worst_step {
+    moment worst;
+    size_t steps;
+} worst_step;
+
+static int keep_worst(void *ctx, const step_state *step) {
+    worst_step *w = ctx;
+    if (frag_of(&step->at_end) > frag_of(&w->worst))
+        w->worst = step->at_end;
+    w->steps++;
+    return 0;
+}
+
 static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, int64_t to) {
     s->worst_fragmentation = s->start;
-    step_state *steps;
-    size_t n;
-    if (analysis_steps(db, s->device, from, to, &steps, &n) == 0 && n > 0) {
-        for (size_t i = 0; i < n; i++)
-            if (frag_of(&steps[i].at_end) > frag_of(&s->worst_fragmentation))
-                s->worst_fragmentation = steps[i].at_end;
-        free(steps);
+    worst_step w = {s->start, 0};
+    if (analysis_steps_visit(db, s->device, from, to, keep_worst, &w) == 0 && w.steps > 0) {
+        s->worst_fragmentation = w.worst;
         return;
     }
-    free(steps);
     sqlite3_stmt *st = prepare_window(
         db,
         "SELECT " MOMENT_COLUMNS " FROM event_rows WHERE device = ? AND event_id > ? AND "
@@ -339,10 +347,8 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     return 0;
 }
 
-int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
-                   size_t *count) {
-    *out = NULL;
-    *count = 0;
+int analysis_steps_visit(sqlite3 *db, int device, int64_t from, int64_t to,
+                         int (*visit)(void *ctx, const step_state *step), void *ctx) {
     /* Each step's end state in one statement: the device's last timeline
      * row at or before the step's end event, as the replay kept it
      * (step_ends), else found in the events (an older database, or
@@ -368,18 +374,37 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
             device, from, to);
     if (!st)
         return -1;
-    size_t cap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (gmt_grow((void **)out, &cap, *count, sizeof **out) != 0) {
-            sqlite3_finalize(st);
-            return -1;
-        }
-        step_state *s = &(*out)[(*count)++];
-        s->step = sqlite3_column_int64(st, 0);
-        read_moment(st, 1, &s->at_end);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        step_state one;
+        one.step = sqlite3_column_int64(st, 0);
+        read_moment(st, 1, &one.at_end);
+        rc = visit(ctx, &one) != 0 ? -1 : 0;
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+typedef struct step_array {
+    step_state *items;
+    size_t len, cap;
+} step_array;
+
+static int keep_step(void *ctx, const step_state *step) {
+    step_array *a = ctx;
+    if (gmt_grow((void **)&a->items, &a->cap, a->len, sizeof *a->items) != 0)
+        return -1;
+    a->items[a->len++] = *step;
     return 0;
+}
+
+int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
+                   size_t *count) {
+    step_array a = {0};
+    int rc = analysis_steps_visit(db, device, from, to, keep_step, &a);
+    *out = a.items;
+    *count = a.len;
+    return rc;
 }
 
 int64_t analysis_median_i64(int64_t *values, size_t n) {
@@ -627,26 +652,41 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
     return rc;
 }
 
+/* The step ends a growth analysis windows on: each end's event (increasing), and the first and
+ * last end's times. */
+typedef struct step_ends {
+    int64_t *ends;
+    size_t len, cap;
+    int64_t first_ts, last_ts;
+} step_ends;
+
+static int keep_end(void *ctx, const step_state *step) {
+    step_ends *se = ctx;
+    if (se->len && step->at_end.event_id <= se->ends[se->len - 1])
+        return 0;
+    if (gmt_grow((void **)&se->ends, &se->cap, se->len, sizeof *se->ends) != 0)
+        return -1;
+    if (!se->len)
+        se->first_ts = step->at_end.ts_ns;
+    se->last_ts = step->at_end.ts_ns;
+    se->ends[se->len++] = step->at_end.event_id;
+    return 0;
+}
+
 int analysis_site_growth(sqlite3 *db, int device, int64_t from, int64_t to, site_growth **out,
                          size_t *count, size_t *windows) {
     *out = NULL;
     *count = *windows = 0;
-    step_state *steps;
-    size_t nsteps;
-    if (analysis_steps(db, device, from, to, &steps, &nsteps) != 0)
-        return -1;
     /* Step ends in event order; windows are (end[k-1], end[k]]. */
-    int64_t *ends = malloc((nsteps + 1) * sizeof *ends);
-    int64_t first_end_ts = 0, last_end_ts = 0;
-    size_t nends = 0;
-    for (size_t i = 0; i < nsteps; i++)
-        if (!nends || steps[i].at_end.event_id > ends[nends - 1]) {
-            if (!nends)
-                first_end_ts = steps[i].at_end.ts_ns;
-            last_end_ts = steps[i].at_end.ts_ns;
-            ends[nends++] = steps[i].at_end.event_id;
-        }
-    free(steps);
+    step_ends se = {0};
+    if (analysis_steps_visit(db, device, from, to, keep_end, &se) != 0) {
+        free(se.ends);
+        return -1;
+    }
+    int64_t *ends = se.ends, first_end_ts = se.first_ts, last_end_ts = se.last_ts;
+    size_t nends = se.len;
+    if (!ends)
+        ends = malloc(sizeof *ends);
     sweep sw = {0};
     int rc = !ends ? -1
              : analysis_whole_run(db, from, to)

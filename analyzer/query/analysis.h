@@ -87,7 +87,13 @@ typedef struct headroom_forecast {
 void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *steps, size_t n,
                        headroom_forecast *out);
 
-/* Steps whose end lies in the window; *out is malloc'ed (caller frees). */
+/* Steps whose end lies in the window, in step order, one at a time: visit returns 0 to go on.
+ * 0, or -1 (SQL). What needs only a pass over them keeps no array (half a million steps are
+ * 28 MB of them). */
+int analysis_steps_visit(sqlite3 *db, int device, int64_t from, int64_t to,
+                         int (*visit)(void *ctx, const step_state *step), void *ctx);
+
+/* The same steps in an array; *out is malloc'ed (caller frees). */
 int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
                    size_t *count);
 
