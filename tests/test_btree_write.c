@@ -107,6 +107,18 @@ static uint32_t root_of(sqlite3 *db, const char *name) {
     return (uint32_t)check_query_int(db, sql);
 }
 
+/* SQLite's verdict on the main database: 1 when sound, else the failure is counted and shown. */
+static int sound(sqlite3 *db, const char *what) {
+    char *integrity = check_query_text(db, "PRAGMA main.integrity_check");
+    int ok = integrity && strcmp(integrity, "ok") == 0;
+    if (!ok) {
+        fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "(none)");
+        check_failures++;
+    }
+    free(integrity);
+    return ok;
+}
+
 /* Makes the databases: ref (filled by SQLite) in ref_path, then t (by btree_write) in path. ref
  * has a file of its own so that t's pages begin low and cross the lock-byte page. */
 static int build(const char *path, const char *ref_path, int page_size, int64_t (*rows)[COLS],
@@ -188,15 +200,10 @@ static void verify(const char *path, const char *ref_path, int n, const char *wh
     char attach[300];
     snprintf(attach, sizeof attach, "ATTACH '%s' AS r", ref_path);
     check_exec(db, attach);
-    char *integrity = check_query_text(db, "PRAGMA main.integrity_check");
-    if (!integrity || strcmp(integrity, "ok") != 0) {
-        fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "(none)");
-        check_failures++;
-        free(integrity);
+    if (!sound(db, what)) { /* the comparisons would only repeat it */
         sqlite3_close(db);
-        return; /* the comparisons would only repeat it */
+        return;
     }
-    free(integrity);
     int64_t count = check_query_int(db, "SELECT count(*) FROM t");
     if (count != n) {
         fprintf(stderr, "%s: %lld rows, not %d\n", what, (long long)count, n);
@@ -233,12 +240,7 @@ static void verify(const char *path, const char *ref_path, int n, const char *wh
     /* SQLite can still write the file: a row in the middle, then sound again */
     check_exec(db, "INSERT INTO t VALUES (3, 4, 5, 6, 7) ON CONFLICT DO NOTHING;"
                    "DELETE FROM t WHERE id IN (SELECT id FROM t ORDER BY id LIMIT 2)");
-    integrity = check_query_text(db, "PRAGMA integrity_check");
-    if (!integrity || strcmp(integrity, "ok") != 0) {
-        fprintf(stderr, "%s: after SQLite's writes: %s\n", what, integrity ? integrity : "-");
-        check_failures++;
-    }
-    free(integrity);
+    sound(db, what);
     sqlite3_close(db);
 }
 
@@ -345,12 +347,7 @@ static void text_rows(int page_size, int n) {
     sqlite3_open(path, &db);
     snprintf(q, sizeof q, "ATTACH '%s' AS r", ref_path);
     check_exec(db, q);
-    char *integrity = check_query_text(db, "PRAGMA main.integrity_check");
-    if (!integrity || strcmp(integrity, "ok") != 0) {
-        fprintf(stderr, "%s: integrity_check: %s\n", what, integrity ? integrity : "-");
-        check_failures++;
-    }
-    free(integrity);
+    sound(db, what);
     snprintf(q, sizeof q,
              "SELECT (SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM ref)) +"
              " (SELECT count(*) FROM (SELECT * FROM ref EXCEPT SELECT * FROM t)) +"
@@ -431,9 +428,7 @@ static void refusals(void) {
 
     /* nothing was written: the file is as SQLite left it */
     sqlite3_open(path, &db);
-    char *integrity = check_query_text(db, "PRAGMA integrity_check");
-    CHECK(integrity && strcmp(integrity, "ok") == 0);
-    free(integrity);
+    CHECK(sound(db, "after the refusals"));
     CHECK(check_query_int(db, "SELECT count(*) FROM t") == 0);
     sqlite3_close(db);
     unlink(path);
