@@ -51,8 +51,8 @@ int main(void) {
         CHECK(replay_strings_get(s, 0) == NULL);
         CHECK(replay_strings_get(s, 4 * IDS) == NULL);
         /* the last REPLAY_STRINGS_HELD lookups hold together */
-        _Static_assert(REPLAY_STRINGS_HELD == 4, "four ids below");
-        const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1};
+        _Static_assert(REPLAY_STRINGS_HELD == 8, "eight ids below");
+        const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1, 4001, 37, 202, 2999};
         const char *held[REPLAY_STRINGS_HELD];
         for (int i = 0; i < REPLAY_STRINGS_HELD; i++)
             held[i] = replay_strings_get(s, ids[i] * 2);
@@ -60,6 +60,11 @@ int main(void) {
             text_of(ids[i], ids[i] % 3 == 1, want, sizeof want);
             CHECK(held[i] && strcmp(held[i], want) == 0);
         }
+        /* a held old string, its id redefined: the new text, not the held copy */
+        CHECK(replay_strings_put(s, 22, "redefined") == 0);
+        const char *again = replay_strings_get(s, 22);
+        CHECK(again && strcmp(again, "redefined") == 0);
+        CHECK(!replay_strings_failed(s));
         replay_strings_free(s);
     }
     return check_finish("test_replay_strings");

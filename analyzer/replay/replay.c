@@ -532,6 +532,8 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
         }
         if (rc == 0)
             rc = on_record(rp, &rec);
+        if (rc == 0 && replay_strings_failed(rp->strings))
+            rc = replay_fail(rp, "cannot read back the trace's strings from a temporary file");
         if (opt && opt->progress && (++records & 0xffff) == 0)
             opt->progress(opt->progress_ctx, trace_reader_position(r),
                           trace_reader_get_stats(r)->file_bytes);

@@ -28,7 +28,9 @@ struct replay_strings {
     FILE *spill; /* the stream before window_start (a temporary file, gone with the process) */
     char *held[REPLAY_STRINGS_HELD];
     size_t held_cap[REPLAY_STRINGS_HELD];
+    uint32_t held_id[REPLAY_STRINGS_HELD]; /* whose text each holds; 0: none */
     unsigned next_held;
+    int failed; /* a read-back failed */
 };
 
 replay_strings *replay_strings_new(size_t window) {
@@ -55,15 +57,18 @@ void replay_strings_free(replay_strings *s) {
     free(s);
 }
 
-static int write_all(int fd, const char *p, size_t n) {
+/* At `offset`, whatever an earlier failed write left: the file holds the stream's bytes at their
+ * own offsets. */
+static int write_all(int fd, const char *p, size_t n, uint64_t offset) {
     while (n) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = pwrite(fd, p, n, (off_t)offset);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             return -1;
         p += w;
         n -= (size_t)w;
+        offset += (uint64_t)w;
     }
     return 0;
 }
@@ -73,7 +78,7 @@ static int spill_window(replay_strings *s, size_t need) {
     if (s->window_len) {
         if (!s->spill && !(s->spill = tmpfile()))
             return -1;
-        if (write_all(fileno(s->spill), s->window, s->window_len) != 0)
+        if (write_all(fileno(s->spill), s->window, s->window_len, s->window_start) != 0)
             return -1;
         s->window_start += s->window_len;
         s->window_len = 0;
@@ -95,20 +100,28 @@ int replay_strings_put(replay_strings *s, uint32_t id, const char *text) {
     if (s->window_len + len > s->window_cap && spill_window(s, len) != 0)
         return -1;
     memcpy(s->window + s->window_len, text, len);
+    for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
+        if (s->held_id[i] == id) /* redefined: a held copy is stale */
+            s->held_id[i] = 0;
     s->at[id] = 1 + s->window_start + s->window_len;
     s->window_len += len;
     return 0;
 }
 
-/* An old string: read from the file at `offset` until its NUL, into the ring's next buffer. */
-static const char *read_back(replay_strings *s, uint64_t offset) {
+/* An old string: read from the file at `offset` until its NUL, into the ring's next buffer
+ * (unless a buffer holds it from a recent lookup). */
+static const char *read_back(replay_strings *s, uint32_t id, uint64_t offset) {
+    for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
+        if (s->held_id[i] == id)
+            return s->held[i];
     unsigned slot = s->next_held++ % REPLAY_STRINGS_HELD;
+    s->held_id[slot] = 0;
     size_t have = 0, want = FIRST_READ;
     for (;;) {
         if (have + want + 1 > s->held_cap[slot]) {
             char *b = realloc(s->held[slot], have + want + 1);
             if (!b)
-                return NULL;
+                break;
             s->held[slot] = b;
             s->held_cap[slot] = have + want + 1;
         }
@@ -116,14 +129,20 @@ static const char *read_back(replay_strings *s, uint64_t offset) {
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            return NULL; /* the file lost it: no text rather than a wrong one */
+            break; /* the file lost it */
         char *nul = memchr(s->held[slot] + have, '\0', (size_t)got);
         have += (size_t)got;
-        if (nul)
+        if (nul) {
+            s->held_id[slot] = id;
             return s->held[slot];
+        }
         want *= 2;
     }
+    s->failed = 1; /* no text rather than a wrong one; the replay stops on it */
+    return "";
 }
+
+int replay_strings_failed(const replay_strings *s) { return s->failed; }
 
 const char *replay_strings_get(replay_strings *s, uint32_t id) {
     if (id >= s->cap || !s->at[id])
@@ -131,5 +150,5 @@ const char *replay_strings_get(replay_strings *s, uint32_t id) {
     uint64_t offset = s->at[id] - 1;
     if (offset >= s->window_start)
         return s->window + (offset - s->window_start);
-    return s->spill ? read_back(s, offset) : NULL;
+    return s->spill ? read_back(s, id, offset) : NULL;
 }

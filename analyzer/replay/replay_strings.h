@@ -9,14 +9,15 @@
  * temporary file, read back on the rare lookup of an old id.
  *
  * A pointer from replay_strings_get holds until the next put, or REPLAY_STRINGS_HELD more gets
- * (old strings are read into a small ring of buffers): enough for one record's names. */
+ * (old strings are read into a small ring of buffers, which also serves the ones read lately
+ * again: a stage's name comes back every step): enough for one record's names. */
 #ifndef GMT_REPLAY_STRINGS_H
 #define GMT_REPLAY_STRINGS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define REPLAY_STRINGS_HELD 4
+#define REPLAY_STRINGS_HELD 8
 
 typedef struct replay_strings replay_strings;
 
@@ -26,8 +27,10 @@ replay_strings *replay_strings_new(size_t window);
 /* Defines (or redefines) id as the NUL-terminated text. 0, or -1 (out of memory, or the
  * temporary file could not be written). */
 int replay_strings_put(replay_strings *s, uint32_t id, const char *text);
-/* The text of id, or NULL when it was never defined (or cannot be read back). */
+/* The text of id, or NULL when it was never defined. An old string that cannot be read back
+ * from the file gives "" and makes replay_strings_failed true. */
 const char *replay_strings_get(replay_strings *s, uint32_t id);
+int replay_strings_failed(const replay_strings *s);
 void replay_strings_free(replay_strings *s);
 
 #endif
