@@ -17,6 +17,7 @@
  * child (it would have no cell). The top page goes into the root page SQLite allocated. */
 #include "btree_write.h"
 
+#include "gmt_io.h"
 #include "sqlite_record.h"
 
 #include <errno.h>
@@ -83,17 +84,8 @@ static int file_fail(btree_file *f, const char *fmt, ...) {
 }
 
 static int write_at(btree_file *f, const void *buf, size_t len, uint64_t offset) {
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = pwrite(f->fd, p, len, (off_t)offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return file_fail(f, "writing %s: %s", f->path, n < 0 ? strerror(errno) : "no room");
-        p += n;
-        len -= (size_t)n;
-        offset += (uint64_t)n;
-    }
+    if (gmt_pwrite_all(f->fd, buf, len, offset) != 0)
+        return file_fail(f, "writing %s: %s", f->path, strerror(errno));
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "replay_strings.h"
 
 #include "gmt_grow.h"
+#include "gmt_io.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -57,28 +58,13 @@ void replay_strings_free(replay_strings *s) {
     free(s);
 }
 
-/* At `offset`, whatever an earlier failed write left: the file holds the stream's bytes at their
- * own offsets. */
-static int write_all(int fd, const char *p, size_t n, uint64_t offset) {
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)offset);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-        offset += (uint64_t)w;
-    }
-    return 0;
-}
-
 /* The window goes to the file; it starts over empty, with room for at least `need` bytes. */
 static int spill_window(replay_strings *s, size_t need) {
     if (s->window_len) {
         if (!s->spill && !(s->spill = tmpfile()))
             return -1;
-        if (write_all(fileno(s->spill), s->window, s->window_len, s->window_start) != 0)
+        /* at the stream's own offset, whatever an earlier failed write left */
+        if (gmt_pwrite_all(fileno(s->spill), s->window, s->window_len, s->window_start) != 0)
             return -1;
         s->window_start += s->window_len;
         s->window_len = 0;
