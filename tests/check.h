@@ -47,6 +47,15 @@ static int check_failures;
         }                                                                                          \
     } while (0)
 
+/* xorshift64: the tests' reproducible pseudo-random numbers; *state is the seed (not 0) and
+ * moves on with each call. */
+static inline uint64_t check_random(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
 /* Skips the whole test with a reason ctest shows in its log. */
 #define CHECK_SKIP(...)                                                                            \
     do {                                                                                           \

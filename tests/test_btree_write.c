@@ -57,12 +57,7 @@ static const int64_t widths[] = {0,
 
 static uint64_t rng;
 
-static uint64_t next_random(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_random(void) { return check_random(&rng); }
 
 static int64_t random_value(int nullable) {
     uint64_t r = next_random() % 10;

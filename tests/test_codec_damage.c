@@ -27,12 +27,7 @@ static size_t original_count;
 static size_t frame_start[256], frame_events_before[256], frame_count;
 
 static uint64_t rng = 0x243F6A8885A308D3ULL;
-static uint64_t rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return check_random(&rng); }
 
 static void make_trace(void) {
     char err[256];

@@ -24,12 +24,7 @@
 static int64_t rows[ROWS][EVENT_STORE_NCOLS];
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t next_random(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_random(void) { return check_random(&rng); }
 
 static void make_rows(void) {
     int64_t id = -5; /* seed rows first, as the replay writes them */

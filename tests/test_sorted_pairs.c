@@ -15,12 +15,7 @@
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
-static uint64_t next_random(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_random(void) { return check_random(&rng); }
 
 typedef struct collected {
     int64_t (*pairs)[2];
