@@ -96,7 +96,7 @@ int event_store_write_chunk(event_store_writer *w, const int64_t (*rows)[EVENT_S
  * of up to 4,096; it returns 0, or -1 with a message in err. Set before the first chunk; the
  * pairs are gathered (and spilled) as for event_ends. */
 typedef sorted_pairs_sink event_store_pair_sink;
-int event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx);
+void event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx);
 
 /* Pairs of the alloc_event_id index gathered in memory before a sorted run spills to a
  * temporary file (default 1 Mi pairs, 16 MiB); a test sets a small one to merge many runs. */

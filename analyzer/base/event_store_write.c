@@ -99,11 +99,10 @@ void event_store_writer_set_run_pairs(event_store_writer *w, size_t pairs) {
         w->run_pairs = pairs;
 }
 
-int event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx) {
+void event_store_writer_send_pairs(event_store_writer *w, event_store_pair_sink sink, void *ctx) {
     w->alloc_index = 1;
     w->sink = sink;
     w->sink_ctx = ctx;
-    return 0;
 }
 
 _Static_assert(sizeof(store_end_pair) == 2 * sizeof(int64_t) &&

@@ -430,8 +430,8 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     if (ok &&
         !(w->store = event_store_writer_new(w->db, events == DB_EVENTS_STORE, why, sizeof why)))
         ok = 0;
-    if (ok && w->table && event_store_writer_send_pairs(w->store, event_table_pairs, w->table) != 0)
-        ok = 0;
+    if (ok && w->table)
+        event_store_writer_send_pairs(w->store, event_table_pairs, w->table);
     ok = ok && start_event_thread(w) == 0;
     if (!ok) {
         snprintf(err, errlen, "creating database %s: %s", db_path,
