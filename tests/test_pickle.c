@@ -864,20 +864,37 @@ static void test_record_hook(void) {
     t = (took){0};
     records_pickle(&w, "h\x01\x86", 3);
     expect_error(&w, &opt, "used a second time");
-    /* ... or as a copy made before it was filled (DUP) */
-    w.len = 0;
-    pb_op(&w, ']');
-    pb_op(&w, '}');
-    pb_op(&w, '2');
-    pb_op(&w, '(');
-    pb_str(&w, "a");
-    pb_int(&w, 1);
-    pb_op(&w, 'u');
-    pb_op(&w, 0x86); /* (the copy, the record) */
-    pb_op(&w, 'a');
-    pb_op(&w, '.');
-    t = (took){0};
-    expect_error(&w, &opt, "used a second time");
+    /* ... or as a copy made before it was filled, by DUP or by a GET, or through a second memo
+     * slot. Its node then stays taken: were it given to the next dict ({"b": 2}), the copy
+     * would read as that dict and pass. */
+    for (int copy = 0; copy < 3; copy++) {
+        w.len = 0;
+        pb_op(&w, ']');
+        pb_op(&w, '}');
+        pb_op(&w, 0x94); /* memo 0 */
+        if (copy == 0)
+            pb_op(&w, '2');
+        else if (copy == 1)
+            pb_raw(&w, "h\x00", 2);
+        else
+            pb_raw(&w, "q\x05", 2); /* memo 5 too */
+        pb_op(&w, '(');
+        pb_str(&w, "a");
+        pb_int(&w, 1);
+        pb_op(&w, 'u');
+        pb_op(&w, '}');
+        pb_op(&w, '(');
+        pb_str(&w, "b");
+        pb_int(&w, 2);
+        pb_op(&w, 'u');
+        if (copy == 2) /* (the record, the new dict, memo 0) */
+            pb_raw(&w, "h\x00", 2);
+        pb_op(&w, 0x87); /* a tuple of the three */
+        pb_op(&w, 'a');
+        pb_op(&w, '.');
+        t = (took){0};
+        expect_error(&w, &opt, "used a second time");
+    }
     /* ... or filled again */
     w.len = 0;
     pb_op(&w, '}');
@@ -919,9 +936,90 @@ static void test_record_hook(void) {
     free(w.b);
 }
 
+/* A taken dict's node serves the next dict: 10 000 trace-entry-like dicts, taken, cost no
+ * node each (24 bytes: 240 000 bytes in all), and come out as their records, in order. */
+static void test_taken_nodes_reused(void) {
+    enum { N = 10000 };
+    pb w = {0};
+    char err[256];
+    pb_op(&w, 0x80);
+    pb_op(&w, 4);
+    pb_op(&w, ']');
+    pb_op(&w, 0x94);
+    for (int i = 0; i < N; i++) {
+        if (i % 1000 == 0)
+            pb_op(&w, '(');
+        pb_op(&w, '}');
+        pb_op(&w, 0x94);
+        pb_op(&w, '(');
+        if (i == 0) { /* the key, memoized (slot 2) and then shared, as Python writes it */
+            pb_str(&w, "a");
+            pb_op(&w, 0x94);
+        } else {
+            pb_raw(&w, "h\x02", 2);
+        }
+        pb_int(&w, i);
+        pb_op(&w, 'u');
+        if (i % 1000 == 999)
+            pb_op(&w, 'e');
+    }
+    pb_op(&w, '.');
+    took t = {0};
+    pickle_options opt = {.record_hook = take_a, .record_ctx = &t};
+    pickle_doc *d = pickle_parse(w.b, w.len, &opt, err, sizeof err);
+    pickle_doc *tree = pickle_parse(w.b, w.len, NULL, err, sizeof err);
+    CHECK(d && tree && t.next == N && t.a_sum == (int64_t)N * (N - 1) / 2);
+    if (d && tree) {
+        pickle_value r = pickle_root(d);
+        uint64_t k = 0, bad = 0;
+        for (size_t i = 0; i < N; i++)
+            bad += !pickle_get_record(pickle_item(r, i), &k) || k != i;
+        CHECK(pickle_len(r) == N && bad == 0);
+        /* the list's items (80 000 bytes, in the heap) and one arena chunk */
+        CHECK(pickle_memory_used(d) < 240000);
+        CHECK(pickle_memory_used(tree) > pickle_memory_used(d) + 240000);
+    }
+    pickle_free(d);
+    pickle_free(tree);
+    free(w.b);
+}
+
+/* The memo's slots past the highest one written are reserved, not zeroed: a GET there, or in
+ * a gap below it, finds nothing defined. */
+static void test_memo_gaps(void) {
+    pb w = {0};
+    static const struct {
+        uint32_t put, get;
+        int defined;
+    } cases[] = {{1500, 1700, 0}, {1500, 3, 0}, {1500, 1500, 1}, {5, 1023, 0}, {5, 5, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        w.len = 0;
+        pb_op(&w, ']');
+        pb_op(&w, 'r');
+        pb_le(&w, cases[i].put, 4);
+        pb_op(&w, 'j');
+        pb_le(&w, cases[i].get, 4);
+        pb_op(&w, 0x86);
+        pb_op(&w, '.');
+        for (int k = 0; k < 4000; k++) /* the memo may be as large as the input */
+            pb_op(&w, 0);
+        if (cases[i].defined) {
+            char err[256];
+            pickle_doc *d = pickle_parse(w.b, w.len, NULL, err, sizeof err);
+            CHECK(d && pickle_typeof(pickle_root(d)) == PICKLE_TUPLE);
+            pickle_free(d);
+        } else {
+            expect_error(&w, NULL, "is not defined");
+        }
+    }
+    free(w.b);
+}
+
 int main(int argc, char **argv) {
     find_source_dir(argc, argv);
     test_record_hook();
+    test_taken_nodes_reused();
+    test_memo_gaps();
     test_known_answers();
     test_sharing();
     pb w = {0};

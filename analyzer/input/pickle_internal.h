@@ -26,12 +26,16 @@
 #define V_FALSE 0x6u
 #define V_TRUE 0xAu
 #define V_RECORD_TAG 0xEu
+/* In a memo slot only: the dict stored there was taken by the record hook (its node reused);
+ * memo_get refuses it, so it is never pushed */
+#define V_TAKEN 0x12u
 #define RECORD_MAX ((UINT64_C(1) << 59) - 1)
 #define INLINE_MIN (-(INT64_C(1) << 62))
 #define INLINE_MAX ((INT64_C(1) << 62) - 1)
 
 /* NODE_TAKEN: a dict the record hook took (its handle in the memo must not be used again) */
-enum { NODE_FROZEN = 1, NODE_HEAP = 2, NODE_U64 = 4, NODE_TAKEN = 8 };
+/* NODE_COPIED: a dict DUP copied on the stack (see release_taken in pickle_value.c) */
+enum { NODE_FROZEN = 1, NODE_HEAP = 2, NODE_U64 = 4, NODE_TAKEN = 8, NODE_COPIED = 16 };
 
 typedef struct node {
     uint8_t type; /* pickle_type */
@@ -54,10 +58,13 @@ typedef struct str_node {
     const char *ptr;
 } str_node;
 
+/* cont_node.memo_slot of a dict memoized more than once, or at a slot beyond 32 bits */
+#define MEMO_SLOT_SEVERAL UINT32_MAX
+
 typedef struct cont_node {
     node h;
-    uint32_t cap; /* in values (a dict pair is two) */
-    uint32_t pad;
+    uint32_t cap;        /* in values (a dict pair is two) */
+    uint32_t memo_slot;  /* dicts: 1 + the memo slot it was stored in, 0: none (see memo_set) */
     pickle_value *items; /* dict: key, value, key, value, ... */
 } cont_node;
 
@@ -109,11 +116,13 @@ typedef struct parser {
     size_t *marks;
     size_t nmarks, marks_cap;
     pickle_value *memo;
-    size_t memo_cap, memo_count, memo_limit;
+    size_t memo_cap, memo_init, memo_count, memo_limit; /* memo_init: see memo_set */
+    uint64_t *memo_read; /* a bit per memo slot: a GET has pushed what it held */
     struct dedup_slot *dedup;
     size_t dedup_cap, dedup_len;
     pickle_record_hook record_hook;
     void *record_ctx;
+    cont_node *spare_dict; /* a taken dict's node, for the next empty dict (pickle_extend) */
     /* pickle_parse_file only: the mapping is paged in ahead and dropped
      * behind the cursor (see window_advance); win_next = end otherwise. */
     const uint8_t *win_next, *win_dropped, *win_populated, *map_end;

@@ -164,6 +164,10 @@ static int pop_mark(parser *P, size_t *start) {
     return 0;
 }
 
+/* The memo's slots [0, memo_init) are defined or zero (undefined); those beyond are reserved
+ * but never touched: Python numbers its entries densely, so zeroing a doubled array ahead of
+ * them would touch up to twice the memory the entries use (fresh pages are what a large parse
+ * spends most on, see pickle_value.c). A slot past memo_init gets the zeros below it first. */
 static int memo_set(parser *P, uint64_t idx, pickle_value v) {
     if (idx >= P->memo_limit)
         return pickle_fail(P, "memo index %llu is beyond anything this input can hold",
@@ -174,26 +178,45 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
             cap = (size_t)idx + 1;
         if (cap > P->memo_limit)
             cap = P->memo_limit;
-        if (pickle_charge(P, (cap - P->memo_cap) * sizeof *P->memo) < 0)
+        size_t words = (cap + 63) / 64, had = (P->memo_cap + 63) / 64;
+        if (pickle_charge(P, (cap - P->memo_cap) * sizeof *P->memo +
+                                 (words - had) * sizeof *P->memo_read) < 0)
             return -1;
         pickle_value *m = realloc(P->memo, cap * sizeof *m);
-        if (!m)
+        if (m)
+            P->memo = m;
+        uint64_t *r = m ? realloc(P->memo_read, words * sizeof *r) : NULL;
+        if (!r)
             return pickle_fail(P, "out of memory");
-        memset(m + P->memo_cap, 0, (cap - P->memo_cap) * sizeof *m);
-        P->memo = m;
+        memset(r + had, 0, (words - had) * sizeof *r);
+        P->memo_read = r;
         P->memo_cap = cap;
+    }
+    if (idx >= P->memo_init) {
+        memset(P->memo + P->memo_init, 0, (idx + 1 - P->memo_init) * sizeof *P->memo);
+        P->memo_init = idx + 1;
     }
     if (P->memo[idx].bits == 0)
         P->memo_count++;
     P->memo[idx] = v;
+    const node *n = node_of(v);
+    if (n && n->type == PICKLE_DICT) { /* where a record hook's dict is referenced from */
+        cont_node *c = (cont_node *)(uintptr_t)v.bits;
+        c->memo_slot = c->memo_slot == 0 && idx < MEMO_SLOT_SEVERAL - 1 ? (uint32_t)idx + 1
+                                                                        : MEMO_SLOT_SEVERAL;
+    }
     return 0;
 }
 
 static int memo_get(parser *P, uint64_t idx) {
-    if (idx >= P->memo_cap || P->memo[idx].bits == 0)
+    if (idx >= P->memo_init || P->memo[idx].bits == 0)
         return pickle_fail(P, "memo index %llu is not defined", (unsigned long long)idx);
-    /* A dict the record hook took may come back here: whatever then stores it (adopt), fills
-     * it (frozen) or returns it (STOP) refuses it, so a GET costs no look at the node. */
+    /* A dict the record hook took comes back here as V_TAKEN (its node reused), or, when its
+     * node could not be reused (see pickle_extend), as that node: whatever then stores it
+     * (adopt), fills it (frozen) or returns it (STOP) refuses it. */
+    if (P->memo[idx].bits == V_TAKEN)
+        return pickle_fail(P, "a dict read as a record is used a second time: not supported");
+    P->memo_read[idx / 64] |= UINT64_C(1) << (idx % 64);
     return push(P, P->memo[idx]);
 }
 
@@ -387,6 +410,8 @@ static int run(parser *P, pickle_value *root) {
         case '2': /* DUP */
             if (P->sp <= fence(P))
                 return pickle_fail(P, "stack underflow");
+            if (node_of(P->stack[P->sp - 1]) && node_of(P->stack[P->sp - 1])->type == PICKLE_DICT)
+                ((node *)(uintptr_t)P->stack[P->sp - 1].bits)->flags |= NODE_COPIED;
             rc = push(P, P->stack[P->sp - 1]);
             break;
         case 'N':
@@ -605,6 +630,7 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
     free(P.stack);
     free(P.marks);
     free(P.memo);
+    free(P.memo_read);
     free(P.dedup);
     if (rc < 0) {
         pickle_doc_free_memory(d);

@@ -159,12 +159,15 @@ int pickle_make_u64(parser *P, uint64_t x, pickle_value *out) {
 }
 
 int pickle_make_container(parser *P, pickle_type type, cont_node **out) {
-    cont_node *c = pickle_arena_alloc(P, sizeof *c);
+    cont_node *c =
+        type == PICKLE_DICT && P->spare_dict ? P->spare_dict : pickle_arena_alloc(P, sizeof *c);
     if (!c)
         return -1;
+    if (c == P->spare_dict)
+        P->spare_dict = NULL;
     c->h = (node){(uint8_t)type, 0, 1, 0};
     c->cap = 0;
-    c->pad = 0;
+    c->memo_slot = 0;
     c->items = NULL;
     *out = c;
     return 0;
@@ -328,6 +331,25 @@ static int dedup_add(parser *P, uint64_t h, const pickle_value *v, size_t n) {
     return 0;
 }
 
+/* A taken dict's node is kept only for the references to it that remain, so when none can
+ * remain it serves the next empty dict: a million trace entries then cost one node, not 24 MB
+ * of fresh memory. The references there can be besides the stack slot the record replaced:
+ * the memo slot it was stored in (memo_set noted which; that slot now reads V_TAKEN), and
+ * copies on the stack, which only a GET of that slot (memo_read) or a DUP (NODE_COPIED) can
+ * have made. It is in no container: a container's items are frozen, and a frozen dict is never
+ * filled (so never taken). A node memoized twice, or copied, stays as it is, flagged
+ * NODE_TAKEN, and each of those references is refused where it is used. */
+static void release_taken(parser *P, cont_node *c) {
+    pickle_value self = handle(c);
+    uint32_t slot = c->memo_slot;
+    if (slot == MEMO_SLOT_SEVERAL || (c->h.flags & NODE_COPIED) ||
+        (slot && (P->memo_read[(slot - 1) / 64] >> ((slot - 1) % 64) & 1)))
+        return;
+    if (slot && P->memo[slot - 1].bits == self.bits)
+        P->memo[slot - 1].bits = V_TAKEN;
+    P->spare_dict = c;
+}
+
 /* Adds stack[from, sp) to the container below them or at `target`, then
  * pops them: APPEND(S), SETITEM(S), ADDITEMS. */
 int pickle_extend(parser *P, size_t target, size_t from, pickle_type want) {
@@ -369,6 +391,7 @@ int pickle_extend(parser *P, size_t target, size_t from, pickle_type want) {
             c->h.flags |= NODE_TAKEN | NODE_FROZEN; /* no item may be added later */
             P->stack[target] = (pickle_value){index << 4 | V_RECORD_TAG};
             P->sp = from;
+            release_taken(P, c);
             return 0;
         }
     }
