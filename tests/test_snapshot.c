@@ -124,23 +124,42 @@ static int same_stack(const snapshot *a, uint32_t sa, const snapshot *b, uint32_
     return 1;
 }
 
+/* Entry kinds are interned: every entry's is in range, and no two are alike. */
+static int kinds_interned(const snapshot *s) {
+    for (size_t d = 0; d < s->device_count; d++)
+        for (size_t i = 0; i < s->devices[d].entry_count; i++)
+            if (s->devices[d].entries[i].kind >= s->entry_kind_count)
+                return 0;
+    for (size_t i = 0; i < s->entry_kind_count; i++)
+        for (size_t j = 0; j < i; j++) {
+            const snapshot_entry_kind *a = &s->entry_kinds[i], *b = &s->entry_kinds[j];
+            if (a->stream == b->stream && a->device_free == b->device_free &&
+                a->action_name == b->action_name && a->compile_context == b->compile_context &&
+                a->user_metadata == b->user_metadata && a->action == b->action &&
+                a->flags == b->flags)
+                return 0;
+        }
+    return 1;
+}
+
 /* The same snapshot read two ways: ids may differ (they are given in the order things are
  * met), what they name may not. */
 static int same_snapshot(const snapshot *a, const snapshot *b) {
     int same = a->device_count == b->device_count && a->segment_count == b->segment_count &&
                a->annotation_count == b->annotation_count &&
-               a->settings.present == b->settings.present;
+               a->settings.present == b->settings.present && kinds_interned(a) && kinds_interned(b);
     for (size_t d = 0; same && d < a->device_count; d++) {
         const snapshot_device *x = &a->devices[d], *y = &b->devices[d];
         same = x->entry_count == y->entry_count;
         for (size_t i = 0; same && i < x->entry_count; i++) {
             const snapshot_entry *e = &x->entries[i], *f = &y->entries[i];
-            same = e->addr == f->addr && e->size == f->size && e->stream == f->stream &&
-                   e->device_free == f->device_free && e->time_us == f->time_us &&
-                   e->action == f->action && e->flags == f->flags &&
-                   !strcmp(text_of(a, e->action_name), text_of(b, f->action_name)) &&
-                   !strcmp(text_of(a, e->compile_context), text_of(b, f->compile_context)) &&
-                   !strcmp(text_of(a, e->user_metadata), text_of(b, f->user_metadata)) &&
+            const snapshot_entry_kind *ek = snapshot_kind(a, e), *fk = snapshot_kind(b, f);
+            same = e->addr == f->addr && e->size == f->size && ek->stream == fk->stream &&
+                   ek->device_free == fk->device_free && e->time_us == f->time_us &&
+                   ek->action == fk->action && ek->flags == fk->flags &&
+                   !strcmp(text_of(a, ek->action_name), text_of(b, fk->action_name)) &&
+                   !strcmp(text_of(a, ek->compile_context), text_of(b, fk->compile_context)) &&
+                   !strcmp(text_of(a, ek->user_metadata), text_of(b, fk->user_metadata)) &&
                    same_stack(a, e->stack, b, f->stack);
         }
     }
@@ -301,9 +320,10 @@ static void test_old_format(void) {
     }
     CHECK(s->device_count == 1 && s->devices[0].entry_count == 1);
     const snapshot_entry *e = &s->devices[0].entries[0];
-    CHECK(e->action == GMT_TORCH_ALLOC && e->flags == 0 && e->time_us == 0 && e->stack == 0);
+    const snapshot_entry_kind *k = snapshot_kind(s, e);
+    CHECK(k->action == GMT_TORCH_ALLOC && k->flags == 0 && e->time_us == 0 && e->stack == 0);
     CHECK_EQ_U64(e->addr, BASE);
-    CHECK_STR_EQ(s->strings[e->action_name], "alloc");
+    CHECK_STR_EQ(s->strings[k->action_name], "alloc");
     snapshot_free(s);
 
     /* torch.cuda.memory_snapshot(): the segment list alone */
@@ -505,19 +525,26 @@ static void test_new_format(void) {
     CHECK(!(g->blocks[0].flags & SNAPSHOT_BLOCK_ADDRESS_COMPUTED));
     CHECK(g->blocks[1].state == SNAPSHOT_BLOCK_OTHER);
     CHECK(s->device_count == 2 && s->devices[1].entry_count == 2);
-    CHECK(s->devices[1].entries[1].action == GMT_TORCH_FREE_COMPLETED &&
+    CHECK(snapshot_kind(s, &s->devices[1].entries[1])->action == GMT_TORCH_FREE_COMPLETED &&
           s->devices[1].entries[1].addr == BASE + 0x10000000 &&
           s->devices[1].entries[1].size == 512);
     const snapshot_entry *e = s->devices[0].entries;
     CHECK(s->devices[0].entry_count == 7);
     if (s->devices[0].entry_count != 7)
         goto done;
+    const snapshot_entry_kind *k[7];
+    for (int i = 0; i < 7; i++)
+        k[i] = snapshot_kind(s, &e[i]);
     /* stacks: [unwind, forward] read three ways is one stack; one other; empty */
     CHECK(e[0].stack == g->blocks[0].stack && e[0].stack != 0);
     CHECK(e[1].stack == e[0].stack);
     CHECK(e[2].stack != e[0].stack && e[2].stack != 0);
     CHECK(s->stack_count == 3);
     CHECK(s->frame_count == 3);
+    /* seven actions on device 0; device 1's alloc says less than device 0's (no frames,
+     * compile_context or user_metadata), and its free_completed is an eighth action */
+    CHECK(s->entry_kind_count == 9 && kinds_interned(s));
+    CHECK(s->devices[1].entries[0].kind != e[0].kind);
     size_t depth;
     const uint32_t *fr = snapshot_stack_frames(s, e[2].stack, &depth);
     CHECK(depth == 3);
@@ -529,23 +556,23 @@ static void test_new_format(void) {
     fr = snapshot_stack_frames(s, e[0].stack, &depth);
     CHECK(depth == 2 && fr && s->frames[fr[1]].line == 12);
     CHECK(snapshot_stack_frames(s, 99, &depth) == NULL && depth == 0);
-    CHECK(e[0].flags == (SNAPSHOT_HAS_TIME | SNAPSHOT_HAS_FRAMES) && e[0].time_us == 1000);
-    CHECK_EQ_U64(e[0].stream, UINT64_C(0x5555deadbeef));
-    CHECK_STR_EQ(s->strings[e[0].compile_context], "[0/0] fn");
-    CHECK_STR_EQ(s->strings[e[0].user_metadata], "tag");
-    CHECK(e[1].compile_context == 0 && e[1].user_metadata == 0); /* None, absent */
-    CHECK(e[2].user_metadata == 0 && e[3].user_metadata == 0);   /* an int, "" */
-    CHECK_STR_EQ(s->strings[e[3].compile_context], "N/A");
+    CHECK(k[0]->flags == (SNAPSHOT_HAS_TIME | SNAPSHOT_HAS_FRAMES) && e[0].time_us == 1000);
+    CHECK_EQ_U64(k[0]->stream, UINT64_C(0x5555deadbeef));
+    CHECK_STR_EQ(s->strings[k[0]->compile_context], "[0/0] fn");
+    CHECK_STR_EQ(s->strings[k[0]->user_metadata], "tag");
+    CHECK(k[1]->compile_context == 0 && k[1]->user_metadata == 0); /* None, absent */
+    CHECK(k[2]->user_metadata == 0 && k[3]->user_metadata == 0);   /* an int, "" */
+    CHECK_STR_EQ(s->strings[k[3]->compile_context], "N/A");
     CHECK_STR_EQ(s->strings[g->blocks[0].user_metadata], "layers.0.weight");
     CHECK(g->blocks[1].user_metadata == 0);
     CHECK(s->strings[0] == NULL);
-    CHECK(e[1].action == GMT_TORCH_FREE_REQUESTED);
-    CHECK(e[2].action == GMT_TORCH_SEGMENT_MAP);
-    CHECK(e[3].action == GMT_TORCH_OOM && e[3].device_free == 123456 && e[3].addr == 0);
-    CHECK(e[3].size == 0x40000000 && e[3].stack == 0 && e[3].flags == SNAPSHOT_HAS_TIME);
-    CHECK(e[4].action == GMT_TORCH_SEGMENT_UNMAP && e[5].action == GMT_TORCH_SNAPSHOT);
-    CHECK(e[6].action == SNAPSHOT_ACTION_OTHER && e[6].flags & SNAPSHOT_HAS_FRAMES);
-    CHECK_STR_EQ(s->strings[e[6].action_name], "empty_cache");
+    CHECK(k[1]->action == GMT_TORCH_FREE_REQUESTED);
+    CHECK(k[2]->action == GMT_TORCH_SEGMENT_MAP);
+    CHECK(k[3]->action == GMT_TORCH_OOM && k[3]->device_free == 123456 && e[3].addr == 0);
+    CHECK(e[3].size == 0x40000000 && e[3].stack == 0 && k[3]->flags == SNAPSHOT_HAS_TIME);
+    CHECK(k[4]->action == GMT_TORCH_SEGMENT_UNMAP && k[5]->action == GMT_TORCH_SNAPSHOT);
+    CHECK(k[6]->action == SNAPSHOT_ACTION_OTHER && k[6]->flags & SNAPSHOT_HAS_FRAMES);
+    CHECK_STR_EQ(s->strings[k[6]->action_name], "empty_cache");
     CHECK_STR_EQ(snapshot_action_name(GMT_TORCH_SEGMENT_UNMAP), "segment_unmap");
     CHECK_STR_EQ(snapshot_block_state_name(SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE),
                  "active_pending_free");
@@ -948,9 +975,10 @@ static void check_real(const snapshot *s, const expected *x) {
     uint64_t size_sum = 0, depth_sum = 0;
     for (size_t i = 0; i < d->entry_count; i++) {
         const snapshot_entry *e = &d->entries[i];
-        actions[e->action]++;
-        with_frames += (e->flags & SNAPSHOT_HAS_FRAMES) != 0;
-        CHECK(e->flags & SNAPSHOT_HAS_TIME);
+        const snapshot_entry_kind *k = snapshot_kind(s, e);
+        actions[k->action]++;
+        with_frames += (k->flags & SNAPSHOT_HAS_FRAMES) != 0;
+        CHECK(k->flags & SNAPSHOT_HAS_TIME);
         size_sum += e->size;
         depth_sum += s->stacks[e->stack].depth;
     }
@@ -1004,7 +1032,7 @@ static int test_real_files(void) {
         }
         check_real(s, &real[i]);
         if (i == 0) { /* the one entry: no frames */
-            CHECK(s->devices[0].entries[0].flags == SNAPSHOT_HAS_TIME);
+            CHECK(snapshot_kind(s, &s->devices[0].entries[0])->flags == SNAPSHOT_HAS_TIME);
             CHECK(!s->settings.present && !s->has_annotations);
         }
         if (i == 2) { /* device_traces[0][1].frames[11].line is 2^64-1 */
@@ -1046,6 +1074,10 @@ static void test_python_snapshots(void) {
         CHECK(s[0]->segment_count == s[1]->segment_count);
         CHECK(memcmp(s[0]->devices[0].entries, s[1]->devices[0].entries,
                      300 * sizeof(snapshot_entry)) == 0);
+        /* alloc, free_requested, free_completed on stream 0, all with time and frames: the
+         * 300 entries have three kinds */
+        CHECK(s[0]->entry_kind_count == 3 && s[1]->entry_kind_count == 3);
+        CHECK(kinds_interned(s[0]) && kinds_interned(s[1]));
         for (size_t i = 0; i < s[0]->segment_count; i++) {
             uint64_t sum = 0;
             for (size_t j = 0; j < s[0]->segments[i].block_count; j++)

@@ -239,6 +239,9 @@ typedef struct conv {
     idset frame_set, stack_set;
     uint32_t *scratch; /* frame ids of the stack being read */
     size_t scratch_cap;
+    /* entry kinds */
+    size_t kinds_cap;
+    idset kind_set;
     /* trace entries taken during the parse (snapshot_load), in the order they were built */
     snapshot_entry *claimed;
     size_t claimed_len, claimed_cap;
@@ -607,32 +610,72 @@ static int read_action(conv *c, const loc *l, pickle_value v, uint8_t *action, u
     return 0;
 }
 
+static int same_kind(const snapshot_entry_kind *a, const snapshot_entry_kind *b) {
+    return a->stream == b->stream && a->device_free == b->device_free &&
+           a->action_name == b->action_name && a->compile_context == b->compile_context &&
+           a->user_metadata == b->user_metadata && a->action == b->action && a->flags == b->flags;
+}
+
+/* The id of an entry kind: each distinct one is stored once (snapshot.h says why). */
+static int intern_kind(conv *c, const loc *l, const snapshot_entry_kind *k, uint32_t *id) {
+    snapshot *s = c->s;
+    uint64_t h =
+        gmt_hash_mix64(k->stream ^ gmt_hash_mix64(k->device_free)) ^
+        gmt_hash_mix64((uint64_t)k->action_name << 32 ^ k->compile_context) ^
+        gmt_hash_mix64((uint64_t)k->user_metadata << 16 ^ (uint64_t)k->action << 8 ^ k->flags);
+    idset *set = &c->kind_set;
+    if ((set->len + 1) * 2 > set->cap && idset_grow(set) < 0)
+        return oom(c);
+    size_t mask = set->cap - 1, i = (size_t)h & mask;
+    for (; set->slots[i]; i = (i + 1) & mask)
+        if (set->hashes[i] == h && same_kind(&s->entry_kinds[set->slots[i] - 1], k)) {
+            *id = set->slots[i] - 1;
+            return 0;
+        }
+    if (s->entry_kind_count >= UINT32_MAX - 1)
+        return fail(c, l, "too many kinds of trace entry");
+    if (charge(c, 1, sizeof *k) < 0)
+        return -1;
+    if (gmt_grow_uninit((void **)&s->entry_kinds, &c->kinds_cap, s->entry_kind_count, sizeof *k,
+                        16))
+        return oom(c);
+    *id = (uint32_t)s->entry_kind_count;
+    s->entry_kinds[s->entry_kind_count++] = *k;
+    set->slots[i] = *id + 1;
+    set->hashes[i] = h;
+    set->len++;
+    return 0;
+}
+
 /* A trace entry from its known keys (gather's out[]). */
 static int read_entry_fields(conv *c, loc *l, const pickle_value *f, snapshot_entry *e) {
+    snapshot_entry_kind k = {0};
     memset(e, 0, sizeof *e);
-    if (read_action(c, l, f[E_ACTION], &e->action, &e->action_name) < 0)
+    if (read_action(c, l, f[E_ACTION], &k.action, &k.action_name) < 0)
         return -1;
-    int is_oom = e->action == GMT_TORCH_OOM;
+    int is_oom = k.action == GMT_TORCH_OOM;
     int rc;
     if (get_u64(c, l, "addr", f[E_ADDR], !is_oom, &e->addr) < 0 ||
-        get_u64(c, l, "device_free", f[E_DEVICE_FREE], is_oom, &e->device_free) < 0 ||
+        get_u64(c, l, "device_free", f[E_DEVICE_FREE], is_oom, &k.device_free) < 0 ||
         get_u64(c, l, "size", f[E_SIZE], 1, &e->size) < 0 ||
-        get_u64(c, l, "stream", f[E_STREAM], 1, &e->stream) < 0)
+        get_u64(c, l, "stream", f[E_STREAM], 1, &k.stream) < 0)
         return -1;
     if ((rc = get_i64(c, l, "time_us", f[E_TIME_US], 0, &e->time_us)) < 0)
         return -1;
     if (rc)
-        e->flags |= SNAPSHOT_HAS_TIME;
+        k.flags |= SNAPSHOT_HAS_TIME;
     if (!pickle_is_missing(f[E_FRAMES])) {
         if (read_stack(c, l, "frames", f[E_FRAMES], &e->stack) < 0)
             return -1;
-        e->flags |= SNAPSHOT_HAS_FRAMES;
+        k.flags |= SNAPSHOT_HAS_FRAMES;
     }
     /* None means "no context" in some versions. */
     if (pickle_typeof(f[E_COMPILE_CONTEXT]) != PICKLE_NONE &&
-        get_string(c, l, "compile_context", f[E_COMPILE_CONTEXT], 0, &e->compile_context) < 0)
+        get_string(c, l, "compile_context", f[E_COMPILE_CONTEXT], 0, &k.compile_context) < 0)
         return -1;
-    return get_name(c, f[E_USER_METADATA], &e->user_metadata);
+    if (get_name(c, f[E_USER_METADATA], &k.user_metadata) < 0)
+        return -1;
+    return intern_kind(c, l, &k, &e->kind);
 }
 
 static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
@@ -1056,6 +1099,7 @@ static snapshot *conv_done(conv *c, int rc) {
     idset_free(&c->string_set);
     idset_free(&c->frame_set);
     idset_free(&c->stack_set);
+    idset_free(&c->kind_set);
     free(c->string_lens);
     free(c->scratch);
     if (c->s && c->s->store)
@@ -1100,6 +1144,7 @@ void snapshot_free(snapshot *s) {
     free(s->devices);
     free(s->segments);
     free(s->annotations);
+    free(s->entry_kinds);
     free(s->settings.roundup);
     free(s->frames);
     free(s->stacks);

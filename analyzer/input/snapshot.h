@@ -79,22 +79,30 @@ typedef struct snapshot_stack {
     uint32_t depth;
 } snapshot_stack;
 
-/* snapshot_entry.flags */
+/* snapshot_entry_kind.flags */
 #define SNAPSHOT_HAS_TIME 1u   /* time_us was present */
 #define SNAPSHOT_HAS_FRAMES 2u /* frames was present (possibly empty) */
 
-typedef struct snapshot_entry {
-    uint64_t addr; /* 0 for oom, which has device_free instead */
-    uint64_t size;
+/* What a trace entry says besides its address, size, time and stack. A run has few distinct
+ * ones (an action on one of a few streams, a name now and then), so each is stored once
+ * (snapshot.entry_kinds) and an entry is 32 bytes: a million entries are the largest thing a
+ * snapshot's reading touches, and fresh memory is what it spends most on. */
+typedef struct snapshot_entry_kind {
     uint64_t stream;          /* the cudaStream_t as an integer */
     uint64_t device_free;     /* oom only: bytes the driver reported free */
-    int64_t time_us;          /* 0 when absent */
-    uint32_t stack;           /* stack id */
     uint32_t action_name;     /* string id of the action text (for SNAPSHOT_ACTION_OTHER) */
     uint32_t compile_context; /* string id, 0 when absent */
     uint32_t user_metadata;   /* string id, 0 when absent, empty or not a str */
     uint8_t action;           /* gmt_torch_action or SNAPSHOT_ACTION_OTHER */
     uint8_t flags;
+} snapshot_entry_kind;
+
+typedef struct snapshot_entry {
+    uint64_t addr; /* 0 for oom, which has device_free instead */
+    uint64_t size;
+    int64_t time_us; /* 0 when absent */
+    uint32_t stack;  /* stack id */
+    uint32_t kind;   /* index into snapshot.entry_kinds: see snapshot_kind */
 } snapshot_entry;
 
 typedef struct snapshot_device {
@@ -168,6 +176,8 @@ typedef struct snapshot {
     snapshot_device *devices;
     size_t segment_count;
     snapshot_segment *segments;
+    size_t entry_kind_count;
+    snapshot_entry_kind *entry_kinds; /* what the entries of every device say (see above) */
     size_t annotation_count;
     snapshot_annotation *annotations;
     int has_device_traces, has_annotations; /* the keys were present */
@@ -196,6 +206,11 @@ snapshot *snapshot_from_pickle(const pickle_doc *doc, char *err, size_t errlen);
 /* Parses the file (pickle_parse_file), converts it and frees the pickle. */
 snapshot *snapshot_load(const char *path, char *err, size_t errlen);
 void snapshot_free(snapshot *s);
+
+/* An entry's action, stream and the rest (e must be one of s's). */
+static inline const snapshot_entry_kind *snapshot_kind(const snapshot *s, const snapshot_entry *e) {
+    return &s->entry_kinds[e->kind];
+}
 
 const char *snapshot_action_name(unsigned action); /* "alloc", ..., "other" */
 const char *snapshot_block_state_name(snapshot_block_state st);

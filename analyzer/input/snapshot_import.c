@@ -38,6 +38,7 @@
 #include "torch_history.h"
 #include "trace_format.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +66,8 @@ typedef struct seed_range {
 } seed_range;
 
 typedef struct seed_state {
-    seed_block *blocks;
-    size_t nblocks, cap_blocks;
+    seed_block *blocks; /* the seed's order; dropped ones stay until compact_blocks */
+    size_t nblocks, cap_blocks, ndropped;
     addr_map live_blocks; /* addr -> index of the live block there */
     seed_range *ranges;
     size_t nranges, cap_ranges;
@@ -84,9 +85,33 @@ static seed_block *find_block(seed_state *s, uint64_t addr) {
     return i ? &s->blocks[*i] : NULL;
 }
 
+/* Walking back, every free in the history adds a block and its alloc drops it again, so most
+ * of the array is dropped blocks (500 k frees: 28 MB of them). When the array is full and at
+ * least half of it is dropped, the live blocks move down in order (the seed keeps its order)
+ * and the index follows them: the array stays near twice the live blocks. */
+static void compact_blocks(seed_state *s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s->nblocks; i++) {
+        if (!s->blocks[i].live)
+            continue;
+        if (n != i) {
+            s->blocks[n] = s->blocks[i];
+            uint32_t *at = addr_map_get(&s->live_blocks, 0, s->blocks[n].addr);
+            assert(at && *at == i);
+            *at = (uint32_t)n;
+        }
+        n++;
+    }
+    s->nblocks = n;
+    s->ndropped = 0;
+}
+
 static int add_block(seed_state *s, const seed_block *b) {
+    if (s->nblocks == s->cap_blocks && s->ndropped * 2 >= s->nblocks)
+        compact_blocks(s);
     if (addr_map_put(&s->live_blocks, 0, b->addr, (uint32_t)s->nblocks) != 0 ||
-        gmt_grow((void **)&s->blocks, &s->cap_blocks, s->nblocks, sizeof *s->blocks) != 0)
+        gmt_grow_uninit((void **)&s->blocks, &s->cap_blocks, s->nblocks, sizeof *s->blocks, 256) !=
+            0)
         return -1;
     s->blocks[s->nblocks++] = *b;
     return 0;
@@ -94,6 +119,7 @@ static int add_block(seed_state *s, const seed_block *b) {
 
 static void drop_block(seed_state *s, seed_block *b) {
     b->live = 0;
+    s->ndropped++;
     addr_map_remove(&s->live_blocks, 0, b->addr);
 }
 
@@ -166,9 +192,10 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
     }
     for (size_t i = dev ? dev->entry_count : 0; i-- > 0;) {
         const snapshot_entry *e = &dev->entries[i];
+        const snapshot_entry_kind *k = snapshot_kind(snap, e);
         seed_block *b;
-        seed_range r = {e->addr, e->size, e->stream, e->stack, 0, 1, -1};
-        switch (e->action) {
+        seed_range r = {e->addr, e->size, k->stream, e->stack, 0, 1, -1};
+        switch (k->action) {
         case GMT_TORCH_ALLOC:
             if ((b = find_block(s, e->addr)))
                 drop_block(s, b);
@@ -181,7 +208,7 @@ static int build_seed(const snapshot *snap, int64_t device, const snapshot_devic
             seed_block nb = {.addr = e->addr,
                              .size = gmt_torch_block_size(e->size),
                              .requested = e->size,
-                             .stream = e->stream,
+                             .stream = k->stream,
                              .stack = STACK_ALLOC_NOT_RECORDED,
                              .pending = 1,
                              .live = 1,
@@ -246,7 +273,7 @@ static int by_ranges_first(const void *a, const void *b) {
 /* The map entry's pool: small-pool maps are one 2 MiB page, large-pool ones 20 MiB pages. */
 static int map_is_small(uint64_t size) { return gmt_torch_map_page(size) == AM_PAGE_SMALL; }
 
-static int resolve_pools(const snapshot_device *dev, seed_state *s) {
+static int resolve_pools(const snapshot *snap, const snapshot_device *dev, seed_state *s) {
     size_t unknown = 0;
     for (size_t i = 0; i < s->nranges; i++)
         unknown += s->ranges[i].live && s->ranges[i].expandable && s->ranges[i].small < 0;
@@ -256,10 +283,11 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
     size_t nhints = 0, cap = 0;
     for (size_t i = 0; dev && i < dev->entry_count; i++) {
         const snapshot_entry *e = &dev->entries[i];
+        unsigned action = snapshot_kind(snap, e)->action;
         at_addr h = {e->addr, 0}; /* value: 1 small pool, 0 large */
-        if (e->action == GMT_TORCH_ALLOC)
+        if (action == GMT_TORCH_ALLOC)
             h.value = am_is_small(gmt_torch_block_size(e->size));
-        else if (e->action == GMT_TORCH_SEGMENT_MAP)
+        else if (action == GMT_TORCH_SEGMENT_MAP)
             h.value = (size_t)map_is_small(e->size);
         else
             continue;
@@ -323,7 +351,7 @@ static int resolve_pools(const snapshot_device *dev, seed_state *s) {
  * segment's end, and where the history allocates while the block is still live (an allocation
  * starts at a free block's start). The small pool and expandable segments split any remainder
  * of 512 bytes or more, and rounded sizes are multiples of 512: nothing to add there. */
-static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
+static int widen_unsplit_blocks(const snapshot *snap, const snapshot_device *dev, seed_state *s) {
     size_t n = 0, nallocs = 0;
     at_addr *order = malloc((s->nblocks + s->nranges + 1) * sizeof *order);
     at_addr *allocs = malloc(((dev ? dev->entry_count : 0) + 1) * sizeof *allocs);
@@ -335,7 +363,7 @@ static int widen_unsplit_blocks(const snapshot_device *dev, seed_state *s) {
         return -1;
     }
     for (size_t i = 0; dev && i < dev->entry_count; i++) /* value: the entry's index */
-        if (dev->entries[i].action == GMT_TORCH_ALLOC &&
+        if (snapshot_kind(snap, &dev->entries[i])->action == GMT_TORCH_ALLOC &&
             !am_is_small(gmt_torch_block_size(dev->entries[i].size)))
             allocs[nallocs++] = (at_addr){dev->entries[i].addr, i};
     gmt_radix_sort((uint64_t(*)[2])allocs, (uint64_t(*)[2])spare, nallocs, 0, 1); /* by address */
@@ -525,7 +553,8 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
  * actions carry nothing. */
 static int user_defined(importer *im, const snapshot_entry *e) {
     const snapshot *snap = im->snap;
-    const char *action = e->action_name < snap->string_count ? snap->strings[e->action_name] : NULL;
+    uint32_t action_name = snapshot_kind(snap, e)->action_name;
+    const char *action = action_name < snap->string_count ? snap->strings[action_name] : NULL;
     size_t depth = 0;
     const uint32_t *frames = e->stack && e->stack < snap->stack_count
                                  ? snapshot_stack_frames(snap, e->stack, &depth)
@@ -547,18 +576,19 @@ static int user_defined(importer *im, const snapshot_entry *e) {
 
 /* One history entry, by model/torch_history.h's rules (the recorder's too). */
 static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
-    gmt_torch_entry h = {.action = e->action,
+    const snapshot_entry_kind *k = snapshot_kind(im->snap, e);
+    gmt_torch_entry h = {.action = k->action,
                          .addr = e->addr,
                          .size = e->size,
-                         .stream = e->stream,
-                         .device_free = e->device_free,
+                         .stream = k->stream,
+                         .device_free = k->device_free,
                          .ts_ns = im->ts,
                          .device = device};
     trace_event ev;
     trace_counter c;
-    if (e->action == SNAPSHOT_ACTION_OTHER) /* a legacy annotation, or an unknown action */
+    if (k->action == SNAPSHOT_ACTION_OTHER) /* a legacy annotation, or an unknown action */
         return user_defined(im, e);
-    if (e->action == GMT_TORCH_SNAPSHOT) { /* a memory snapshot was taken here: a mark */
+    if (k->action == GMT_TORCH_SNAPSHOT) { /* a memory snapshot was taken here: a mark */
         trace_marker m = {.ts_ns = im->ts,
                           .name_id = str(im, "torch.cuda.memory snapshot"),
                           .kind = TRACE_MARK_MARK};
@@ -571,14 +601,14 @@ static int write_entry(importer *im, uint32_t device, const snapshot_entry *e) {
     ev.stack_id = stack_id(im, e->stack); /* after the counter: stack records follow it */
     long entry = (long)(e - im->snap->devices[device].entries);
     ev.pool = snapshot_pools_at(im->pools, device, e->addr, entry);
-    if (e->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
+    if (k->action == GMT_TORCH_SEGMENT_MAP) /* a map event per page (see resolve_pools) */
         return map_pages(im, device, entry, e->addr, e->size, gmt_torch_map_page(e->size),
-                         e->stream, e->stack);
+                         k->stream, e->stack);
     if (trace_writer_event(im->w, &ev) != 0)
         return -1;
     /* the program's name for the block (user_metadata): only an alloc's names its block */
-    return e->user_metadata && e->action == GMT_TORCH_ALLOC
-               ? name_block(im, e->addr, e->user_metadata)
+    return k->user_metadata && k->action == GMT_TORCH_ALLOC
+               ? name_block(im, e->addr, k->user_metadata)
                : 0;
 }
 
@@ -604,7 +634,9 @@ static int write_history(importer *im) {
             if (cur[d].next >= dev->entry_count)
                 continue;
             const snapshot_entry *e = &dev->entries[cur[d].next];
-            int64_t t = (e->flags & SNAPSHOT_HAS_TIME) ? e->time_us : (int64_t)(last_ts / 1000);
+            int64_t t = (snapshot_kind(snap, e)->flags & SNAPSHOT_HAS_TIME)
+                            ? e->time_us
+                            : (int64_t)(last_ts / 1000);
             if (t < best_time) {
                 best_time = t;
                 best = (int64_t)d;
@@ -628,7 +660,7 @@ static int write_history(importer *im) {
         if (best < 0)
             break;
         const snapshot_entry *e = &snap->devices[best].entries[cur[best].next++];
-        if (e->flags & SNAPSHOT_HAS_TIME)
+        if (snapshot_kind(snap, e)->flags & SNAPSHOT_HAS_TIME)
             im->ts = (uint64_t)(e->time_us > 0 ? e->time_us : 0) * 1000;
         else
             im->ts = last_ts + 1000; /* no time: keep the order, 1 us apart */
@@ -643,7 +675,8 @@ static int write_history(importer *im) {
 static uint64_t first_time_ns(const snapshot *snap) {
     uint64_t t = UINT64_MAX;
     for (size_t d = 0; d < snap->device_count; d++)
-        if (snap->devices[d].entry_count && (snap->devices[d].entries[0].flags & SNAPSHOT_HAS_TIME))
+        if (snap->devices[d].entry_count &&
+            (snapshot_kind(snap, &snap->devices[d].entries[0])->flags & SNAPSHOT_HAS_TIME))
             if ((uint64_t)snap->devices[d].entries[0].time_us * 1000 < t)
                 t = (uint64_t)snap->devices[d].entries[0].time_us * 1000;
     return t == UINT64_MAX ? 0 : t;
@@ -679,8 +712,10 @@ static int has_mapped_memory(const snapshot *snap) {
             return 1;
     for (size_t d = 0; d < snap->device_count; d++)
         for (size_t i = 0; i < snap->devices[d].entry_count; i++)
-            if (snap->devices[d].entries[i].action == GMT_TORCH_SEGMENT_MAP ||
-                snap->devices[d].entries[i].action == GMT_TORCH_SEGMENT_UNMAP)
+            if (snapshot_kind(snap, &snap->devices[d].entries[i])->action ==
+                    GMT_TORCH_SEGMENT_MAP ||
+                snapshot_kind(snap, &snap->devices[d].entries[i])->action ==
+                    GMT_TORCH_SEGMENT_UNMAP)
                 return 1;
     return 0;
 }
@@ -730,7 +765,7 @@ static void facts_of(const snapshot *snap, snapshot_facts *f) {
         const snapshot_device *dev = &snap->devices[d];
         entries |= dev->entry_count > 0;
         for (size_t i = 0; i < dev->entry_count; i++)
-            times |= (dev->entries[i].flags & SNAPSHOT_HAS_TIME) != 0;
+            times |= (snapshot_kind(snap, &dev->entries[i])->flags & SNAPSHOT_HAS_TIME) != 0;
     }
     f->settings_source = ss->present ? "snapshot" : "none";
     if (!(st.known & AM_SET_EXPANDABLE) && mapped) {
@@ -796,9 +831,9 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
         if (rc == 0)
             rc = build_seed(snap, d, history, &s);
         if (rc == 0)
-            rc = resolve_pools(history, &s);
+            rc = resolve_pools(snap, history, &s);
         if (rc == 0)
-            rc = splits_any_remainder ? 0 : widen_unsplit_blocks(history, &s);
+            rc = splits_any_remainder ? 0 : widen_unsplit_blocks(snap, history, &s);
         if (rc == 0)
             rc = write_seed(&im, (uint32_t)d, &s);
         free(s.blocks);

@@ -75,7 +75,8 @@ snapshot_pools *snapshot_pools_build(const snapshot *snap) {
         const snapshot_device *dev = &snap->devices[d];
         for (size_t i = 0; i < dev->entry_count; i++) {
             const snapshot_entry *e = &dev->entries[i];
-            if (e->action != GMT_TORCH_SEGMENT_ALLOC && e->action != GMT_TORCH_SEGMENT_MAP)
+            unsigned action = snapshot_kind(snap, e)->action;
+            if (action != GMT_TORCH_SEGMENT_ALLOC && action != GMT_TORCH_SEGMENT_MAP)
                 continue;
             pool_range *r = range_at(p, (int64_t)d, e->addr);
             if (r)
