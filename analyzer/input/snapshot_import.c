@@ -706,21 +706,31 @@ static void roundup_of(const snapshot_settings *ss, am_settings *st) {
 }
 
 /* PyTorch mapped pages: expandable segments were on (whatever the settings say). */
-static int has_mapped_memory(const snapshot *snap) {
+/* What the entries say about the whole snapshot, in one pass over them: whether memory is
+ * mapped (expandable segments: a segment says so, or an entry maps or unmaps), whether any entry
+ * has a time, whether there is a history at all. */
+typedef struct entry_summary {
+    int mapped, times, entries;
+} entry_summary;
+
+static entry_summary summarize_entries(const snapshot *snap) {
+    entry_summary sum = {0, 0, 0};
     for (size_t i = 0; i < snap->segment_count; i++)
-        if (snap->segments[i].is_expandable == 1)
-            return 1;
-    for (size_t d = 0; d < snap->device_count; d++)
-        for (size_t i = 0; i < snap->devices[d].entry_count; i++)
-            if (snapshot_kind(snap, &snap->devices[d].entries[i])->action ==
-                    GMT_TORCH_SEGMENT_MAP ||
-                snapshot_kind(snap, &snap->devices[d].entries[i])->action ==
-                    GMT_TORCH_SEGMENT_UNMAP)
-                return 1;
-    return 0;
+        sum.mapped |= snap->segments[i].is_expandable == 1;
+    for (size_t d = 0; d < snap->device_count; d++) {
+        const snapshot_device *dev = &snap->devices[d];
+        sum.entries |= dev->entry_count > 0;
+        for (size_t i = 0; i < dev->entry_count; i++) {
+            const snapshot_entry_kind *k = snapshot_kind(snap, &dev->entries[i]);
+            sum.times |= (k->flags & SNAPSHOT_HAS_TIME) != 0;
+            sum.mapped |=
+                k->action == GMT_TORCH_SEGMENT_MAP || k->action == GMT_TORCH_SEGMENT_UNMAP;
+        }
+    }
+    return sum;
 }
 
-static void facts_of(const snapshot *snap, snapshot_facts *f) {
+static void facts_of(const snapshot *snap, const entry_summary *sum, snapshot_facts *f) {
     const snapshot_settings *ss = &snap->settings;
     am_settings st = am_settings_default();
     if (ss->present) {
@@ -760,23 +770,16 @@ static void facts_of(const snapshot *snap, snapshot_facts *f) {
         if (ss->roundup_count)
             roundup_of(ss, &st);
     }
-    int mapped = has_mapped_memory(snap), times = 0, entries = 0;
-    for (size_t d = 0; d < snap->device_count; d++) {
-        const snapshot_device *dev = &snap->devices[d];
-        entries |= dev->entry_count > 0;
-        for (size_t i = 0; i < dev->entry_count; i++)
-            times |= (snapshot_kind(snap, &dev->entries[i])->flags & SNAPSHOT_HAS_TIME) != 0;
-    }
     f->settings_source = ss->present ? "snapshot" : "none";
-    if (!(st.known & AM_SET_EXPANDABLE) && mapped) {
+    if (!(st.known & AM_SET_EXPANDABLE) && sum->mapped) {
         st.expandable_segments = true;
         st.known |= AM_SET_EXPANDABLE;
         if (!ss->present)
             f->settings_source = "inferred";
     }
     f->settings = st;
-    f->timestamps = times;
-    f->history = entries;
+    f->timestamps = sum->times;
+    f->history = sum->entries;
 }
 
 int snapshot_import_file(const char *pickle_path, const char *trace_path, char *err,
@@ -792,10 +795,11 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
     snapshot_facts own_facts;
     if (!facts)
         facts = &own_facts;
-    facts_of(snap, facts);
+    entry_summary sum = summarize_entries(snap);
+    facts_of(snap, &sum, facts);
     /* with expandable segments on, should_split cuts any remainder of 512 bytes or more, in
      * plain segments (a private pool's) too: no seed block is wider than its rounded request */
-    int splits_any_remainder = facts->settings.expandable_segments || has_mapped_memory(snap);
+    int splits_any_remainder = facts->settings.expandable_segments || sum.mapped;
     trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
     trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
     if (!w) {
