@@ -261,6 +261,55 @@ def check_names(memanalyze, tmp, env, check):
           f"{'ok' if got == want else 'checked'}")
 
 
+def shadowed_seed_snapshot():
+    """A hostile final state: two live blocks at one address (a 0-byte one first), after a block
+    the history's last entry allocates, and a history long enough (frees of blocks the ring never
+    saw allocated, then alloc/free rounds) that walking it back compacts the seed's blocks: the
+    shadowed block then moves while the index names the other one."""
+    base = 0x7F0000000000
+    blocks = [{"address": base, "size": MIB, "state": "active_allocated", "requested_size": MIB},
+              {"address": base + MIB, "size": 0, "state": "active_allocated",
+               "requested_size": 0},
+              {"address": base + MIB, "size": MIB, "state": "active_allocated",
+               "requested_size": MIB},
+              {"address": base + 2 * MIB, "size": 2 * MIB, "state": "inactive",
+               "requested_size": 0}]
+    segment = {"device": 0, "address": base, "total_size": 4 * MIB, "allocated_size": 2 * MIB,
+               "active_size": 2 * MIB, "requested_size": 2 * MIB, "stream": 0,
+               "segment_type": "large", "blocks": blocks}
+    trace, t = [], 1000
+    for i in range(400):
+        trace.append({"action": "free_completed", "addr": base + 2 * MIB + 4096 * i,
+                      "size": 512, "stream": 0, "time_us": t + i})
+    t += 400
+    for i in range(600):
+        a = base + 2 * MIB + (i % 4) * 4096
+        for action in ("alloc", "free_requested", "free_completed"):
+            trace.append({"action": action, "addr": a, "size": 4096, "stream": 0, "time_us": t})
+            t += 1
+    trace.append({"action": "alloc", "addr": base, "size": MIB, "stream": 0, "time_us": t})
+    return {"segments": [segment], "device_traces": [trace]}
+
+
+def check_shadowed_seed(memanalyze, tmp, env, check):
+    """The import of shadowed_seed_snapshot() completes (it once tripped an assertion) and keeps
+    every history entry as an event."""
+    snap = shadowed_seed_snapshot()
+    path = os.path.join(tmp, "shadowed.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    db_path = path + ".db"
+    run = subprocess.run([memanalyze, "import", path, "-o", db_path], capture_output=True,
+                         text=True, env=env)
+    check(run.returncode == 0, f"shadowed seed block: import failed: {run.stderr.strip()}")
+    if run.returncode == 0:
+        db = sqlite3.connect(db_path)
+        n = db.execute("SELECT count(*) FROM event_rows WHERE event_id > 0").fetchone()[0]
+        check(n == expected_events(snap), f"shadowed seed block: {n} events, "
+              f"want {expected_events(snap)}")
+        db.close()
+
+
 def main():
     memanalyze, data = sys.argv[1], sys.argv[2]
     failures = 0
@@ -282,6 +331,7 @@ def main():
         pickles += sorted(glob.glob(os.path.join(made, "*.pickle")))
         env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
         check_names(memanalyze, tmp, env, check)
+        check_shadowed_seed(memanalyze, tmp, env, check)
         for path in pickles:
             name = os.path.basename(path)
             db_path = os.path.join(tmp, name + ".db")
