@@ -304,6 +304,15 @@ typedef struct trace_append_state {
 trace_writer *trace_writer_open_append(int fd, const trace_writer_options *opt,
                                        const trace_append_state *st, char *err, size_t errlen);
 
+/* A writer that writes nothing: it hands every record to `sink`, as a reader of the trace it
+ * would have written would yield it (the same records in the same order, text NUL-terminated,
+ * the END record at close), and pays for no encoding, compression or file. For a producer and a
+ * consumer in one process: a snapshot replayed as it is converted. A sink returning non-zero
+ * fails the writer ("its reader stopped"; the sink keeps its own reason). The record and its
+ * text are valid during the call only. */
+typedef int (*trace_record_sink)(void *ctx, const trace_record *rec);
+trace_writer *trace_writer_open_sink(trace_record_sink sink, void *ctx, char *err, size_t errlen);
+
 /* Each returns 0 or -1 (error in trace_writer_error; once failed, the writer
  * stays failed and every later call returns -1 without writing). */
 int trace_writer_event(trace_writer *w, const trace_event *ev);

@@ -8,7 +8,10 @@
  *
  * Delta state (previous timestamp, previous address, event context) is
  * reset at the start of every chunk, which is what makes frames
- * independently decodable. See TRACE_FORMAT.md for the byte layout. */
+ * independently decodable. See TRACE_FORMAT.md for the byte layout.
+ *
+ * In sink mode (trace_writer_open_sink) the interning is the same and every
+ * record goes to the sink instead, shaped as the reader yields it. */
 #include "trace_format.h"
 #include "trace_intern.h"
 #include "trace_varint.h"
@@ -60,7 +63,16 @@ struct trace_writer {
 
     int failed;
     char error[256];
+
+    /* sink mode: records go to sink, their text NUL-terminated in `text` */
+    trace_record_sink sink;
+    void *sink_ctx;
+    char *text;
+    size_t text_len;
 };
+
+/* Text in sink mode: the most one record holds (a PROCESS's four strings at the cap). */
+#define SINK_TEXT (4 * ((size_t)TRACE_WIRE_MAX_STRING + 1))
 
 static int fail(trace_writer *w, const char *fmt, ...) {
     if (!w->failed) {
@@ -77,6 +89,52 @@ static void set_err(char *err, size_t errlen, const char *msg) {
     if (err && errlen)
         snprintf(err, errlen, "%s", msg);
 }
+
+/* ---- sink mode ------------------------------------------------------------ */
+
+trace_writer *trace_writer_open_sink(trace_record_sink sink, void *ctx, char *err, size_t errlen) {
+    trace_writer *w = calloc(1, sizeof *w);
+    char *text = malloc(SINK_TEXT);
+    if (!w || !text || !sink) {
+        set_err(err, errlen, sink ? "out of memory" : "no sink");
+        free(w);
+        free(text);
+        return NULL;
+    }
+    w->fd = -1;
+    w->sink = sink;
+    w->sink_ctx = ctx;
+    w->text = text;
+    w->next_string = w->next_frame = w->next_stack = 1;
+    return w;
+}
+
+/* A record's text as the reader gives it: cut at the cap, NUL-terminated, never NULL. */
+static trace_bytes sink_text(trace_writer *w, const char *s, size_t len) {
+    if (!s)
+        len = 0;
+    if (len > TRACE_WIRE_MAX_STRING)
+        len = TRACE_WIRE_MAX_STRING;
+    char *dst = w->text + w->text_len; /* room: at most SINK_TEXT per record (see deliver) */
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = 0;
+    w->text_len += len + 1;
+    return (trace_bytes){dst, (uint32_t)len};
+}
+
+static trace_bytes sink_bytes(trace_writer *w, trace_bytes b) { return sink_text(w, b.ptr, b.len); }
+
+static int deliver(trace_writer *w, const trace_record *rec) {
+    w->text_len = 0; /* the next record's text starts afresh */
+    if (w->failed)
+        return -1;
+    if (w->sink(w->sink_ctx, rec) != 0)
+        return fail(w, "its reader stopped");
+    return 0;
+}
+
+/* ---- file mode -------------------------------------------------------------- */
 
 trace_writer *trace_writer_open_fd(int fd, const trace_writer_options *opt, char *err,
                                    size_t errlen) {
@@ -236,6 +294,12 @@ static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len) {
 static uint8_t *put_tb(uint8_t *p, trace_bytes b) { return put_bytes(p, b.ptr, b.len); }
 
 int trace_writer_event(trace_writer *w, const trace_event *ev) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_EVENT, .u.event = *ev};
+        w->prev_ts = ev->ts_ns;
+        w->events++;
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -268,6 +332,14 @@ int trace_writer_event(trace_writer *w, const trace_event *ev) {
 }
 
 int trace_writer_process(trace_writer *w, const trace_process *pr) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_PROCESS, .u.process = *pr};
+        rec.u.process.host = sink_bytes(w, pr->host);
+        rec.u.process.cmdline = sink_bytes(w, pr->cmdline);
+        rec.u.process.clock_source = sink_bytes(w, pr->clock_source);
+        rec.u.process.producer = sink_bytes(w, pr->producer);
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -285,6 +357,11 @@ int trace_writer_process(trace_writer *w, const trace_process *pr) {
 }
 
 int trace_writer_device(trace_writer *w, const trace_device *d) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_DEVICE, .u.device = *d};
+        rec.u.device.name = sink_bytes(w, d->name);
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -296,6 +373,12 @@ int trace_writer_device(trace_writer *w, const trace_device *d) {
 }
 
 int trace_writer_module(trace_writer *w, const trace_module *m) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_MODULE, .u.module = *m};
+        rec.u.module.path = sink_bytes(w, m->path);
+        rec.u.module.build_id = sink_bytes(w, m->build_id);
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -312,6 +395,10 @@ int trace_writer_symbol(trace_writer *w, const trace_symbol *s) {
     if (s->count > TRACE_SYMBOL_MAX_INLINE)
         return fail(w, "symbol of frame %u has %u inline entries (max %d)", s->frame_id, s->count,
                     TRACE_SYMBOL_MAX_INLINE);
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_SYMBOL, .u.symbol = *s};
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -327,6 +414,11 @@ int trace_writer_symbol(trace_writer *w, const trace_symbol *s) {
 }
 
 int trace_writer_marker(trace_writer *w, const trace_marker *m) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_MARKER, .u.marker = *m};
+        w->prev_ts = m->ts_ns;
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -342,6 +434,11 @@ int trace_writer_marker(trace_writer *w, const trace_marker *m) {
 }
 
 int trace_writer_counter(trace_writer *w, const trace_counter *c) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_COUNTER, .u.counter = *c};
+        w->prev_ts = c->ts_ns;
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -355,6 +452,10 @@ int trace_writer_counter(trace_writer *w, const trace_counter *c) {
 }
 
 int trace_writer_thread(trace_writer *w, const trace_thread *t) {
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_THREAD, .u.thread = *t};
+        return deliver(w, &rec);
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return -1;
@@ -376,6 +477,11 @@ uint32_t trace_writer_string(trace_writer *w, const char *s, size_t len) {
     if (!added)
         return id;
     w->next_string++;
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_STRING,
+                            .u.string = {id, sink_text(w, s ? s : "", s ? len : 0)}};
+        return deliver(w, &rec) == 0 ? id : 0;
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return 0;
@@ -404,6 +510,11 @@ uint32_t trace_writer_frame(trace_writer *w, const trace_frame *f) {
     if (id != w->next_frame)
         return id;
     w->next_frame++;
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_FRAME, .u.frame = *f};
+        rec.u.frame.frame_id = id;
+        return deliver(w, &rec) == 0 ? id : 0;
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return 0;
@@ -427,6 +538,10 @@ uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_
     if (id != w->next_stack)
         return id;
     w->next_stack++;
+    if (w->sink) {
+        trace_record rec = {.kind = TRACE_REC_STACK, .u.stack = {id, parent_id, frame_id}};
+        return deliver(w, &rec) == 0 ? id : 0;
+    }
     uint8_t *p = record_begin(w);
     if (!p)
         return 0;
@@ -440,6 +555,15 @@ uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_
 int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen) {
     if (!w)
         return 0;
+    if (w->sink && !w->failed) {
+        trace_record rec = {.kind = TRACE_REC_END,
+                            .u.end = end ? *end : (trace_end){.flags = TRACE_END_CLEAN}};
+        if (!end)
+            rec.u.end.ts_ns = w->prev_ts;
+        if (!rec.u.end.events)
+            rec.u.end.events = w->events;
+        deliver(w, &rec);
+    }
     if (!w->failed && w->cctx && w->appending) {
         trace_writer_flush(w);
     } else if (!w->failed && w->cctx) {
@@ -465,6 +589,7 @@ int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t 
     if (rc)
         set_err(err, errlen, w->error);
     ZSTD_freeCCtx(w->cctx);
+    free(w->text);
     free(w->chunk);
     free(w->times);
     free(w->zbuf);

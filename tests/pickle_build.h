@@ -21,7 +21,7 @@ typedef struct pb {
     uint32_t memo; /* next MEMOIZE index (test_snapshot.c) */
 } pb;
 
-static void pb_raw(pb *w, const void *p, size_t n) {
+static inline void pb_raw(pb *w, const void *p, size_t n) {
     if (w->len + n > w->cap) {
         w->cap = (w->len + n) * 2 + 64;
         w->b = realloc(w->b, w->cap);
@@ -32,19 +32,19 @@ static void pb_raw(pb *w, const void *p, size_t n) {
     w->len += n;
 }
 
-static void pb_op(pb *w, int op) {
+static inline void pb_op(pb *w, int op) {
     unsigned char c = (unsigned char)op;
     pb_raw(w, &c, 1);
 }
 
 /* v in n little-endian bytes (zeros past the 8th). */
-static void pb_le(pb *w, uint64_t v, int n) {
+static inline void pb_le(pb *w, uint64_t v, int n) {
     for (int i = 0; i < n; i++)
         pb_op(w, i < 8 ? (int)((v >> (8 * i)) & 0xFF) : 0);
 }
 
 /* SHORT_BINUNICODE, or BINUNICODE from 256 bytes on. */
-static void pb_str(pb *w, const char *s) {
+static inline void pb_str(pb *w, const char *s) {
     size_t n = strlen(s);
     if (n < 256) {
         pb_op(w, 0x8c);
@@ -59,7 +59,7 @@ static void pb_str(pb *w, const char *s) {
 /* An int in few bytes: BININT1, BININT2 (when binint2 is set), BININT, else
  * LONG1 of 8 bytes. Python uses BININT2; the hand-made snapshots of
  * test_snapshot.c are written without it. */
-static void pb_int_with(pb *w, int64_t v, int binint2) {
+static inline void pb_int_with(pb *w, int64_t v, int binint2) {
     if (v >= 0 && v < 256) {
         pb_op(w, 'K');
         pb_op(w, (int)v);
@@ -77,13 +77,13 @@ static void pb_int_with(pb *w, int64_t v, int binint2) {
 }
 
 /* An int as Python writes it. */
-static void pb_int(pb *w, int64_t v) { pb_int_with(w, v, 1); }
+static inline void pb_int(pb *w, int64_t v) { pb_int_with(w, v, 1); }
 
 /* ---- the source tree ------------------------------------------------------ */
 
 static char source_dir[4096];
 
-static void find_source_dir(int argc, char **argv) {
+static inline void find_source_dir(int argc, char **argv) {
     if (argc > 1) {
         snprintf(source_dir, sizeof source_dir, "%s", argv[1]);
         return;
@@ -108,7 +108,7 @@ static void find_source_dir(int argc, char **argv) {
 /* Runs tests/make_pickles.py into a new folder made from tmpl (as mkdtemp
  * does) and returns it; NULL when python3 or the script is absent (a note
  * names `what`, which goes unchecked) or the folder cannot be made. */
-static char *python_pickles_make(char *tmpl, const char *what) {
+static inline char *python_pickles_make(char *tmpl, const char *what) {
     char script[4200], cmd[8600];
     snprintf(script, sizeof script, "%s/tests/make_pickles.py", source_dir);
     if (access(script, R_OK) != 0 || system("python3 -c pass >/dev/null 2>&1") != 0) {
@@ -125,7 +125,7 @@ static char *python_pickles_make(char *tmpl, const char *what) {
 }
 
 /* Removes what python_pickles_make wrote, and its folder. */
-static void python_pickles_remove(const char *dir) {
+static inline void python_pickles_remove(const char *dir) {
     static const char *const names[] = {
         "values-p2.pickle", "values-p3.pickle",   "values-p4.pickle",  "values-p5.pickle",
         "object.pickle",    "snapshot-p2.pickle", "snapshot-p4.pickle"};
@@ -140,7 +140,7 @@ static void python_pickles_remove(const char *dir) {
 /* ---- the real snapshots ------------------------------------------------------ */
 
 /* Writes the folder of the real snapshots into dir; 0 when it is absent. */
-static int real_snapshots_dir(char *dir, size_t size) {
+static inline int real_snapshots_dir(char *dir, size_t size) {
     snprintf(dir, size, "%s/../shared/data/pytorch", source_dir);
     struct stat st;
     return stat(dir, &st) == 0;
@@ -148,7 +148,7 @@ static int real_snapshots_dir(char *dir, size_t size) {
 
 /* Ends main(): check_finish, but a skip (77) when the real snapshots were
  * absent (real_files_checked 0) and nothing else failed. */
-static int finish_or_skip(const char *name, int real_files_checked) {
+static inline int finish_or_skip(const char *name, int real_files_checked) {
     if (!real_files_checked && !check_failures)
         CHECK_SKIP("%s/../shared/data/pytorch is absent (all other checks passed)", source_dir);
     return check_finish(name);

@@ -3,6 +3,7 @@
  * errors (empty, not a trace, newer version) are clear one-liners. */
 #include "check.h"
 #include "trace_format.h"
+#include "trace_wire.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -119,44 +120,50 @@ static void test_random_streams(void) {
 }
 
 /* One of each record kind, with edge values, read back field by field. */
-static void test_every_record_kind(void) {
+/* test_every_record_kind's records: what was written, what each record must read back as. */
+static char build_id[20];
+static trace_process proc;
+static trace_device dev;
+static trace_module mod;
+static trace_frame native;
+static trace_event every_event;
+static uint32_t s_fn, s_file, s_step, f1, f2;
+static int seen[256];
+
+/* Writes one record of every kind (the END record at close: ok when it went). */
+static int write_every_kind(trace_writer *w) {
     char err[256];
-    trace_writer *w = trace_writer_open(tmp_path("kinds.zst"), NULL, err, sizeof err);
-    CHECK(w != NULL);
-    if (!w)
-        return;
-    char build_id[20];
     for (int i = 0; i < 20; i++)
         build_id[i] = (char)(i * 13); /* includes a NUL byte */
-    trace_process proc = {.pid = 4242,
-                          .ppid = 1,
-                          .rank = -1,
-                          .wall_anchor_ns = 1795000000000000000ULL,
-                          .clock_anchor_ns = 123456789,
-                          .host = tb("node-7"),
-                          .cmdline = tb("python train.py --lr 3e-4"),
-                          .clock_source = tb("CLOCK_MONOTONIC"),
-                          .producer = tb("test")};
+    proc = (trace_process){.pid = 4242,
+                           .ppid = 1,
+                           .rank = -1,
+                           .wall_anchor_ns = 1795000000000000000ULL,
+                           .clock_anchor_ns = 123456789,
+                           .host = tb("node-7"),
+                           .cmdline = tb("python train.py --lr 3e-4"),
+                           .clock_source = tb("CLOCK_MONOTONIC"),
+                           .producer = tb("test")};
     CHECK(trace_writer_process(w, &proc) == 0);
-    trace_device dev = {.device = 1, .total_bytes = 85899345920ULL, .name = tb("NVIDIA H100")};
+    dev = (trace_device){.device = 1, .total_bytes = 85899345920ULL, .name = tb("NVIDIA H100")};
     CHECK(trace_writer_device(w, &dev) == 0);
-    trace_module mod = {.module_id = 3,
-                        .base = 0x7f1200000000ULL,
-                        .size = 1 << 20,
-                        .path = tb("/usr/lib/libtorch_cuda.so"),
-                        .build_id = {build_id, sizeof build_id}};
+    mod = (trace_module){.module_id = 3,
+                         .base = 0x7f1200000000ULL,
+                         .size = 1 << 20,
+                         .path = tb("/usr/lib/libtorch_cuda.so"),
+                         .build_id = {build_id, sizeof build_id}};
     CHECK(trace_writer_module(w, &mod) == 0);
-    uint32_t s_fn = trace_writer_string(w, "forward", 7);
-    uint32_t s_file = trace_writer_string(w, "model.py", 8);
-    uint32_t s_step = trace_writer_string(w, "step 3", 6);
+    s_fn = trace_writer_string(w, "forward", 7);
+    s_file = trace_writer_string(w, "model.py", 8);
+    s_step = trace_writer_string(w, "step 3", 6);
     CHECK_EQ_U64(s_fn, 1);
     CHECK_EQ_U64(s_file, 2);
     CHECK_EQ_U64(trace_writer_string(w, "forward", 7), s_fn); /* interned once */
-    trace_frame native = {.kind = TRACE_FRAME_NATIVE, .module_id = 3, .ip = 0x7f1200001234ULL};
+    native = (trace_frame){.kind = TRACE_FRAME_NATIVE, .module_id = 3, .ip = 0x7f1200001234ULL};
     trace_frame py = {
         .kind = TRACE_FRAME_PYTHON, .function_id = s_fn, .file_id = s_file, .line = 54};
-    uint32_t f1 = trace_writer_frame(w, &native);
-    uint32_t f2 = trace_writer_frame(w, &py);
+    f1 = trace_writer_frame(w, &native);
+    f2 = trace_writer_frame(w, &py);
     CHECK_EQ_U64(f1, 1);
     CHECK_EQ_U64(f2, 2);
     CHECK_EQ_U64(trace_writer_frame(w, &py), f2);
@@ -168,7 +175,7 @@ static void test_every_record_kind(void) {
     CHECK_EQ_U64(st1, 1);
     CHECK_EQ_U64(st2, 2);
     CHECK_EQ_U64(trace_writer_stack(w, st1, f1), st2);
-    trace_symbol_entry entries[2] = {{s_fn, s_file, 10}, {s_file, s_fn, 20}};
+    static const trace_symbol_entry entries[2] = {{1, 2, 10}, {2, 1, 20}};
     trace_symbol sym = {.frame_id = f1, .count = 2, .entries = entries};
     CHECK(trace_writer_symbol(w, &sym) == 0);
     trace_thread th = {.tid = 77, .name_id = s_fn};
@@ -187,95 +194,96 @@ static void test_every_record_kind(void) {
                         .device = 1,
                         .kind = TRACE_COUNTER_POOL_USED};
     CHECK(trace_writer_counter(w, &ct) == 0);
-    trace_event ev = {.ts_ns = UINT64_MAX,
-                      .addr = 0,
-                      .size = UINT64_MAX,
-                      .requested = 1,
-                      .stream = UINT64_MAX,
-                      .pool = 1,
-                      .stack_id = UINT32_MAX,
-                      .tid = UINT32_MAX,
-                      .device = 1,
-                      .op = TRACE_OP_VA_FREE,
-                      .level = TRACE_LEVEL_BLOCK,
-                      .kind = TRACE_KIND_PINNED_HOST};
-    CHECK(trace_writer_event(w, &ev) == 0);
+    every_event = (trace_event){.ts_ns = UINT64_MAX,
+                                .addr = 0,
+                                .size = UINT64_MAX,
+                                .requested = 1,
+                                .stream = UINT64_MAX,
+                                .pool = 1,
+                                .stack_id = UINT32_MAX,
+                                .tid = UINT32_MAX,
+                                .device = 1,
+                                .op = TRACE_OP_VA_FREE,
+                                .level = TRACE_LEVEL_BLOCK,
+                                .kind = TRACE_KIND_PINNED_HOST};
+    CHECK(trace_writer_event(w, &every_event) == 0);
     trace_end end = {.ts_ns = 6000, .events = 1, .dropped = 17, .flags = 0};
-    CHECK(trace_writer_close(w, &end, err, sizeof err) == 0);
+    return trace_writer_close(w, &end, err, sizeof err);
+}
 
-    trace_reader *r = trace_reader_open(tmp_path("kinds.zst"), err, sizeof err);
-    CHECK(r != NULL);
-    if (!r)
-        return;
-    CHECK_EQ_U64(trace_reader_version(r), TRACE_FORMAT_VERSION);
-    trace_record rec;
-    int seen[256] = {0};
-    while (trace_reader_next(r, &rec) == 1) {
-        seen[rec.kind & 0xff]++;
-        switch (rec.kind) {
-        case TRACE_REC_PROCESS: {
-            const trace_process *p = &rec.u.process;
-            CHECK(p->pid == 4242 && p->ppid == 1 && p->rank == -1);
-            CHECK_EQ_U64(p->wall_anchor_ns, proc.wall_anchor_ns);
-            CHECK_EQ_U64(p->clock_anchor_ns, 123456789);
-            CHECK(bytes_eq(p->host, proc.host) && bytes_eq(p->cmdline, proc.cmdline));
-            CHECK(bytes_eq(p->clock_source, proc.clock_source));
-            CHECK(bytes_eq(p->producer, proc.producer));
-            break;
-        }
-        case TRACE_REC_DEVICE:
-            CHECK(rec.u.device.device == 1 && rec.u.device.total_bytes == dev.total_bytes);
-            CHECK_STR_EQ(rec.u.device.name.ptr, "NVIDIA H100");
-            break;
-        case TRACE_REC_MODULE:
-            CHECK(rec.u.module.module_id == 3 && rec.u.module.base == mod.base);
-            CHECK_EQ_U64(rec.u.module.size, mod.size);
-            CHECK(bytes_eq(rec.u.module.path, mod.path));
-            CHECK(bytes_eq(rec.u.module.build_id, mod.build_id));
-            break;
-        case TRACE_REC_STRING:
-            if (rec.u.string.string_id == s_step)
-                CHECK_STR_EQ(rec.u.string.text.ptr, "step 3");
-            CHECK(rec.u.string.string_id >= 1 && rec.u.string.string_id <= 3);
-            break;
-        case TRACE_REC_FRAME:
-            if (rec.u.frame.frame_id == 1)
-                CHECK(rec.u.frame.kind == TRACE_FRAME_NATIVE && rec.u.frame.ip == native.ip &&
-                      rec.u.frame.module_id == 3);
-            if (rec.u.frame.frame_id == 2)
-                CHECK(rec.u.frame.kind == TRACE_FRAME_PYTHON && rec.u.frame.line == 54 &&
-                      rec.u.frame.function_id == s_fn && rec.u.frame.file_id == s_file);
-            break;
-        case TRACE_REC_STACK:
-            if (rec.u.stack.stack_id == 2)
-                CHECK(rec.u.stack.parent_id == 1 && rec.u.stack.frame_id == f1);
-            break;
-        case TRACE_REC_SYMBOL:
-            CHECK(rec.u.symbol.frame_id == f1 && rec.u.symbol.count == 2);
-            CHECK(rec.u.symbol.entries[1].line == 20 && rec.u.symbol.entries[0].file_id == s_file);
-            break;
-        case TRACE_REC_THREAD:
-            CHECK(rec.u.thread.tid == 77 && rec.u.thread.name_id == s_fn);
-            break;
-        case TRACE_REC_MARKER:
-            CHECK(rec.u.marker.ts_ns == 5000 && rec.u.marker.range_id == 9);
-            CHECK(rec.u.marker.value == -3 && rec.u.marker.kind == TRACE_MARK_RANGE_START);
-            CHECK(rec.u.marker.name_id == s_step && rec.u.marker.tid == 77);
-            break;
-        case TRACE_REC_COUNTER:
-            CHECK(rec.u.counter.ts_ns == 4000 && rec.u.counter.key == 0xabc);
-            CHECK(rec.u.counter.value == UINT64_MAX && rec.u.counter.device == 1);
-            CHECK(rec.u.counter.kind == TRACE_COUNTER_POOL_USED);
-            break;
-        case TRACE_REC_EVENT:
-            CHECK(event_eq(&rec.u.event, &ev));
-            break;
-        case TRACE_REC_END:
-            CHECK(rec.u.end.ts_ns == 6000 && rec.u.end.events == 1);
-            CHECK(rec.u.end.dropped == 17 && rec.u.end.flags == 0);
-            break;
-        }
+/* One record as write_every_kind wrote it; counts it in seen[]. A trace_record_sink. */
+static int check_every_kind(void *ctx, const trace_record *r) {
+    (void)ctx;
+    const trace_record rec = *r;
+    seen[rec.kind & 0xff]++;
+    switch (rec.kind) {
+    case TRACE_REC_PROCESS: {
+        const trace_process *p = &rec.u.process;
+        CHECK(p->pid == 4242 && p->ppid == 1 && p->rank == -1);
+        CHECK_EQ_U64(p->wall_anchor_ns, proc.wall_anchor_ns);
+        CHECK_EQ_U64(p->clock_anchor_ns, 123456789);
+        CHECK(bytes_eq(p->host, proc.host) && bytes_eq(p->cmdline, proc.cmdline));
+        CHECK(bytes_eq(p->clock_source, proc.clock_source));
+        CHECK(bytes_eq(p->producer, proc.producer));
+        CHECK(p->host.ptr[p->host.len] == 0 && p->producer.ptr[p->producer.len] == 0);
+        break;
     }
+    case TRACE_REC_DEVICE:
+        CHECK(rec.u.device.device == 1 && rec.u.device.total_bytes == dev.total_bytes);
+        CHECK_STR_EQ(rec.u.device.name.ptr, "NVIDIA H100");
+        break;
+    case TRACE_REC_MODULE:
+        CHECK(rec.u.module.module_id == 3 && rec.u.module.base == mod.base);
+        CHECK_EQ_U64(rec.u.module.size, mod.size);
+        CHECK(bytes_eq(rec.u.module.path, mod.path));
+        CHECK(bytes_eq(rec.u.module.build_id, mod.build_id));
+        break;
+    case TRACE_REC_STRING:
+        if (rec.u.string.string_id == s_step)
+            CHECK_STR_EQ(rec.u.string.text.ptr, "step 3");
+        CHECK(rec.u.string.string_id >= 1 && rec.u.string.string_id <= 3);
+        break;
+    case TRACE_REC_FRAME:
+        if (rec.u.frame.frame_id == 1)
+            CHECK(rec.u.frame.kind == TRACE_FRAME_NATIVE && rec.u.frame.ip == native.ip &&
+                  rec.u.frame.module_id == 3);
+        if (rec.u.frame.frame_id == 2)
+            CHECK(rec.u.frame.kind == TRACE_FRAME_PYTHON && rec.u.frame.line == 54 &&
+                  rec.u.frame.function_id == s_fn && rec.u.frame.file_id == s_file);
+        break;
+    case TRACE_REC_STACK:
+        if (rec.u.stack.stack_id == 2)
+            CHECK(rec.u.stack.parent_id == 1 && rec.u.stack.frame_id == f1);
+        break;
+    case TRACE_REC_SYMBOL:
+        CHECK(rec.u.symbol.frame_id == f1 && rec.u.symbol.count == 2);
+        CHECK(rec.u.symbol.entries[1].line == 20 && rec.u.symbol.entries[0].file_id == s_file);
+        break;
+    case TRACE_REC_THREAD:
+        CHECK(rec.u.thread.tid == 77 && rec.u.thread.name_id == s_fn);
+        break;
+    case TRACE_REC_MARKER:
+        CHECK(rec.u.marker.ts_ns == 5000 && rec.u.marker.range_id == 9);
+        CHECK(rec.u.marker.value == -3 && rec.u.marker.kind == TRACE_MARK_RANGE_START);
+        CHECK(rec.u.marker.name_id == s_step && rec.u.marker.tid == 77);
+        break;
+    case TRACE_REC_COUNTER:
+        CHECK(rec.u.counter.ts_ns == 4000 && rec.u.counter.key == 0xabc);
+        CHECK(rec.u.counter.value == UINT64_MAX && rec.u.counter.device == 1);
+        CHECK(rec.u.counter.kind == TRACE_COUNTER_POOL_USED);
+        break;
+    case TRACE_REC_EVENT:
+        CHECK(event_eq(&rec.u.event, &every_event));
+        break;
+    case TRACE_REC_END:
+        CHECK(rec.u.end.ts_ns == 6000 && rec.u.end.events == 1);
+        CHECK(rec.u.end.dropped == 17 && rec.u.end.flags == 0);
+        break;
+    }
+    return 0;
+}
+
+static void check_seen_every_kind(void) {
     CHECK_EQ_U64(seen[TRACE_REC_STRING], 3);
     CHECK_EQ_U64(seen[TRACE_REC_FRAME], 3);
     CHECK_EQ_U64(seen[TRACE_REC_STACK], 2);
@@ -284,8 +292,73 @@ static void test_every_record_kind(void) {
                                     TRACE_REC_COUNTER, TRACE_REC_EVENT & 0xff, TRACE_REC_END};
     for (size_t i = 0; i < sizeof once / sizeof once[0]; i++)
         CHECK_EQ_U64(seen[once[i]], 1);
+}
+
+static void test_every_record_kind(void) {
+    char err[256];
+    trace_writer *w = trace_writer_open(tmp_path("kinds.zst"), NULL, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK(write_every_kind(w) == 0);
+    trace_reader *r = trace_reader_open(tmp_path("kinds.zst"), err, sizeof err);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    CHECK_EQ_U64(trace_reader_version(r), TRACE_FORMAT_VERSION);
+    trace_record rec;
+    memset(seen, 0, sizeof seen);
+    while (trace_reader_next(r, &rec) == 1)
+        check_every_kind(NULL, &rec);
+    check_seen_every_kind();
     CHECK(!trace_reader_get_stats(r)->clean_end); /* flags were 0 */
     trace_reader_close(r);
+}
+
+/* The same records through a sink writer: what the reader gave, with no file. */
+static void test_sink_every_record_kind(void) {
+    char err[256];
+    trace_writer *w = trace_writer_open_sink(check_every_kind, NULL, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    memset(seen, 0, sizeof seen);
+    CHECK(write_every_kind(w) == 0);
+    check_seen_every_kind();
+}
+
+/* A sink's texts are cut at the cap as the file's are; a sink that refuses a record fails the
+ * writer, which then writes nothing more. */
+static int last_text_len, calls;
+static int refuse_third(void *ctx, const trace_record *r) {
+    (void)ctx;
+    if (r->kind == TRACE_REC_STRING) {
+        last_text_len = (int)r->u.string.text.len;
+        CHECK(r->u.string.text.ptr[r->u.string.text.len] == 0);
+    }
+    return ++calls == 3 ? -1 : 0;
+}
+
+static void test_sink_limits(void) {
+    char err[256];
+    trace_writer *w = trace_writer_open_sink(refuse_third, NULL, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    size_t big = TRACE_WIRE_MAX_STRING + 100;
+    char *text = malloc(big);
+    memset(text, 'x', big);
+    CHECK(trace_writer_string(w, text, big) == 1);
+    CHECK_EQ_U64(last_text_len, TRACE_WIRE_MAX_STRING);
+    CHECK(trace_writer_string(w, text, big) == 1); /* interned under its cut value */
+    CHECK(trace_writer_string(w, "a", 1) == 2);
+    CHECK(trace_writer_string(w, "b", 1) == 0); /* the third record: refused */
+    CHECK(strstr(trace_writer_error(w), "reader stopped") != NULL);
+    trace_event e = {.size = 1, .requested = 1};
+    CHECK(trace_writer_event(w, &e) == -1 && calls == 3);
+    CHECK(trace_writer_close(w, NULL, err, sizeof err) == -1 && calls == 3); /* no END either */
+    CHECK(strstr(err, "reader stopped") != NULL);
+    free(text);
 }
 
 static void write_file(const char *path, const void *data, size_t len) {
@@ -354,6 +427,8 @@ int main(void) {
     if (!mkdtemp(tmpdir))
         return 1;
     test_every_record_kind();
+    test_sink_every_record_kind();
+    test_sink_limits();
     test_random_streams();
     test_open_errors();
     test_writer_errors();

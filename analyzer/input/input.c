@@ -112,24 +112,24 @@ static long peak_rss_kb(void) {
 
 int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen) {
-    char trace_path[PATH_MAX + 16];
-    snprintf(trace_path, sizeof trace_path, "%s", path);
     snapshot_facts facts;
+    snapshot_import *snap = NULL;
     if (kind == INPUT_SNAPSHOT) {
-        /* A snapshot becomes a trace first (beside the database), then the
-         * same replay as any trace. */
-        snprintf(trace_path, sizeof trace_path, "%s.zst", db_path);
+        /* A snapshot becomes a trace, handed to the replay record by record as it is written
+         * (twice: the replay's two passes), with no file between them. */
         double ts = gmt_seconds();
-        if (snapshot_import_file_facts(path, trace_path, &facts, err, errlen) != 0)
+        if (!(snap = snapshot_import_open(path, &facts, err, errlen)))
             return -1;
         if (getenv(GMT_ENV_TIMING))
-            fprintf(stderr, "snapshot to trace: %.3f s\n", gmt_seconds() - ts);
+            fprintf(stderr, "snapshot read: %.3f s\n", gmt_seconds() - ts);
     }
     double t0 = gmt_seconds();
     db_writer *db = db_writer_open(
         db_path, opt && opt->plain_events ? DB_EVENTS_TABLE : DB_EVENTS_STORE, err, errlen);
-    if (!db)
+    if (!db) {
+        snapshot_import_close(snap);
         return -1;
+    }
     replay_options ro = {.step_word = opt ? opt->step_word : NULL, .timestamps = -1, .history = -1};
     if (kind == INPUT_SNAPSHOT) { /* what the snapshot says beyond its events */
         ro.settings = &facts.settings;
@@ -141,7 +141,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     struct stat in_st;
     progress line;
     progress_start(&line, NULL, path);
-    if ((!opt || !opt->quiet) && isatty(2) && stat(trace_path, &in_st) == 0 &&
+    if ((!opt || !opt->quiet) && isatty(2) && stat(path, &in_st) == 0 &&
         in_st.st_size > (16 << 20)) {
         progress_start(&line, stderr, path);
         ro.progress = show_progress;
@@ -149,7 +149,10 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
         progress_phase(&line, "reading"); /* the replay's first pass: until it reports */
     }
     replay_summary sum;
-    if (replay_trace(trace_path, db, &ro, &sum, err, errlen) != 0) {
+    int replayed = snap ? replay_records(snapshot_import_source, snap, db, &ro, &sum, err, errlen)
+                        : replay_trace(path, db, &ro, &sum, err, errlen);
+    snapshot_import_close(snap);
+    if (replayed != 0) {
         progress_clear(&line);
         db_writer_abort(db);
         return -1;
@@ -165,8 +168,6 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
                            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
     }
     db_writer_meta_text(db, "analyzer_version", GMT_REPLAY_KEY);
-    if (kind == INPUT_SNAPSHOT)
-        unlink(trace_path);
     progress_phase(&line,
                    opt && opt->finish ? "indexing and categorizing" : "building the indexes of");
     double t1 = gmt_seconds();

@@ -783,16 +783,44 @@ static void facts_of(const snapshot *snap, const entry_summary *sum, snapshot_fa
     f->history = sum->entries;
 }
 
-int snapshot_import_file(const char *pickle_path, const char *trace_path, char *err,
-                         size_t errlen) {
-    return snapshot_import_file_facts(pickle_path, trace_path, NULL, err, errlen);
+/* ---- the import ---------------------------------------------------------------- */
+
+struct snapshot_import {
+    snapshot *snap;
+    snapshot_pools *pools;
+    const char *path, *name; /* the pickle's (the caller's string); name: the command line */
+    int64_t ndev;            /* devices: those with a trace, and those that only have segments */
+    seed_state *seeds;       /* [ndev]: what each device holds before its history */
+};
+
+void snapshot_import_close(snapshot_import *imp) {
+    if (!imp)
+        return;
+    for (int64_t d = 0; imp->seeds && d < imp->ndev; d++) {
+        free(imp->seeds[d].blocks);
+        free(imp->seeds[d].ranges);
+        addr_map_free(&imp->seeds[d].live_blocks);
+    }
+    free(imp->seeds);
+    snapshot_pools_free(imp->pools);
+    snapshot_free(imp->snap);
+    free(imp);
 }
 
-int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
-                               snapshot_facts *facts, char *err, size_t errlen) {
+snapshot_import *snapshot_import_open(const char *pickle_path, snapshot_facts *facts, char *err,
+                                      size_t errlen) {
     snapshot *snap = snapshot_load(pickle_path, err, errlen);
     if (!snap)
-        return -1;
+        return NULL;
+    snapshot_import *imp = calloc(1, sizeof *imp);
+    if (!imp) {
+        snapshot_free(snap);
+        snprintf(err, errlen, "out of memory importing %s", pickle_path);
+        return NULL;
+    }
+    imp->snap = snap;
+    imp->path = pickle_path;
+    imp->name = strrchr(pickle_path, '/') ? strrchr(pickle_path, '/') + 1 : pickle_path;
     snapshot_facts own_facts;
     if (!facts)
         facts = &own_facts;
@@ -801,49 +829,50 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
     /* with expandable segments on, should_split cuts any remainder of 512 bytes or more, in
      * plain segments (a private pool's) too: no seed block is wider than its rounded request */
     int splits_any_remainder = facts->settings.expandable_segments || sum.mapped;
-    trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
-    trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
-    if (!w) {
-        snapshot_free(snap);
-        return -1;
+    imp->ndev = (int64_t)snap->device_count;
+    for (size_t i = 0; i < snap->segment_count; i++)
+        if (snap->segments[i].device + 1 > imp->ndev)
+            imp->ndev = snap->segments[i].device + 1;
+    imp->pools = snapshot_pools_build(snap);
+    imp->seeds = calloc((size_t)imp->ndev + 1, sizeof *imp->seeds);
+    int rc = imp->pools && imp->seeds ? 0 : -1;
+    for (int64_t d = 0; d < imp->ndev && rc == 0; d++) {
+        seed_state *s = &imp->seeds[d];
+        const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
+        rc = build_seed(snap, d, history, s);
+        if (rc == 0)
+            rc = resolve_pools(snap, history, s);
+        if (rc == 0)
+            rc = splits_any_remainder ? 0 : widen_unsplit_blocks(snap, history, s);
     }
-    snapshot_pools *pools = snapshot_pools_build(snap);
-    importer im = {.snap = snap, .w = w, .pools = pools};
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory importing %s", pickle_path);
+        snapshot_import_close(imp);
+        return NULL;
+    }
+    return imp;
+}
+
+int snapshot_import_write(snapshot_import *imp, trace_writer *w, char *err, size_t errlen) {
+    const snapshot *snap = imp->snap;
+    importer im = {.snap = snap, .w = w, .pools = imp->pools};
     im.stack_ids = calloc(snap->stack_count + 1, sizeof *im.stack_ids);
     im.frame_ids = calloc(snap->frame_count + 1, sizeof *im.frame_ids);
-    int rc = im.stack_ids && im.frame_ids && pools ? 0 : -1;
-
-    /* Devices: those with a trace, and those that only have segments. */
-    int64_t ndev = (int64_t)snap->device_count;
-    for (size_t i = 0; i < snap->segment_count; i++)
-        if (snap->segments[i].device + 1 > ndev)
-            ndev = snap->segments[i].device + 1;
-    const char *base = strrchr(pickle_path, '/') ? strrchr(pickle_path, '/') + 1 : pickle_path;
+    int rc = im.stack_ids && im.frame_ids ? 0 : -1;
     trace_process p = {.rank = -1,
-                       .cmdline = {base, (uint32_t)strlen(base)},
+                       .cmdline = {imp->name, (uint32_t)strlen(imp->name)},
                        .clock_source = {"time_us", 7},
                        .producer = {"pytorch-snapshot", 16}};
     if (rc == 0)
         rc = trace_writer_process(w, &p);
     im.ts = first_time_ns(snap);
-    for (int64_t d = 0; d < ndev && rc == 0; d++) {
+    for (int64_t d = 0; d < imp->ndev && rc == 0; d++) {
         char name[32];
         snprintf(name, sizeof name, "cuda:%lld", (long long)d);
         trace_device dev = {.device = (uint32_t)d, .name = {name, (uint32_t)strlen(name)}};
         rc = trace_writer_device(w, &dev);
-        seed_state s = {0};
-        const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
         if (rc == 0)
-            rc = build_seed(snap, d, history, &s);
-        if (rc == 0)
-            rc = resolve_pools(snap, history, &s);
-        if (rc == 0)
-            rc = splits_any_remainder ? 0 : widen_unsplit_blocks(snap, history, &s);
-        if (rc == 0)
-            rc = write_seed(&im, (uint32_t)d, &s);
-        free(s.blocks);
-        free(s.ranges);
-        addr_map_free(&s.live_blocks);
+            rc = write_seed(&im, (uint32_t)d, &imp->seeds[d]);
     }
     if (rc == 0) {
         trace_marker seed_end = {.ts_ns = im.ts, .kind = TRACE_MARK_SEED_END};
@@ -854,15 +883,44 @@ int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
     if (rc != 0 && trace_writer_error(w)[0])
         snprintf(err, errlen, "%s", trace_writer_error(w));
     else if (rc != 0)
-        snprintf(err, errlen, "out of memory importing %s", pickle_path);
+        snprintf(err, errlen, "out of memory importing %s", imp->path);
+    free(im.stack_ids);
+    free(im.frame_ids);
+    return rc;
+}
+
+int snapshot_import_source(void *imp, trace_record_sink sink, void *sink_ctx, char *err,
+                           size_t errlen) {
+    trace_writer *w = trace_writer_open_sink(sink, sink_ctx, err, errlen);
+    if (!w)
+        return -1;
+    int rc = snapshot_import_write(imp, w, err, errlen);
     char cerr[256];
     if (trace_writer_close(w, NULL, cerr, sizeof cerr) != 0 && rc == 0) {
         snprintf(err, errlen, "%s", cerr);
         rc = -1;
     }
-    snapshot_pools_free(pools);
-    free(im.stack_ids);
-    free(im.frame_ids);
-    snapshot_free(snap);
     return rc;
+}
+
+int snapshot_import_file_facts(const char *pickle_path, const char *trace_path,
+                               snapshot_facts *facts, char *err, size_t errlen) {
+    snapshot_import *imp = snapshot_import_open(pickle_path, facts, err, errlen);
+    if (!imp)
+        return -1;
+    trace_writer_options wopt = {.zstd_level = 1}; /* a temporary file: speed first */
+    trace_writer *w = trace_writer_open(trace_path, &wopt, err, errlen);
+    int rc = w ? snapshot_import_write(imp, w, err, errlen) : -1;
+    char cerr[256];
+    if (w && trace_writer_close(w, NULL, cerr, sizeof cerr) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s", cerr);
+        rc = -1;
+    }
+    snapshot_import_close(imp);
+    return rc;
+}
+
+int snapshot_import_file(const char *pickle_path, const char *trace_path, char *err,
+                         size_t errlen) {
+    return snapshot_import_file_facts(pickle_path, trace_path, NULL, err, errlen);
 }

@@ -38,122 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the first pass ------------------------------------------------------ */
-
-typedef struct scan_result {
-    int have_t0;
-    int64_t first_ts, last_ts;
-    int any_ts;
-    int64_t first_any_ts;
-    uint64_t seed_events;
-    int has_seed_end;
-} scan_result;
-
-/* The configuration in a string of an allocator mark (trace_format.h): 2 for
- * the settings PyTorch reported, 1 for the environment's
- * "PYTORCH_CUDA_ALLOC_CONF=..." (or the newer "PYTORCH_ALLOC_CONF=..."), 0 for
- * other strings. */
-static int conf_text(const trace_string *s, char *out, size_t len) {
-    static const char *const names[] = {TRACE_TORCH_SETTINGS_PREFIX,
-                                        "PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_ALLOC_CONF="};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t n = strlen(names[i]);
-        if (s->text.len >= n && !strncmp(s->text.ptr, names[i], n)) {
-            snprintf(out, len, "%.*s", (int)(s->text.len - n), s->text.ptr + n);
-            return i == 0 ? 2 : 1;
-        }
-    }
-    return 0;
-}
-
-static int scan(replay *rp, const char *path, scan_result *sr) {
-    char err[512];
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r)
-        return replay_fail(rp, "%s", err);
-    memset(sr, 0, sizeof *sr);
-    trace_record rec;
-    int in_seed_candidate = 1;
-    /* The allocator marks' strings, [1] the environment's and [2] PyTorch's
-     * report, and the text of each; the first PyTorch report wins (it saw the
-     * run-time changes the environment cannot show), else the environment. */
-    uint32_t conf_id[3] = {0, 0, 0};
-    char conf[3][AM_SETTINGS_CONF_MAX] = {"", "", ""};
-    int conf_marked = 0; /* the best kind of mark seen so far */
-    uint64_t events_before_marker = 0;
-    int rc;
-    while ((rc = trace_reader_next(r, &rec)) == 1) {
-        if (rec.kind == TRACE_REC_MARKER && rec.u.marker.kind == TRACE_MARK_SEED_END &&
-            in_seed_candidate) {
-            sr->has_seed_end = 1;
-            sr->seed_events = events_before_marker;
-            in_seed_candidate = 0;
-            sr->have_t0 = 0; /* the origin is the first event after the seed */
-            continue;
-        }
-        if (rec.kind == TRACE_REC_STRING) {
-            char text[AM_SETTINGS_CONF_MAX];
-            int which = conf_text(&rec.u.string, text, sizeof text);
-            if (which && !conf_id[which]) {
-                conf_id[which] = rec.u.string.string_id;
-                memcpy(conf[which], text, sizeof text);
-            }
-        }
-        if (rec.kind == TRACE_REC_MARKER && rec.u.marker.kind == TRACE_MARK_MARK)
-            for (int which = 2; which > conf_marked; which--)
-                if (conf_id[which] && rec.u.marker.name_id == conf_id[which]) {
-                    snprintf(rp->trace_conf, sizeof rp->trace_conf, "%s", conf[which]);
-                    conf_marked = which;
-                }
-        if (rec.kind != TRACE_REC_EVENT) {
-            int64_t ts = rec.kind == TRACE_REC_MARKER    ? (int64_t)rec.u.marker.ts_ns
-                         : rec.kind == TRACE_REC_COUNTER ? (int64_t)rec.u.counter.ts_ns
-                                                         : INT64_MIN;
-            if (ts != INT64_MIN && !sr->any_ts) {
-                sr->any_ts = 1;
-                sr->first_any_ts = ts;
-            }
-            continue;
-        }
-        const trace_event *ev = &rec.u.event;
-        events_before_marker++;
-        if (ev->device < GMT_MAX_DEVICES)
-            rp->dev[ev->device].present = 1;
-        if (ev->device < GMT_MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
-            rp->dev[ev->device].uses_phys = 1;
-        if (ev->device < GMT_MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&
-            ev->kind == TRACE_KIND_DEVICE && (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP)) {
-            device_state *d = &rp->dev[ev->device];
-            if ((!d->heat && !(d->heat = heat_rows_new())) ||
-                heat_rows_add_range(d->heat, ev->addr, ev->size) != 0) {
-                trace_reader_close(r);
-                return replay_fail(rp, "out of memory");
-            }
-        }
-        if (ev->level == TRACE_LEVEL_SEGMENT && ev->source == TRACE_SOURCE_TORCH &&
-            (ev->op == TRACE_OP_MAP || ev->op == TRACE_OP_UNMAP))
-            rp->torch_maps = 1; /* PyTorch's expandable segments */
-        if (ev->level == TRACE_LEVEL_SEGMENT && ev->source == TRACE_SOURCE_TORCH &&
-            (ev->op == TRACE_OP_ALLOC || ev->op == TRACE_OP_MAP) &&
-            addr_map_put(&rp->torch_segments, ev->device, ev->addr, 1) != 0) {
-            trace_reader_close(r);
-            return replay_fail(rp, "out of memory");
-        }
-        if (!sr->have_t0) {
-            sr->have_t0 = 1;
-            sr->first_ts = sr->last_ts = (int64_t)ev->ts_ns;
-        }
-        if ((int64_t)ev->ts_ns > sr->last_ts)
-            sr->last_ts = (int64_t)ev->ts_ns;
-    }
-    trace_reader_close(r);
-    if (rc < 0)
-        return replay_fail(rp, "%s: read error", path);
-    if (!sr->have_t0 && sr->any_ts)
-        sr->first_ts = sr->last_ts = sr->first_any_ts;
-    return 0;
-}
-
 /* ---- the other records ---------------------------------------------------- */
 
 /* Pairs a pop with the latest open push of its thread, an end with the
@@ -426,13 +310,17 @@ static int finish(replay *rp, const trace_reader *r) {
     for (size_t i = 0; i < nsteps; i++)
         if (write_step(rp, &steps[i]) != 0)
             return -1;
-    const trace_reader_stats *st = trace_reader_get_stats(r);
-    for (size_t i = 0; i < trace_reader_warning_count(r); i++) {
+    /* what the file's reader found (records from a source: an undamaged input of this
+     * build's format) */
+    const trace_reader_stats none = {0};
+    const trace_reader_stats *st = r ? trace_reader_get_stats(r) : &none;
+    for (size_t i = 0; r && i < trace_reader_warning_count(r); i++) {
         const char *w = trace_reader_warning(r, i);
         if (w)
             replay_warn(rp, DB_NULL, trace_reader_warning_kind(r, i), "%s", w);
     }
-    db_writer_meta_int(rp->db, "format_version", trace_reader_version(r));
+    db_writer_meta_int(rp->db, "format_version",
+                       r ? trace_reader_version(r) : TRACE_FORMAT_VERSION);
     db_writer_meta_int(rp->db, "recorded_events", rp->last_event_id);
     db_writer_meta_int(rp->db, "last_ts_ns", rp->last_ts);
     db_writer_meta_int(rp->db, "corrupt_frames", (int64_t)st->corrupt_frames);
@@ -473,67 +361,112 @@ static void cleanup(replay *rp) {
     free(rp->pieces);
 }
 
-int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
-                 replay_summary *summary, char *err, size_t errlen) {
-    replay_summary dummy;
+/* ---- the two passes ---------------------------------------------------------- */
+
+static replay *replay_new(db_writer *db, const replay_options *opt, replay_summary *summary,
+                          char *err, size_t errlen) {
     replay *rp = calloc(1, sizeof *rp);
     if (!rp) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return NULL;
     }
     rp->db = db;
     rp->opt = opt;
     rp->err = err;
     rp->errlen = errlen;
-    rp->sum = summary ? summary : &dummy;
+    rp->sum = summary ? summary : &rp->own_summary;
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
     rp->strings = replay_strings_new(0);
-    scan_result sr;
-    int rc = rp->steps && rp->sites && rp->strings ? scan(rp, trace_path, &sr)
-                                                   : replay_fail(rp, "out of memory");
-    trace_reader *r = NULL;
-    if (rc == 0) {
-        choose_settings(rp);
-        rp->t0 = sr.first_ts;
-        rp->last_ts = 0;
-        int64_t span = sr.last_ts - sr.first_ts;
-        rp->bucket_ns = span > 0 ? span / BUCKETS + 1 : 1;
-        rp->in_seed = sr.has_seed_end;
-        rp->seed_events_total = sr.seed_events;
-        int ndev = 0;
-        for (int i = 0; i < GMT_MAX_DEVICES; i++) {
-            device_state *d = &rp->dev[i];
-            d->peak_alloc_id = d->peak_res_id = d->peak_req_id = DB_NULL;
-            if (!d->present)
-                continue;
-            ndev++;
-            if (d->heat)
-                heat_rows_freeze(d->heat);
-            if (!(d->model = am_model_new(&rp->config)))
-                rc = replay_fail(rp, "out of memory");
-        }
-        /* Seed events, then one seed row per device, end at event_id 0. */
-        rp->next_seed_id = 1 - (int64_t)sr.seed_events - ndev;
-        r = trace_reader_open(trace_path, err, errlen);
-        if (!r)
-            rc = -1;
+    if (!rp->steps || !rp->sites || !rp->strings)
+        replay_fail(rp, "out of memory");
+    return rp;
+}
+
+static void replay_free(replay *rp) {
+    cleanup(rp);
+    free(rp);
+}
+
+/* Between the passes: what the first found sets up the second. 0 or -1. */
+static int start_second_pass(replay *rp, const scan_result *sr) {
+    int rc = 0;
+    choose_settings(rp);
+    rp->t0 = sr->first_ts;
+    rp->last_ts = 0;
+    int64_t span = sr->last_ts - sr->first_ts;
+    rp->bucket_ns = span > 0 ? span / BUCKETS + 1 : 1;
+    rp->in_seed = sr->has_seed_end;
+    rp->seed_events_total = sr->seed_events;
+    int ndev = 0;
+    for (int i = 0; i < GMT_MAX_DEVICES; i++) {
+        device_state *d = &rp->dev[i];
+        d->peak_alloc_id = d->peak_res_id = d->peak_req_id = DB_NULL;
+        if (!d->present)
+            continue;
+        ndev++;
+        if (d->heat)
+            heat_rows_freeze(d->heat);
+        if (!(d->model = am_model_new(&rp->config)))
+            rc = replay_fail(rp, "out of memory");
     }
+    /* Seed events, then one seed row per device, end at event_id 0. */
+    rp->next_seed_id = 1 - (int64_t)sr->seed_events - ndev;
+    return rc;
+}
+
+/* One record of the second pass. 0 or -1. */
+static int second_pass_record(replay *rp, const trace_record *rec) {
+    if (rec->kind == TRACE_REC_EVENT && rec->u.event.device < GMT_MAX_DEVICES &&
+        !rp->dev[rec->u.event.device].model) {
+        rp->dev[rec->u.event.device].present = 1; /* not seen by the first pass: damage */
+        if (!(rp->dev[rec->u.event.device].model = am_model_new(&rp->config)))
+            return replay_fail(rp, "out of memory");
+    }
+    if (on_record(rp, rec) != 0)
+        return -1;
+    if (replay_strings_failed(rp->strings))
+        return replay_fail(rp, "cannot read back the trace's strings from a temporary file");
+    return 0;
+}
+
+/* The first pass over a file. */
+static int scan_file(replay *rp, const char *path, scan_result *sr) {
+    char err[512];
+    trace_reader *r = trace_reader_open(path, err, sizeof err);
+    if (!r)
+        return replay_fail(rp, "%s", err);
+    replay_scan ss;
+    replay_scan_begin(&ss);
     trace_record rec;
-    int more;
+    int more, rc = 0;
+    while (rc == 0 && (more = trace_reader_next(r, &rec)) == 1)
+        rc = replay_scan_record(rp, &ss, &rec);
+    trace_reader_close(r);
+    if (rc == 0 && more < 0)
+        return replay_fail(rp, "%s: read error", path);
+    *sr = *replay_scan_end(&ss);
+    return rc;
+}
+
+int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
+                 replay_summary *summary, char *err, size_t errlen) {
+    replay *rp = replay_new(db, opt, summary, err, errlen);
+    if (!rp)
+        return -1;
+    scan_result sr;
+    int rc = rp->failed ? -1 : scan_file(rp, trace_path, &sr);
+    trace_reader *r = NULL;
+    if (rc == 0)
+        rc = start_second_pass(rp, &sr);
+    if (rc == 0 && !(r = trace_reader_open(trace_path, err, errlen)))
+        rc = -1;
+    trace_record rec;
+    int more = 0;
     uint64_t records = 0;
     while (rc == 0 && (more = trace_reader_next(r, &rec)) == 1) {
-        if (rec.kind == TRACE_REC_EVENT && rec.u.event.device < GMT_MAX_DEVICES &&
-            !rp->dev[rec.u.event.device].model) {
-            rp->dev[rec.u.event.device].present = 1; /* not seen by the scan: damage */
-            if (!(rp->dev[rec.u.event.device].model = am_model_new(&rp->config)))
-                rc = replay_fail(rp, "out of memory");
-        }
-        if (rc == 0)
-            rc = on_record(rp, &rec);
-        if (rc == 0 && replay_strings_failed(rp->strings))
-            rc = replay_fail(rp, "cannot read back the trace's strings from a temporary file");
+        rc = second_pass_record(rp, &rec);
         if (opt && opt->progress && (++records & 0xffff) == 0)
             opt->progress(opt->progress_ctx, trace_reader_position(r),
                           trace_reader_get_stats(r)->file_bytes);
@@ -543,7 +476,52 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     if (rc == 0)
         rc = finish(rp, r);
     trace_reader_close(r);
-    cleanup(rp);
-    free(rp);
+    replay_free(rp);
+    return rc;
+}
+
+/* The passes fed by a source: each record to the first pass, counted, then to the second. */
+typedef struct source_pass {
+    replay *rp;
+    replay_scan scan; /* the first pass's */
+    uint64_t records, total;
+} source_pass;
+
+static int first_pass_sink(void *ctx, const trace_record *rec) {
+    source_pass *sp = ctx;
+    sp->records++;
+    return replay_scan_record(sp->rp, &sp->scan, rec);
+}
+
+static int second_pass_sink(void *ctx, const trace_record *rec) {
+    source_pass *sp = ctx;
+    const replay_options *opt = sp->rp->opt;
+    if (opt && opt->progress && (++sp->records & 0xffff) == 0)
+        opt->progress(opt->progress_ctx, sp->records, sp->total);
+    return second_pass_record(sp->rp, rec);
+}
+
+int replay_records(replay_source source, void *source_ctx, db_writer *db, const replay_options *opt,
+                   replay_summary *summary, char *err, size_t errlen) {
+    replay *rp = replay_new(db, opt, summary, err, errlen);
+    if (!rp)
+        return -1;
+    source_pass sp = {.rp = rp};
+    replay_scan_begin(&sp.scan);
+    /* the source's own reason goes to err only when the replay has none (a sink's refusal
+     * reaches the source as "its reader stopped") */
+    char why[512] = "";
+    int rc = rp->failed ? -1 : source(source_ctx, first_pass_sink, &sp, why, sizeof why);
+    if (rc == 0)
+        rc = start_second_pass(rp, replay_scan_end(&sp.scan));
+    sp.total = sp.records;
+    sp.records = 0;
+    if (rc == 0)
+        rc = source(source_ctx, second_pass_sink, &sp, why, sizeof why);
+    if (rc != 0 && !rp->failed)
+        replay_fail(rp, "%s", why[0] ? why : "the input could not be read");
+    if (rc == 0)
+        rc = finish(rp, NULL);
+    replay_free(rp);
     return rc;
 }

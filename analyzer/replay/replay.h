@@ -1,6 +1,7 @@
 /* replay.h — replays a trace into the SQLite database.
  *
- * Reads the trace twice through the codec. The first pass is a quick scan
+ * Reads the trace twice through the codec (or takes its records twice from a
+ * producer: replay_records). The first pass is a quick scan
  * for what the second needs before it starts: the time origin, the devices,
  * how many seed events there are, which segment addresses PyTorch reports
  * (so CUPTI's report of the same memory joins it instead of counting twice)
@@ -22,6 +23,7 @@
 
 #include "alloc_settings.h"
 #include "db_writer.h"
+#include "trace_format.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,5 +56,17 @@ typedef struct replay_summary {
  * opened, or the database cannot be written). */
 int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
                  replay_summary *summary, char *err, size_t errlen);
+
+/* The same from records made in this process rather than read from a file (a snapshot
+ * replayed as it is converted: no temporary trace to encode, compress and decode twice).
+ * `source` hands every record of the input to `sink`, in order, as a trace reader would
+ * (trace_writer_open_sink makes such a stream); it is called twice, once per pass, and must
+ * give the same records both times. It returns 0, or -1 with its reason in err (when the sink
+ * refused a record, the replay's own reason is the one reported). The progress callback gets
+ * records done and the total. */
+typedef int (*replay_source)(void *ctx, trace_record_sink sink, void *sink_ctx, char *err,
+                             size_t errlen);
+int replay_records(replay_source source, void *source_ctx, db_writer *db, const replay_options *opt,
+                   replay_summary *summary, char *err, size_t errlen);
 
 #endif

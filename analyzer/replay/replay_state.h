@@ -3,8 +3,8 @@
  * and replay_frames.c (frames and stacks, inline chains expanded). Internal
  * to the analyzer: nothing outside these three includes it.
  *
- * Ownership: replay_trace (replay.c) creates one `replay`, runs both passes
- * and frees everything it holds. */
+ * Ownership: replay_trace and replay_records (replay.c) create one `replay`, run both passes
+ * and free everything it holds. */
 #ifndef GMT_REPLAY_STATE_H
 #define GMT_REPLAY_STATE_H
 
@@ -71,6 +71,7 @@ typedef struct replay {
     char *err;
     size_t errlen;
     int failed;
+    replay_summary own_summary; /* `sum` when the caller asks for none */
 
     device_state dev[GMT_MAX_DEVICES];
     live_entry *entries;
@@ -196,6 +197,32 @@ int replay_on_symbol(replay *rp, const trace_symbol *s);
 int replay_on_stack(replay *rp, const trace_stack *s);
 /* At the end: the frames and stacks rows, inline chains expanded. 0 or -1. */
 int replay_write_frames(replay *rp);
+
+/* ---- replay_scan.c: the first pass ---- */
+
+typedef struct scan_result {
+    int have_t0;
+    int64_t first_ts, last_ts;
+    int any_ts;
+    int64_t first_any_ts;
+    uint64_t seed_events;
+    int has_seed_end;
+} scan_result;
+
+typedef struct replay_scan {
+    scan_result result;
+    int in_seed_candidate;
+    uint64_t events_before_marker;
+    uint32_t conf_id[3]; /* see replay_scan_record */
+    char conf[3][AM_SETTINGS_CONF_MAX];
+    int conf_marked; /* the best kind of allocator mark seen so far */
+} replay_scan;
+
+void replay_scan_begin(replay_scan *ss);
+/* What the second pass needs of one record: into ss, rp->dev[] (present, uses_phys, heat),
+ * rp->torch_maps, rp->torch_segments and rp->trace_conf. 0, or -1 (out of memory). */
+int replay_scan_record(replay *rp, replay_scan *ss, const trace_record *rec);
+const scan_result *replay_scan_end(replay_scan *ss);
 
 /* ---- replay_names.c ---- */
 
