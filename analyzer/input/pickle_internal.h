@@ -27,7 +27,7 @@
 #define V_TRUE 0xAu
 #define V_RECORD_TAG 0xEu
 /* In a memo slot only: the dict stored there was taken by the record hook (its node reused);
- * memo_get refuses it, so it is never pushed */
+ * memo_get pushes parser.taken_dict for it, so it is never on the stack */
 #define V_TAKEN 0x12u
 #define RECORD_MAX ((UINT64_C(1) << 59) - 1)
 #define INLINE_MIN (-(INT64_C(1) << 62))
@@ -123,6 +123,7 @@ typedef struct parser {
     pickle_record_hook record_hook;
     void *record_ctx;
     cont_node *spare_dict; /* a taken dict's node, for the next empty dict (pickle_extend) */
+    cont_node *taken_dict; /* what a GET of a V_TAKEN memo slot pushes (memo_get) */
     /* pickle_parse_file only: the mapping is paged in ahead and dropped
      * behind the cursor (see window_advance); win_next = end otherwise. */
     const uint8_t *win_next, *win_dropped, *win_populated, *map_end;

@@ -211,13 +211,19 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
 static int memo_get(parser *P, uint64_t idx) {
     if (idx >= P->memo_init || P->memo[idx].bits == 0)
         return pickle_fail(P, "memo index %llu is not defined", (unsigned long long)idx);
-    /* A dict the record hook took comes back here as V_TAKEN (its node reused), or, when its
-     * node could not be reused (see pickle_extend), as that node: whatever then stores it
-     * (adopt), fills it (frozen) or returns it (STOP) refuses it. */
-    if (P->memo[idx].bits == V_TAKEN)
-        return pickle_fail(P, "a dict read as a record is used a second time: not supported");
+    /* A dict the record hook took comes back here as its node (when it could not be reused,
+     * see release_taken) or as V_TAKEN (it was): then as one empty dict node flagged the same
+     * way. Whatever stores it (adopt), fills it (frozen) or returns it (STOP) refuses it, with
+     * the message of the opcode that does; a GET alone, then popped, is no use of it. */
+    pickle_value v = P->memo[idx];
+    if (v.bits == V_TAKEN) {
+        if (!P->taken_dict && pickle_make_container(P, PICKLE_DICT, &P->taken_dict) < 0)
+            return -1;
+        P->taken_dict->h.flags = NODE_TAKEN | NODE_FROZEN;
+        v = handle(P->taken_dict);
+    }
     P->memo_read[idx / 64] |= UINT64_C(1) << (idx % 64);
-    return push(P, P->memo[idx]);
+    return push(P, v);
 }
 
 /* ---- reading arguments -------------------------------------------------- */
