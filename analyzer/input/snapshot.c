@@ -16,6 +16,7 @@
 #include "snapshot.h"
 #include "gmt_grow.h"
 #include "gmt_hash.h"
+#include "prefault.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -245,7 +246,8 @@ typedef struct conv {
     /* trace entries taken during the parse (snapshot_load), in the order they were built */
     snapshot_entry *claimed;
     size_t claimed_len, claimed_cap;
-    size_t input_size; /* bytes of pickle */
+    prefault *claimed_pages; /* their pages, faulted in ahead on the other core (prefault.h) */
+    size_t input_size;       /* bytes of pickle */
 } conv;
 
 static void loc_text(const loc *l, char *buf, size_t n) {
@@ -692,6 +694,12 @@ static int read_entry(conv *c, loc *l, pickle_value v, snapshot_entry *e) {
  * place (device_traces[d][i]), not by its order of parsing. Taken anywhere, it is a trace entry
  * everywhere: found where another record belongs (a hostile file), it is refused as "a trace
  * entry" where the tree's reading would have complained of a missing key. */
+/* Room for an entry per 64 pickle bytes at first (what PyTorch writes takes more): the pages
+ * beyond the last entry are reserved, not touched. */
+#define CLAIMED_FIRST(c) ((c)->input_size / 64 + 1)
+/* How far ahead of the last entry their pages are faulted in (snapshot_load). */
+#define CLAIMED_LEAD ((size_t)8 << 20)
+
 static int take_entry(void *ctx, const pickle_value *pairs, size_t n, uint64_t *index) {
     conv *c = ctx;
     pickle_value f[E_COUNT];
@@ -701,16 +709,20 @@ static int take_entry(void *ctx, const pickle_value *pairs, size_t n, uint64_t *
     c->err = NULL;
     loc l = {AT_ENTRY, 0, c->claimed_len, SIZE_MAX};
     snapshot_entry e;
-    /* room for an entry per 64 pickle bytes at first (what PyTorch writes takes more): the
-     * pages beyond the last entry are reserved, not touched */
-    int ok = read_entry_fields(c, &l, f, &e) == 0 && charge(c, 1, sizeof e) == 0 &&
-             !gmt_grow_uninit((void **)&c->claimed, &c->claimed_cap, c->claimed_len, sizeof e,
-                              c->input_size / 64 + 1);
+    int ok = read_entry_fields(c, &l, f, &e) == 0 && charge(c, 1, sizeof e) == 0;
+    if (ok && c->claimed_len == c->claimed_cap) { /* past the estimate: the array may move */
+        prefault_stop(c->claimed_pages);
+        c->claimed_pages = NULL;
+        ok = !gmt_grow_uninit((void **)&c->claimed, &c->claimed_cap, c->claimed_len, sizeof e,
+                              CLAIMED_FIRST(c));
+    }
     c->err = err;
     if (!ok)
         return 0;
     c->claimed[c->claimed_len] = e;
     *index = c->claimed_len++;
+    if ((c->claimed_len & 4095) == 0)
+        prefault_progress(c->claimed_pages, c->claimed_len * sizeof e);
     return 1;
 }
 
@@ -1126,7 +1138,14 @@ snapshot *snapshot_load(const char *path, char *err, size_t errlen) {
     conv c;
     int rc = conv_init(&c, stat(path, &st) == 0 ? (size_t)st.st_size : 0, err, errlen);
     pickle_options opt = {.record_hook = take_entry, .record_ctx = &c};
+    /* the entries' array for the estimate, its pages made ready while the pickle parses */
+    if (rc == 0 && gmt_grow_uninit((void **)&c.claimed, &c.claimed_cap, 0, sizeof *c.claimed,
+                                   CLAIMED_FIRST(&c)) == 0)
+        c.claimed_pages =
+            prefault_start(c.claimed, c.claimed_cap * sizeof *c.claimed, CLAIMED_LEAD);
     pickle_doc *doc = rc == 0 ? pickle_parse_file(path, &opt, err, errlen) : NULL;
+    prefault_stop(c.claimed_pages);
+    c.claimed_pages = NULL;
     if (rc == 0 && !doc)
         rc = -1; /* the parser's message is in err */
     if (rc == 0)
