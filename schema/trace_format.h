@@ -305,11 +305,14 @@ trace_writer *trace_writer_open_append(int fd, const trace_writer_options *opt,
                                        const trace_append_state *st, char *err, size_t errlen);
 
 /* A writer that writes nothing: it hands every record to `sink`, as a reader of the trace it
- * would have written would yield it (the same records in the same order, text NUL-terminated,
- * the END record at close), and pays for no encoding, compression or file. For a producer and a
- * consumer in one process: a snapshot replayed as it is converted. A sink returning non-zero
- * fails the writer ("its reader stopped"; the sink keeps its own reason). The record and its
- * text are valid during the call only. */
+ * would have written would yield it (the same records in the same order, text NUL-terminated
+ * and cut at the cap, an event's op and level as the wire keeps them, the END record at
+ * close), and pays for no encoding, compression or file. For a producer and a consumer in one
+ * process: a snapshot replayed as it is converted. Values the format has no code for (a kind
+ * or source out of range) are the caller's error here as in a file, where the reader drops
+ * them as damage; a sink gets them as given. A sink returning non-zero fails the writer ("its
+ * reader stopped"; the sink keeps its own reason). The record and its text are valid during
+ * the call only (the writer may not be called from the sink). */
 typedef int (*trace_record_sink)(void *ctx, const trace_record *rec);
 trace_writer *trace_writer_open_sink(trace_record_sink sink, void *ctx, char *err, size_t errlen);
 

@@ -50,6 +50,7 @@ struct trace_writer {
 
     /* delta state, reset per chunk */
     uint64_t prev_ts, prev_addr;
+    uint64_t last_ts; /* the last timestamp written, any chunk: END's when the caller has none */
     event_context ctx;
 
     uint64_t chunks, events, bytes_written;
@@ -275,6 +276,7 @@ static int record_end(trace_writer *w, uint8_t *p) {
 
 /* Timestamps go to the time column, not the record: see TRACE_FORMAT.md. */
 static void put_ts(trace_writer *w, uint64_t ts) {
+    w->last_ts = ts;
     uint8_t *t = varint_put(w->times + w->times_len, zigzag_encode((int64_t)(ts - w->prev_ts)));
     w->times_len = (size_t)(t - w->times);
     w->prev_ts = ts;
@@ -294,9 +296,13 @@ static uint8_t *put_bytes(uint8_t *p, const char *s, size_t len) {
 static uint8_t *put_tb(uint8_t *p, trace_bytes b) { return put_bytes(p, b.ptr, b.len); }
 
 int trace_writer_event(trace_writer *w, const trace_event *ev) {
-    if (w->sink) {
+    if (w->sink) { /* op and level as the tag byte carries them */
         trace_record rec = {.kind = TRACE_REC_EVENT, .u.event = *ev};
-        w->prev_ts = ev->ts_ns;
+        rec.u.event.op = ev->op & TRACE_WIRE_OP_MASK;
+        rec.u.event.level = ev->level ? TRACE_LEVEL_BLOCK : TRACE_LEVEL_SEGMENT;
+        if (w->failed)
+            return -1;
+        w->last_ts = ev->ts_ns;
         w->events++;
         return deliver(w, &rec);
     }
@@ -416,7 +422,8 @@ int trace_writer_symbol(trace_writer *w, const trace_symbol *s) {
 int trace_writer_marker(trace_writer *w, const trace_marker *m) {
     if (w->sink) {
         trace_record rec = {.kind = TRACE_REC_MARKER, .u.marker = *m};
-        w->prev_ts = m->ts_ns;
+        if (!w->failed)
+            w->last_ts = m->ts_ns;
         return deliver(w, &rec);
     }
     uint8_t *p = record_begin(w);
@@ -436,7 +443,8 @@ int trace_writer_marker(trace_writer *w, const trace_marker *m) {
 int trace_writer_counter(trace_writer *w, const trace_counter *c) {
     if (w->sink) {
         trace_record rec = {.kind = TRACE_REC_COUNTER, .u.counter = *c};
-        w->prev_ts = c->ts_ns;
+        if (!w->failed)
+            w->last_ts = c->ts_ns;
         return deliver(w, &rec);
     }
     uint8_t *p = record_begin(w);
@@ -559,7 +567,7 @@ int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t 
         trace_record rec = {.kind = TRACE_REC_END,
                             .u.end = end ? *end : (trace_end){.flags = TRACE_END_CLEAN}};
         if (!end)
-            rec.u.end.ts_ns = w->prev_ts;
+            rec.u.end.ts_ns = w->last_ts;
         if (!rec.u.end.events)
             rec.u.end.events = w->events;
         deliver(w, &rec);
@@ -569,7 +577,7 @@ int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t 
     } else if (!w->failed && w->cctx) {
         trace_end e = end ? *end : (trace_end){.flags = TRACE_END_CLEAN};
         if (!end)
-            e.ts_ns = w->prev_ts;
+            e.ts_ns = w->last_ts;
         if (!e.events)
             e.events = w->events;
         uint8_t *p = record_begin(w);

@@ -327,6 +327,70 @@ static void test_sink_every_record_kind(void) {
     check_seen_every_kind();
 }
 
+/* END's time when the caller gives none, and an event's op and level: what the reader of the
+ * file gives, the sink gives, even when the last chunk holds no timed record (small chunks,
+ * strings after the events) and for codes wider than the tag byte keeps. */
+static trace_record last_seen, first_event;
+static int keep_last(void *ctx, const trace_record *r) {
+    (void)ctx;
+    if (r->kind == TRACE_REC_EVENT && first_event.kind != TRACE_REC_EVENT)
+        first_event = *r;
+    last_seen = *r;
+    return 0;
+}
+
+static void write_small_chunks(trace_writer *w) {
+    char err[256];
+    for (int i = 0; i < 300; i++) {
+        trace_event e = {.ts_ns = 1000 + 7 * (uint64_t)i,
+                         .addr = 4096 * (uint64_t)i,
+                         .size = 512,
+                         .requested = 512,
+                         .op = i ? TRACE_OP_ALLOC : 0x13,
+                         .level = i ? 0 : 7};
+        CHECK(trace_writer_event(w, &e) == 0);
+    }
+    char text[40];
+    for (int i = 0; i < 60; i++) { /* untimed records, filling a chunk of their own */
+        snprintf(text, sizeof text, "string number %d of the tail", i);
+        CHECK(trace_writer_string(w, text, strlen(text)) != 0);
+    }
+    CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
+}
+
+static void test_sink_end_time(void) {
+    char err[256];
+    trace_writer_options small = {.chunk_bytes = 1024};
+    trace_writer *w = trace_writer_open(tmp_path("small.zst"), &small, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    write_small_chunks(w);
+    trace_reader *r = trace_reader_open(tmp_path("small.zst"), err, sizeof err);
+    CHECK(r != NULL);
+    trace_record rec, file_first = {0}, file_end = {0};
+    while (r && trace_reader_next(r, &rec) == 1) {
+        if (rec.kind == TRACE_REC_EVENT && file_first.kind != TRACE_REC_EVENT)
+            file_first = rec;
+        if (rec.kind == TRACE_REC_END)
+            file_end = rec;
+    }
+    CHECK(r && trace_reader_get_stats(r)->frames > 2);
+    trace_reader_close(r);
+    w = trace_writer_open_sink(keep_last, NULL, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    write_small_chunks(w);
+    CHECK(file_end.kind == TRACE_REC_END && last_seen.kind == TRACE_REC_END);
+    CHECK_EQ_U64(file_end.u.end.ts_ns, 1000 + 7 * 299); /* the last timestamp written */
+    CHECK_EQ_U64(last_seen.u.end.ts_ns, file_end.u.end.ts_ns);
+    CHECK(last_seen.u.end.events == 300 && file_end.u.end.events == 300);
+    CHECK(file_first.u.event.op == 3 && file_first.u.event.level == 1);
+    CHECK(first_event.u.event.op == file_first.u.event.op &&
+          first_event.u.event.level == file_first.u.event.level);
+}
+
 /* A sink's texts are cut at the cap as the file's are; a sink that refuses a record fails the
  * writer, which then writes nothing more. */
 static int last_text_len, calls;
@@ -429,6 +493,7 @@ int main(void) {
     test_every_record_kind();
     test_sink_every_record_kind();
     test_sink_limits();
+    test_sink_end_time();
     test_random_streams();
     test_open_errors();
     test_writer_errors();

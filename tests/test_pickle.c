@@ -860,6 +860,10 @@ static void test_record_hook(void) {
     d = pickle_parse(w.b, w.len, NULL, err, sizeof err);
     CHECK(d && pickle_typeof(pickle_item(pickle_root(d), 0)) == PICKLE_DICT);
     pickle_free(d);
+    /* a taken dict got back from the memo and filled: refused as what it is */
+    t = (took){0};
+    records_pickle(&w, "h\x01(\x8c\x01zK\x02u", 9);
+    expect_error(&w, &opt, "SETITEMS: a dict read as a record is filled again");
     /* a taken dict got back from the memo and dropped is no use of it (Python reads it) */
     t = (took){0};
     records_pickle(&w,

@@ -310,6 +310,37 @@ def check_shadowed_seed(memanalyze, tmp, env, check):
         db.close()
 
 
+def check_far_devices(memanalyze, tmp, env, check):
+    """Segments on devices far past any GPU count (3 000 000, 2**40): the import names the
+    devices up to the last one it follows and no further, so it takes no time or memory for
+    the numbers; the far segments' events are reported as ignored."""
+    base = 0x7F0000000000
+    def segment(device, addr):
+        return {"device": device, "address": addr, "total_size": 2 * MIB, "allocated_size": 0,
+                "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "small",
+                "blocks": [{"address": addr, "size": 2 * MIB, "state": "inactive",
+                            "requested_size": 0}]}
+    snap = {"segments": [segment(0, base), segment(3000000, base + 8 * MIB),
+                         segment(2 ** 40, base + 16 * MIB)],
+            "device_traces": [[{"action": "alloc", "addr": base, "size": 512, "stream": 0,
+                                "time_us": 1}]]}
+    path = os.path.join(tmp, "far-devices.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    db_path = path + ".db"
+    run = subprocess.run([memanalyze, "import", path, "-o", db_path], capture_output=True,
+                         text=True, env=env, timeout=60)
+    check(run.returncode == 0, f"far devices: import failed: {run.stderr.strip()}")
+    if run.returncode == 0:
+        db = sqlite3.connect(db_path)
+        devices = [r[0] for r in db.execute("SELECT device FROM devices ORDER BY device")]
+        check(devices == [0], f"far devices: devices {devices[:5]}")
+        far = db.execute("SELECT count(*) FROM warnings WHERE code = 'device_out_of_range'"
+                         ).fetchone()[0]
+        check(far >= 1, "far devices: the segment on device 3000000 is reported as ignored")
+        db.close()
+
+
 def main():
     memanalyze, data = sys.argv[1], sys.argv[2]
     failures = 0
@@ -332,6 +363,7 @@ def main():
         env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
         check_names(memanalyze, tmp, env, check)
         check_shadowed_seed(memanalyze, tmp, env, check)
+        check_far_devices(memanalyze, tmp, env, check)
         for path in pickles:
             name = os.path.basename(path)
             db_path = os.path.join(tmp, name + ".db")

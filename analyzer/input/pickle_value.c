@@ -363,6 +363,8 @@ int pickle_extend(parser *P, size_t target, size_t from, pickle_type want) {
                            pickle_type_name(got), pickle_type_name(want));
     }
     cont_node *c = (cont_node *)(uintptr_t)tv.bits;
+    if (c->h.flags & NODE_TAKEN) /* a copy made before it was taken, or a GET of it since */
+        return pickle_fail(P, "a dict read as a record is filled again: not supported");
     if (c->h.flags & NODE_FROZEN)
         return pickle_fail(P,
                            "changes a %s already stored in another container (a cycle?): "

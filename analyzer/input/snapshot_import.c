@@ -789,19 +789,53 @@ struct snapshot_import {
     snapshot *snap;
     snapshot_pools *pools;
     const char *path, *name; /* the pickle's (the caller's string); name: the command line */
-    int64_t ndev;            /* devices: those with a trace, and those that only have segments */
-    seed_state *seeds;       /* [ndev]: what each device holds before its history */
+    /* the devices that hold something: those with a trace, those with segments; ascending */
+    struct device_seed {
+        int64_t device;
+        seed_state seed; /* what it holds before its history */
+    } * devices;
+    size_t ndevices;
 };
+
+/* By device, for the sort. */
+static int by_device(const void *a, const void *b) {
+    int64_t x = ((const struct device_seed *)a)->device,
+            y = ((const struct device_seed *)b)->device;
+    return x < y ? -1 : x > y;
+}
+
+/* The devices of the trace, each once: every index of device_traces, every segment's device.
+ * A trace numbers devices in 32 bits: a segment's device outside that is not one (ignored, as
+ * a negative one always was). Bounded by what the pickle holds, however large the numbers. */
+static int list_devices(snapshot_import *imp) {
+    const snapshot *snap = imp->snap;
+    size_t n = snap->device_count + snap->segment_count;
+    imp->devices = calloc(n + 1, sizeof *imp->devices);
+    if (!imp->devices)
+        return -1;
+    for (size_t d = 0; d < snap->device_count; d++)
+        imp->devices[imp->ndevices++].device = (int64_t)d;
+    for (size_t i = 0; i < snap->segment_count; i++)
+        if (snap->segments[i].device >= 0 && snap->segments[i].device <= (int64_t)UINT32_MAX)
+            imp->devices[imp->ndevices++].device = snap->segments[i].device;
+    qsort(imp->devices, imp->ndevices, sizeof *imp->devices, by_device);
+    size_t kept = 0;
+    for (size_t i = 0; i < imp->ndevices; i++)
+        if (!kept || imp->devices[kept - 1].device != imp->devices[i].device)
+            imp->devices[kept++] = imp->devices[i];
+    imp->ndevices = kept;
+    return 0;
+}
 
 void snapshot_import_close(snapshot_import *imp) {
     if (!imp)
         return;
-    for (int64_t d = 0; imp->seeds && d < imp->ndev; d++) {
-        free(imp->seeds[d].blocks);
-        free(imp->seeds[d].ranges);
-        addr_map_free(&imp->seeds[d].live_blocks);
+    for (size_t i = 0; i < imp->ndevices; i++) {
+        free(imp->devices[i].seed.blocks);
+        free(imp->devices[i].seed.ranges);
+        addr_map_free(&imp->devices[i].seed.live_blocks);
     }
-    free(imp->seeds);
+    free(imp->devices);
     snapshot_pools_free(imp->pools);
     snapshot_free(imp->snap);
     free(imp);
@@ -829,15 +863,11 @@ snapshot_import *snapshot_import_open(const char *pickle_path, snapshot_facts *f
     /* with expandable segments on, should_split cuts any remainder of 512 bytes or more, in
      * plain segments (a private pool's) too: no seed block is wider than its rounded request */
     int splits_any_remainder = facts->settings.expandable_segments || sum.mapped;
-    imp->ndev = (int64_t)snap->device_count;
-    for (size_t i = 0; i < snap->segment_count; i++)
-        if (snap->segments[i].device + 1 > imp->ndev)
-            imp->ndev = snap->segments[i].device + 1;
     imp->pools = snapshot_pools_build(snap);
-    imp->seeds = calloc((size_t)imp->ndev + 1, sizeof *imp->seeds);
-    int rc = imp->pools && imp->seeds ? 0 : -1;
-    for (int64_t d = 0; d < imp->ndev && rc == 0; d++) {
-        seed_state *s = &imp->seeds[d];
+    int rc = imp->pools && list_devices(imp) == 0 ? 0 : -1;
+    for (size_t i = 0; i < imp->ndevices && rc == 0; i++) {
+        int64_t d = imp->devices[i].device;
+        seed_state *s = &imp->devices[i].seed;
         const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
         rc = build_seed(snap, d, history, s);
         if (rc == 0)
@@ -866,13 +896,22 @@ int snapshot_import_write(snapshot_import *imp, trace_writer *w, char *err, size
     if (rc == 0)
         rc = trace_writer_process(w, &p);
     im.ts = first_time_ns(snap);
-    for (int64_t d = 0; d < imp->ndev && rc == 0; d++) {
+    /* Every device from 0 to the last one that holds something is named (the database lists
+     * them), among those an analysis follows (GMT_MAX_DEVICES); past those, only the devices
+     * that hold something (whose events the replay then reports as ignored). */
+    size_t next = 0;
+    for (int64_t d = 0; rc == 0 && next < imp->ndevices; d++) {
+        int holds = imp->devices[next].device == d;
+        if (!holds && (d >= GMT_MAX_DEVICES || imp->devices[next].device >= GMT_MAX_DEVICES)) {
+            d = imp->devices[next].device - 1; /* on to the next that holds something */
+            continue;
+        }
         char name[32];
         snprintf(name, sizeof name, "cuda:%lld", (long long)d);
         trace_device dev = {.device = (uint32_t)d, .name = {name, (uint32_t)strlen(name)}};
         rc = trace_writer_device(w, &dev);
-        if (rc == 0)
-            rc = write_seed(&im, (uint32_t)d, &imp->seeds[d]);
+        if (rc == 0 && holds)
+            rc = write_seed(&im, (uint32_t)d, &imp->devices[next++].seed);
     }
     if (rc == 0) {
         trace_marker seed_end = {.ts_ns = im.ts, .kind = TRACE_MARK_SEED_END};
