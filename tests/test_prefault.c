@@ -52,7 +52,7 @@ int main(void) {
 #ifdef MADV_NOHUGEPAGE
     madvise(p, len, MADV_NOHUGEPAGE); /* pages of the size mincore counts */
 #endif
-    CHECK(prefault_start(p, 4 * MIB, MIB) == NULL); /* too small to be worth a thread */
+    CHECK(prefault_start(p, MIB, MIB) == NULL); /* too small to be worth a thread */
     CHECK(resident(p, len) == 0);
 
     prefault *pf = prefault_start(p, len, 8 * MIB);

@@ -124,6 +124,9 @@ typedef struct parser {
     void *record_ctx;
     cont_node *spare_dict; /* a taken dict's node, for the next empty dict (pickle_extend) */
     cont_node *taken_dict; /* what a GET of a V_TAKEN memo slot pushes (memo_get) */
+    /* pages made ready on the other core (prefault.h): the arena chunk being filled, and the
+     * memo's slots ahead of memo_init; both stopped before the region may move or go */
+    struct prefault *chunk_pages, *memo_pages;
     /* pickle_parse_file only: the mapping is paged in ahead and dropped
      * behind the cursor (see window_advance); win_next = end otherwise. */
     const uint8_t *win_next, *win_dropped, *win_populated, *map_end;

@@ -15,6 +15,7 @@
  *     checked against what is left of the input before it is used (NEED);
  *   - every refusal is one line naming the opcode and its byte offset. */
 #include "pickle_internal.h"
+#include "prefault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,6 +169,9 @@ static int pop_mark(parser *P, size_t *start) {
  * but never touched: Python numbers its entries densely, so zeroing a doubled array ahead of
  * them would touch up to twice the memory the entries use (fresh pages are what a large parse
  * spends most on, see pickle_value.c). A slot past memo_init gets the zeros below it first. */
+/* How far ahead of memo_init its pages are made ready (prefault.h). */
+#define MEMO_LEAD ((size_t)2 << 20)
+
 static int memo_set(parser *P, uint64_t idx, pickle_value v) {
     if (idx >= P->memo_limit)
         return pickle_fail(P, "memo index %llu is beyond anything this input can hold",
@@ -182,9 +186,14 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
         if (pickle_charge(P, (cap - P->memo_cap) * sizeof *P->memo +
                                  (words - had) * sizeof *P->memo_read) < 0)
             return -1;
+        prefault_stop(P->memo_pages); /* the memo may move */
+        P->memo_pages = NULL;
         pickle_value *m = realloc(P->memo, cap * sizeof *m);
-        if (m)
+        if (m) {
             P->memo = m;
+            P->memo_pages = prefault_start(m, cap * sizeof *m, MEMO_LEAD);
+            prefault_progress(P->memo_pages, P->memo_init * sizeof *m);
+        }
         uint64_t *r = m ? realloc(P->memo_read, words * sizeof *r) : NULL;
         if (!r)
             return pickle_fail(P, "out of memory");
@@ -195,6 +204,8 @@ static int memo_set(parser *P, uint64_t idx, pickle_value v) {
     if (idx >= P->memo_init) {
         memset(P->memo + P->memo_init, 0, (idx + 1 - P->memo_init) * sizeof *P->memo);
         P->memo_init = idx + 1;
+        if ((P->memo_init & 16383) == 0)
+            prefault_progress(P->memo_pages, P->memo_init * sizeof *P->memo);
     }
     if (P->memo[idx].bits == 0)
         P->memo_count++;
@@ -633,6 +644,8 @@ static pickle_doc *parse(const void *data, size_t len, const pickle_options *opt
         d->budget = len * PICKLE_DEFAULT_MEMORY_FACTOR + PICKLE_DEFAULT_MEMORY_BASE;
     int rc =
         len ? run(&P, &d->root) : (set_err(err, errlen, "pickle: empty input at offset 0"), -1);
+    prefault_stop(P.chunk_pages);
+    prefault_stop(P.memo_pages);
     free(P.stack);
     free(P.marks);
     free(P.memo);

@@ -25,6 +25,7 @@
  *     objects) and makes a node's nesting depth final when it is stored,
  *     so depth is tracked exactly and cheaply on each store. */
 #include "pickle_internal.h"
+#include "prefault.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,10 @@ void *pickle_arena_alloc(parser *P, size_t n) {
     d->chunks = c;
     d->cur = mem + n;
     d->end = (char *)c + size;
+    if (mapped) { /* its pages made ready while the one before fills (stopped: it is full) */
+        prefault_stop(P->chunk_pages);
+        P->chunk_pages = prefault_start(c, size, size);
+    }
     return mem;
 }
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define PREFAULT_STEP ((size_t)2 << 20) /* a huge page at a time */
-#define PREFAULT_MIN ((size_t)8 << 20)  /* smaller regions: not worth a thread */
+#define PREFAULT_MIN ((size_t)2 << 20)  /* smaller regions: not worth a thread */
 #define PREFAULT_NAP_NS 50000           /* the wait for the owner to move on */
 
 struct prefault {
