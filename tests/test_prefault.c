@@ -77,6 +77,23 @@ int main(void) {
     CHECK(wait_resident(p, len, len / page));
     prefault_stop(pf);
     CHECK(p[0] == 1 && p[16 * MIB - 1] == 1 && p[16 * MIB] == 0); /* it wrote nothing */
+    /* marks that are not whole pages: the helper goes on (it once stopped at the first one) */
+    munmap(p, len);
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    if (p == MAP_FAILED)
+        return check_finish("test_prefault");
+#ifdef MADV_NOHUGEPAGE
+    madvise(p, len, MADV_NOHUGEPAGE);
+#endif
+    pf = prefault_start(p, len, 2 * MIB);
+    CHECK(pf != NULL);
+    prefault_progress(pf, 1000);
+    CHECK(wait_resident(p, len, 2 * MIB / page - 1));
+    nanosleep(&nap, NULL);
+    prefault_progress(pf, 16 * MIB + 1000);
+    CHECK(wait_resident(p, len, 18 * MIB / page));
+    prefault_stop(pf);
     /* stopped early, with the region still mapped: no trouble */
     pf = prefault_start(p, len, 8 * MIB);
     prefault_stop(pf);

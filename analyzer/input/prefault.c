@@ -21,7 +21,7 @@
 struct prefault {
     pthread_t thread;
     char *base; /* page-aligned */
-    size_t len, lead;
+    size_t len, lead, page;
     _Atomic size_t filled; /* the owner's mark, from base */
     atomic_int stop;
 };
@@ -31,7 +31,9 @@ static void *run(void *arg) {
 #ifdef MADV_POPULATE_WRITE
     size_t done = 0;
     while (!atomic_load_explicit(&pf->stop, memory_order_relaxed)) {
+        /* whole pages: madvise wants an aligned start, and `done` is the next one */
         size_t want = atomic_load_explicit(&pf->filled, memory_order_relaxed) + pf->lead;
+        want &= ~(pf->page - 1);
         if (want > pf->len)
             want = pf->len;
         if (done >= want) {
@@ -65,6 +67,7 @@ prefault *prefault_start(void *base, size_t len, size_t lead) {
     pf->base = (char *)first;
     pf->len = (size_t)(end - first);
     pf->lead = lead;
+    pf->page = (size_t)page;
     atomic_init(&pf->filled, 0);
     atomic_init(&pf->stop, 0);
     if (pthread_create(&pf->thread, NULL, run, pf) != 0) {

@@ -158,12 +158,12 @@ static int restore_range(seed_state *s, const seed_range *r) {
     return cut_ranges(s, r->addr, r->size) != 0 ? -1 : add_range(s, r);
 }
 
-static int build_seed(const snapshot *snap, int64_t device, const snapshot_device *dev,
-                      seed_state *s) {
-    for (size_t i = 0; i < snap->segment_count; i++) {
-        const snapshot_segment *seg = &snap->segments[i];
-        if (seg->device != device)
-            continue;
+/* The device's final state from its segments (segs[0 .. nsegs): their indices, in order),
+ * then its history undone newest first. */
+static int build_seed(const snapshot *snap, const size_t *segs, size_t nsegs,
+                      const snapshot_device *dev, seed_state *s) {
+    for (size_t n = 0; n < nsegs; n++) {
+        const snapshot_segment *seg = &snap->segments[segs[n]];
         seed_range r = {seg->address,
                         seg->total_size,
                         seg->stream,
@@ -864,17 +864,38 @@ snapshot_import *snapshot_import_open(const char *pickle_path, snapshot_facts *f
      * plain segments (a private pool's) too: no seed block is wider than its rounded request */
     int splits_any_remainder = facts->settings.expandable_segments || sum.mapped;
     imp->pools = snapshot_pools_build(snap);
-    int rc = imp->pools && list_devices(imp) == 0 ? 0 : -1;
+    /* the segments by device (then in their order), so each device's seed reads its own:
+     * (device, index) pairs, for devices the trace can number */
+    uint64_t(*by_dev)[2] = malloc((snap->segment_count + 1) * sizeof *by_dev);
+    uint64_t(*spare)[2] = malloc((snap->segment_count + 1) * sizeof *spare);
+    size_t *segs = malloc((snap->segment_count + 1) * sizeof *segs);
+    size_t nby = 0, at = 0;
+    for (size_t i = 0; by_dev && i < snap->segment_count; i++) {
+        int64_t d = snap->segments[i].device;
+        if (d >= 0 && d <= (int64_t)UINT32_MAX) {
+            by_dev[nby][0] = (uint64_t)d;
+            by_dev[nby++][1] = i;
+        }
+    }
+    if (by_dev && spare)
+        gmt_radix_sort(by_dev, spare, nby, 0, 0);
+    free(spare);
+    int rc = imp->pools && by_dev && segs && list_devices(imp) == 0 ? 0 : -1;
     for (size_t i = 0; i < imp->ndevices && rc == 0; i++) {
         int64_t d = imp->devices[i].device;
         seed_state *s = &imp->devices[i].seed;
         const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
-        rc = build_seed(snap, d, history, s);
+        size_t nsegs = 0;
+        for (; at < nby && (int64_t)by_dev[at][0] == d; at++)
+            segs[nsegs++] = (size_t)by_dev[at][1];
+        rc = build_seed(snap, segs, nsegs, history, s);
         if (rc == 0)
             rc = resolve_pools(snap, history, s);
         if (rc == 0)
             rc = splits_any_remainder ? 0 : widen_unsplit_blocks(snap, history, s);
     }
+    free(by_dev);
+    free(segs);
     if (rc != 0) {
         snprintf(err, errlen, "out of memory importing %s", pickle_path);
         snapshot_import_close(imp);
