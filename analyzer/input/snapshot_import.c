@@ -158,12 +158,12 @@ static int restore_range(seed_state *s, const seed_range *r) {
     return cut_ranges(s, r->addr, r->size) != 0 ? -1 : add_range(s, r);
 }
 
-/* The device's final state from its segments (segs[0 .. nsegs): their indices, in order),
- * then its history undone newest first. */
-static int build_seed(const snapshot *snap, const size_t *segs, size_t nsegs,
+/* The device's final state from its segments (segs[0 .. nsegs): (device, index) pairs, in
+ * order), then its history undone newest first. */
+static int build_seed(const snapshot *snap, const uint64_t (*segs)[2], size_t nsegs,
                       const snapshot_device *dev, seed_state *s) {
     for (size_t n = 0; n < nsegs; n++) {
-        const snapshot_segment *seg = &snap->segments[segs[n]];
+        const snapshot_segment *seg = &snap->segments[segs[n][1]];
         seed_range r = {seg->address,
                         seg->total_size,
                         seg->stream,
@@ -797,33 +797,49 @@ struct snapshot_import {
     size_t ndevices;
 };
 
-/* By device, for the sort. */
-static int by_device(const void *a, const void *b) {
-    int64_t x = ((const struct device_seed *)a)->device,
-            y = ((const struct device_seed *)b)->device;
-    return x < y ? -1 : x > y;
+/* The segments by device, then in their order: (device, index) pairs. A trace numbers devices
+ * in 32 bits: a segment's device outside that is not one (ignored, as a negative one always
+ * was). NULL when out of memory. */
+static uint64_t (*segments_by_device(const snapshot *snap, size_t *n))[2] {
+    uint64_t(*pairs)[2] = malloc((snap->segment_count + 1) * sizeof *pairs);
+    uint64_t(*spare)[2] = malloc((snap->segment_count + 1) * sizeof *spare);
+    *n = 0;
+    for (size_t i = 0; pairs && spare && i < snap->segment_count; i++) {
+        int64_t d = snap->segments[i].device;
+        if (d >= 0 && d <= (int64_t)UINT32_MAX) {
+            pairs[*n][0] = (uint64_t)d;
+            pairs[(*n)++][1] = i;
+        }
+    }
+    if (pairs && spare)
+        gmt_radix_sort(pairs, spare, *n, 0, 0);
+    free(spare);
+    if (!spare) {
+        free(pairs);
+        return NULL;
+    }
+    return pairs;
 }
 
-/* The devices of the trace, each once: every index of device_traces, every segment's device.
- * A trace numbers devices in 32 bits: a segment's device outside that is not one (ignored, as
- * a negative one always was). Bounded by what the pickle holds, however large the numbers. */
-static int list_devices(snapshot_import *imp) {
+/* The devices of the trace, each once, ascending: every index of device_traces merged with the
+ * devices of the segments (by_dev, sorted). Bounded by what the pickle holds, however large
+ * the numbers. */
+static int list_devices(snapshot_import *imp, const uint64_t (*by_dev)[2], size_t nby) {
     const snapshot *snap = imp->snap;
-    size_t n = snap->device_count + snap->segment_count;
-    imp->devices = calloc(n + 1, sizeof *imp->devices);
+    imp->devices = calloc(snap->device_count + nby + 1, sizeof *imp->devices);
     if (!imp->devices)
         return -1;
-    for (size_t d = 0; d < snap->device_count; d++)
-        imp->devices[imp->ndevices++].device = (int64_t)d;
-    for (size_t i = 0; i < snap->segment_count; i++)
-        if (snap->segments[i].device >= 0 && snap->segments[i].device <= (int64_t)UINT32_MAX)
-            imp->devices[imp->ndevices++].device = snap->segments[i].device;
-    qsort(imp->devices, imp->ndevices, sizeof *imp->devices, by_device);
-    size_t kept = 0;
-    for (size_t i = 0; i < imp->ndevices; i++)
-        if (!kept || imp->devices[kept - 1].device != imp->devices[i].device)
-            imp->devices[kept++] = imp->devices[i];
-    imp->ndevices = kept;
+    size_t j = 0;
+    for (int64_t d = 0; (size_t)d < snap->device_count || j < nby;) {
+        int traced = (size_t)d < snap->device_count;
+        int64_t next = j < nby ? (int64_t)by_dev[j][0] : INT64_MAX;
+        int64_t device = traced && d <= next ? d : next;
+        imp->devices[imp->ndevices++].device = device;
+        if (traced && device == d)
+            d++;
+        while (j < nby && (int64_t)by_dev[j][0] == device)
+            j++;
+    }
     return 0;
 }
 
@@ -864,38 +880,24 @@ snapshot_import *snapshot_import_open(const char *pickle_path, snapshot_facts *f
      * plain segments (a private pool's) too: no seed block is wider than its rounded request */
     int splits_any_remainder = facts->settings.expandable_segments || sum.mapped;
     imp->pools = snapshot_pools_build(snap);
-    /* the segments by device (then in their order), so each device's seed reads its own:
-     * (device, index) pairs, for devices the trace can number */
-    uint64_t(*by_dev)[2] = malloc((snap->segment_count + 1) * sizeof *by_dev);
-    uint64_t(*spare)[2] = malloc((snap->segment_count + 1) * sizeof *spare);
-    size_t *segs = malloc((snap->segment_count + 1) * sizeof *segs);
+    /* each device's seed reads its own segments: a run of by_dev */
     size_t nby = 0, at = 0;
-    for (size_t i = 0; by_dev && i < snap->segment_count; i++) {
-        int64_t d = snap->segments[i].device;
-        if (d >= 0 && d <= (int64_t)UINT32_MAX) {
-            by_dev[nby][0] = (uint64_t)d;
-            by_dev[nby++][1] = i;
-        }
-    }
-    if (by_dev && spare)
-        gmt_radix_sort(by_dev, spare, nby, 0, 0);
-    free(spare);
-    int rc = imp->pools && by_dev && segs && list_devices(imp) == 0 ? 0 : -1;
+    uint64_t(*by_dev)[2] = segments_by_device(snap, &nby);
+    int rc = imp->pools && by_dev && list_devices(imp, by_dev, nby) == 0 ? 0 : -1;
     for (size_t i = 0; i < imp->ndevices && rc == 0; i++) {
         int64_t d = imp->devices[i].device;
         seed_state *s = &imp->devices[i].seed;
         const snapshot_device *history = d < (int64_t)snap->device_count ? &snap->devices[d] : NULL;
-        size_t nsegs = 0;
-        for (; at < nby && (int64_t)by_dev[at][0] == d; at++)
-            segs[nsegs++] = (size_t)by_dev[at][1];
-        rc = build_seed(snap, segs, nsegs, history, s);
+        size_t first = at;
+        while (at < nby && (int64_t)by_dev[at][0] == d)
+            at++;
+        rc = build_seed(snap, by_dev + first, at - first, history, s);
         if (rc == 0)
             rc = resolve_pools(snap, history, s);
         if (rc == 0)
             rc = splits_any_remainder ? 0 : widen_unsplit_blocks(snap, history, s);
     }
     free(by_dev);
-    free(segs);
     if (rc != 0) {
         snprintf(err, errlen, "out of memory importing %s", pickle_path);
         snapshot_import_close(imp);
