@@ -56,6 +56,16 @@ static inline uint64_t check_random(uint64_t *state) {
     return *state;
 }
 
+/* qsort's order of int64_t[2] pairs: by the first, then the second (the reference the tests
+ * of sorted pairs and index keys compare with). */
+static inline int check_pair_cmp(const void *x, const void *y) {
+    const int64_t *a = x, *b = y;
+    for (int i = 0; i < 2; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
 /* Skips the whole test with a reason ctest shows in its log. */
 #define CHECK_SKIP(...)                                                                            \
     do {                                                                                           \

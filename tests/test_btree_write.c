@@ -88,14 +88,6 @@ static void make_rows(int64_t (*rows)[COLS], int n, int monotone) {
     }
 }
 
-static int compare_keys(const void *x, const void *y) {
-    const int64_t *a = x, *b = y;
-    for (int i = 0; i < 2; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    return 0;
-}
-
 static uint32_t root_of(sqlite3 *db, const char *name) {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", name);
@@ -174,7 +166,7 @@ static int build(const char *path, const char *ref_path, int page_size, int64_t 
             keys[nkeys][0] = rows[i][2];
             keys[nkeys++][1] = rows[i][0];
         }
-    qsort(keys, (size_t)nkeys, sizeof *keys, compare_keys);
+    qsort(keys, (size_t)nkeys, sizeof *keys, check_pair_cmp);
     btree_index *x = btree_index_begin(f, idx_root);
     for (int i = 0; i < nkeys && rc == 0; i++)
         rc = btree_index_add(x, keys[i], 2);

@@ -33,14 +33,6 @@ static int collect(void *ctx, const int64_t (*pairs)[2], size_t n, char *err, si
     return 0;
 }
 
-static int by_pair(const void *x, const void *y) {
-    const int64_t *a = x, *b = y;
-    for (int i = 0; i < 2; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    return 0;
-}
-
 /* kind 0: small ids, second ascending (the event store); 1: both random over all of int64;
  * 2: few distinct firsts (repeats); 3: extremes */
 static int64_t value(int kind, size_t i, int field) {
@@ -72,7 +64,7 @@ static void run_case(int kind, size_t n, size_t run_pairs, size_t batch) {
     }
     CHECK(sorted_pairs_count(s) == n);
     CHECK(sorted_pairs_drain(s, batch, collect, &got, err, sizeof err) == 0);
-    qsort(ref, n, sizeof *ref, by_pair);
+    qsort(ref, n, sizeof *ref, check_pair_cmp);
     if (got.n != n || (n && memcmp(got.pairs, ref, n * sizeof *ref) != 0)) {
         fprintf(stderr, "kind %d, %zu pairs, runs of %zu: not in order (%zu out)\n", kind, n,
                 run_pairs, got.n);
