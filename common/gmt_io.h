@@ -1,8 +1,8 @@
-/* gmt_io.h — writing a whole buffer at an offset, written once.
+/* gmt_io.h — writing or reading a whole buffer at an offset, written once.
  *
- * pwrite may write less than asked or be interrupted; the files memanalyze writes pages and
- * spills into need every byte at its own offset, whatever an earlier failed call left behind.
- * Header-only. */
+ * pwrite and pread may do less than asked or be interrupted; the files memanalyze writes pages
+ * and spills into need every byte at its own offset, whatever an earlier failed call left
+ * behind. Header-only. */
 #ifndef GMT_IO_H
 #define GMT_IO_H
 
@@ -26,6 +26,25 @@ static inline int gmt_pwrite_all(int fd, const void *p, size_t n, uint64_t offse
         c += w;
         n -= (size_t)w;
         offset += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Reads exactly n bytes at offset into p. 0, or -1 (errno set; EIO when the file ends first). */
+static inline int gmt_pread_all(int fd, void *p, size_t n, uint64_t offset) {
+    char *c = p;
+    while (n) {
+        ssize_t r = pread(fd, c, n, (off_t)offset);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = EIO;
+            return -1;
+        }
+        c += r;
+        n -= (size_t)r;
+        offset += (uint64_t)r;
     }
     return 0;
 }

@@ -1,9 +1,11 @@
 /* test_replay_strings.c — analyzer/replay/replay_strings.h: the trace's strings by id, recent
  * ones in memory and older ones in a file.
  *
- * With a window of 64 bytes nearly every string goes to the file: every id must still read back
- * its text (the empty string, strings longer than the window, redefined ids), undefined ids
- * none, and REPLAY_STRINGS_HELD old strings read one after another must all hold. */
+ * With a window of 64 bytes nearly every string goes to the file, and with one page of the
+ * index in memory every lookup away from the last page reads one back: every id must still
+ * read back its text (the empty string, strings longer than the window, redefined ids),
+ * undefined ids none (in a page that exists or not), and REPLAY_STRINGS_HELD old strings read
+ * one after another must all hold. */
 #include "check.h"
 
 #include "replay_strings.h"
@@ -28,44 +30,56 @@ static void text_of(uint32_t id, int version, char *buf, size_t cap) {
 }
 
 int main(void) {
-    for (size_t window = 64; window <= (1u << 20); window *= 16384) {
-        replay_strings *s = replay_strings_new(window);
-        CHECK(s != NULL);
-        char want[400];
-        for (uint32_t id = 1; id <= IDS; id++) {
-            text_of(id, 0, want, sizeof want);
-            CHECK(replay_strings_put(s, id * 2, want) == 0); /* even ids only */
+    static const size_t pages[] = {1, 2, 0};
+    for (size_t window = 64; window <= (1u << 20); window *= 16384)
+        for (size_t k = 0; k < sizeof pages / sizeof pages[0]; k++) {
+            replay_strings *s = replay_strings_new(window, pages[k]);
+            CHECK(s != NULL);
+            char want[400];
+            for (uint32_t id = 1; id <= IDS; id++) {
+                text_of(id, 0, want, sizeof want);
+                CHECK(replay_strings_put(s, id * 2, want) == 0); /* even ids only */
+            }
+            for (uint32_t id = 1; id <= IDS; id += 3) { /* redefined: the new text wins */
+                text_of(id, 1, want, sizeof want);
+                CHECK(replay_strings_put(s, id * 2, want) == 0);
+            }
+            int bad = 0;
+            for (uint32_t id = 1; id <= IDS; id++) {
+                text_of(id, id % 3 == 1, want, sizeof want);
+                const char *got = replay_strings_get(s, id * 2);
+                bad += !got || strcmp(got, want) != 0;
+                bad += replay_strings_get(s, id * 2 + 1) != NULL; /* never defined */
+            }
+            CHECK(bad == 0);
+            CHECK(replay_strings_get(s, 0) == NULL);
+            CHECK(replay_strings_get(s, 4 * IDS) == NULL);
+            CHECK(replay_strings_get(s, UINT32_MAX) == NULL); /* far past every page */
+            /* ids far apart: pages made between, and the old ones read back after */
+            CHECK(replay_strings_put(s, 3000000, "far") == 0);
+            CHECK(replay_strings_put(s, 3000001, "farther") == 0);
+            text_of(17, 0, want, sizeof want);
+            const char *near = replay_strings_get(s, 34);
+            CHECK(near && strcmp(near, want) == 0);
+            const char *far = replay_strings_get(s, 3000001);
+            CHECK(far && strcmp(far, "farther") == 0);
+            CHECK(replay_strings_get(s, 3000002) == NULL);
+            /* the last REPLAY_STRINGS_HELD lookups hold together */
+            _Static_assert(REPLAY_STRINGS_HELD == 8, "eight ids below");
+            const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1, 4001, 37, 202, 2999};
+            const char *held[REPLAY_STRINGS_HELD];
+            for (int i = 0; i < REPLAY_STRINGS_HELD; i++)
+                held[i] = replay_strings_get(s, ids[i] * 2);
+            for (int i = 0; i < REPLAY_STRINGS_HELD; i++) {
+                text_of(ids[i], ids[i] % 3 == 1, want, sizeof want);
+                CHECK(held[i] && strcmp(held[i], want) == 0);
+            }
+            /* a held old string, its id redefined: the new text, not the held copy */
+            CHECK(replay_strings_put(s, 22, "redefined") == 0);
+            const char *again = replay_strings_get(s, 22);
+            CHECK(again && strcmp(again, "redefined") == 0);
+            CHECK(!replay_strings_failed(s));
+            replay_strings_free(s);
         }
-        for (uint32_t id = 1; id <= IDS; id += 3) { /* redefined: the new text wins */
-            text_of(id, 1, want, sizeof want);
-            CHECK(replay_strings_put(s, id * 2, want) == 0);
-        }
-        int bad = 0;
-        for (uint32_t id = 1; id <= IDS; id++) {
-            text_of(id, id % 3 == 1, want, sizeof want);
-            const char *got = replay_strings_get(s, id * 2);
-            bad += !got || strcmp(got, want) != 0;
-            bad += replay_strings_get(s, id * 2 + 1) != NULL; /* never defined */
-        }
-        CHECK(bad == 0);
-        CHECK(replay_strings_get(s, 0) == NULL);
-        CHECK(replay_strings_get(s, 4 * IDS) == NULL);
-        /* the last REPLAY_STRINGS_HELD lookups hold together */
-        _Static_assert(REPLAY_STRINGS_HELD == 8, "eight ids below");
-        const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1, 4001, 37, 202, 2999};
-        const char *held[REPLAY_STRINGS_HELD];
-        for (int i = 0; i < REPLAY_STRINGS_HELD; i++)
-            held[i] = replay_strings_get(s, ids[i] * 2);
-        for (int i = 0; i < REPLAY_STRINGS_HELD; i++) {
-            text_of(ids[i], ids[i] % 3 == 1, want, sizeof want);
-            CHECK(held[i] && strcmp(held[i], want) == 0);
-        }
-        /* a held old string, its id redefined: the new text, not the held copy */
-        CHECK(replay_strings_put(s, 22, "redefined") == 0);
-        const char *again = replay_strings_get(s, 22);
-        CHECK(again && strcmp(again, "redefined") == 0);
-        CHECK(!replay_strings_failed(s));
-        replay_strings_free(s);
-    }
     return check_finish("test_replay_strings");
 }

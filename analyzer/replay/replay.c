@@ -378,7 +378,7 @@ static replay *replay_new(db_writer *db, const replay_options *opt, replay_summa
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
-    rp->strings = replay_strings_new(0);
+    rp->strings = replay_strings_new(0, 0);
     if (!rp->steps || !rp->sites || !rp->strings)
         replay_fail(rp, "out of memory");
     return rp;

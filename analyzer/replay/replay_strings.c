@@ -5,10 +5,15 @@
  * keeps its text's offset in it. The stream's tail [window_start, window_start + window_len)
  * is in memory; when a string does not fit there, the window is appended to the file and
  * starts over empty. A lookup below the window reads the file from the offset until the NUL,
- * into the next buffer of a small ring. */
+ * into the next buffer of a small ring.
+ *
+ * The offsets themselves are an index of pages of INDEX_PAGE_IDS ids: a few pages stay in
+ * memory (those used last), the others go to a second temporary file and come back when an id
+ * of theirs is used again. Ids come in order and lookups are of recent ids, so a page is
+ * rarely read back; without the paging the index grew by 8 bytes a string (a step's name),
+ * the last thing in the replay that grew with the trace. */
 #include "replay_strings.h"
 
-#include "gmt_grow.h"
 #include "gmt_io.h"
 
 #include <errno.h>
@@ -18,12 +23,25 @@
 #include <unistd.h>
 
 #define DEFAULT_WINDOW (1u << 20)
-#define FIRST_READ 256 /* bytes read back at first; doubled until the NUL is in */
+#define FIRST_READ 256          /* bytes read back at first; doubled until the NUL is in */
+#define INDEX_PAGE_IDS 4096u    /* ids in a page of the index: 32 KiB of offsets */
+#define DEFAULT_INDEX_PAGES 32u /* pages in memory: 1 MiB, 131072 ids */
+
+typedef struct index_page {
+    uint64_t *at;      /* in memory: 1 + the offset of each id's text; 0: not defined. NULL: not */
+    uint64_t last_use; /* when it was last used (the index's clock) */
+    int in_file;       /* a copy is in the index file, at its page number's place */
+    int dirty;         /* changed since that copy */
+} index_page;
 
 struct replay_strings {
-    uint64_t *at; /* 1 + the offset of id's text in the stream; 0: not defined */
-    size_t cap;
-    char *window; /* the stream from window_start on */
+    index_page *pages; /* by id / INDEX_PAGE_IDS */
+    size_t npages;
+    uint32_t *resident; /* the pages in memory, at most max_resident */
+    size_t nresident, max_resident;
+    uint64_t clock;
+    FILE *index_file; /* the pages out of memory (a temporary file, gone with the process) */
+    char *window;     /* the stream from window_start on */
     size_t window_len, window_cap;
     uint64_t window_start;
     FILE *spill; /* the stream before window_start (a temporary file, gone with the process) */
@@ -34,13 +52,15 @@ struct replay_strings {
     int failed; /* a read-back failed */
 };
 
-replay_strings *replay_strings_new(size_t window) {
+replay_strings *replay_strings_new(size_t window, size_t index_pages) {
     replay_strings *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->window_cap = window ? window : DEFAULT_WINDOW;
-    if (!(s->window = malloc(s->window_cap))) {
-        free(s);
+    s->max_resident = index_pages ? index_pages : DEFAULT_INDEX_PAGES;
+    if (!(s->window = malloc(s->window_cap)) ||
+        !(s->resident = malloc(s->max_resident * sizeof *s->resident))) {
+        replay_strings_free(s);
         return NULL;
     }
     return s;
@@ -49,7 +69,12 @@ replay_strings *replay_strings_new(size_t window) {
 void replay_strings_free(replay_strings *s) {
     if (!s)
         return;
-    free(s->at);
+    for (size_t i = 0; i < s->nresident; i++)
+        free(s->pages[s->resident[i]].at);
+    free(s->pages);
+    free(s->resident);
+    if (s->index_file)
+        fclose(s->index_file);
     free(s->window);
     for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
         free(s->held[i]);
@@ -79,17 +104,91 @@ static int spill_window(replay_strings *s, size_t need) {
     return 0;
 }
 
+/* ---- the index ------------------------------------------------------------- */
+
+#define PAGE_BYTES (INDEX_PAGE_IDS * sizeof(uint64_t))
+
+/* Makes room for one more page in memory: the one used longest ago goes to the file (unless
+ * an unchanged copy is there already) and its buffer is handed back. NULL when it could not
+ * be written (or nothing is in memory: then a new buffer). */
+static uint64_t *free_a_page(replay_strings *s) {
+    if (s->nresident < s->max_resident)
+        return malloc(PAGE_BYTES);
+    size_t oldest = 0;
+    for (size_t i = 1; i < s->nresident; i++)
+        if (s->pages[s->resident[i]].last_use < s->pages[s->resident[oldest]].last_use)
+            oldest = i;
+    uint32_t number = s->resident[oldest];
+    index_page *p = &s->pages[number];
+    if (p->dirty || !p->in_file) {
+        if (!s->index_file && !(s->index_file = tmpfile()))
+            return NULL;
+        if (gmt_pwrite_all(fileno(s->index_file), p->at, PAGE_BYTES,
+                           (uint64_t)number * PAGE_BYTES) != 0)
+            return NULL;
+        p->in_file = 1;
+        p->dirty = 0;
+    }
+    uint64_t *buffer = p->at;
+    p->at = NULL;
+    s->resident[oldest] = s->resident[--s->nresident];
+    return buffer;
+}
+
+/* The offset slot of id, its page brought into memory; with `create`, a page not made yet is
+ * made (all undefined). NULL when the id has no page and none is to be made, or on a failure
+ * (out of memory, the file): *failed then says so. */
+static uint64_t *slot_of(replay_strings *s, uint32_t id, int create, int *failed) {
+    *failed = 0;
+    size_t number = id / INDEX_PAGE_IDS;
+    if (number >= s->npages) {
+        if (!create)
+            return NULL;
+        size_t n = number + 1 > 2 * s->npages ? number + 1 : 2 * s->npages;
+        index_page *grown = realloc(s->pages, n * sizeof *grown);
+        if (!grown) {
+            *failed = 1;
+            return NULL;
+        }
+        memset(grown + s->npages, 0, (n - s->npages) * sizeof *grown);
+        s->pages = grown;
+        s->npages = n;
+    }
+    index_page *p = &s->pages[number];
+    if (!p->at) {
+        if (!create && !p->in_file)
+            return NULL; /* no id of this page was ever defined */
+        uint64_t *buffer = free_a_page(s);
+        if (!buffer || (p->in_file ? gmt_pread_all(fileno(s->index_file), buffer, PAGE_BYTES,
+                                                   (uint64_t)number * PAGE_BYTES)
+                                   : (memset(buffer, 0, PAGE_BYTES), 0)) != 0) {
+            free(buffer);
+            *failed = 1;
+            return NULL;
+        }
+        p->at = buffer;
+        s->resident[s->nresident++] = (uint32_t)number;
+    }
+    p->last_use = ++s->clock;
+    return &p->at[id % INDEX_PAGE_IDS];
+}
+
+/* ---- the strings ------------------------------------------------------------ */
+
 int replay_strings_put(replay_strings *s, uint32_t id, const char *text) {
     size_t len = strlen(text) + 1;
-    if (gmt_grow((void **)&s->at, &s->cap, id, sizeof *s->at) != 0)
+    int failed;
+    uint64_t *slot = slot_of(s, id, 1, &failed);
+    if (!slot)
         return -1;
+    s->pages[id / INDEX_PAGE_IDS].dirty = 1;
     if (s->window_len + len > s->window_cap && spill_window(s, len) != 0)
         return -1;
     memcpy(s->window + s->window_len, text, len);
     for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
         if (s->held_id[i] == id) /* redefined: a held copy is stale */
             s->held_id[i] = 0;
-    s->at[id] = 1 + s->window_start + s->window_len;
+    *slot = 1 + s->window_start + s->window_len;
     s->window_len += len;
     return 0;
 }
@@ -131,9 +230,15 @@ static const char *read_back(replay_strings *s, uint32_t id, uint64_t offset) {
 int replay_strings_failed(const replay_strings *s) { return s->failed; }
 
 const char *replay_strings_get(replay_strings *s, uint32_t id) {
-    if (id >= s->cap || !s->at[id])
+    int failed;
+    uint64_t *slot = slot_of(s, id, 0, &failed);
+    if (failed) {
+        s->failed = 1; /* no text rather than a wrong one; the replay stops on it */
+        return "";
+    }
+    if (!slot || !*slot)
         return NULL;
-    uint64_t offset = s->at[id] - 1;
+    uint64_t offset = *slot - 1;
     if (offset >= s->window_start)
         return s->window + (offset - s->window_start);
     return s->spill ? read_back(s, id, offset) : NULL;
