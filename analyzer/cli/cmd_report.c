@@ -16,6 +16,7 @@
 #include "json_out.h"
 #include "layout.h"
 #include "stack_names.h"
+#include "step_stream.h"
 #include "tensor_table.h"
 #include "units.h"
 #include "when.h"
@@ -36,8 +37,7 @@ typedef struct device_report {
     size_t ntop;
     site_growth *growth;
     size_t ngrowth, windows;
-    step_state *steps;
-    size_t nsteps;
+    steps_overview steps; /* count, first, last, fragmentation at step ends: one pass, no array */
     int64_t growth_per_step; /* allocated at step ends, median change */
     int64_t limit_step;      /* step at which the trend reaches the device: -1 none */
     headroom_forecast forecast;
@@ -45,7 +45,8 @@ typedef struct device_report {
     /* the free part of reserved, releasable vs trapped (free_split.h) */
     int have_split;
     free_split split_peak, split_end;
-    free_split *split_steps; /* at every split_stride-th step's end, nsplit_steps of them */
+    free_split split_steps[MAX_SPLIT_STEPS]; /* at every split_stride-th step's end */
+    int64_t split_step_numbers[MAX_SPLIT_STEPS];
     size_t nsplit_steps, split_stride;
     free_split split_oom[MAX_OOM_LINES];
     int64_t oom_ids[MAX_OOM_LINES];
@@ -60,14 +61,16 @@ static void site(sqlite3 *db, int64_t stack, char *buf, size_t len) {
     stack_label(db, stack, buf, len);
 }
 
-/* The trend of allocated bytes at step ends, and where it leads. */
-static void headroom(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
-    analysis_forecast(db, &r->s, r->steps, r->nsteps, &r->forecast);
+/* The steps, the trend of allocated bytes at their ends, and where it leads. 0, or -1 (the
+ * steps could not be read). */
+static int headroom(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
+    if (analysis_forecast(db, &r->s, from, to, &r->forecast, &r->steps) != 0)
+        return -1;
     r->growth_per_step = r->forecast.growth_per_step;
     r->limit_step = r->forecast.limit_step;
     r->cache_allocs = r->cache_misses = -1; /* the counters are the whole run's */
     if (from > 0 || to < analysis_last_event(db))
-        return;
+        return 0;
     sqlite3_stmt *st =
         db_statement(db, "SELECT cache_allocs, cache_misses FROM devices WHERE device = ?1");
     if (st) {
@@ -78,6 +81,7 @@ static void headroom(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
         }
     }
     sqlite3_finalize(st);
+    return 0;
 }
 
 /* The OOM events of the window, the first MAX_OOM_LINES. */
@@ -103,32 +107,34 @@ static void list_ooms(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
 static void splits(sqlite3 *db, int64_t from, int64_t to, device_report *r) {
     list_ooms(db, from, to, r);
     /* a layout per point: at most MAX_SPLIT_STEPS step ends, evenly spread */
+    size_t nsteps = r->steps.count;
     r->split_stride =
-        r->nsteps > MAX_SPLIT_STEPS ? (r->nsteps + MAX_SPLIT_STEPS - 1) / MAX_SPLIT_STEPS : 1;
-    r->nsplit_steps = (r->nsteps + r->split_stride - 1) / r->split_stride;
-    size_t m = r->nsplit_steps, n = 2 + m + r->nooms_listed;
-    int64_t *ids = malloc(n * sizeof *ids);
-    free_split *out = malloc(n * sizeof *out);
-    r->split_steps = m ? malloc(m * sizeof *r->split_steps) : NULL;
-    char err[256];
-    if (ids && out && (r->split_steps || !m)) {
-        ids[0] = r->s.peak_allocated.event_id;
-        ids[1] = r->s.end.event_id;
-        for (size_t k = 0; k < m; k++)
-            ids[2 + k] = r->steps[k * r->split_stride].at_end.event_id;
-        for (size_t i = 0; i < r->nooms_listed; i++)
-            ids[2 + m + i] = r->oom_ids[i];
-        if (free_split_at(db, r->s.device, ids, n, out, err, sizeof err) == 0) {
-            r->have_split = 1;
-            r->split_peak = out[0];
-            r->split_end = out[1];
-            if (m) /* split_steps is NULL without steps */
-                memcpy(r->split_steps, out + 2, m * sizeof *out);
-            memcpy(r->split_oom, out + 2 + m, r->nooms_listed * sizeof *out);
-        }
+        nsteps > MAX_SPLIT_STEPS ? (nsteps + MAX_SPLIT_STEPS - 1) / MAX_SPLIT_STEPS : 1;
+    step_state sample[MAX_SPLIT_STEPS];
+    size_t m = 0;
+    if (steps_sample(db, r->s.device, from, to, r->split_stride, sample, MAX_SPLIT_STEPS, &m) != 0)
+        m = 0; /* the peak and the end still get theirs */
+    enum { N = 2 + MAX_SPLIT_STEPS + MAX_OOM_LINES };
+    int64_t ids[N];
+    free_split out[N];
+    size_t n = 2 + m + r->nooms_listed;
+    ids[0] = r->s.peak_allocated.event_id;
+    ids[1] = r->s.end.event_id;
+    for (size_t k = 0; k < m; k++) {
+        ids[2 + k] = sample[k].at_end.event_id;
+        r->split_step_numbers[k] = sample[k].step;
     }
-    free(ids);
-    free(out);
+    for (size_t i = 0; i < r->nooms_listed; i++)
+        ids[2 + m + i] = r->oom_ids[i];
+    char err[256];
+    if (free_split_at(db, r->s.device, ids, n, out, err, sizeof err) == 0) {
+        r->have_split = 1;
+        r->split_peak = out[0];
+        r->split_end = out[1];
+        r->nsplit_steps = m;
+        memcpy(r->split_steps, out + 2, m * sizeof *out);
+        memcpy(r->split_oom, out + 2 + m, r->nooms_listed * sizeof *out);
+    }
 }
 
 /* What memory is at the peak: categories (a sweep of the device's blocks) and the named tensors.
@@ -152,9 +158,8 @@ static int build(sqlite3 *db, categorizer *cats, int rules, int device, int64_t 
         analysis_top_stacks_at(db, device, r->s.peak_allocated.event_id, top, &r->top, &r->ntop) !=
             0 ||
         analysis_site_growth(db, device, from, to, &r->growth, &r->ngrowth, &r->windows) != 0 ||
-        analysis_steps(db, device, from, to, &r->steps, &r->nsteps) != 0)
+        headroom(db, from, to, r) != 0)
         return -1;
-    headroom(db, from, to, r);
     splits(db, from, to, r);
     categories(db, cats, analysis_whole_run(db, from, to), rules, top, r);
     return 0;
@@ -162,10 +167,8 @@ static int build(sqlite3 *db, categorizer *cats, int rules, int device, int64_t 
 
 static void release(device_report *r) {
     tensor_rows_free(r->named, r->nnamed);
-    free(r->split_steps);
     free(r->top);
     free(r->growth);
-    free(r->steps);
 }
 
 /* meta `allocator_settings`, a JSON object as PyTorch names the settings;
@@ -443,22 +446,11 @@ static void print_fragmentation(const device_report *r) {
     printf("    worst       %.2f (%s) at event %lld, with %s reserved\n", worst, frag_rating(worst),
            (long long)s->worst_fragmentation.event_id,
            units_bytes_i64(s->worst_fragmentation.reserved, b1));
-    if (r->nsteps) {
-        double lo = 1, hi = -1, sum = 0;
-        int64_t hi_step = 0;
-        for (size_t i = 0; i < r->nsteps; i++) {
-            double f = frag_of(&r->steps[i].at_end);
-            sum += f;
-            if (f < lo)
-                lo = f;
-            if (f > hi) { /* the first step of the highest value */
-                hi = f;
-                hi_step = r->steps[i].step;
-            }
-        }
-        printf("    per step (at step ends): min %.2f, mean %.2f, max %.2f (%s) at step %lld\n", lo,
-               sum / (double)r->nsteps, hi, frag_rating(hi), (long long)hi_step);
-    }
+    const steps_overview *o = &r->steps;
+    if (o->count)
+        printf("    per step (at step ends): min %.2f, mean %.2f, max %.2f (%s) at step %lld\n",
+               o->frag_min, o->frag_mean, o->frag_max, frag_rating(o->frag_max),
+               (long long)o->frag_max_step);
     if (!r->have_split)
         return;
     const free_split *p = &r->split_peak, *e = &r->split_end;
@@ -480,13 +472,13 @@ static void print_fragmentation(const device_report *r) {
             sum += f;
             if (f > hi) {
                 hi = f;
-                hi_step = r->steps[k * r->split_stride].step;
+                hi_step = r->split_step_numbers[k];
             }
         }
         printf("    per step (at step ends): mean %.2f, max %.2f (%s) at step %lld",
                sum / (double)r->nsplit_steps, hi, frag_rating(hi), (long long)hi_step);
         if (r->split_stride > 1)
-            printf(" (1 step in %zu of %zu measured)", r->split_stride, r->nsteps);
+            printf(" (1 step in %zu of %zu measured)", r->split_stride, o->count);
         printf("\n");
     }
 }
@@ -531,7 +523,7 @@ static void print_growth(sqlite3 *db, const device_report *r, size_t top) {
             printf(", %s into the run", when);
         }
         printf("; risk %s\n", r->forecast.risk);
-    } else if (r->nsteps >= 3) {
+    } else if (r->steps.count >= 3) {
         printf("  headroom: allocated does not grow from step to step; peak uses %s",
                units_bytes_i64(s->peak_reserved.reserved, b1));
         if (s->total_bytes)
@@ -737,7 +729,7 @@ static void print_device_json(sqlite3 *db, const device_report *r, int first) {
     }
     printf("],\n     \"steps\": %zu, \"allocated_growth_per_step_bytes\": %lld, "
            "\"device_limit_step\": ",
-           r->nsteps, (long long)r->growth_per_step);
+           r->steps.count, (long long)r->growth_per_step);
     if (r->limit_step >= 0)
         printf("%lld", (long long)r->limit_step);
     else

@@ -23,8 +23,8 @@
 #include "gmt_env.h"
 #include "gmt_grow.h"
 #include "gmt_slots.h"
+#include "step_stream.h"
 #include "trace_format.h"
-#include "when.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +47,6 @@ double frag_of(const moment *m) {
 }
 
 const char *frag_rating(double f) { return gmt_frag_band_name(gmt_frag_rate(f)); }
-
-static int cmp_i64(const void *a, const void *b);
 
 /* Prepares a query over a window of one device: ?1 device, ?2 from, ?3 to. */
 static sqlite3_stmt *prepare_window(sqlite3 *db, const char *sql, int device, int64_t from,
@@ -347,133 +345,6 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     return 0;
 }
 
-int analysis_steps_visit(sqlite3 *db, int device, int64_t from, int64_t to,
-                         int (*visit)(void *ctx, const step_state *step), void *ctx) {
-    /* Each step's end state in one statement: the device's last timeline
-     * row at or before the step's end event, as the replay kept it
-     * (step_ends), else found in the events (an older database, or
-     * GMT_NO_SUMMARIES). */
-    sqlite3_stmt *st = NULL;
-    if (analysis_summaries_allowed())
-        st = prepare_window(
-            db,
-            "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
-            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN step_ends AS m ON "
-            "m.device = ?1 AND m.end_event_id = s.end_event_id WHERE s.end_event_id > ?2 AND "
-            "s.end_event_id <= ?3 ORDER BY s.begin_ts_ns, s.step",
-            device, from, to);
-    if (!st)
-        st = prepare_window(
-            db,
-            "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
-            "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN event_rows AS m ON "
-            "m.event_id = (SELECT r.event_id FROM event_rows AS r WHERE r.device = ?1 AND "
-            "r.event_id <= s.end_event_id AND (r.event_id > 0 OR r.op = {op:seed}) ORDER BY "
-            "r.event_id DESC LIMIT 1) WHERE s.end_event_id > ?2 AND s.end_event_id <= ?3 "
-            "ORDER BY s.begin_ts_ns, s.step",
-            device, from, to);
-    if (!st)
-        return -1;
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        step_state one;
-        one.step = sqlite3_column_int64(st, 0);
-        read_moment(st, 1, &one.at_end);
-        rc = visit(ctx, &one) != 0 ? -1 : 0;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-typedef struct step_array {
-    step_state *items;
-    size_t len, cap;
-} step_array;
-
-static int keep_step(void *ctx, const step_state *step) {
-    step_array *a = ctx;
-    if (gmt_grow((void **)&a->items, &a->cap, a->len, sizeof *a->items) != 0)
-        return -1;
-    a->items[a->len++] = *step;
-    return 0;
-}
-
-int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
-                   size_t *count) {
-    step_array a = {0};
-    int rc = analysis_steps_visit(db, device, from, to, keep_step, &a);
-    *out = a.items;
-    *count = a.len;
-    return rc;
-}
-
-int64_t analysis_median_i64(int64_t *values, size_t n) {
-    if (!n)
-        return 0;
-    if (n > 1)
-        qsort(values, n, sizeof *values, cmp_i64);
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, int64_t *growth,
-                       int64_t *limit_step) {
-    *limit_step = -1;
-    *growth = 0;
-    if (n < 3)
-        return;
-    int64_t *d = malloc((n - 1) * sizeof *d);
-    if (!d)
-        return;
-    for (size_t i = 0; i + 1 < n; i++)
-        d[i] = steps[i + 1].at_end.allocated - steps[i].at_end.allocated;
-    *growth = analysis_median_i64(d, n - 1);
-    free(d);
-    const step_state *last = &steps[n - 1];
-    if (*growth > 0 && total_bytes > last->at_end.allocated)
-        *limit_step = last->step + (total_bytes - last->at_end.allocated) / *growth;
-}
-
-void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *steps, size_t n,
-                       headroom_forecast *out) {
-    analysis_headroom(steps, n, s->total_bytes, &out->growth_per_step, &out->limit_step);
-    out->limit_seconds = -1;
-    if (out->limit_step >= 0 && n && when_has_timestamps(db)) {
-        /* the median duration of these steps, from the last one's end */
-        sqlite3_stmt *st = db_statement(db, "SELECT end_ts_ns - begin_ts_ns FROM steps WHERE "
-                                            "end_ts_ns IS NOT NULL AND step BETWEEN ?1 AND ?2");
-        int64_t *d = malloc(n * sizeof *d);
-        size_t k = 0;
-        if (st) {
-            sqlite3_bind_int64(st, 1, steps[0].step);
-            sqlite3_bind_int64(st, 2, steps[n - 1].step);
-        }
-        while (st && d && k < n && sqlite3_step(st) == SQLITE_ROW)
-            d[k++] = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        if (d && k) {
-            const step_state *last = &steps[n - 1];
-            double step_ns = (double)analysis_median_i64(d, k);
-            out->limit_seconds =
-                ((double)last->at_end.ts_ns + (double)(out->limit_step - last->step) * step_ns) /
-                1e9;
-        }
-        free(d);
-    }
-    double used =
-        s->total_bytes > 0 ? (double)s->peak_reserved.reserved / (double)s->total_bytes : -1;
-    int64_t left = out->limit_step >= 0 && n ? out->limit_step - steps[n - 1].step : -1;
-    if (s->total_bytes <= 0 && !s->ooms)
-        out->risk = "unknown";
-    else if (s->ooms > 0 || used >= 0.95 || (left >= 0 && left <= 100))
-        out->risk = "critical";
-    else if (used >= 0.85 || (left >= 0 && left <= 1000))
-        out->risk = "high";
-    else if (used >= 0.70 || left >= 0)
-        out->risk = "medium";
-    else
-        out->risk = "low";
-}
-
 /* ---- site growth -------------------------------------------------------- */
 
 typedef struct site_acc {
@@ -576,10 +447,48 @@ static int by_growth(const void *a, const void *b) {
     return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+/* The step ends a growth analysis windows on, in event order (an end not after the one before
+ * is passed over), read as the sweep reaches them: windows are (end[k-1], end[k]]. */
+typedef struct end_stream {
+    step_cursor *cursor;
+    int64_t next; /* the next end's event, when has_next */
+    int has_next, failed;
+    size_t ends;   /* ends read so far */
+    size_t closed; /* ends the sweep has passed */
+    int64_t first_ts, last_ts;
+} end_stream;
+
+static void end_stream_advance(end_stream *e) {
+    step_state s;
+    int got;
+    int64_t before = e->ends ? e->next : INT64_MIN;
+    e->has_next = 0;
+    while ((got = step_cursor_next(e->cursor, &s)) == 1) {
+        if (s.at_end.event_id <= before)
+            continue;
+        if (!e->ends++)
+            e->first_ts = s.at_end.ts_ns;
+        e->last_ts = s.at_end.ts_ns;
+        e->next = s.at_end.event_id;
+        e->has_next = 1;
+        return;
+    }
+    e->failed |= got < 0;
+}
+
+/* Closes the windows of every end before `event_id` (INT64_MAX: all that are left). */
+static int close_windows_before(sweep *sw, end_stream *e, int64_t event_id) {
+    int rc = 0;
+    while (rc == 0 && e->has_next && event_id > e->next) {
+        rc = close_window(sw, e->closed++ == 0);
+        end_stream_advance(e);
+    }
+    return rc;
+}
+
 /* The whole run: the replay's per-step changes (site_steps) and end state
  * (site_stats) give the same accumulators the sweep builds. */
-static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size_t nends,
-                              sweep *sw) {
+static int growth_from_tables(sqlite3 *db, int device, end_stream *ends, sweep *sw) {
     sqlite3_stmt *st =
         db_statement(db, "SELECT stack_id, end_event_id, delta_bytes, live_bytes FROM "
                          "site_steps WHERE device = ? ORDER BY end_event_id");
@@ -587,11 +496,8 @@ static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size
         return -1;
     sqlite3_bind_int(st, 1, device);
     int rc = 0;
-    size_t next_end = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t end = sqlite3_column_int64(st, 1);
-        while (next_end < nends && end > ends[next_end])
-            rc |= close_window(sw, next_end++ == 0);
+        rc = close_windows_before(sw, ends, sqlite3_column_int64(st, 1));
         site_acc *s = site_of(sw, sqlite3_column_int64(st, 0));
         if (!s)
             rc = -1;
@@ -599,8 +505,8 @@ static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size
             rc |= note_change(sw, s, sqlite3_column_int64(st, 2));
     }
     sqlite3_finalize(st);
-    while (rc == 0 && next_end < nends)
-        rc |= close_window(sw, next_end++ == 0);
+    if (rc == 0)
+        rc = close_windows_before(sw, ends, INT64_MAX);
     st = db_statement(db, "SELECT stack_id, end_bytes, never_freed_count, never_freed_bytes FROM "
                           "site_stats WHERE device = ?");
     if (!st)
@@ -621,17 +527,15 @@ static int growth_from_tables(sqlite3 *db, int device, const int64_t *ends, size
 }
 
 /* A window: sweep the window's block allocs and frees in event order. */
-static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, const int64_t *ends,
-                           size_t nends, sweep *sw) {
+static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, end_stream *ends,
+                           sweep *sw) {
     int rc = 0;
     block_sweep *bs = block_sweep_open(db, device, to);
     if (!bs)
         return -1;
-    size_t next_end = 0;
     block_change c;
     while (rc == 0 && block_sweep_next(bs, &c)) {
-        while (next_end < nends && c.event_id > ends[next_end])
-            rc |= close_window(sw, next_end++ == 0);
+        rc = close_windows_before(sw, ends, c.event_id);
         site_acc *s = site_of(sw, c.stack_id);
         if (!s) {
             rc = -1;
@@ -647,54 +551,27 @@ static int growth_by_sweep(sqlite3 *db, int device, int64_t from, int64_t to, co
         }
     }
     block_sweep_close(bs);
-    while (rc == 0 && next_end < nends)
-        rc |= close_window(sw, next_end++ == 0);
+    if (rc == 0)
+        rc = close_windows_before(sw, ends, INT64_MAX);
     return rc;
-}
-
-/* The step ends a growth analysis windows on: each end's event (increasing), and the first and
- * last end's times. */
-typedef struct step_ends {
-    int64_t *ends;
-    size_t len, cap;
-    int64_t first_ts, last_ts;
-} step_ends;
-
-static int keep_end(void *ctx, const step_state *step) {
-    step_ends *se = ctx;
-    if (se->len && step->at_end.event_id <= se->ends[se->len - 1])
-        return 0;
-    if (gmt_grow((void **)&se->ends, &se->cap, se->len, sizeof *se->ends) != 0)
-        return -1;
-    if (!se->len)
-        se->first_ts = step->at_end.ts_ns;
-    se->last_ts = step->at_end.ts_ns;
-    se->ends[se->len++] = step->at_end.event_id;
-    return 0;
 }
 
 int analysis_site_growth(sqlite3 *db, int device, int64_t from, int64_t to, site_growth **out,
                          size_t *count, size_t *windows) {
     *out = NULL;
     *count = *windows = 0;
-    /* Step ends in event order; windows are (end[k-1], end[k]]. */
-    step_ends se = {0};
-    if (analysis_steps_visit(db, device, from, to, keep_end, &se) != 0) {
-        free(se.ends);
+    end_stream ends = {.cursor = step_cursor_open(db, device, from, to)};
+    if (!ends.cursor)
         return -1;
-    }
-    int64_t *ends = se.ends, first_end_ts = se.first_ts, last_end_ts = se.last_ts;
-    size_t nends = se.len;
-    if (!ends)
-        ends = malloc(sizeof *ends);
+    end_stream_advance(&ends);
     sweep sw = {0};
-    int rc = !ends ? -1
-             : analysis_whole_run(db, from, to)
-                 ? growth_from_tables(db, device, ends, nends, &sw)
-                 : growth_by_sweep(db, device, from, to, ends, nends, &sw);
-    free(ends);
-    size_t nwindows = nends > 1 ? nends - 1 : 0;
-    double step_ns = nwindows ? (double)(last_end_ts - first_end_ts) / (double)nwindows : 0;
+    int rc = analysis_whole_run(db, from, to) ? growth_from_tables(db, device, &ends, &sw)
+                                              : growth_by_sweep(db, device, from, to, &ends, &sw);
+    if (ends.failed)
+        rc = -1;
+    step_cursor_close(ends.cursor);
+    size_t nwindows = ends.ends > 1 ? ends.ends - 1 : 0;
+    double step_ns = nwindows ? (double)(ends.last_ts - ends.first_ts) / (double)nwindows : 0;
     site_growth *res = rc == 0 ? calloc(sw.len + 1, sizeof *res) : NULL;
     size_t n = 0;
     for (size_t i = 0; res && i < sw.len; i++) {

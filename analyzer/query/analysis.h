@@ -54,49 +54,6 @@ int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out);
 
 int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *out);
 
-/* One step's end state. */
-typedef struct step_state {
-    int64_t step;
-    moment at_end;
-} step_state;
-
-/* The median of n values (sorts them in place); 0 when n is 0. */
-int64_t analysis_median_i64(int64_t *values, size_t n);
-
-/* The headroom trend: the median change of allocated bytes from one step end to the next
- * (*growth; 0 with fewer than 3 step ends), and the step at which that trend reaches
- * `total_bytes` from the last step end (*limit_step; -1 when it does not grow or the device
- * size is unknown). */
-void analysis_headroom(const step_state *steps, size_t n, int64_t total_bytes, int64_t *growth,
-                       int64_t *limit_step);
-
-/* Headroom as a forecast people act on: when the growth trend reaches the device, in steps
- * and in time, and how urgent that is. Risk levels, from the share of the device the peak
- * reserved uses, the steps left at the trend, and the recorded OOMs:
- *   critical  an OOM was recorded, or >= 95 % used, or <= 100 steps left
- *   high      >= 85 % used, or <= 1,000 steps left
- *   medium    >= 70 % used, or any growth toward the device
- *   low       otherwise (and "unknown" when the device's size is not known) */
-typedef struct headroom_forecast {
-    int64_t growth_per_step; /* bytes, analysis_headroom */
-    int64_t limit_step;      /* -1: not reached */
-    double limit_seconds;    /* since the first event; < 0: not reached or no times */
-    const char *risk;
-} headroom_forecast;
-
-void analysis_forecast(sqlite3 *db, const device_summary *s, const step_state *steps, size_t n,
-                       headroom_forecast *out);
-
-/* Steps whose end lies in the window, in step order, one at a time: visit returns 0 to go on.
- * 0, or -1 (SQL). What needs only a pass over them keeps no array (half a million steps are
- * 28 MB of them). */
-int analysis_steps_visit(sqlite3 *db, int device, int64_t from, int64_t to,
-                         int (*visit)(void *ctx, const step_state *step), void *ctx);
-
-/* The same steps in an array; *out is malloc'ed (caller frees). */
-int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
-                   size_t *count);
-
 /* A site (allocation stack) and how its live bytes move across steps. */
 typedef struct site_growth {
     int64_t stack_id;

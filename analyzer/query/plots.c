@@ -21,6 +21,7 @@
 #include "layout.h"
 #include "render.h"
 #include "stack_names.h"
+#include "step_stream.h"
 #include "trace_format.h"
 #include "units.h"
 #include "when.h"

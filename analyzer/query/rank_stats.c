@@ -3,6 +3,7 @@
 #include "rank_stats.h"
 
 #include "analysis.h"
+#include "median.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ static int bottleneck_sites(rank_stats *st, size_t top) {
     for (size_t i = 0; i < b->nsites; i++) {
         for (size_t r = 0; r < st->read; r++)
             values[r] = run_site_bytes(st->ranks[r].sites, st->ranks[r].nsites, b->sites[i].key);
-        int64_t median = analysis_median_i64(values, st->read);
+        int64_t median = median_i64(values, st->read);
         if (b->sites[i].bytes > median)
             st->excess[st->nexcess++] =
                 (rank_excess){b->sites[i].label, b->sites[i].key, b->sites[i].bytes, median};
@@ -59,12 +60,12 @@ static int mark_leaking(rank_stats *st) {
         return -1;
     for (size_t r = 0; r < st->read; r++)
         g[r] = st->ranks[r].s.growth_per_step;
-    st->median_growth = analysis_median_i64(g, st->read);
+    st->median_growth = median_i64(g, st->read);
     for (size_t r = 0; r < st->read; r++) {
         int64_t d = st->ranks[r].s.growth_per_step - st->median_growth;
         g[r] = d < 0 ? -d : d;
     }
-    int64_t mad = analysis_median_i64(g, st->read);
+    int64_t mad = median_i64(g, st->read);
     free(g);
     int64_t margin = LEAK_DEVIATIONS * mad;
     if (margin < LEAK_MIN_BYTES_PER_STEP)

@@ -7,6 +7,7 @@
 #include "analysis.h"
 #include "db_query.h"
 #include "gmt_utf8.h"
+#include "step_stream.h"
 #include "when.h"
 
 #include <stdio.h>
@@ -115,7 +116,12 @@ static int read_steps(sqlite3 *db, run_summary *s, char *err, size_t errlen) {
         return -1;
     }
     s->steps = (int64_t)n;
-    analysis_headroom(steps, n, s->total_bytes, &s->growth_per_step, &s->limit_step);
+    if (analysis_headroom(db, s->device, from, to, s->total_bytes, &s->growth_per_step,
+                          &s->limit_step) != 0) {
+        free(steps);
+        snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
+        return -1;
+    }
     if (n) {
         s->allocated_at_step = malloc(n * sizeof *s->allocated_at_step);
         s->reserved_at_step = malloc(n * sizeof *s->reserved_at_step);

@@ -5,6 +5,7 @@
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
+#include "median.h"
 #include "phases.h"
 #include "stack_names.h"
 #include "trace_format.h"
@@ -169,7 +170,7 @@ static int64_t neighbours_median(const step_row *rows, size_t n, size_t i, int w
     for (size_t j = lo; j < hi; j++)
         if (j != i && !(which == 1 && j == 0))
             scratch[k++] = which ? rows[j].growth : rows[j].peak_allocated;
-    return k ? analysis_median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
+    return k ? median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
 }
 
 /* The reserved jump of step i (see step_table.h), or 0. */
@@ -206,7 +207,7 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
             for (size_t j = lo; j < hi; j++)
                 if (j != i)
                     scratch[k++] = rows[j].growth > g ? rows[j].growth - g : g - rows[j].growth;
-            int64_t mad = k ? analysis_median_i64(scratch, k) : 0;
+            int64_t mad = k ? median_i64(scratch, k) : 0;
             int64_t d = r->growth - g; /* upward only: a step that frees more is no alarm */
             if (d > GROWTH_DEVIATIONS * mad && d >= ANOMALY_MIN_BYTES) {
                 snprintf(
