@@ -204,6 +204,35 @@ static void test_steps(void) {
     CHECK_EQ_U64(q("SELECT alloc_step IS NULL FROM allocations WHERE alloc_id = 3"), 1);
 }
 
+/* A damaged trace may name strings it never defined: a mark whose domain or name is such an
+ * id, in the tensor names' domain or not, is a mark without one (it must not crash the
+ * replay: these were NULL dereferences). */
+static void test_undefined_strings(void) {
+    begin();
+    cupti_segment(TRACE_OP_ALLOC, 0x10000000, 2 * MiB);
+    uint32_t tensor_domain =
+        trace_writer_string(w, TRACE_TENSOR_DOMAIN, strlen(TRACE_TENSOR_DOMAIN));
+    trace_marker m = {
+        .ts_ns = now_ns += 1000, .kind = TRACE_MARK_MARK, .domain_id = 4000, .name_id = 4001};
+    CHECK(trace_writer_marker(w, &m) == 0); /* neither defined */
+    m = (trace_marker){.ts_ns = now_ns += 1000,
+                       .kind = TRACE_MARK_MARK,
+                       .domain_id = tensor_domain,
+                       .name_id = 4002,
+                       .value = 0x10000000};
+    CHECK(trace_writer_marker(w, &m) == 0); /* a tensor name that is not there */
+    m = (trace_marker){
+        .ts_ns = now_ns += 1000, .kind = TRACE_MARK_RANGE_PUSH, .tid = 1, .name_id = 4003};
+    CHECK(trace_writer_marker(w, &m) == 0);
+    marker(TRACE_MARK_RANGE_POP, NULL, 1);
+    replay_it(db_path, DB_READ_WRITE);
+    CHECK_EQ_U64(q("SELECT count(*) FROM tensor_names"), 0);
+    CHECK_EQ_U64(q("SELECT count(*) FROM markers"), 3); /* the mark, the push, the pop */
+    CHECK_EQ_U64(q("SELECT count(*) FROM markers WHERE name IS NOT NULL"), 0);
+    CHECK_EQ_U64(q("SELECT count(*) FROM steps"), 0);
+    CHECK_EQ_U64(q("SELECT allocated_bytes / 1048576 FROM timeline WHERE event_id = 1"), 2);
+}
+
 /* A step in pieces is one step: [its earliest begin, its latest end), the name of its first
  * piece, open when a piece is; steps named without a number are numbered in order of begin. */
 static void test_step_pieces(void) {
@@ -371,6 +400,7 @@ int main(void) {
     test_kinds_and_vmm();
     test_anomalies();
     test_steps();
+    test_undefined_strings();
     test_step_pieces();
     test_step_end_then_pop();
     test_step_pieces_tie();

@@ -64,8 +64,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
         replay_check_layouts(rp, "after the seed");
         return replay_write_seed_rows(rp);
     }
-    if (m->kind == TRACE_MARK_MARK && m->domain_id &&
-        strcmp(replay_string(rp, m->domain_id), TRACE_TENSOR_DOMAIN) == 0)
+    const char *domain = replay_string(rp, m->domain_id); /* NULL: none, or never defined */
+    if (m->kind == TRACE_MARK_MARK && domain && strcmp(domain, TRACE_TENSOR_DOMAIN) == 0)
         return replay_on_tensor_name(rp, m);
     int64_t ts = (int64_t)m->ts_ns - rp->t0;
     uint32_t name_id = m->name_id;
@@ -96,7 +96,7 @@ static int on_marker(replay *rp, const trace_marker *m) {
                          .tid = m->tid ? (int64_t)m->tid : DB_NULL,
                          .kind = trace_marker_kind_name(m->kind),
                          .name = name,
-                         .domain = replay_string(rp, m->domain_id),
+                         .domain = domain,
                          .begin_marker_id = begin};
     int ended = steps_marker(rp->steps, m->kind, m->tid, m->range_id, replay_string(rp, m->name_id),
                              m->value, ts, rp->last_event_id);

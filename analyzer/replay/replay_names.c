@@ -30,7 +30,7 @@ static const live_entry *block_at(replay *rp, uint64_t addr) {
 
 int replay_on_tensor_name(replay *rp, const trace_marker *m) {
     const char *text = replay_string(rp, m->name_id);
-    const live_entry *e = text[0] ? block_at(rp, (uint64_t)m->value) : NULL;
+    const live_entry *e = text && text[0] ? block_at(rp, (uint64_t)m->value) : NULL;
     if (!e)
         return 0; /* nothing live there (the block ended, or its alloc was never seen) */
     /* "<category> <name>[ <count>]", or a name alone */

@@ -148,6 +148,8 @@ int replay_db_ok(replay *rp, int rc);
  * WARNINGS_PER_CODE of each code. */
 void replay_warn(replay *rp, int64_t event_id, db_warning kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The text of string `id`; NULL for 0 and for an id the trace never defined (a damaged trace:
+ * callers take it as no name). */
 const char *replay_string(const replay *rp, uint32_t id);
 uint64_t replay_space_key(uint32_t device, enum space space);
 
