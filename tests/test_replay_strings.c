@@ -74,6 +74,19 @@ int main(void) {
                 text_of(ids[i], ids[i] % 3 == 1, want, sizeof want);
                 CHECK(held[i] && strcmp(held[i], want) == 0);
             }
+            /* one served again from the ring holds as long as one just read: 7 more reads of
+             * other old ids leave it (a ring taken in turn gave its buffer to the next) */
+            const char *again_held = replay_strings_get(s, ids[0] * 2);
+            for (uint32_t id = 100; id < 100 + REPLAY_STRINGS_HELD - 1; id++)
+                (void)replay_strings_get(s, id * 2);
+            text_of(ids[0], ids[0] % 3 == 1, want, sizeof want);
+            CHECK(again_held && strcmp(again_held, want) == 0);
+            /* id 0 is an id like another, spilled or not */
+            CHECK(replay_strings_put(s, 0, "zero-string") == 0);
+            for (uint32_t id = 1; id <= 40; id++) /* past any window of 64 bytes */
+                CHECK(replay_strings_put(s, 20000 + id, "a string to push id 0 out") == 0);
+            const char *zero = replay_strings_get(s, 0);
+            CHECK(zero && strcmp(zero, "zero-string") == 0);
             /* a held old string, its id redefined: the new text, not the held copy */
             CHECK(replay_strings_put(s, 22, "redefined") == 0);
             const char *again = replay_strings_get(s, 22);

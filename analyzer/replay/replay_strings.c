@@ -47,8 +47,9 @@ struct replay_strings {
     FILE *spill; /* the stream before window_start (a temporary file, gone with the process) */
     char *held[REPLAY_STRINGS_HELD];
     size_t held_cap[REPLAY_STRINGS_HELD];
-    uint32_t held_id[REPLAY_STRINGS_HELD]; /* whose text each holds; 0: none */
-    unsigned next_held;
+    uint64_t held_key[REPLAY_STRINGS_HELD]; /* 1 + the id whose text each holds; 0: none */
+    uint64_t held_use[REPLAY_STRINGS_HELD]; /* when each was last handed out (held_clock) */
+    uint64_t held_clock;
     int failed; /* a read-back failed */
 };
 
@@ -186,8 +187,8 @@ int replay_strings_put(replay_strings *s, uint32_t id, const char *text) {
         return -1;
     memcpy(s->window + s->window_len, text, len);
     for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
-        if (s->held_id[i] == id) /* redefined: a held copy is stale */
-            s->held_id[i] = 0;
+        if (s->held_key[i] == (uint64_t)id + 1) /* redefined: a held copy is stale */
+            s->held_key[i] = 0;
     *slot = 1 + s->window_start + s->window_len;
     s->window_len += len;
     return 0;
@@ -197,10 +198,18 @@ int replay_strings_put(replay_strings *s, uint32_t id, const char *text) {
  * (unless a buffer holds it from a recent lookup). */
 static const char *read_back(replay_strings *s, uint32_t id, uint64_t offset) {
     for (unsigned i = 0; i < REPLAY_STRINGS_HELD; i++)
-        if (s->held_id[i] == id)
+        if (s->held_key[i] == (uint64_t)id + 1) {
+            s->held_use[i] = ++s->held_clock;
             return s->held[i];
-    unsigned slot = s->next_held++ % REPLAY_STRINGS_HELD;
-    s->held_id[slot] = 0;
+        }
+    /* the buffer handed out longest ago: one handed out since (a hit too) holds for
+     * REPLAY_STRINGS_HELD - 1 more reads */
+    unsigned slot = 0;
+    for (unsigned i = 1; i < REPLAY_STRINGS_HELD; i++)
+        if (s->held_use[i] < s->held_use[slot])
+            slot = i;
+    s->held_use[slot] = ++s->held_clock;
+    s->held_key[slot] = 0;
     size_t have = 0, want = FIRST_READ;
     for (;;) {
         if (have + want + 1 > s->held_cap[slot]) {
@@ -218,7 +227,7 @@ static const char *read_back(replay_strings *s, uint32_t id, uint64_t offset) {
         char *nul = memchr(s->held[slot] + have, '\0', (size_t)got);
         have += (size_t)got;
         if (nul) {
-            s->held_id[slot] = id;
+            s->held_key[slot] = (uint64_t)id + 1;
             return s->held[slot];
         }
         want *= 2;
