@@ -24,6 +24,8 @@ typedef struct array_source {
     int fail_on_pass;   /* 0: never */
     int change_on_pass; /* 0: never; from this pass on one more value comes, 2500 << 40 (the
                            middle of bad_sources' values, where the passes look) */
+    int move_on_pass;   /* 0: never; from this pass on the smallest value comes as the largest
+                           (the count is the same, the median is not) */
 } array_source;
 
 static int array_rewind(void *ctx) {
@@ -39,6 +41,8 @@ static int array_next(void *ctx, int64_t *value) {
     if (a->at >= n)
         return 0;
     *value = a->at < a->n ? a->values[a->at] : (int64_t)2500 << 40;
+    if (a->move_on_pass && a->passes >= a->move_on_pass && *value == 0)
+        *value = INT64_MAX;
     a->at++;
     return 1;
 }
@@ -73,7 +77,7 @@ static void run_case(int kind, size_t n, size_t kept) {
         v[i] = value(kind, i);
     memcpy(sorted, v, n * sizeof *v);
     int64_t want = median_i64(sorted, n);
-    array_source a = {v, n, 0, 0, 0, 0};
+    array_source a = {v, n, 0, 0, 0, 0, 0};
     value_source src = {&a, array_rewind, array_next};
     int64_t got = -12345;
     size_t count = 7;
@@ -109,7 +113,8 @@ static void means(void) {
     CHECK(median_i64(NULL, 0) == 0);
 }
 
-/* A source that fails, or gives more values on a later pass, fails the median. The values are
+/* A source that fails, or gives more values on a later pass, or moves one from below the
+ * middle to above it, fails the median. The values are
  * 0..4999 shifted into the high bits, with room for 4 of them: a first pass (the middle ones
  * share a bucket with 14 others), a counting pass, a pass that keeps the middle. */
 static void bad_sources(void) {
@@ -118,7 +123,7 @@ static void bad_sources(void) {
     for (size_t i = 0; i < N; i++)
         v[i] = (int64_t)(i * 7919 % N) << 40;
     for (int pass = 1; pass <= 3; pass++) {
-        array_source a = {v, N, 0, 0, pass, 0};
+        array_source a = {v, N, 0, 0, pass, 0, 0};
         value_source src = {&a, array_rewind, array_next};
         int64_t m;
         size_t count;
@@ -126,11 +131,14 @@ static void bad_sources(void) {
         CHECK(count == 0);
         if (pass == 3)
             break;
-        array_source b = {v, N, 0, 0, 0, pass + 1};
+        array_source b = {v, N, 0, 0, 0, pass + 1, 0};
         value_source changing = {&b, array_rewind, array_next};
         CHECK(median_stream(&changing, 4, &m, &count) == -1);
+        array_source c = {v, N, 0, 0, 0, 0, pass + 1};
+        value_source moving = {&c, array_rewind, array_next};
+        CHECK(median_stream(&moving, 4, &m, &count) == -1);
     }
-    array_source ok = {v, N, 0, 0, 0, 0};
+    array_source ok = {v, N, 0, 0, 0, 0, 0};
     value_source src = {&ok, array_rewind, array_next};
     int64_t m;
     size_t count;

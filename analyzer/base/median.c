@@ -23,8 +23,7 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* (lo + hi) / 2 as C computes it (toward zero), without the overflow of the sum. */
-static int64_t mean_toward_zero(int64_t lo, int64_t hi) {
+int64_t median_of_middles(int64_t lo, int64_t hi) {
     int64_t sum;
     if (!__builtin_add_overflow(lo, hi, &sum))
         return sum / 2;
@@ -37,7 +36,7 @@ int64_t median_i64(int64_t *values, size_t n) {
         return 0;
     if (n > 1)
         qsort(values, n, sizeof *values, cmp_i64);
-    return n % 2 ? values[n / 2] : mean_toward_zero(values[n / 2 - 1], values[n / 2]);
+    return n % 2 ? values[n / 2] : median_of_middles(values[n / 2 - 1], values[n / 2]);
 }
 
 /* The first pass's buckets, in the values' order: one per value from -256 to 255, then for
@@ -94,6 +93,7 @@ typedef struct rank_search {
     uint64_t prefix; /* the offset's bits fixed so far (those above `open`), the rest 0 */
     unsigned open;   /* low bits of the offset not fixed yet (0: found) */
     uint64_t under;  /* values under the prefix, as the last pass counted them */
+    uint64_t below;  /* values below the prefix's range, as the passes so far counted them */
     int collect;     /* the next pass keeps the values under the prefix (they fit) */
     int64_t value;   /* the answer, once open == 0 */
     uint64_t *counts;
@@ -129,6 +129,7 @@ static void fix_digit(rank_search *r, size_t kept) {
     while (below + r->counts[digit] <= r->rank)
         below += r->counts[digit++];
     r->rank -= below;
+    r->below += below;
     r->under = r->counts[digit];
     r->prefix |= digit << shift;
     r->open = shift;
@@ -136,18 +137,29 @@ static void fix_digit(rank_search *r, size_t kept) {
     next_step(r, kept);
 }
 
-/* One pass over the source for the searches still open. 0, or -1. */
-static int search_pass(const value_source *src, rank_search *rs, size_t nrs, size_t kept) {
+/* The first value of the prefix's range. */
+static int64_t range_low(const rank_search *r) { return (int64_t)((uint64_t)r->min + r->prefix); }
+
+/* One pass over the source for the searches still open. 0, or -1 (the source failed, or it
+ * gave other values than before: another count, or another count below or in a range). */
+static int search_pass(const value_source *src, uint64_t n, rank_search *rs, size_t nrs,
+                       size_t kept) {
     if (src->rewind(src->ctx) != 0)
         return -1;
     size_t taken[2] = {0, 0};
+    uint64_t seen = 0, below[2] = {0, 0};
     int64_t v;
     int got;
     while ((got = src->next(src->ctx, &v)) == 1) {
+        seen++;
         for (size_t i = 0; i < nrs; i++) {
             rank_search *r = &rs[i];
-            if (r->open == 0 || !is_under(r, v))
+            if (r->open == 0)
                 continue;
+            if (!is_under(r, v)) {
+                below[i] += v < range_low(r);
+                continue;
+            }
             if (!r->collect)
                 r->counts[(((uint64_t)v - (uint64_t)r->min) >> (r->open - digit_width(r))) &
                           ((UINT64_C(1) << digit_width(r)) - 1)]++;
@@ -157,12 +169,14 @@ static int search_pass(const value_source *src, rank_search *rs, size_t nrs, siz
                 return -1; /* more than the last pass counted: the source changed */
         }
     }
-    if (got < 0)
+    if (got < 0 || seen != n)
         return -1;
     for (size_t i = 0; i < nrs; i++) {
         rank_search *r = &rs[i];
         if (r->open == 0)
             continue;
+        if (below[i] != r->below)
+            return -1;
         if (!r->collect) {
             uint64_t total = 0;
             for (size_t d = 0; d < DIGITS; d++)
@@ -194,6 +208,7 @@ static int select_ranks(const value_source *src, size_t kept, uint64_t n, const 
         while (below + buckets[b] <= r->rank)
             below += buckets[b++];
         r->rank -= below;
+        r->below = below;
         r->under = buckets[b];
         r->min = bucket_low(b, &r->open);
         next_step(r, kept);
@@ -202,7 +217,7 @@ static int select_ranks(const value_source *src, size_t kept, uint64_t n, const 
             rc = -1;
     }
     while (rc == 0 && (rs[0].open || rs[nrs - 1].open))
-        rc = search_pass(src, rs, nrs, kept);
+        rc = search_pass(src, n, rs, nrs, kept);
     *lo = rs[0].value;
     *hi = rs[nrs - 1].value;
     for (size_t i = 0; i < nrs; i++) {
@@ -242,7 +257,7 @@ int median_stream(const value_source *src, size_t kept, int64_t *median, size_t 
         int64_t lo, hi;
         rc = select_ranks(src, kept, n, buckets, &lo, &hi);
         if (rc == 0)
-            *median = mean_toward_zero(lo, hi);
+            *median = median_of_middles(lo, hi);
     }
     free(first);
     free(buckets);

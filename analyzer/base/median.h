@@ -21,6 +21,10 @@
 /* The median of n values (sorts them in place). */
 int64_t median_i64(int64_t *values, size_t n);
 
+/* The median of an even count from its two middle values: (lo + hi) / 2 as C computes it
+ * (toward zero), without the sum's overflow. */
+int64_t median_of_middles(int64_t lo, int64_t hi);
+
 /* A sequence that can be read again from its start, the same values each time: an SQL
  * statement (rewind = sqlite3_reset), a cursor. */
 typedef struct value_source {

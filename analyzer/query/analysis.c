@@ -23,6 +23,7 @@
 #include "gmt_env.h"
 #include "gmt_grow.h"
 #include "gmt_slots.h"
+#include "median.h"
 #include "step_stream.h"
 #include "trace_format.h"
 
@@ -435,7 +436,7 @@ static int64_t median_change(site_acc *s, size_t windows) {
     lo = k < neg ? s->deltas[k] : k < neg + zeros ? 0 : s->deltas[k - zeros];
     k = windows / 2;
     hi = k < neg ? s->deltas[k] : k < neg + zeros ? 0 : s->deltas[k - zeros];
-    return (lo + hi) / 2;
+    return median_of_middles(lo, hi);
 }
 
 static int by_growth(const void *a, const void *b) {
