@@ -73,9 +73,11 @@ static void read_peaks(sqlite3 *db, run_summary *s) {
 /* Fragmentation and the trapped ratio at every step end: their mean and maximum. */
 static void read_step_fragmentation(sqlite3 *db, run_summary *s) {
     sqlite3_stmt *st = db_statement(
+        /* steps first, each end then found by step_ends' key: SQLite chose the other order,
+         * a scan of steps per step end (minutes at 70 k steps) */
         db, "SELECT e.allocated_bytes, e.reserved_bytes, f.trapped_bytes, f.reserved_bytes FROM "
-            "step_ends e JOIN steps s ON s.end_event_id = e.end_event_id LEFT JOIN free_splits f "
-            "ON f.device = e.device AND f.event_id = e.event_id WHERE e.device = ?1 ORDER BY "
+            "steps s CROSS JOIN step_ends e ON e.device = ?1 AND e.end_event_id = s.end_event_id "
+            "LEFT JOIN free_splits f ON f.device = e.device AND f.event_id = e.event_id ORDER BY "
             "e.end_event_id");
     if (!st)
         return;

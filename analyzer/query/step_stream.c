@@ -22,10 +22,11 @@ step_cursor *step_cursor_open(sqlite3 *db, int device, int64_t from, int64_t to)
     /* Each step's end state in one statement: the device's last timeline row at or before the
      * step's end event, as the replay kept it (step_ends), else found in the events (an older
      * database, or GMT_NO_SUMMARIES). The ORDER BY follows the steps_begin index (step is the
-     * rowid it ends with): no sort, nothing held. */
+     * rowid it ends with): no sort, nothing held. CROSS JOIN keeps steps the outer loop: the
+     * other order scans steps once per step end. */
     static const char *const kept =
         "SELECT s.step, m.event_id, m.ts_ns, m.allocated_bytes, m.requested_bytes, "
-        "m.reserved_bytes, m.largest_free_bytes FROM steps AS s JOIN step_ends AS m ON "
+        "m.reserved_bytes, m.largest_free_bytes FROM steps AS s CROSS JOIN step_ends AS m ON "
         "m.device = ?1 AND m.end_event_id = s.end_event_id WHERE s.end_event_id > ?2 AND "
         "s.end_event_id <= ?3 ORDER BY s.begin_ts_ns, s.step";
     static const char *const found =
