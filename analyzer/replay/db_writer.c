@@ -157,6 +157,7 @@ static const char *const statement_sql[ST_COUNT] = {
  * it. Texts are copies the thread frees. */
 typedef struct pending_row {
     uint8_t which, n;
+    uint8_t lost; /* a copy of a value could not be made: the row fails, it is not stored short */
     uint8_t is_text[MAX_PARAMS + 1];
     int64_t v[MAX_PARAMS + 1];
     char *s[MAX_PARAMS + 1];
@@ -191,6 +192,8 @@ struct db_writer {
     size_t spare_len;
     event_batch *filling;
     int stopping, thread_failed;
+    int rows_lost; /* a row could not be queued (out of memory): finish fails, callers that
+                      went on regardless lose nothing silently */
 };
 
 static int fail(db_writer *w, const char *fmt, ...) {
@@ -478,13 +481,21 @@ static void row_text(pending_row *r, int i, const char *s) {
         return;
     r->is_text[i] = 1;
     r->s[i] = s ? strdup(s) : NULL;
+    r->lost |= s && !r->s[i];
     if (i > r->n)
         r->n = (uint8_t)i;
 }
 
 static int row_done(db_writer *w, pending_row *r) {
-    if (!r)
+    if (r && r->lost) { /* not queued: its copies go now */
+        for (int p = 0; p <= r->n; p++)
+            free(r->s[p]);
+        r = NULL;
+    }
+    if (!r) {
+        w->rows_lost = 1;
         return fail(w, "out of memory");
+    }
     event_batch *b = w->filling;
     b->others_len++;
     if (b->others_len >= OTHERS_PER_BATCH)
@@ -703,6 +714,7 @@ int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t 
         st->s[4] = malloc(n * sizeof *fractions);
         if (st->s[4])
             memcpy(st->s[4], fractions, n * sizeof *fractions);
+        st->lost |= n && !st->s[4];
         st->n = 4;
     }
     return row_done(w, st);
@@ -822,7 +834,7 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
     if ((w->filling->len || w->filling->others_len) && hand_over(w) != 0)
         rc = -1;
     stop_thread(w);
-    if (w->thread_failed)
+    if (w->thread_failed || w->rows_lost)
         rc = -1;
     char why[512];
     event_store_writer *store = w->store;

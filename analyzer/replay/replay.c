@@ -138,7 +138,8 @@ static int on_record(replay *rp, const trace_record *rec) {
             0)
             return replay_fail(rp, "out of memory");
         free(rp->modules[m->module_id]);
-        rp->modules[m->module_id] = strdup(m->path.ptr);
+        if (!(rp->modules[m->module_id] = strdup(m->path.ptr)))
+            return replay_fail(rp, "out of memory");
         return replay_db_ok(rp, db_writer_module(rp->db, m->module_id, m->path.ptr,
                                                  hex[0] ? hex : NULL, (int64_t)m->base));
     }
@@ -147,7 +148,8 @@ static int on_record(replay *rp, const trace_record *rec) {
         if (dev >= GMT_MAX_DEVICES)
             return 0;
         free(rp->dev[dev].name);
-        rp->dev[dev].name = strdup(rec->u.device.name.ptr);
+        if (!(rp->dev[dev].name = strdup(rec->u.device.name.ptr)))
+            return replay_fail(rp, "out of memory");
         rp->dev[dev].total_bytes = (int64_t)rec->u.device.total_bytes;
         return 0;
     }

@@ -50,6 +50,10 @@ step_tracker *steps_new(const char *word) {
         return NULL;
     t->word = word ? strdup(word) : NULL;
     t->open_mark = -1;
+    if (word && !t->word) {
+        free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -73,17 +77,22 @@ void steps_free(step_tracker *t) {
  * of begin: markers come in time order. */
 static int64_t open_interval(step_tracker *t, int64_t number, const char *name, int64_t ts,
                              int64_t event_id) {
+    char *copy = name ? strdup(name) : NULL;
+    if (name && !copy)
+        return -1;
     size_t slot;
     if (t->free_len) {
         slot = t->free_slots[--t->free_len];
     } else {
-        if (gmt_grow((void **)&t->slots, &t->slots_cap, t->slots_len, sizeof *t->slots) != 0)
+        if (gmt_grow((void **)&t->slots, &t->slots_cap, t->slots_len, sizeof *t->slots) != 0) {
+            free(copy);
             return -1;
+        }
         slot = t->slots_len++;
     }
     step_interval *s = &t->slots[slot];
     s->step = number >= 0 ? number : t->next_unnumbered++;
-    s->name = name ? strdup(name) : NULL;
+    s->name = copy;
     s->begin_ts = ts;
     s->end_ts = INT64_MAX;
     s->begin_event_id = event_id;
