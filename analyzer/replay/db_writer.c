@@ -418,6 +418,7 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
         free(schema);
         close_db(w);
         unlink(w->tmp_path);
+        unlink(w->staging_path); /* SQLite may have made the file before it failed */
         free_writer(w);
         return NULL;
     }
