@@ -9,6 +9,7 @@
 #endif
 
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,11 +111,32 @@ static void prefer_huge_pages(char **argv) {
     free(saved);
 }
 
+/* SQLite's failures that a command may not see: a query helper that gets no row takes it for
+ * an empty answer, so running out of memory or a read error in the middle of a report printed
+ * wrong facts and exited 0. SQLite logs each such failure (SQLITE_CONFIG_LOG, from any thread);
+ * the first one fails the command when it ends, whatever it printed before. Other logged codes
+ * (a missing file, a schema change, notices) are answers the commands handle. */
+static atomic_int sqlite_failed;
+static char sqlite_failure[256];
+
+static void note_sqlite_failure(void *ctx, int code, const char *message) {
+    (void)ctx;
+    int primary = code & 0xff;
+    if (primary != SQLITE_NOMEM && primary != SQLITE_IOERR && primary != SQLITE_FULL &&
+        primary != SQLITE_CORRUPT)
+        return;
+    int none = 0;
+    if (atomic_compare_exchange_strong(&sqlite_failed, &none, 1))
+        snprintf(sqlite_failure, sizeof sqlite_failure, "%s (%s)", message ? message : "",
+                 sqlite3_errstr(code));
+}
+
 int main(int argc, char **argv) {
     prefer_huge_pages(argv);
     /* Debian's SQLite keeps memory statistics, a global mutex on every allocation; nothing
      * here reads them. Off: imports 4 % faster (before any connection opens, or ignored). */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    sqlite3_config(SQLITE_CONFIG_LOG, note_sqlite_failure, NULL);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -122,6 +144,13 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             int rc = commands[i].run(argc - 1, argv + 1);
+            if (rc == 0 && atomic_load(&sqlite_failed)) {
+                fprintf(stderr,
+                        "memanalyze %s: SQLite failed under it: %s; what it printed may "
+                        "be incomplete\n",
+                        argv[1], sqlite_failure);
+                rc = 2;
+            }
 #ifdef GMT_HAVE_CAIRO
             render_release(); /* fontconfig's caches: nothing left for LeakSanitizer */
 #endif
