@@ -5,7 +5,9 @@ memanalyze imports a small trace (steps, stages, tensor names, native frames) wh
 tests/preload/fail_strdup.c makes one strdup fail, at each call in turn (every third, to stay
 quick). Each run must end either in a clear one-line error (exit 2) with nothing left behind,
 or in the very database a run without the failure writes: never a crash, never a database
-silently short of a name (devices, modules, steps and rows each kept a NULL before)."""
+silently short of a name (devices, modules, steps and rows each kept a NULL before). Then the
+same for `report` (its cache made anew each run): a clear error or the very same report, never
+one that names a site "unknown stack" because its label could not be made."""
 import os
 import sqlite3
 import subprocess
@@ -63,9 +65,36 @@ def main():
                       f"files {left}", file=sys.stderr)
             for f in left:
                 os.unlink(os.path.join(tmp, f))
-        print(f"{calls} strdup calls; failing each third: {errors} clear errors, "
+        print(f"import: {calls} strdup calls; failing each third: {errors} clear errors, "
               f"{clean} complete databases, {failures} wrong")
         assert errors > 0 and failures == 0
+        failures += report_runs(memanalyze, trace, tmp, env)
+        assert failures == 0
+
+
+def report_runs(memanalyze, trace, tmp, env):
+    """report with one strdup failing, each third call in turn: the count of wrong runs."""
+    def report(n, cache):
+        return subprocess.run([memanalyze, "report", trace], text=True, capture_output=True,
+                              env=dict(env, GMT_CACHE_DIR=os.path.join(tmp, cache),
+                                       FAIL_STRDUP_AT=str(n)))
+    want = report(0, "ref").stdout
+    calls = int(open(os.path.join(tmp, "count")).read())
+    failures = errors = same = 0
+    for n in range(1, calls + 1, 3):
+        p = report(n, f"c{n}")
+        lines = p.stderr.strip().splitlines()
+        if p.returncode == 2 and len(lines) == 1 and lines[0].startswith("memanalyze"):
+            errors += 1
+        elif p.returncode == 0 and p.stdout == want:
+            same += 1
+        else:
+            failures += 1
+            print(f"report, strdup #{n} failing: exit {p.returncode}, stderr "
+                  f"{p.stderr.strip()!r}", file=sys.stderr)
+    print(f"report: {calls} strdup calls; failing each third: {errors} clear errors, "
+          f"{same} complete reports, {failures} wrong")
+    return failures
 
 
 if __name__ == "__main__":

@@ -38,11 +38,22 @@ char *db_sql_expand(const char *sql) {
     return out;
 }
 
+static char failure_noted[256];
+
+void db_note_failure(const char *what) {
+    if (!failure_noted[0])
+        snprintf(failure_noted, sizeof failure_noted, "%s", what && *what ? what : "a failure");
+}
+
+const char *db_failure_noted(void) { return failure_noted[0] ? failure_noted : NULL; }
+
 int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
     *st = NULL;
     char *text = db_sql_expand(sql);
-    if (!text)
+    if (!text) {
+        db_note_failure("out of memory preparing a query");
         return SQLITE_ERROR;
+    }
     int rc = sqlite3_prepare_v2(db, text, -1, st, NULL);
     free(text);
     return rc;

@@ -42,6 +42,13 @@ void db_profile_if_asked(sqlite3 *db);
  * lacks the newer ones). */
 int db_has_table(sqlite3 *db, const char *name);
 
+/* A failure met where it cannot be returned (a stack's label that could not be made for want of
+ * memory becomes "unknown stack"; a query whose text could not be made answers nothing): noted
+ * here, the first one kept, and the command fails when it ends (memanalyze.c), whatever it
+ * printed. db_failure_noted gives its description, or NULL. Main thread only. */
+void db_note_failure(const char *what);
+const char *db_failure_noted(void);
+
 /* meta's text for `key` in buf ("" when absent or on an error, cut to len - 1 bytes); buf. */
 const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len);
 

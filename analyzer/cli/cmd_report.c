@@ -148,7 +148,8 @@ static void categories(sqlite3 *db, categorizer *cats, int whole_run, int rules,
         (!cats || categories_at_event(cats, r->s.device, peak, r->categories, err, sizeof err)))
         return;
     r->have_categories = 1;
-    tensor_rows_at(db, cats, r->s.device, peak, top, &r->named, &r->nnamed, err, sizeof err);
+    if (tensor_rows_at(db, cats, r->s.device, peak, top, &r->named, &r->nnamed, err, sizeof err))
+        db_note_failure(err); /* the report stands without them, but must not pass for whole */
 }
 
 static int build(sqlite3 *db, categorizer *cats, int rules, int device, int64_t from, int64_t to,

@@ -2,6 +2,7 @@
  * hands it the rest of argv. Each command parses its own options (they
  * differ), prints its own errors, and returns the exit status. */
 #include "commands.h"
+#include "db_query.h"
 #include "gmt_env.h"
 
 #ifdef GMT_HAVE_CAIRO
@@ -149,6 +150,10 @@ int main(int argc, char **argv) {
                         "memanalyze %s: SQLite failed under it: %s; what it printed may "
                         "be incomplete\n",
                         argv[1], sqlite_failure);
+                rc = 2;
+            } else if (rc == 0 && db_failure_noted()) {
+                fprintf(stderr, "memanalyze %s: %s; what it printed may be incomplete\n", argv[1],
+                        db_failure_noted());
                 rc = 2;
             }
 #ifdef GMT_HAVE_CAIRO

@@ -299,6 +299,7 @@ static int stack_load(sqlite3_stmt *st, int64_t stack_id, named_stack *s) {
     }
     s->key = key;
     if (oom || !s->site || !s->key) {
+        db_note_failure("out of memory naming a stack");
         stack_release(s);
         return -1;
     }
