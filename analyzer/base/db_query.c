@@ -4,6 +4,7 @@
 #include "gmt_env.h"
 #include "trace_format.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,12 @@ char *db_sql_expand(const char *sql) {
     return out;
 }
 
+static atomic_int failure_claimed; /* the first noter writes failure_noted */
 static char failure_noted[256];
 
 void db_note_failure(const char *what) {
-    if (!failure_noted[0])
+    int none = 0;
+    if (atomic_compare_exchange_strong(&failure_claimed, &none, 1))
         snprintf(failure_noted, sizeof failure_noted, "%s", what && *what ? what : "a failure");
 }
 

@@ -45,7 +45,8 @@ int db_has_table(sqlite3 *db, const char *name);
 /* A failure met where it cannot be returned (a stack's label that could not be made for want of
  * memory becomes "unknown stack"; a query whose text could not be made answers nothing): noted
  * here, the first one kept, and the command fails when it ends (memanalyze.c), whatever it
- * printed. db_failure_noted gives its description, or NULL. Main thread only. */
+ * printed. Any thread may note one (SQLite's log does, memanalyze.c); db_failure_noted, once
+ * the command's threads are done, gives its description, or NULL. */
 void db_note_failure(const char *what);
 const char *db_failure_noted(void);
 

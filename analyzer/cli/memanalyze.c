@@ -10,7 +10,6 @@
 #endif
 
 #include <sqlite3.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,21 +114,19 @@ static void prefer_huge_pages(char **argv) {
 /* SQLite's failures that a command may not see: a query helper that gets no row takes it for
  * an empty answer, so running out of memory or a read error in the middle of a report printed
  * wrong facts and exited 0. SQLite logs each such failure (SQLITE_CONFIG_LOG, from any thread);
- * the first one fails the command when it ends, whatever it printed before. Other logged codes
- * (a missing file, a schema change, notices) are answers the commands handle. */
-static atomic_int sqlite_failed;
-static char sqlite_failure[256];
-
+ * it is noted like any failure that cannot be returned (db_note_failure), and the command fails
+ * when it ends, whatever it printed before. Other logged codes (a missing file, a schema
+ * change, notices) are answers the commands handle. */
 static void note_sqlite_failure(void *ctx, int code, const char *message) {
     (void)ctx;
     int primary = code & 0xff;
     if (primary != SQLITE_NOMEM && primary != SQLITE_IOERR && primary != SQLITE_FULL &&
         primary != SQLITE_CORRUPT)
         return;
-    int none = 0;
-    if (atomic_compare_exchange_strong(&sqlite_failed, &none, 1))
-        snprintf(sqlite_failure, sizeof sqlite_failure, "%s (%s)", message ? message : "",
-                 sqlite3_errstr(code));
+    char what[256];
+    snprintf(what, sizeof what, "SQLite failed under it: %s (%s)", message ? message : "",
+             sqlite3_errstr(code));
+    db_note_failure(what);
 }
 
 int main(int argc, char **argv) {
@@ -145,13 +142,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             int rc = commands[i].run(argc - 1, argv + 1);
-            if (rc == 0 && atomic_load(&sqlite_failed)) {
-                fprintf(stderr,
-                        "memanalyze %s: SQLite failed under it: %s; what it printed may "
-                        "be incomplete\n",
-                        argv[1], sqlite_failure);
-                rc = 2;
-            } else if (rc == 0 && db_failure_noted()) {
+            if (rc == 0 && db_failure_noted()) {
                 fprintf(stderr, "memanalyze %s: %s; what it printed may be incomplete\n", argv[1],
                         db_failure_noted());
                 rc = 2;

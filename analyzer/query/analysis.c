@@ -81,7 +81,7 @@ int analysis_devices(sqlite3 *db, int *devices, int max) {
     return n;
 }
 
-static void read_moment(sqlite3_stmt *st, int first, moment *m) {
+void analysis_read_moment(sqlite3_stmt *st, int first, moment *m) {
     m->event_id = sqlite3_column_int64(st, first);
     m->ts_ns = sqlite3_column_int64(st, first + 1);
     m->allocated = sqlite3_column_int64(st, first + 2);
@@ -105,7 +105,7 @@ int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out) {
     sqlite3_bind_int(st, 1, device);
     sqlite3_bind_int64(st, 2, event_id);
     if (sqlite3_step(st) == SQLITE_ROW)
-        read_moment(st, 0, out);
+        analysis_read_moment(st, 0, out);
     else
         out->event_id = event_id;
     sqlite3_finalize(st);
@@ -183,7 +183,7 @@ static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, in
     sqlite3_bind_int64(st, 4, s->peak_reserved.reserved / 10);
     if (sqlite3_step(st) == SQLITE_ROW) {
         moment m;
-        read_moment(st, 0, &m);
+        analysis_read_moment(st, 0, &m);
         if (frag_of(&m) > frag_of(&s->worst_fragmentation))
             s->worst_fragmentation = m;
     }

@@ -49,6 +49,10 @@ const char *frag_rating(double fragmentation); /* good, moderate, serious, sever
 int64_t analysis_last_event(sqlite3 *db);
 int analysis_devices(sqlite3 *db, int *devices, int max);
 
+/* A moment from a row whose columns `first`.. are event_id, ts_ns, allocated, requested,
+ * reserved and largest free bytes, in that order. */
+void analysis_read_moment(sqlite3_stmt *st, int first, moment *m);
+
 /* The state of `device` after event_id (its last row at or before it). */
 int analysis_moment(sqlite3 *db, int device, int64_t event_id, moment *out);
 

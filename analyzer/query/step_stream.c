@@ -58,12 +58,7 @@ int step_cursor_next(step_cursor *c, step_state *out) {
     if (rc != SQLITE_ROW)
         return -1;
     out->step = sqlite3_column_int64(c->st, 0);
-    out->at_end.event_id = sqlite3_column_int64(c->st, 1);
-    out->at_end.ts_ns = sqlite3_column_int64(c->st, 2);
-    out->at_end.allocated = sqlite3_column_int64(c->st, 3);
-    out->at_end.requested = sqlite3_column_int64(c->st, 4);
-    out->at_end.reserved = sqlite3_column_int64(c->st, 5);
-    out->at_end.largest_free = sqlite3_column_int64(c->st, 6);
+    analysis_read_moment(c->st, 1, &out->at_end);
     return 1;
 }
 
@@ -113,8 +108,7 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
 
 /* ---- the overview, a sample ------------------------------------------------ */
 
-static int add_to_overview(void *ctx, const step_state *step) {
-    steps_overview *o = ctx;
+static void add_to_overview(steps_overview *o, const step_state *step) {
     double f = frag_of(&step->at_end);
     if (!o->count++) {
         o->first = *step;
@@ -128,7 +122,6 @@ static int add_to_overview(void *ctx, const step_state *step) {
     }
     o->last = *step;
     o->frag_mean += f; /* the sum until the pass ends */
-    return 0;
 }
 
 typedef struct sampling {
