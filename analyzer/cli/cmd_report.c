@@ -37,7 +37,7 @@ typedef struct device_report {
     size_t ntop;
     site_growth *growth;
     size_t ngrowth, windows;
-    steps_overview steps; /* count, first, last, fragmentation at step ends: one pass, no array */
+    steps_overview steps;    /* count and fragmentation at step ends: one pass, no array */
     int64_t growth_per_step; /* allocated at step ends, median change */
     int64_t limit_step;      /* step at which the trend reaches the device: -1 none */
     headroom_forecast forecast;

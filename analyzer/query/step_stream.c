@@ -111,7 +111,6 @@ int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state
 static void add_to_overview(steps_overview *o, const step_state *step) {
     double f = frag_of(&step->at_end);
     if (!o->count++) {
-        o->first = *step;
         o->frag_min = o->frag_max = f;
         o->frag_max_step = step->step;
     } else if (f < o->frag_min) {
@@ -120,7 +119,6 @@ static void add_to_overview(steps_overview *o, const step_state *step) {
         o->frag_max = f;
         o->frag_max_step = step->step;
     }
-    o->last = *step;
     o->frag_mean += f; /* the sum until the pass ends */
 }
 

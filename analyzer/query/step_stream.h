@@ -5,7 +5,7 @@
  * made `report`'s memory grow with the trace, so nothing here keeps one. A cursor gives the
  * steps in order; the headroom trend, a median across the steps, is taken exactly by
  * base/median.h in one pass (a few more when the changes spread), the first of which also
- * gives the overview (count, first and last, fragmentation at step ends); an evenly spread
+ * gives the overview (count, fragmentation at step ends); an evenly spread
  * sample is one more. The definitions are DESIGN.md's; the step
  * end states are step_ends' rows (or, without the replay's summaries, found in the events). */
 #ifndef GMT_STEP_STREAM_H
@@ -36,11 +36,10 @@ int analysis_steps_visit(sqlite3 *db, int device, int64_t from, int64_t to,
 int analysis_steps(sqlite3 *db, int device, int64_t from, int64_t to, step_state **out,
                    size_t *count);
 
-/* How many steps, the first and last, fragmentation at their ends (analysis_forecast's first
+/* How many steps, and the fragmentation at their ends (analysis_forecast's first
  * pass fills it). */
 typedef struct steps_overview {
     size_t count;
-    step_state first, last;               /* valid when count > 0 */
     double frag_min, frag_mean, frag_max; /* frag_of at each step end */
     int64_t frag_max_step;                /* the first step with frag_max */
 } steps_overview;
