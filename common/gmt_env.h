@@ -17,7 +17,7 @@
 #define GMT_ENV_HUGEPAGES_ASKED "GMT_HUGEPAGES_ASKED" /* internal: set for the re-exec */
 #define GMT_ENV_TIMING "GMT_TIMING"                   /* bench: import timings on stderr */
 #define GMT_ENV_NO_SUMMARIES "GMT_NO_SUMMARIES"       /* test: ignore the replay's summaries */
-#define GMT_ENV_SQL_PROFILE "GMT_SQL_PROFILE" /* bench: each statement's time on stderr */
+#define GMT_ENV_SQL_PROFILE "GMT_SQL_PROFILE"         /* bench: each statement's time on stderr */
 
 /* ---- memrec launcher -> libmemrec.so (recorder/) ------------------------------------------- */
 #define GMT_ENV_MEMREC_LIB "MEMREC_LIB"                 /* user: the library memrec injects */
@@ -30,6 +30,7 @@
 #define GMT_ENV_MEMREC_STACKS "MEMREC_STACKS"           /* --stacks */
 #define GMT_ENV_MEMREC_TORCH "MEMREC_TORCH"             /* --no-torch sets 0 */
 #define GMT_ENV_MEMREC_MANIFEST "MEMREC_MANIFEST"       /* internal: where traces are listed */
+#define GMT_ENV_MEMREC_NO_DEVICE "MEMREC_NO_DEVICE"     /* internal: the launcher saw no GPU */
 #define GMT_ENV_MEMREC_BUFFER_RECORDS "MEMREC_BUFFER_RECORDS" /* tuning/bench: ring size */
 #define GMT_ENV_MEMREC_CALLBACK_LOG "MEMREC_CALLBACK_LOG"     /* test: raw CUPTI callback log */
 #define GMT_ENV_MEMREC_CUPTI "MEMREC_CUPTI"                   /* user: the libcupti to use */

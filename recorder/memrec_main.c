@@ -258,7 +258,7 @@ static int find_python_hook(const char *lib, char *hook_dir, size_t len) {
 }
 
 /* Sets the variables libmemrec.so reads. Returns 0, -1 when they do not fit. */
-static int set_environment(const options *o, const char *lib, const char *cwd,
+static int set_environment(const options *o, int have_driver, const char *lib, const char *cwd,
                            const char *manifest) {
     char buf[PATH_MAX + 4096];
     if (o->pattern[0] == '/')
@@ -281,6 +281,10 @@ static int set_environment(const options *o, const char *lib, const char *cwd,
         rc |= unsetenv(GMT_ENV_MEMREC_START_STEP);
     }
     rc |= setenv(GMT_ENV_MEMREC_MANIFEST, manifest, 1);
+    /* The launcher said there is no GPU: the library's CUPTI, which cannot
+     * subscribe then, says nothing more (one warning). */
+    rc |=
+        have_driver ? unsetenv(GMT_ENV_MEMREC_NO_DEVICE) : setenv(GMT_ENV_MEMREC_NO_DEVICE, "1", 1);
     rc |= o->no_cupti ? setenv(GMT_ENV_MEMREC_NO_CUPTI, "1", 1) : unsetenv(GMT_ENV_MEMREC_NO_CUPTI);
     rc |= o->quiet ? setenv(GMT_ENV_MEMREC_QUIET, "1", 1) : unsetenv(GMT_ENV_MEMREC_QUIET);
     rc |= setenv(GMT_ENV_MEMREC_TORCH, o->no_torch ? "0" : "1", 1);
@@ -317,7 +321,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "memrec: %s\n", err);
         return 2;
     }
-    if (set_environment(&o, lib, cwd, manifest) != 0) {
+    if (set_environment(&o, have_driver, lib, cwd, manifest) != 0) {
         fprintf(stderr, "memrec: the environment is too large to add memrec's variables\n");
         unlink(manifest);
         return 2;

@@ -429,21 +429,36 @@ static CUptiResult subscribe(char *old_name, size_t old_size) {
     return cupti.subscribe_v2(&subscriber, rec_cupti_callback, NULL, &params);
 }
 
-/* Why a subscription failed, with a hint when the CUPTI is newer than the
- * driver (CUPTI 13 on an R570 driver, say). */
+/* Why a subscription failed, and what would fix it: a CUPTI newer than the
+ * driver (CUPTI 13 on an R570 driver, say), no GPU visible. Silent when the
+ * launcher already said there is no GPU (MEMREC_NO_DEVICE): a CUPTI cannot
+ * subscribe without one (R535 without a GPU: CUPTI 11.8 answers
+ * NOT_INITIALIZED, CUPTI 13 UNKNOWN), and one warning is enough. */
 static void subscribe_failed(CUptiResult r, int driver_version) {
+    const char *no_device = getenv(GMT_ENV_MEMREC_NO_DEVICE);
+    if (no_device && !strcmp(no_device, "1"))
+        return;
     int cupti_major = rec_cupti_version_major(cupti.version);
     int driver_major = driver_version / 1000;
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     char hint[300] = "";
-    if (cupti_major && driver_major && cupti_major > driver_major)
+    if (visible && !*visible)
+        snprintf(hint, sizeof hint, "; CUDA_VISIBLE_DEVICES is empty, so no GPU is visible");
+    else if (cupti_major && driver_major && cupti_major > driver_major)
         snprintf(hint, sizeof hint,
                  "; this CUPTI is for CUDA %d, the driver is %d.%d: put libcupti.so.%d on "
                  "LD_LIBRARY_PATH or name it in " GMT_ENV_MEMREC_CUPTI,
                  cupti_major, driver_major, driver_version % 1000 / 10, driver_major);
+    else if (driver_major)
+        snprintf(hint, sizeof hint,
+                 "; is a GPU visible to the process? else name a CUPTI for CUDA %d "
+                 "in " GMT_ENV_MEMREC_CUPTI,
+                 driver_major);
     rec_warn_once(&warned_cupti,
-                  "CUPTI subscription failed (%s; %s)%s: CUDA allocations are not "
+                  "CUPTI subscription failed (%s: %s; %s)%s: CUDA allocations are not "
                   "recorded, the program runs on",
-                  cupti_error(r), cupti.path, hint);
+                  cupti.subscribe_v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe", cupti_error(r),
+                  cupti.path, hint);
 }
 
 int rec_cupti_attach(void) {

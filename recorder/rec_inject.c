@@ -70,23 +70,33 @@ __attribute__((constructor)) static void memrec_loaded(void) {
 }
 
 /* Called by the CUDA driver (cuInit) when CUDA_INJECTION64_PATH names us.
- * Returns 1 on success as the driver expects. */
+ *
+ * What the real driver does with the answer (R535, seen without a GPU,
+ * issue 26): it opens the library RTLD_LOCAL inside the first cuInit,
+ * before it probes any device; on 0 it dlcloses the library at once and
+ * loads it again at the next cuInit; on nonzero it keeps it. Arming has
+ * left things that point into this library by then (a pending call queued
+ * in the interpreter, the writer thread, atexit and fork handlers), so it
+ * must never be unmapped: it is linked -z nodelete (recorder/CMakeLists.txt),
+ * which makes the driver's dlclose a no-op, and once armed it answers 1
+ * whether CUPTI subscribed or not (the warning said why; trying again at
+ * every cuInit would fail the same way), so the driver keeps it and calls
+ * it no more. 0 only when nothing was armed (a bad MEMREC_* setting). */
 MEMREC_EXPORT int InitializeInjection(void);
 MEMREC_EXPORT int InitializeInjection(void) {
     if (!arm_from_env())
         return 0;
     pthread_mutex_lock(&inject_lock);
-    int ok = cupti_attached || config.no_cupti;
-    if (!ok) {
+    if (!cupti_attached && !config.no_cupti) {
         if (rec_cupti_attach() == 0) {
-            ok = cupti_attached = 1;
+            cupti_attached = 1;
             rec_manifest_note(REC_MANIFEST_NOTE, rec_cupti_in_use()); /* the launcher says it */
         } else {
             rec_manifest_note(REC_MANIFEST_WARNED, "CUPTI"); /* the warning said why */
         }
     }
     pthread_mutex_unlock(&inject_lock);
-    return ok;
+    return 1;
 }
 
 /* _exit() skips atexit, so a process ending that way would leave its trace

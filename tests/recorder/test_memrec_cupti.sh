@@ -94,14 +94,66 @@ MEMREC_CUPTI="$fake/cupti-broken/libcupti.so.13" run driver12 broken -- alloc
 [ "$(cat broken.rc)" = "$(cat direct.rc)" ] && cmp -s broken.out direct.out ||
     fail "refusing CUPTI: the program changed: $(cat broken.out)"
 [ "$(grep -c . broken.err)" = 1 ] &&
-    grep -q "^memrec: CUPTI subscription failed (CUPTI_ERROR_UNKNOWN; $fake/cupti-broken/libcupti.so.13); this CUPTI is for CUDA 13, the driver is 12.4: put libcupti.so.12 on LD_LIBRARY_PATH or name it in MEMREC_CUPTI: CUDA allocations are not recorded, the program runs on$" broken.err ||
+    grep -q "^memrec: CUPTI subscription failed (cuptiSubscribe_v2: CUPTI_ERROR_UNKNOWN; $fake/cupti-broken/libcupti.so.13); this CUPTI is for CUDA 13, the driver is 12.4: put libcupti.so.12 on LD_LIBRARY_PATH or name it in MEMREC_CUPTI: CUDA allocations are not recorded, the program runs on$" broken.err ||
     fail "refusing CUPTI: not one clear warning: $(cat broken.err)"
+
+# ---- a Python program whose CUPTI cannot subscribe (issue 26) ---------------------
+# The fake driver dlcloses the library when InitializeInjection returns 0 and calls it
+# again at the next cuInit, as NVIDIA's R535 does (fake_libcuda.c). The library armed
+# first and queued its Python hook's attach in the interpreter: were it unloaded, that
+# pending call would jump into unmapped code (SIGSEGV right after cuInit, before the fix).
+if command -v python3 >/dev/null; then
+    cat >cuinit.py <<'PY'
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+print("cuInit", cuda.cuInit(0))
+total = sum(i * i for i in range(20000))  # Python runs on after the driver's first call
+print("cuInit", cuda.cuInit(0))
+print("done", total)
+PY
+    pyrun() { # NAME ENV...: cuinit.py bare (NAME.direct.*) and under memrec (NAME.*)
+        local run_name=$1
+        shift
+        env "$@" LD_LIBRARY_PATH="$fake/driver13:$fake/cupti" python3 cuinit.py \
+            >"$run_name.direct.out" 2>"$run_name.direct.err"
+        echo $? >"$run_name.direct.rc"
+        env "$@" LD_LIBRARY_PATH="$fake/driver13:$fake/cupti" "$memrec" -o "$tmp/$run_name.zst" \
+            --no-symbolize -- python3 cuinit.py >"$run_name.out" 2>"$run_name.err"
+        echo $? >"$run_name.rc"
+        [ "$(cat "$run_name.rc")" = "$(cat "$run_name.direct.rc")" ] &&
+            cmp -s "$run_name.out" "$run_name.direct.out" ||
+            fail "python, $run_name: the program changed: exit $(cat "$run_name.rc") (bare: $(cat "$run_name.direct.rc")), $(cat "$run_name.out") $(cat "$run_name.err")"
+        [ "$(grep -c . "$run_name.err")" = 1 ] ||
+            fail "python, $run_name: not one warning: $(cat "$run_name.err")"
+        [ ! -e "$tmp/$run_name.zst" ] || fail "python, $run_name: a trace was left, with nothing recorded"
+    }
+    pyrun pymissing MEMREC_CUPTI=/nonexistent/libcupti.so
+    grep -q '^memrec: no usable CUPTI (/nonexistent/libcupti.so: ' pymissing.err ||
+        fail "python, missing CUPTI: $(cat pymissing.err)"
+    [ "$(head -n 1 pymissing.out)" = "cuInit 0" ] || fail "python: cuInit failed: $(cat pymissing.out)"
+    pyrun pybroken MEMREC_CUPTI="$fake/cupti-broken/libcupti.so.13"
+    grep -q "^memrec: CUPTI subscription failed (cuptiSubscribe_v2: CUPTI_ERROR_UNKNOWN; $fake/cupti-broken/libcupti.so.13); is a GPU visible to the process? else name a CUPTI for CUDA 13 in MEMREC_CUPTI: " pybroken.err ||
+        fail "python, refusing CUPTI: $(cat pybroken.err)"
+    # No device: cuInit fails (100) after the injection ran; the launcher says so once and
+    # the library's failed subscription adds nothing.
+    pyrun pynodevice FAKECUDA_NO_DEVICE=1
+    [ "$(head -n 1 pynodevice.out)" = "cuInit 100" ] || fail "python, no device: $(cat pynodevice.out)"
+    grep -q '^memrec: no CUDA driver/GPU found (no CUDA device): python3 runs unrecorded' pynodevice.err ||
+        fail "python, no device: $(cat pynodevice.err)"
+    pyrun pyinvisible CUDA_VISIBLE_DEVICES=
+    grep -q '^memrec: no CUDA driver/GPU found' pyinvisible.err || fail "python, CUDA_VISIBLE_DEVICES='': $(cat pyinvisible.err)"
+else
+    echo "note: no python3: the Python program whose CUPTI fails is not run" >&2
+fi
 
 # ---- nothing interposed ------------------------------------------------------------
 lib="$(dirname "$memrec")/libmemrec.so"
 if command -v readelf >/dev/null && [ -f "$lib" ]; then
     readelf -d "$lib" | grep NEEDED | grep -Eq 'cupti|unwind' &&
         fail "libmemrec.so links CUPTI or libunwind: $(readelf -d "$lib" | grep NEEDED)"
+    # Never unmapped once loaded (the driver dlcloses it when InitializeInjection says 0).
+    readelf -d "$lib" | grep FLAGS_1 | grep -q NODELETE ||
+        fail "libmemrec.so is not linked -z nodelete: $(readelf -d "$lib" | grep FLAGS)"
 fi
 "$memrec" -q -- env >env.out 2>&1
 grep -q '^LD_PRELOAD=' env.out && fail "memrec sets LD_PRELOAD: $(grep '^LD_PRELOAD=' env.out)"

@@ -1,10 +1,21 @@
 /* fake_libcuda.c — a stand-in libcuda.so.1 for the recorder's tests without
  * a GPU (built twice, as a 12.4 and a 13.0 driver: FAKE_DRIVER_VERSION).
  *
- * It does what the real driver does to memrec, and no more: cuInit loads
- * the library CUDA_INJECTION64_PATH names and calls its
- * InitializeInjection (with RTLD_GLOBAL, the flags that expose most of it
- * to the program: the tests must hold even then); cuMemAlloc_v2 and
+ * It does what the real driver does to memrec, and no more. What NVIDIA's
+ * R535 driver (libcuda.so.535.x from Debian's non-free libcuda1, CUDA 12.2)
+ * was seen doing with CUDA_INJECTION64_PATH on a machine without a GPU
+ * (issue 26; tests/recorder/real_driver/ runs the real one where it can be
+ * had), the fake does too:
+ *  - inside cuInit, before it probes any device, it dlopens the library
+ *    RTLD_NOW | RTLD_LOCAL and calls InitializeInjection;
+ *  - when InitializeInjection returns 0 it dlcloses the library at once
+ *    and does the same again at the next cuInit; once it returned nonzero
+ *    the library is kept and never called again;
+ *  - with no device (none here, or CUDA_VISIBLE_DEVICES="" or
+ *    FAKECUDA_NO_DEVICE=1 in the fake) cuInit then returns
+ *    CUDA_ERROR_NO_DEVICE, every time, and the calls that need an
+ *    initialized driver return CUDA_ERROR_NOT_INITIALIZED.
+ * cuMemAlloc_v2 and
  * cuMemFree_v2 run the callback a CUPTI registered with
  * fakecuda_set_callback (the stand-in CUPTI does, as the real one hooks the
  * real driver), entry then exit, with the real *_params structs; the few
@@ -28,7 +39,7 @@ static CUpti_CallbackFunc callback;
 static void *callback_data;
 static uint32_t correlation;
 static uint64_t next_address = 0x7f0000000000ull;
-static int initialized;
+static int initialized, injected;
 
 EXPORT void fakecuda_set_callback(CUpti_CallbackFunc fn, void *userdata);
 EXPORT void fakecuda_set_callback(CUpti_CallbackFunc fn, void *userdata) {
@@ -52,19 +63,41 @@ static void fire(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, const char *
     callback(callback_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 }
 
+/* The injection, as the real driver does it (see the top of this file). */
+static void inject(void) {
+    const char *injection = getenv("CUDA_INJECTION64_PATH");
+    if (injected || !injection || !*injection)
+        return;
+    void *lib = dlopen(injection, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return;
+    void *entry = dlsym(lib, "InitializeInjection");
+    int (*initialize)(void);
+    memcpy(&initialize, &entry, sizeof entry);
+    if (initialize && initialize())
+        injected = 1;
+    else
+        dlclose(lib); /* and loaded again at the next cuInit */
+}
+
+static int no_device(void) {
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES"), *none = getenv("FAKECUDA_NO_DEVICE");
+    return (visible && !*visible) || (none && !strcmp(none, "1"));
+}
+
+/* For the stand-in CUPTI: whether this driver has a device (its
+ * subscription fails without one, as the real CUPTI's does). */
+EXPORT int fakecuda_has_device(void);
+EXPORT int fakecuda_has_device(void) { return !no_device(); }
+
 EXPORT CUresult cuInit(unsigned int flags) {
     (void)flags;
-    if (initialized++)
+    if (initialized)
         return CUDA_SUCCESS;
-    const char *injection = getenv("CUDA_INJECTION64_PATH");
-    if (injection && *injection) {
-        void *lib = dlopen(injection, RTLD_NOW | RTLD_GLOBAL);
-        void *entry = lib ? dlsym(lib, "InitializeInjection") : NULL;
-        int (*initialize)(void);
-        memcpy(&initialize, &entry, sizeof entry);
-        if (initialize)
-            initialize();
-    }
+    inject();
+    if (no_device())
+        return CUDA_ERROR_NO_DEVICE;
+    initialized = 1;
     return CUDA_SUCCESS;
 }
 
@@ -74,27 +107,37 @@ EXPORT CUresult cuDriverGetVersion(int *version) {
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     *count = 1;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     *device = 0;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     snprintf(name, (size_t)len, "Fake GPU %d", device);
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     (void)device;
     *bytes = 16 * GiB;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     *free_bytes = 15 * GiB;
     *total_bytes = 16 * GiB;
     return CUDA_SUCCESS;
@@ -106,6 +149,8 @@ EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     cuMemAlloc_v2_params params = {dptr, bytesize};
     uint32_t corr = ++correlation;
     fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_API_ENTER, "cuMemAlloc_v2", &params,
@@ -118,6 +163,8 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    if (!initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
     cuMemFree_v2_params params = {dptr};
     uint32_t corr = ++correlation;
     fire(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_API_ENTER, "cuMemFree_v2", &params,

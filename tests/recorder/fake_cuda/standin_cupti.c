@@ -9,9 +9,13 @@
  *   STANDIN_NO_SUBSCRIBE  1: not a CUPTI at all (no cuptiSubscribe)
  *
  * A subscription hands the callback to the fake driver (fake_libcuda.c's
- * fakecuda_set_callback, found in the process), as the real CUPTI hooks the
- * real driver. standin_cupti_subscribed() says which call subscribed, for
- * the test program to print. */
+ * fakecuda_set_callback, looked up in the libcuda.so.1 the process has
+ * loaded, RTLD_LOCAL or not, as the real CUPTI, which links libcuda.so.1,
+ * hooks the real driver). Where the fake driver has no device, subscribing
+ * fails with CUPTI_ERROR_UNKNOWN: what CUPTI 13 returned on NVIDIA's R535
+ * driver without a GPU (CUPTI 11.8: CUPTI_ERROR_NOT_INITIALIZED), seen with
+ * Debian's libcuda1 535 (issue 26). standin_cupti_subscribed() says which
+ * call subscribed, for the test program to print. */
 #include <cupti.h>
 
 #include <dlfcn.h>
@@ -32,16 +36,34 @@ static const char *subscribed_with = "nothing";
 EXPORT const char *standin_cupti_subscribed(void);
 EXPORT const char *standin_cupti_subscribed(void) { return subscribed_with; }
 
+/* A symbol of the driver the process loaded, or NULL. */
+static void *driver_symbol(const char *name) {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = driver ? dlsym(driver, name) : NULL;
+    if (driver)
+        dlclose(driver); /* drops the reference NOLOAD took; the driver stays */
+    return sym;
+}
+
+static void set_driver_callback(CUpti_CallbackFunc callback, void *userdata) {
+    void *set = driver_symbol("fakecuda_set_callback");
+    void (*set_callback)(CUpti_CallbackFunc, void *);
+    memcpy(&set_callback, &set, sizeof set);
+    if (set_callback)
+        set_callback(callback, userdata);
+}
+
 #if !STANDIN_NO_SUBSCRIBE
 static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
                              void *userdata, const char *how) {
     if (STANDIN_RESULT != CUPTI_SUCCESS)
         return STANDIN_RESULT;
-    void *set = dlsym(RTLD_DEFAULT, "fakecuda_set_callback");
-    void (*set_callback)(CUpti_CallbackFunc, void *);
-    memcpy(&set_callback, &set, sizeof set);
-    if (set_callback)
-        set_callback(callback, userdata);
+    void *probe = driver_symbol("fakecuda_has_device");
+    int (*has_device)(void);
+    memcpy(&has_device, &probe, sizeof probe);
+    if (has_device && !has_device())
+        return CUPTI_ERROR_UNKNOWN;
+    set_driver_callback(callback, userdata);
     *subscriber = (CUpti_SubscriberHandle)0x5b5;
     subscribed_with = how;
     return CUPTI_SUCCESS;
@@ -74,11 +96,7 @@ EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
 
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
     (void)subscriber;
-    void *set = dlsym(RTLD_DEFAULT, "fakecuda_set_callback");
-    void (*set_callback)(CUpti_CallbackFunc, void *);
-    memcpy(&set_callback, &set, sizeof set);
-    if (set_callback)
-        set_callback(NULL, NULL);
+    set_driver_callback(NULL, NULL);
     return CUPTI_SUCCESS;
 }
 
