@@ -83,7 +83,7 @@ STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
 
 WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED, WARN_CLOCK = 1, 2, 3, 4, 5, 6
-WARN_NAMES = 7
+WARN_NAMES, WARN_BLIND = 7, 8
 DRAINED, WAITED = "drained", "waited"  # what a tensor walk did (Drainer.name_tensors)
 
 
@@ -250,64 +250,154 @@ def private_pools(segments):
 
 
 class Cursor:
-    """What of one ring (a device's history, or the annotations) has been
-    drained, by content: the keys of the last entries taken, in ring order.
+    """What of one of PyTorch's rings (a device's history, or the annotations)
+    has been drained, so that every entry reaches the trace exactly once.
 
-    PyTorch re-fits its TSC->wall clock at every snapshot, so the same
-    entry's time_us can move by a microsecond or more between two drains:
-    an exact-time mark would take it twice or skip it. The ring keeps its
-    order, though, so the last TAIL keys taken are looked for near the mark
-    (entries within NEAR_US of it), and what follows them is new."""
+    PyTorch's ring (c10's RingBuffer in CUDACachingAllocator.cpp; the
+    annotations have one of the same size) is a vector that grows to
+    max_entries and then overwrites its oldest entry; a snapshot lists it
+    oldest first. So:
+      - while the ring is not full, what a drain has not taken is exactly
+        entries[taken:], `taken` being the ring's length at the last drain
+        (its last entry is checked to be the one taken: a program that
+        restarts the history clears the ring);
+      - once full, its length stays max_entries, and the last entry taken
+        has moved back by the number of new entries, which nothing in a
+        snapshot says. It is found by content: the keys of the last TAIL
+        entries taken, in ring order. A steady loop repeats the same keys
+        every step (the caching allocator hands out the same addresses), so
+        the sequence occurs once per step: the occurrence whose times are
+        nearest the times the tail had when it was taken is the one (PyTorch
+        re-fits its TSC->wall clock at every snapshot, which moves an entry's
+        time_us by microseconds; steps are milliseconds apart). Only entries
+        within NEAR_US of the mark are looked at, found by bisection on time.
+    A drain's own work is O(new entries + log ring); PyTorch's _snapshot()
+    itself copies the whole ring (no API gives less).
+
+    Without time_us (PyTorch before 2.2) a full ring cannot be anchored:
+    `blind` is set and nothing more is taken from it (the drainer warns)."""
 
     TAIL = 16
     NEAR_US = 20000
 
-    __slots__ = ("tail", "mark", "duplicates", "gaps", "clock_went_back")
+    __slots__ = ("taken", "tail", "tail_times", "mark", "entries", "anchored", "gaps",
+                 "restarts", "blind", "clock_went_back")
 
     def __init__(self):
-        self.tail = []
-        self.mark = None
-        self.duplicates = self.gaps = 0
-        self.clock_went_back = False
+        self.taken = None  # the ring's length at the last drain (None: none yet)
+        self.tail = []  # keys of the last TAIL entries taken, oldest first
+        self.tail_times = []  # their time_us (None without times) as they were taken
+        self.mark = None  # the newest time_us taken
+        self.entries = self.anchored = self.gaps = self.restarts = 0
+        self.blind = self.clock_went_back = False
 
-    def _anchor(self, keys, times):
-        """Index just after the tail's last occurrence, or None."""
-        tail, t = self.tail, len(self.tail)
-        low = self.mark - self.NEAR_US
-        i = len(keys) - t
-        while i >= 0 and times[i + t - 1] >= low:
-            if keys[i:i + t] == tail:
-                return i + t
-            i -= 1
-        for k in range(t - 1, 0, -1):  # the ring wrapped into the tail
-            if keys[:k] == tail[-k:]:
-                return k
-        return None
+    @staticmethod
+    def _time(e):
+        return e.get("time_us")
+
+    def _first_after(self, entries, t, strict):
+        """Index of the first entry stamped after t (at or after: not strict)."""
+        lo, hi = 0, len(entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            tm = self._time(entries[mid]) or 0
+            if tm > t or (not strict and tm == t):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _continues(self, entries, at, key):
+        """Whether entries[at - 1] is the last entry taken (nothing cleared)."""
+        if at == 0:
+            return not self.tail
+        if not self.tail or at > len(entries):
+            return False
+        e = entries[at - 1]
+        if key(e) != self.tail[-1]:
+            return False
+        then, now = self.tail_times[-1], self._time(e)
+        return then is None or now is None or abs(now - then) <= self.NEAR_US
+
+    def _anchor(self, entries, key):
+        """Index just after the last entry taken, found by content near the
+        mark; None when it is not in the ring any more. Candidates are tried
+        outwards from the mark's place in time, and the search stops once
+        they lie further from it than the best match's worst time difference
+        (a match's score is at least its own distance from the mark): an
+        exact match ends it within a few entries."""
+        tail, t, n = self.tail, len(self.tail), len(entries)
+        mark = self.mark
+        centre = self._first_after(entries, mark, strict=False)
+        best, best_score = None, self.NEAR_US + 1
+        below, above = centre - 1, centre
+        while below >= 0 or above < n:
+            d_below = mark - (self._time(entries[below]) or 0) if below >= 0 else None
+            d_above = (self._time(entries[above]) or 0) - mark if above < n else None
+            if d_above is None or (d_below is not None and d_below <= d_above):
+                q, distance = below, d_below
+                below -= 1
+            else:
+                q, distance = above, d_above
+                above += 1
+            if abs(distance) > best_score:
+                break
+            if key(entries[q]) != tail[-1]:
+                continue
+            span = min(t, q + 1)  # a wrapped ring keeps only the tail's end
+            if any(key(entries[q - j]) != tail[t - 1 - j] for j in range(1, span)):
+                continue
+            score = max(abs((self._time(entries[q - j]) or 0) - (self.tail_times[t - 1 - j] or 0))
+                        for j in range(span))
+            if score < best_score or (score == best_score and best is not None and q + 1 > best):
+                best, best_score = q + 1, score  # ties: the later one
+        return best
 
     def take(self, entries, ring_size, key):
         """The entries not drained yet, in ring order, and whether some were
         lost (the ring wrapped past what was taken)."""
-        if not entries:
+        n = len(entries)
+        if self.blind or n == 0:
             return [], False
-        keys = [key(e) for e in entries]
-        times = [e.get("time_us", 0) for e in entries]
+        timed = self._time(entries[-1]) is not None
         lost = False
-        if self.mark is None:
-            start = 0
-            lost = len(entries) >= ring_size
-        else:
-            start = self._anchor(keys, times)
-            if start is None:
+        if self.taken is None:
+            start, lost = 0, n >= ring_size  # full at the first look: may have wrapped
+        elif n < ring_size and n >= self.taken and self._continues(entries, self.taken, key):
+            start = self.taken
+        elif not timed or self.mark is None:
+            if n < ring_size:  # cleared and refilled: all of it is new
                 start = 0
+                self.restarts += 1
+            else:
+                self.blind = True
+                return [], True
+        else:
+            start = self._anchor(entries, key)
+            if start is not None:
+                self.anchored += 1
+            elif n < ring_size:
+                start = 0
+                self.restarts += 1
+            else:
+                start = self._first_after(entries, self.mark, strict=True)
                 self.gaps += 1
                 lost = True
-            self.duplicates += sum(1 for tm in times[:start] if tm > self.mark)
+        self.taken = n
+        if start >= n:
+            return [], lost
         new = entries[start:]
-        if new:
-            if times[-1] < self.mark - 1000000 if self.mark is not None else False:
+        # The ring's last TAIL entries are the last ones taken, old or new; their times as
+        # this snapshot stamps them (the next one re-fits from these).
+        last = entries[max(0, n - self.TAIL):]
+        self.tail = [key(e) for e in last]
+        self.tail_times = [self._time(e) for e in last]
+        if timed:
+            newest = self._time(entries[-1])
+            if self.mark is not None and newest < self.mark - 1000000:
                 self.clock_went_back = True
-            self.tail = (self.tail + keys[start:])[-self.TAIL:]
-            self.mark = max(times[start:])
+            self.mark = newest if self.mark is None else max(self.mark, newest)
+        self.entries += len(new)
         return new, lost
 
 
@@ -682,6 +772,9 @@ class Drainer:
                     self.broken = True
                     return
             self.record()
+            # Nothing PyTorch records from now on is older than now: a clock re-fit never
+            # moves an entry before the history began.
+            self.floor_us = time.time_ns() // 1000
             self.lib.memrec_torch_history_on()
             self.enabled = True
             self.thread = threading.Thread(target=self.loop, name="memrec-torch", daemon=True)
@@ -724,7 +817,7 @@ class Drainer:
                 # Everything before this instant is in the snapshot: once it
                 # is emitted the writer may write up to here (late lane).
                 taken_us = time.time_ns() // 1000
-                self.drain_snapshot(self.torch.cuda.memory._snapshot())
+                self.drain_snapshot(self.torch.cuda.memory._snapshot(), taken_us)
                 self.floor_us = taken_us
                 self.lib.memrec_torch_drained(taken_us)
             except Exception as e:  # noqa: BLE001
@@ -776,7 +869,8 @@ class Drainer:
         if self.lib.memrec_torch_allocator_settings(conf.encode("utf-8", "replace")):
             self.settings_marked = conf
 
-    def drain_snapshot(self, snapshot):
+    def drain_snapshot(self, snapshot, now_us=0):
+        """now_us: the drain's instant, the time of entries that have none."""
         self.mark_settings(snapshot.get("allocator_settings"))
         pool_of = private_pools(snapshot.get("segments"))
         traces = snapshot.get("device_traces") or []
@@ -786,12 +880,17 @@ class Drainer:
                 continue
             if device not in self.devices_described:
                 self.describe_device(device)
-            if "time_us" not in entries[-1]:
-                self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its blocks "
-                          "cannot be drained without duplicates and are not recorded")
-                continue
+            untimed = "time_us" not in entries[-1]
+            if untimed:
+                self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its block "
+                          "events carry the time of the drain that took them")
             cursor = self.cursors.setdefault(device, Cursor())
             new, lost = cursor.take(entries, self.ring, entry_key)
+            if cursor.blind:
+                self.warn(WARN_BLIND, "this PyTorch's history has no time_us and its ring "
+                          "is full: its block events are recorded no further (set "
+                          "MEMREC_TORCH_RING higher)")
+                lost = False
             if cursor.clock_went_back:
                 self.warn(WARN_CLOCK, "the wall clock went back while recording: PyTorch's "
                           "history is stamped with it, so some of its block events may be "
@@ -801,12 +900,13 @@ class Drainer:
                           "block events are missing (set MEMREC_TORCH_DRAIN_MS lower or "
                           "MEMREC_TORCH_RING higher)")
             most_new = max(most_new, len(new))
-            merged.extend((e["time_us"], device, i, e) for i, e in enumerate(new))
+            merged.extend((e.get("time_us", now_us), device, i, e) for i, e in enumerate(new))
         annotations = snapshot.get("external_annotations") or []
         if annotations:
+            # A ring of the history's size too (recordHistory sets both and clears this one).
             cursor = self.cursors.setdefault("annotations", Cursor())
-            new, _ = cursor.take(annotations, 1 << 62, annotation_key)
-            merged.extend((a.get("time_us", 0), -1, i, a) for i, a in enumerate(new))
+            new, _ = cursor.take(annotations, self.ring, annotation_key)
+            merged.extend((a.get("time_us", now_us), -1, i, a) for i, a in enumerate(new))
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         fields = array.array("Q")
         by_object = {}  # id(frame dict) -> frame id, valid while `snapshot` lives
@@ -938,11 +1038,15 @@ class Drainer:
     def report(self):
         if not self.drains or self.lib is None:
             return
-        dup = sum(c.duplicates for c in self.cursors.values())
-        gaps = sum(c.gaps for c in self.cursors.values())
-        text = ("PyTorch history: %d drains, %.1f ms in all, %.1f ms at most; %d entries "
-                "re-stamped by PyTorch's clock and not taken twice; %d gaps"
-                % (self.drains, self.drain_total * 1e3, self.drain_max * 1e3, dup, gaps))
+        cursors = self.cursors.values()
+        text = ("PyTorch history: %d drains, %.1f ms in all, %.1f ms at most; %d entries taken, "
+                "%d drains of a full ring found their place by content, %d gaps"
+                % (self.drains, self.drain_total * 1e3, self.drain_max * 1e3,
+                   sum(c.entries for c in cursors), sum(c.anchored for c in cursors),
+                   sum(c.gaps for c in cursors)))
+        restarts = sum(c.restarts for c in cursors)
+        if restarts:
+            text += "; the history restarted %d times" % restarts
         if self.backoffs:
             text += "; drains cost over %d%% of the time: interval backed off to %d ms" % (
                 round(DRAIN_SHARE * 100), round(self.interval * 1000))
@@ -1015,6 +1119,14 @@ class Drainer:
                 self.lib.memrec_torch_history_off()  # stop holding the writer back
                 self.warn(WARN_DISABLED, "the program turned PyTorch's allocator history off: "
                           "its blocks are recorded no further")
+            elif self.enabled:
+                # The program restarts the history (its own snapshot code, say): what was
+                # recorded so far is taken first, as the call may clear the ring, and the
+                # cursors then know the ring's new size.
+                self.drain()
+                size = args[3] if len(args) > 3 else kwargs.get("max_entries")
+                if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                    self.ring = size
             return original(*args, **kwargs)
         memory._record_memory_history = wrapper
 

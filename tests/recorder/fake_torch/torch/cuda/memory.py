@@ -1,5 +1,14 @@
 """torch.cuda.memory of the fake torch: the allocator's history ring, and
-its configuration as AllocatorConfig keeps it (c10/core/AllocatorConfig.cpp)."""
+its configuration as AllocatorConfig keeps it (c10/core/AllocatorConfig.cpp).
+
+The rings behave as PyTorch's (c10's RingBuffer, CUDACachingAllocator.cpp,
+read in PyTorch 2.x's source): a vector that grows to max_entries, then
+overwrites its oldest entry (`_next`), listed oldest first by _snapshot();
+the annotations (record_function ranges) have a ring of their own of the
+same max_entries, which every _record_memory_history call clears (the older
+PyTorch this fake follows clears the history ring too). Each snapshot
+re-fits the TSC->wall clock, so the same entry's time_us moves by a few us
+between snapshots (`_refits`)."""
 import os
 import time
 
@@ -22,6 +31,7 @@ def _frame(filename, line, name):
 
 
 _annotations = []
+_annotations_next = 0
 _segments = []  # the segments made, never freed (a cache): snapshot()'s `segments`
 _record_annotations = False
 fake_legacy_annotations = False  # PyTorch 2.4-2.6: user_defined entries instead
@@ -39,6 +49,10 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
     _max_entries = max(1, max_entries)
     del _ring[:]  # older PyTorch: a new call starts a new history
     _next = 0
+    _other_rings.clear()
+    del _annotations[:]  # every PyTorch: annotation_buffer.clear()
+    global _annotations_next
+    _annotations_next = 0
 
 
 def _annotate(stage, name):
@@ -48,8 +62,13 @@ def _annotate(stage, name):
     if fake_legacy_annotations:
         _record("user_defined", 0, 0, 0, [{"name": stage, "filename": name, "line": 0}])
     elif _record_annotations:
-        _annotations.append({"device": fake_device, "stage": stage, "name": name,
-                             "time_us": _time_us()})
+        global _annotations_next
+        entry = {"device": fake_device, "stage": stage, "name": name, "time_us": _time_us()}
+        if len(_annotations) < _max_entries:
+            _annotations.append(entry)
+        else:
+            _annotations[_annotations_next] = entry
+            _annotations_next = (_annotations_next + 1) % _max_entries
 
 
 def _time_us():
@@ -62,18 +81,68 @@ def _time_us():
 
 
 def _record(action, addr, size, stream, frames, device_free=None):
-    global _next
     if not _enabled:
         return
     entry = {"action": action, "addr": addr, "size": size, "stream": stream,
              "time_us": _time_us(), "frames": frames}
     if device_free is not None:
         entry["device_free"] = device_free
+    _insert(fake_device, entry)
+
+
+_other_rings = {}  # device -> [entries, next]: the history of devices other than fake_device
+
+
+def _insert(device, entry):
+    """c10's RingBuffer::insertEntries, for `device`'s ring."""
+    global _next
+    if device != fake_device:
+        ring = _other_rings.setdefault(device, [[], 0])
+        if len(ring[0]) < _max_entries:
+            ring[0].append(entry)
+        else:
+            ring[0][ring[1]] = entry
+            ring[1] = (ring[1] + 1) % _max_entries
+        return
     if len(_ring) < _max_entries:
         _ring.append(entry)
     else:
         _ring[_next] = entry
         _next = (_next + 1) % _max_entries
+
+
+# ---- a real snapshot's history, played back as this process's (tests/recorder/
+# test_rec_torch_snapshots.py): fake_replay() takes each device's entries (a real
+# snapshot's device_traces, what was live before it began put first as entries of its own),
+# fake_reveal(n) records the next n of each device into the rings as the allocator would
+# have, with their own time_us moved so that the last of them lies before now.
+_replay = {}  # device -> [entries, how many revealed]
+_replay_shift = 0
+
+
+def fake_replay(traces, annotations=()):
+    global _replay_shift, fake_devices
+    _replay.clear()
+    last = 0
+    for device, entries in traces.items():
+        _replay[device] = [entries, 0]
+        last = max([last] + [e["time_us"] for e in entries[-1:] if "time_us" in e])
+    fake_devices = max([fake_devices] + [d + 1 for d in traces])
+    _replay_shift = time.time_ns() // 1000 - 1000000 - last  # all of it a second ago
+
+
+def fake_reveal(n):
+    """The next n entries of each device's history happen now; returns how many did."""
+    done = 0
+    for device, state in sorted(_replay.items()):
+        entries, at = state
+        for e in entries[at:at + n]:
+            if _enabled:
+                _insert(device, dict(e, time_us=e["time_us"] + _replay_shift) if "time_us" in e
+                        else dict(e))
+            done += 1
+        state[1] = min(len(entries), at + n)
+    return done
 
 
 # AllocatorConfig: the values the allocator runs with. parseArgs (the
@@ -126,12 +195,14 @@ def _snapshot(device=None):
     global _snapshots
     shift = _refits[_snapshots % len(_refits)]
     _snapshots += 1
-    if len(_ring) < _max_entries:
-        trace = list(_ring)
-    else:
-        trace = _ring[_next:] + _ring[:_next]
-    traces = [[] for _ in range(max(fake_devices, fake_device + 1))]
-    traces[fake_device] = [dict(e, time_us=e["time_us"] + shift) for e in trace]
+    traces = [[] for _ in range(max([fake_devices, fake_device + 1] +
+                                    [d + 1 for d in _other_rings]))]
+    rings = dict(_other_rings)
+    rings[fake_device] = [_ring, _next]
+    for device, (ring, at) in rings.items():  # RingBuffer::getEntries: oldest first
+        traces[device] = [dict(e, time_us=e["time_us"] + shift) if "time_us" in e else dict(e)
+                          for e in ring[at:] + ring[:at]]
     return {"segments": [dict(s) for s in _segments], "device_traces": traces, "allocator_settings": _allocator_settings(),
-            "external_annotations": [dict(a, time_us=a["time_us"] + shift)
-                                     for a in _annotations]}
+            "external_annotations": [dict(a, time_us=a["time_us"] + shift) for a in
+                                     _annotations[_annotations_next:] +
+                                     _annotations[:_annotations_next]]}
