@@ -43,6 +43,7 @@ static __thread uint32_t cached_tid;
 static pthread_mutex_t late_lock = PTHREAD_MUTEX_INITIALIZER;
 static rec_buffer *late_ring;
 static _Atomic uint64_t late_watermark;
+static _Atomic uint64_t late_hold_ns = REC_LATE_MAX_HOLD_NS; /* rec_late_expect */
 static _Atomic uint64_t late_session; /* serial of the session it is open in; 0 none */
 #define LATE_RING_BYTES (64u << 20)   /* ~800 k events: more than a drain brings */
 
@@ -448,6 +449,7 @@ int rec_late_open(void) {
     uint64_t serial = rec_session_serial();
     if (ok && atomic_load(&late_session) != serial) {
         atomic_store(&late_watermark, rec_clock_ns());
+        atomic_store(&late_hold_ns, REC_LATE_MAX_HOLD_NS);
         atomic_store(&late_session, serial);
     }
     pthread_mutex_unlock(&late_lock);
@@ -509,10 +511,18 @@ void rec_late_complete(uint64_t ts_ns) {
     }
 }
 
+void rec_late_expect(uint64_t within_ns) {
+    uint64_t hold = within_ns < REC_LATE_MAX_HOLD_NS   ? REC_LATE_MAX_HOLD_NS
+                    : within_ns > REC_LATE_HOLD_CAP_NS ? REC_LATE_HOLD_CAP_NS
+                                                       : within_ns;
+    atomic_store(&late_hold_ns, hold);
+}
+
 uint64_t rec_late_watermark(void) {
     if (atomic_load(&late_session) != rec_session_serial())
         return UINT64_MAX;
-    uint64_t floor = rec_clock_ns() - REC_LATE_MAX_HOLD_NS;
+    uint64_t now = rec_clock_ns(), hold = atomic_load(&late_hold_ns);
+    uint64_t floor = now > hold ? now - hold : 0;
     uint64_t mark = atomic_load(&late_watermark);
     return mark > floor ? mark : floor;
 }

@@ -144,11 +144,14 @@ void rec_emit_device(uint32_t device, uint64_t total_bytes, const char *name);
  * history, drained from Python about once a second — writes them through
  * the late lane: one ring of its own, filled in time order under a lock.
  * While a late source is open the writer holds back every record newer than
- * the lane's watermark (but never more than REC_LATE_MAX_HOLD_NS), so the
+ * the lane's watermark (but never longer than the hold: REC_LATE_MAX_HOLD_NS,
+ * or what the source says its next drain needs, rec_late_expect), so the
  * file stays in time order across sources: the replay sees PyTorch freeing
- * its blocks before CUPTI sees the cuMemFree of their segment. The price: a
- * SIGKILLed program loses up to the hold more than its last second. */
+ * its blocks before CUPTI sees the cuMemFree of their segment, and a step's
+ * blocks before its end. The price: a SIGKILLed program loses up to the
+ * hold more than its last second. */
 #define REC_LATE_MAX_HOLD_NS 2000000000ull
+#define REC_LATE_HOLD_CAP_NS 60000000000ull /* what rec_late_expect may ask at most */
 
 /* Opens the lane (idempotent per session): the watermark starts at the
  * session's start. Returns 0, -1 when its ring cannot be allocated. */
@@ -169,6 +172,12 @@ void rec_late_close(void);
 /* Everything late up to ts_ns has been emitted: the writer may write all
  * records up to it. */
 void rec_late_complete(uint64_t ts_ns);
+
+/* The source's next completion comes within `within_ns` from now (a drain
+ * spaced out by its budget): the writer holds records back that long, at
+ * least REC_LATE_MAX_HOLD_NS, at most REC_LATE_HOLD_CAP_NS. Without it, or
+ * once the lane is opened again, the hold is REC_LATE_MAX_HOLD_NS. */
+void rec_late_expect(uint64_t within_ns);
 
 /* The watermark the writer must respect now (UINT64_MAX: no late source). */
 uint64_t rec_late_watermark(void);

@@ -286,6 +286,10 @@ void memrec_torch_drained(uint64_t time_us) {
         rec_late_complete(rec_torch_trace_time(time_us));
 }
 
+void memrec_torch_expect_drain(uint64_t within_ms) {
+    rec_late_expect(within_ms > UINT64_MAX / 1000000u ? UINT64_MAX : within_ms * 1000000u);
+}
+
 void memrec_torch_device(uint32_t device, uint64_t total_bytes, const char *name) {
     rec_emit_device(device, total_bytes, name);
 }

@@ -94,6 +94,12 @@ MEMREC_EXPORT_TORCH void memrec_torch_history_off(void);
  * snapshot that was drained) has been emitted. */
 MEMREC_EXPORT_TORCH void memrec_torch_drained(uint64_t time_us);
 
+/* The next drain comes within `within_ms` from now (the drains' budget can
+ * space them up to 30 s apart): the writer holds newer records back that
+ * long, so PyTorch's entries still land in time order (rec_late_expect:
+ * at least 2 s, at most 60 s). */
+MEMREC_EXPORT_TORCH void memrec_torch_expect_drain(uint64_t within_ms);
+
 /* Describes a device (torch.cuda.get_device_properties): written once. */
 MEMREC_EXPORT_TORCH void memrec_torch_device(uint32_t device, uint64_t total_bytes,
                                              const char *name);

@@ -199,6 +199,8 @@ def load_library():
     lib.memrec_torch_history_off.argtypes = []
     lib.memrec_torch_drained.restype = None
     lib.memrec_torch_drained.argtypes = [u64]
+    lib.memrec_torch_expect_drain.restype = None
+    lib.memrec_torch_expect_drain.argtypes = [u64]
     lib.memrec_torch_warn.restype = None
     lib.memrec_torch_warn.argtypes = [u32, ctypes.c_char_p]
     lib.memrec_torch_optimizer_step.restype = ctypes.c_int
@@ -776,6 +778,7 @@ class Drainer:
             # moves an entry before the history began.
             self.floor_us = time.time_ns() // 1000
             self.lib.memrec_torch_history_on()
+            self.lib.memrec_torch_expect_drain(int((self.interval + 1.0) * 1000))
             self.enabled = True
             self.thread = threading.Thread(target=self.loop, name="memrec-torch", daemon=True)
             self.thread.start()
@@ -841,6 +844,15 @@ class Drainer:
         if cost > DRAIN_SHARE * max(since, 1e-6) and self.interval < MAX_INTERVAL:
             self.interval = min(MAX_INTERVAL, max(self.interval * 2, cost / DRAIN_SHARE))
             self.backoffs += 1
+        # The writer holds newer records back until the next drain is in: say when that is
+        # (the loop's wait, or the budget's, then the drain itself and a second to spare), so
+        # entries drained 10 or 30 s apart still land in time order.
+        try:
+            if self.lib is not None:
+                wait = max(self.interval, cost / DRAIN_SHARE)
+                self.lib.memrec_torch_expect_drain(int((wait + cost + 1.0) * 1000))
+        except Exception:  # noqa: BLE001
+            pass
 
     def describe_device(self, device):
         """A device's record, the first time this process's history has

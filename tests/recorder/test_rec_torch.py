@@ -104,6 +104,22 @@ for i in range(40):
     memrec_torch.drainer().drain()
 """
 
+# Drains 10 s apart (issue 26: the budget spaces them up to 30 s): the steps are marked
+# straight through the library (memrec_mark, as NVTX does), so no step asks for a drain, and
+# each step's block is drained seconds after the step's end was recorded.
+SPACED = """\
+import time
+import torch
+torch.cuda._lazy_init()
+lib = torch.cuda.nvtx._library()
+for i in range(11):
+    lib.memrec_mark(b"step %d" % i)
+    time.sleep(0.0003)  # > the fake clock's 100 us resolution
+    torch.cuda.fake_free(torch.cuda.fake_alloc(4096 * (i + 1)))
+    time.sleep(1.0)
+lib.memrec_mark(b"step 11")
+"""
+
 # A plain loop: no NVTX, one optimizer; then a GAN's two optimizers.
 PLAIN = """\
 import time
@@ -371,6 +387,21 @@ def main():
             check(warnings == [], "steady loop: no analyzer warning: %r" % warnings[:3])
         else:
             check(False, "the steady loop left a trace")
+
+        # ---- 1aa. drains 10 s apart: still in time order -----------------------
+        out, trace, _ = record("spaced", SPACED, extra={"MEMREC_TORCH_DRAIN_MS": "10000"})
+        check(out.returncode == 0, "the spaced drains' loop ran: %r" % out.stderr)
+        if os.path.exists(trace):
+            steps = sql(trace, "SELECT step, end_event_id - begin_event_id AS n FROM steps "
+                               "ORDER BY step")
+            check([(s["step"], s["n"]) for s in steps] == [(i, 3) for i in range(11)] + [(11, 0)],
+                  "drains 10 s apart: each step holds its own segment, block and free: %r"
+                  % steps)
+            order = sql(trace, "SELECT count(*) AS n FROM events a JOIN events b "
+                               "ON b.event_id = a.event_id + 1 WHERE b.ts_ns < a.ts_ns")
+            check(order == [{"n": 0}], "drains 10 s apart: events in time order: %r" % order)
+        else:
+            check(False, "the spaced drains' loop left a trace")
 
         # ---- 1b. PyTorch's settings: alloc context, Python stacks, annotations
         out, trace, _ = record("settings", TRAIN.replace("print(\"rings\", [s[3]", "print(\"set\", [s[:3]").replace(
