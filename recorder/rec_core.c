@@ -18,6 +18,7 @@
 #include "gmt_rank.h"
 #include "gmt_size.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,6 +38,25 @@ static rec_config session_config;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t process_hooks_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t cached_tid;
+
+/* Calls counted, not recorded (rec_count_call): a slot's name is set at its
+ * first count of the session, its call id just before it. */
+typedef struct count_slot {
+    _Atomic(const char *) name; /* NULL: not counted this session */
+    _Atomic uint32_t call_id;
+    _Atomic uint64_t calls, bytes;
+} count_slot;
+static count_slot count_slots[REC_COUNT_SLOTS];
+_Static_assert(REC_COUNT_SLOTS <= TRACE_END_MAX_CALLS, "every slot fits in the END record");
+
+/* A new session's counts start at zero (no session records meanwhile: nobody counts). */
+static void reset_counts(void) {
+    for (int i = 0; i < REC_COUNT_SLOTS; i++) {
+        atomic_store(&count_slots[i].calls, 0);
+        atomic_store(&count_slots[i].bytes, 0);
+        atomic_store(&count_slots[i].name, NULL);
+    }
+}
 
 /* The late lane (see rec_core.h): its ring, the lock its producers take, the
  * watermark, and the session it was opened in. */
@@ -178,6 +198,7 @@ static void child_after_fork(void) {
     if (was == STATE_ARMED && strstr(session_config.pattern, "%p") &&
         rec_expand_path(session_config.pattern, session_config.path, sizeof session_config.path) ==
             0) {
+        reset_counts(); /* what the parent counted is the parent's */
         atomic_fetch_add(&session_serial, 1);
         atomic_store(&session_pid, getpid());
         atomic_store(&session_state, STATE_ARMED);
@@ -217,6 +238,7 @@ int rec_session_start(const rec_config *c, char *err, size_t errlen) {
     /* ~80 bytes per event item: records -> bytes. */
     rec_buffer_set_capacity(c->buffer_records ? (size_t)c->buffer_records * 80 : 4u << 20);
     pthread_once(&process_hooks_once, install_process_hooks);
+    reset_counts();
     atomic_fetch_add(&session_serial, 1);
     atomic_store(&session_pid, getpid());
     atomic_store(&session_state, STATE_ARMED);
@@ -309,6 +331,37 @@ void rec_get_stats(rec_stats *out) {
     out->written = rec_writer_events_written();
     out->stacks = rec_stack_node_count();
     out->stopped_error = atomic_load(&session_state) == STATE_HALTED;
+}
+
+/* ---- calls counted, not recorded ------------------------------------------ */
+
+void rec_count_call(unsigned slot, uint32_t call_id, const char *name, uint64_t bytes) {
+    assert(slot < REC_COUNT_SLOTS && name); /* the counter's table is static */
+    if (slot >= REC_COUNT_SLOTS || !name || !rec_enabled())
+        return;
+    count_slot *c = &count_slots[slot];
+    if (!atomic_load_explicit(&c->name, memory_order_acquire)) {
+        atomic_store_explicit(&c->call_id, call_id, memory_order_relaxed);
+        atomic_store_explicit(&c->name, name, memory_order_release);
+    }
+    atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+}
+
+size_t rec_counted_calls(trace_call_count *out, size_t max) {
+    size_t n = 0;
+    for (int i = 0; i < REC_COUNT_SLOTS && n < max; i++) {
+        const count_slot *c = &count_slots[i];
+        const char *name = atomic_load_explicit(&c->name, memory_order_acquire);
+        uint64_t calls = atomic_load_explicit(&c->calls, memory_order_relaxed);
+        if (!name || !calls)
+            continue;
+        out[n++] = (trace_call_count){.call_id = atomic_load(&c->call_id),
+                                      .name = {name, (uint32_t)strlen(name)},
+                                      .calls = calls,
+                                      .bytes = atomic_load(&c->bytes)};
+    }
+    return n;
 }
 
 /* ---- emits -------------------------------------------------------------- */

@@ -197,6 +197,24 @@ typedef struct rec_stats {
 } rec_stats;
 void rec_get_stats(rec_stats *out);
 
+/* ---- calls counted, not recorded ------------------------------------------
+ * A source that sees a call it does not record as memory (memory of another
+ * process mapped here, CUDA graph memory: TRACE_FORMAT.md, "Calls counted,
+ * not recorded") counts it, and the END record carries, per kind of call,
+ * how many there were and the bytes they named. `slot` (< REC_COUNT_SLOTS)
+ * is the source's own index of the call; `call_id` and `name` (static
+ * storage, at most TRACE_END_MAX_CALL_NAME bytes) are what the END record
+ * names it by, the same at every count of a slot. Lock-free and
+ * allocation-free (a CUDA callback counts); nothing while no session
+ * records. A session starts with every count at zero. */
+#define REC_COUNT_SLOTS 32
+void rec_count_call(unsigned slot, uint32_t call_id, const char *name, uint64_t bytes);
+
+/* The session's counts so far into out[0 .. max), in slot order, slots not
+ * counted left out; names are the counters' static strings. Returns how
+ * many were filled. */
+size_t rec_counted_calls(trace_call_count *out, size_t max);
+
 /* A note for the launcher, which prints it after the run (once per
  * distinct text, whatever the number of processes): a manifest line
  * REC_MANIFEST_NOTE + text. With REC_MANIFEST_WARNED instead, the text is

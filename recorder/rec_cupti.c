@@ -22,7 +22,15 @@
  * mapped or retained records nothing, and the phys_release is written by
  * whichever release or unmap ends it. Handles imported from a peer and
  * multicast objects are not this process's memory: their maps and unmaps
- * are not recorded (NCCL imports every peer's buffers).
+ * are not recorded (NCCL imports every peer's buffers) but counted.
+ *
+ * Counted, not recorded (rec_cupti_calls.c says why, call by call): memory
+ * of other processes mapped here, CUDA graph memory nodes, multicast binds.
+ * Each successful such call adds to its count slot (rec_core.h), which the
+ * END record carries. Graph memory and imported pool pointers are also
+ * remembered by address (counted_mem below), so that a cuMemFree of one is
+ * counted with them instead of recorded as the free of memory never
+ * allocated.
  *
  * The handler's own driver calls go through rec_cupti_driver.h; nothing
  * here allocates or locks, and every failure means "not recorded".
@@ -72,6 +80,113 @@ static _Thread_local open_call thread_call;
 static CUpti_SubscriberHandle subscriber;
 static atomic_int attached;
 static int warned_no_driver, warned_other_client, warned_enable;
+
+/* ---- counted memory -------------------------------------------------------
+ * The addresses of graph memory and imported pool pointers, with their bytes.
+ * A fixed open-addressing table claimed with compare-and-swap, like
+ * rec_cupti_driver.c's: a slot's address, once written, stays (so a probe
+ * sequence never breaks) and a slot is live only in the generation that
+ * made it (a new session's state forgets them all). An entry dies when a
+ * recorded allocation returns its address, or, for an imported pointer
+ * (`once`), at its free; graph memory outlives its frees (its graph
+ * allocates it again at each launch). When COUNTED_PROBES slots are all
+ * live an address is not remembered: its frees are recorded as before. */
+#define COUNTED_SLOTS 1024 /* power of two */
+#define COUNTED_PROBES 32
+enum { COUNTED_DEAD = 0, COUNTED_CLAIMED, COUNTED_LIVE };
+typedef struct counted_slot {
+    _Atomic uint64_t addr; /* 0: never used */
+    _Atomic uint64_t tag;  /* generation << 2 | state */
+    _Atomic uint64_t bytes;
+    atomic_uchar once; /* ends at its first free */
+} counted_slot;
+static counted_slot counted_mem[COUNTED_SLOTS];
+
+static uint64_t counted_tag(unsigned state) {
+    return (uint64_t)rec_cupti_generation() << 2 | state;
+}
+
+static counted_slot *counted_find(uint64_t addr) {
+    if (!addr)
+        return NULL;
+    uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull, live = counted_tag(COUNTED_LIVE);
+    for (unsigned probe = 0; probe < COUNTED_PROBES; probe++) {
+        counted_slot *s = &counted_mem[(h + probe) & (COUNTED_SLOTS - 1)];
+        uint64_t a = atomic_load_explicit(&s->addr, memory_order_acquire);
+        if (a == 0)
+            return NULL; /* the end of every probe sequence through here */
+        if (a == addr && atomic_load_explicit(&s->tag, memory_order_acquire) == live)
+            return s;
+    }
+    return NULL;
+}
+
+static void counted_forget(counted_slot *s) {
+    atomic_store_explicit(&s->tag, counted_tag(COUNTED_DEAD), memory_order_release);
+}
+
+static void counted_remember(uint64_t addr, uint64_t bytes, int once) {
+    counted_slot *old = counted_find(addr);
+    if (old)
+        counted_forget(old); /* an address the driver gave out again */
+    if (!addr)
+        return;
+    uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull, claimed = counted_tag(COUNTED_CLAIMED),
+             live = counted_tag(COUNTED_LIVE);
+    for (unsigned probe = 0; probe < COUNTED_PROBES; probe++) {
+        counted_slot *s = &counted_mem[(h + probe) & (COUNTED_SLOTS - 1)];
+        uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
+        if (t == claimed || t == live)
+            continue;
+        if (!atomic_compare_exchange_strong(&s->tag, &t, claimed))
+            continue;
+        atomic_store_explicit(&s->bytes, bytes, memory_order_relaxed);
+        atomic_store_explicit(&s->once, (unsigned char)(once != 0), memory_order_relaxed);
+        atomic_store_explicit(&s->addr, addr, memory_order_release);
+        atomic_store_explicit(&s->tag, live, memory_order_release);
+        return;
+    }
+}
+
+/* Adds a successful call of `cbid` to its count (nothing for a cbid never counted). */
+static void count_call(CUpti_CallbackId cbid, uint64_t bytes) {
+    const char *name;
+    int slot = rec_call_count_slot(cbid, &name);
+    if (slot >= 0)
+        rec_count_call((unsigned)slot, cbid, name, bytes);
+}
+
+/* A counted call: its count, and the memory it makes known or names. */
+static void record_counted(const rec_call_info *ci) {
+    uint64_t bytes = ci->size;
+    counted_slot *s;
+    switch (ci->count_mem) {
+    case REC_COUNT_NOT_MEMORY:
+        return;
+    case REC_COUNT_NEW_GRAPH:
+    case REC_COUNT_NEW_IMPORT:
+        counted_remember(ci->addr, ci->size, ci->count_mem == REC_COUNT_NEW_IMPORT);
+        break;
+    case REC_COUNT_OF_ADDR:
+        if (!bytes && (s = counted_find(ci->addr)))
+            bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+        break;
+    default:
+        break;
+    }
+    count_call(ci->cbid, bytes);
+}
+
+/* A free of counted memory is counted with it, not recorded: returns 1 for one. */
+static int free_of_counted(const rec_call_info *ci) {
+    counted_slot *s = counted_find(ci->addr);
+    if (!s)
+        return 0;
+    count_call(ci->cbid, atomic_load_explicit(&s->bytes, memory_order_relaxed));
+    if (atomic_load_explicit(&s->once, memory_order_relaxed))
+        counted_forget(s);
+    return 1;
+}
 
 /* ---- recording ------------------------------------------------------------ */
 
@@ -139,15 +254,20 @@ static void record_alloc_like(rec_call_info *ci, CUresult result, uint32_t ctx_d
         op = TRACE_OP_VA_RESERVE;
     else if (ci->cls == REC_CALL_MAP) {
         op = TRACE_OP_MAP;
-        if (rec_cupti_vmm_mapped(ci->addr, ci->size, (uint64_t)ci->handle) == REC_VMM_FOREIGN)
-            return; /* a peer's memory (or a multicast object's): not this process's */
+        if (rec_cupti_vmm_mapped(ci->addr, ci->size, (uint64_t)ci->handle) == REC_VMM_FOREIGN) {
+            count_call(ci->cbid, ci->size); /* a peer's memory (or a multicast object's) */
+            return;
+        }
         uint32_t handle_device;
         if (rec_cupti_handle_location(ci->handle, &handle_device, &ci->kind) == 0)
             device = handle_device;
     }
     /* The pointer's own device, as the free will see it. */
-    if (ci->cls == REC_CALL_ALLOC || ci->cls == REC_CALL_MAP)
+    if (ci->cls == REC_CALL_ALLOC || ci->cls == REC_CALL_MAP || ci->cls == REC_CALL_HOST_REGISTER)
         rec_cupti_pointer_device(ci->addr, &device);
+    counted_slot *reused;
+    if ((ci->cls == REC_CALL_ALLOC || ci->cls == REC_CALL_MAP) && (reused = counted_find(ci->addr)))
+        counted_forget(reused); /* graph memory's address, given out again: this is memory now */
     if (op == TRACE_OP_PHYS_CREATE)
         rec_cupti_vmm_created(ci->addr, device, ci->kind, 0);
     emit(op, ci, device, (uint64_t)(uintptr_t)pool, stack, ts);
@@ -191,6 +311,8 @@ static void record_unmap(const open_call *oc, rec_call_info *ci) {
     if (rec_cupti_vmm_unmapped(ci->addr, ci->size, gone, sizeof gone / sizeof gone[0], &n_gone) !=
         REC_VMM_FOREIGN)
         emit(TRACE_OP_UNMAP, ci, oc->device, 0, oc->entry_stack, oc->entry_ts);
+    else
+        count_call(ci->cbid, ci->size);
     for (size_t i = 0; i < n_gone; i++) {
         rec_call_info release = {
             .cls = REC_CALL_PHYS_RELEASE, .kind = gone[i].kind, .addr = gone[i].handle};
@@ -205,6 +327,8 @@ static void record_release(const open_call *oc, rec_call_info *ci) {
     case REC_CALL_FREE:
         if (!ci->addr)
             return; /* cuMemFree(0) frees nothing */
+        if (ci->kind == TRACE_KIND_DEVICE && free_of_counted(ci))
+            return; /* graph memory or an imported pointer: counted */
         op = TRACE_OP_FREE;
         break;
     case REC_CALL_UNMAP:
@@ -340,8 +464,18 @@ static NOINLINE void at_exit(const rec_cupti_call *call, rec_call_class cls) {
             rec_cupti_vmm_retained(ci.addr);
         break;
     case REC_CALL_PHYS_IMPORT:
-        if (ok)
+        if (ok) {
             rec_cupti_vmm_created(ci.addr, ctx_device, TRACE_KIND_DEVICE, 1);
+            count_call(ci.cbid, ci.size);
+        }
+        break;
+    case REC_CALL_HOST_REGISTER: /* a failed registration pinned nothing: no alloc_failed */
+        if (ok)
+            record_alloc_like(&ci, call->result, ctx_device, rec_stack_here(RECORDER_FRAMES));
+        break;
+    case REC_CALL_COUNT:
+        if (ok)
+            record_counted(&ci);
         break;
     default:
         if (ok)
@@ -405,12 +539,29 @@ static const char *cupti_error(CUptiResult r) {
     return s;
 }
 
-static int enable_cbids(int enable) {
+/* Enables (or disables) the handled cbids; returns how many CUPTI refused.
+ * *newer (may be NULL): how many of those lie above every cbid it took. The
+ * recorder's table follows the headers it was built with (CUDA 13), and an
+ * older CUPTI (11.8 or 12.x for an R535 driver) does not know their newest
+ * calls: CUPTI's cbid list only grows (the values never change), so a
+ * refused cbid above the highest one taken is one this CUPTI cannot report,
+ * not a refusal worth a warning on every run. */
+static int enable_cbids(int enable, int *newer) {
     const CUpti_CallbackId *ids;
     size_t n = rec_call_cbids(&ids), ok = 0;
-    for (size_t i = 0; i < n; i++)
-        ok += cupti.enable_callback((uint32_t)enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                                    ids[i]) == CUPTI_SUCCESS;
+    CUpti_CallbackId highest_taken = 0;
+    for (size_t i = 0; i < n; i++) {
+        int taken = cupti.enable_callback((uint32_t)enable, subscriber,
+                                          CUPTI_CB_DOMAIN_DRIVER_API, ids[i]) == CUPTI_SUCCESS;
+        ok += (size_t)taken;
+        if (taken && ids[i] > highest_taken)
+            highest_taken = ids[i];
+    }
+    if (newer) {
+        *newer = 0;
+        for (size_t i = 0; i < n && ok; i++)
+            *newer += ids[i] > highest_taken; /* refused: nothing above the highest was taken */
+    }
     return (int)(n - ok);
 }
 
@@ -434,9 +585,13 @@ static CUptiResult subscribe(char *old_name, size_t old_size) {
  * launcher already said there is no GPU (MEMREC_NO_DEVICE): a CUPTI cannot
  * subscribe without one (R535 without a GPU: CUPTI 11.8 answers
  * NOT_INITIALIZED, CUPTI 13 UNKNOWN), and one warning is enough. */
-static void subscribe_failed(CUptiResult r, int driver_version) {
+static int launcher_said_no_device(void) {
     const char *no_device = getenv(GMT_ENV_MEMREC_NO_DEVICE);
-    if (no_device && !strcmp(no_device, "1"))
+    return no_device && !strcmp(no_device, "1");
+}
+
+static void subscribe_failed(CUptiResult r, int driver_version) {
+    if (launcher_said_no_device())
         return;
     int cupti_major = rec_cupti_version_major(cupti.version);
     int driver_major = driver_version / 1000;
@@ -449,11 +604,13 @@ static void subscribe_failed(CUptiResult r, int driver_version) {
                  "; this CUPTI is for CUDA %d, the driver is %d.%d: put libcupti.so.%d on "
                  "LD_LIBRARY_PATH or name it in " GMT_ENV_MEMREC_CUPTI,
                  cupti_major, driver_major, driver_version % 1000 / 10, driver_major);
-    else if (driver_major)
+    else if (driver_major && cupti_major && cupti_major < driver_major)
         snprintf(hint, sizeof hint,
                  "; is a GPU visible to the process? else name a CUPTI for CUDA %d "
                  "in " GMT_ENV_MEMREC_CUPTI,
                  driver_major);
+    else
+        snprintf(hint, sizeof hint, "; is a GPU visible to the process?");
     rec_warn_once(&warned_cupti,
                   "CUPTI subscription failed (%s: %s; %s)%s: CUDA allocations are not "
                   "recorded, the program runs on",
@@ -475,10 +632,11 @@ int rec_cupti_attach(void) {
         rec_cupti_search_default(&search, driver_version);
         search.forced = getenv(GMT_ENV_MEMREC_CUPTI);
         if (rec_cupti_lib_load(&search, &cupti, err, sizeof err) != 0) {
-            rec_warn_once(&warned_cupti,
-                          "no usable CUPTI (%s): CUDA allocations are not recorded, the program "
-                          "runs on",
-                          err);
+            if (!launcher_said_no_device()) /* no GPU: the launcher's line says all */
+                rec_warn_once(&warned_cupti,
+                              "no usable CUPTI (%s): CUDA allocations are not recorded, the "
+                              "program runs on",
+                              err);
             return -1;
         }
     }
@@ -499,17 +657,17 @@ int rec_cupti_attach(void) {
     }
     const CUpti_CallbackId *ids;
     size_t n = rec_call_cbids(&ids);
-    int failed = enable_cbids(1);
+    int newer = 0, failed = enable_cbids(1, &newer);
     if ((size_t)failed == n) {
         cupti.unsubscribe(subscriber);
         rec_warn_once(&warned_enable,
                       "CUPTI refused every memory callback: the program runs unrecorded");
         return -1;
     }
-    if (failed)
+    if (failed > newer)
         rec_warn_once(&warned_enable,
                       "CUPTI refused %d of %zu memory callbacks: those calls are not recorded",
-                      failed, n);
+                      failed - newer, n);
     rec_cupti_lib_describe(&cupti, driver_version, cupti_line, sizeof cupti_line);
     rec_cupti_log_from_env();
     atomic_store(&attached, 1);
@@ -521,7 +679,7 @@ const char *rec_cupti_in_use(void) { return atomic_load(&attached) ? cupti_line 
 void rec_cupti_detach(void) {
     if (!atomic_exchange(&attached, 0))
         return;
-    enable_cbids(0);
+    enable_cbids(0, NULL);
     cupti.unsubscribe(subscriber);
     rec_cupti_driver_reset(); /* calls still open on other threads are forgotten */
 }

@@ -6,6 +6,7 @@
  * the same decoding serves live callbacks and replayed fixtures. */
 #include "rec_cupti_calls.h"
 
+#include "rec_core.h"
 #include "trace_format.h"
 
 #include <string.h>
@@ -37,10 +38,99 @@ static const CUpti_CallbackId handled_cbids[] = {
     CBID(cuMemUnmap),
     CBID(cuMemRetainAllocationHandle),
     CBID(cuMemImportFromShareableHandle),
+    CBID(cuMemHostRegister),
+    CBID(cuMemHostRegister_v2),
+    CBID(cuMemHostUnregister),
+    CBID(cuIpcOpenMemHandle),
+    CBID(cuIpcOpenMemHandle_v2),
+    CBID(cuIpcCloseMemHandle),
+    CBID(cuMemPoolImportPointer),
+    CBID(cuGraphAddMemAllocNode),
+    CBID(cuGraphAddMemFreeNode),
+    CBID(cuDeviceGraphMemTrim),
 #if CUDA_VERSION >= 12010 /* multicast objects came with CUDA 12.1 */
     CBID(cuMulticastCreate),
+    CBID(cuMulticastBindMem),
+    CBID(cuMulticastBindAddr),
+    CBID(cuMulticastUnbind),
+#endif
+#if CUDA_VERSION >= 12020 /* graph nodes from generic parameters: 12.2, _v2 12.3 */
+    CBID(cuGraphAddNode),
+#endif
+#if CUDA_VERSION >= 12030
+    CBID(cuGraphAddNode_v2),
 #endif
 };
+
+/* The calls counted in the END record instead of being recorded as memory
+ * (TRACE_FORMAT.md, "Calls counted, not recorded"), and why; a call's index
+ * is its count slot. Every count is of successful calls. COUNTED pastes the
+ * name itself: cuda.h #defines some plain names to their _v2 (cuGraphAddNode,
+ * cuIpcOpenMemHandle), which must not be expanded into the other cbid. */
+#define COUNTED(name)                                                                              \
+    { CUPTI_DRIVER_TRACE_CBID_##name, #name }
+static const struct counted_call {
+    CUpti_CallbackId cbid;
+    const char *name;
+} counted_calls[] = {
+    /* Memory of another process mapped here (CUDA IPC, an imported pool's pointer, an imported
+     * VMM handle): its bytes are the other process's, on whatever device it lives, so a segment
+     * of it would be summed into this process's reserved memory, or need a memory kind of its
+     * own (gmt_vocab.h) that every consumer of events would have to leave out of its sums. The
+     * driver's free/total samples already show it where it lives. The IPC and import calls
+     * name no size: 0 bytes. */
+    COUNTED(cuIpcOpenMemHandle),
+    COUNTED(cuIpcOpenMemHandle_v2),
+    COUNTED(cuIpcCloseMemHandle),
+    COUNTED(cuMemPoolImportPointer),
+    COUNTED(cuMemImportFromShareableHandle),
+    /* cuMemMap/cuMemUnmap of an imported or multicast handle (bytes: the range): the maps of
+     * what this process did not create (rec_cupti.c). Their cuMemRelease is neither recorded
+     * nor counted: the handle was counted at its import, and the release moves no memory. */
+    COUNTED(cuMemMap),
+    COUNTED(cuMemUnmap),
+    /* A cuMemFree/cuMemFreeAsync of counted memory (graph memory freed outside its graph, an
+     * imported pointer): recorded, it would be the free of memory never allocated. */
+    COUNTED(cuMemFree_v2),
+    COUNTED(cuMemFreeAsync),
+    COUNTED(cuMemFreeAsync_ptsz),
+    /* CUDA graph memory nodes: a node's memory is allocated when the graph runs, by no call
+     * the driver reports, and lives while the graph's allocation does (until its free node
+     * runs, or the program frees it, or cuDeviceGraphMemTrim gives the pool back): recorded
+     * at the node's creation it would be live memory that is not there, or missing when it
+     * is. So counted: alloc nodes with their bytes, free nodes with the bytes of the alloc
+     * node they free (when seen), trims (no bytes). */
+    COUNTED(cuGraphAddMemAllocNode),
+    COUNTED(cuGraphAddMemFreeNode),
+    COUNTED(cuDeviceGraphMemTrim),
+#if CUDA_VERSION >= 12010
+    /* Multicast objects (NVLS): the object itself (bytes: its size) is no memory of this
+     * process; binding memory to it (bytes: the bound range) binds memory that is already
+     * recorded (its cuMemCreate), so a bind adds nothing and an unbind frees nothing. */
+    COUNTED(cuMulticastCreate),
+    COUNTED(cuMulticastBindMem),
+    COUNTED(cuMulticastBindAddr),
+    COUNTED(cuMulticastUnbind),
+#endif
+#if CUDA_VERSION >= 12020 /* graph memory nodes added the generic way: as the calls above */
+    COUNTED(cuGraphAddNode),
+#endif
+#if CUDA_VERSION >= 12030
+    COUNTED(cuGraphAddNode_v2),
+#endif
+};
+#undef COUNTED
+_Static_assert(sizeof counted_calls / sizeof counted_calls[0] <= REC_COUNT_SLOTS,
+               "each counted call has a count slot (rec_core.h)");
+
+int rec_call_count_slot(CUpti_CallbackId cbid, const char **name) {
+    for (size_t i = 0; i < sizeof counted_calls / sizeof counted_calls[0]; i++)
+        if (counted_calls[i].cbid == cbid) {
+            *name = counted_calls[i].name;
+            return (int)i;
+        }
+    return -1;
+}
 
 size_t rec_call_cbids(const CUpti_CallbackId **out) {
     *out = handled_cbids;
@@ -98,6 +188,32 @@ rec_call_class rec_call_class_of(CUpti_CallbackId cbid) {
     case CBID(cuMulticastCreate):
 #endif
         return REC_CALL_PHYS_IMPORT;
+    /* Pinned host memory the program registered: recorded as cuMemHostAlloc's is (a
+     * pinned_host segment of that address and size, never summed into device memory). */
+    case CBID(cuMemHostRegister):
+    case CBID(cuMemHostRegister_v2):
+        return REC_CALL_HOST_REGISTER;
+    case CBID(cuMemHostUnregister):
+        return REC_CALL_FREE;
+    case CBID(cuIpcOpenMemHandle):
+    case CBID(cuIpcOpenMemHandle_v2):
+    case CBID(cuIpcCloseMemHandle):
+    case CBID(cuMemPoolImportPointer):
+    case CBID(cuGraphAddMemAllocNode):
+    case CBID(cuGraphAddMemFreeNode):
+    case CBID(cuDeviceGraphMemTrim):
+#if CUDA_VERSION >= 12010
+    case CBID(cuMulticastBindMem):
+    case CBID(cuMulticastBindAddr):
+    case CBID(cuMulticastUnbind):
+#endif
+#if CUDA_VERSION >= 12020
+    case CBID(cuGraphAddNode):
+#endif
+#if CUDA_VERSION >= 12030
+    case CBID(cuGraphAddNode_v2):
+#endif
+        return REC_CALL_COUNT;
     default:
         return REC_CALL_NONE;
     }
@@ -163,6 +279,14 @@ static int decode_alloc(CUpti_CallbackId cbid, const void *params, int rd, rec_c
         set_sizes(c, p->bytesize);
         return 0;
     }
+    case CBID(cuMemHostRegister):
+    case CBID(cuMemHostRegister_v2): {
+        const cuMemHostRegister_v2_params *p = params; /* the same { p, bytesize, Flags } */
+        c->kind = TRACE_KIND_PINNED_HOST;
+        c->addr = (uint64_t)(uintptr_t)p->p;
+        set_sizes(c, p->bytesize);
+        return 0;
+    }
     case CBID(cuMemAllocAsync):
     case CBID(cuMemAllocAsync_ptsz): {
         /* Both params structs are { dptr, bytesize, hStream }. */
@@ -197,6 +321,10 @@ static int decode_free(CUpti_CallbackId cbid, const void *params, rec_call_info 
     case CBID(cuMemFreeHost):
         c->kind = TRACE_KIND_PINNED_HOST;
         c->addr = (uint64_t)(uintptr_t)((const cuMemFreeHost_params *)params)->p;
+        return 0;
+    case CBID(cuMemHostUnregister):
+        c->kind = TRACE_KIND_PINNED_HOST;
+        c->addr = (uint64_t)(uintptr_t)((const cuMemHostUnregister_params *)params)->p;
         return 0;
     case CBID(cuMemFreeAsync):
     case CBID(cuMemFreeAsync_ptsz): {
@@ -288,17 +416,109 @@ static int decode_pool_vmm(CUpti_CallbackId cbid, const void *params, int rd, re
     }
 }
 
+/* A graph memory node: an alloc node's memory (its address once the call
+ * made it) or the memory a free node frees. */
+static void graph_alloc_node(rec_call_info *c, const CUDA_MEM_ALLOC_NODE_PARAMS *p, int rd) {
+    c->count_mem = REC_COUNT_NEW_GRAPH;
+    c->addr = rd && p ? (uint64_t)p->dptr : 0;
+    set_sizes(c, p ? p->bytesize : 0);
+}
+
+static void graph_free_node(rec_call_info *c, CUdeviceptr dptr) {
+    c->count_mem = REC_COUNT_OF_ADDR;
+    c->addr = (uint64_t)dptr;
+}
+
+#if CUDA_VERSION >= 12020
+/* cuGraphAddNode's parameters: only memory nodes are memory calls. */
+static void graph_node(rec_call_info *c, const CUgraphNodeParams *p, int rd) {
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        c->count_mem = REC_COUNT_NEW_GRAPH;
+        c->addr = rd ? (uint64_t)p->alloc.dptr : 0;
+        set_sizes(c, p->alloc.bytesize);
+    } else if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        graph_free_node(c, p->free.dptr);
+    } else {
+        c->count_mem = REC_COUNT_NOT_MEMORY;
+    }
+}
+#endif
+
+/* Counted calls (the reasons are at counted_calls). */
+static int decode_counted(CUpti_CallbackId cbid, const void *params, int rd, rec_call_info *c) {
+    c->kind = TRACE_KIND_DEVICE;
+    c->count_mem = REC_COUNT_CALL;
+    switch (cbid) {
+    case CBID(cuIpcOpenMemHandle):
+    case CBID(cuIpcOpenMemHandle_v2): { /* the same { pdptr, handle, Flags } */
+        const cuIpcOpenMemHandle_v2_params *p = params;
+        c->addr = out_dptr(p->pdptr, rd);
+        return 0;
+    }
+    case CBID(cuIpcCloseMemHandle):
+        c->addr = (uint64_t)((const cuIpcCloseMemHandle_params *)params)->dptr;
+        return 0;
+    case CBID(cuMemPoolImportPointer): {
+        const cuMemPoolImportPointer_params *p = params;
+        c->count_mem = REC_COUNT_NEW_IMPORT;
+        c->addr = out_dptr(p->ptr_out, rd);
+        c->pool = p->pool;
+        return 0;
+    }
+    case CBID(cuGraphAddMemAllocNode):
+        graph_alloc_node(c, ((const cuGraphAddMemAllocNode_params *)params)->nodeParams, rd);
+        return 0;
+    case CBID(cuGraphAddMemFreeNode):
+        graph_free_node(c, ((const cuGraphAddMemFreeNode_params *)params)->dptr);
+        return 0;
+    case CBID(cuDeviceGraphMemTrim):
+        return 0;
+#if CUDA_VERSION >= 12010
+    case CBID(cuMulticastBindMem): {
+        const cuMulticastBindMem_params *p = params;
+        c->handle = p->memHandle;
+        set_sizes(c, p->size);
+        return 0;
+    }
+    case CBID(cuMulticastBindAddr): {
+        const cuMulticastBindAddr_params *p = params;
+        c->addr = (uint64_t)p->memptr;
+        set_sizes(c, p->size);
+        return 0;
+    }
+    case CBID(cuMulticastUnbind):
+        set_sizes(c, ((const cuMulticastUnbind_params *)params)->size);
+        return 0;
+#endif
+#if CUDA_VERSION >= 12020
+    case CBID(cuGraphAddNode):
+        graph_node(c, ((const cuGraphAddNode_params *)params)->nodeParams, rd);
+        return 0;
+#endif
+#if CUDA_VERSION >= 12030
+    case CBID(cuGraphAddNode_v2):
+        graph_node(c, ((const cuGraphAddNode_v2_params *)params)->nodeParams, rd);
+        return 0;
+#endif
+    default:
+        return -1;
+    }
+}
+
 int rec_call_decode(CUpti_CallbackId cbid, const void *params, int read_outputs,
                     rec_call_info *out) {
     memset(out, 0, sizeof *out);
     out->cls = rec_call_class_of(cbid);
+    out->cbid = cbid;
     if (out->cls == REC_CALL_NONE || !params)
         return -1;
     int rc;
-    if (out->cls == REC_CALL_ALLOC)
+    if (out->cls == REC_CALL_ALLOC || out->cls == REC_CALL_HOST_REGISTER)
         rc = decode_alloc(cbid, params, read_outputs, out);
     else if (out->cls == REC_CALL_FREE)
         rc = decode_free(cbid, params, out);
+    else if (out->cls == REC_CALL_COUNT)
+        rc = decode_counted(cbid, params, read_outputs, out);
     else
         rc = decode_pool_vmm(cbid, params, read_outputs, out);
     out->has_result = (uint8_t)(read_outputs != 0);

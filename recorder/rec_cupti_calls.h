@@ -26,14 +26,31 @@ typedef enum rec_call_class {
     REC_CALL_PHYS_RELEASE,
     REC_CALL_MAP, /* cuMemMap / cuMemUnmap: a VA range backed by a handle */
     REC_CALL_UNMAP,
-    REC_CALL_PHYS_RETAIN, /* cuMemRetainAllocationHandle: one more reference to a handle */
-    REC_CALL_PHYS_IMPORT, /* a handle to memory this process did not create: a peer's
-                             (cuMemImportFromShareableHandle) or a multicast object */
+    REC_CALL_PHYS_RETAIN,   /* cuMemRetainAllocationHandle: one more reference to a handle */
+    REC_CALL_PHYS_IMPORT,   /* a handle to memory this process did not create: a peer's
+                               (cuMemImportFromShareableHandle) or a multicast object */
+    REC_CALL_HOST_REGISTER, /* cuMemHostRegister: pinned host memory at the caller's address */
+    REC_CALL_COUNT,         /* counted in the END record, never recorded: see count_mem */
 } rec_call_class;
+
+/* What a REC_CALL_COUNT call says about memory (the reasons are at the cbids,
+ * rec_cupti_calls.c): all are counted with their bytes unless NOT_MEMORY. */
+typedef enum rec_count_mem {
+    REC_COUNT_NOT_MEMORY = 0, /* no memory call after all (cuGraphAddNode of a kernel node) */
+    REC_COUNT_CALL,           /* counted with the bytes it names (size), nothing remembered */
+    REC_COUNT_NEW_GRAPH,      /* graph memory at addr: remembered while its graph may allocate
+                                 it (a cuMemFree of it is counted, not recorded) */
+    REC_COUNT_NEW_IMPORT,     /* a pointer imported from another process's pool at addr:
+                                 remembered until its free, which is counted */
+    REC_COUNT_OF_ADDR,        /* names the counted memory at addr; bytes = what it was
+                                 remembered with when the call names none */
+} rec_count_mem;
 
 /* One decoded call. Fields a class does not use stay zero. */
 typedef struct rec_call_info {
     rec_call_class cls;
+    CUpti_CallbackId cbid;
+    uint8_t count_mem;   /* REC_CALL_COUNT: rec_count_mem */
     uint8_t kind;        /* trace_mem_kind */
     uint8_t async;       /* stream-ordered pool call (alloc/free async) */
     uint8_t has_result;  /* the output (addr/handle/pool) was read (exit, success) */
@@ -84,5 +101,10 @@ _Static_assert(REC_MEM_ALLOCATION_MANAGED == CU_MEM_ALLOCATION_TYPE_MANAGED,
 
 /* The handled driver cbids, for enabling them one by one. */
 size_t rec_call_cbids(const CUpti_CallbackId **out);
+
+/* The count slot (rec_core.h's rec_count_call) of a cbid the handler may
+ * count rather than record, with its name ("cuGraphAddMemAllocNode"); -1
+ * for a cbid it never counts. */
+int rec_call_count_slot(CUpti_CallbackId cbid, const char **name);
 
 #endif

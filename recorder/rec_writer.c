@@ -504,10 +504,14 @@ int rec_writer_stop(void) {
                             "holds only what was live at the end");
         open_window(rec_clock_ns());
     }
+    trace_call_count calls[REC_COUNT_SLOTS]; /* what the sources saw and did not record */
+    size_t n_calls = rec_counted_calls(calls, REC_COUNT_SLOTS);
     trace_end end = {.ts_ns = rec_clock_ns(),
                      .events = trace_writer_events(wr.w),
                      .dropped = rec_buffers_dropped(),
-                     .flags = TRACE_END_CLEAN};
+                     .flags = TRACE_END_CLEAN,
+                     .n_calls = (uint32_t)n_calls,
+                     .calls = calls};
     char err[512] = "";
     int rc = wr.halted ? -1 : 0;
     if (trace_writer_close(wr.w, &end, err, sizeof err) != 0) {

@@ -390,6 +390,19 @@ CREATE TABLE counters (
   value  INTEGER NOT NULL  -- bytes
 );
 
+-- unrecorded_calls: one row per kind of driver call the recorder saw and counted instead of
+-- recording as memory (the trace's END record, format version 2 on; TRACE_FORMAT.md "Calls
+-- counted, not recorded"): memory of other processes mapped here (CUDA IPC, imported pool
+-- pointers and VMM handles, and the maps of those), CUDA graph memory nodes (allocated when the
+-- graph runs, which no callback reports), multicast objects and their binds. None of it is in
+-- events, segments or any sum. Empty for traces without such calls, older traces and snapshots.
+CREATE TABLE unrecorded_calls (
+  call_id INTEGER PRIMARY KEY, -- the CUPTI driver-API callback id (CUpti_driver_api_trace_cbid), e.g. 638
+  name    TEXT NOT NULL,       -- the call as CUPTI names it, e.g. 'cuGraphAddMemAllocNode'
+  calls   INTEGER NOT NULL,    -- successful calls of it during the recording
+  bytes   INTEGER NOT NULL     -- the bytes those calls named (an alloc node's size, a mapped range); 0 when the call names none (cuIpcOpenMemHandle)
+);
+
 -- timeline: one row per recorded event (event_id >= 1) plus each device's seeded start state
 -- (the op 'seed' rows, event_id <= 0; event_id 0 with one device): the device totals after it.
 -- The state of device D at `event:N` is its row with the greatest event_id <= N.

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* The format version this build writes and the newest it reads. */
-#define TRACE_FORMAT_VERSION 1
+#define TRACE_FORMAT_VERSION 2
 
 /* ---- record vocabulary ------------------------------------------------ */
 
@@ -227,12 +227,28 @@ typedef struct trace_thread {
     uint32_t tid, name_id;
 } trace_thread;
 
+/* Calls the producer saw and did not record as memory events (TRACE_FORMAT.md, "Calls
+ * counted, not recorded"): memory of other processes mapped here, CUDA graph memory, multicast
+ * bindings. One entry per kind of call, in the END record (version 2 on). */
+#define TRACE_END_MAX_CALLS 64      /* entries in one END record */
+#define TRACE_END_MAX_CALL_NAME 255 /* bytes of an entry's name; the writer cuts longer ones */
+typedef struct trace_call_count {
+    uint32_t call_id; /* the CUPTI driver-API callback id (CUpti_driver_api_trace_cbid) */
+    trace_bytes name; /* the call's name as CUPTI spells it: "cuGraphAddMemAllocNode" */
+    uint64_t calls;   /* successful calls of it that were counted */
+    uint64_t bytes;   /* the bytes those calls named; 0 when the call names none */
+} trace_call_count;
+
 #define TRACE_END_CLEAN 1u /* written by an orderly shutdown */
 typedef struct trace_end {
     uint64_t ts_ns;
     uint64_t events;  /* memory events the writer wrote */
     uint64_t dropped; /* events the producer could not record (buffers full) */
     uint32_t flags;
+    /* The counted calls: n_calls (<= TRACE_END_MAX_CALLS) entries, each call_id once; none
+     * in a version 1 trace. From the reader they live until the next trace_reader_next. */
+    uint32_t n_calls;
+    const trace_call_count *calls;
 } trace_end;
 
 typedef struct trace_record {
@@ -340,8 +356,10 @@ int trace_writer_flush(trace_writer *w);
 
 /* Writes the END record, flushes, closes the file and frees the writer.
  * `end` may be NULL (an END record with the writer's own counts is written).
- * Returns 0, or -1 when anything failed along the way (err filled). The
- * writer is freed in both cases. */
+ * Its counted calls are the caller's: more than TRACE_END_MAX_CALLS, or a
+ * call_id twice, fail the close (no END is written). Returns 0, or -1 when
+ * anything failed along the way (err filled). The writer is freed in both
+ * cases. */
 int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen);
 
 const char *trace_writer_error(const trace_writer *w);

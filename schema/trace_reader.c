@@ -54,6 +54,7 @@ struct trace_reader {
     char *scratch; /* NUL-terminated copies of the current record's strings */
     size_t scratch_len, scratch_cap;
     trace_symbol_entry symbol_entries[TRACE_SYMBOL_MAX_INLINE];
+    trace_call_count end_calls[TRACE_END_MAX_CALLS]; /* the current END record's */
 
     trace_reader_stats stats;
     char *warnings[TRACE_READER_MAX_WARNINGS];
@@ -333,6 +334,39 @@ static void parse_event(trace_reader *r, cursor *c, unsigned tag, trace_event *e
         c->bad = 1;
 }
 
+/* END: the counted calls follow its flags when they say so (version 2 on; a version 1 END
+ * never does), so an END reads right even when the header that gave the version was lost. */
+static void parse_end(trace_reader *r, cursor *c, trace_end *e) {
+    e->ts_ns = get_ts(r, c);
+    e->events = get_u64(c);
+    e->dropped = get_u64(c);
+    uint32_t flags = get_u32(c);
+    e->flags = flags & ~(uint32_t)TRACE_WIRE_END_CALLS;
+    e->n_calls = 0;
+    e->calls = NULL;
+    if (!(flags & TRACE_WIRE_END_CALLS))
+        return;
+    uint32_t n = get_u32(c);
+    if (n > TRACE_END_MAX_CALLS) {
+        c->bad = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < n && !c->bad; i++) {
+        trace_call_count *k = &r->end_calls[i];
+        k->call_id = get_u32(c);
+        k->name = get_bytes(r, c);
+        k->calls = get_u64(c);
+        k->bytes = get_u64(c);
+        if (k->name.len > TRACE_END_MAX_CALL_NAME)
+            c->bad = 1;
+        for (uint32_t j = 0; j < i; j++)
+            if (r->end_calls[j].call_id == k->call_id)
+                c->bad = 1; /* each call once */
+    }
+    e->n_calls = n;
+    e->calls = n ? r->end_calls : NULL;
+}
+
 /* Decodes one record at c into rec. Returns 0, or -1 when it is malformed. */
 static int parse_record(trace_reader *r, cursor *c, trace_record *rec) {
     unsigned tag = get_byte(c);
@@ -435,10 +469,7 @@ static int parse_record(trace_reader *r, cursor *c, trace_record *rec) {
         rec->u.thread.name_id = get_u32(c);
         break;
     case TRACE_REC_END:
-        rec->u.end.ts_ns = get_ts(r, c);
-        rec->u.end.events = get_u64(c);
-        rec->u.end.dropped = get_u64(c);
-        rec->u.end.flags = get_u32(c);
+        parse_end(r, c, &rec->u.end);
         break;
     default:
         c->bad = 1;

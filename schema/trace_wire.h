@@ -23,6 +23,10 @@
 #define TRACE_WIRE_LEVEL_BIT 0x10
 #define TRACE_WIRE_OP_MASK 0x0f
 
+/* END record flags: bit 0 is TRACE_END_CLEAN; this bit says the counted
+ * calls follow the flags (version 2 on, set exactly when there are some). */
+#define TRACE_WIRE_END_CALLS 0x2
+
 /* Strings and byte fields longer than this are cut by the writer. */
 #define TRACE_WIRE_MAX_STRING 65536
 

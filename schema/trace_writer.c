@@ -29,6 +29,8 @@
 /* The largest record: PROCESS with four strings at the cap, or a SYMBOL
  * with a full inline chain. The chunk keeps this much room past its target. */
 #define RECORD_MAX (4 * (TRACE_WIRE_MAX_STRING + 10) + 256)
+_Static_assert((4 * 10 + 3 + TRACE_END_MAX_CALL_NAME) * TRACE_END_MAX_CALLS + 64 <= RECORD_MAX,
+               "an END record with every counted call fits in that room");
 
 /* Context fields of a memory event; repeated ones are not written again. */
 typedef struct event_context {
@@ -74,6 +76,8 @@ struct trace_writer {
 
 /* Text in sink mode: the most one record holds (a PROCESS's four strings at the cap). */
 #define SINK_TEXT (4 * ((size_t)TRACE_WIRE_MAX_STRING + 1))
+_Static_assert((TRACE_END_MAX_CALL_NAME + 1) * TRACE_END_MAX_CALLS <= SINK_TEXT,
+               "an END record's names fit in the sink's text");
 
 static int fail(trace_writer *w, const char *fmt, ...) {
     if (!w->failed) {
@@ -560,18 +564,53 @@ uint32_t trace_writer_stack(trace_writer *w, uint32_t parent_id, uint32_t frame_
     return record_end(w, p) == 0 ? id : 0;
 }
 
+/* The END record's counted calls are well formed: few enough, each call once. */
+static int check_end_calls(trace_writer *w, const trace_end *end) {
+    if (!end || !end->n_calls)
+        return 0;
+    if (end->n_calls > TRACE_END_MAX_CALLS || !end->calls)
+        return fail(w, "END record: %u counted calls (at most %d)", end->n_calls,
+                    TRACE_END_MAX_CALLS);
+    for (uint32_t i = 0; i < end->n_calls; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (end->calls[i].call_id == end->calls[j].call_id)
+                return fail(w, "END record: call %u counted twice", end->calls[i].call_id);
+    return 0;
+}
+
+/* An entry's name as the reader gives it back: cut at TRACE_END_MAX_CALL_NAME. */
+static trace_bytes call_name(trace_bytes name) {
+    if (!name.ptr)
+        name.len = 0;
+    if (name.len > TRACE_END_MAX_CALL_NAME)
+        name.len = TRACE_END_MAX_CALL_NAME;
+    return name;
+}
+
+static void deliver_end(trace_writer *w, const trace_end *end) {
+    trace_record rec = {.kind = TRACE_REC_END,
+                        .u.end = end ? *end : (trace_end){.flags = TRACE_END_CLEAN}};
+    if (!end)
+        rec.u.end.ts_ns = w->last_ts;
+    if (!rec.u.end.events)
+        rec.u.end.events = w->events;
+    rec.u.end.flags &= ~(uint32_t)TRACE_WIRE_END_CALLS; /* as the reader gives it */
+    trace_call_count calls[TRACE_END_MAX_CALLS];
+    for (uint32_t i = 0; i < rec.u.end.n_calls; i++) { /* check_end_calls held */
+        calls[i] = rec.u.end.calls[i];
+        calls[i].name = sink_bytes(w, call_name(calls[i].name));
+    }
+    rec.u.end.calls = rec.u.end.n_calls ? calls : NULL;
+    deliver(w, &rec);
+}
+
 int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t errlen) {
     if (!w)
         return 0;
-    if (w->sink && !w->failed) {
-        trace_record rec = {.kind = TRACE_REC_END,
-                            .u.end = end ? *end : (trace_end){.flags = TRACE_END_CLEAN}};
-        if (!end)
-            rec.u.end.ts_ns = w->last_ts;
-        if (!rec.u.end.events)
-            rec.u.end.events = w->events;
-        deliver(w, &rec);
-    }
+    if (!w->appending)
+        check_end_calls(w, end);
+    if (w->sink && !w->failed)
+        deliver_end(w, end);
     if (!w->failed && w->cctx && w->appending) {
         trace_writer_flush(w);
     } else if (!w->failed && w->cctx) {
@@ -586,7 +625,17 @@ int trace_writer_close(trace_writer *w, const trace_end *end, char *err, size_t 
             put_ts(w, e.ts_ns);
             p = varint_put(p, e.events);
             p = varint_put(p, e.dropped);
-            p = varint_put(p, e.flags);
+            uint32_t flags = e.flags & ~(uint32_t)TRACE_WIRE_END_CALLS;
+            p = varint_put(p, flags | (e.n_calls ? TRACE_WIRE_END_CALLS : 0));
+            if (e.n_calls)
+                p = varint_put(p, e.n_calls);
+            for (uint32_t i = 0; i < e.n_calls; i++) {
+                const trace_call_count *c = &e.calls[i];
+                p = varint_put(p, c->call_id);
+                p = put_tb(p, call_name(c->name));
+                p = varint_put(p, c->calls);
+                p = varint_put(p, c->bytes);
+            }
             w->chunk_len = (size_t)(p - w->chunk);
             trace_writer_flush(w);
         }

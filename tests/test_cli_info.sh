@@ -30,10 +30,65 @@ cmp -s "$T/a.zst" "$T/c.zst" && fail "different seeds, same bytes"
 if command -v zstd >/dev/null; then
   zstd -q -t "$T/a.zst" || fail "zstd -t rejects the trace"
   # the version check: a well-formed header of a future version
-  printf 'GPUMEMTR\002\000\001\000\000\000' | zstd -q -c >"$T/v2.zst"
-  "$MA" info "$T/v2.zst" >/dev/null 2>"$T/v2.err"; rc=$?
+  printf 'GPUMEMTR\003\000\001\000\000\000' | zstd -q -c >"$T/v3.zst"
+  "$MA" info "$T/v3.zst" >/dev/null 2>"$T/v3.err"; rc=$?
   [ $rc -eq 2 ] || fail "newer version: exit $rc, want 2"
-  expect_grep "$T/v2.err" "version 2" "newer version message"
+  expect_grep "$T/v3.err" "version 3" "newer version message"
+
+  # The calls a recorder counted instead of recording (TRACE_FORMAT.md's END record, version
+  # 2): one line each, with the bytes they named. The bytes as the format spells them: header,
+  # chunk (a time column of one ts, 6000), END (0 events, 5 dropped, clean | calls follow).
+  python3 - "$T/counted.bin" "$T/v1.bin" <<'PY'
+import sys
+def varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+def text(s):
+    return varint(len(s)) + s.encode()
+def trace(version, end):
+    ts = varint(6000 * 2)  # zigzag
+    return b"GPUMEMTR" + bytes([version, 0, 0x01, 0, 0]) + varint(len(ts)) + ts + b"\x0c" + end
+calls = [(638, "cuGraphAddMemAllocNode", 3, 12 << 20), (567, "cuIpcOpenMemHandle_v2", 2, 0),
+         (639, "cuGraphAddMemFreeNode", 1, 4096)]
+end = bytes([0, 5, 1 | 2]) + varint(len(calls))
+for cbid, name, n, nbytes in calls:
+    end += varint(cbid) + text(name) + varint(n) + varint(nbytes)
+open(sys.argv[1], "wb").write(trace(2, end))
+open(sys.argv[2], "wb").write(trace(1, bytes([0, 5, 1])))  # a version 1 recorder's END
+PY
+  zstd -q -c "$T/counted.bin" >"$T/counted.zst" && zstd -q -c "$T/v1.bin" >"$T/v1.zst"
+  "$MA" info "$T/counted.zst" >"$T/counted.out" 2>&1; rc=$?
+  [ $rc -eq 0 ] || fail "counted calls: exit $rc"
+  [ "$(grep '^not recorded' "$T/counted.out")" = "not recorded: cuGraphAddMemAllocNode 3 calls, 12.0 MiB
+not recorded: cuIpcOpenMemHandle_v2 2 calls
+not recorded: cuGraphAddMemFreeNode 1 call, 4.00 KiB" ] || {
+    fail "counted calls: the 'not recorded' lines"; cat "$T/counted.out" >&2; }
+  expect_grep "$T/counted.out" "format v2" "counted calls: version"
+  expect_grep "$T/counted.out" "end: clean shutdown, 0 events written, 5 dropped" "counted: end"
+  grep -q "^warning" "$T/counted.out" && fail "counted calls: warnings"
+  # a version 1 trace reads as before: no counts
+  "$MA" info "$T/v1.zst" >"$T/v1.out" 2>&1; rc=$?
+  [ $rc -eq 0 ] || fail "version 1 trace: exit $rc"
+  expect_grep "$T/v1.out" "format v1" "version 1 trace: version"
+  expect_grep "$T/v1.out" "end: clean shutdown, 0 events written, 5 dropped" "version 1: end"
+  grep -q "^not recorded\|^warning" "$T/v1.out" && fail "version 1 trace: counts or warnings"
+  # the replay keeps them: the unrecorded_calls table
+  "$MA" sql "$T/counted.zst" --csv \
+    "SELECT call_id, name, calls, bytes FROM unrecorded_calls ORDER BY call_id" \
+    >"$T/counted.csv" 2>"$T/counted.err" || fail "sql on the counted calls"
+  [ "$(tr -d '\r' <"$T/counted.csv")" = "call_id,name,calls,bytes
+567,cuIpcOpenMemHandle_v2,2,0
+638,cuGraphAddMemAllocNode,3,12582912
+639,cuGraphAddMemFreeNode,1,4096" ] || {
+    fail "unrecorded_calls rows"; cat "$T/counted.csv" "$T/counted.err" >&2; }
+  "$MA" sql "$T/v1.zst" --csv "SELECT count(*) AS n FROM unrecorded_calls" \
+    >"$T/v1.csv" 2>&1
+  [ "$(tr -d '\r' <"$T/v1.csv")" = "n
+0" ] || { fail "version 1: unrecorded_calls"; cat "$T/v1.csv" >&2; }
 fi
 
 # A multi-frame trace cut in the middle: a prefix and the warning.

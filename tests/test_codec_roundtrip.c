@@ -1,6 +1,7 @@
-/* test_codec_roundtrip.c — every record kind, and seeded random event
- * streams, come back from the reader exactly as they were written; open
- * errors (empty, not a trace, newer version) are clear one-liners. */
+/* test_codec_roundtrip.c — every record kind (the END record's counted calls
+ * too), and seeded random event streams, come back from the reader exactly
+ * as they were written; a version 1 trace still reads; open errors (empty,
+ * not a trace, newer version) are clear one-liners. */
 #include "check.h"
 #include "trace_format.h"
 #include "trace_wire.h"
@@ -130,6 +131,28 @@ static trace_event every_event;
 static uint32_t s_fn, s_file, s_step, f1, f2;
 static int seen[256];
 
+/* The END record's counted calls: a name at the cap's far side is cut to it. */
+static char long_name[TRACE_END_MAX_CALL_NAME + 2];
+static trace_call_count end_calls[] = {
+    {.call_id = 638, .name = {"cuGraphAddMemAllocNode", 22}, .calls = 3, .bytes = 12u << 20},
+    {.call_id = UINT32_MAX, .name = {"", 0}, .calls = UINT64_MAX, .bytes = 0},
+    {.call_id = 7, .name = {NULL, 0}, .calls = 1, .bytes = UINT64_MAX}, /* name set at write */
+};
+
+static void check_end_calls(const trace_end *e) {
+    CHECK_EQ_U64(e->n_calls, 3);
+    if (e->n_calls != 3 || !e->calls)
+        return;
+    CHECK(e->calls[0].call_id == 638 && e->calls[0].calls == 3);
+    CHECK_EQ_U64(e->calls[0].bytes, 12u << 20);
+    CHECK_STR_EQ(e->calls[0].name.ptr, "cuGraphAddMemAllocNode");
+    CHECK(e->calls[1].call_id == UINT32_MAX && e->calls[1].calls == UINT64_MAX);
+    CHECK(e->calls[1].bytes == 0 && e->calls[1].name.len == 0 && e->calls[1].name.ptr[0] == 0);
+    CHECK(e->calls[2].call_id == 7 && e->calls[2].bytes == UINT64_MAX);
+    CHECK_EQ_U64(e->calls[2].name.len, TRACE_END_MAX_CALL_NAME); /* cut */
+    CHECK(e->calls[2].name.ptr[TRACE_END_MAX_CALL_NAME] == 0 && e->calls[2].name.ptr[0] == 'x');
+}
+
 /* Writes one record of every kind (the END record at close: ok when it went). */
 static int write_every_kind(trace_writer *w) {
     char err[256];
@@ -207,7 +230,15 @@ static int write_every_kind(trace_writer *w) {
                                 .level = TRACE_LEVEL_BLOCK,
                                 .kind = TRACE_KIND_PINNED_HOST};
     CHECK(trace_writer_event(w, &every_event) == 0);
-    trace_end end = {.ts_ns = 6000, .events = 1, .dropped = 17, .flags = 0};
+    trace_end end = {.ts_ns = 6000,
+                     .events = 1,
+                     .dropped = 17,
+                     .flags = 0,
+                     .n_calls = sizeof end_calls / sizeof end_calls[0],
+                     .calls = end_calls};
+    long_name[sizeof long_name - 1] = '\0';
+    memset(long_name, 'x', sizeof long_name - 1);
+    end_calls[2].name = tb(long_name);
     return trace_writer_close(w, &end, err, sizeof err);
 }
 
@@ -278,6 +309,7 @@ static int check_every_kind(void *ctx, const trace_record *r) {
     case TRACE_REC_END:
         CHECK(rec.u.end.ts_ns == 6000 && rec.u.end.events == 1);
         CHECK(rec.u.end.dropped == 17 && rec.u.end.flags == 0);
+        check_end_calls(&rec.u.end);
         break;
     }
     return 0;
@@ -463,11 +495,161 @@ static void test_open_errors(void) {
     write_file(tmp_path("other.zst"), z, n);
     expect_open_error(tmp_path("other.zst"), "without a trace header");
 
-    /* our header with version 2: newer than this build */
-    const uint8_t v2[] = {'G', 'P', 'U', 'M', 'E', 'M', 'T', 'R', 2, 0, 0x01, 0, 0};
-    n = ZSTD_compress(z, sizeof z, v2, sizeof v2, 1);
-    write_file(tmp_path("v2.zst"), z, n);
-    expect_open_error(tmp_path("v2.zst"), "version 2");
+    /* our header with a version newer than this build */
+    const uint8_t newer[] = {'G', 'P',  'U', 'M', 'E', 'M', 'T', 'R', TRACE_FORMAT_VERSION + 1,
+                             0,   0x01, 0,   0};
+    n = ZSTD_compress(z, sizeof z, newer, sizeof newer, 1);
+    write_file(tmp_path("newer.zst"), z, n);
+    char want[32];
+    snprintf(want, sizeof want, "version %d", TRACE_FORMAT_VERSION + 1);
+    expect_open_error(tmp_path("newer.zst"), want);
+}
+
+/* A trace of one frame made of `content` bytes, read back: its END record
+ * (has_end; its calls dangle once the reader is closed: the first one's name
+ * is kept in end_name0) and the reader's warnings. */
+static char end_name0[64];
+static void read_raw(const char *name, const uint8_t *content, size_t len, trace_end *end,
+                     int *has_end, size_t *warnings, uint32_t *version) {
+    uint8_t z[512];
+    size_t n = ZSTD_compress(z, sizeof z, content, len, 1);
+    CHECK(!ZSTD_isError(n));
+    write_file(tmp_path(name), z, n);
+    char err[256];
+    trace_reader *r = trace_reader_open(tmp_path(name), err, sizeof err);
+    CHECK(r != NULL);
+    *has_end = 0;
+    if (!r)
+        return;
+    trace_record rec;
+    while (trace_reader_next(r, &rec) == 1)
+        if (rec.kind == TRACE_REC_END) {
+            *end = rec.u.end;
+            *has_end = 1;
+            snprintf(end_name0, sizeof end_name0, "%s", end->n_calls ? end->calls[0].name.ptr : "");
+        }
+    *warnings = trace_reader_warning_count(r);
+    *version = trace_reader_version(r);
+    trace_reader_close(r);
+}
+
+/* A trace's bytes before its END record's fields: the header of `version`, chunk 0 (0 events
+ * before it) with a time column of one ts (6000, zigzag 12000), the END tag; then `end`. */
+static size_t raw_trace(uint8_t version, const uint8_t *end, size_t n, uint8_t *out) {
+    const uint8_t head[] = {'G', 'P', 'U', 'M', 'E', 'M',  'T',  'R', 0,
+                            0,   1,   0,   0,   2,   0xe0, 0x5d, 0x0c};
+    memcpy(out, head, sizeof head);
+    out[8] = version;
+    memcpy(out + sizeof head, end, n);
+    return sizeof head + n;
+}
+
+/* Traces of version 1 (written before the END record had counted calls) still read: the
+ * bytes of a version 1 recorder's END; a version 2 END without calls is the same bytes, one
+ * with calls says so in its flags; a malformed list is damage, not a crash. */
+static void test_older_versions(void) {
+    uint8_t raw[128];
+    const uint8_t v1_end[] = {0, 5, TRACE_END_CLEAN}; /* events 0, dropped 5, flags */
+    size_t v1_len = raw_trace(1, v1_end, sizeof v1_end, raw);
+    trace_end e = {0};
+    int has_end;
+    size_t warnings;
+    uint32_t version;
+    read_raw("v1.zst", raw, v1_len, &e, &has_end, &warnings, &version);
+    CHECK(has_end && warnings == 0 && version == 1);
+    CHECK(e.ts_ns == 6000 && e.dropped == 5 && e.flags == TRACE_END_CLEAN);
+    CHECK(e.n_calls == 0 && e.calls == NULL);
+
+    /* the same END from this build: the same bytes but the version */
+    char err[256];
+    trace_writer *w = trace_writer_open(tmp_path("v2-none.zst"), NULL, err, sizeof err);
+    CHECK(w != NULL);
+    trace_end none = {.ts_ns = 6000, .dropped = 5, .flags = TRACE_END_CLEAN};
+    CHECK(w && trace_writer_close(w, &none, err, sizeof err) == 0);
+    FILE *f = fopen(tmp_path("v2-none.zst"), "rb");
+    uint8_t z[256], plain[256];
+    size_t zn = f ? fread(z, 1, sizeof z, f) : 0;
+    if (f)
+        fclose(f);
+    size_t pn = ZSTD_decompress(plain, sizeof plain, z, zn);
+    CHECK(!ZSTD_isError(pn) && pn == v1_len);
+    if (!ZSTD_isError(pn) && pn == v1_len) {
+        CHECK_EQ_U64(plain[8], TRACE_FORMAT_VERSION);
+        plain[8] = 1;
+        CHECK(memcmp(plain, raw, v1_len) == 0);
+    }
+
+    /* version 2: flags clean | TRACE_WIRE_END_CALLS, 1 call (639, "free", 2 calls, 4096 B) */
+    const uint8_t v2_end[] = {
+        0,    0,   TRACE_END_CLEAN | TRACE_WIRE_END_CALLS, 1, 0xff, 0x04, 4, 'f', 'r', 'e', 'e', 2,
+        0x80, 0x20};
+    size_t v2_len = raw_trace(2, v2_end, sizeof v2_end, raw);
+    read_raw("v2.zst", raw, v2_len, &e, &has_end, &warnings, &version);
+    CHECK(has_end && warnings == 0 && version == 2 && e.flags == TRACE_END_CLEAN);
+    CHECK(e.n_calls == 1 && e.calls != NULL);
+    CHECK_STR_EQ(end_name0, "free");
+    trace_reader *r = trace_reader_open(tmp_path("v2.zst"), err, sizeof err);
+    trace_record rec;
+    while (r && trace_reader_next(r, &rec) == 1)
+        if (rec.kind == TRACE_REC_END && rec.u.end.n_calls == 1) {
+            CHECK(rec.u.end.calls[0].call_id == 639 && rec.u.end.calls[0].calls == 2);
+            CHECK_EQ_U64(rec.u.end.calls[0].bytes, 4096);
+        }
+    trace_reader_close(r);
+
+    /* a list cut short; more calls than a reader keeps; the same call twice: damage */
+    read_raw("v2-cut.zst", raw, v2_len - 1, &e, &has_end, &warnings, &version);
+    CHECK(!has_end && warnings == 1);
+    uint8_t many[sizeof v2_end];
+    memcpy(many, v2_end, sizeof many);
+    many[3] = TRACE_END_MAX_CALLS + 1; /* the count */
+    read_raw("v2-many.zst", raw, raw_trace(2, many, sizeof many, raw), &e, &has_end, &warnings,
+             &version);
+    CHECK(!has_end && warnings == 1);
+    const uint8_t twice[] = {0, 0, TRACE_END_CLEAN | TRACE_WIRE_END_CALLS, 2, 7, 0, 1, 0, 7, 0,
+                             1, 0};
+    read_raw("v2-twice.zst", raw, raw_trace(2, twice, sizeof twice, raw), &e, &has_end, &warnings,
+             &version);
+    CHECK(!has_end && warnings == 1);
+}
+
+/* The writer refuses an END record it could not write as the format says. */
+static void test_end_limits(void) {
+    static trace_call_count many[TRACE_END_MAX_CALLS + 1];
+    for (uint32_t i = 0; i < TRACE_END_MAX_CALLS + 1; i++)
+        many[i] = (trace_call_count){.call_id = i, .name = {"c", 1}, .calls = 1};
+    char err[256] = "";
+    trace_end end = {.n_calls = TRACE_END_MAX_CALLS + 1, .calls = many};
+    trace_writer *w = trace_writer_open(tmp_path("many.zst"), NULL, err, sizeof err);
+    CHECK(w && trace_writer_close(w, &end, err, sizeof err) == -1);
+    CHECK(strstr(err, "counted calls") != NULL);
+    end.n_calls = TRACE_END_MAX_CALLS; /* the most there may be */
+    w = trace_writer_open(tmp_path("max.zst"), NULL, err, sizeof err);
+    CHECK(w && trace_writer_close(w, &end, err, sizeof err) == 0);
+    trace_end got = {0};
+    int has_end = 0;
+    size_t warnings = 0;
+    uint32_t version = 0;
+    trace_reader *r = trace_reader_open(tmp_path("max.zst"), err, sizeof err);
+    CHECK(r != NULL);
+    trace_record rec;
+    while (r && trace_reader_next(r, &rec) == 1)
+        if (rec.kind == TRACE_REC_END) {
+            got = rec.u.end;
+            has_end = 1;
+            CHECK(rec.u.end.n_calls == TRACE_END_MAX_CALLS &&
+                  rec.u.end.calls[TRACE_END_MAX_CALLS - 1].call_id == TRACE_END_MAX_CALLS - 1);
+        }
+    warnings = r ? trace_reader_warning_count(r) : 1;
+    version = r ? trace_reader_version(r) : 0;
+    trace_reader_close(r);
+    CHECK(has_end && warnings == 0 && version == TRACE_FORMAT_VERSION);
+    CHECK_EQ_U64(got.n_calls, TRACE_END_MAX_CALLS);
+    many[1].call_id = 0; /* twice */
+    end.n_calls = 2;
+    w = trace_writer_open(tmp_path("twice.zst"), NULL, err, sizeof err);
+    CHECK(w && trace_writer_close(w, &end, err, sizeof err) == -1);
+    CHECK(strstr(err, "counted twice") != NULL);
 }
 
 static void test_writer_errors(void) {
@@ -496,6 +678,8 @@ int main(void) {
     test_sink_end_time();
     test_random_streams();
     test_open_errors();
+    test_older_versions();
+    test_end_limits();
     test_writer_errors();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

@@ -3,8 +3,10 @@
  *
  * It is the quickest proof that a recording is usable: record counts by
  * kind, events per device and op, the time span, the steps the step rule
- * finds, whether the recording ended cleanly, and every damage warning the
- * reader raised (truncation, corrupt frames with their offsets). */
+ * finds, whether the recording ended cleanly, the calls the recorder saw and
+ * counted instead of recording (the END record's list: graph memory, other
+ * processes' memory), and every damage warning the reader raised
+ * (truncation, corrupt frames with their offsets). */
 #include "cli.h"
 #include "commands.h"
 #include "step_rule.h"
@@ -36,8 +38,10 @@ typedef struct info {
     trace_process process;
     char host[256], cmdline[512], producer[128];
     int have_process;
-    trace_end end;
+    trace_end end; /* end.calls: NULL (they are copied into calls and call_names) */
     int have_end;
+    trace_call_count calls[TRACE_END_MAX_CALLS];
+    char call_names[TRACE_END_MAX_CALLS][TRACE_END_MAX_CALL_NAME + 1];
 } info;
 
 static void note_ts(info *in, uint64_t ts) {
@@ -135,8 +139,15 @@ static void note_record(info *in, const trace_record *rec) {
         snprintf(in->producer, sizeof in->producer, "%s", rec->u.process.producer.ptr);
         in->have_process = 1;
         break;
-    case TRACE_REC_END:
+    case TRACE_REC_END: /* its counted calls, kept past the record */
         in->end = rec->u.end;
+        in->end.calls = NULL;
+        for (uint32_t i = 0; i < in->end.n_calls; i++) {
+            in->calls[i] = rec->u.end.calls[i];
+            snprintf(in->call_names[i], sizeof in->call_names[i], "%s",
+                     rec->u.end.calls[i].name.ptr);
+            in->calls[i].name = (trace_bytes){in->call_names[i], rec->u.end.calls[i].name.len};
+        }
         in->have_end = 1;
         break;
     default:
@@ -198,6 +209,14 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
                (unsigned long long)in->end.events, (unsigned long long)in->end.dropped);
     else
         printf("end: no end record (the recording did not close: killed or still running)\n");
+    for (uint32_t i = 0; in->have_end && i < in->end.n_calls; i++) { /* TRACE_FORMAT.md */
+        const trace_call_count *c = &in->calls[i];
+        printf("not recorded: %s %llu call%s", c->name.len ? c->name.ptr : "?",
+               (unsigned long long)c->calls, c->calls == 1 ? "" : "s");
+        if (c->bytes)
+            printf(", %s", units_bytes(c->bytes, b1, sizeof b1));
+        printf("\n");
+    }
     if (st->lost_events)
         printf("lost: %llu events in damaged frames\n", (unsigned long long)st->lost_events);
     size_t nw = trace_reader_warning_count(r);
@@ -210,7 +229,9 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
 static void info_usage(FILE *out) {
     fprintf(out, "usage: memanalyze info TRACE\n"
                  "Prints what a trace holds: record counts by kind, events per device and op,\n"
-                 "time span, steps, how the recording ended, and any damage found.\n");
+                 "time span, steps, how the recording ended, the calls seen but not recorded\n"
+                 "as memory (counted: CUDA graph memory nodes, other processes' memory), and\n"
+                 "any damage found.\n");
 }
 
 int cmd_info(int argc, char **argv) {

@@ -75,6 +75,7 @@ enum statement {
     ST_FREE_SPLIT,
     ST_STEP_END,
     ST_TENSOR_NAME,
+    ST_UNRECORDED,
     ST_COUNT
 };
 
@@ -148,6 +149,8 @@ static const char *const statement_sql[ST_COUNT] = {
                   " VALUES (?,?,?,?)",
     [ST_WARNING] = "INSERT INTO warnings (event_id, code, message) VALUES (?,?,?)",
     [ST_META] = "INSERT OR REPLACE INTO meta VALUES (?,?)",
+    [ST_UNRECORDED] = "INSERT OR REPLACE INTO unrecorded_calls (call_id, name, calls, bytes)"
+                      " VALUES (?,?,?,?)",
 };
 
 #define MAX_PARAMS 17 /* the widest statement but events (segments) */
@@ -810,6 +813,16 @@ int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const ch
     row_int(st, 1, event_id);
     row_text(st, 2, code);
     row_text(st, 3, message);
+    return row_done(w, st);
+}
+
+int db_writer_unrecorded_call(db_writer *w, int64_t call_id, const char *name, int64_t calls,
+                              int64_t bytes) {
+    pending_row *st = begin(w, ST_UNRECORDED);
+    row_int(st, 1, call_id);
+    row_text(st, 2, name);
+    row_int(st, 3, calls);
+    row_int(st, 4, bytes);
     return row_done(w, st);
 }
 

@@ -114,6 +114,9 @@ int db_writer_largest(db_writer *w, int64_t device, int64_t alloc_id, int64_t si
 int db_writer_tensor_name(db_writer *w, int64_t alloc_id, const char *name, const char *category,
                           int64_t tensors, int64_t ts_ns);
 int db_writer_warning(db_writer *w, int64_t event_id, const char *code, const char *message);
+/* An unrecorded_calls row: a kind of call the recorder counted instead of recording. */
+int db_writer_unrecorded_call(db_writer *w, int64_t call_id, const char *name, int64_t calls,
+                              int64_t bytes);
 int db_writer_meta_int(db_writer *w, const char *key, int64_t value);
 int db_writer_meta_text(db_writer *w, const char *key, const char *value);
 

@@ -112,6 +112,20 @@ static int on_marker(replay *rp, const trace_marker *m) {
     return replay_db_ok(rp, db_writer_marker(rp->db, &row));
 }
 
+/* The END record's counted calls (seen by the recorder, not recorded as memory): the
+ * unrecorded_calls rows. A count past INT64_MAX is stored as INT64_MAX. */
+static int write_unrecorded(replay *rp, const trace_end *e) {
+    for (uint32_t i = 0; i < e->n_calls; i++) {
+        const trace_call_count *c = &e->calls[i];
+        int64_t calls = c->calls > INT64_MAX ? INT64_MAX : (int64_t)c->calls;
+        int64_t bytes = c->bytes > INT64_MAX ? INT64_MAX : (int64_t)c->bytes;
+        if (replay_db_ok(
+                rp, db_writer_unrecorded_call(rp->db, c->call_id, c->name.ptr, calls, bytes)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int on_record(replay *rp, const trace_record *rec) {
     switch (rec->kind) {
     case TRACE_REC_EVENT:
@@ -174,6 +188,8 @@ static int on_record(replay *rp, const trace_record *rec) {
         return replay_db_ok(rp, db_writer_meta_int(rp->db, "t0_unix_ns", t0_unix));
     }
     case TRACE_REC_END:
+        if (write_unrecorded(rp, &rec->u.end) != 0)
+            return -1;
         db_writer_meta_int(rp->db, "clean_shutdown", (rec->u.end.flags & TRACE_END_CLEAN) != 0);
         return replay_db_ok(
             rp, db_writer_meta_int(rp->db, "dropped_events", (int64_t)rec->u.end.dropped));

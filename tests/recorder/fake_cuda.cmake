@@ -33,8 +33,15 @@ gmt_fake_cuda_lib(standin_cupti_broken standin_cupti.c cupti-broken libcupti.so.
 gmt_fake_cuda_lib(standin_cupti_none standin_cupti.c cupti-none libcupti.so.12
                   STANDIN_API_VERSION=24 STANDIN_NO_SUBSCRIBE=1)
 file(WRITE ${GMT_FAKE_CUDA}/cupti-garbage/libcupti.so.12 "not a shared library\n")
+# An older CUPTI that does not know the newest cbids, and one that refuses a cbid it knows.
+gmt_fake_cuda_lib(standin_cupti_older standin_cupti.c cupti-older libcupti.so.13
+                  STANDIN_API_VERSION=130001 STANDIN_V2=1
+                  STANDIN_MAX_CBID=CUPTI_DRIVER_TRACE_CBID_cuMemPoolImportPointer)
+gmt_fake_cuda_lib(standin_cupti_refuses standin_cupti.c cupti-refuses libcupti.so.13
+                  STANDIN_API_VERSION=130001 STANDIN_V2=1
+                  STANDIN_REFUSE_CBID=CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged)
 set(GMT_FAKE_CUDA_LIBS fake_cuda12 fake_cuda13 standin_cupti12 standin_cupti13 standin_cupti_min
-    standin_cupti_broken standin_cupti_none)
+    standin_cupti_broken standin_cupti_none standin_cupti_older standin_cupti_refuses)
 
 add_executable(fake_cuda_prog fake_cuda/fake_cuda_prog.c)
 target_include_directories(fake_cuda_prog PRIVATE ${CUDAToolkit_INCLUDE_DIRS})

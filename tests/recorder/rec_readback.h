@@ -2,8 +2,9 @@
  * their traces (rb_tmpdir, rb_path, rb_finish), a quiet session recording
  * into it (rb_config, rb_session_start), and a trace read back into plain
  * arrays (rb_read: events, markers with their names and domains, counters,
- * devices, strings, frames and stacks by id, and how many records of each
- * other kind) for the tests to CHECK; also one text form of an event
+ * devices, strings, frames and stacks by id, the END record with its
+ * counted calls, and how many records of each other kind) for the tests to
+ * CHECK; also one text form of an event
  * (rb_describe), so that two events compare with CHECK_STR_EQ.
  *
  * It owns no expectation: every CHECK stays in its test, which is why the
@@ -111,8 +112,10 @@ typedef struct readback {
     uint32_t process_pid;                /* the PROCESS record's */
     int32_t process_rank;                /* the PROCESS record's (-1: none) */
     char clock_source[32];
-    trace_end end;
+    trace_end end; /* end.calls points at end_calls below */
     int has_end;
+    trace_call_count end_calls[TRACE_END_MAX_CALLS]; /* the END record's counted calls */
+    char end_call_names[TRACE_END_MAX_CALLS][TRACE_END_MAX_CALL_NAME + 1];
     trace_reader_stats stats;
 } readback;
 
@@ -187,8 +190,15 @@ static inline void rb_take(readback *rb, const trace_record *rec, const char *ex
         rb->process_rank = rec->u.process.rank;
         snprintf(rb->clock_source, sizeof rb->clock_source, "%s", rec->u.process.clock_source.ptr);
         break;
-    case TRACE_REC_END:
+    case TRACE_REC_END: /* its counted calls copied: the reader's last one record */
         rb->end = rec->u.end;
+        for (uint32_t i = 0; i < rec->u.end.n_calls && i < TRACE_END_MAX_CALLS; i++) {
+            rb->end_calls[i] = rec->u.end.calls[i];
+            snprintf(rb->end_call_names[i], sizeof rb->end_call_names[i], "%s",
+                     rec->u.end.calls[i].name.ptr);
+            rb->end_calls[i].name.ptr = rb->end_call_names[i];
+        }
+        rb->end.calls = rb->end_calls;
         rb->has_end = 1;
         break;
     default:

@@ -6,7 +6,9 @@
  * records. Also: nesting is recorded once, an entry without its exit and an
  * exit without its entry record nothing, an exit under another correlation
  * id closes its call (the thread is recorded on), the stack starts at the program's
- * caller, the analyzer replays the result without a warning, and attaching
+ * caller, the analyzer replays the result without a warning, calls that are
+ * counted rather than recorded (graph memory, other processes' memory,
+ * multicast binds) are in the END record's counts exactly, and attaching
  * without a driver returns -1 with one warning. */
 #include "check.h"
 #include "db_writer.h"
@@ -425,8 +427,202 @@ static void test_every_cbid(void) {
         CHECK(rb.devices[i].device == i && rb.devices[i].total_bytes == (80 + i) * GiB);
         CHECK_STR_EQ(rb.device_names[i], name);
     }
+    CHECK_EQ_U64(rb.end.n_calls, 0); /* nothing here is counted instead of recorded */
     rb_free(&rb);
     check_replay(path);
+}
+
+/* ---- calls counted, not recorded ------------------------------------------ */
+
+/* One entry of the END record's counted calls. */
+typedef struct want_count {
+    const char *name;
+    CUpti_CallbackId cbid;
+    uint64_t calls, bytes;
+} want_count;
+
+/* The END record counts exactly w[0 .. n) (in any order: the recorder's table orders them). */
+static void check_counts(const readback *rb, const want_count *w, size_t n) {
+    CHECK(rb->has_end);
+    CHECK_EQ_U64(rb->end.n_calls, n);
+    for (size_t i = 0; i < n; i++) {
+        const trace_call_count *got = NULL;
+        for (uint32_t j = 0; j < rb->end.n_calls; j++)
+            if (!strcmp(rb->end.calls[j].name.ptr, w[i].name))
+                got = &rb->end.calls[j];
+        if (!got) {
+            fprintf(stderr, "END record: no count of %s\n", w[i].name);
+            CHECK(got != NULL);
+            continue;
+        }
+        char g[200], e[200];
+        snprintf(g, sizeof g, "%s cbid %u: %llu calls, %llu bytes", got->name.ptr, got->call_id,
+                 (unsigned long long)got->calls, (unsigned long long)got->bytes);
+        snprintf(e, sizeof e, "%s cbid %u: %llu calls, %llu bytes", w[i].name, (unsigned)w[i].cbid,
+                 (unsigned long long)w[i].calls, (unsigned long long)w[i].bytes);
+        CHECK_STR_EQ(g, e);
+    }
+}
+
+static void put_ipc(void *p) {
+    *((cuIpcOpenMemHandle_v2_params *)p)->pdptr = (CUdeviceptr)out_addr;
+}
+static void put_imported_ptr(void *p) {
+    *((cuMemPoolImportPointer_params *)p)->ptr_out = (CUdeviceptr)out_addr;
+}
+static void put_alloc_node(void *p) {
+    ((cuGraphAddMemAllocNode_params *)p)->nodeParams->dptr = (CUdeviceptr)out_addr;
+}
+#if CUDA_VERSION >= 12030
+static void put_generic_alloc_node(void *p) {
+    ((cuGraphAddNode_v2_params *)p)->nodeParams->alloc.dptr = (CUdeviceptr)out_addr;
+}
+#endif
+
+/* Every call that is counted rather than recorded, fed as CUPTI would: registered host
+ * memory is recorded (a pinned_host segment, like cuMemHostAlloc's), the rest is in the END
+ * record's counts and nowhere else; a free of counted memory is counted too (not a free of
+ * memory never allocated), until a recorded allocation takes the address over. */
+static void test_counted_calls(void) {
+    enum { IPC = 0x190000000, IMPORTED = 0x1b0000000, GRAPH = 0x1a0000000 };
+    rec_count_call(0, 1, "counted while no session records", 1); /* nothing */
+    char path[300];
+    start_session(path, sizeof path);
+    /* cudaHostRegister (v2 and the old entry point); a failed one pinned nothing */
+    call(CBID(cuMemHostRegister_v2),
+         &(cuMemHostRegister_v2_params){(void *)0x7f0000200000, 1 * MiB, 0}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemHostRegister), &(cuMemHostRegister_params){(void *)0x7f0000400000, 8192, 0},
+         NULL, CUDA_SUCCESS);
+    call(CBID(cuMemHostRegister_v2),
+         &(cuMemHostRegister_v2_params){(void *)0x7f0000200000, 1 * MiB, 0}, NULL,
+         CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    call(CBID(cuMemHostUnregister), &(cuMemHostUnregister_params){(void *)0x7f0000200000}, NULL,
+         CUDA_SUCCESS);
+    /* a peer's buffer through CUDA IPC: opened twice (v2, v1), closed twice */
+    CUdeviceptr d = GARBAGE;
+    CUipcMemHandle ipc = {{0}};
+    out_addr = IPC;
+    call(CBID(cuIpcOpenMemHandle_v2), &(cuIpcOpenMemHandle_v2_params){&d, ipc, 1}, put_ipc,
+         CUDA_SUCCESS);
+    call(CBID(cuIpcOpenMemHandle), &(cuIpcOpenMemHandle_params){&d, ipc, 1}, put_ipc, CUDA_SUCCESS);
+    call(CBID(cuIpcOpenMemHandle_v2), &(cuIpcOpenMemHandle_v2_params){&d, ipc, 1}, put_ipc,
+         CUDA_ERROR_INVALID_VALUE); /* failed: not counted */
+    call(CBID(cuIpcCloseMemHandle), &(cuIpcCloseMemHandle_params){IPC}, NULL, CUDA_SUCCESS);
+    call(CBID(cuIpcCloseMemHandle), &(cuIpcCloseMemHandle_params){IPC}, NULL, CUDA_SUCCESS);
+    /* a pointer from another process's pool, freed: counted, then the address is free */
+    CUmemPoolPtrExportData share = {{0}};
+    out_addr = IMPORTED;
+    call(CBID(cuMemPoolImportPointer),
+         &(cuMemPoolImportPointer_params){&d, (CUmemoryPool)0x7700, &share}, put_imported_ptr,
+         CUDA_SUCCESS);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){IMPORTED, (CUstream)0x5000}, NULL,
+         CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){IMPORTED}, NULL, CUDA_SUCCESS); /* now */
+    /* graph memory: an alloc node (8 MiB), its free node, a failed node, two frees outside the
+     * graph (after two launches), a trim; then the address is an ordinary allocation's */
+    CUDA_MEM_ALLOC_NODE_PARAMS node = {.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                     .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}},
+                                       .bytesize = 8 * MiB,
+                                       .dptr = GARBAGE};
+    CUgraphNode gnode = NULL;
+    CUgraph graph = (CUgraph)0x6600;
+    out_addr = GRAPH;
+    call(CBID(cuGraphAddMemAllocNode),
+         &(cuGraphAddMemAllocNode_params){&gnode, graph, NULL, 0, &node}, put_alloc_node,
+         CUDA_SUCCESS);
+    CUDA_MEM_ALLOC_NODE_PARAMS huge = node;
+    huge.bytesize = 1024 * GiB;
+    call(CBID(cuGraphAddMemAllocNode),
+         &(cuGraphAddMemAllocNode_params){&gnode, graph, NULL, 0, &huge}, put_alloc_node,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    call(CBID(cuGraphAddMemFreeNode),
+         &(cuGraphAddMemFreeNode_params){&gnode, graph, &gnode, 1, GRAPH}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){GRAPH, (CUstream)0x5000}, NULL,
+         CUDA_SUCCESS);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){GRAPH, (CUstream)0x5000}, NULL,
+         CUDA_SUCCESS);
+    call(CBID(cuDeviceGraphMemTrim), &(cuDeviceGraphMemTrim_params){0}, NULL, CUDA_SUCCESS);
+    out_addr = GRAPH;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 4096}, put_dptr, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){GRAPH}, NULL, CUDA_SUCCESS);
+#if CUDA_VERSION >= 12030
+    /* memory nodes added the generic way; other node types are no memory call */
+    CUgraphNodeParams generic = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC};
+    generic.alloc.poolProps = node.poolProps;
+    generic.alloc.bytesize = 2 * MiB;
+    out_addr = GRAPH + 16 * MiB;
+    call(CBID(cuGraphAddNode_v2),
+         &(cuGraphAddNode_v2_params){&gnode, graph, NULL, NULL, 0, &generic},
+         put_generic_alloc_node, CUDA_SUCCESS);
+    CUgraphNodeParams kernel = {.type = CU_GRAPH_NODE_TYPE_KERNEL};
+    call(CBID(cuGraphAddNode_v2),
+         &(cuGraphAddNode_v2_params){&gnode, graph, NULL, NULL, 0, &kernel}, NULL, CUDA_SUCCESS);
+    CUgraphNodeParams gfree = {.type = CU_GRAPH_NODE_TYPE_MEM_FREE};
+    gfree.free.dptr = GRAPH + 16 * MiB;
+    call(CBID(cuGraphAddNode), &(cuGraphAddNode_params){&gnode, graph, NULL, 0, &gfree}, NULL,
+         CUDA_SUCCESS);
+#endif
+#if CUDA_VERSION >= 12010
+    /* NVLS: this process's memory bound to a multicast object, and unbound */
+    call(CBID(cuMulticastBindMem),
+         &(cuMulticastBindMem_params){0xf00, 0, HANDLE_DEV0, 0, 2 * MiB, 0}, NULL, CUDA_SUCCESS);
+    call(CBID(cuMulticastBindAddr),
+         &(cuMulticastBindAddr_params){0xf00, 2 * MiB, 0x300000000, 4 * MiB, 0}, NULL,
+         CUDA_SUCCESS);
+    call(CBID(cuMulticastUnbind), &(cuMulticastUnbind_params){0xf00, 0, 0, 6 * MiB}, NULL,
+         CUDA_SUCCESS);
+#endif
+    CHECK(rec_session_stop() == 0);
+
+    static const want events[] = {
+        {TRACE_OP_ALLOC, TRACE_KIND_PINNED_HOST, 0, 0x7f0000200000, 1 * MiB, 1 * MiB, 0, 0},
+        {TRACE_OP_ALLOC, TRACE_KIND_PINNED_HOST, 0, 0x7f0000400000, 8192, 8192, 0, 0},
+        {TRACE_OP_FREE, TRACE_KIND_PINNED_HOST, 0, 0x7f0000200000, 0, 0, 0, 0},
+        {TRACE_OP_FREE, TRACE_KIND_DEVICE, 0, IMPORTED, 0, 0, 0, 0}, /* the import is over */
+        {TRACE_OP_ALLOC, TRACE_KIND_DEVICE, 0, GRAPH, 4096, 4096, 0, 0},
+        {TRACE_OP_FREE, TRACE_KIND_DEVICE, 0, GRAPH, 0, 0, 0, 0},
+    };
+    static const want_count counts[] = {
+        {"cuIpcOpenMemHandle", CBID(cuIpcOpenMemHandle), 1, 0},
+        {"cuIpcOpenMemHandle_v2", CBID(cuIpcOpenMemHandle_v2), 1, 0},
+        {"cuIpcCloseMemHandle", CBID(cuIpcCloseMemHandle), 2, 0},
+        {"cuMemPoolImportPointer", CBID(cuMemPoolImportPointer), 1, 0},
+        {"cuMemFreeAsync", CBID(cuMemFreeAsync), 3, 16 * MiB}, /* imported, graph twice */
+        {"cuGraphAddMemAllocNode", CBID(cuGraphAddMemAllocNode), 1, 8 * MiB},
+        {"cuGraphAddMemFreeNode", CBID(cuGraphAddMemFreeNode), 1, 8 * MiB},
+        {"cuDeviceGraphMemTrim", CBID(cuDeviceGraphMemTrim), 1, 0},
+#if CUDA_VERSION >= 12010
+        {"cuMulticastBindMem", CBID(cuMulticastBindMem), 1, 2 * MiB},
+        {"cuMulticastBindAddr", CBID(cuMulticastBindAddr), 1, 4 * MiB},
+        {"cuMulticastUnbind", CBID(cuMulticastUnbind), 1, 6 * MiB},
+#endif
+#if CUDA_VERSION >= 12030
+        {"cuGraphAddNode", CBID(cuGraphAddNode), 1, 2 * MiB},
+        {"cuGraphAddNode_v2", CBID(cuGraphAddNode_v2), 1, 2 * MiB},
+#endif
+    };
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    check_events(&rb, events, sizeof events / sizeof events[0]);
+    check_counts(&rb, counts, sizeof counts / sizeof counts[0]);
+    rb_free(&rb);
+
+    /* the replay: the one free of unknown memory is the stray one above (no free of counted
+     * memory is), host memory is no device memory, the counts are kept */
+    const char *const queries[] = {
+        "SELECT count(*) FROM warnings",
+        "SELECT count(*) FROM warnings WHERE code = 'free_unknown' AND message LIKE '%1b0000000%'",
+        "SELECT max(reserved_bytes) FROM timeline",
+        "SELECT count(*) FROM segments WHERE kind = 'pinned_host' AND free_ts_ns IS NULL",
+        "SELECT count(*) FROM unrecorded_calls",
+        "SELECT calls * 1000 + bytes / 1048576 FROM unrecorded_calls WHERE name = 'cuMemFreeAsync'",
+        "SELECT call_id FROM unrecorded_calls WHERE name = 'cuMemFreeAsync'",
+        "SELECT bytes FROM unrecorded_calls WHERE name = 'cuGraphAddMemAllocNode'",
+    };
+    const int64_t expected[] = {
+        1,      1, 4096, 1, (int64_t)(sizeof counts / sizeof counts[0]), 3016, CBID(cuMemFreeAsync),
+        8 * MiB};
+    check_replay_queries(path, "counted.db", queries, expected, sizeof expected / sizeof *expected);
 }
 
 /* ---- NCCL's cuMem buffers ------------------------------------------------- */
@@ -539,6 +735,15 @@ static void test_nccl_cumem(void) {
     size_t n_want = sizeof events / sizeof events[0];
     check_events(&rb, events, n_want);
     CHECK_EQ_U64(rb.n_devices, 1);
+    /* what was left out is counted: the import, the multicast object, their maps and unmaps
+     * (their releases move no memory: neither recorded nor counted) */
+    static const want_count counts[] = {
+        {"cuMemImportFromShareableHandle", CBID(cuMemImportFromShareableHandle), 1, 0},
+        {"cuMemMap", CBID(cuMemMap), 2, 6 * MiB},
+        {"cuMemUnmap", CBID(cuMemUnmap), 2, 6 * MiB},
+        {"cuMulticastCreate", CBID(cuMulticastCreate), 1, 2 * MiB},
+    };
+    check_counts(&rb, counts, sizeof counts / sizeof counts[0]);
     if (rb.n_events == n_want) /* the deferred release is the unmap's moment */
         CHECK_EQ_U64(rb.events[14].ts_ns, rb.events[13].ts_ns);
     rb_free(&rb);
@@ -768,6 +973,7 @@ int main(void) {
     test_stack_skip();
     test_managed_free();
     test_nccl_cumem();
+    test_counted_calls();
     rec_cupti_set_driver_for_test(NULL);
     return rb_finish("test_rec_cupti");
 }

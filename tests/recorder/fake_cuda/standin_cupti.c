@@ -7,6 +7,9 @@
  *                         real CUPTI that does not suit the driver)
  *   STANDIN_MINIMAL       1: no cuptiGetResultString either
  *   STANDIN_NO_SUBSCRIBE  1: not a CUPTI at all (no cuptiSubscribe)
+ *   STANDIN_MAX_CBID      refuses to enable driver cbids above it, as an older
+ *                         CUPTI does with calls newer than it
+ *   STANDIN_REFUSE_CBID   refuses to enable that one driver cbid
  *
  * A subscription hands the callback to the fake driver (fake_libcuda.c's
  * fakecuda_set_callback, looked up in the libcuda.so.1 the process has
@@ -103,6 +106,14 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                        CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     (void)enable, (void)subscriber, (void)domain, (void)cbid;
+#ifdef STANDIN_MAX_CBID
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid > STANDIN_MAX_CBID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+#endif
+#ifdef STANDIN_REFUSE_CBID
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == STANDIN_REFUSE_CBID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+#endif
     return CUPTI_SUCCESS;
 }
 
