@@ -18,6 +18,11 @@
 
 #include "rec_core.h"
 
+/* CUDA 13's NVTX headers have the memory extension; CUDA 12's (12.4 at
+ * least, Debian's) do not: built against those, the library serves no such
+ * extension (a program using it needs the newer headers itself) and still
+ * builds (tests/recorder/real_driver/test_real_driver_build.sh). */
+#if __has_include(<nvtx3/nvToolsExtMem.h>)
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExtMem.h>
 
@@ -231,3 +236,12 @@ int InitializeInjectionNvtxExtension(struct nvtxExtModuleInfo_t *module_info) {
     }
     return 1;
 }
+
+#else /* no nvToolsExtMem.h */
+
+int InitializeInjectionNvtxExtension(struct nvtxExtModuleInfo_t *module_info) {
+    (void)module_info;
+    return 0; /* this build cannot serve the memory extension */
+}
+
+#endif

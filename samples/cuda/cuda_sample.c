@@ -88,8 +88,13 @@ static struct {
 static void resolve(const char *symbol, void *fn, size_t fn_size) {
     void *p = NULL;
     enum cudaDriverEntryPointQueryResult status;
+#if CUDART_VERSION >= 12050
     cudaError_t e =
         cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &status);
+#else /* CUDA 12.0-12.4 have no ByVersion: the entry points as of the runtime's own version,
+       * which for every symbol here is still its only (10.2/11.2) ABI */
+    cudaError_t e = cudaGetDriverEntryPoint(symbol, &p, cudaEnableDefault, &status);
+#endif
     if (e != cudaSuccess || status != cudaDriverEntryPointSuccess || !p)
         die(symbol, "the driver has no such entry point");
     memcpy(fn, &p, fn_size); /* object -> function pointer, as POSIX allows */
