@@ -7,7 +7,8 @@
 # that also carries the libFuzzer targets).
 
 DEBIAN_PACKAGES := cmake pkg-config zstd libzstd-dev libsqlite3-dev libcairo2-dev \
-                   libunwind-dev libdw-dev clang libclang-rt-14-dev python3 fonts-dejavu-core
+                   libunwind-dev libdw-dev clang libclang-rt-14-dev python3 fonts-dejavu-core \
+                   patchelf
 MAKEFLAGS  += --no-print-directory
 BUILD      ?= build
 ASAN_BUILD ?= build-asan

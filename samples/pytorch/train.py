@@ -9,6 +9,14 @@ memrec turns into steps. Flags plant what memanalyze must find:
                kept between steps, which fragment the large pool
   --snapshot P at the end, writes torch.cuda.memory._snapshot()'s segments
                as JSON to P (address, total_size), to compare with the trace
+  --stats P    writes torch.cuda.memory_stats() at the start of step 0 and at
+               the end of the last step as JSON {"start": {...}, "end": {...}}
+               to P: the counts PyTorch itself keeps over the window the NVTX
+               steps span (tests/gpu/check_torch_window.py compares them with
+               the trace). The window is set apart by WINDOW_GAP s of no
+               allocation before it, so a clock fit error of less than that
+               cannot move an allocation across its start; nothing allocates
+               after the last step.
 Prints one line at the end: "steps/s: X" over the steps after the first.
 """
 import argparse
@@ -19,6 +27,7 @@ import torch
 from torch import nn
 
 LEAK_BYTES = 1 << 20  # 256 K float32 per step
+WINDOW_GAP = 0.25  # s without allocations before the --stats window (only with --stats)
 
 
 def parse():
@@ -31,6 +40,7 @@ def parse():
     p.add_argument("--leak", action="store_true")
     p.add_argument("--fragment", action="store_true")
     p.add_argument("--snapshot", default="")
+    p.add_argument("--stats", default="")
     return p.parse_args()
 
 
@@ -52,6 +62,10 @@ def main():
           % (len(params), sum(p.numel() * p.element_size() for p in params)))
     kept, held = [], []
     start = None
+    if args.stats:
+        torch.cuda.synchronize()
+        time.sleep(WINDOW_GAP)
+        stats_start = torch.cuda.memory_stats()
     for step in range(args.steps):
         torch.cuda.nvtx.range_push(f"step {step}")
         seq = args.seq
@@ -73,6 +87,9 @@ def main():
             start = time.perf_counter()
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start if start else 0.0
+    if args.stats:
+        with open(args.stats, "w") as f:
+            json.dump({"start": stats_start, "end": torch.cuda.memory_stats()}, f)
     if args.snapshot:
         segs = [{"device": s["device"], "address": s["address"], "total_size": s["total_size"]}
                 for s in torch.cuda.memory._snapshot()["segments"]]

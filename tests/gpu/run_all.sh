@@ -1,51 +1,80 @@
 #!/usr/bin/env bash
-# run_all.sh — everything that needs a GPU, in one go of a few minutes, from a build made
-# elsewhere (copy the build folder and the source tree to the GPU machine, then run this).
+# run_all.sh — everything that needs a GPU, in one go of at most --budget seconds (480), on a
+# GPU machine lent for minutes with no network: from a package made here (tests/gpu/package.sh:
+# the binaries, the libraries a GPU image may lack, these scripts) or from a build tree.
 #
-#   tests/gpu/run_all.sh [--steps N] [--pretend-no-gpu] BUILD_DIR OUT_DIR
+# THE DEVICE COMMAND (tests/gpu/README.md; first, here: tests/gpu/package.sh build-gpu build-gpu-pkg):
+#   carry ["build-gpu-pkg"], timeout_s 600, command: bash build-gpu-pkg/tests/gpu/run_all.sh --package build-gpu-pkg "$OUT"
 #
+#   tests/gpu/run_all.sh [--steps N] [--budget S] [--pretend-no-gpu] --package PKG_DIR OUT_DIR
+#   tests/gpu/run_all.sh [--steps N] [--budget S] [--pretend-no-gpu] BUILD_DIR OUT_DIR
+#
+# With --package everything it runs comes from PKG_DIR (binaries in bin/, scripts in tests/gpu/
+# and samples/, as package.sh laid them out), and OUT_DIR receives ONE file,
+# gpu_results.tar.gz (run_all/ inside), rewritten after each part so that a run stopped from
+# outside still returns what it did; with BUILD_DIR the binaries come from the build tree, the
+# scripts from this source tree, and OUT_DIR receives the run_all/ files themselves (the ctest
+# gpu_run_all). Either way:
+#   verdicts.txt (one line per check: PASS / FAIL / SKIP, also printed), figures.tsv (mode, bare
+#   and memrec steps/s, overhead), fixtures/cupti/*.log (raw CUPTI callback streams, to review
+#   and copy into tests/fixtures/cupti, see its README), traces/*.zst, logs/, machine.txt
+#   (nvidia-smi, torch, glibc, the CUPTI memrec used), package.txt (what the package holds).
+#
+# 0. the package on this machine: its glibc is new enough, every library resolves, memanalyze
+#    analyses a synth trace exactly, memrec starts;
 # 1. the CUDA samples (samples/cuda, every scenario) under memrec, each checked event by event
-#    (tests/gpu/test_cuda_samples.py), their raw CUPTI callback logs saved as fixtures;
+#    (test_cuda_samples.py), their raw CUPTI callback logs saved as fixtures; and the CUPTI
+#    memrec finds by itself (else one found on this machine is named for the samples, and the
+#    miss is a FAIL);
 # 2. samples/pytorch/train.py, bare and under memrec, in each mode: default, without NVTX ranges
 #    (torch.cuda.nvtx made no-ops), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and on
 #    two GPUs under torchrun (DDP, NCCL's cuMem buffers) when there are two: steps/s of each;
-# 3. the beliefs the recorder is built on, each with a verdict (PASS / FAIL / SKIP):
+#    test_torch_train.py's scenarios (leak, fragment);
+# 3. exact checks, each with a verdict:
+#      the trace's PyTorch blocks over the steps' window = torch.cuda.memory_stats() over it
+#        (allocs, requested bytes, free requests; train.py --stats, check_torch_window.py),
+#        in the default and the expandable modes; the NVTX steps: exactly --steps;
 #      runtime calls arrive as driver cbids (cudaMalloc -> cuMemAlloc_v2 in the callback log);
 #      a pitched allocation is recorded as pitch x height (the malloc sample's check);
 #      cuMem* reached through cuGetProcAddress/cudaGetDriverEntryPoint are still seen by CUPTI
-#        (the vmm sample; PyTorch's expandable segments map with them: map events in the trace);
+#        (the vmm sample; expandable segments: CUPTI's mapped bytes = PyTorch's segment_map);
 #      PyTorch's snapshot has the keys the recorder reads and its time_us is wall-clock time;
 #      the optimizer step hook fires (torch.optim's global post-step hook, AdamW as train.py),
-#      and makes the steps of the run without NVTX;
-#      annotations are captured (train.py's NVTX "step N" ranges become the trace's steps);
+#        and makes exactly the steps of the run without NVTX (N steps, N begin and N-1 end marks);
 #      on two GPUs, no rank's trace holds memory on the other rank's device.
-#
-# OUT_DIR receives: verdicts.txt (one line per check), figures.tsv (mode, bare and memrec
-# steps/s, overhead), fixtures/cupti/*.log (to review and copy into tests/fixtures/cupti, see its
-# README), traces/ and logs/. Exit 0: every check that ran passed; 1: some failed; 77: no GPU
-# here, or none the driver can use (the reason on stdout), nothing checked. --pretend-no-gpu
-# takes the first way out (the ctest that checks the skip); --steps sets train.py's steps (30).
+# Each sub-run has its own timeout (`timeout`), cut to what is left of --budget; one that does
+# not fit any more is a SKIP saying so. Exit 0: every check that ran passed; 1: some failed;
+# 2: usage; 77: no GPU here or no binaries (the reason on stdout, "SKIP: …"; nothing is
+# written then), or a GPU the driver cannot use (nothing but the package's checks could run;
+# the results are written). --pretend-no-gpu takes the first way out (the ctests
+# gpu_run_all_skip and gpu_package check it); --steps sets train.py's steps (30).
 set -u
-usage="usage: run_all.sh [--steps N] [--pretend-no-gpu] BUILD_DIR OUT_DIR"
+usage="usage: run_all.sh [--steps N] [--budget S] [--pretend-no-gpu] (--package PKG_DIR | BUILD_DIR) OUT_DIR"
 steps=30
+budget=480
 no_gpu=0
+pkg=""
 while [ $# -gt 0 ]; do
     case $1 in
     --steps) steps=${2:?$usage} && shift 2 ;;
+    --budget) budget=${2:?$usage} && shift 2 ;;
+    --package) pkg=${2:?$usage} && shift 2 ;;
     --pretend-no-gpu) no_gpu=1 && shift ;;
     -*) echo "$usage" >&2 && exit 2 ;;
     *) break ;;
     esac
 done
-build=${1:?$usage}
-out=${2:?$usage}
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-build=$(cd "$build" && pwd)
-memrec=$build/recorder/memrec
-memanalyze=$build/analyzer/memanalyze
-sample=$build/samples/cuda/cuda_sample
-train=$src/samples/pytorch/train.py
+if [ -n "$pkg" ]; then
+    [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; }
+    out=$1
+else
+    [ $# -eq 2 ] || { echo "$usage" >&2; exit 2; }
+    build=$1
+    out=$2
+fi
+case $steps$budget in *[!0-9]*) echo "$usage" >&2 && exit 2 ;; esac
+started=$(date +%s)
+deadline=$((started + budget))
 py=${PYTHON:-python3}
 
 skip() {
@@ -53,56 +82,233 @@ skip() {
     exit 77
 }
 
+if [ -n "$pkg" ]; then
+    [ -d "$pkg" ] || skip "no package folder $pkg (make it with tests/gpu/package.sh BUILD_DIR $pkg)"
+    pkg=$(cd "$pkg" && pwd)
+    bin=$pkg/bin
+    memrec=$bin/memrec
+    memanalyze=$bin/memanalyze
+    sample=$bin/cuda_sample
+    synth=$bin/synth
+    scripts=$pkg/tests/gpu
+    train=$pkg/samples/pytorch/train.py
+    source_dir=$pkg
+    where="package $pkg"
+else
+    [ -d "$build" ] || skip "no build folder $build"
+    build=$(cd "$build" && pwd)
+    here=$(cd "$(dirname "$0")" && pwd)
+    memrec=$build/recorder/memrec
+    memanalyze=$build/analyzer/memanalyze
+    sample=$build/samples/cuda/cuda_sample
+    synth=$build/samples/synth/synth
+    scripts=$here
+    source_dir=$(cd "$here/../.." && pwd)
+    train=$source_dir/samples/pytorch/train.py
+    where="build $build"
+fi
+
 # ---- is there a GPU? --------------------------------------------------------------------------
 [ "$no_gpu" = 1 ] && skip "--pretend-no-gpu: as if there were no GPU"
+if ! command -v nvidia-smi >/dev/null 2>&1 && [ -x /usr/local/nvidia/bin/nvidia-smi ]; then
+    PATH=$PATH:/usr/local/nvidia/bin
+fi
 command -v nvidia-smi >/dev/null 2>&1 || skip "no nvidia-smi: no NVIDIA driver on this machine"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$ngpu" -ge 1 ] || skip "nvidia-smi lists no GPU ($(nvidia-smi -L 2>&1 | head -1))"
-[ -x "$memrec" ] && [ -x "$memanalyze" ] || skip "no memrec/memanalyze in $build (build first)"
+[ -x "$memrec" ] && [ -x "$memanalyze" ] || skip "no memrec/memanalyze in the $where (build first)"
 
-mkdir -p "$out"/fixtures/cupti "$out"/traces "$out"/logs
+# ---- where the results go ---------------------------------------------------------------------
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/gmt_gpu.XXXXXX") || exit 1
+export GMT_CACHE_DIR=$scratch/cache # memanalyze's databases: not results, not in $HOME
+if [ -n "$pkg" ]; then
+    mkdir -p "$out" || exit 1
+    results=$(cd "$out" && pwd)
+    out=$scratch/run_all
+else
+    results=""
+fi
+mkdir -p "$out"/fixtures/cupti "$out"/traces "$out"/logs || exit 1
 out=$(cd "$out" && pwd)
 verdicts=$out/verdicts.txt
 figures=$out/figures.tsv
 : >"$verdicts"
 printf 'mode\tbare_steps_per_s\tmemrec_steps_per_s\toverhead_pct\n' >"$figures"
+[ -n "$pkg" ] && [ -f "$pkg/package.txt" ] && cp "$pkg/package.txt" "$out/package.txt"
 failed=0
 verdict() { # verdict PASS|FAIL|SKIP CHECK [DETAIL]
     printf '%-4s %s%s\n' "$1" "$2" "${3:+: $3}" | tee -a "$verdicts"
     [ "$1" = FAIL ] && failed=1
     return 0
 }
-gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)
-echo "GPUs: $ngpu ($gpu_name); build $build; output $out" | tee "$out/machine.txt"
-nvidia-smi >>"$out/machine.txt" 2>&1
 
-# The end: 77 when no check could run at all (a GPU the driver cannot use), else 0 or 1.
+# The tarball (package mode): at most 15 MiB (the device tool brings back files of up to
+# 16 MiB); the largest traces are left out until it fits, and left_out.txt says which.
+pack() {
+    [ -n "$results" ] || return 0
+    local tgz=$scratch/gpu_results.tar.gz left=$scratch/left_out
+    : >"$left"
+    rm -f "$out/left_out.txt"
+    echo "elapsed: $(($(date +%s) - started)) s of a budget of $budget s" >"$out/elapsed.txt"
+    while :; do
+        tar -C "$scratch" --exclude-from="$left" -czf "$tgz" run_all 2>/dev/null
+        [ "$(stat -c %s "$tgz")" -le $((15 << 20)) ] && break
+        local big="" _size path
+        while read -r _size path; do
+            grep -qxF "$path" "$left" || { big=$path && break; }
+        done < <(cd "$scratch" && find run_all/traces run_all/fixtures -type f -printf '%s %p\n' | sort -rn)
+        [ -n "$big" ] || break
+        echo "$big" >>"$left"
+        cp "$left" "$out/left_out.txt" # the tarball's own list of what it lacks
+    done
+    mv -f "$tgz" "$results/gpu_results.tar.gz"
+}
+trap 'pack; rm -rf "$scratch"' EXIT
+
+# tmo OWN CMD…: CMD under `timeout`, its limit OWN seconds or what the budget has left (20 s
+# kept for the end); 125 without running it when less than 15 s would be left. $limit: the
+# limit used. 124 or 137: timed out.
+limit=0
+tmo() {
+    local own=$1
+    shift
+    limit=$((deadline - $(date +%s) - 20))
+    [ "$limit" -gt "$own" ] && limit=$own
+    [ "$limit" -ge 15 ] || return 125
+    timeout -k 10 "$limit" "$@"
+}
+# verdict_rc RC CHECK LOG: the verdict of a sub-run that either passes (0) or not
+verdict_rc() {
+    case $1 in
+    0) verdict PASS "$2" ;;
+    77) verdict SKIP "$2" "$(grep -m1 SKIP "$3" 2>/dev/null | sed 's/^SKIP: //')" ;;
+    124 | 137) verdict FAIL "$2" "timed out after ${limit} s, see ${3#$out/}" ;;
+    125) verdict SKIP "$2" "out of time (--budget $budget s)" ;;
+    *) verdict FAIL "$2" "exit $1, see ${3#$out/}" ;;
+    esac
+}
+
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)
+{
+    echo "GPUs: $ngpu ($gpu_name); $where; output $out"
+    echo "glibc: $(getconf GNU_LIBC_VERSION 2>/dev/null); kernel: $(uname -r); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+    echo "python: $(command -v "$py") ($("$py" --version 2>&1))"
+    nvidia-smi 2>&1
+} >"$out/machine.txt"
+head -1 "$out/machine.txt"
+
+# The end: 1 when a check failed; 77 when none but the package's could run (a GPU the driver
+# cannot use), else 0.
 finish() {
-    if ! grep -q '^PASS\|^FAIL' "$verdicts"; then
-        echo "SKIP: nothing could run on this GPU (see $verdicts)"
+    if [ $failed = 0 ] && ! grep -v '^PASS package: ' "$verdicts" | grep -q '^PASS'; then
+        echo "SKIP: nothing could run on this GPU (see ${results:-$out}: verdicts.txt)"
         exit 77
     fi
     echo
     column -t -s "$(printf '\t')" "$figures" 2>/dev/null || cat "$figures"
-    echo "verdicts: $verdicts; fixtures to review: $out/fixtures/cupti (copy into tests/fixtures/cupti)"
+    echo "$(grep -c '^PASS' "$verdicts") passed, $(grep -c '^FAIL' "$verdicts") failed," \
+        "$(grep -c '^SKIP' "$verdicts") skipped in $(($(date +%s) - started)) s"
+    if [ -n "$results" ]; then
+        echo "results: $results/gpu_results.tar.gz (run_all/: verdicts.txt, figures.tsv, fixtures/cupti, traces, logs)"
+    else
+        echo "verdicts: $verdicts; fixtures to review: $out/fixtures/cupti (copy into tests/fixtures/cupti)"
+    fi
     exit $failed
 }
 
 sqlv() { # sqlv TRACE QUERY: the first column of the first row
-    "$memanalyze" sql "$1" "$2" --csv 2>/dev/null | sed -n 2p | cut -d, -f1
+    timeout 120 "$memanalyze" sql "$1" "$2" --csv 2>/dev/null | sed -n 2p | cut -d, -f1
+}
+sqlrows() { # sqlrows TRACE QUERY: every row, columns joined by ':', rows by ' '
+    timeout 120 "$memanalyze" sql "$1" "$2" --csv 2>/dev/null | sed 1d | tr ',' ':' | tr '\n' ' ' | sed 's/ $//'
 }
 
+# ---- 0. the package on this machine -----------------------------------------------------------
+need=$(sed -n 's/^glibc_needed: //p' "$out/package.txt" 2>/dev/null)
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+if [ -n "$need" ]; then
+    if [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" = "$need" ]; then
+        verdict PASS "package: glibc here is new enough" "$have >= $need"
+    else
+        verdict FAIL "package: glibc here is new enough" "${have:-unknown} < $need: rebuild on an older system"
+    fi
+fi
+unresolved=""
+for f in "$memrec" "$(dirname "$memrec")/libmemrec.so" "$memanalyze" "$sample" "$synth"; do
+    [ -e "$f" ] || continue
+    nf=$(ldd "$f" 2>&1 | grep 'not found' | awk '{print $1}' | tr '\n' ' ')
+    [ -n "$nf" ] && unresolved="$unresolved $(basename "$f"): $nf"
+done
+ldd "$memanalyze" >"$out/logs/ldd_memanalyze.txt" 2>&1
+[ -z "$unresolved" ] && verdict PASS "package: every library resolves here" ||
+    verdict FAIL "package: every library resolves here" "not found:$unresolved"
+if ! "$memanalyze" --help >"$out/logs/memanalyze_help.txt" 2>&1; then
+    verdict FAIL "package: memanalyze runs here" "see logs/memanalyze_help.txt"
+    finish
+fi
+if [ -x "$synth" ]; then
+    "$synth" --steps 12 --seed 1 -o "$out/traces/synth.zst" >"$out/logs/synth.txt" 2>&1
+    n=$(sqlv "$out/traces/synth.zst" "SELECT count(*) FROM steps")
+    [ "$n" = 12 ] && verdict PASS "package: memanalyze reads a synth trace here" "12 steps" ||
+        verdict FAIL "package: memanalyze reads a synth trace here" "${n:-no} steps for 12"
+    rm -f "$out/traces/synth.zst"
+fi
+"$memrec" --help >"$out/logs/memrec_help.txt" 2>&1 && verdict PASS "package: memrec runs here" || {
+    verdict FAIL "package: memrec runs here" "see logs/memrec_help.txt"
+    finish
+}
+pack
+
 # ---- 1. the CUDA samples ----------------------------------------------------------------------
+# Which CUPTI memrec finds by itself, on one sample run; when it finds none, a CUPTI of this
+# machine is named for the samples (PyTorch's processes have their own loaded).
+cupti_for_samples=""
+find_cupti() { # a libcupti.so* on this machine: the toolkit's, else PyTorch's wheel's
+    local dirs="/usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 /usr/local/cuda/lib"
+    dirs="$dirs $(ls -d /usr/local/cuda*/targets/*/lib 2>/dev/null | tr '\n' ' ')"
+    dirs="$dirs $("$py" -c 'import nvidia, sys; print(" ".join(nvidia.__path__))' 2>/dev/null)"
+    for d in $dirs; do
+        [ -d "$d" ] && find "$d" -maxdepth 3 -name 'libcupti.so*' 2>/dev/null
+    done | sort -V | tail -1
+}
+# The sample's libcudart is this machine's toolkit's (its RUNPATH: /usr/local/cuda/lib64 and
+# lib); where that has none of its version, one of PyTorch's wheels is used, and said so.
+sample_env=()
 if [ -x "$sample" ]; then
+    cudart=$(ldd "$sample" 2>/dev/null | awk '/libcudart.*not found/ {print $1; exit}')
+    if [ -n "$cudart" ]; then
+        dirs="$("$py" -c 'import nvidia, sys; print(" ".join(nvidia.__path__))' 2>/dev/null) /usr/local /opt"
+        found=$(for d in $dirs; do [ -d "$d" ] && timeout 20 find "$d" -maxdepth 5 -name "$cudart" 2>/dev/null; done | head -1)
+        if [ -n "$found" ]; then
+            sample_env=(LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+            echo "cuda_sample: $cudart from $found (LD_LIBRARY_PATH)" >>"$out/machine.txt"
+        fi
+        [ -n "$found" ] && verdict PASS "cuda_sample's $cudart found" "not on the loader's path: $found" ||
+            verdict FAIL "cuda_sample's $cudart found" "not on this machine: the samples cannot run"
+    fi
+fi
+if [ -x "$sample" ]; then
+    tmo 60 env ${sample_env[@]+"${sample_env[@]}"} "$memrec" -o "$out/traces/cupti_probe.zst" -- "$sample" malloc \
+        >"$out/logs/cupti_probe.txt" 2>&1
+    rc=$?
+    line=$(grep -m1 '^memrec: CUPTI ' "$out/logs/cupti_probe.txt")
+    if [ $rc -eq 125 ]; then
+        verdict_rc $rc "memrec finds a CUPTI by itself" "$out/logs/cupti_probe.txt"
+    elif [ -n "$line" ]; then
+        verdict PASS "memrec finds a CUPTI by itself" "${line#memrec: }"
+        echo "$line" >>"$out/machine.txt"
+    elif grep -q 'no usable CUPTI' "$out/logs/cupti_probe.txt"; then
+        cupti_for_samples=$(find_cupti)
+        verdict FAIL "memrec finds a CUPTI by itself" "$(grep -m1 -o 'no usable CUPTI.*' "$out/logs/cupti_probe.txt" | cut -c1-300); samples run with MEMREC_CUPTI=${cupti_for_samples:-none found}"
+    else
+        verdict SKIP "memrec finds a CUPTI by itself" "the probe run said neither (exit $rc, see logs/cupti_probe.txt)"
+    fi
     for s in malloc async managed pinned vmm fail nvtx; do
-        GMT_SAVE_CALLBACK_LOGS=$out/fixtures/cupti timeout 300 "$py" \
-            "$here/test_cuda_samples.py" "$memrec" "$memanalyze" "$sample" "$s" \
-            >"$out/logs/cuda_$s.txt" 2>&1
-        case $? in
-        0) verdict PASS "cuda sample $s under memrec" ;;
-        77) verdict SKIP "cuda sample $s under memrec" "$(grep -m1 SKIP "$out/logs/cuda_$s.txt")" ;;
-        *) verdict FAIL "cuda sample $s under memrec" "see logs/cuda_$s.txt" ;;
-        esac
+        tmo 90 env GMT_SAVE_CALLBACK_LOGS="$out/fixtures/cupti" ${sample_env[@]+"${sample_env[@]}"} \
+            ${cupti_for_samples:+MEMREC_CUPTI="$cupti_for_samples"} \
+            "$py" "$scripts/test_cuda_samples.py" --keep "$out/traces" \
+            "$memrec" "$memanalyze" "$sample" "$s" >"$out/logs/cuda_$s.txt" 2>&1
+        verdict_rc $? "cuda sample $s under memrec" "$out/logs/cuda_$s.txt"
     done
     mlog=$(ls "$out"/fixtures/cupti/*_cuda_malloc.log 2>/dev/null | head -1)
     vlog=$(ls "$out"/fixtures/cupti/*_cuda_vmm.log 2>/dev/null | head -1)
@@ -132,10 +338,16 @@ if [ -x "$sample" ]; then
 else
     verdict SKIP "cuda samples" "no $sample (built without the CUDA compiler)"
 fi
+pack
 
 # ---- 2. PyTorch -------------------------------------------------------------------------------
-if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    verdict SKIP "pytorch" "no PyTorch with CUDA for $py"
+tmo 120 "$py" -c 'import sys, torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+sys.exit(0 if torch.cuda.is_available() else 1)' >"$out/logs/torch_probe.txt" 2>&1
+rc=$?
+cat "$out/logs/torch_probe.txt" >>"$out/machine.txt"
+if [ $rc -ne 0 ]; then
+    verdict SKIP "pytorch" "no PyTorch with CUDA for $py (exit $rc: $(tail -1 "$out/logs/torch_probe.txt"))"
     finish
 fi
 
@@ -150,8 +362,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 EOF
 
 rate() { sed -n 's/^steps\/s: //p' "$1" | tail -1; }
+gpu_tag=$(echo "${gpu_name:-gpu}" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/_/g; s/^_//; s/_$//')
 
-# run_mode NAME ENV... -- SCRIPT ARGS: bare, then under memrec; figures, trace, checks.
+# run_mode NAME ENV... -- SCRIPT ARGS: bare, then under memrec (train.py writing its
+# memory_stats at the window's ends into logs/torch_NAME_stats.json); figures, trace, checks.
+# Returns 1 when there is no trace to check.
 run_mode() {
     local name=$1
     shift
@@ -161,57 +376,75 @@ run_mode() {
         shift
     done
     shift
-    local trace=$out/traces/torch_$name.zst
-    env "${envs[@]}" timeout 600 "$py" "$@" --steps "$steps" >"$out/logs/torch_${name}_bare.txt" 2>&1
-    env "${envs[@]}" MEMREC_CALLBACK_LOG="$out/fixtures/cupti/${gpu_tag}_torch_$name.log" \
-        timeout 600 "$memrec" -o "$trace" -- "$py" "$@" --steps "$steps" \
-        >"$out/logs/torch_${name}_memrec.txt" 2>&1
-    local rc=$? bare rec
+    local trace=$out/traces/torch_$name.zst log=$out/logs/torch_${name}_memrec.txt
+    tmo 150 env "${envs[@]}" "$py" "$@" --steps "$steps" >"$out/logs/torch_${name}_bare.txt" 2>&1
+    local brc=$?
+    [ $brc -eq 0 ] || verdict_rc $brc "torch $name bare" "$out/logs/torch_${name}_bare.txt"
+    tmo 240 env "${envs[@]}" MEMREC_CALLBACK_LOG="$out/fixtures/cupti/${gpu_tag}_torch_$name.log" \
+        "$memrec" -o "$trace" -- "$py" "$@" --steps "$steps" --stats "$out/logs/torch_${name}_stats.json" \
+        >"$log" 2>&1
+    local rc=$? bare rec over=""
     bare=$(rate "$out/logs/torch_${name}_bare.txt")
-    rec=$(rate "$out/logs/torch_${name}_memrec.txt")
-    local over=""
+    rec=$(rate "$log")
     [ -n "$bare" ] && [ -n "$rec" ] && over=$(awk -v b="$bare" -v r="$rec" 'BEGIN{printf "%.1f", (b/r-1)*100}')
     printf '%s\t%s\t%s\t%s\n' "$name" "${bare:-?}" "${rec:-?}" "${over:-?}" >>"$figures"
     if [ $rc -ne 0 ] || [ ! -s "$trace" ]; then
-        verdict FAIL "torch $name under memrec" "exit $rc, see logs/torch_${name}_memrec.txt"
+        [ $rc -eq 0 ] && rc=1
+        verdict_rc $rc "torch $name under memrec" "$log"
         return 1
     fi
+    verdict PASS "torch $name under memrec"
+    local cupti
+    cupti=$(grep -m1 '^memrec: CUPTI ' "$log")
+    [ -n "$cupti" ] && verdict PASS "torch $name: memrec subscribed to CUPTI" "${cupti#memrec: }" ||
+        verdict FAIL "torch $name: memrec subscribed to CUPTI" \
+            "$(grep -m1 -i 'cupti' "$log" | cut -c1-300)"
     local warn
     warn=$(sqlv "$trace" "SELECT count(*) FROM warnings")
     [ "$warn" = 0 ] && verdict PASS "torch $name: replayed without warnings" ||
-        verdict FAIL "torch $name: replayed without warnings" "$warn warnings"
+        verdict FAIL "torch $name: replayed without warnings" \
+            "${warn:-?} warnings: $(sqlrows "$trace" "SELECT code, count(*) FROM warnings GROUP BY 1")"
     return 0
 }
-gpu_tag=$(echo "${gpu_name:-gpu}" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/_/g; s/^_//; s/_$//')
+# window_checks NAME: the trace's PyTorch blocks against train.py's memory_stats, exactly
+window_checks() {
+    local stats=$out/logs/torch_$1_stats.json
+    if [ ! -s "$stats" ]; then
+        verdict FAIL "torch $1: memory_stats over the window" "train.py wrote no logs/torch_$1_stats.json"
+        return
+    fi
+    tmo 120 "$py" "$scripts/check_torch_window.py" "$memanalyze" "$out/traces/torch_$1.zst" \
+        "$stats" "$steps" >"$out/logs/torch_$1_window.txt" 2>&1
+    local rc=$? v check
+    while read -r v check; do
+        check=${check#torch window: }
+        case $v in PASS | FAIL) verdict "$v" "torch $1 window: ${check%%: *}" "${check#*: }" ;; esac
+    done <"$out/logs/torch_$1_window.txt"
+    case $rc in 0 | 1) ;; *) verdict_rc $rc "torch $1: memory_stats over the window" "$out/logs/torch_$1_window.txt" ;; esac
+}
+# torch_test SCENARIO: test_torch_train.py (its ok:/FAILED: lines in the log)
+torch_test() {
+    local log=$out/logs/torch_test_$1.txt
+    tmo 300 "$py" "$scripts/test_torch_train.py" --keep "$out/traces" "$memrec" "$memanalyze" \
+        "$source_dir" "$1" >"$log" 2>&1
+    local rc=$?
+    local ok bad
+    ok=$(grep -c '^ok: ' "$log")
+    bad=$(grep -m1 '^FAILED: ' "$log" | cut -c9-300)
+    case $rc in
+    0) verdict PASS "test_torch_train.py $1" "$ok checks" ;;
+    1) verdict FAIL "test_torch_train.py $1" "$(grep -c '^FAILED: ' "$log") of $((ok + $(grep -c '^FAILED: ' "$log"))) checks failed, first: $bad" ;;
+    *) verdict_rc $rc "test_torch_train.py $1" "$log" ;;
+    esac
+}
 
 if run_mode default -- "$train"; then
-    n=$(sqlv "$out/traces/torch_default.zst" "SELECT count(*) FROM steps")
-    [ "$n" = "$steps" ] && verdict PASS "annotations captured" "$n NVTX steps" ||
-        verdict FAIL "annotations captured" "$n steps in the trace, $steps ranges pushed"
-    n=$(sqlv "$out/traces/torch_default.zst" "SELECT count(*) FROM events WHERE source = 'torch'")
-    [ "${n:-0}" -gt 0 ] && verdict PASS "PyTorch's history drained into the trace" "$n events" ||
-        verdict FAIL "PyTorch's history drained into the trace" "no torch events"
+    window_checks default
 fi
-if run_mode no_nvtx -- "$out/logs/train_no_nvtx.py" "$train"; then
-    # without NVTX the recorder's optimizer step hook makes the steps: one per iteration from
-    # the first optimizer step on (the last one still open at exit)
-    n=$(sqlv "$out/traces/torch_no_nvtx.zst" "SELECT count(*) FROM steps")
-    m=$(sqlv "$out/traces/torch_no_nvtx.zst" \
-        "SELECT count(*) FROM markers WHERE domain = 'memrec.optimizer'")
-    [ "${n:-0}" -ge $((steps - 1)) ] && [ "${m:-0}" -gt 0 ] &&
-        verdict PASS "no NVTX: the optimizer hook makes the steps" "$n steps" ||
-        verdict FAIL "no NVTX: the optimizer hook makes the steps" "$n steps, $m hook markers"
-fi
-if run_mode expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$train"; then
-    n=$(sqlv "$out/traces/torch_expandable.zst" \
-        "SELECT count(*) FROM events WHERE op = 'map' AND source = 'cupti'")
-    [ "${n:-0}" -gt 0 ] &&
-        verdict PASS "cuMem* through cuGetProcAddress seen by CUPTI" "$n cuMemMap in expandable segments" ||
-        verdict FAIL "cuMem* through cuGetProcAddress seen by CUPTI" "no map event from CUPTI"
-fi
+pack
 
 # The beliefs about PyTorch itself, asked of PyTorch directly.
-"$py" - >"$out/logs/torch_beliefs.txt" 2>&1 <<'EOF'
+tmo 120 "$py" - >"$out/logs/torch_beliefs.txt" 2>&1 <<'EOF'
 import time, torch
 torch.cuda.memory._record_memory_history(max_entries=1000)
 before = time.time() * 1e6
@@ -243,12 +476,53 @@ h.remove()
 print("HOOK", "ok" if len(fired) == 2 else "fired %d times for 2 steps" % len(fired))
 print("TORCH", torch.__version__)
 EOF
+rc=$?
 for b in KEYS:"PyTorch's snapshot has the keys the recorder reads" \
     CLOCK:"PyTorch's time_us is wall-clock time" HOOK:"the optimizer step hook fires"; do
     tag=${b%%:*}
     line=$(sed -n "s/^$tag //p" "$out/logs/torch_beliefs.txt")
-    [ "$line" = ok ] && verdict PASS "${b#*:}" || verdict FAIL "${b#*:}" "${line:-see logs/torch_beliefs.txt}"
+    if [ "$line" = ok ]; then
+        verdict PASS "${b#*:}"
+    elif [ -z "$line" ] && [ $rc -ne 0 ]; then
+        verdict_rc $rc "${b#*:}" "$out/logs/torch_beliefs.txt"
+    else
+        verdict FAIL "${b#*:}" "${line:-see logs/torch_beliefs.txt}"
+    fi
 done
+
+torch_test leak
+pack
+
+if run_mode no_nvtx -- "$out/logs/train_no_nvtx.py" "$train"; then
+    # without NVTX the recorder's optimizer step hook makes the steps: one per iteration from
+    # the first optimizer step on, the last one still open at exit: N steps, N begin marks and
+    # N - 1 end marks
+    n=$(sqlv "$out/traces/torch_no_nvtx.zst" "SELECT count(*) FROM steps")
+    m=$(sqlrows "$out/traces/torch_no_nvtx.zst" \
+        "SELECT kind, count(*) FROM markers WHERE domain = 'memrec.optimizer' GROUP BY 1 ORDER BY 1")
+    [ "$n" = "$steps" ] && [ "$m" = "step_begin:$steps step_end:$((steps - 1))" ] &&
+        verdict PASS "no NVTX: the optimizer hook makes the steps" "$n steps; marks $m" ||
+        verdict FAIL "no NVTX: the optimizer hook makes the steps" \
+            "${n:-?} steps for $steps iterations; marks ${m:-none} (want step_begin:$steps step_end:$((steps - 1)))"
+fi
+pack
+
+if run_mode expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$train"; then
+    window_checks expandable
+    # every page PyTorch maps, CUPTI saw mapped: the same bytes from both sources
+    t=$out/traces/torch_expandable.zst
+    c=$(sqlrows "$t" "SELECT count(*), coalesce(sum(size), 0) FROM events WHERE op = 'map' AND source = 'cupti' AND kind = 'device'")
+    p=$(sqlrows "$t" "SELECT count(*), coalesce(sum(size), 0) FROM events WHERE op = 'map' AND source = 'torch'")
+    [ "${c%%:*}" -gt 0 ] 2>/dev/null && [ "${c#*:}" = "${p#*:}" ] &&
+        verdict PASS "cuMem* through cuGetProcAddress seen by CUPTI" \
+            "expandable segments: CUPTI ${c%%:*} maps, PyTorch ${p%%:*}, ${c#*:} bytes each" ||
+        verdict FAIL "cuMem* through cuGetProcAddress seen by CUPTI" \
+            "expandable segments: CUPTI maps:bytes ${c:-?}, PyTorch segment_map ${p:-?}"
+fi
+pack
+
+torch_test fragment
+pack
 
 # ---- two GPUs: DDP under torchrun, NCCL's cuMem buffers ---------------------------------------
 if [ "$ngpu" -ge 2 ]; then
@@ -278,8 +552,8 @@ if rank == 0:
 dist.destroy_process_group()
 EOF
     trun=("$py" -m torch.distributed.run --standalone --nproc_per_node=2)
-    timeout 600 "${trun[@]}" "$out/logs/train_ddp.py" --steps "$steps" >"$out/logs/torch_ddp_bare.txt" 2>&1
-    timeout 600 "$memrec" -o "$out/traces/torch_ddp_rank%r.zst" -- "${trun[@]}" \
+    tmo 180 "${trun[@]}" "$out/logs/train_ddp.py" --steps "$steps" >"$out/logs/torch_ddp_bare.txt" 2>&1
+    tmo 240 "$memrec" -o "$out/traces/torch_ddp_rank%r.zst" -- "${trun[@]}" \
         "$out/logs/train_ddp.py" --steps "$steps" >"$out/logs/torch_ddp_memrec.txt" 2>&1
     rc=$?
     bare=$(rate "$out/logs/torch_ddp_bare.txt")
@@ -289,7 +563,7 @@ EOF
     for r in 0 1; do
         t=$out/traces/torch_ddp_rank$r.zst
         if [ $rc -ne 0 ] || [ ! -s "$t" ]; then
-            verdict FAIL "ddp rank $r under memrec" "exit $rc, see logs/torch_ddp_memrec.txt"
+            verdict_rc $((rc ? rc : 1)) "ddp rank $r under memrec" "$out/logs/torch_ddp_memrec.txt"
             continue
         fi
         other=$((1 - r))

@@ -2,7 +2,7 @@
 """test_cuda_samples.py — one samples/cuda scenario run under memrec on a real GPU, its trace
 checked event by event against what the sample says it did.
 
-    test_cuda_samples.py MEMREC MEMANALYZE CUDA_SAMPLE SCENARIO
+    test_cuda_samples.py [--keep DIR] MEMREC MEMANALYZE CUDA_SAMPLE SCENARIO
 
 The sample prints the events the trace must hold, in order, with the addresses and sizes the
 CUDA calls returned ("event OP KIND ADDR SIZE", ADDR "-" for none) and its NVTX ranges
@@ -13,7 +13,8 @@ sample saw it, and no analyzer warning.
 
 Exit 0 pass, 1 fail, 77 skip: no GPU usable here (the sample itself exits 77 and says why).
 GMT_SAVE_CALLBACK_LOGS=DIR also saves the raw CUPTI callback stream as
-DIR/<gpu>_cuda_<scenario>.log (see tests/fixtures/cupti/README.md).
+DIR/<gpu>_cuda_<scenario>.log (see tests/fixtures/cupti/README.md); --keep DIR keeps the trace
+as DIR/cuda_<scenario>.zst (run_all.sh brings both back from the GPU machine).
 """
 import csv
 import io
@@ -100,10 +101,14 @@ def check_markers(memanalyze, trace, expected):
 
 
 def main():
-    if len(sys.argv) != 5:
+    args = sys.argv[1:]
+    keep = None
+    if args[:1] == ["--keep"] and len(args) > 1:
+        keep, args = args[1], args[2:]
+    if len(args) != 4:
         print(__doc__, file=sys.stderr)
         return 2
-    memrec, memanalyze, sample, scenario = sys.argv[1:]
+    memrec, memanalyze, sample, scenario = args
     env = dict(os.environ)
     # An ASan-built sample (build-asan): the CUDA driver needs the shadow gap left open,
     # memrec's LD_PRELOAD puts libmemrec.so before libasan, and the driver's caches are
@@ -138,6 +143,8 @@ def main():
         fail(f"{scenario} under memrec: exit {run.returncode}")
     if not os.path.exists(trace):
         fail(f"memrec wrote no trace at {trace}")
+    if keep:
+        shutil.copyfile(trace, os.path.join(keep, f"cuda_{scenario}.zst"))
     device, events, markers = parse_sample_output(run.stdout)
 
     check_events(memanalyze, trace, events)

@@ -9,16 +9,28 @@ real GPU with real PyTorch, checked with memanalyze (issue 6):
             bridge named every parameter, gradients and AdamW's two states per
             parameter, and the categories at the peak hold at least the
             parameters' bytes as parameter and twice that as optimizer state
+            and the trace's PyTorch blocks over the steps' window match
+            torch.cuda.memory_stats() exactly (check_torch_window.py: allocs,
+            requested bytes, free requests)
   fragment  --fragment: fragmentation is reported (worst > 0)
 
-Skips (77) without torch or a usable GPU, saying which.
-Usage: test_torch_train.py MEMREC MEMANALYZE SOURCE_DIR SCENARIO
+Skips (77) without torch or a usable GPU, saying which. The ctests gpu_torch_*
+run it with the Python CMake found, which on a build made without PyTorch is not
+the GPU machine's (they then skip): tests/gpu/run_all.sh runs it there with the
+python3 that holds PyTorch, from a package or a build.
+Usage: test_torch_train.py [--keep DIR] MEMREC MEMANALYZE SOURCE_DIR SCENARIO
+  --keep DIR  copies the trace to DIR/torch_test_<scenario>.zst
+  SOURCE_DIR  holds samples/pytorch/train.py (the source tree, or run_all.sh's package)
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_torch_window  # noqa: E402  (beside this file)
 
 
 def skip(why):
@@ -27,9 +39,14 @@ def skip(why):
 
 
 def main():
-    if len(sys.argv) < 5:
-        return skip("usage: test_torch_train.py MEMREC MEMANALYZE SOURCE_DIR SCENARIO")
-    memrec, memanalyze, source_dir, scenario = sys.argv[1:5]
+    args = sys.argv[1:]
+    keep = None
+    if args[:1] == ["--keep"] and len(args) > 1:
+        keep, args = args[1], args[2:]
+    if len(args) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    memrec, memanalyze, source_dir, scenario = args
     probe = subprocess.run([sys.executable, "-c",
                             "import torch; print(torch.cuda.is_available())"],
                            capture_output=True, text=True, timeout=300)
@@ -59,12 +76,21 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "train.zst")
         snap = os.path.join(tmp, "segments.json")
+        stats = os.path.join(tmp, "stats.json")
         if scenario == "leak":
             run = subprocess.run([memrec, "-o", trace, "--", sys.executable, train, "--steps",
-                                  "12", "--leak", "--snapshot", snap],
+                                  "12", "--leak", "--snapshot", snap, "--stats", stats],
                                  capture_output=True, text=True, timeout=600)
             print(run.stdout + run.stderr, file=sys.stderr)
             check(run.returncode == 0, "train.py --leak ran under memrec")
+            if keep and os.path.exists(trace):
+                shutil.copyfile(trace, os.path.join(keep, "torch_test_leak.zst"))
+            try:
+                window = check_torch_window.checks(memanalyze, trace, stats, 12)
+            except (OSError, ValueError, KeyError, RuntimeError) as e:
+                window = [(False, "torch window: the trace and the stats could be read", str(e))]
+            for ok, name, detail in window:
+                check(ok, "%s: %s" % (name, detail))
             steps = sql(trace, "SELECT count(*) AS n FROM steps")
             check(steps == [{"n": 12}], "12 steps found: %r" % steps)
             sites = json.loads(analyze("leaks", trace, "--json"))["sites"]
@@ -103,7 +129,10 @@ def main():
             run = subprocess.run([memrec, "-o", trace, "--", sys.executable, train, "--steps",
                                   "12", "--fragment"], capture_output=True, text=True,
                                  timeout=600)
+            print(run.stdout + run.stderr, file=sys.stderr)
             check(run.returncode == 0, "train.py --fragment ran under memrec")
+            if keep and os.path.exists(trace):
+                shutil.copyfile(trace, os.path.join(keep, "torch_test_fragment.zst"))
             report = json.loads(analyze("report", trace, "--json"))
             worst = report["devices"][0].get("fragmentation_worst") or 0
             check(worst > 0, "fragmentation reported: worst %r" % worst)
