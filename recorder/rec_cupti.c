@@ -551,8 +551,8 @@ static int enable_cbids(int enable, int *newer) {
     size_t n = rec_call_cbids(&ids), ok = 0;
     CUpti_CallbackId highest_taken = 0;
     for (size_t i = 0; i < n; i++) {
-        int taken = cupti.enable_callback((uint32_t)enable, subscriber,
-                                          CUPTI_CB_DOMAIN_DRIVER_API, ids[i]) == CUPTI_SUCCESS;
+        int taken = cupti.enable_callback((uint32_t)enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                          ids[i]) == CUPTI_SUCCESS;
         ok += (size_t)taken;
         if (taken && ids[i] > highest_taken)
             highest_taken = ids[i];
