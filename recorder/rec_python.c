@@ -1,6 +1,11 @@
 /* rec_python.c — Python frames in the recorder's stacks (rec_python.h).
  *
- * Three parts, split by who runs them:
+ * What every CPython shares: the code table (code object -> index -> names),
+ * the resolver, where the eval loop lives, attaching and detaching. On 3.12
+ * and 3.13 the frames come from sys.monitoring and the running frames
+ * themselves (rec_python_monitor.c); this file's profile hook is used up to
+ * 3.11, and on 3.12+ only when that path cannot be had (tool ids taken, an
+ * unknown frame layout). The hook has three parts, split by who runs them:
  *  - the profile hook (program threads, GIL held): on each call it pushes
  *    the frame onto the thread's shadow stack, on each return it pops it.
  *    An entry holds a strong reference to its frame (so a frame is never
@@ -37,6 +42,7 @@
 #include "rec_core.h"
 #include "rec_stack.h"
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -53,7 +59,6 @@
 
 #define PYTRACE_CALL 0
 #define PYTRACE_RETURN 3
-#define METH_FASTCALL 0x0080
 #define LINE_BITS 24 /* token value: code index << LINE_BITS | line */
 #define LINE_MAX_RECORDED ((1u << LINE_BITS) - 1)
 #define CODE_CHUNK_BITS 12
@@ -65,13 +70,6 @@
 /* ---- the CPython API, found at run time ---------------------------------- */
 
 typedef int (*py_profile_fn)(void *obj, void *frame, int what, void *arg);
-typedef void *(*py_fastcall_fn)(void *self, void *const *args, ptrdiff_t nargs);
-typedef struct py_method_def { /* PyMethodDef, stable ABI */
-    const char *name;
-    py_fastcall_fn meth;
-    int flags;
-    const char *doc;
-} py_method_def;
 
 static struct {
     int (*is_initialized)(void);
@@ -165,9 +163,18 @@ static unsigned eval_ranges;
 /* Code table: index -> names, read by the writer; written under the GIL. */
 static _Atomic(code_info *) code_chunks[CODE_CHUNKS];
 static _Atomic uint32_t code_count = 1; /* index 0: unknown */
-/* Code object -> index (open addressing), used under the GIL only. */
-static void **map_keys;
-static uint32_t *map_values, map_cap, map_used;
+/* Code object -> index (open addressing): written under the GIL, read by
+ * the sys.monitoring splicer without it (rec_python_code_find). A key is
+ * stored after its value (release); a grown map is published whole and the
+ * one it replaces is kept, never freed, since a reader may still probe it
+ * (all of them together hold at most twice the last one's slots). */
+typedef struct code_map {
+    struct code_map *older;
+    uint32_t cap, used;
+    uint32_t *values;
+    _Atomic(void *) keys[];
+} code_map;
+static _Atomic(code_map *) code_map_now;
 
 static __thread shadow_stack *thread_shadow;
 static pthread_key_t shadow_key; /* frees a thread's shadow stack at exit */
@@ -184,30 +191,44 @@ static uint32_t map_slot(const void *key, uint32_t cap) {
     return (uint32_t)(h >> 32) & (cap - 1);
 }
 
-static int map_grow(void) {
-    uint32_t cap = map_cap ? map_cap * 2 : 4096;
-    void **keys = calloc(cap, sizeof *keys);
-    uint32_t *values = calloc(cap, sizeof *values);
-    if (!keys || !values) {
-        free(keys);
-        free(values);
-        return -1;
+/* GIL held. Returns the live map, grown when it is half full; NULL when out of memory. */
+static code_map *map_for_insert(void) {
+    code_map *old = atomic_load_explicit(&code_map_now, memory_order_relaxed);
+    if (old && (old->used + 1) * 2 <= old->cap)
+        return old;
+    uint32_t cap = old ? old->cap * 2 : 4096;
+    code_map *map = calloc(1, sizeof *map + cap * sizeof map->keys[0]);
+    uint32_t *values = map ? calloc(cap, sizeof *values) : NULL;
+    if (!values) {
+        free(map);
+        return NULL;
     }
-    for (uint32_t i = 0; i < map_cap; i++) {
-        if (!map_keys[i])
+    *map = (code_map){old, cap, old ? old->used : 0, values};
+    for (uint32_t i = 0; old && i < old->cap; i++) {
+        void *key = atomic_load_explicit(&old->keys[i], memory_order_relaxed);
+        if (!key)
             continue;
-        uint32_t j = map_slot(map_keys[i], cap);
-        while (keys[j])
+        uint32_t j = map_slot(key, cap);
+        while (atomic_load_explicit(&map->keys[j], memory_order_relaxed))
             j = (j + 1) & (cap - 1);
-        keys[j] = map_keys[i];
-        values[j] = map_values[i];
+        values[j] = old->values[i];
+        atomic_store_explicit(&map->keys[j], key, memory_order_relaxed);
     }
-    free(map_keys);
-    free(map_values);
-    map_keys = keys;
-    map_values = values;
-    map_cap = cap;
-    return 0;
+    atomic_store_explicit(&code_map_now, map, memory_order_release);
+    return map;
+}
+
+uint32_t rec_python_code_find(const void *code) {
+    code_map *map = atomic_load_explicit(&code_map_now, memory_order_acquire);
+    if (!map || !code)
+        return 0;
+    for (uint32_t i = map_slot(code, map->cap);; i = (i + 1) & (map->cap - 1)) {
+        void *key = atomic_load_explicit(&map->keys[i], memory_order_acquire);
+        if (key == code)
+            return map->values[i];
+        if (!key)
+            return 0; /* never full: at most half its slots are used */
+    }
 }
 
 /* A copy of the str attribute `name` of `obj`, or NULL. */
@@ -227,16 +248,15 @@ static char *copy_str_attr(void *obj, const char *name) {
 
 /* The index of a code object, entering it on first sight; 0 when the
  * table is full or out of memory. */
-static uint32_t code_index(void *code) {
-    if (map_cap) {
-        for (uint32_t i = map_slot(code, map_cap); map_keys[i]; i = (i + 1) & (map_cap - 1))
-            if (map_keys[i] == code)
-                return map_values[i];
-    }
+uint32_t rec_python_code_index(void *code) {
+    uint32_t found = rec_python_code_find(code);
+    if (found)
+        return found;
     uint32_t index = atomic_load_explicit(&code_count, memory_order_relaxed);
     if (index >= (uint32_t)CODE_CHUNKS << CODE_CHUNK_BITS)
         return 0;
-    if ((map_used + 1) * 2 > map_cap && map_grow() != 0)
+    code_map *map = map_for_insert();
+    if (!map)
         return 0;
     code_info *chunk = atomic_load(&code_chunks[index >> CODE_CHUNK_BITS]);
     if (!chunk) {
@@ -255,13 +275,13 @@ static uint32_t code_index(void *code) {
         return 0;
     }
     py.incref(code); /* kept: its address names it for the whole run */
-    uint32_t i = map_slot(code, map_cap);
-    while (map_keys[i])
-        i = (i + 1) & (map_cap - 1);
-    map_keys[i] = code;
-    map_values[i] = index;
-    map_used++;
     atomic_store_explicit(&code_count, index + 1, memory_order_release);
+    uint32_t i = map_slot(code, map->cap);
+    while (atomic_load_explicit(&map->keys[i], memory_order_relaxed))
+        i = (i + 1) & (map->cap - 1);
+    map->values[i] = index;
+    atomic_store_explicit(&map->keys[i], code, memory_order_release);
+    map->used++;
     return index;
 }
 
@@ -304,7 +324,7 @@ static int push(shadow_stack *s, void *frame, uintptr_t hook_sp, int starts_eval
     }
     void *code = py.frame_code(frame);
     shadow_entry *e = &s->entries[s->depth++];
-    *e = (shadow_entry){frame, hook_sp, code ? code_index(code) : 0, 0, starts_eval};
+    *e = (shadow_entry){frame, hook_sp, code ? rec_python_code_index(code) : 0, 0, starts_eval};
     if (code)
         py.decref(code);
     return 0;
@@ -387,7 +407,8 @@ static int profile_hook(void *obj, void *frame, int what, void *arg) {
 #define SHADOW_CAPSULE "memrec.shadow"
 
 static void *hook_bootstrap(void *self, void *const *args, ptrdiff_t nargs);
-static py_method_def hook_bootstrap_def = {"memrec_profile", hook_bootstrap, METH_FASTCALL, NULL};
+static py_method_def hook_bootstrap_def = {"memrec_profile", hook_bootstrap, REC_PY_METH_FASTCALL,
+                                           NULL};
 
 /* The profile hook's object, what sys.getprofile() returns while the hook
  * is on: hook_bootstrap as a Python callable, bound to a capsule naming the
@@ -467,7 +488,7 @@ static void *hook_bootstrap(void *self, void *const *args, ptrdiff_t nargs) {
 
 /* ---- capture (program thread, no GIL) ------------------------------------ */
 
-static int is_eval_ip(uint64_t ip) {
+int rec_python_is_eval_ip(uint64_t ip) {
     uintptr_t at = (uintptr_t)ip - 1; /* a return address: the call is before it */
     for (unsigned i = 0; i < eval_ranges; i++)
         if (at >= eval_start[i] && at < eval_end[i])
@@ -475,16 +496,24 @@ static int is_eval_ip(uint64_t ip) {
     return 0;
 }
 
+uint32_t rec_python_line(int line) {
+    return line <= 0 ? 0 : (uint32_t)line > LINE_MAX_RECORDED ? LINE_MAX_RECORDED : (uint32_t)line;
+}
+
+uint64_t rec_python_token(uint32_t code, uint32_t line) {
+    assert(line <= LINE_MAX_RECORDED && code < (uint32_t)CODE_CHUNKS << CODE_CHUNK_BITS);
+    return token_prefix | (uint64_t)code << LINE_BITS | line;
+}
+
 static uint64_t frame_token(shadow_stack *s, uint32_t k) {
     shadow_entry *e = &s->entries[k];
     uint32_t line = e->line;
     if (!line || k + 1 == s->depth) { /* the innermost may have moved on */
-        int at = py.frame_line(e->frame);
-        line = at <= 0 ? 0 : (uint32_t)at > LINE_MAX_RECORDED ? LINE_MAX_RECORDED : (uint32_t)at;
+        line = rec_python_line(py.frame_line(e->frame));
         if (k + 1 < s->depth)
             e->line = line;
     }
-    return token_prefix | (uint64_t)e->code << LINE_BITS | line;
+    return rec_python_token(e->code, line);
 }
 
 /* The rec_stack_splicer: each eval-loop frame of `native` becomes the
@@ -496,7 +525,7 @@ static unsigned splice_python(const uint64_t *native, unsigned n, uint64_t *out,
         left = 0;
     unsigned o = 0;
     for (unsigned k = 0; k < n && o < cap; k++) {
-        if (!left || !is_eval_ip(native[k])) {
+        if (!left || !rec_python_is_eval_ip(native[k])) {
             out[o++] = native[k];
             continue;
         }
@@ -649,7 +678,8 @@ static int hook_future_threads(void) {
  * slow it down. */
 static void *detach_in_child(void *self, void *const *args, ptrdiff_t nargs) {
     (void)self, (void)args, (void)nargs;
-    memrec_python_detach();
+    if (!rec_enabled()) /* a child that records on its own keeps its Python frames */
+        memrec_python_detach();
     py.incref(py.none);
     return py.none;
 }
@@ -659,7 +689,8 @@ static void detach_at_fork(void) {
     static int registered;
     if (registered)
         return;
-    static py_method_def def = {"memrec_detach_in_child", detach_in_child, METH_FASTCALL, NULL};
+    static py_method_def def = {"memrec_detach_in_child", detach_in_child, REC_PY_METH_FASTCALL,
+                                NULL};
     void *os = py.import("os");
     void *reg = os ? py.get_attr(os, "register_at_fork") : NULL;
     void *fn = reg ? py.new_cfunction(&def, NULL, NULL) : NULL;
@@ -708,11 +739,18 @@ int memrec_python_attach(void) {
         return -1;
     if (rec_stack_mode() == REC_STACKS_NATIVE)
         return 0; /* nothing to hook: stacks stay native */
+    static int have_key;
     python_minor = minor;
     token_prefix = rec_stack_register_symbolic(resolve_python_frame);
-    if (!token_prefix || pthread_key_create(&shadow_key, free_shadow) != 0)
+    if (!token_prefix || (!have_key && pthread_key_create(&shadow_key, free_shadow) != 0))
         return -1;
+    have_key = 1;
     find_eval_ranges();
+    if (minor >= 12 && rec_python_monitor_attach(minor) == 0) {
+        atomic_store(&attached, 1); /* the monitor installed its splicer */
+        detach_at_fork();
+        return 0;
+    }
     if (hook_future_threads() != 0)
         rec_warn_once(&warned_threads, "threading.setprofile failed: threads started from now "
                                        "on are recorded without Python frames");
@@ -737,9 +775,12 @@ int memrec_python_attach(void) {
 int memrec_python_detach(void) {
     if (!atomic_load(&attached) || !py.gil_check || py.gil_check() != 1)
         return -1;
-    if (rec_enabled())
-        return 0; /* a child that records on its own keeps its Python frames */
     rec_stack_set_splicer(NULL);
+    if (rec_python_monitor_tool() >= 0) {
+        rec_python_monitor_detach();
+        atomic_store(&attached, 0);
+        return 0;
+    }
     py.set_profile(NULL, NULL); /* the capsule's destructor gives the frames back */
     shadow_stack *s = thread_shadow;
     if (s)

@@ -9,10 +9,48 @@ if(Python3_FOUND AND NOT GMT_SANITIZE)
   if(TARGET memrec)
     set(GMT_PY_MEMREC $<TARGET_FILE:memrec>)
   endif()
-  add_test(NAME test_rec_python
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/test_rec_python.py
-            $<TARGET_FILE:memrec_inject> $<TARGET_FILE:memanalyze> ${GMT_PY_MEMREC})
+  set(GMT_PY_TEST_ARGS ${CMAKE_CURRENT_SOURCE_DIR}/test_rec_python.py
+      $<TARGET_FILE:memrec_inject> $<TARGET_FILE:memanalyze> ${GMT_PY_MEMREC})
+  add_test(NAME test_rec_python COMMAND ${Python3_EXECUTABLE} ${GMT_PY_TEST_ARGS})
   set_tests_properties(test_rec_python PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+  # The same test under every other CPython 3.9-3.13 on the machine (each takes
+  # a different path: the profile hook up to 3.11, sys.monitoring from 3.12):
+  # pyenv's, else python3.X on PATH. One that is not there skips, saying so.
+  set(GMT_PYENV_ROOT "$ENV{PYENV_ROOT}")
+  if(NOT GMT_PYENV_ROOT)
+    set(GMT_PYENV_ROOT "$ENV{HOME}/.pyenv")
+  endif()
+  set(GMT_PY_DEFAULT "${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}")
+  foreach(minor 9 10 11 12 13)
+    if("3.${minor}" STREQUAL GMT_PY_DEFAULT)
+      continue() # test_rec_python runs that one
+    endif()
+    file(GLOB GMT_PY_FOUND "${GMT_PYENV_ROOT}/versions/3.${minor}.*/bin/python3")
+    list(SORT GMT_PY_FOUND)
+    set(GMT_PY "")
+    if(GMT_PY_FOUND)
+      list(GET GMT_PY_FOUND -1 GMT_PY)
+    else()
+      find_program(GMT_PY NAMES python3.${minor} NO_CACHE)
+    endif()
+    if(GMT_PY) # a pyenv shim on PATH runs even where its version is missing: ask it
+      execute_process(COMMAND ${GMT_PY} -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                      OUTPUT_VARIABLE GMT_PY_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE
+                      ERROR_QUIET RESULT_VARIABLE GMT_PY_RC TIMEOUT 20)
+      if(NOT GMT_PY_RC EQUAL 0 OR NOT GMT_PY_VERSION STREQUAL "3.${minor}")
+        set(GMT_PY "")
+      endif()
+    endif()
+    if(GMT_PY)
+      add_test(NAME test_rec_python_py3${minor} COMMAND ${GMT_PY} ${GMT_PY_TEST_ARGS})
+    else()
+      add_test(NAME test_rec_python_py3${minor}
+               COMMAND ${Python3_EXECUTABLE} -c
+                       "print('SKIP: no CPython 3.${minor} on this machine'); raise SystemExit(77)")
+    endif()
+    set_tests_properties(test_rec_python_py3${minor} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+  endforeach()
 endif()
 
 # The C side in a process without Python (also under the sanitizers).
