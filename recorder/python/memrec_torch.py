@@ -83,7 +83,7 @@ STEP_WORD = re.compile(r"step", re.IGNORECASE)
 NUMBER = re.compile(r"\d")
 
 WARN_ENABLE, WARN_DRAIN, WARN_LOST, WARN_NO_TIME, WARN_DISABLED, WARN_CLOCK = 1, 2, 3, 4, 5, 6
-WARN_NAMES, WARN_BLIND = 7, 8
+WARN_NAMES, WARN_BLIND, WARN_PROFILER = 7, 8, 9
 DRAINED, WAITED = "drained", "waited"  # what a tensor walk did (Drainer.name_tensors)
 
 
@@ -163,16 +163,17 @@ def injected_library_path():
     return path if os.path.basename(path).startswith("libmemrec") else None
 
 
-def load_library():
+def load_library(only_loaded=False):
     """libmemrec.so with its torch entry points typed; None when absent.
     Called once CUDA has started: the driver has loaded the library by then;
     if it has not (a driver that did not, a fake torch in the tests), it is
-    loaded here, into a process that uses CUDA."""
+    loaded here, into a process that uses CUDA (not when only_loaded)."""
     lib = None
     path = injected_library_path()
-    for name, mode in ((path, os.RTLD_NOLOAD | os.RTLD_LAZY),
-                       ("libmemrec.so", os.RTLD_NOLOAD | os.RTLD_LAZY),
-                       (path, os.RTLD_NOW)):
+    tries = [(path, os.RTLD_NOLOAD | os.RTLD_LAZY), ("libmemrec.so", os.RTLD_NOLOAD | os.RTLD_LAZY)]
+    if not only_loaded:
+        tries.append((path, os.RTLD_NOW))
+    for name, mode in tries:
         if name:
             try:
                 lib = ctypes.CDLL(name, mode=mode)
@@ -749,6 +750,15 @@ class Drainer:
         except Exception:  # noqa: BLE001
             pass
 
+    def warn_anyway(self, code, message):
+        """warn, also before CUDA starts (the library may be there already: NVTX's)."""
+        if self.lib is None:
+            lib = load_library(only_loaded=True)
+            if lib is not None:
+                lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
+            return
+        self.warn(code, message)
+
     # ---- turning PyTorch's history on ------------------------------------
 
     def record(self):
@@ -1205,6 +1215,107 @@ def optimizer_module():
     return module
 
 
+class ProfilerGuard:
+    """PyTorch's profiler with Python stacks (torch.profiler.profile or
+    torch.autograd.profiler.profile with with_stack=True) installs a Python
+    tracer of its own that fails with PyTorch's internal assert when another
+    profile function was attached ("Python replay stack is empty": its known
+    bug with any profile hook; pytorch/pytorch#101632), and clears every
+    thread's profile function when it stops. Where memrec's Python frames
+    come from a profile function (before CPython 3.12, or a 3.12+ fallback;
+    rec_python.h), its hook steps aside while such a profiler runs: detached
+    before the profiler's trace starts, attached again after it ends (on
+    this thread and those started later: threads already running stay
+    without Python frames), and a warning says so once. Events recorded
+    meanwhile have native stacks. From 3.12 memrec holds a sys.monitoring
+    tool instead and reads frames itself: nothing to step aside for.
+
+    Both profilers start their trace in torch.autograd.profiler.profile
+    (_start_trace, or __enter__ in older PyTorch) and end it in its
+    __exit__, so those two methods are wrapped."""
+
+    def __init__(self):
+        self.aside = 0  # profilers with stacks running now
+        self.lib = None
+
+    def hook_library(self):
+        """libmemrec.so's attach/detach, called with the GIL held (PyDLL)."""
+        if self.lib is None:
+            path = injected_library_path()
+            try:
+                lib = ctypes.PyDLL(path or "libmemrec.so", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+                lib.memrec_python_detach.restype = ctypes.c_int
+                lib.memrec_python_attach.restype = ctypes.c_int
+                self.lib = lib
+            except (OSError, AttributeError):
+                return None
+        return self.lib
+
+    @staticmethod
+    def hook_is_profile_function():
+        """Whether memrec's frames come from a profile function, which is what PyTorch's
+        tracer fails with: before CPython 3.12 always; from 3.12 memrec holds a
+        sys.monitoring tool instead (rec_python_monitor.c), unless it fell back."""
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is None:
+            return True
+        return not any(monitoring.get_tool(i) == "memrec" for i in range(6))
+
+    def starting(self, prof, warn):
+        if not getattr(prof, "with_stack", False) or getattr(prof, "enabled", True) is False:
+            return
+        if not self.aside and not self.hook_is_profile_function():
+            return
+        lib = self.hook_library()
+        if lib is None or getattr(prof, "_memrec_aside", False):
+            return
+        if self.aside or lib.memrec_python_detach() == 0:
+            self.aside += 1
+            prof._memrec_aside = True
+            warn(WARN_PROFILER, "a PyTorch profiler records Python stacks (with_stack=True): "
+                 "memrec's Python frames step aside while it runs (PyTorch's profiler fails "
+                 "with another profile hook); memrec's events then have native stacks")
+
+    def ended(self, prof):
+        if not getattr(prof, "_memrec_aside", False):
+            return
+        prof._memrec_aside = False
+        self.aside -= 1
+        if self.aside == 0 and self.lib is not None:
+            self.lib.memrec_python_attach()
+
+    def watch(self, torch, warn):
+        profiler = sys.modules.get("torch.autograd.profiler")
+        cls = getattr(profiler, "profile", None)
+        if cls is None:
+            return
+        start_name = "_start_trace" if hasattr(cls, "_start_trace") else "__enter__"
+        start, end = getattr(cls, start_name, None), getattr(cls, "__exit__", None)
+        if start is None or end is None:
+            return
+        guard = self
+
+        @functools.wraps(start)
+        def start_wrapper(prof, *args, **kwargs):
+            try:
+                guard.starting(prof, warn)
+            except Exception:  # noqa: BLE001 - never in the program's way
+                pass
+            return start(prof, *args, **kwargs)
+
+        @functools.wraps(end)
+        def end_wrapper(prof, *args, **kwargs):
+            try:
+                return end(prof, *args, **kwargs)
+            finally:
+                try:
+                    guard.ended(prof)
+                except Exception:  # noqa: BLE001
+                    pass
+        setattr(cls, start_name, start_wrapper)
+        cls.__exit__ = end_wrapper
+
+
 def torch_imported(torch):
     """Sets everything up once torch is imported."""
     global _drainer
@@ -1215,6 +1326,7 @@ def torch_imported(torch):
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
     d.watch_settings(cuda.memory)
+    ProfilerGuard().watch(torch, d.warn_anyway)
     register = getattr(optimizer_module(), "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0
         register(d.optimizer_stepped)

@@ -120,6 +120,35 @@ for i in range(11):
 lib.memrec_mark(b"step 11")
 """
 
+# torch.profiler with Python stacks while memrec's frame hook is attached (issue 26): PyTorch's
+# tracer fails at its stop when another profile hook was in place (fake_torch/torch/autograd/
+# profiler.py says where that was seen). Both profilers, twice each; the hook is back after.
+PROFILER = """\
+import sys
+import time
+import torch
+torch.cuda._lazy_init()
+torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+time.sleep(0.01)  # the hook attaches at the interpreter's next pending call
+
+def hooked():
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None and any(monitoring.get_tool(i) == "memrec" for i in range(6)):
+        return True
+    return sys.getprofile() is not None
+
+print("hooked before", hooked())
+for round in range(2):
+    with torch.profiler.profile(with_stack=True):
+        torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+    print("hooked after torch.profiler", hooked())
+    with torch.autograd.profiler.profile(with_stack=True):
+        torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+    print("hooked after autograd.profiler", hooked())
+with torch.profiler.profile():  # without stacks: nothing to step aside for
+    print("hooked in a profiler without stacks", hooked())
+"""
+
 # A plain loop: no NVTX, one optimizer; then a GAN's two optimizers.
 PLAIN = """\
 import time
@@ -402,6 +431,24 @@ def main():
             check(order == [{"n": 0}], "drains 10 s apart: events in time order: %r" % order)
         else:
             check(False, "the spaced drains' loop left a trace")
+
+        # ---- 1ab. a PyTorch profiler with Python stacks: memrec steps aside ------------
+        out, trace, _ = record("profiler", PROFILER)
+        check(out.returncode == 0, "the profiler with stacks ran under memrec: %r" % out.stderr)
+        check(out.stdout.splitlines() == ["user sitecustomize ran", "hooked before True"] +
+              ["hooked after torch.profiler True", "hooked after autograd.profiler True"] * 2 +
+              ["hooked in a profiler without stacks True"],
+              "memrec's hook steps aside for the profiler and comes back: %r" % out.stdout)
+        said = [line for line in out.stderr.splitlines() if "step aside" in line]
+        if sys.version_info >= (3, 12):  # a sys.monitoring tool: nothing to step aside for
+            check(said == [], "3.12+: no stepping aside: %r" % out.stderr)
+        else:
+            check(len(said) == 1 and said[0].startswith(
+                "memrec: a PyTorch profiler records Python stacks (with_stack=True)"),
+                "stepping aside is said once: %r" % out.stderr)
+        out, _, _ = record("profiler_native", PROFILER, options=("--stacks", "native"))
+        check(out.returncode == 0 and "step aside" not in out.stderr,
+              "--stacks native: no hook, nothing to step aside for: %r" % out.stderr)
 
         # ---- 1b. PyTorch's settings: alloc context, Python stacks, annotations
         out, trace, _ = record("settings", TRAIN.replace("print(\"rings\", [s[3]", "print(\"set\", [s[:3]").replace(

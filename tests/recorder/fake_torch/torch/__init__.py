@@ -34,7 +34,10 @@ matter to it:
     START|END, filename the range name, line 0);
   - the clock re-fit: each _snapshot re-fits PyTorch's TSC->wall clock, so
     every time_us of a snapshot moves by a few microseconds (a cycle here);
-  - a second _record_memory_history call clears the ring (older PyTorch).
+  - a second _record_memory_history call clears the ring (older PyTorch);
+  - torch.profiler.profile / torch.autograd.profiler.profile: with
+    with_stack=True they fail while another profile hook is attached, as
+    PyTorch's Python tracer does (autograd/profiler.py says where seen).
 time_us is rounded up to 100 us here, so many entries share a time.
 """
 from . import _tensor, cuda  # noqa: F401
@@ -42,4 +45,4 @@ from ._tensor import (Tensor, UntypedStorage, arange, bfloat16, contiguous_forma
                       device, dtype, empty, empty_like, float16, float32, int64, ones,
                       ones_like, preserve_format, randn, randn_like, tensor, zeros,
                       zeros_like)
-from . import nn, optim  # noqa: F401,E402
+from . import autograd, nn, optim, profiler  # noqa: F401,E402

@@ -1,0 +1,2 @@
+"""torch.autograd of the fake torch: only its profiler (see profiler.py)."""
+from . import profiler  # noqa: F401
