@@ -85,8 +85,47 @@ static const rec_cupti_layout layouts[] = {
     LAYOUT(cuMemImportFromShareableHandle, FIELD(cuMemImportFromShareableHandle, handle, OUT),
            FIELD(cuMemImportFromShareableHandle, osHandle, HEX),
            FIELD(cuMemImportFromShareableHandle, shHandleType, UINT)),
+    /* Host registration (recorded) and the calls counted in the END record: written here
+     * by their own names, never through a helper macro, since cuda.h #defines some plain
+     * names to their _v2 (cuMemHostRegister, cuIpcOpenMemHandle, cuGraphAddNode). */
+    LAYOUT(cuMemHostRegister, FIELD(cuMemHostRegister, p, HEX),
+           FIELD(cuMemHostRegister, bytesize, SIZE), FIELD(cuMemHostRegister, Flags, UINT)),
+    LAYOUT(cuMemHostRegister_v2, FIELD(cuMemHostRegister_v2, p, HEX),
+           FIELD(cuMemHostRegister_v2, bytesize, SIZE), FIELD(cuMemHostRegister_v2, Flags, UINT)),
+    LAYOUT(cuMemHostUnregister, FIELD(cuMemHostUnregister, p, HEX)),
+    LAYOUT(cuIpcOpenMemHandle, FIELD(cuIpcOpenMemHandle, pdptr, OUT),
+           FIELD(cuIpcOpenMemHandle, Flags, UINT)),
+    LAYOUT(cuIpcOpenMemHandle_v2, FIELD(cuIpcOpenMemHandle_v2, pdptr, OUT),
+           FIELD(cuIpcOpenMemHandle_v2, Flags, UINT)),
+    LAYOUT(cuIpcCloseMemHandle, FIELD(cuIpcCloseMemHandle, dptr, HEX)),
+    LAYOUT(cuMemPoolImportPointer, FIELD(cuMemPoolImportPointer, ptr_out, OUT),
+           FIELD(cuMemPoolImportPointer, pool, HEX)),
+    LAYOUT(cuGraphAddMemAllocNode, FIELD(cuGraphAddMemAllocNode, hGraph, HEX),
+           FIELD(cuGraphAddMemAllocNode, nodeParams, MEM_ALLOC_NODE)),
+    LAYOUT(cuGraphAddMemFreeNode, FIELD(cuGraphAddMemFreeNode, hGraph, HEX),
+           FIELD(cuGraphAddMemFreeNode, dptr, HEX)),
+    LAYOUT(cuDeviceGraphMemTrim, FIELD(cuDeviceGraphMemTrim, device, INT)),
 #if CUDA_VERSION >= 12010
-    LAYOUT(cuMulticastCreate, FIELD(cuMulticastCreate, mcHandle, OUT)),
+    LAYOUT(cuMulticastCreate, FIELD(cuMulticastCreate, mcHandle, OUT),
+           FIELD(cuMulticastCreate, prop, MULTICAST_PROP)),
+    LAYOUT(cuMulticastBindMem, FIELD(cuMulticastBindMem, mcHandle, HEX),
+           FIELD(cuMulticastBindMem, mcOffset, SIZE), FIELD(cuMulticastBindMem, memHandle, HEX),
+           FIELD(cuMulticastBindMem, memOffset, SIZE), FIELD(cuMulticastBindMem, size, SIZE),
+           FIELD(cuMulticastBindMem, flags, HEX)),
+    LAYOUT(cuMulticastBindAddr, FIELD(cuMulticastBindAddr, mcHandle, HEX),
+           FIELD(cuMulticastBindAddr, mcOffset, SIZE), FIELD(cuMulticastBindAddr, memptr, HEX),
+           FIELD(cuMulticastBindAddr, size, SIZE), FIELD(cuMulticastBindAddr, flags, HEX)),
+    LAYOUT(cuMulticastUnbind, FIELD(cuMulticastUnbind, mcHandle, HEX),
+           FIELD(cuMulticastUnbind, dev, INT), FIELD(cuMulticastUnbind, mcOffset, SIZE),
+           FIELD(cuMulticastUnbind, size, SIZE)),
+#endif
+#if CUDA_VERSION >= 12020
+    LAYOUT(cuGraphAddNode, FIELD(cuGraphAddNode, hGraph, HEX),
+           FIELD(cuGraphAddNode, nodeParams, GRAPH_NODE)),
+#endif
+#if CUDA_VERSION >= 12030
+    LAYOUT(cuGraphAddNode_v2, FIELD(cuGraphAddNode_v2, hGraph, HEX),
+           FIELD(cuGraphAddNode_v2, nodeParams, GRAPH_NODE)),
 #endif
 };
 #define N_LAYOUTS (sizeof layouts / sizeof layouts[0])
@@ -103,6 +142,11 @@ const rec_cupti_layout *rec_cupti_layout_named(const char *name) {
         if (strcmp(layouts[i].name, name) == 0)
             return &layouts[i];
     return NULL;
+}
+
+size_t rec_cupti_layouts(const rec_cupti_layout **out) {
+    *out = layouts;
+    return N_LAYOUTS;
 }
 
 /* Appends to a line being built; *at goes past the end when it overflows. */
@@ -122,49 +166,101 @@ static void append_location(char *out, size_t len, size_t *at, unsigned type,
     append(out, len, at, "%u,%u,%d", type, (unsigned)loc->type, loc->id);
 }
 
+/* An output the driver writes (an 8-byte value at `p`): its value once a
+ * successful call wrote it, "-" before (what it holds then is not the
+ * driver's). */
+static void append_output(char *out, size_t len, size_t *at, const rec_cupti_call *call,
+                          const void *p) {
+    uint64_t v;
+    if (call->site == CUPTI_API_EXIT && call->result == CUDA_SUCCESS) {
+        memcpy(&v, p, sizeof v);
+        append(out, len, at, "0x%" PRIx64, v);
+    } else
+        append(out, len, at, "-");
+}
+
+#if CUDA_VERSION >= 12020
+/* Generic graph node parameters: the type, and for memory nodes what the
+ * handler reads of them. */
+static void append_graph_node(char *out, size_t len, size_t *at, const rec_cupti_call *call,
+                              const CUgraphNodeParams *node) {
+    append(out, len, at, "%u", (unsigned)node->type);
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        append(out, len, at, ",%" PRIu64 ",", (uint64_t)node->alloc.bytesize);
+        append_output(out, len, at, call, &node->alloc.dptr);
+    } else if (node->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        append(out, len, at, ",0x%" PRIx64, (uint64_t)node->free.dptr);
+}
+#endif
+
 static void append_field(char *out, size_t len, size_t *at, const rec_cupti_field *f,
                          const rec_cupti_call *call) {
     const unsigned char *base = (const unsigned char *)call->params + f->offset;
     uint64_t v = 0;
     unsigned u = 0;
+    int i = 0;
     const void *p;
     append(out, len, at, " %s=", f->name);
     switch (f->type) {
     case REC_FIELD_SIZE:
         memcpy(&v, base, sizeof v);
         append(out, len, at, "%" PRIu64, v);
-        break;
+        return;
     case REC_FIELD_HEX:
         memcpy(&v, base, sizeof v);
         append(out, len, at, "0x%" PRIx64, v);
-        break;
+        return;
     case REC_FIELD_UINT:
         memcpy(&u, base, sizeof u);
         append(out, len, at, "%u", u);
-        break;
+        return;
+    case REC_FIELD_INT:
+        memcpy(&i, base, sizeof i);
+        append(out, len, at, "%d", i);
+        return;
+    default:
+        break; /* the pointers */
+    }
+    memcpy(&p, base, sizeof p);
+    if (!p) {
+        append(out, len, at, "null");
+        return;
+    }
+    switch (f->type) {
     case REC_FIELD_OUT:
-        memcpy(&p, base, sizeof p);
-        if (!p)
-            append(out, len, at, "null");
-        else if (call->site == CUPTI_API_EXIT && call->result == CUDA_SUCCESS) {
-            memcpy(&v, p, sizeof v);
-            append(out, len, at, "0x%" PRIx64, v);
-        } else
-            append(out, len, at, "-");
+        append_output(out, len, at, call, p);
         break;
-    case REC_FIELD_ALLOC_PROP:
-    case REC_FIELD_POOL_PROPS:
-        memcpy(&p, base, sizeof p);
-        if (!p)
-            append(out, len, at, "null");
-        else if (f->type == REC_FIELD_ALLOC_PROP) {
-            const CUmemAllocationProp *prop = p;
-            append_location(out, len, at, (unsigned)prop->type, &prop->location);
-        } else {
-            const CUmemPoolProps *props = p;
-            append_location(out, len, at, (unsigned)props->allocType, &props->location);
-        }
+    case REC_FIELD_MEM_ALLOC_NODE: {
+        const CUDA_MEM_ALLOC_NODE_PARAMS *node = p;
+        append(out, len, at, "%" PRIu64 ",", (uint64_t)node->bytesize);
+        append_output(out, len, at, call, &node->dptr);
         break;
+    }
+    case REC_FIELD_MULTICAST_PROP:
+#if CUDA_VERSION >= 12010
+        append(out, len, at, "%" PRIu64, (uint64_t)((const CUmulticastObjectProp *)p)->size);
+#endif
+        break;
+    case REC_FIELD_GRAPH_NODE:
+#if CUDA_VERSION >= 12020
+        append_graph_node(out, len, at, call, p);
+#endif
+        break;
+    case REC_FIELD_ALLOC_PROP: {
+        const CUmemAllocationProp *prop = p;
+        append_location(out, len, at, (unsigned)prop->type, &prop->location);
+        break;
+    }
+    case REC_FIELD_POOL_PROPS: {
+        const CUmemPoolProps *props = p;
+        append_location(out, len, at, (unsigned)props->allocType, &props->location);
+        break;
+    }
+    case REC_FIELD_SIZE:
+    case REC_FIELD_HEX:
+    case REC_FIELD_UINT:
+    case REC_FIELD_INT:
+        break; /* written above */
     }
 }
 

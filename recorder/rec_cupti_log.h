@@ -17,17 +17,28 @@
 #include <stdint.h>
 
 /* How a params field is written: 8-byte values as decimal (sizes) or hex
- * (addresses, handles, streams, pools, flags); unsigned int; a pointer to
- * an 8-byte output (its value at a successful exit, "-" before, "null"
- * when the pointer is NULL); allocation or pool properties as
- * "type,location type,location id" (or "null"). */
+ * (addresses, handles, streams, pools, flags); unsigned int and int
+ * (CUdevice) in decimal; a pointer to an 8-byte output (its value at a
+ * successful exit, "-" before, "null" when the pointer is NULL); a pointer
+ * to a struct as the members of it the handler reads, comma-separated (or
+ * "null"): allocation or pool properties as "type,location type,location
+ * id", a graph memory allocation node's as "bytesize,dptr" (dptr is the
+ * driver's output: written as an 8-byte output is), a multicast object's
+ * as "size", generic graph node parameters as "type", "type,bytesize,dptr"
+ * for a memory allocation node, "type,dptr" for a memory free node. The
+ * last two exist in CUDA 12.1 and 12.2 headers on: built against older
+ * ones, no layout uses them. */
 typedef enum rec_cupti_field_type {
     REC_FIELD_SIZE,
     REC_FIELD_HEX,
     REC_FIELD_UINT,
+    REC_FIELD_INT,
     REC_FIELD_OUT,
-    REC_FIELD_ALLOC_PROP, /* const CUmemAllocationProp * */
-    REC_FIELD_POOL_PROPS, /* const CUmemPoolProps * */
+    REC_FIELD_ALLOC_PROP,     /* const CUmemAllocationProp * */
+    REC_FIELD_POOL_PROPS,     /* const CUmemPoolProps * */
+    REC_FIELD_MEM_ALLOC_NODE, /* CUDA_MEM_ALLOC_NODE_PARAMS * */
+    REC_FIELD_MULTICAST_PROP, /* const CUmulticastObjectProp * (CUDA 12.1) */
+    REC_FIELD_GRAPH_NODE,     /* CUgraphNodeParams * (CUDA 12.2) */
 } rec_cupti_field_type;
 
 typedef struct rec_cupti_field {
@@ -49,6 +60,9 @@ typedef struct rec_cupti_layout {
  * not handled. */
 const rec_cupti_layout *rec_cupti_layout_of(CUpti_CallbackId cbid);
 const rec_cupti_layout *rec_cupti_layout_named(const char *name);
+
+/* Every layout (for tests: each one a handled cbid, each handled cbid one). */
+size_t rec_cupti_layouts(const rec_cupti_layout **out);
 
 /* Formats `call`, made on thread `tid`, as one log line ending in '\n'.
  * Returns its length, or -1 for an unhandled cbid or a line too long. */

@@ -5,9 +5,12 @@
  * What it holds: a fake driver that answers from what the replayed calls
  * allocated (which pool a pointer came from, where a cuMemCreate handle
  * lives), as a real one would; the line parser, which rebuilds the real
- * *_params struct from the layout table of rec_cupti.c; and the replay,
- * which runs each tid of the log on a worker thread of its own, line by line
- * in the log's order, because the handler keeps one open call per thread.
+ * *_params struct (and the structs its members point to) from the layout
+ * table of rec_cupti_log.c; the replay, which runs each tid of the log on a
+ * worker thread of its own, line by line in the log's order, because the
+ * handler keeps one open call per thread; and what the log's calls must
+ * make by the handler's rules: the events, and the END record's counts of
+ * the calls it counts instead of recording.
  * Header-only (static functions) like check.h: one test uses it. */
 #ifndef GMT_TESTS_CUPTI_LOG_REPLAY_H
 #define GMT_TESTS_CUPTI_LOG_REPLAY_H
@@ -137,16 +140,25 @@ static void replay_driver_install(void) {
 /* ---- parsing a log line ------------------------------------------------------ */
 
 #define MAX_OUTPUTS 4
+#define MAX_PARAMS 128 /* bytes of the largest handled *_params struct, and more */
 typedef struct parsed_call {
     rec_cupti_call call;
     uint32_t tid;
     union {
-        unsigned char bytes[128];
+        unsigned char bytes[MAX_PARAMS];
         uint64_t align;
     } params;
+    /* what the params' pointer members point to */
     uint64_t outputs[MAX_OUTPUTS];
     CUmemAllocationProp prop;
     CUmemPoolProps pool_props;
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc_node;
+#if CUDA_VERSION >= 12010
+    CUmulticastObjectProp mc_prop;
+#endif
+#if CUDA_VERSION >= 12020
+    CUgraphNodeParams node;
+#endif
 } parsed_call;
 
 /* The value after "key=" in the space-separated tokens, or NULL. */
@@ -177,11 +189,117 @@ static int parse_location(const char *s, unsigned *type, CUmemLocation *loc) {
     return 0;
 }
 
+/* An output the driver writes: its value, or "-" (not written yet: what the
+ * caller left there). */
+static int parse_output(const char *s, uint64_t *v) {
+    *v = REPLAY_GARBAGE;
+    return strcmp(s, "-") == 0 ? 0 : parse_u64(s, v);
+}
+
+/* Splits "a,b,c" into its words (in buf); returns how many, -1 for more than
+ * max or for an empty word. */
+#define MAX_WORDS 4
+static int split_commas(const char *v, char *buf, size_t len, char **words, int max) {
+    if (snprintf(buf, len, "%s", v) >= (int)len)
+        return -1;
+    int n = 0;
+    for (char *w = buf;; n++) {
+        char *comma = strchr(w, ',');
+        if (n == max || !*w || comma == w)
+            return -1;
+        words[n] = w;
+        if (!comma)
+            return n + 1;
+        *comma = '\0';
+        w = comma + 1;
+    }
+}
+
+#if CUDA_VERSION >= 12020
+/* "type", "10,bytesize,dptr" (memory allocation node), "11,dptr" (free). */
+static int parse_graph_node(char **w, int n, CUgraphNodeParams *node) {
+    uint64_t type, u, dptr;
+    if (parse_u64(w[0], &type) != 0 || type > UINT32_MAX)
+        return -1;
+    node->type = (CUgraphNodeType)type;
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        if (n != 3 || parse_u64(w[1], &u) != 0 || parse_output(w[2], &dptr) != 0)
+            return -1;
+        node->alloc.bytesize = (size_t)u;
+        node->alloc.dptr = (CUdeviceptr)dptr;
+        return 0;
+    }
+    if (node->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        if (n != 2 || parse_u64(w[1], &u) != 0)
+            return -1;
+        node->free.dptr = (CUdeviceptr)u;
+        return 0;
+    }
+    return n == 1 ? 0 : -1;
+}
+#endif
+
+/* A pointer member's struct (not "null"): fills it in pc, returns where it is. */
+static void *parse_pointed(parsed_call *pc, const rec_cupti_field *f, const char *v, int *n_out) {
+    char buf[128], *w[MAX_WORDS];
+    unsigned type;
+    uint64_t u, dptr;
+    int n = f->type == REC_FIELD_OUT ? 0 : split_commas(v, buf, sizeof buf, w, MAX_WORDS);
+    switch (f->type) {
+    case REC_FIELD_OUT: {
+        if (*n_out == MAX_OUTPUTS)
+            return NULL;
+        uint64_t *slot = &pc->outputs[(*n_out)++];
+        return parse_output(v, slot) == 0 ? slot : NULL;
+    }
+    case REC_FIELD_ALLOC_PROP:
+        if (parse_location(v, &type, &pc->prop.location) != 0)
+            return NULL;
+        pc->prop.type = (CUmemAllocationType)type;
+        return &pc->prop;
+    case REC_FIELD_POOL_PROPS:
+        if (parse_location(v, &type, &pc->pool_props.location) != 0)
+            return NULL;
+        pc->pool_props.allocType = (CUmemAllocationType)type;
+        return &pc->pool_props;
+    case REC_FIELD_MEM_ALLOC_NODE:
+        if (n != 2 || parse_u64(w[0], &u) != 0 || parse_output(w[1], &dptr) != 0)
+            return NULL;
+        pc->alloc_node.bytesize = (size_t)u;
+        pc->alloc_node.dptr = (CUdeviceptr)dptr;
+        return &pc->alloc_node;
+    case REC_FIELD_MULTICAST_PROP:
+#if CUDA_VERSION >= 12010
+        if (n != 1 || parse_u64(w[0], &u) != 0)
+            return NULL;
+        pc->mc_prop.size = (size_t)u;
+        return &pc->mc_prop;
+#else
+        return NULL;
+#endif
+    case REC_FIELD_GRAPH_NODE:
+#if CUDA_VERSION >= 12020
+        return n >= 1 && parse_graph_node(w, n, &pc->node) == 0 ? &pc->node : NULL;
+#else
+        return NULL;
+#endif
+    case REC_FIELD_SIZE:
+    case REC_FIELD_HEX:
+    case REC_FIELD_UINT:
+    case REC_FIELD_INT:
+        break; /* no pointers */
+    }
+    return NULL;
+}
+
 static int parse_field(parsed_call *pc, const rec_cupti_field *f, const char *v, int *n_out) {
     unsigned char *at = pc->params.bytes + f->offset;
     uint64_t u = 0;
     void *p = NULL;
     unsigned type;
+    char *end;
+    long long i;
+    int32_t i32;
     switch (f->type) {
     case REC_FIELD_SIZE:
     case REC_FIELD_HEX:
@@ -195,37 +313,20 @@ static int parse_field(parsed_call *pc, const rec_cupti_field *f, const char *v,
         type = (unsigned)u;
         memcpy(at, &type, sizeof type);
         return 0;
-    case REC_FIELD_OUT:
-        if (*n_out == MAX_OUTPUTS)
+    case REC_FIELD_INT:
+        i = strtoll(v, &end, 10);
+        if (!*v || *end || i < INT32_MIN || i > INT32_MAX)
             return -1;
-        if (strcmp(v, "null") != 0) {
-            uint64_t *slot = &pc->outputs[(*n_out)++];
-            *slot = REPLAY_GARBAGE;
-            if (strcmp(v, "-") != 0 && parse_u64(v, slot) != 0)
-                return -1;
-            p = slot;
-        }
-        memcpy(at, &p, sizeof p);
+        i32 = (int32_t)i;
+        memcpy(at, &i32, sizeof i32);
         return 0;
-    case REC_FIELD_ALLOC_PROP:
-    case REC_FIELD_POOL_PROPS:
-        if (strcmp(v, "null") != 0) {
-            if (f->type == REC_FIELD_ALLOC_PROP) {
-                if (parse_location(v, &type, &pc->prop.location) != 0)
-                    return -1;
-                pc->prop.type = (CUmemAllocationType)type;
-                p = &pc->prop;
-            } else {
-                if (parse_location(v, &type, &pc->pool_props.location) != 0)
-                    return -1;
-                pc->pool_props.allocType = (CUmemAllocationType)type;
-                p = &pc->pool_props;
-            }
-        }
-        memcpy(at, &p, sizeof p);
-        return 0;
+    default:
+        break; /* pointers: "null", or what they point to */
     }
-    return -1;
+    if (strcmp(v, "null") != 0 && !(p = parse_pointed(pc, f, v, n_out)))
+        return -1;
+    memcpy(at, &p, sizeof p);
+    return 0;
 }
 
 /* Parses one log line (no '#', not empty). Returns 0, -1 with why filled. */
@@ -303,50 +404,183 @@ static void *worker_main(void *arg) {
     }
 }
 
+/* What a call counted in the END record adds up to (rec_core.h's count
+ * slots: rec_call_count_slot). */
+typedef struct replay_count {
+    CUpti_CallbackId cbid;
+    const char *name;
+    uint64_t calls, bytes;
+} replay_count;
+
 typedef struct replay_result {
-    event_list expected; /* op and addr of what the outermost calls must record */
+    event_list expected;                  /* op and addr of what the outermost calls must record */
+    replay_count counts[REC_COUNT_SLOTS]; /* by count slot; calls = 0: none expected */
     size_t lines, threads;
 } replay_result;
 
-/* The event an outermost call's exit must produce, by the handler's rules. */
+/* ---- what the handler counts instead of recording, as the replay expects ---
+ * The handler's rules (rec_cupti.c), kept as simply as a log needs them:
+ * graph memory and imported pool pointers are remembered by address (an
+ * imported one until its free), and a device free of one is counted, not
+ * recorded, until a recorded allocation or map takes the address; handles
+ * imported or made multicast are another process's, so their maps, the
+ * unmaps of those and their releases are no events. Reset per replay. */
+static struct {
+    uint64_t addr, bytes;
+    int once;
+} counted_addrs[KNOWN_MAX];
+static uint64_t foreign_handles[KNOWN_MAX], foreign_maps[KNOWN_MAX];
+static size_t n_counted_addrs, n_foreign_handles, n_foreign_maps;
+
+static void replay_model_reset(void) { n_counted_addrs = n_foreign_handles = n_foreign_maps = 0; }
+
+/* The index of v in a[0 .. n), or -1. */
+static long index_of(const uint64_t *a, size_t n, uint64_t v) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] == v)
+            return (long)i;
+    return -1;
+}
+
+static void set_add(uint64_t *a, size_t *n, uint64_t v) {
+    if (index_of(a, *n, v) < 0 && *n < KNOWN_MAX)
+        a[(*n)++] = v;
+}
+
+static void set_remove(uint64_t *a, size_t *n, uint64_t v) {
+    long i = index_of(a, *n, v);
+    if (i >= 0)
+        a[i] = a[--*n];
+}
+
+static long counted_index(uint64_t addr) {
+    for (size_t i = 0; addr && i < n_counted_addrs; i++)
+        if (counted_addrs[i].addr == addr)
+            return (long)i;
+    return -1;
+}
+
+static void counted_addr_forget(uint64_t addr) {
+    long i = counted_index(addr);
+    if (i >= 0)
+        counted_addrs[i] = counted_addrs[--n_counted_addrs];
+}
+
+static void expect_count(replay_result *rr, CUpti_CallbackId cbid, uint64_t bytes) {
+    const char *name;
+    int slot = rec_call_count_slot(cbid, &name);
+    if (slot < 0)
+        return;
+    rr->counts[slot].cbid = cbid;
+    rr->counts[slot].name = name;
+    rr->counts[slot].calls++;
+    rr->counts[slot].bytes += bytes;
+}
+
+/* A successful REC_CALL_COUNT call: its count, and the memory it names. */
+static void expect_counted_call(const rec_call_info *ci, replay_result *rr) {
+    uint64_t bytes = ci->size;
+    long i;
+    switch (ci->count_mem) {
+    case REC_COUNT_NOT_MEMORY:
+        return;
+    case REC_COUNT_NEW_GRAPH:
+    case REC_COUNT_NEW_IMPORT:
+        counted_addr_forget(ci->addr);
+        if (ci->addr && n_counted_addrs < KNOWN_MAX) {
+            counted_addrs[n_counted_addrs].addr = ci->addr;
+            counted_addrs[n_counted_addrs].bytes = ci->size;
+            counted_addrs[n_counted_addrs++].once = ci->count_mem == REC_COUNT_NEW_IMPORT;
+        }
+        break;
+    case REC_COUNT_OF_ADDR:
+        if (!bytes && (i = counted_index(ci->addr)) >= 0)
+            bytes = counted_addrs[i].bytes;
+        break;
+    default:
+        break;
+    }
+    expect_count(rr, ci->cbid, bytes);
+}
+
+/* What an outermost call's exit must produce, by the handler's rules: an
+ * event, a count, or nothing. */
 static void expect_event(const rec_cupti_call *call, replay_result *rr) {
     rec_call_info ci;
     int ok = call->result == CUDA_SUCCESS;
+    long i;
     if (rec_call_decode(call->cbid, call->params, ok, &ci) != 0)
         return;
     trace_event e = {.addr = ci.addr};
     switch (ci.cls) {
     case REC_CALL_ALLOC:
     case REC_CALL_PHYS_CREATE:
+        if (ok && ci.cls == REC_CALL_ALLOC)
+            counted_addr_forget(ci.addr); /* the address is memory now */
+        if (ok && ci.cls == REC_CALL_PHYS_CREATE)
+            set_remove(foreign_handles, &n_foreign_handles, ci.addr);
         e.op = !ok                        ? TRACE_OP_ALLOC_FAILED
                : ci.cls == REC_CALL_ALLOC ? TRACE_OP_ALLOC
                                           : TRACE_OP_PHYS_CREATE;
+        break;
+    case REC_CALL_HOST_REGISTER: /* a failed registration pinned nothing */
+        e.op = TRACE_OP_ALLOC;
         break;
     case REC_CALL_VA_RESERVE:
         e.op = TRACE_OP_VA_RESERVE;
         break;
     case REC_CALL_MAP:
+        if (ok && index_of(foreign_handles, n_foreign_handles, (uint64_t)ci.handle) >= 0) {
+            set_add(foreign_maps, &n_foreign_maps, ci.addr);
+            expect_count(rr, ci.cbid, ci.size);
+            return;
+        }
+        if (ok)
+            counted_addr_forget(ci.addr);
         e.op = TRACE_OP_MAP;
         break;
     case REC_CALL_FREE:
         if (!ci.addr)
             return;
+        if (ok && ci.kind == TRACE_KIND_DEVICE && (i = counted_index(ci.addr)) >= 0) {
+            expect_count(rr, ci.cbid, counted_addrs[i].bytes);
+            if (counted_addrs[i].once)
+                counted_addrs[i] = counted_addrs[--n_counted_addrs];
+            return;
+        }
         e.op = TRACE_OP_FREE;
         break;
     case REC_CALL_UNMAP:
+        if (ok && index_of(foreign_maps, n_foreign_maps, ci.addr) >= 0) {
+            set_remove(foreign_maps, &n_foreign_maps, ci.addr);
+            expect_count(rr, ci.cbid, ci.size);
+            return;
+        }
         e.op = TRACE_OP_UNMAP;
         break;
     case REC_CALL_VA_FREE:
         e.op = TRACE_OP_VA_FREE;
         break;
     case REC_CALL_PHYS_RELEASE:
+        if (index_of(foreign_handles, n_foreign_handles, ci.addr) >= 0)
+            return; /* counted at its import */
         e.op = TRACE_OP_PHYS_RELEASE;
         break;
     case REC_CALL_POOL_TRIM:
         e.op = TRACE_OP_POOL_TRIM;
         break;
+    case REC_CALL_PHYS_IMPORT:
+        if (ok) {
+            set_add(foreign_handles, &n_foreign_handles, ci.addr);
+            expect_count(rr, ci.cbid, ci.size);
+        }
+        return;
+    case REC_CALL_COUNT:
+        if (ok)
+            expect_counted_call(&ci, rr);
+        return;
     default:
-        return; /* pool create/destroy record no event */
+        return; /* pool create/destroy, retain record no event */
     }
     if (!ok && e.op != TRACE_OP_ALLOC_FAILED)
         return;
@@ -360,6 +594,7 @@ static void expect_event(const rec_cupti_call *call, replay_result *rr) {
  * is malformed. */
 static int replay_log(const char *log, replay_result *rr) {
     memset(rr, 0, sizeof *rr);
+    replay_model_reset();
     FILE *f = fopen(log, "r");
     if (!f) {
         fprintf(stderr, "cannot open %s\n", log);

@@ -1,16 +1,25 @@
 /* test_rec_cupti_fixture.c — the raw CUPTI callback log (MEMREC_CALLBACK_LOG)
  * and its replay through rec_cupti_handle, without a GPU.
  *
- * Three parts:
+ * Parts:
  *  - the log's text for known calls fed through rec_cupti_callback with the
- *    real *_params structs (known answers, line by line);
- *  - a round trip: every handled cbid fed live with the log on, then the
- *    log replayed; both traces must hold the same events, so a layout that
- *    names the wrong member or offset cannot pass;
+ *    real *_params structs (known answers, line by line), and of the field
+ *    types that write what a member points to (graph nodes, multicast);
+ *  - the layouts against the handler's cbids: every handled cbid has one
+ *    and every layout is of a handled cbid (the two lists cannot drift
+ *    apart), and for each layout a call formatted, parsed back and decoded
+ *    reads exactly as the original does (the members the log leaves out
+ *    hold a pattern in the original, so a scalar member the handler reads
+ *    but the log leaves out cannot pass; a pointer left out points to
+ *    pattern bytes, which the known lines and round trips back up);
+ *  - round trips: every handled cbid fed live with the log on, then the
+ *    log replayed; both traces must hold the same events and END counts,
+ *    so a layout that names the wrong member or offset cannot pass;
  *  - every .log file of tests/fixtures/cupti replayed into a trace: event count =
- *    the events its outermost calls must produce, every release meets a
- *    live acquisition of the same address, the analyzer replays it with no
- *    warning; the hand-written fixture also against its exact events.
+ *    the events its outermost calls must produce, END counts = the calls
+ *    they must count, every release meets a live acquisition of the same
+ *    address, the analyzer replays it with no warning; the hand-written
+ *    fixture also against its exact events.
  *
  * The parser, the per-tid replay and the fake driver that answers from what
  * the log allocated are in cupti_log_replay.h. */
@@ -101,6 +110,49 @@ static void check_pairing(const char *name, const event_list *got) {
     free(live.ev);
 }
 
+/* One entry of the END record's counted calls. */
+typedef struct want_count {
+    const char *name;
+    CUpti_CallbackId cbid;
+    uint64_t calls, bytes;
+} want_count;
+
+static void describe_count(char *out, size_t len, const char *name, uint32_t cbid, uint64_t calls,
+                           uint64_t bytes) {
+    snprintf(out, len, "%s cbid %u: %llu calls, %llu bytes", name, (unsigned)cbid,
+             (unsigned long long)calls, (unsigned long long)bytes);
+}
+
+/* The END record counts exactly w[0 .. n), in any order. */
+static void check_counts(const char *tag, const readback *rb, const want_count *w, size_t n) {
+    CHECK(rb->has_end);
+    if (rb->end.n_calls != n)
+        fprintf(stderr, "%s: %u counted calls in the END record, %zu expected\n", tag,
+                rb->end.n_calls, n);
+    CHECK_EQ_U64(rb->end.n_calls, n);
+    for (size_t i = 0; i < n; i++) {
+        const trace_call_count *got = NULL;
+        for (uint32_t j = 0; j < rb->end.n_calls; j++)
+            if (rb->end.calls[j].call_id == w[i].cbid)
+                got = &rb->end.calls[j];
+        char g[300] = "none", e[300];
+        if (got)
+            describe_count(g, sizeof g, got->name.ptr, got->call_id, got->calls, got->bytes);
+        describe_count(e, sizeof e, w[i].name, w[i].cbid, w[i].calls, w[i].bytes);
+        CHECK_STR_EQ(g, e);
+    }
+}
+
+/* What the replay expects of the END record (rr->counts) as want_counts. */
+static size_t expected_counts(const replay_result *rr, want_count *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < REC_COUNT_SLOTS; i++)
+        if (rr->counts[i].calls)
+            out[n++] = (want_count){rr->counts[i].name, rr->counts[i].cbid, rr->counts[i].calls,
+                                    rr->counts[i].bytes};
+    return n;
+}
+
 static int64_t query_i64(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st;
     int64_t v = -999;
@@ -149,6 +201,11 @@ static event_list check_fixture(const char *log) {
     CHECK(rec_session_stop() == 0);
     CHECK(rr.lines > 0);
     CHECK(rb_read_events(trace, &got) == 0);
+    static readback rb; /* the END record's counts: those the log's calls must make */
+    want_count counts[REC_COUNT_SLOTS];
+    CHECK(rb_read(trace, &rb) == 0);
+    check_counts(log, &rb, counts, expected_counts(&rr, counts));
+    rb_free(&rb);
     if (got.n != rr.expected.n)
         fprintf(stderr, "%s: %zu events, the log's calls make %zu\n", log, got.n, rr.expected.n);
     CHECK_EQ_U64(got.n, rr.expected.n);
@@ -286,6 +343,331 @@ static void test_log_text(void) {
     unlink(trace);
 }
 
+/* The field types that write what a member points to, and the int one: known lines. */
+static void put_alloc_node(void *p, uint64_t out) {
+    ((cuGraphAddMemAllocNode_params *)p)->nodeParams->dptr = (CUdeviceptr)out;
+}
+#if CUDA_VERSION >= 12020
+static void put_node_alloc(void *p, uint64_t out) { /* cuGraphAddNode and _v2: the same here */
+    cuGraphAddNode_params *gp = p;
+    gp->nodeParams->alloc.dptr = (CUdeviceptr)out;
+}
+#endif
+#if CUDA_VERSION >= 12030
+static void put_node_v2_alloc(void *p, uint64_t out) {
+    ((cuGraphAddNode_v2_params *)p)->nodeParams->alloc.dptr = (CUdeviceptr)out;
+}
+#endif
+
+static void check_line(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, const void *params,
+                       CUresult result, const char *want) {
+    rec_cupti_call c = {cbid, site, params, result, (CUcontext)0x4000, 9};
+    char line[512];
+    int n = rec_cupti_log_format(&c, 7, line, sizeof line);
+    CHECK_EQ_U64(n, strlen(want));
+    CHECK_STR_EQ(n > 0 ? line : "", want);
+}
+
+static void test_log_text_pointed(void) {
+    CUDA_MEM_ALLOC_NODE_PARAMS node = {.bytesize = 8 * MiB, .dptr = GARBAGE};
+    cuGraphAddMemAllocNode_params an = {NULL, (CUgraph)0x6600, NULL, 0, &node};
+    check_line(CBID(cuGraphAddMemAllocNode), CUPTI_API_ENTER, &an, CUDA_SUCCESS,
+               "enter cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x4000 hGraph=0x6600 "
+               "nodeParams=8388608,-\n");
+    node.dptr = 0x1a0000000;
+    check_line(CBID(cuGraphAddMemAllocNode), CUPTI_API_EXIT, &an, CUDA_SUCCESS,
+               "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x4000 result=0 "
+               "hGraph=0x6600 nodeParams=8388608,0x1a0000000\n");
+    check_line(CBID(cuGraphAddMemAllocNode), CUPTI_API_EXIT, &an, CUDA_ERROR_OUT_OF_MEMORY,
+               "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x4000 result=2 "
+               "hGraph=0x6600 nodeParams=8388608,-\n");
+    an.nodeParams = NULL;
+    check_line(CBID(cuGraphAddMemAllocNode), CUPTI_API_EXIT, &an, CUDA_SUCCESS,
+               "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x4000 result=0 "
+               "hGraph=0x6600 nodeParams=null\n");
+    check_line(CBID(cuDeviceGraphMemTrim), CUPTI_API_ENTER, &(cuDeviceGraphMemTrim_params){-1},
+               CUDA_SUCCESS,
+               "enter cuDeviceGraphMemTrim cbid=640 tid=7 corr=9 ctx=0x4000 device=-1\n");
+    check_line(CBID(cuMemHostRegister_v2), CUPTI_API_EXIT,
+               &(cuMemHostRegister_v2_params){(void *)0x7f0000200000, 1 * MiB, 2}, CUDA_SUCCESS,
+               "exit cuMemHostRegister_v2 cbid=379 tid=7 corr=9 ctx=0x4000 result=0 "
+               "p=0x7f0000200000 bytesize=1048576 Flags=2\n");
+#if CUDA_VERSION >= 12010
+    CUmulticastObjectProp mc = {.numDevices = 8, .size = 2 * MiB};
+    CUmemGenericAllocationHandle mc_handle = 0xf00;
+    check_line(CBID(cuMulticastCreate), CUPTI_API_EXIT,
+               &(cuMulticastCreate_params){&mc_handle, &mc}, CUDA_SUCCESS,
+               "exit cuMulticastCreate cbid=706 tid=7 corr=9 ctx=0x4000 result=0 mcHandle=0xf00 "
+               "prop=2097152\n");
+    check_line(CBID(cuMulticastCreate), CUPTI_API_ENTER, &(cuMulticastCreate_params){NULL, NULL},
+               CUDA_SUCCESS,
+               "enter cuMulticastCreate cbid=706 tid=7 corr=9 ctx=0x4000 mcHandle=null "
+               "prop=null\n");
+    check_line(CBID(cuMulticastUnbind), CUPTI_API_ENTER,
+               &(cuMulticastUnbind_params){0xf00, 3, 2 * MiB, 4 * MiB}, CUDA_SUCCESS,
+               "enter cuMulticastUnbind cbid=710 tid=7 corr=9 ctx=0x4000 mcHandle=0xf00 dev=3 "
+               "mcOffset=2097152 size=4194304\n");
+#endif
+#if CUDA_VERSION >= 12030
+    CUgraphNodeParams gn = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC};
+    gn.alloc.bytesize = 2 * MiB;
+    gn.alloc.dptr = 0x1a1000000;
+    cuGraphAddNode_v2_params v2 = {NULL, (CUgraph)0x6600, NULL, NULL, 0, &gn};
+    check_line(CBID(cuGraphAddNode_v2), CUPTI_API_EXIT, &v2, CUDA_SUCCESS,
+               "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x4000 result=0 hGraph=0x6600 "
+               "nodeParams=10,2097152,0x1a1000000\n");
+    check_line(CBID(cuGraphAddNode_v2), CUPTI_API_ENTER, &v2, CUDA_SUCCESS,
+               "enter cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x4000 hGraph=0x6600 "
+               "nodeParams=10,2097152,-\n");
+    gn = (CUgraphNodeParams){.type = CU_GRAPH_NODE_TYPE_MEM_FREE};
+    gn.free.dptr = 0x1a1000000;
+    check_line(CBID(cuGraphAddNode_v2), CUPTI_API_EXIT, &v2, CUDA_SUCCESS,
+               "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x4000 result=0 hGraph=0x6600 "
+               "nodeParams=11,0x1a1000000\n");
+    gn = (CUgraphNodeParams){.type = CU_GRAPH_NODE_TYPE_KERNEL};
+    check_line(CBID(cuGraphAddNode_v2), CUPTI_API_EXIT, &v2, CUDA_SUCCESS,
+               "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x4000 result=0 hGraph=0x6600 "
+               "nodeParams=0\n");
+#endif
+
+    /* Lines the parser must refuse: the words of a pointed-to struct malformed. */
+    const char *const bad[] = {
+        "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=8388608",
+        "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=8388608,0x10,0x20",
+        "exit cuGraphAddMemAllocNode cbid=638 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=,0x10",
+        "enter cuDeviceGraphMemTrim cbid=640 tid=7 corr=9 ctx=0x0 device=0x1",
+        "enter cuDeviceGraphMemTrim cbid=640 tid=7 corr=9 ctx=0x0 device=4294967296",
+#if CUDA_VERSION >= 12010
+        "exit cuMulticastCreate cbid=706 tid=7 corr=9 ctx=0x0 result=0 mcHandle=0xf00 prop=1,2",
+#endif
+#if CUDA_VERSION >= 12030
+        "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=10,2097152",
+        "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=11",
+        "exit cuGraphAddNode_v2 cbid=723 tid=7 corr=9 ctx=0x0 result=0 hGraph=0x0 "
+        "nodeParams=0,0x10",
+#endif
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s", bad[i]);
+        parsed_call pc;
+        const char *why = NULL;
+        if (parse_line(line, &pc, &why) == 0)
+            fprintf(stderr, "parsed, should not: %s\n", bad[i]);
+        else
+            CHECK_STR_EQ(why, "a params field is missing or malformed");
+    }
+}
+
+/* ---- the layouts against the handler's cbids --------------------------------- */
+
+/* Bytes of the params member a field is. */
+static size_t field_width(rec_cupti_field_type t) {
+    return t == REC_FIELD_UINT || t == REC_FIELD_INT ? 4 : 8;
+}
+
+/* Every handled cbid has a layout of its own, and nothing else has one; each
+ * layout's fields lie inside its params struct, in struct order. */
+static void test_layouts_cover_cbids(void) {
+    const CUpti_CallbackId *ids;
+    const rec_cupti_layout *layouts;
+    size_t n_ids = rec_call_cbids(&ids), n_layouts = rec_cupti_layouts(&layouts);
+    CHECK_EQ_U64(n_layouts, n_ids);
+    for (size_t i = 0; i < n_ids; i++) {
+        const rec_cupti_layout *l = rec_cupti_layout_of(ids[i]);
+        if (!l) {
+            fprintf(stderr, "handled cbid %u has no callback log layout\n", (unsigned)ids[i]);
+            CHECK(l != NULL);
+            continue;
+        }
+        CHECK_EQ_U64(l->cbid, ids[i]);
+        CHECK(rec_cupti_layout_named(l->name) == l);
+        const char *counted_name;
+        if (rec_call_count_slot(ids[i], &counted_name) >= 0)
+            CHECK_STR_EQ(l->name, counted_name); /* the END record's name for it */
+    }
+    for (size_t i = 0; i < n_layouts; i++) {
+        const rec_cupti_layout *l = &layouts[i];
+        if (rec_call_class_of(l->cbid) == REC_CALL_NONE)
+            fprintf(stderr, "layout %s: not a handled cbid\n", l->name);
+        CHECK(rec_call_class_of(l->cbid) != REC_CALL_NONE);
+        CHECK(rec_cupti_layout_of(l->cbid) == l); /* one layout per cbid */
+        CHECK(l->params_size <= MAX_PARAMS);
+        CHECK(l->fields[0].name != NULL);
+        size_t end = 0;
+        for (const rec_cupti_field *f = l->fields; f->name; f++) {
+            if (f->offset < end || f->offset + field_width(f->type) > l->params_size)
+                fprintf(stderr, "layout %s: %s out of order or outside the struct\n", l->name,
+                        f->name);
+            CHECK(f->offset >= end && f->offset + field_width(f->type) <= l->params_size);
+            end = f->offset + field_width(f->type);
+        }
+    }
+}
+
+/* How a decoded call reads, everything the handler uses (the structs its
+ * pointers point to by their contents). */
+static void describe_info(char *out, size_t len, const rec_call_info *c) {
+    char prop[64] = "null", props[64] = "null";
+    if (c->alloc_prop)
+        snprintf(prop, sizeof prop, "%u,%u,%d", (unsigned)c->alloc_prop->type,
+                 (unsigned)c->alloc_prop->location.type, c->alloc_prop->location.id);
+    if (c->pool_props)
+        snprintf(props, sizeof props, "%u,%u,%d", (unsigned)c->pool_props->allocType,
+                 (unsigned)c->pool_props->location.type, c->pool_props->location.id);
+    snprintf(out, len,
+             "cls %d cbid %u count_mem %u kind %u async %u has_result %u addr 0x%llx size %llu "
+             "req %llu stream 0x%llx stream_arg %p pool %p handle 0x%llx prop %s pool_props %s",
+             (int)c->cls, (unsigned)c->cbid, c->count_mem, c->kind, c->async, c->has_result,
+             (unsigned long long)c->addr, (unsigned long long)c->size,
+             (unsigned long long)c->requested, (unsigned long long)c->stream, (void *)c->stream_arg,
+             (void *)c->pool, (unsigned long long)c->handle, prop, props);
+}
+
+/* The variants of a generated call: every pointer set (graph nodes as
+ * memory allocation nodes), every pointer NULL, graph nodes as free nodes,
+ * as kernel nodes. */
+enum { VARIANT_SET, VARIANT_NULL, VARIANT_FREE_NODE, VARIANT_KERNEL_NODE, VARIANTS };
+#define PATTERN 0xa5 /* the bytes of the pointed-to structs the log leaves out */
+static unsigned char pattern_arena[4096]; /* PATTERN throughout */
+
+/* A call of layout `l` with known values in the members the log writes, the
+ * structs it points to in `pc`. The params members it leaves out hold the
+ * address of a PATTERN arena: read as a value it differs from the parsed
+ * call's 0, followed as a pointer it reads PATTERN bytes, not NULL. */
+static void generate_params(parsed_call *pc, const rec_cupti_layout *l, int variant) {
+    memset(pc, PATTERN, sizeof *pc);
+    memset(pattern_arena, PATTERN, sizeof pattern_arena);
+    uint64_t arena = (uint64_t)(uintptr_t)pattern_arena;
+    for (size_t at = 0; at + sizeof arena <= sizeof pc->params.bytes; at += sizeof arena)
+        memcpy(pc->params.bytes + at, &arena, sizeof arena);
+    unsigned k = 0;
+    for (const rec_cupti_field *f = l->fields; f->name; f++, k++) {
+        unsigned char *at = pc->params.bytes + f->offset;
+        uint64_t v = 0x10000 * (k + 1) + 0x30;
+        unsigned u = 5 + k;
+        int i = 2 + (int)k;
+        void *p = NULL;
+        switch (f->type) {
+        case REC_FIELD_SIZE:
+        case REC_FIELD_HEX:
+            memcpy(at, &v, sizeof v);
+            continue;
+        case REC_FIELD_UINT:
+            memcpy(at, &u, sizeof u);
+            continue;
+        case REC_FIELD_INT:
+            memcpy(at, &i, sizeof i);
+            continue;
+        case REC_FIELD_OUT:
+            pc->outputs[k % MAX_OUTPUTS] = 0x200000000ull * (k + 1);
+            p = &pc->outputs[k % MAX_OUTPUTS];
+            break;
+        case REC_FIELD_ALLOC_PROP:
+            pc->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+            pc->prop.location = (CUmemLocation){CU_MEM_LOCATION_TYPE_DEVICE, 1};
+            p = &pc->prop;
+            break;
+        case REC_FIELD_POOL_PROPS:
+            pc->pool_props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+            pc->pool_props.location = (CUmemLocation){REC_MEM_LOCATION_HOST, 0};
+            p = &pc->pool_props;
+            break;
+        case REC_FIELD_MEM_ALLOC_NODE:
+            pc->alloc_node.bytesize = 3 * MiB;
+            pc->alloc_node.dptr = 0x1a0000000;
+            p = &pc->alloc_node;
+            break;
+        case REC_FIELD_MULTICAST_PROP:
+#if CUDA_VERSION >= 12010
+            pc->mc_prop.size = 6 * MiB;
+            p = &pc->mc_prop;
+#endif
+            break;
+        case REC_FIELD_GRAPH_NODE:
+#if CUDA_VERSION >= 12020
+            pc->node.type = variant == VARIANT_FREE_NODE     ? CU_GRAPH_NODE_TYPE_MEM_FREE
+                            : variant == VARIANT_KERNEL_NODE ? CU_GRAPH_NODE_TYPE_KERNEL
+                                                             : CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+            if (pc->node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+                pc->node.alloc.bytesize = 5 * MiB;
+                pc->node.alloc.dptr = 0x1a1000000;
+            } else if (pc->node.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+                pc->node.free.dptr = 0x1a2000000;
+            p = &pc->node;
+#endif
+            break;
+        }
+        if (variant == VARIANT_NULL)
+            p = NULL;
+        memcpy(at, &p, sizeof p);
+    }
+}
+
+/* For every layout, at its entry, a successful exit and a failed one: the
+ * line parses back into params that format to the same line and decode to
+ * the same call as the original's. */
+static void test_layouts_read_back(void) {
+    const rec_cupti_layout *layouts;
+    size_t n_layouts = rec_cupti_layouts(&layouts), lines = 0;
+    static const struct {
+        CUpti_ApiCallbackSite site;
+        CUresult result;
+    } sites[] = {{CUPTI_API_ENTER, CUDA_SUCCESS},
+                 {CUPTI_API_EXIT, CUDA_SUCCESS},
+                 {CUPTI_API_EXIT, CUDA_ERROR_OUT_OF_MEMORY}};
+    for (size_t i = 0; i < n_layouts; i++)
+        for (int variant = 0; variant < VARIANTS; variant++)
+            for (size_t s = 0; s < sizeof sites / sizeof sites[0]; s++) {
+                const rec_cupti_layout *l = &layouts[i];
+                static parsed_call orig, back;
+                generate_params(&orig, l, variant);
+                orig.call = (rec_cupti_call){.cbid = l->cbid,
+                                             .site = sites[s].site,
+                                             .params = orig.params.bytes,
+                                             .result = sites[s].result,
+                                             .context = (CUcontext)0x4010,
+                                             .correlation_id = 77};
+                char line[512], again[512], parsed_text[512];
+                int n = rec_cupti_log_format(&orig.call, 31, line, sizeof line);
+                CHECK(n > 0);
+                if (n <= 0)
+                    continue;
+                lines++;
+                snprintf(parsed_text, sizeof parsed_text, "%s", line);
+                const char *why = "";
+                if (parse_line(parsed_text, &back, &why) != 0) {
+                    fprintf(stderr, "%s: %s", why, line);
+                    CHECK(0);
+                    continue;
+                }
+                CHECK_EQ_U64(back.tid, 31);
+                CHECK_EQ_U64(back.call.cbid, l->cbid);
+                CHECK_EQ_U64(back.call.site, sites[s].site);
+                CHECK_EQ_U64(back.call.result, sites[s].result);
+                CHECK_EQ_U64(back.call.correlation_id, 77);
+                CHECK(back.call.context == (CUcontext)0x4010);
+                CHECK(rec_cupti_log_format(&back.call, 31, again, sizeof again) == n);
+                CHECK_STR_EQ(again, line);
+                int rd = sites[s].site == CUPTI_API_EXIT && sites[s].result == CUDA_SUCCESS;
+                rec_call_info a, b;
+                CHECK(rec_call_decode(l->cbid, orig.params.bytes, rd, &a) == 0);
+                CHECK(rec_call_decode(l->cbid, back.params.bytes, rd, &b) == 0);
+                char da[512], db[512];
+                describe_info(da, sizeof da, &a);
+                describe_info(db, sizeof db, &b);
+                if (strcmp(da, db) != 0)
+                    fprintf(stderr, "%s", line);
+                CHECK_STR_EQ(db, da);
+            }
+    CHECK_EQ_U64(lines, n_layouts * VARIANTS * 3);
+}
+
 /* ---- round trip: live callbacks and their replayed log agree ----------------- */
 
 static void feed_every_cbid(void) {
@@ -353,7 +735,125 @@ static void feed_every_cbid(void) {
     call(CBID(cuMemRelease), &(cuMemRelease_params){0xc00}, NULL, 0, CUDA_SUCCESS);
 }
 
-static void test_round_trip(void) {
+/* Graph memory, another process's memory, registered host memory and multicast objects:
+ * every cbid the handler counts in the END record instead of recording (and the host
+ * registrations it records), successes and failures, the v1 entry points, frees of counted
+ * memory until a recorded allocation takes the address. */
+enum { IPC = 0x190000000, IMPORTED = 0x1b0000000, GRAPH = 0x1a0000000, VA = 0x300000000 };
+enum { PEER_HANDLE = 0xd10, MC_HANDLE = 0xf00 };
+static void feed_counted_cbids(void) {
+    call(CBID(cuMemHostRegister_v2),
+         &(cuMemHostRegister_v2_params){(void *)0x7f0000200000, 1 * MiB, 0}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemHostRegister), &(cuMemHostRegister_params){(void *)0x7f0000400000, 8192, 2},
+         NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemHostRegister_v2),
+         &(cuMemHostRegister_v2_params){(void *)0x7f0000200000, 1 * MiB, 0}, NULL, 0,
+         CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    call(CBID(cuMemHostUnregister), &(cuMemHostUnregister_params){(void *)0x7f0000200000}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuMemHostUnregister), &(cuMemHostUnregister_params){(void *)0x7f0000400000}, NULL, 0,
+         CUDA_SUCCESS);
+    /* a peer's buffer through CUDA IPC: opened twice (v2, v1), a failed open, closed twice */
+    CUdeviceptr d = GARBAGE;
+    CUipcMemHandle ipc = {{0}};
+    call(CBID(cuIpcOpenMemHandle_v2), &(cuIpcOpenMemHandle_v2_params){&d, ipc, 1}, put_first, IPC,
+         CUDA_SUCCESS);
+    call(CBID(cuIpcOpenMemHandle), &(cuIpcOpenMemHandle_params){&d, ipc, 1}, put_first, IPC,
+         CUDA_SUCCESS);
+    call(CBID(cuIpcOpenMemHandle_v2), &(cuIpcOpenMemHandle_v2_params){&d, ipc, 1}, put_first, IPC,
+         CUDA_ERROR_INVALID_VALUE);
+    call(CBID(cuIpcCloseMemHandle), &(cuIpcCloseMemHandle_params){IPC}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuIpcCloseMemHandle), &(cuIpcCloseMemHandle_params){IPC}, NULL, 0, CUDA_SUCCESS);
+    /* a pointer from another process's pool, freed once: counted */
+    CUmemPoolPtrExportData share = {{0}};
+    call(CBID(cuMemPoolImportPointer),
+         &(cuMemPoolImportPointer_params){&d, (CUmemoryPool)0x7700, &share}, put_first, IMPORTED,
+         CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){IMPORTED}, NULL, 0, CUDA_SUCCESS);
+    /* graph memory: an alloc node (8 MiB), a failed one, its free node, two frees outside the
+     * graph, a trim; then the address is an ordinary allocation's */
+    CUDA_MEM_ALLOC_NODE_PARAMS node = {.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                     .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}},
+                                       .bytesize = 8 * MiB,
+                                       .dptr = GARBAGE};
+    CUgraphNode gnode = NULL;
+    CUgraph graph = (CUgraph)0x6600;
+    call(CBID(cuGraphAddMemAllocNode),
+         &(cuGraphAddMemAllocNode_params){&gnode, graph, NULL, 0, &node}, put_alloc_node, GRAPH,
+         CUDA_SUCCESS);
+    CUDA_MEM_ALLOC_NODE_PARAMS huge = node;
+    huge.bytesize = 1024 * GiB;
+    call(CBID(cuGraphAddMemAllocNode),
+         &(cuGraphAddMemAllocNode_params){&gnode, graph, NULL, 0, &huge}, put_alloc_node, GRAPH,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    call(CBID(cuGraphAddMemFreeNode),
+         &(cuGraphAddMemFreeNode_params){&gnode, graph, &gnode, 1, GRAPH}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){GRAPH, (CUstream)0x5000}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuMemFreeAsync), &(cuMemFreeAsync_params){GRAPH, (CUstream)0x5000}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuDeviceGraphMemTrim), &(cuDeviceGraphMemTrim_params){0}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 4096}, put_first, GRAPH, CUDA_SUCCESS);
+    call(CBID(cuMemFree_v2), &(cuMemFree_v2_params){GRAPH}, NULL, 0, CUDA_SUCCESS);
+#if CUDA_VERSION >= 12020
+    /* memory nodes added the generic way; other node types are no memory call */
+    CUgraphNodeParams generic = {.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC};
+    generic.alloc.poolProps = node.poolProps;
+    generic.alloc.bytesize = 2 * MiB;
+    call(CBID(cuGraphAddNode), &(cuGraphAddNode_params){&gnode, graph, NULL, 0, &generic},
+         put_node_alloc, GRAPH + 16 * MiB, CUDA_SUCCESS);
+    CUgraphNodeParams gfree = {.type = CU_GRAPH_NODE_TYPE_MEM_FREE};
+    gfree.free.dptr = GRAPH + 16 * MiB;
+    call(CBID(cuGraphAddNode), &(cuGraphAddNode_params){&gnode, graph, NULL, 0, &gfree}, NULL, 0,
+         CUDA_SUCCESS);
+#endif
+#if CUDA_VERSION >= 12030
+    generic.alloc.bytesize = 4 * MiB;
+    call(CBID(cuGraphAddNode_v2),
+         &(cuGraphAddNode_v2_params){&gnode, graph, NULL, NULL, 0, &generic}, put_node_v2_alloc,
+         GRAPH + 32 * MiB, CUDA_SUCCESS);
+    CUgraphNodeParams kernel = {.type = CU_GRAPH_NODE_TYPE_KERNEL};
+    call(CBID(cuGraphAddNode_v2),
+         &(cuGraphAddNode_v2_params){&gnode, graph, NULL, NULL, 0, &kernel}, NULL, 0, CUDA_SUCCESS);
+    gfree.free.dptr = GRAPH + 32 * MiB;
+    call(CBID(cuGraphAddNode_v2), &(cuGraphAddNode_v2_params){&gnode, graph, NULL, NULL, 0, &gfree},
+         NULL, 0, CUDA_SUCCESS);
+#endif
+    /* a peer's VMM handle mapped into reserved address space, unmapped, released */
+    call(CBID(cuMemAddressReserve), &(cuMemAddressReserve_params){&d, 64 * MiB, 0, 0, 0}, put_first,
+         VA, CUDA_SUCCESS);
+    CUmemGenericAllocationHandle handle = GARBAGE;
+    call(CBID(cuMemImportFromShareableHandle),
+         &(cuMemImportFromShareableHandle_params){&handle, (void *)0x33,
+                                                  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR},
+         put_first, PEER_HANDLE, CUDA_SUCCESS);
+    call(CBID(cuMemMap), &(cuMemMap_params){VA, 2 * MiB, 0, PEER_HANDLE, 0}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){PEER_HANDLE}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){VA, 2 * MiB}, NULL, 0, CUDA_SUCCESS);
+#if CUDA_VERSION >= 12010
+    /* NVLS: a multicast object mapped, this process's memory bound to it and unbound */
+    CUmulticastObjectProp mc = {.numDevices = 2, .size = 2 * MiB};
+    call(CBID(cuMulticastCreate), &(cuMulticastCreate_params){&handle, &mc}, put_first, MC_HANDLE,
+         CUDA_SUCCESS);
+    call(CBID(cuMemMap), &(cuMemMap_params){VA + 2 * MiB, 2 * MiB, 0, MC_HANDLE, 0}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuMulticastBindMem), &(cuMulticastBindMem_params){MC_HANDLE, 0, 0xab0, 0, 2 * MiB, 0},
+         NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMulticastBindAddr),
+         &(cuMulticastBindAddr_params){MC_HANDLE, 2 * MiB, VA + 8 * MiB, 4 * MiB, 0}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuMulticastUnbind), &(cuMulticastUnbind_params){MC_HANDLE, 0, 0, 6 * MiB}, NULL, 0,
+         CUDA_SUCCESS);
+    call(CBID(cuMemUnmap), &(cuMemUnmap_params){VA + 2 * MiB, 2 * MiB}, NULL, 0, CUDA_SUCCESS);
+    call(CBID(cuMemRelease), &(cuMemRelease_params){MC_HANDLE}, NULL, 0, CUDA_SUCCESS);
+#endif
+    call(CBID(cuMemAddressFree), &(cuMemAddressFree_params){VA, 64 * MiB}, NULL, 0, CUDA_SUCCESS);
+}
+
+/* Feeds live with the log on, replays the log: the same events and END counts, those the
+ * replay expects by the handler's rules, and `want_events` events, `counts` exactly. */
+static void round_trip(const char *tag, void (*feed_calls)(void), size_t want_lines,
+                       size_t want_events, const want_count *counts, size_t n_counts) {
     char log[300], live_trace[300], replayed_trace[300];
     rb_path(log, sizeof log, "every.log");
     rb_path(live_trace, sizeof live_trace, "live.zst");
@@ -361,34 +861,86 @@ static void test_round_trip(void) {
     unlink(log);
     start_session("live.zst");
     CHECK(rec_cupti_log_open(log) == 0);
-    feed_every_cbid();
+    feed_calls();
     CHECK(rec_cupti_log_open(NULL) == 0);
     CHECK(rec_session_stop() == 0);
     replay_result rr;
     start_session("replayed.zst");
     CHECK(replay_log(log, &rr) == 0);
     CHECK(rec_session_stop() == 0);
-    CHECK_EQ_U64(rr.lines, 2 * 27);
+    CHECK_EQ_U64(rr.lines, want_lines);
     CHECK_EQ_U64(rr.threads, 1);
-    event_list live = {0}, replayed = {0};
-    CHECK(rb_read_events(live_trace, &live) == 0);
-    CHECK(rb_read_events(replayed_trace, &replayed) == 0);
-    CHECK_EQ_U64(live.n, 24);
-    CHECK_EQ_U64(replayed.n, live.n);
-    CHECK_EQ_U64(rr.expected.n, live.n);
-    for (size_t i = 0; i < live.n && i < replayed.n; i++) {
+    static readback live, replayed;
+    CHECK(rb_read(live_trace, &live) == 0);
+    CHECK(rb_read(replayed_trace, &replayed) == 0);
+    if (live.n_events != want_events)
+        fprintf(stderr, "%s: %zu events live, %zu expected\n", tag, live.n_events, want_events);
+    CHECK_EQ_U64(live.n_events, want_events);
+    CHECK_EQ_U64(replayed.n_events, live.n_events);
+    CHECK_EQ_U64(rr.expected.n, live.n_events);
+    for (size_t i = 0; i < live.n_events && i < replayed.n_events; i++) {
         char a[256], b[256];
-        rb_describe(a, sizeof a, &live.ev[i]);
-        rb_describe(b, sizeof b, &replayed.ev[i]);
+        rb_describe(a, sizeof a, &live.events[i]);
+        rb_describe(b, sizeof b, &replayed.events[i]);
         CHECK_STR_EQ(b, a);
+        if (i < rr.expected.n) { /* the replay's expectation: in order here (one thread) */
+            CHECK_EQ_U64(rr.expected.ev[i].op, live.events[i].op);
+            CHECK_EQ_U64(rr.expected.ev[i].addr, live.events[i].addr);
+        }
     }
-    check_pairing("round trip", &replayed);
-    free(live.ev);
-    free(replayed.ev);
+    check_counts(tag, &live, counts, n_counts);
+    check_counts(tag, &replayed, counts, n_counts);
+    want_count from_model[REC_COUNT_SLOTS];
+    size_t n_model = expected_counts(&rr, from_model);
+    check_counts(tag, &live, from_model, n_model);
+    event_list replayed_events = {replayed.events, replayed.n_events, replayed.cap_events};
+    check_pairing(tag, &replayed_events);
+    rb_free(&live);
+    rb_free(&replayed);
     free(rr.expected.ev);
     unlink(log);
     unlink(live_trace);
     unlink(replayed_trace);
+}
+
+static void test_round_trip(void) {
+    round_trip("every cbid", feed_every_cbid, 2 * 27, 24, NULL, 0);
+
+    static const want_count counts[] = {
+        {"cuIpcOpenMemHandle", CBID(cuIpcOpenMemHandle), 1, 0},
+        {"cuIpcOpenMemHandle_v2", CBID(cuIpcOpenMemHandle_v2), 1, 0},
+        {"cuIpcCloseMemHandle", CBID(cuIpcCloseMemHandle), 2, 0},
+        {"cuMemPoolImportPointer", CBID(cuMemPoolImportPointer), 1, 0},
+        {"cuMemImportFromShareableHandle", CBID(cuMemImportFromShareableHandle), 1, 0},
+        {"cuMemFree_v2", CBID(cuMemFree_v2), 1, 0}, /* the imported pointer (no size) */
+        {"cuMemFreeAsync", CBID(cuMemFreeAsync), 2, 16 * MiB},
+        {"cuGraphAddMemAllocNode", CBID(cuGraphAddMemAllocNode), 1, 8 * MiB},
+        {"cuGraphAddMemFreeNode", CBID(cuGraphAddMemFreeNode), 1, 8 * MiB},
+        {"cuDeviceGraphMemTrim", CBID(cuDeviceGraphMemTrim), 1, 0},
+#if CUDA_VERSION >= 12010
+        {"cuMemMap", CBID(cuMemMap), 2, 4 * MiB}, /* the peer's handle, the multicast object */
+        {"cuMemUnmap", CBID(cuMemUnmap), 2, 4 * MiB},
+        {"cuMulticastCreate", CBID(cuMulticastCreate), 1, 2 * MiB},
+        {"cuMulticastBindMem", CBID(cuMulticastBindMem), 1, 2 * MiB},
+        {"cuMulticastBindAddr", CBID(cuMulticastBindAddr), 1, 4 * MiB},
+        {"cuMulticastUnbind", CBID(cuMulticastUnbind), 1, 6 * MiB},
+#else
+        {"cuMemMap", CBID(cuMemMap), 1, 2 * MiB},
+        {"cuMemUnmap", CBID(cuMemUnmap), 1, 2 * MiB},
+#endif
+#if CUDA_VERSION >= 12020
+        {"cuGraphAddNode", CBID(cuGraphAddNode), 2, 4 * MiB}, /* alloc node, its free node */
+#endif
+#if CUDA_VERSION >= 12030
+        {"cuGraphAddNode_v2", CBID(cuGraphAddNode_v2), 2, 8 * MiB}, /* the kernel node: none */
+#endif
+    };
+    /* host registered twice, unregistered twice; an allocation at the graph memory's
+     * address, freed; the address space reserved and freed */
+    size_t lines = 2 * (5 + 5 + 2 + 8 + 6 + (CUDA_VERSION >= 12010 ? 7 : 0) +
+                        (CUDA_VERSION >= 12020 ? 2 : 0) + (CUDA_VERSION >= 12030 ? 3 : 0));
+    round_trip("counted cbids", feed_counted_cbids, lines, 4 + 2 + 2, counts,
+               sizeof counts / sizeof counts[0]);
 }
 
 /* ---- the fixtures ------------------------------------------------------------- */
@@ -474,6 +1026,9 @@ int main(int argc, char **argv) {
         CHECK_SKIP("usage: test_rec_cupti_fixture SOURCE_DIR");
     rb_tmpdir("test_rec_cupti_fixture");
     test_log_text();
+    test_log_text_pointed();
+    test_layouts_cover_cbids();
+    test_layouts_read_back();
     test_round_trip();
     test_fixtures(argv[1]);
     rec_cupti_set_driver_for_test(NULL);
