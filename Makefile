@@ -1,10 +1,15 @@
-# Makefile — the two commands of the README, and nothing clever.
+# Makefile — the commands of the README, and nothing clever.
 #
-# `make demo` and `make test` each install what is missing, configure, build
-# and then do their job, so a fresh Debian machine needs nothing else. CMake
-# owns the real build; this file only sequences set-up and the two builds
-# (a normal one with gcc and -Werror, and one with clang under ASan/UBSan
-# that also carries the libFuzzer targets).
+# `make demo`, `make test` and `make check` each install what is missing,
+# configure, build and then do their job, so a fresh Debian machine needs
+# nothing else. CMake owns the real build; this file only sequences set-up and
+# the two builds (a normal one with gcc and -Werror, and one with clang under
+# ASan/UBSan that also carries the libFuzzer targets).
+#
+#   make test    the whole suite, in both builds
+#   make check   the fast tier only (ctest label `fast`, tests/labels.cmake) of
+#                the normal build: under a minute on 2 cores, to check a change
+#                while it is written; `make test` before it is committed
 
 DEBIAN_PACKAGES := cmake pkg-config zstd libzstd-dev libsqlite3-dev libcairo2-dev \
                    libunwind-dev libdw-dev clang libclang-rt-14-dev python3 fonts-dejavu-core \
@@ -15,7 +20,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_DIR   ?= $(BUILD)/demo
 
-.PHONY: all deps build build-asan test demo clean
+.PHONY: all deps build build-asan test check demo clean
 
 all: build
 
@@ -37,10 +42,11 @@ deps:
 	  fi; \
 	fi
 
-# `make test` builds with -Werror (-DGMT_WERROR=ON); `make demo` keeps what the build
-# directory was configured with (off in a fresh one).
+# `make test` and `make check` build with -Werror (-DGMT_WERROR=ON); `make demo` keeps what
+# the build directory was configured with (off in a fresh one).
 WERROR_FLAG :=
 test: WERROR_FLAG := -DGMT_WERROR=ON
+check: WERROR_FLAG := -DGMT_WERROR=ON
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR_FLAG) >/dev/null
@@ -54,6 +60,10 @@ build-asan: deps
 test: build build-asan
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The fast tier of the normal build (tests/labels.cmake says which tests are slow or need a GPU).
+check: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '^fast$$'
 
 demo: build
 	@mkdir -p $(DEMO_DIR)

@@ -1,15 +1,12 @@
 /* addr_map.c — see addr_map.h. */
 #include "addr_map.h"
+#include "gmt_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static size_t slot_of(const addr_map *m, uint64_t space, uint64_t addr) {
-    uint64_t x = addr ^ (space * 0x9E3779B97F4A7C15ULL);
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 32;
-    return (size_t)x & m->mask;
+    return (size_t)gmt_hash_mix64(addr ^ gmt_hash_fib(space, 64)) & m->mask;
 }
 
 uint32_t *addr_map_get(const addr_map *m, uint64_t space, uint64_t addr) {

@@ -94,8 +94,6 @@ am_model *am_model_new(const am_config *cfg) {
     return model;
 }
 
-const am_config *am_model_config(const am_model *model) { return &model->config; }
-
 void am_model_free(am_model *model) {
     if (!model)
         return;

@@ -133,9 +133,6 @@ typedef struct am_model am_model;
  * setting too). */
 am_model *am_model_new(const am_config *cfg);
 
-/* The configuration the model follows. */
-const am_config *am_model_config(const am_model *model);
-
 /* Frees the model and everything it holds; NULL is fine. */
 void am_model_free(am_model *model);
 
@@ -146,6 +143,10 @@ bool am_is_small(uint64_t rounded);            /* rounded <= AM_SMALL_SIZE */
 uint64_t am_allocation_size(uint64_t rounded); /* get_allocation_size: the segment size */
 /* get_allocation_size with cfg's large_segment_size (cfg may be NULL: the default) */
 uint64_t am_config_allocation_size(const am_config *cfg, uint64_t rounded);
+/* The division count PyTorch uses for an allocation of `size` bytes with `table`
+ * (roundup_power2_divisions: interval 0 holds sizes below 2 MiB, interval i sizes in
+ * [2^i, 2^(i+1)) MiB, the last one everything from 32 GiB). */
+uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64_t size);
 /* round_size under `cfg`'s roundup_power2_divisions (am_round_size when there are none). */
 uint64_t am_config_round_size(const am_config *cfg, uint64_t requested);
 /* roundup_power2_next_division: `size` rounded up to the next of `divisions` (a power of two)

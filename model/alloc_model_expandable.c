@@ -19,6 +19,8 @@
  * segment_unmap. */
 #include "alloc_model_policy.h"
 
+#include "gmt_assert.h"
+
 #include <stdlib.h>
 
 #define VA_ALIGN AM_ROUND_LARGE       /* address reservations are 2 MiB aligned */
@@ -275,12 +277,13 @@ am_block *amp_allocate_expandable(am_model *model, uint64_t size, uint64_t strea
         if (*error != AM_OK)
             return NULL;
     }
+    /* the span starts at a free block or at pages just mapped: a block holds its start */
     am_block *candidate = aml_block_containing(model, start);
-    while (candidate->size < size) { /* free, then unmapped pages: map what is missing */
+    while (GMT_ALWAYS(candidate) && candidate->size < size) { /* map what is missing */
         uint64_t end = aml_block_end(candidate);
         uint64_t gap = gap_end_after(model, &r, end) - end;
         uint64_t remaining = size - candidate->size;
-        if (gap == 0) { /* has_room saw more: cannot happen */
+        if (GMT_NEVER(gap == 0)) { /* the span holds the request: has_room saw to it */
             *error = AM_ERR_OOM;
             return NULL;
         }
@@ -288,6 +291,10 @@ am_block *amp_allocate_expandable(am_model *model, uint64_t size, uint64_t strea
         if (*error != AM_OK)
             return NULL;
         candidate = aml_block_containing(model, start);
+    }
+    if (!candidate) {
+        *error = AM_ERR_CORRUPT;
+        return NULL;
     }
     *error = AM_OK;
     return candidate;

@@ -9,6 +9,8 @@
  * address, so a node needs no field for it and stays 64 bytes. */
 #include "alloc_model_index.h"
 
+#include "gmt_hash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,12 +30,9 @@ static inline int key_compare(const uint64_t a[3], const uint64_t b[3]) {
     return 0;
 }
 
-/* The heap priority: the splitmix64 finalizer of the node's address. */
+/* The heap priority: a hash of the node's address. */
 static inline uint64_t priority(const ami_node *node) {
-    uint64_t z = (uint64_t)(uintptr_t)node;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return gmt_hash_mix64((uint64_t)(uintptr_t)node);
 }
 
 /* Descents are chains of dependent loads: start loading the next level before it is chosen. */
@@ -149,8 +148,6 @@ static ami_node *beside(const ami_node *node, int side) {
         node = node->parent;
     return node->parent;
 }
-
-ami_node *ami_prev(const ami_node *node) { return beside(node, 0); }
 
 ami_node *ami_next(const ami_node *node) { return beside(node, 1); }
 

@@ -70,8 +70,7 @@ void ami_update(ami_tree *tree, ami_node *node, uint64_t k0, uint64_t k1, uint64
 /* Removes `node`, which must be in `tree`. */
 void ami_remove(ami_tree *tree, ami_node *node);
 
-/* The in-order neighbours of `node`, or NULL. O(1) expected. */
-ami_node *ami_prev(const ami_node *node);
+/* The in-order successor of `node`, or NULL. O(1) expected. */
 ami_node *ami_next(const ami_node *node);
 
 /* The node nearest to the key by `match`, or NULL. */

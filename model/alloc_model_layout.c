@@ -18,6 +18,9 @@
  *    Callers reserve what an operation may need first, so nothing here can fail. */
 #include "alloc_model_layout.h"
 
+#include "gmt_assert.h"
+#include "gmt_hash.h"
+
 #include <stdlib.h>
 
 #define VA_ALIGN AM_ROUND_LARGE
@@ -89,7 +92,7 @@ static void pool_release_all(aml_node_pool *pool) {
 /* ---- live blocks by address: open addressing, linear probing, backward-shift deletion ---- */
 
 static uint64_t live_home(const aml_live_table *table, uint64_t addr) {
-    return ((addr >> 9) * 0x9e3779b97f4a7c15ULL) >> table->shift; /* Fibonacci hashing */
+    return gmt_hash_fib(addr >> 9, 64 - table->shift);
 }
 
 static void live_put(aml_live_table *table, uint64_t addr, am_block *block) {
@@ -135,6 +138,8 @@ static uint64_t live_slot_of(const aml_live_table *table, uint64_t addr) {
 
 static void live_delete(aml_live_table *table, uint64_t addr) {
     uint64_t hole = live_slot_of(table, addr);
+    if (GMT_NEVER(hole == UINT64_MAX)) /* only a live block is deleted: it is in the table */
+        return;
     for (uint64_t i = (hole + 1) & table->mask; table->slots[i].block; i = (i + 1) & table->mask) {
         uint64_t home = live_home(table, table->slots[i].addr);
         /* the entry may move into the hole unless its home lies cyclically in (hole, i] */
@@ -233,8 +238,8 @@ uint64_t aml_releasable_of(const am_model *model, const am_block *block) {
     if (!block->is_expandable)
         return 0;
     const am_segment *segment = aml_segment_containing(model, block->addr);
-    if (!segment)
-        return 0; /* never while the model is sound */
+    if (GMT_NEVER(!segment)) /* every block lies in its segment */
+        return 0;
     uint64_t page = am_expandable_page(block->is_small);
     uint64_t first = (block->addr - segment->addr + page - 1) / page;
     uint64_t end = (aml_block_end(block) - segment->addr) / page;
@@ -396,6 +401,9 @@ static void pending_unlink(am_model *model, am_block *block) {
 }
 
 void aml_make_inactive(am_model *model, am_block *block) {
+    /* its callers take it from the live table or the pending list */
+    if (GMT_NEVER(block->state == AM_BLOCK_INACTIVE))
+        return;
     if (block->state == AM_BLOCK_PENDING_FREE)
         pending_unlink(model, block);
     live_delete(&model->live, block->addr);

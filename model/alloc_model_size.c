@@ -46,17 +46,19 @@ uint64_t am_roundup_power2_next_division(uint64_t size, uint64_t divisions) {
     return rounded_down == size ? size : rounded_down + step;
 }
 
+uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64_t size) {
+    /* AllocatorConfig::roundup_power2_divisions: interval i holds sizes in [2^i, 2^(i+1)) MiB,
+     * interval 0 also everything below, the last one everything above */
+    unsigned index = 0;
+    for (uint64_t v = size >> 20; v > 1; v >>= 1)
+        index++;
+    return table[index < AM_ROUNDUP_INTERVALS ? index : AM_ROUNDUP_INTERVALS - 1];
+}
+
 uint64_t am_config_round_size(const am_config *cfg, uint64_t requested) {
     if (requested < AM_MIN_BLOCK_SIZE || !cfg)
         return am_round_size(requested);
-    /* roundup_power2_divisions: interval i holds sizes in [2^i, 2^(i+1)) MiB, interval 0 also
-     * everything below, the last one everything above */
-    unsigned index = 0;
-    for (uint64_t v = requested >> 20; v > 1; v >>= 1)
-        index++;
-    if (index >= AM_ROUNDUP_INTERVALS)
-        index = AM_ROUNDUP_INTERVALS - 1;
-    uint64_t divisions = cfg->roundup_power2_divisions[index];
+    uint64_t divisions = am_roundup_divisions(cfg->roundup_power2_divisions, requested);
     if (divisions > 1 && requested > AM_MIN_BLOCK_SIZE * divisions)
         return am_roundup_power2_next_division(requested, divisions);
     return am_round_size(requested);

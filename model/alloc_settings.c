@@ -38,16 +38,6 @@ unsigned am_roundup_interval_of_mib(uint64_t mib) {
     return index < AM_ROUNDUP_INTERVALS ? index : AM_ROUNDUP_INTERVALS - 1;
 }
 
-uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64_t size) {
-    /* AllocatorConfig::roundup_power2_divisions: intervals start at 1 MiB (2^20) */
-    int index = size ? (int)floor_log2(size) - 20 : 0;
-    if (index < 0)
-        index = 0;
-    if (index > AM_ROUNDUP_INTERVALS - 1)
-        index = AM_ROUNDUP_INTERVALS - 1;
-    return table[index];
-}
-
 /* ---- the parser ------------------------------------------------------------------------ */
 
 #define MAX_TOKENS 256

@@ -75,11 +75,6 @@ am_settings am_settings_default(void);
  * settings before the error are kept. */
 int am_settings_parse(am_settings *s, const char *conf, char *err, size_t errlen);
 
-/* The division count PyTorch uses for an allocation of `size` bytes with `table`
- * (roundup_power2_divisions: interval 0 holds sizes below 2 MiB, interval i sizes in
- * [2^i, 2^(i+1)) MiB, the last one everything from 32 GiB). */
-uint32_t am_roundup_divisions(const uint32_t table[AM_ROUNDUP_INTERVALS], uint64_t size);
-
 /* The index of the interval a roundup_power2_divisions key of `mib` MiB (a power of two) sets:
  * log2(mib), clamped to the table. */
 unsigned am_roundup_interval_of_mib(uint64_t mib);

@@ -22,6 +22,8 @@
 #include "rec_api.h"
 #include "rec_core.h"
 
+#include "gmt_hash.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -139,8 +141,7 @@ rec_region_place rec_regions_place_of(uint64_t addr) {
 /* ---- the table (all under table_lock) ----------------------------------- */
 
 static uint32_t slot_of(uint64_t addr, uint32_t cap) {
-    uint64_t h = addr * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
-    return (uint32_t)(h >> 32) & (cap - 1);
+    return (uint32_t)(gmt_hash_fib(addr, 64) >> 32) & (cap - 1);
 }
 
 static region *find_slot(uint64_t addr) {
@@ -302,15 +303,6 @@ unsigned rec_region_free_heap(trace_source source, uint64_t heap, uint32_t stack
 }
 
 int rec_regions_any(void) { return atomic_load_explicit(&live_count, memory_order_relaxed) != 0; }
-
-void rec_regions_reset(void) {
-    pthread_mutex_lock(&table_lock);
-    free(table);
-    table = NULL;
-    capacity = 0;
-    atomic_store(&live_count, 0);
-    pthread_mutex_unlock(&table_lock);
-}
 
 /* ---- memrec.h ------------------------------------------------------------ */
 

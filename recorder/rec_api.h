@@ -65,7 +65,4 @@ unsigned rec_region_free_heap(trace_source source, uint64_t heap, uint32_t stack
 /* 1 when some region is remembered: lets the no-op path skip the lock. */
 int rec_regions_any(void);
 
-/* Forgets everything (tests, between sessions). */
-void rec_regions_reset(void);
-
 #endif

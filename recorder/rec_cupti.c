@@ -47,6 +47,7 @@
 #include "rec_cupti_log.h"
 
 #include "gmt_env.h"
+#include "gmt_hash.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -91,7 +92,8 @@ static int warned_no_driver, warned_other_client, warned_enable;
  * (`once`), at its free; graph memory outlives its frees (its graph
  * allocates it again at each launch). When COUNTED_PROBES slots are all
  * live an address is not remembered: its frees are recorded as before. */
-#define COUNTED_SLOTS 1024 /* power of two */
+#define COUNTED_BITS 10
+#define COUNTED_SLOTS (1u << COUNTED_BITS)
 #define COUNTED_PROBES 32
 enum { COUNTED_DEAD = 0, COUNTED_CLAIMED, COUNTED_LIVE };
 typedef struct counted_slot {
@@ -109,7 +111,7 @@ static uint64_t counted_tag(unsigned state) {
 static counted_slot *counted_find(uint64_t addr) {
     if (!addr)
         return NULL;
-    uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull, live = counted_tag(COUNTED_LIVE);
+    uint64_t h = gmt_hash_fib(addr >> 4, COUNTED_BITS), live = counted_tag(COUNTED_LIVE);
     for (unsigned probe = 0; probe < COUNTED_PROBES; probe++) {
         counted_slot *s = &counted_mem[(h + probe) & (COUNTED_SLOTS - 1)];
         uint64_t a = atomic_load_explicit(&s->addr, memory_order_acquire);
@@ -131,7 +133,7 @@ static void counted_remember(uint64_t addr, uint64_t bytes, int once) {
         counted_forget(old); /* an address the driver gave out again */
     if (!addr)
         return;
-    uint64_t h = (addr >> 4) * 0x9E3779B97F4A7C15ull, claimed = counted_tag(COUNTED_CLAIMED),
+    uint64_t h = gmt_hash_fib(addr >> 4, COUNTED_BITS), claimed = counted_tag(COUNTED_CLAIMED),
              live = counted_tag(COUNTED_LIVE);
     for (unsigned probe = 0; probe < COUNTED_PROBES; probe++) {
         counted_slot *s = &counted_mem[(h + probe) & (COUNTED_SLOTS - 1)];
@@ -675,11 +677,3 @@ int rec_cupti_attach(void) {
 }
 
 const char *rec_cupti_in_use(void) { return atomic_load(&attached) ? cupti_line : NULL; }
-
-void rec_cupti_detach(void) {
-    if (!atomic_exchange(&attached, 0))
-        return;
-    enable_cbids(0, NULL);
-    cupti.unsubscribe(subscriber);
-    rec_cupti_driver_reset(); /* calls still open on other threads are forgotten */
-}

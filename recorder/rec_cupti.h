@@ -35,9 +35,6 @@ int rec_cupti_attach(void);
  * launcher to print; NULL when not attached. */
 const char *rec_cupti_in_use(void);
 
-/* Disables the callbacks and unsubscribes (never dlcloses libcupti). */
-void rec_cupti_detach(void);
-
 /* The CUPTI callback (CUpti_CallbackFunc). Handles CUPTI_CB_DOMAIN_DRIVER_API
  * only; anything else is ignored. */
 void CUPTIAPI rec_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -13,13 +13,16 @@
 #include "rec_core.h"
 #include "rec_cupti_calls.h"
 
+#include "gmt_hash.h"
+
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #define TRACKED_DEVICES 64 /* devices with a device record and driver samples */
-#define POOL_SLOTS 256     /* power of two */
+#define POOL_BITS 8
+#define POOL_SLOTS (1 << POOL_BITS)
 #define NOTHING_WRITTEN UINT64_MAX
 #define DEFAULT_SAMPLE_INTERVAL_NS 100000000ull /* 100 ms */
 
@@ -296,7 +299,7 @@ static pool_slot *pool_find(CUmemoryPool pool, int insert) {
     uint64_t key = (uint64_t)(uintptr_t)pool;
     if (!key)
         return NULL;
-    uint64_t h = (key >> 4) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = gmt_hash_fib(key >> 4, POOL_BITS);
     for (unsigned probe = 0; probe < POOL_SLOTS; probe++) {
         pool_slot *s = &pools[(h + probe) & (POOL_SLOTS - 1)];
         uint64_t cur = atomic_load_explicit(&s->handle, memory_order_acquire);
@@ -357,13 +360,16 @@ void rec_cupti_sample_pool(CUmemoryPool pool, uint32_t device, uint64_t ts) {
 #define MAPPINGS(counts) ((uint32_t)((counts) >> 32))
 #define ONE_MAPPING (1ull << 32)
 
-static uint64_t vmm_hash(uint64_t key) { return (key >> 4) * 0x9E3779B97F4A7C15ull; }
+/* The home slot of `key` in a table of n (a power of two) slots. */
+static uint64_t vmm_hash(uint64_t key, unsigned n) {
+    return gmt_hash_fib(key >> 4, (unsigned)__builtin_ctz(n));
+}
 
 /* The live slot of `key`; NULL when none. */
 static vmm_slot *vmm_find(vmm_slot *t, unsigned n, uint64_t key) {
     if (!key)
         return NULL;
-    uint64_t h = vmm_hash(key);
+    uint64_t h = vmm_hash(key, n);
     for (unsigned probe = 0; probe < VMM_PROBES; probe++) {
         vmm_slot *s = &t[(h + probe) & (n - 1)];
         uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
@@ -385,7 +391,7 @@ static vmm_slot *vmm_claim(vmm_slot *t, unsigned n, uint64_t key) {
     vmm_slot *old = vmm_find(t, n, key);
     if (old)
         atomic_store_explicit(&old->state, SLOT_DEAD, memory_order_release);
-    uint64_t h = vmm_hash(key);
+    uint64_t h = vmm_hash(key, n);
     for (unsigned probe = 0; probe < VMM_PROBES; probe++) {
         vmm_slot *s = &t[(h + probe) & (n - 1)];
         unsigned dead = SLOT_DEAD;

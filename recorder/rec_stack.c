@@ -47,7 +47,6 @@ static uint64_t *node_ip;
 static _Atomic uint32_t *node_slots;
 static cache_slot *cache;
 static _Atomic uint32_t node_count;
-static _Atomic uint64_t overflows;
 static _Atomic int tables_ready;
 static unsigned stack_depth = 64;
 static __thread uint32_t spare_node;
@@ -176,10 +175,8 @@ uint32_t rec_stack_intern(const uint64_t *ips, unsigned n) {
     uint32_t node = 0;
     for (unsigned i = n; i-- > 0;) {
         node = trie_child(node, ips[i]);
-        if (!node) {
-            atomic_fetch_add_explicit(&overflows, 1, memory_order_relaxed);
-            return 0; /* a claimed cache slot stays incomplete: harmless */
-        }
+        if (!node)
+            return 0; /* the trie is full; a claimed cache slot stays incomplete: harmless */
     }
     if (slot) {
         slot->key2 = h2;
@@ -232,8 +229,6 @@ uint32_t rec_stack_node_count(void) {
     uint32_t n = atomic_load(&node_count);
     return n > NODE_CAPACITY ? NODE_CAPACITY : n;
 }
-
-uint64_t rec_stack_overflows(void) { return atomic_load(&overflows); }
 
 uint64_t rec_stack_register_symbolic(rec_symbolic_resolver resolver) {
     for (uint64_t id = 1; id < 128; id++) {

@@ -69,8 +69,7 @@ void rec_stack_set_depth(unsigned depth);
  * or -1 for an id that was never published. Writer side. */
 int rec_stack_node(uint32_t id, uint32_t *parent, uint64_t *ip);
 
-/* Distinct nodes so far, and stacks that could not be interned (full). */
+/* Distinct nodes so far. */
 uint32_t rec_stack_node_count(void);
-uint64_t rec_stack_overflows(void);
 
 #endif

@@ -8,6 +8,7 @@
  * marked dead and skipped; the array is compacted when half of it is dead,
  * so memory follows what is live, not how long the warm-up ran. */
 #include "rec_window.h"
+#include "gmt_hash.h"
 #include "step_rule.h"
 
 #include <stdlib.h>
@@ -45,8 +46,6 @@ void rec_window_free(rec_window *w) {
     free(w);
 }
 
-int rec_window_is_open(const rec_window *w) { return w->open; }
-
 static int life_of(uint8_t op, int *begins) {
     *begins = 1;
     switch (op) {
@@ -79,10 +78,7 @@ static int life_of(uint8_t op, int *begins) {
 static uint64_t key_hash(const trace_event *ev, int life) {
     uint64_t h = ev->addr ^ ((uint64_t)ev->device << 48) ^ ((uint64_t)ev->level << 56) ^
                  ((uint64_t)life << 60) ^ ((uint64_t)ev->kind << 62) ^ ((uint64_t)ev->source << 40);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
+    return gmt_hash_mix64(h);
 }
 
 static int same_key(const trace_event *a, const trace_event *b, int life) {

@@ -22,9 +22,6 @@ typedef struct rec_window rec_window;
 rec_window *rec_window_new(int64_t start_step);
 void rec_window_free(rec_window *w);
 
-/* 1 once the window has opened. */
-int rec_window_is_open(const rec_window *w);
-
 /* Before the window: applies one event to the live set. Returns -1 when
  * the live set cannot grow (the event is then lost). */
 int rec_window_absorb(rec_window *w, const trace_event *ev);

@@ -16,6 +16,8 @@
 #include "trace_varint.h"
 #include "trace_wire.h"
 
+#include "gmt_assert.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -279,9 +281,10 @@ static trace_bytes get_bytes(trace_reader *r, cursor *c) {
         c->bad = 1;
         return b;
     }
-    if (r->scratch_len + len + 1 > r->scratch_cap) {
-        /* Grows only between records (see next()), so earlier pointers into
-         * the scratch of this same record stay valid: reserve up front. */
+    /* The scratch grows only between records, to the rest of the frame and then some (see
+     * trace_reader_next), so earlier pointers into it stay valid: a string needs its length
+     * and a NUL, no more than it and its length's varint take of the frame. */
+    if (GMT_NEVER(r->scratch_len + len + 1 > r->scratch_cap)) {
         c->bad = 1;
         return b;
     }
@@ -571,6 +574,10 @@ int trace_reader_next(trace_reader *r, trace_record *rec) {
             r->stats.corrupt_frames++;
             r->pos = r->end;
             r->tpos = r->tend;
+            continue;
+        }
+        if (GMT_NEVER(c.p > r->end)) { /* every read is bounds-checked against the frame */
+            r->pos = r->end;
             continue;
         }
         r->pos = c.p;

@@ -17,6 +17,8 @@
 #include "trace_varint.h"
 #include "trace_wire.h"
 
+#include "gmt_assert.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -120,7 +122,10 @@ static trace_bytes sink_text(trace_writer *w, const char *s, size_t len) {
         len = 0;
     if (len > TRACE_WIRE_MAX_STRING)
         len = TRACE_WIRE_MAX_STRING;
-    char *dst = w->text + w->text_len; /* room: at most SINK_TEXT per record (see deliver) */
+    /* room: at most SINK_TEXT per record, whose text starts afresh (see deliver) */
+    if (GMT_NEVER(w->text_len + len + 1 > SINK_TEXT))
+        len = w->text_len < SINK_TEXT ? SINK_TEXT - w->text_len - 1 : 0;
+    char *dst = w->text + w->text_len;
     if (len)
         memcpy(dst, s, len);
     dst[len] = 0;
@@ -248,6 +253,9 @@ int trace_writer_flush(trace_writer *w) {
             left = ZSTD_compressStream2(w->cctx, &out, &in, mode);
             if (ZSTD_isError(left))
                 return fail(w, "compressing trace: %s", ZSTD_getErrorName(left));
+            /* zbuf is ZSTD_compressBound of more than a frame's content: never full */
+            if (GMT_NEVER(out.pos == out.size && (mode == ZSTD_e_end ? left : in.size - in.pos)))
+                return fail(w, "compressing trace: a frame outgrew its buffer");
         } while (mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
     }
     w->chunk_len = w->times_len = 0;
@@ -266,6 +274,12 @@ static uint8_t *record_begin(trace_writer *w) {
         w->chunk_events_before = w->events;
         w->prev_ts = w->prev_addr = 0;
         memset(&w->ctx, 0, sizeof w->ctx);
+    }
+    /* a frame is flushed once it reaches its target (record_end), and the chunk and the time
+     * column keep RECORD_MAX past it: room for any one record */
+    if (GMT_NEVER(w->chunk_len + w->times_len >= w->chunk_target)) {
+        fail(w, "writing trace: a record would not fit its frame");
+        return NULL;
     }
     return w->chunk + w->chunk_len;
 }

@@ -1,4 +1,4 @@
-/* test_alloc_model.c — the caching-allocator model (analyzer/alloc_model.h): known answers for
+/* test_alloc_model.c — the caching-allocator model (model/alloc_model.h): known answers for
  * PyTorch's rules and for apply mode, a fuzz of mostly invalid apply-mode operations (a failure
  * changes nothing, a success keeps every invariant), and a randomized differential test:
  * decide mode vs. the same history replayed in apply mode vs. a best-fit oracle that only

@@ -1,10 +1,15 @@
-/* test_common.c — common/'s small utilities with known answers: gmt_size (sizes with units) and
- * gmt_rank (the rank from the launcher's environment). */
+/* test_common.c — common/'s small utilities with known answers: gmt_size (sizes with units),
+ * gmt_rank (the rank from the launcher's environment), and GMT_NEVER/GMT_ALWAYS (an abort with
+ * the condition where invariants are checked, the condition itself elsewhere). */
 #include "check.h"
+#include "gmt_assert.h"
 #include "gmt_rank.h"
 #include "gmt_size.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void check_size(const char *text, uint64_t want) {
     uint64_t got = 12345;
@@ -102,8 +107,49 @@ static void test_rank(void) {
     unsetenv("SLURM_PROCID");
 }
 
+/* Runs GMT_NEVER(1) (never_holds) or GMT_ALWAYS(0) in a child, its stderr into a pipe: the
+ * child's wait status and the first bytes it wrote. */
+static int broken_in_child(int never_holds, char *said, size_t len) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        volatile int yes = 1;
+        int r = never_holds ? GMT_NEVER(yes) : GMT_ALWAYS(!yes);
+        _exit(r == never_holds ? 3 : 4); /* not checking: the condition came back */
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], said, len - 1);
+    said[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
+static void test_invariants(void) {
+    volatile int yes = 1, no = 0;
+    CHECK(GMT_NEVER(no) == 0 && GMT_ALWAYS(yes) == 1);
+    CHECK(GMT_NEVER(no + 0) == 0 && GMT_ALWAYS(yes + 1) == 1); /* 0 or 1, whatever X is */
+    char said[256];
+    for (int never = 0; never <= 1; never++) {
+        int status = broken_in_child(never, said, sizeof said);
+#ifdef GMT_INVARIANTS_ABORT
+        CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+        CHECK(strstr(said, "test_common.c:") && strstr(said, "invariant broken:"));
+        CHECK(strstr(said, never ? "never yes" : "always !yes"));
+#else
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+        CHECK(said[0] == '\0');
+#endif
+    }
+}
+
 int main(void) {
     test_size();
     test_rank();
+    test_invariants();
     return check_finish("test_common");
 }

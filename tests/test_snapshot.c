@@ -573,9 +573,6 @@ static void test_new_format(void) {
     CHECK(k[4]->action == GMT_TORCH_SEGMENT_UNMAP && k[5]->action == GMT_TORCH_SNAPSHOT);
     CHECK(k[6]->action == SNAPSHOT_ACTION_OTHER && k[6]->flags & SNAPSHOT_HAS_FRAMES);
     CHECK_STR_EQ(s->strings[k[6]->action_name], "empty_cache");
-    CHECK_STR_EQ(snapshot_action_name(GMT_TORCH_SEGMENT_UNMAP), "segment_unmap");
-    CHECK_STR_EQ(snapshot_block_state_name(SNAPSHOT_BLOCK_ACTIVE_PENDING_FREE),
-                 "active_pending_free");
     CHECK(s->annotation_count == 2);
     CHECK(s->annotations[0].stage == SNAPSHOT_STAGE_START && s->annotations[0].device == 0);
     CHECK(s->annotations[1].stage == SNAPSHOT_STAGE_END && s->annotations[1].device == -1);

@@ -2,8 +2,9 @@
  *
  * The cache file name is a hash of everything the database depends on: the
  * input's real path, size and modification time, the step rule, and
- * GMT_REPLAY_KEY, a hash of the sources that make the database (schema.sql,
- * the codec, the model, replay/, input/, common/) generated at build time by
+ * GMT_REPLAY_KEY, a hash of the sources that make the database (every source
+ * linked into gmt_an_input and gmt_an_store, the categories a build keeps,
+ * and the headers beside them) generated at build time by
  * cmake/replay_key.cmake. So a stale database is never reused: a changed
  * input or a memanalyze built from other sources simply gets a new file. A database is built under
  * a temporary name and renamed into place (db_writer.c), so two memanalyze processes racing on one

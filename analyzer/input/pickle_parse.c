@@ -17,6 +17,8 @@
 #include "pickle_internal.h"
 #include "prefault.h"
 
+#include "gmt_assert.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -162,6 +164,9 @@ static int pop_mark(parser *P, size_t *start) {
     if (!P->nmarks)
         return pickle_fail(P, "no MARK to close");
     *start = P->marks[--P->nmarks];
+    /* a MARK records sp, and nothing pops below the innermost one (fence) */
+    if (GMT_NEVER(*start > P->sp))
+        return pickle_fail(P, "a MARK above the stack");
     return 0;
 }
 

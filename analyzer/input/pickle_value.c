@@ -27,6 +27,8 @@
 #include "pickle_internal.h"
 #include "prefault.h"
 
+#include "gmt_assert.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -88,6 +90,11 @@ void *pickle_arena_alloc(parser *P, size_t n) {
     }
     int big = n > BIG_ALLOC;
     size_t size = big ? n + CHUNK_HDR : d->next_chunk ? d->next_chunk : CHUNK_MIN;
+    /* a request above BIG_ALLOC has a chunk of its own; chunks for the rest start at twice that */
+    if (GMT_NEVER(!big && CHUNK_HDR + n > size)) {
+        pickle_fail(P, "arena chunk too small");
+        return NULL;
+    }
     if (pickle_charge(P, size) < 0)
         return NULL;
     int mapped = !big && size >= HUGE_PAGE;
@@ -244,6 +251,8 @@ static int reserve(parser *P, cont_node *c, size_t more) {
     if (c->h.flags & NODE_HEAP) {
         h = (heap_hdr *)c->items - 1;
         old_bytes = h->bytes;
+        if (GMT_NEVER(h->slot >= d->heap_len || d->heap[h->slot] != h)) /* indexed when made */
+            return pickle_fail(P, "a large array lost from the index");
     } else if (d->heap_len == d->heap_cap) {
         size_t hcap = d->heap_cap ? d->heap_cap * 2 : 64;
         if (pickle_charge(P, (hcap - d->heap_cap) * sizeof *d->heap) < 0)
@@ -347,6 +356,8 @@ static int dedup_add(parser *P, uint64_t h, const pickle_value *v, size_t n) {
 static void release_taken(parser *P, cont_node *c) {
     pickle_value self = handle(c);
     uint32_t slot = c->memo_slot;
+    if (slot && slot != MEMO_SLOT_SEVERAL && GMT_NEVER(slot > P->memo_init))
+        return; /* memo_set noted a slot it had defined */
     if (slot == MEMO_SLOT_SEVERAL || (c->h.flags & NODE_COPIED) ||
         (slot && (P->memo_read[(slot - 1) / 64] >> ((slot - 1) % 64) & 1)))
         return;

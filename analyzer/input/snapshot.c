@@ -1183,19 +1183,6 @@ void snapshot_free(snapshot *s) {
     free(s);
 }
 
-const char *snapshot_action_name(unsigned action) {
-    if (action == SNAPSHOT_ACTION_OTHER)
-        return "other";
-    const char *name = gmt_torch_action_name(action);
-    return name ? name : "?";
-}
-
-const char *snapshot_block_state_name(snapshot_block_state st) {
-    static const char *const names[] = {"active_allocated", "active_pending_free", "inactive",
-                                        "other"};
-    return (unsigned)st < 4 ? names[st] : "?";
-}
-
 const uint32_t *snapshot_stack_frames(const snapshot *s, uint32_t stack, size_t *depth) {
     if (!s || stack >= s->stack_count) {
         *depth = 0;

@@ -212,8 +212,6 @@ static inline const snapshot_entry_kind *snapshot_kind(const snapshot *s, const 
     return &s->entry_kinds[e->kind];
 }
 
-const char *snapshot_action_name(unsigned action); /* "alloc", ..., "other" */
-const char *snapshot_block_state_name(snapshot_block_state st);
 /* A stack's frame ids, innermost first; NULL and *depth 0 for a bad id. */
 const uint32_t *snapshot_stack_frames(const snapshot *s, uint32_t stack, size_t *depth);
 

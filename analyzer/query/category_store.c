@@ -133,7 +133,7 @@ static int write_peaks(sqlite3 *db, const store *s) {
     return rc;
 }
 
-/* category_store's work; with `pages`, block_categories' pairs go there instead of INSERTs. */
+/* category_store_file's work; with `pages`, block_categories' pairs go there instead of INSERTs. */
 static int sweep_and_store(sqlite3 *db, int blocks, sorted_pairs *pages, char *err, size_t errlen) {
     err[0] = '\0';
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -190,10 +190,6 @@ static int sweep_and_store(sqlite3 *db, int blocks, sorted_pairs *pages, char *e
         rc = -1;
     }
     return rc;
-}
-
-int category_store(sqlite3 *db, int blocks, char *err, size_t errlen) {
-    return sweep_and_store(db, blocks, NULL, err, errlen);
 }
 
 /* ---- block_categories as pages ---------------------------------------------------- */

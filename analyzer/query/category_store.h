@@ -10,11 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sweeps every device of a database open for writing: category_peaks always (meta
- * category_peaks = 1), and with `blocks` a block_categories row per block (meta
- * categories_blocks = 1). One transaction. 0, or -1 with a one-line message in err. */
-int category_store(sqlite3 *db, int blocks, char *err, size_t errlen);
-
 /* How category_store_file writes block_categories (its `blocks`, through a pointer). */
 typedef enum category_blocks {
     CATEGORY_BLOCKS_ROWS = 1, /* INSERTs: a database others may be reading (the cache) */
@@ -23,10 +18,12 @@ typedef enum category_blocks {
     CATEGORY_BLOCKS_PAGES,
 } category_blocks;
 
-/* category_store on the database file at path (opened for writing, waiting up to 10 s for a
- * reader's lock): the input_options.finish of the databases memanalyze builds. `blocks`: NULL
- * for the peaks alone, else a category_blocks: block_categories too (empty before, in pages
- * mode). 0, or -1 with a one-line message in err. */
+/* Sweeps every device of the database file at path (opened for writing, waiting up to 10 s
+ * for a reader's lock), in one transaction: category_peaks always (meta category_peaks = 1),
+ * and block_categories rows per block when `blocks` says so (meta categories_blocks = 1). The
+ * input_options.finish of the databases memanalyze builds. `blocks`: NULL for the peaks alone,
+ * else a category_blocks: block_categories too (empty before, in pages mode). 0, or -1 with a
+ * one-line message in err. */
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen);
 
 /* category_peaks of device: 1 and bytes filled when the database has them, 0 when it has none

@@ -61,12 +61,6 @@ int step_phase_of(phase p) {
                                   : -1;
 }
 
-const char *step_phase_name(step_phase p) {
-    static const char *const names[STEP_PHASE_COUNT] = {"setup", "prelude", "forward", "backward",
-                                                        "optimizer"};
-    return (unsigned)p < STEP_PHASE_COUNT ? names[p] : "setup";
-}
-
 /* The iteration of event id: the last k with begins[k] <= id; -1 before the first. */
 static int64_t iteration_of(const phase_timeline *t, int64_t id) {
     return (int64_t)gmt_search_i64(t->begins, t->nbegins, sizeof *t->begins, 0, id, 1) - 1;

@@ -77,9 +77,6 @@ int64_t phase_timeline_open_iteration(const phase_timeline *t);
 /* The step phase of a decided stack phase (forward, backward, optimizer); -1 for the others. */
 int step_phase_of(phase p);
 
-/* "setup", "prelude", "forward", "backward", "optimizer". */
-const char *step_phase_name(step_phase p);
-
 void phase_timeline_free(phase_timeline *t);
 
 #endif

@@ -6,7 +6,7 @@
  * how many seed events there are, which segment addresses PyTorch reports
  * (so CUPTI's report of the same memory joins it instead of counting twice)
  * and the time span (for the per-bucket summaries). The second pass applies
- * every event to a caching-allocator model per device (analyzer/
+ * every event to a caching-allocator model per device (model/
  * alloc_model.h, apply mode) and writes one event_rows row per event with
  * the device's totals after it, plus segments, markers, steps, counters,
  * frames, stacks, buckets and warnings, as schema/schema.sql describes.

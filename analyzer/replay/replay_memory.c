@@ -7,6 +7,7 @@
  * replay.c; this file applies them, one function per kind of event. */
 #include "replay_state.h"
 
+#include "gmt_assert.h"
 #include "gmt_grow.h"
 #include "heat_rows.h"
 
@@ -76,7 +77,9 @@ static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
     if (!d->whole_blocks) /* the common case: nothing to look up */
         return;
     am_segment_info seg;
-    if (am_segment_lookup(d->model, addr, &seg) != AM_OK || !seg.tag)
+    /* a tag in the model is live_tag's: 1 + the index of a live entry */
+    if (am_segment_lookup(d->model, addr, &seg) != AM_OK || !seg.tag ||
+        GMT_NEVER(seg.tag > rp->entries_len))
         return;
     live_entry *s = &rp->entries[seg.tag - 1];
     if (s->whole_block) {
@@ -180,7 +183,7 @@ static void release_blocks_inside(replay *rp, device_state *d, const live_entry 
             am_block_get(b, &bi);
             if (bi.state == AM_BLOCK_INACTIVE)
                 continue;
-            if (bi.tag)
+            if (bi.tag && GMT_ALWAYS(bi.tag <= rp->entries_len))
                 block_ends(rp, d, &rp->entries[bi.tag - 1], 0);
             else
                 am_block_release(d->model, bi.addr);
@@ -401,6 +404,8 @@ static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) 
 
 /* A row for the oldest waiting piece, created by this event (one that made no row). */
 static void give_waiting_piece_a_row(replay *rp, const db_event_row *row) {
+    if (GMT_NEVER(rp->pieces_len == 0)) /* called for a piece that waits */
+        return;
     struct pending_piece p = rp->pieces[0];
     memmove(rp->pieces, rp->pieces + 1, (rp->pieces_len - 1) * sizeof *rp->pieces);
     rp->pieces_len--;
@@ -457,7 +462,7 @@ static void block_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
             const live_entry *m = mapped_row_containing(rp, ev->device, ev->addr);
             if (m && m->size <= am_expandable_page(seg.is_small))
                 e->segment_id = m->event_id;
-        } else if (seg.tag) {
+        } else if (seg.tag && GMT_ALWAYS(seg.tag <= rp->entries_len)) {
             e->segment_id = rp->entries[seg.tag - 1].event_id;
         }
     } else {

@@ -14,6 +14,7 @@
  * the last thing in the replay that grew with the trace. */
 #include "replay_strings.h"
 
+#include "gmt_assert.h"
 #include "gmt_io.h"
 
 #include <errno.h>
@@ -250,5 +251,6 @@ const char *replay_strings_get(replay_strings *s, uint32_t id) {
     uint64_t offset = *slot - 1;
     if (offset >= s->window_start)
         return s->window + (offset - s->window_start);
-    return s->spill ? read_back(s, id, offset) : NULL;
+    /* below the window: spill_window wrote it out (the window starts past 0 only then) */
+    return GMT_ALWAYS(s->spill) ? read_back(s, id, offset) : NULL;
 }

@@ -1,6 +1,6 @@
 /* training_sim.h — a simulated PyTorch training job that writes a trace.
  *
- * The simulation drives the caching-allocator model (analyzer/alloc_model.h)
+ * The simulation drives the caching-allocator model (model/alloc_model.h)
  * the way a transformer training loop drives PyTorch's allocator: parameters
  * at start, per step forward activations freed during backward, temporaries,
  * gradients freed by zero_grad, optimizer state created in step 0, step

@@ -760,6 +760,51 @@ static void test_nccl_cumem(void) {
     check_replay_queries(path, "nccl.db", queries, expected, sizeof expected / sizeof *expected);
 }
 
+/* Expandable segments as PyTorch grows one: a 2 MiB handle per page, mapped at page-aligned
+ * addresses of one reservation, each released right after its map (alive until its unmap),
+ * then unmapped page by page. Every mapping is tracked however many there are: the tables'
+ * slots come from the top bits of the hash (aligned addresses share their low bits: with the
+ * low bits the first 64 mappings were all the table held, and a later page's release was
+ * recorded at once instead of with its unmap). */
+static void test_many_mappings(void) {
+    enum { PAGES = 300 };
+    const uint64_t base = 0x400000000, handle0 = 0x10000;
+    char path[300];
+    start_session(path, sizeof path);
+    CUmemGenericAllocationHandle h = GARBAGE;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    reserve(base, PAGES * 2 * MiB);
+    for (uint64_t i = 0; i < PAGES; i++) {
+        out_addr = handle0 + 16 * i;
+        call(CBID(cuMemCreate), &(cuMemCreate_params){&h, 2 * MiB, &prop, 0}, put_handle,
+             CUDA_SUCCESS);
+        map(base + i * 2 * MiB, 2 * MiB, handle0 + 16 * i);
+        call(CBID(cuMemRelease), &(cuMemRelease_params){handle0 + 16 * i}, NULL, CUDA_SUCCESS);
+    }
+    for (uint64_t i = 0; i < PAGES; i++)
+        call(CBID(cuMemUnmap), &(cuMemUnmap_params){base + i * 2 * MiB, 2 * MiB}, NULL,
+             CUDA_SUCCESS);
+    CHECK(rec_session_stop() == 0);
+
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    size_t released_with_unmap = 0, released_early = 0;
+    for (size_t i = 0; i < rb.n_events; i++) {
+        if (rb.events[i].op != TRACE_OP_PHYS_RELEASE)
+            continue;
+        const trace_event *before = i ? &rb.events[i - 1] : NULL;
+        if (before && before->op == TRACE_OP_UNMAP &&
+            rb.events[i].addr == handle0 + 16 * ((before->addr - base) / (2 * MiB)))
+            released_with_unmap++;
+        else
+            released_early++;
+    }
+    CHECK_EQ_U64(released_with_unmap, PAGES);
+    CHECK_EQ_U64(released_early, 0);
+    rb_free(&rb);
+}
+
 /* ---- nesting, unpaired callbacks, timestamps ------------------------------ */
 
 static void *entry_without_exit(void *params) {
@@ -973,6 +1018,7 @@ int main(void) {
     test_stack_skip();
     test_managed_free();
     test_nccl_cumem();
+    test_many_mappings();
     test_counted_calls();
     rec_cupti_set_driver_for_test(NULL);
     return rb_finish("test_rec_cupti");

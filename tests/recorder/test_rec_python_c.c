@@ -42,7 +42,6 @@ int main(void) {
     rb_config(&c, "python.zst", 16);
     c.stacks = REC_STACKS_PYTHON;
     CHECK(rec_session_start(&c, err, sizeof err) == 0);
-    CHECK(rec_python_only() == 0); /* nothing attached: native stacks */
     uint32_t ids[2];
     for (volatile int i = 0; i < 2; i++) /* one call site: one stack */
         ids[i] = rec_stack_here(0);
