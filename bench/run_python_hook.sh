@@ -9,6 +9,8 @@
 # (empty,builtin) override its defaults. Then, on 3.12+ where a C compiler and
 # the interpreter's headers are there (FLOOR=0: not), bench_python_floor.py:
 # the least any sys.monitoring hook costs (python_floor.c's empty callbacks).
+# Then (SITES=0: not) bench_python_sites.py: ns per recorded event with many
+# distinct call sites under one deep stack (LEAVES, FILL override its defaults).
 # Not part of `make test`.
 set -eu
 libs=()
@@ -32,6 +34,10 @@ for v in 3.9 3.10 3.11 3.12 3.13; do
     fi
     "$py" "$here/bench_python_hook.py" "${libs[@]}" --children "${CHILDREN:-5}" \
         --rounds "${ROUNDS:-7}" --calls "${CALLS:-1000000}" --workloads "${WORKLOADS:-empty,builtin}"
+    if [ "${SITES:-1}" = 1 ]; then
+        "$py" "$here/bench_python_sites.py" "${libs[@]}" --children "${CHILDREN:-5}" \
+            --rounds "${ROUNDS:-7}" --leaves "${LEAVES:-600}" --fill "${FILL:-400}"
+    fi
     case $v in 3.9|3.10|3.11) continue ;; esac
     [ "${FLOOR:-1}" = 1 ] || continue
     inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')

@@ -23,6 +23,19 @@
  *  - the resolver (writer thread): code index and line -> names, from the
  *    code table only; it never touches a Python object.
  *
+ * Stale shadow stacks. A thread's hook can end without its thread seeing it:
+ * PyTorch's tracer sets and then clears the profile function of every
+ * thread (PyThreadState_Swap, PyEval_SetProfile) while memrec is detached
+ * around it, and a detach leaves other threads' stacks as they were. A
+ * stack such a thread kept would then be spliced into every later event,
+ * frozen, and keep its frames (and the tensors in their locals) alive. So
+ * each stack carries the generation it was taken in: a detach starts a new
+ * one (hook_generation), the end of a thread's hook object gives its stack
+ * up (generation 0, and its frames go unless its thread is splicing at that
+ * moment); the splicer ignores a stack of another generation, and its
+ * thread drops it at its next profile event and takes the running frames
+ * again.
+ *
  * Interleaving. Up to 3.10 each Python frame has its own C call of
  * _PyEval_EvalFrameDefault. From 3.11 one C call runs a run of frames (a
  * Python-to-Python call does not recurse in C). The hook sees the same
@@ -36,11 +49,14 @@
  * are assumed to share one C eval call on 3.11+; Python frames the native
  * stack cannot place (no eval range found, a stripped binary whose eval
  * call sits in a cold part) are put outermost, still in call order; threads
- * not started through `threading` (before 3.12) have no Python frames;
- * free-threaded builds are refused. */
+ * not started through `threading` (before 3.12) have no Python frames, nor
+ * (before 3.12) threads whose hook another tool ended; free-threaded builds
+ * are refused. */
 #include "rec_python.h"
 #include "rec_core.h"
 #include "rec_stack.h"
+
+#include "gmt_hash.h"
 
 #include <assert.h>
 #include <dlfcn.h>
@@ -152,9 +168,17 @@ typedef struct shadow_stack {
     uint32_t depth, cap;
     void *capsule; /* the capsule of the hook object installed last (borrowed): only its end
                       means the hook is gone */
+    /* hook_generation when it was last taken from the running frames; 0: given up (its hook
+     * ended on another thread). Any other than hook_generation: stale (a detach came after),
+     * never spliced, dropped by its thread at its next profile event. */
+    _Atomic uint32_t generation;
+    _Atomic uint32_t splicing; /* > 0 while its thread's splicer reads it (no GIL) */
+    _Atomic uint32_t refs;     /* its thread's, until it exits, and each capsule's naming it */
 } shadow_stack;
 
 static atomic_int attached;
+/* The shadow stacks' generation: bumped at each detach of the profile hook; never 0. */
+static _Atomic uint32_t hook_generation = 1;
 static int python_minor;
 static uint64_t token_prefix;
 static uintptr_t eval_start[EVAL_RANGES_MAX], eval_end[EVAL_RANGES_MAX];
@@ -179,16 +203,10 @@ static _Atomic(code_map *) code_map_now;
 static __thread shadow_stack *thread_shadow;
 static pthread_key_t shadow_key; /* frees a thread's shadow stack at exit */
 
-int rec_python_only(void) {
-    return rec_stack_mode() == REC_STACKS_PYTHON &&
-           atomic_load_explicit(&attached, memory_order_relaxed);
-}
-
 /* ---- the code table (GIL held) ------------------------------------------- */
 
 static uint32_t map_slot(const void *key, uint32_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)(h >> 32) & (cap - 1);
+    return (uint32_t)(gmt_hash_fib((uint64_t)(uintptr_t)key, 64) >> 32) & (cap - 1);
 }
 
 /* GIL held. Returns the live map, grown when it is half full; NULL when out of memory. */
@@ -287,21 +305,48 @@ uint32_t rec_python_code_index(void *code) {
 
 /* ---- the shadow stack (GIL held) ----------------------------------------- */
 
+static void pop_to(shadow_stack *s, uint32_t depth);
+
+/* Drops one reference to `s`, freeing it with the last. `gil`: the caller
+ * holds the GIL, so the frames left in it can be given back. */
+static void shadow_unref(shadow_stack *s, int gil) {
+    uint32_t refs = atomic_fetch_sub(&s->refs, 1);
+    assert(refs > 0);
+    if (refs != 1)
+        return;
+    if (gil)
+        pop_to(s, 0);
+    free(s->entries); /* without the GIL (thread exit) frames left over stay referenced */
+    free(s);
+}
+
+/* The thread's end (pthread key destructor, no GIL). */
 static void free_shadow(void *arg) {
     shadow_stack *s = arg;
     if (thread_shadow == s)
         thread_shadow = NULL; /* a later destructor's CUDA call must not splice it */
-    free(s->entries);         /* entries left over at thread exit keep their frames */
-    free(s);
+    shadow_unref(s, 0);
 }
 
 static shadow_stack *my_shadow(void) {
     shadow_stack *s = thread_shadow;
-    if (!s && (s = calloc(1, sizeof *s)) != NULL) {
+    if (!s && (s = calloc(1, sizeof *s)) != NULL) { /* generation 0: stale until taken */
+        atomic_store(&s->refs, 1);
         thread_shadow = s;
         pthread_setspecific(shadow_key, s);
     }
     return s;
+}
+
+/* 1 when `s` was taken since the last detach and not given up since. */
+static int shadow_fresh(shadow_stack *s) {
+    return atomic_load(&s->generation) == atomic_load(&hook_generation);
+}
+
+/* Every shadow stack is stale from now on (a detach). */
+static void shadow_stacks_stale(void) {
+    if (atomic_fetch_add(&hook_generation, 1) + 1 == 0)
+        atomic_store(&hook_generation, 1); /* 0 means given up */
 }
 
 static void pop_to(shadow_stack *s, uint32_t depth) {
@@ -349,12 +394,17 @@ static void populate(shadow_stack *s, void *frame, uintptr_t inner_sp) {
         push(s, chain[n], 0, python_minor < 11 || s->depth == 0);
     if (s->depth)
         s->entries[s->depth - 1].hook_sp = inner_sp;
+    atomic_store(&s->generation, atomic_load(&hook_generation));
 }
 
 static void on_call(void *frame, uintptr_t hook_sp) {
     shadow_stack *s = my_shadow();
     if (!s)
         return;
+    if (!shadow_fresh(s)) { /* from before a detach: taken again from the running frames */
+        pop_to(s, 0);
+        atomic_store(&s->generation, atomic_load(&hook_generation));
+    }
     void *back = py.frame_back(frame);
     uint32_t k = s->depth;
     while (k > 0 && s->entries[k - 1].frame != back)
@@ -386,6 +436,10 @@ static void on_return(void *frame) {
     shadow_stack *s = thread_shadow;
     if (!s)
         return;
+    if (!shadow_fresh(s)) { /* its frames go now; the next call takes the running ones */
+        pop_to(s, 0);
+        return;
+    }
     for (uint32_t k = s->depth; k-- > 0;) {
         if (s->entries[k].frame == frame) {
             pop_to(s, k);
@@ -420,27 +474,39 @@ static py_method_def hook_bootstrap_def = {"memrec_profile", hook_bootstrap, REC
  * cProfile, a debugger) replaces the hook on that thread, and then no RETURN
  * event will ever pop the shadow stack again — so the capsule's destructor
  * gives the frames back at once. Holding them would keep their locals, CUDA
- * tensors included, alive for ever. Runs with the GIL held; when it runs on
- * another thread than the owner's (PyEval_SetProfileAllThreads) the owner
- * may be splicing, so it leaves the frames alone. */
+ * tensors included, alive for ever. Runs with the GIL held, on the owner's
+ * thread or on another (PyEval_SetProfileAllThreads; PyTorch's tracer, which
+ * sets and clears every thread's profile function through
+ * PyThreadState_Swap): the stack is given up (generation 0) first, so no
+ * splice reads it from then on, and its frames go unless the owner is
+ * splicing right then (the owner drops them at its next profile event; both
+ * sides announce themselves before they look at the other's word, so one of
+ * them sees the other). The capsule holds a reference to the stack, which
+ * may outlive its thread. */
 static void shadow_capsule_gone(void *capsule) {
     shadow_stack *s = py.capsule_pointer(capsule, SHADOW_CAPSULE);
     if (!s) {
         py.err_clear();
         return;
     }
+    assert(atomic_load(&s->refs) > (s == thread_shadow)); /* the capsule's, and its thread's */
     /* An older hook object (one the program saved and restored, then dropped) ending says
      * nothing: the hook it stood for was put back under a newer one. */
-    if (s == thread_shadow && s->capsule == capsule) {
+    if (s->capsule == capsule) {
         s->capsule = NULL;
-        pop_to(s, 0);
+        atomic_store(&s->generation, 0);
+        if (atomic_load(&s->splicing) == 0)
+            pop_to(s, 0);
     }
+    shadow_unref(s, 1);
 }
 
 /* A new hook object for shadow stack `s` (NULL: none, for the hook set on
  * all threads at once), or NULL with the error cleared. */
 static void *new_hook_object(shadow_stack *s) {
     void *capsule = s ? py.capsule_new(s, SHADOW_CAPSULE, shadow_capsule_gone) : py.none;
+    if (capsule && s)
+        atomic_fetch_add(&s->refs, 1); /* the capsule's, dropped by its destructor */
     void *hook = capsule ? py.new_cfunction(&hook_bootstrap_def, capsule, NULL) : NULL;
     if (!hook)
         py.err_clear();
@@ -520,9 +586,14 @@ static uint64_t frame_token(shadow_stack *s, uint32_t k) {
  * Python frames its C call runs; leftovers go outermost. */
 static unsigned splice_python(const uint64_t *native, unsigned n, uint64_t *out, unsigned cap) {
     shadow_stack *s = thread_shadow;
-    uint32_t left = s ? s->depth : 0; /* entries not placed yet; next: left - 1 */
-    if (rec_stack_mode() == REC_STACKS_NATIVE)
-        left = 0;
+    uint32_t left = 0; /* entries not placed yet; next: left - 1 */
+    if (s) {
+        /* Announced before the generation is read (both sequentially consistent), so a thread
+         * that gives the stack up either sees this or is seen (shadow_capsule_gone). */
+        atomic_fetch_add(&s->splicing, 1);
+        if (rec_stack_mode() != REC_STACKS_NATIVE && shadow_fresh(s))
+            left = s->depth;
+    }
     unsigned o = 0;
     for (unsigned k = 0; k < n && o < cap; k++) {
         if (!left || !rec_python_is_eval_ip(native[k])) {
@@ -538,6 +609,9 @@ static unsigned splice_python(const uint64_t *native, unsigned n, uint64_t *out,
     }
     while (left && o < cap)
         out[o++] = frame_token(s, --left);
+    if (s)
+        atomic_fetch_sub_explicit(&s->splicing, 1, memory_order_release);
+    assert(o <= cap);
     return o;
 }
 
@@ -674,11 +748,15 @@ static int hook_future_threads(void) {
 }
 
 /* os.register_at_fork(after_in_child=...)'s callable: a forked child that
- * does not record (a DataLoader worker) drops the hook, which would only
- * slow it down. */
+ * does not record (a DataLoader worker) drops the profile hook, which would
+ * only slow it down. The sys.monitoring tool stays: taking it off would call
+ * restart_events, handing every other tool of the child (coverage) the
+ * events it had disabled again, and after DISABLE it costs one callback per
+ * code object the child runs first. */
 static void *detach_in_child(void *self, void *const *args, ptrdiff_t nargs) {
     (void)self, (void)args, (void)nargs;
-    if (!rec_enabled()) /* a child that records on its own keeps its Python frames */
+    /* a child that records on its own keeps its Python frames */
+    if (!rec_enabled() && rec_python_monitor_tool() < 0)
         memrec_python_detach();
     py.incref(py.none);
     return py.none;
@@ -726,8 +804,34 @@ void rec_python_attach_soon(void) {
     add_pending(attach_pending, NULL); /* needs neither the GIL nor a thread state */
 }
 
-int memrec_python_attach(void) {
+/* The profile hook: on this thread, on the threads `threading` starts from
+ * now on and (3.12+) on the threads running now; then its splicer. */
+static void attach_profile_hook(void) {
     static int warned_threads;
+    if (hook_future_threads() != 0)
+        rec_warn_once(&warned_threads, "threading.setprofile failed: threads started from now "
+                                       "on are recorded without Python frames");
+    if (py.set_profile_all_threads) { /* 3.12+: threads running now take it too */
+        void *hook = new_hook_object(NULL);
+        py.set_profile_all_threads(profile_hook, hook);
+        if (hook)
+            py.decref(hook);
+    }
+    /* Then this thread's own, after: setting all threads replaces its hook
+     * object, whose capsule would give its frames back. */
+    shadow_stack *s = my_shadow();
+    if (s)
+        populate(s, py.current_frame(), 0); /* ctypes' frames are too deep to compare */
+    install_hook(s);
+    rec_stack_set_splicer(splice_python);
+}
+
+void rec_python_monitor_lost(void) {
+    if (atomic_load(&attached))
+        attach_profile_hook();
+}
+
+int memrec_python_attach(void) {
     if (load_api() != 0 || !py.is_initialized() || py.gil_check() != 1)
         return -1;
     if (atomic_load(&attached)) /* the GIL orders attach calls */
@@ -751,22 +855,7 @@ int memrec_python_attach(void) {
         detach_at_fork();
         return 0;
     }
-    if (hook_future_threads() != 0)
-        rec_warn_once(&warned_threads, "threading.setprofile failed: threads started from now "
-                                       "on are recorded without Python frames");
-    if (py.set_profile_all_threads) { /* 3.12+: threads running now take it too */
-        void *hook = new_hook_object(NULL);
-        py.set_profile_all_threads(profile_hook, hook);
-        if (hook)
-            py.decref(hook);
-    }
-    /* Then this thread's own, after: setting all threads replaces its hook
-     * object, whose capsule would give its frames back. */
-    shadow_stack *s = my_shadow();
-    if (s)
-        populate(s, py.current_frame(), 0); /* ctypes' frames are too deep to compare */
-    install_hook(s);
-    rec_stack_set_splicer(splice_python);
+    attach_profile_hook();
     atomic_store(&attached, 1);
     detach_at_fork();
     return 0;
@@ -785,6 +874,7 @@ int memrec_python_detach(void) {
     shadow_stack *s = thread_shadow;
     if (s)
         pop_to(s, 0);
+    shadow_stacks_stale(); /* other threads' too: whatever ends their hooks from now on */
     threading_setprofile(py.none);
     atomic_store(&attached, 0);
     return 0;

@@ -7,9 +7,10 @@
  * profile hook keeps a shadow stack of the thread's Python frames with the
  * GIL held and capture reads the calling thread's own shadow stack
  * (rec_python.c); on 3.12 and 3.13 capture reads the thread's running
- * frames themselves, and a sys.monitoring PY_START callback, off again
- * after a code object's first call, only enters code objects in the code
- * table (rec_python_monitor.c). The CPython C API is looked up at run time,
+ * frames themselves, and a sys.monitoring PY_START and PY_RESUME callback,
+ * off again after a code object's first call (a resume point's first
+ * resume), only enters code objects in the code table
+ * (rec_python_monitor.c). The CPython C API is looked up at run time,
  * so libmemrec.so never links against libpython. See both files for the
  * interleaving rule and its limits. */
 #ifndef GMT_REC_PYTHON_H
@@ -24,11 +25,15 @@ extern "C" {
 
 /* Exported from libmemrec.so. Call with the GIL held (the library does,
  * through rec_python_attach_soon; a test through ctypes.PyDLL). On CPython
- * 3.12 and 3.13: takes sys.monitoring tool id 3 (else 4) for PY_START, which
- * covers every thread; elsewhere, or when both ids are taken: installs the
- * profile hook on the calling thread, on every thread `threading` starts
- * later and, on CPython >= 3.12, on the threads already running. Has
- * os.fork's children that do not record drop it again. Returns 0 when attached
+ * 3.12 and 3.13: takes sys.monitoring tool id 3 (else 4) for PY_START and
+ * PY_RESUME, which covers every thread (a program's own use_tool_id of that
+ * id raises ValueError meanwhile; one that frees it and takes it has its way,
+ * and memrec falls back to the profile hook); elsewhere, or when both ids are
+ * taken: installs the profile hook on the calling thread, on every thread
+ * `threading` starts later and, on CPython >= 3.12, on the threads already
+ * running. Has os.fork's children that do not record drop the profile hook
+ * again (the sys.monitoring tool stays there: see memrec_python_detach).
+ * Returns 0 when attached
  * (or when MEMREC_STACKS=native asks for no Python frames), -1 when the
  * process is not CPython >= 3.9 with a GIL, or the GIL is not held.
  * Idempotent. */
@@ -42,18 +47,19 @@ __attribute__((visibility("default"))) int memrec_python_attach(void);
  * started before that moment are missing before CPython 3.12. */
 void rec_python_attach_soon(void);
 
-/* 1 when rec_stack_here should not unwind native frames at all and let the
- * splicer build the whole stack from Python frames (MEMREC_STACKS=python
- * in an attached process). */
-int rec_python_only(void);
-
 /* Stops splicing and removes the hook (GIL held): the sys.monitoring tool
- * (events, callback, the events it disabled, its id), or the profile hook
- * from the calling thread and future threads; stacks recorded meanwhile are
- * native. Attach has os.fork's children that do not record call it (a hook
- * there would only slow the child down); memrec_torch.py while a PyTorch
- * profiler with Python stacks runs. Returns 0, -1 when not attached. A later
- * memrec_python_attach attaches again. */
+ * (events, callbacks, the events it disabled, its id — only while
+ * get_tool says the id is still memrec's), or the profile hook from the
+ * calling thread and future threads (every shadow stack taken before is
+ * stale from then on: none is spliced, each thread drops its own at its next
+ * profile event); stacks recorded meanwhile are native. Taking the tool off
+ * calls sys.monitoring.restart_events(), which hands every other tool the
+ * events it had disabled once more, so it happens on an explicit call only
+ * (memrec_torch.py's while a PyTorch profiler with Python stacks runs, or
+ * the program's): os.fork's children that do not record drop the profile
+ * hook (it would only slow the child down) but keep the tool, which after
+ * DISABLE costs them one callback per code object they run first. Returns 0,
+ * -1 when not attached. A later memrec_python_attach attaches again. */
 __attribute__((visibility("default"))) int memrec_python_detach(void);
 
 /* ---- between rec_python.c and rec_python_monitor.c only --------------- */
@@ -89,6 +95,9 @@ int rec_python_monitor_attach(int minor);
 void rec_python_monitor_detach(void);
 /* The tool id it holds, -1 when off. */
 int rec_python_monitor_tool(void);
+/* Called by the sys.monitoring path when its tool id turned out to be no
+ * longer its own (it took itself off): the profile hook takes over. */
+void rec_python_monitor_lost(void);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,31 @@ c() reached through a native call (map). memanalyze reads the stacks back:
                    tool id 3 and no profile hook is set, cProfile still runs);
                    before 3.12 the profile hook (sys.setprofile); with ids 3
                    and 4 taken, 3.12+ says so once and uses the profile hook;
+  __init__         a class instantiated in a loop (specialised on 3.13 into a
+                   call that pushes an incomplete shim frame under __init__):
+                   each stack holds exactly __init__, its caller, <module> —
+                   nothing else, whatever the file; attaching inside such an
+                   __init__ takes the usual path without a warning, and a
+                   thread held inside one at attach shows no made-up frame;
+  resumed          a generator and a coroutine started before attach, and a
+                   generator started while detached, are named when they
+                   resume after it (PY_RESUME on 3.12+);
+  stale            (profile hook: 3.9-3.11, 3.12+ with ids 3 and 4 taken)
+                   after a detach, PyTorch's tracer setting and clearing every
+                   thread's profile function, and an attach, another thread's
+                   stack holds no frame from before it, and that thread's
+                   finished frames (their locals) are not kept alive;
+  fork             (3.12+) a forked child that does not record keeps memrec's
+                   tool: a coverage tool's disabled lines stay disabled there;
+                   an explicit detach still gives the id back;
+  tool id          (3.12+) a program that frees memrec's tool id and takes it
+                   keeps it, its events and callbacks through memrec's detach;
+                   one freed and left free: memrec's callback, run once more
+                   under it, takes itself off without DISABLE, says so once,
+                   and the profile hook names the frames;
+  many sites       1500 distinct leaf functions under one stack, twice round:
+                   every stack's frames and lines are exact (the line cache's
+                   evictions);
   extra            a generator resumed by next(), coroutines resumed by
                    send() and suspended in between, exceptions unwinding
                    through frames (caught, and through a finally), a thread
@@ -38,6 +63,7 @@ Usage: test_rec_python.py LIBMEMREC MEMANALYZE [MEMREC] (exit 77: skip).
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
@@ -310,6 +336,292 @@ outer(0x800)  # LINE top
 """
 
 
+INIT = """\
+import ctypes, os, sys, threading
+lib = ctypes.PyDLL(sys.argv[1])
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+""" + HOOK_PATH + """
+hold, inside = threading.Event(), threading.Event()
+
+
+class Buf:
+    def __init__(self, addr, wait):  # called with exactly its arguments: specialised
+        if wait:
+            inside.set()
+            hold.wait()
+        api.memrec_region_alloc(addr, 64, 0)  # LINE init
+
+
+class Block:
+    def __init__(self, i):
+        if i == 5 and sys.argv[3] == "in_init":  # CUDA starts inside a constructor
+            print(lib.memrec_python_attach(), hook_path())
+
+
+def worker():
+    for i in range(10):
+        Buf(0x100 + i, i == 9)  # LINE worker
+
+
+def make(n):
+    for i in range(n):
+        Buf(0x1000 + i, False)  # LINE make
+
+
+thread = threading.Thread(target=worker)
+thread.start()
+inside.wait()  # the worker is held inside its tenth __init__
+if sys.argv[3] != "in_init":
+    print(lib.memrec_python_attach(), hook_path())
+blocks = [Block(i) for i in range(8)]
+os.environ["MEMREC_OUTPUT"] = sys.argv[2]
+print(api.InitializeInjection())
+hold.set()
+thread.join()
+make(40)  # LINE m_make
+"""
+
+
+RESUMED = """\
+import asyncio, ctypes, os, sys
+lib = ctypes.PyDLL(sys.argv[1])
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def alloc(addr):
+    api.memrec_region_alloc(addr, 64, 0)  # LINE alloc
+
+
+def batches():  # a data iterator, started before CUDA (memrec) is there
+    i = 0
+    while True:
+        yield i
+        alloc(0x100 + i)  # LINE batches
+        i += 1
+
+
+def chunks():  # one started while memrec is detached
+    yield 0
+    alloc(0x300)  # LINE chunks
+    yield 1
+
+
+async def waiter(future):
+    await future  # suspended across the attach
+    alloc(0x200)  # LINE waiter
+
+
+it = batches()
+next(it)
+loop = asyncio.new_event_loop()
+future = loop.create_future()
+task = loop.create_task(waiter(future))
+loop.run_until_complete(asyncio.sleep(0))  # the task has started and waits
+print(lib.memrec_python_attach(), lib.memrec_python_detach())
+parts = chunks()
+next(parts)
+print(lib.memrec_python_attach())
+os.environ["MEMREC_OUTPUT"] = sys.argv[2]
+print(api.InitializeInjection())
+next(it)  # LINE m_batches
+next(parts)  # LINE m_chunks
+future.set_result(1)
+loop.run_until_complete(task)  # LINE m_task
+loop.close()
+"""
+
+
+STALE = """\
+import ctypes, gc, sys, threading, weakref
+if sys.version_info >= (3, 12):  # the profile hook there too
+    sys.monitoring.use_tool_id(3, "other3")
+    sys.monitoring.use_tool_id(4, "other4")
+lib = ctypes.PyDLL(sys.argv[1])
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+P = ctypes.pythonapi
+for name in ("PyInterpreterState_Head", "PyInterpreterState_ThreadHead", "PyThreadState_Next",
+             "PyThreadState_Swap", "PyThreadState_Get"):
+    getattr(P, name).restype = ctypes.c_void_p
+P.PyInterpreterState_ThreadHead.argtypes = [ctypes.c_void_p]
+P.PyThreadState_Next.argtypes = [ctypes.c_void_p]
+P.PyThreadState_Swap.argtypes = [ctypes.c_void_p]
+P.PyEval_SetProfile.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+
+
+class Activations:
+    pass
+
+
+refs = []
+inside, out_of_it = threading.Event(), threading.Event()
+step, again = threading.Lock(), threading.Lock()
+step.acquire()
+again.acquire()
+
+
+def alloc(addr):
+    api.memrec_region_alloc(addr, 64, 0)  # LINE alloc
+
+
+def held():
+    kept = Activations()  # a tensor in a frame's locals
+    refs.append(weakref.ref(kept))
+    inside.set()
+    step.acquire()  # a C call: no profile event
+
+
+def worker():
+    held()  # returns while this thread has no hook
+    out_of_it.set()
+    again.acquire()
+    api.memrec_region_alloc(0x100, 64, 0)  # no profile event since the attach
+    alloc(0x101)  # LINE worker
+
+
+print(lib.memrec_python_attach())
+thread = threading.Thread(target=worker)
+thread.start()
+inside.wait()
+print(lib.memrec_python_detach())  # memrec_torch.py's guard, before the profiler starts
+# PyTorch's tracer: sets, then clears, the profile function of every thread
+me = P.PyThreadState_Get()
+ts = P.PyInterpreterState_ThreadHead(P.PyInterpreterState_Head())
+while ts:
+    if ts != me:
+        P.PyThreadState_Swap(ts)
+        P.PyEval_SetProfile(None, None)
+        P.PyThreadState_Swap(me)
+    ts = P.PyThreadState_Next(ts)
+P.PyEval_SetProfile(None, None)
+step.release()
+out_of_it.wait()
+print(lib.memrec_python_attach())  # the guard, after the profiler
+again.release()
+thread.join()
+gc.collect()
+print("pinned" if refs[0]() is not None else "released")
+"""
+
+
+FORK = """\
+import ctypes, os, sys
+lib = ctypes.PyDLL(sys.argv[1])
+M = sys.monitoring
+hits = []
+M.use_tool_id(M.COVERAGE_ID, "coverage")
+
+
+def on_line(code, line):
+    if code.co_name == "covered":
+        hits.append(line)
+    return M.DISABLE  # each line once, as coverage.py does
+
+
+M.register_callback(M.COVERAGE_ID, M.events.LINE, on_line)
+M.set_events(M.COVERAGE_ID, M.events.LINE)
+
+
+def covered():
+    x = 1
+    return x
+
+
+covered()
+print(lib.memrec_python_attach(), len(hits))
+seen = len(hits)
+pid = os.fork()
+if pid == 0:  # a DataLoader worker: records nothing
+    covered()
+    print("child", len(hits) - seen, M.get_tool(3), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+covered()
+print("parent", len(hits) - seen)
+print(lib.memrec_python_detach(), M.get_tool(3))  # an explicit detach gives the id back
+"""
+
+
+TOOL = """\
+import ctypes, sys, threading
+lib = ctypes.PyDLL(sys.argv[1])
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+""" + HOOK_PATH + """
+M = sys.monitoring
+starts, calls = [], []
+
+
+def first():
+    pass
+
+
+def later():
+    pass
+
+
+def inner(addr):
+    api.memrec_region_alloc(addr, 64, 0)  # LINE inner
+
+
+def outer(addr):
+    inner(addr)  # LINE outer
+
+
+print(lib.memrec_python_attach(), hook_path())
+try:
+    M.use_tool_id(3, "mine")
+    print("took 3")
+except ValueError:
+    print("3 is memrec's")
+M.free_tool_id(3)  # the program takes it all the same
+if sys.argv[2] == "take":  # at once, with events of its own
+    M.use_tool_id(3, "mine")
+    M.register_callback(3, M.events.CALL, lambda *args: calls.append(1))
+    M.set_events(3, M.events.CALL)
+    print(hook_path())
+else:  # later: a code object starts first, memrec's callback runs under the free id
+    first()
+    print(hook_path())
+    M.use_tool_id(3, "mine")
+    M.register_callback(3, M.events.PY_START, lambda code, offset: starts.append(code.co_name))
+    M.set_events(3, M.events.PY_START)
+    first()  # memrec's DISABLE under that id would have taken this from "mine"
+    print("mine sees first:", "first" in starts)
+outer(0x100)  # LINE top
+mine = M.events.CALL if sys.argv[2] == "take" else M.events.PY_START
+print(lib.memrec_python_detach(), M.get_tool(3), M.get_events(3) == mine)
+before = len(calls) + len(starts)
+later()
+print("mine called:", len(calls) + len(starts) > before)
+"""
+
+
+SITES = """\
+import ctypes, sys
+lib = ctypes.PyDLL(sys.argv[1])
+print(lib.memrec_python_attach())
+api = ctypes.CDLL(sys.argv[1])
+api.memrec_region_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+LEAVES = int(sys.argv[2])
+source = "\\n".join("def leaf%d(addr):\\n    x = %d\\n    alloc(addr, 64, 0)" % (k, k)
+                    for k in range(LEAVES))  # leaf k calls on line 3k + 3
+leaves = {"alloc": api.memrec_region_alloc}
+exec(compile(source, "leaves.py", "exec"), leaves)
+
+
+def caller(leaf, addr):
+    leaf(addr)  # LINE caller
+
+
+for r in (1, 2):
+    for k in range(LEAVES):
+        caller(leaves["leaf%d" % k], (r << 20) + k)  # LINE loop
+"""
+
+
 def lines_of(source):
     """'# LINE name' comments -> {name: line number}."""
     found = {}
@@ -360,6 +672,9 @@ def main():
         return SKIP
     if sys.implementation.name != "cpython" or sys.version_info < (3, 9):
         print("SKIP: needs CPython >= 3.9", file=sys.stderr)
+        return SKIP
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        print("SKIP: a free-threaded CPython (libmemrec.so refuses it)", file=sys.stderr)
         return SKIP
     check = Checks("test_rec_python")
 
@@ -581,6 +896,133 @@ def main():
             check([(f[0], int(f[2])) for f in stacks.get(0x800, (0, []))[1]] ==
                   [("inner", tl["inner"]), ("outer", tl["outer"]), ("<module>", tl["top"])],
                   "tool ids taken: frames from the profile hook: %r" % (stacks.get(0x800),))
+
+        def run(name, source, args=(), mode="python", arm_later=False):
+            """Runs `source` as NAME.py with this Python, recording (MEMREC_OUTPUT set
+            at start, or given as argv[2] when `arm_later`: the script arms). Returns
+            the completed process, its stacks by address and the script's path."""
+            path = os.path.join(tmp, name + ".py")
+            with open(path, "w") as f:
+                f.write(source)
+            trace = os.path.join(tmp, "%s-%s.zst" % (name, mode))
+            run_env = dict(env, MEMREC_NO_CUPTI="1", MEMREC_STACKS=mode)
+            argv = [sys.executable, path, library] + ([trace] if arm_later else []) + list(args)
+            if not arm_later:
+                run_env["MEMREC_OUTPUT"] = trace
+            out = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120)
+            stacks = stacks_by_addr(memanalyze, trace, analyze_env) \
+                if os.path.exists(trace) else {}
+            return out, stacks, path
+
+        def whole(frames, script):
+            """Every frame of a stack as (name, line or None, in `script`)."""
+            return [(f[0], int(f[2]) if f[1] == script else None, f[1] == script)
+                    for f in frames]
+
+        # A class instantiated in a loop: on 3.13 the call is specialised into
+        # one that pushes a shim frame (code _Py_InitCleanup, incomplete) under
+        # __init__, which CPython skips and so must memrec: every stack is
+        # exactly __init__, its caller, <module>, all of this script. Attaching
+        # inside such an __init__, and a thread held inside one at attach.
+        il = lines_of(INIT)
+        for where in ("plain", "in_init"):
+            out, stacks, init = run("init", INIT, [where], arm_later=True)
+            check(out.returncode == 0 and
+                  out.stdout.split("\n")[:2] == ["0 " + expected_path, "1"] and
+                  "does not lay out" not in out.stderr,
+                  "__init__ %s: attach: %r %r" % (where, out.stdout, out.stderr))
+            made = list(range(0x1000, 0x1000 + 40))
+            check(all(whole(stacks.get(a, (0, []))[1], init) ==
+                      [(qual("Buf.__init__"), il["init"], True), ("make", il["make"], True),
+                       ("<module>", il["m_make"], True)] for a in made),
+                  "__init__ %s: exactly __init__, make, <module>: %r" %
+                  (where, [whole(stacks.get(a, (0, []))[1], init) for a in made[:3]]))
+            held = [(n, ln) for n, ln, _ in whole(stacks.get(0x109, (0, []))[1], init)]
+            if monitoring:
+                check(held == [(qual("Buf.__init__"), il["init"]), ("worker", il["worker"])] +
+                      threading_tail,
+                      "__init__ %s: a thread held inside one at attach: %r" % (where, held))
+            else:  # a thread started before attach has no Python frames before 3.12
+                check(held == [], "__init__ %s: a thread started before attach: %r"
+                      % (where, held))
+
+        # Generators and coroutines started before attach, or while detached,
+        # are named when they resume after it.
+        out, stacks, resumed = run("resumed", RESUMED, arm_later=True)
+        rl = lines_of(RESUMED)
+        check(out.returncode == 0 and out.stdout.split("\n")[:3] == ["0 0", "0", "1"],
+              "resumed: attach, detach, attach, arm: %r %r" % (out.stdout, out.stderr))
+        want_resumed = {
+            0x100: [("alloc", rl["alloc"]), ("batches", rl["batches"]),
+                    ("<module>", rl["m_batches"])],
+            0x300: [("alloc", rl["alloc"]), ("chunks", rl["chunks"]),
+                    ("<module>", rl["m_chunks"])],
+            0x200: [("alloc", rl["alloc"]), ("waiter", rl["waiter"]), ("<module>", rl["m_task"])],
+        }
+        for addr, want_frames in sorted(want_resumed.items()):
+            frames = stacks.get(addr, (0, []))[1]
+            check(named(frames, resumed) == want_frames and
+                  all(f[0] != "<python>" for f in frames),
+                  "resumed 0x%x: %r, not %r" % (addr, [f[:3] for f in frames], want_frames))
+
+        # The profile hook: a detach, PyTorch's tracer clearing every thread's
+        # profile function, an attach. The other thread's shadow stack from
+        # before must not be spliced in, nor keep its frames alive.
+        out, stacks, stale = run("stale", STALE)
+        sl = lines_of(STALE)
+        check(out.returncode == 0 and out.stdout.split() == ["0", "0", "0", "released"],
+              "stale: a thread's frames from before the detach are let go: %r %r"
+              % (out.stdout, out.stderr))
+        got = named(stacks.get(0x100, (0, []))[1], stale)
+        check(got == [], "stale: no frame from before the profiler: %r" % got)
+        got = named(stacks.get(0x101, (0, []))[1], stale)
+        if monitoring:  # 3.12+ puts the hook back on every running thread
+            check(got == [("alloc", sl["alloc"]), ("worker", sl["worker"])] + threading_tail,
+                  "stale: the thread's next call takes its frames again: %r" % got)
+        else:  # before 3.12 the thread has lost its hook for good: no Python frames
+            check(got == [], "stale: the thread's hook is gone: %r" % got)
+
+        if monitoring:
+            # A forked child that does not record keeps the tool: a detach there
+            # would restart every tool's disabled events (coverage's lines).
+            out, _, _ = run("fork", FORK)
+            check(out.returncode == 0 and out.stdout.split("\n")[:4] ==
+                  ["0 2", "child 0 memrec", "parent 0", "0 None"],
+                  "fork: the child keeps the tool, the parent's detach frees it: %r %r"
+                  % (out.stdout, out.stderr))
+
+            # A program that frees memrec's tool id and takes it.
+            tl = lines_of(TOOL)
+            out, _, _ = run("tool", TOOL, ["take"])
+            said = [w for w in out.stderr.splitlines() if 'freed and taken by "mine"' in w]
+            check(out.returncode == 0 and out.stdout.split("\n")[:5] ==
+                  ["0 " + expected_path, "3 is memrec's", "none", "0 mine True",
+                   "mine called: True"] and len(said) == 1,
+                  "tool id taken by the program: memrec's detach leaves it its id, events and "
+                  "callback: %r %r" % (out.stdout, out.stderr))
+            out, stacks, tool = run("tool", TOOL, ["free"])
+            lost = [w for w in out.stderr.splitlines() if "no longer memrec's (freed)" in w]
+            check(out.returncode == 0 and out.stdout.split("\n")[:6] ==
+                  ["0 " + expected_path, "3 is memrec's", "setprofile", "mine sees first: True",
+                   "0 mine True", "mine called: True"] and len(lost) == 1,
+                  "tool id freed, then taken: memrec's callback lets it go: %r %r"
+                  % (out.stdout, out.stderr))
+            check(named(stacks.get(0x100, (0, []))[1], tool) ==
+                  [("inner", tl["inner"]), ("outer", tl["outer"]), ("<module>", tl["top"])],
+                  "tool id freed: the profile hook names the frames: %r" % (stacks.get(0x100),))
+
+        # Many distinct call sites under one stack (the line cache's evictions).
+        leaves = 1500
+        out, stacks, sites = run("sites", SITES, [str(leaves)])
+        pl = lines_of(SITES)
+        wrong = [(hex(addr), whole(stacks.get(addr, (0, []))[1], sites))
+                 for addr in [(r << 20) + k for r in (1, 2) for k in range(leaves)]
+                 if [(f[0], int(f[2])) for f in stacks.get(addr, (0, []))[1]] !=
+                 [("leaf%d" % (addr & 0xfffff), 3 * (addr & 0xfffff) + 3),
+                  ("caller", pl["caller"]), ("<module>", pl["loop"])]]
+        check(out.returncode == 0 and not wrong,
+              "many sites: %d of %d stacks wrong: %r %r" % (len(wrong), 2 * leaves, wrong[:3],
+                                                            out.stderr))
 
         if launcher and os.path.exists(launcher):
             trace = os.path.join(tmp, "launched.zst")
