@@ -1,14 +1,19 @@
-/* cli.c — shared plumbing of the memanalyze commands (see cli.h). */
+/* cli.c — shared plumbing of the memanalyze commands (see cli.h): errors, count options, opening
+ * an input's database, and the command table's setup: one parser and one --help writer over a
+ * command's cli_option table, then the database, the device and the window its row asks for,
+ * then its run function. */
 #include "cli.h"
 
 #include "category_store.h"
 #include "event_store.h"
 #include "when.h"
 
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
@@ -82,32 +87,172 @@ int cli_parse_count(const char *name, const char *text, long max, long *out) {
     return 0;
 }
 
-int cli_window_option(cli_window *w, int c, const char *arg) {
+/* ---- the command table's setup ---------------------------------------------------------- */
+
+enum { MAX_OPTIONS = 32, FIRST_VAL = 256 };
+
+void cli_help(const cli_command *cmd, FILE *out) {
+    fputs(cmd->usage, out);
+    for (const cli_option *o = cmd->options; o->name; o++)
+        if (o->help)
+            fputs(o->help, out);
+}
+
+/* "layer|module|none" as "layer, module or none". */
+static void choice_words(const char *words, char *out, size_t outlen) {
+    size_t n = 0, len = strlen(words);
+    for (size_t i = 0; i < len; i++)
+        n += words[i] == '|';
+    size_t at = 0, seen = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < len && at + 8 < outlen; i++) {
+        if (words[i] != '|') {
+            out[at++] = words[i];
+            continue;
+        }
+        seen++;
+        const char *sep = seen == n ? " or " : ", ";
+        size_t k = strlen(sep);
+        if (at + k + 1 >= outlen)
+            break;
+        memcpy(out + at, sep, k);
+        at += k;
+    }
+    out[at] = 0;
+}
+
+/* The index of `arg` among the '|'-separated words, or -1. */
+static long choice_index(const char *words, const char *arg) {
+    size_t len = strlen(arg);
+    long index = 0;
+    for (const char *w = words;; index++) {
+        const char *bar = strchr(w, '|');
+        size_t wlen = bar ? (size_t)(bar - w) : strlen(w);
+        if (wlen == len && !strncmp(w, arg, len))
+            return index;
+        if (!bar)
+            return -1;
+        w = bar + 1;
+    }
+}
+
+/* Stores option o's value in ctx: 0, or 2 with the error printed. */
+static int take(const cli_option *o, const char *arg, cli_ctx *ctx) {
+    char *where = (char *)ctx + o->where;
     long number;
-    switch (c) {
-    case 'd':
-        if (cli_parse_count("device", arg, 1023, &number) != 0)
+    char words[256];
+    switch (o->kind) {
+    case CLI_FLAG:
+        *(int *)(void *)where = 1;
+        return 0;
+    case CLI_TEXT:
+        *(const char **)(void *)where = arg;
+        return 0;
+    case CLI_COUNT:
+        if (cli_parse_count(o->name, arg, o->max, &number) != 0)
             return 2;
-        w->device = (int)number;
-        return 1;
-    case 'f':
-        w->from = arg;
-        return 1;
-    case 't':
-        w->to = arg;
-        return 1;
-    case 'j':
-        w->json = 1;
-        return 1;
-    case 'n':
-        if (cli_parse_count("top", arg, 1000000, &number) != 0)
-            return 2;
-        w->top = number;
-        return 1;
-    case 's':
-        w->io.step_word = arg;
-        return 1;
-    default:
+        *(long *)(void *)where = number;
+        return 0;
+    case CLI_CALL:
+        return o->call(ctx, arg);
+    case CLI_SET:
+        *(long *)(void *)where = o->max;
+        return 0;
+    case CLI_CHOICE:
+        if ((number = choice_index(o->words, arg)) < 0) {
+            choice_words(o->words, words, sizeof words);
+            return cli_error("--%s takes %s (got '%s')", o->name, words, arg);
+        }
+        *(long *)(void *)where = number;
         return 0;
     }
+    return 2;
+}
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_ctx *ctx, int *done) {
+    struct option longs[MAX_OPTIONS + 2];
+    size_t n = 0;
+    *done = 0;
+    for (const cli_option *o = cmd->options; o->name && n < MAX_OPTIONS; o++, n++)
+        longs[n] = (struct option){
+            o->name, o->kind == CLI_FLAG || o->kind == CLI_SET ? no_argument : required_argument,
+            NULL, FIRST_VAL + (int)n};
+    longs[n] = (struct option){"help", no_argument, NULL, 'h'};
+    longs[n + 1] = (struct option){NULL, 0, NULL, 0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, cmd->shorts, longs, NULL)) != -1) {
+        const cli_option *o = NULL;
+        if (c >= FIRST_VAL && c < FIRST_VAL + (int)n)
+            o = &cmd->options[c - FIRST_VAL];
+        for (size_t i = 0; !o && c != 'h' && c != '?' && i < n; i++)
+            if (cmd->options[i].letter == c)
+                o = &cmd->options[i];
+        if (o) {
+            if (take(o, optarg, ctx) != 0)
+                return 2;
+            continue;
+        }
+        if (c == 'h') {
+            cli_help(cmd, stdout);
+            *done = 1;
+            return 0;
+        }
+        cli_help(cmd, stderr);
+        return 2;
+    }
+    int wanted = cmd->setup & CLI_TWO_ARGS ? 2 : 1;
+    if ((cmd->setup & CLI_MANY_INPUTS) ? optind >= argc : optind != argc - wanted) {
+        cli_help(cmd, stderr);
+        return 2;
+    }
+    ctx->input = argv[optind];
+    ctx->inputs = argv + optind;
+    ctx->ninputs = argc - optind;
+    return 0;
+}
+
+/* The row's setup on a parsed ctx: 0, or 2 with the error printed and nothing left open. */
+static int setup(const cli_command *cmd, cli_ctx *ctx) {
+    unsigned need = cmd->setup;
+    if (need & CLI_NEEDS_DEVICE) {
+        int device;
+        int rc = cli_open_device(ctx->input, &ctx->io, ctx->device, &ctx->db, &device);
+        if (rc != 0)
+            return rc;
+        ctx->device = device;
+    } else if (need & (CLI_NEEDS_DB | CLI_DEFAULT_DEVICE)) {
+        int rc = cli_open_db(ctx->input, &ctx->io, &ctx->db);
+        if (rc != 0)
+            return rc;
+        if ((need & CLI_DEFAULT_DEVICE) && ctx->device < 0)
+            ctx->device = when_default_device(ctx->db);
+    }
+    if (need & CLI_NEEDS_WINDOW) {
+        char err[256];
+        if (when_window(ctx->db, ctx->from, ctx->to, (int)ctx->device, &ctx->from_event,
+                        &ctx->to_event, err, sizeof err) != 0) {
+            sqlite3_close(ctx->db);
+            ctx->db = NULL;
+            return cli_error("%s", err);
+        }
+    }
+    return 0;
+}
+
+int cli_usage_error(const cli_ctx *ctx) {
+    cli_help(ctx->cmd, stderr);
+    return 2;
+}
+
+int cli_run_command(const cli_command *cmd, int argc, char **argv) {
+    cli_ctx ctx = {.cmd = cmd, .device = -1, .top = -1};
+    int done, rc = cli_parse(cmd, argc, argv, &ctx, &done);
+    if (rc != 0 || done)
+        return rc;
+    if ((cmd->check && (rc = cmd->check(&ctx)) != 0) || (rc = setup(cmd, &ctx)) != 0)
+        return rc;
+    rc = cmd->run(&ctx);
+    sqlite3_close(ctx.db);
+    return rc;
 }

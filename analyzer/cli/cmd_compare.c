@@ -15,7 +15,6 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,22 +37,43 @@ typedef struct site_difference {
     int64_t baseline, bytes;
 } site_difference;
 
-static void compare_usage(FILE *out) {
-    fprintf(out,
-            "usage: memanalyze compare A B [C ...] [--label NAME]... [--at WHEN] [--device N]\n"
-            "                          [--top N] [--json] [-o PICTURE]\n"
-            "Runs side by side (traces, snapshots or databases): settings, steps, peaks,\n"
-            "fragmentation at step ends, segments, OOMs, growth; then the sites whose live bytes\n"
-            "differ most from the first run's, matched by their frames.\n"
-            "  --label NAME  the next run's name (in order; default its file name)\n"
-            "  --at WHEN     compare sites at WHEN in every run (default: each run's peak)\n"
-            "  --device N    the device in every run (default: each run's highest peak)\n"
-            "  --top N       sites listed per run (default %d; 0: all)\n"
-            "  --json        machine-readable output\n"
-            "  -o FILE       also draw allocated and reserved of every run by step (.png, .svg,\n"
-            "                .pdf)\n",
-            DEFAULT_TOP);
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+const char compare_usage[] =
+    "usage: memanalyze compare A B [C ...] [--label NAME]... [--at WHEN] [--device N]\n"
+    "                          [--top N] [--json] [-o PICTURE]\n"
+    "Runs side by side (traces, snapshots or databases): settings, steps, peaks,\n"
+    "fragmentation at step ends, segments, OOMs, growth; then the sites whose live bytes\n"
+    "differ most from the first run's, matched by their frames.\n";
+
+static const char *given_labels[MAX_RUNS]; /* --label, in order */
+static size_t nlabels;
+
+static int take_label(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
+    if (nlabels == MAX_RUNS)
+        return cli_error("at most %d --label", MAX_RUNS);
+    given_labels[nlabels++] = arg;
+    return 0;
 }
+
+/* --at in text[0], -o in text[1] */
+const cli_option compare_options[] = {
+    {"label", 'l', CLI_CALL, 0, 0, NULL,
+     "  --label NAME  the next run's name (in order; default its file name)\n", take_label},
+    {"at", 'a', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --at WHEN     compare sites at WHEN in every run (default: each run's peak)\n", NULL},
+    {"device", 'd', CLI_COUNT, offsetof(cli_ctx, device), 1 << 20, NULL,
+     "  --device N    the device in every run (default: each run's highest peak)\n", NULL},
+    {"top", 'n', CLI_COUNT, offsetof(cli_ctx, top), 1 << 20, NULL,
+     "  --top N       sites listed per run (default " XSTR(DEFAULT_TOP) "; 0: all)\n", NULL},
+    CLI_OPT_JSON,
+    {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
+     "  -o FILE       also draw allocated and reserved of every run by step (.png, .svg,\n"
+     "                .pdf)\n",
+     NULL},
+    CLI_OPT_END};
 
 static int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
 
@@ -218,67 +238,30 @@ static void release_runs(compared_run *runs, size_t n) {
     }
 }
 
-int cmd_compare(int argc, char **argv) {
-    static const struct option longs[] = {
-        {"label", required_argument, NULL, 'l'},  {"at", required_argument, NULL, 'a'},
-        {"device", required_argument, NULL, 'd'}, {"top", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},         {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *labels[MAX_RUNS];
-    size_t nlabels = 0;
-    const char *at = NULL, *picture = NULL;
-    long device = -1, top = DEFAULT_TOP;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "l:a:d:n:jo:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'l':
-            if (nlabels == MAX_RUNS)
-                return cli_error("at most %d --label", MAX_RUNS);
-            labels[nlabels++] = optarg;
-            break;
-        case 'a':
-            at = optarg;
-            break;
-        case 'd':
-            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
-                return 2;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1 << 20, &top) != 0)
-                return 2;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'o':
-            picture = optarg;
-            break;
-        case 'h':
-            compare_usage(stdout);
-            return 0;
-        default:
-            compare_usage(stderr);
-            return 2;
-        }
-    }
-    size_t n = (size_t)(argc - optind);
-    if (n < 2) {
-        compare_usage(stderr);
-        return 2;
-    }
+int compare_check(cli_ctx *ctx) {
+    size_t n = (size_t)ctx->ninputs;
+    if (n < 2)
+        return cli_usage_error(ctx);
     if (n > MAX_RUNS)
         return cli_error("at most %d runs", MAX_RUNS);
     if (nlabels > n)
         return cli_error("%zu --label for %zu runs", nlabels, n);
+    return 0;
+}
+
+int run_compare(cli_ctx *ctx) {
+    size_t n = (size_t)ctx->ninputs;
+    const char *at = ctx->text[0], *picture = ctx->text[1];
+    long device = ctx->device, top = ctx->top >= 0 ? ctx->top : DEFAULT_TOP;
+    int json = ctx->json;
     static compared_run runs[MAX_RUNS];
     memset(runs, 0, sizeof runs);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        runs[i].input = argv[optind + (int)i];
+        runs[i].input = ctx->inputs[i];
         const char *base = strrchr(runs[i].input, '/');
         snprintf(runs[i].label, sizeof runs[i].label, "%s",
-                 i < nlabels ? labels[i]
+                 i < nlabels ? given_labels[i]
                  : base      ? base + 1
                              : runs[i].input);
         rc = load_run(&runs[i], device, at);

@@ -21,29 +21,38 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_TOP 20
 
-static void diff_usage(FILE *out) {
-    fprintf(out,
-            "usage: memanalyze diff INPUT --from WHEN --to WHEN [options]\n"
-            "       memanalyze diff A B [--at WHEN] [options]\n"
-            "What is live at one point and not the other, by allocation site; with two inputs\n"
-            "(traces, snapshots or databases), what each run holds at WHEN, stacks matched by\n"
-            "their frames.\n"
-            "  --from WHEN, --to WHEN  step:N, event:N, time:1.5s, peak, start or end\n"
-            "  --at WHEN     the point in both inputs (default end)\n"
-            "  --device N    the device (default: the one with the highest peak)\n"
-            "  --top N       sites listed (default %d in text, all in JSON; 0: all)\n"
-            "  --all         also sites whose blocks changed but whose bytes and count did not\n"
-            "  --json        machine-readable output\n"
-            "  --step-rule WORD  the word step names contain (default \"step\")\n",
-            DEFAULT_TOP);
-}
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+const char diff_usage[] =
+    "usage: memanalyze diff INPUT --from WHEN --to WHEN [options]\n"
+    "       memanalyze diff A B [--at WHEN] [options]\n"
+    "What is live at one point and not the other, by allocation site; with two inputs\n"
+    "(traces, snapshots or databases), what each run holds at WHEN, stacks matched by\n"
+    "their frames.\n";
+
+/* --at in text[0], --all in flag[0] */
+const cli_option diff_options[] = {
+    CLI_OPT_FROM("  --from WHEN, --to WHEN  step:N, event:N, time:1.5s, peak, start or end\n"),
+    CLI_OPT_TO(NULL),
+    {"at", 'a', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --at WHEN     the point in both inputs (default end)\n", NULL},
+    CLI_OPT_DEVICE,
+    {"top", 'n', CLI_COUNT, offsetof(cli_ctx, top), 1000000000L, NULL,
+     "  --top N       sites listed (default " XSTR(DEFAULT_TOP) " in text, all in JSON; 0: all)\n",
+     NULL},
+    {"all", 'A', CLI_FLAG, offsetof(cli_ctx, flag[0]), 0, NULL,
+     "  --all         also sites whose blocks changed but whose bytes and count did not\n", NULL},
+    CLI_OPT_JSON,
+    {"step-rule", 's', CLI_TEXT, offsetof(cli_ctx, io.step_word), 0, NULL,
+     "  --step-rule WORD  the word step names contain (default \"step\")\n", NULL},
+    CLI_OPT_END};
 
 /* "+1.00 MiB", "-512 B", "0 B" */
 static const char *signed_bytes(int64_t v, char *buf, size_t len) {
@@ -622,73 +631,31 @@ static int diff_runs(run *r, const char *at, int json, long top) {
     return status;
 }
 
-int cmd_diff(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 't'},
-        {"at", required_argument, 0, 'a'},   {"device", required_argument, 0, 'd'},
-        {"top", required_argument, 0, 'n'},  {"all", no_argument, 0, 'A'},
-        {"json", no_argument, 0, 'j'},       {"step-rule", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-    const char *from = NULL, *to = NULL, *at = NULL;
-    long device = -1, top = -1;
-    int json = 0, all = 0, c;
-    input_options io = {0};
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            from = optarg;
-            break;
-        case 't':
-            to = optarg;
-            break;
-        case 'a':
-            at = optarg;
-            break;
-        case 'd':
-            if (cli_parse_count("device", optarg, 1023, &device) != 0)
-                return 2;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1000000000L, &top) != 0)
-                return 2;
-            break;
-        case 'A':
-            all = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
-        case 'h':
-            diff_usage(stdout);
-            return 0;
-        default:
-            diff_usage(stderr);
-            return 2;
-        }
-    }
-    int inputs = argc - optind;
-    if (inputs < 1 || inputs > 2) {
-        diff_usage(stderr);
-        return 2;
-    }
+int diff_check(cli_ctx *ctx) {
+    const char *from = ctx->from, *to = ctx->to, *at = ctx->text[0];
+    int inputs = ctx->ninputs;
+    if (inputs > 2)
+        return cli_usage_error(ctx);
     if (inputs == 1 && at)
         return cli_error("diff: --at is for two inputs; with one, use --from and --to");
     if (inputs == 1 && (!from || !to))
         return cli_error("diff: one input needs --from WHEN and --to WHEN (two inputs take --at)");
     if (inputs == 2 && (from || to))
         return cli_error("diff: two inputs are compared --at one WHEN, not --from/--to");
+    return 0;
+}
 
-    int status;
+int run_diff(cli_ctx *ctx) {
+    const char *from = ctx->from, *to = ctx->to, *at = ctx->text[0];
+    long device = ctx->device, top = ctx->top;
+    int json = ctx->json, all = ctx->flag[0], inputs = ctx->ninputs, status;
+    input_options io = ctx->io;
     if (inputs == 1) {
         sqlite3 *db;
         int dev;
-        if ((status = cli_open_db(argv[optind], &io, &db)) != 0)
+        if ((status = cli_open_db(ctx->input, &io, &db)) != 0)
             return status;
-        status = pick_device(db, device, argv[optind], &dev);
+        status = pick_device(db, device, ctx->input, &dev);
         if (status == 0)
             status = diff_points(db, dev, from, to, json, top, all);
         sqlite3_close(db);
@@ -698,7 +665,7 @@ int cmd_diff(int argc, char **argv) {
     memset(r, 0, sizeof r);
     status = 0;
     for (int i = 0; i < 2 && status == 0; i++) {
-        r[i].input = argv[optind + i];
+        r[i].input = ctx->inputs[i];
         if ((status = cli_open_db(r[i].input, &io, &r[i].db)) == 0)
             status = pick_device(r[i].db, device, r[i].input, &r[i].device);
     }

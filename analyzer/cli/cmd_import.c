@@ -5,48 +5,28 @@
 #include "commands.h"
 #include "input.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
-static void import_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze import INPUT -o OUT.db [--step-rule WORD]\n"
-                 "Replays a trace or a PyTorch snapshot into an SQLite database\n"
-                 "(tables and views documented in schema/schema.sql).\n"
-                 "  -o, --output OUT.db   where to write it (replaced if it exists)\n"
-                 "  --step-rule WORD      marker names with WORD and a number are steps\n"
-                 "                        (default: step)\n");
-}
+const char import_usage[] = "usage: memanalyze import INPUT -o OUT.db [--step-rule WORD]\n"
+                            "Replays a trace or a PyTorch snapshot into an SQLite database\n"
+                            "(tables and views documented in schema/schema.sql).\n";
 
-int cmd_import(int argc, char **argv) {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"step-rule", required_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *out = NULL;
-    input_options io = {0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
-        case 'h':
-            import_usage(stdout);
-            return 0;
-        default:
-            import_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1 || !out) {
-        import_usage(stderr);
-        return 2;
-    }
-    const char *in = argv[optind];
+/* -o in text[0] */
+const cli_option import_options[] = {
+    {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  -o, --output OUT.db   where to write it (replaced if it exists)\n", NULL},
+    {"step-rule", 's', CLI_TEXT, offsetof(cli_ctx, io.step_word), 0, NULL,
+     "  --step-rule WORD      marker names with WORD and a number are steps\n"
+     "                        (default: step)\n",
+     NULL},
+    CLI_OPT_END};
+
+int run_import(cli_ctx *ctx) {
+    const char *out = ctx->text[0];
+    if (!out)
+        return cli_usage_error(ctx);
+    input_options io = ctx->io;
+    const char *in = ctx->input;
     input_kind kind;
     char err[1024];
     if (input_detect(in, &kind, err, sizeof err) != 0)

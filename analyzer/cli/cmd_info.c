@@ -13,7 +13,6 @@
 #include "trace_format.h"
 #include "units.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,31 +225,17 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
         printf("warning: ... and %zu more\n", nw - TRACE_READER_MAX_WARNINGS);
 }
 
-static void info_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze info TRACE\n"
-                 "Prints what a trace holds: record counts by kind, events per device and op,\n"
-                 "time span, steps, how the recording ended, the calls seen but not recorded\n"
-                 "as memory (counted: CUDA graph memory nodes, other processes' memory), and\n"
-                 "any damage found.\n");
-}
+const char info_usage[] =
+    "usage: memanalyze info TRACE\n"
+    "Prints what a trace holds: record counts by kind, events per device and op,\n"
+    "time span, steps, how the recording ended, the calls seen but not recorded\n"
+    "as memory (counted: CUDA graph memory nodes, other processes' memory), and\n"
+    "any damage found.\n";
 
-int cmd_info(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            info_usage(stdout);
-            return 0;
-        }
-        info_usage(stderr);
-        return 2;
-    }
-    if (optind != argc - 1) {
-        info_usage(stderr);
-        return 2;
-    }
-    const char *path = argv[optind];
+const cli_option info_options[] = {CLI_OPT_END};
+
+int run_info(cli_ctx *ctx) {
+    const char *path = ctx->input;
     char err[512];
     input_kind kind;
     if (input_detect(path, &kind, err, sizeof err) == 0 && kind != INPUT_TRACE)

@@ -12,20 +12,21 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static void leaks_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze leaks INPUT [--device N] [--from WHEN] [--to WHEN] [--json] "
-                 "[--top N]\n"
-                 "Allocation sites whose live bytes grow across steps, and blocks never freed.\n"
-                 "  --device N    the device (default: the one with the highest peak)\n"
-                 "  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"
-                 "  --top N       sites to list (default 20)\n"
-                 "  --json        machine-readable output\n"
-                 "  --step-rule W marker names with W and a number are steps (default step)\n");
-}
+const char leaks_usage[] =
+    "usage: memanalyze leaks INPUT [--device N] [--from WHEN] [--to WHEN] [--json] [--top N]\n"
+    "Allocation sites whose live bytes grow across steps, and blocks never freed.\n";
+
+const cli_option leaks_options[] = {
+    CLI_OPT_DEVICE,
+    CLI_OPT_FROM("  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"),
+    CLI_OPT_TO(NULL),
+    CLI_OPT_TOP("  --top N       sites to list (default 20)\n"),
+    CLI_OPT_JSON,
+    CLI_OPT_STEP_RULE,
+    CLI_OPT_END};
 
 static void print_text(sqlite3 *db, int device, const site_growth *g, size_t n, size_t windows,
                        size_t top) {
@@ -87,58 +88,17 @@ static void print_json(sqlite3 *db, int device, const site_growth *g, size_t n, 
     printf("\n]}\n");
 }
 
-int cmd_leaks(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
-        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
-        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    cli_window o = CLI_WINDOW_INIT;
-    int c, taken;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if ((taken = cli_window_option(&o, c, optarg)) == 2)
-            return 2;
-        if (taken)
-            continue;
-        switch (c) {
-        case 'h':
-            leaks_usage(stdout);
-            return 0;
-        default:
-            leaks_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        leaks_usage(stderr);
-        return 2;
-    }
-    sqlite3 *db;
-    int status = cli_open_db(argv[optind], &o.io, &db);
-    int device = o.device, json = o.json;
-    size_t top = o.top >= 0 ? (size_t)o.top : 20;
-    if (status)
-        return status;
-    if (device < 0)
-        device = when_default_device(db);
-    char err[256];
-    int64_t from, to;
-    if (when_window(db, o.from, o.to, device, &from, &to, err, sizeof err) != 0) {
-        sqlite3_close(db);
-        return cli_error("%s", err);
-    }
+int run_leaks(cli_ctx *c) {
+    int device = (int)c->device;
+    size_t top = c->top >= 0 ? (size_t)c->top : 20;
     site_growth *g;
     size_t n, windows;
-    if (analysis_site_growth(db, device, from, to, &g, &n, &windows) != 0) {
-        status = cli_error("reading the database: %s", sqlite3_errmsg(db));
-    } else {
-        if (json)
-            print_json(db, device, g, n, windows, top);
-        else
-            print_text(db, device, g, n, windows, top);
-        free(g);
-    }
-    sqlite3_close(db);
-    return status;
+    if (analysis_site_growth(c->db, device, c->from_event, c->to_event, &g, &n, &windows) != 0)
+        return cli_error("reading the database: %s", sqlite3_errmsg(c->db));
+    if (c->json)
+        print_json(c->db, device, g, n, windows, top);
+    else
+        print_text(c->db, device, g, n, windows, top);
+    free(g);
+    return 0;
 }

@@ -17,7 +17,6 @@
 
 #include <ctype.h>
 #include <dirent.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,22 +25,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void ranks_usage(FILE *out) {
-    fprintf(out,
-            "usage: memanalyze ranks INPUTS... [-j N] [--device N] [--top N] [--json]\n"
-            "                        [--db OUT.db] [-o PICTURE]\n"
-            "The ranks of a job side by side: per rank its peaks, fragmentation, growth and\n"
-            "OOMs; across them the imbalance, the bottleneck rank and the sites that make it\n"
-            "so, the first rank to run out, and ranks that leak alone. INPUTS are rank traces\n"
-            "(memrec -o trace.%%r.zst), their databases, or directories of them; each is\n"
-            "imported in a process of its own and cached, so a second run is instant.\n"
-            "  -j N          imports at a time (default: the number of cores)\n"
-            "  --device N    the device of every rank (default: each rank's highest peak)\n"
-            "  --top N       sites named for the bottleneck (default 10; 0: all)\n"
-            "  --json        machine-readable output\n"
-            "  --db OUT.db   also write the per-rank summaries (no events) to an SQLite file\n"
-            "  -o FILE       also draw peak per rank and a rank x step strip (.png, .svg, .pdf)\n");
+const char ranks_usage[] =
+    "usage: memanalyze ranks INPUTS... [-j N] [--device N] [--top N] [--json]\n"
+    "                        [--db OUT.db] [-o PICTURE]\n"
+    "The ranks of a job side by side: per rank its peaks, fragmentation, growth and\n"
+    "OOMs; across them the imbalance, the bottleneck rank and the sites that make it\n"
+    "so, the first rank to run out, and ranks that leak alone. INPUTS are rank traces\n"
+    "(memrec -o trace.%r.zst), their databases, or directories of them; each is\n"
+    "imported in a process of its own and cached, so a second run is instant.\n";
+
+static long jobs_given = -1; /* -j; -1: the number of cores */
+
+static int take_jobs(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
+    return cli_parse_count("jobs", arg, 4096, &jobs_given);
 }
+
+/* --db in text[0], -o in text[1]; -j is --jobs, so --json has no letter */
+const cli_option ranks_options[] = {
+    {"jobs", 'j', CLI_CALL, 0, 0, NULL,
+     "  -j N          imports at a time (default: the number of cores)\n", take_jobs},
+    {"device", 'd', CLI_COUNT, offsetof(cli_ctx, device), 1 << 20, NULL,
+     "  --device N    the device of every rank (default: each rank's highest peak)\n", NULL},
+    {"top", 'n', CLI_COUNT, offsetof(cli_ctx, top), 1 << 20, NULL,
+     "  --top N       sites named for the bottleneck (default 10; 0: all)\n", NULL},
+    {"json", 0, CLI_FLAG, offsetof(cli_ctx, json), 0, NULL,
+     "  --json        machine-readable output\n", NULL},
+    {"db", 'b', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --db OUT.db   also write the per-rank summaries (no events) to an SQLite file\n", NULL},
+    {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
+     "  -o FILE       also draw peak per rank and a rank x step strip (.png, .svg, .pdf)\n", NULL},
+    CLI_OPT_END};
 
 /* ---- the inputs ---------------------------------------------------------------------------- */
 
@@ -151,59 +165,19 @@ static int64_t rank_of_name(const char *path) {
 
 /* ---- the command --------------------------------------------------------------------------- */
 
-int cmd_ranks(int argc, char **argv) {
-    static const struct option longs[] = {
-        {"jobs", required_argument, NULL, 'j'}, {"device", required_argument, NULL, 'd'},
-        {"top", required_argument, NULL, 'n'},  {"json", no_argument, NULL, 'J'},
-        {"db", required_argument, NULL, 'b'},   {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
-    long jobs = sysconf(_SC_NPROCESSORS_ONLN), device = -1, top = 10;
-    int json = 0, c;
-    const char *db_out = NULL, *picture = NULL;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "j:d:n:o:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            if (cli_parse_count("jobs", optarg, 4096, &jobs) != 0)
-                return 2;
-            break;
-        case 'd':
-            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
-                return 2;
-            break;
-        case 'n':
-            if (cli_parse_count("top", optarg, 1 << 20, &top) != 0)
-                return 2;
-            break;
-        case 'J':
-            json = 1;
-            break;
-        case 'b':
-            db_out = optarg;
-            break;
-        case 'o':
-            picture = optarg;
-            break;
-        case 'h':
-            ranks_usage(stdout);
-            return 0;
-        default:
-            ranks_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind >= argc) {
-        ranks_usage(stderr);
-        return 2;
-    }
+int run_ranks(cli_ctx *ctx) {
+    long jobs = jobs_given >= 0 ? jobs_given : sysconf(_SC_NPROCESSORS_ONLN), device = ctx->device;
+    long top = ctx->top >= 0 ? ctx->top : 10;
+    int json = ctx->json;
+    const char *db_out = ctx->text[0], *picture = ctx->text[1];
     input_list list = {0};
-    for (int i = optind; i < argc; i++)
-        if (expand(&list, argv[i]) != 0)
+    for (int i = 0; i < ctx->ninputs; i++)
+        if (expand(&list, ctx->inputs[i]) != 0)
             return cli_error("out of memory");
     drop_repeats(&list);
     if (!list.count) {
         free(list.paths);
-        return cli_error("no rank inputs in %s", argv[optind]);
+        return cli_error("no rank inputs in %s", ctx->input);
     }
     rank_input *inputs = calloc(list.count, sizeof *inputs);
     rank_entry *ranks = calloc(list.count, sizeof *ranks);

@@ -11,7 +11,6 @@
 #include "units.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,74 +521,49 @@ static void print_json_device(const report_device *r, int first) {
 
 /* ---- command ---------------------------------------------------------- */
 
-static void report_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze report INPUT [--device N] [--from WHEN] [--to WHEN] [--json] "
-                 "[--top N]\n"
-                 "One screen on a run's GPU memory: peaks and what held them, fragmentation,\n"
-                 "OOMs, untracked memory, the largest allocations, leaks and growth, headroom.\n"
-                 "  INPUT         a trace, a PyTorch snapshot pickle or a memanalyze database\n"
-                 "  --device N    only device N (default: every device)\n"
-                 "  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"
-                 "  --top N       rows per list (default 5)\n"
-                 "  --json        machine-readable output\n"
-                 "  --plots DIR   also draw timeline, heatmap, segments (at the peak) and\n"
-                 "                fragmentation as DIR/NAME-deviceN.png\n"
-                 "  --step-rule W marker names with W and a number are steps (default step)\n"
-                 "  --categories FILE  rules `REGEX CATEGORY` for memory the built-in\n"
-                 "                categories leave as other (one a line; first match wins)\n");
-}
+const char report_usage[] =
+    "usage: memanalyze report INPUT [--device N] [--from WHEN] [--to WHEN] [--json] [--top N]\n"
+    "One screen on a run's GPU memory: peaks and what held them, fragmentation,\n"
+    "OOMs, untracked memory, the largest allocations, leaks and growth, headroom.\n"
+    "  INPUT         a trace, a PyTorch snapshot pickle or a memanalyze database\n";
 
-int cmd_report(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'}, {"from", required_argument, 0, 'f'},
-        {"to", required_argument, 0, 't'},     {"json", no_argument, 0, 'j'},
-        {"top", required_argument, 0, 'n'},    {"step-rule", required_argument, 0, 's'},
-        {"plots", required_argument, 0, 'p'},  {"categories", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    cli_window o = CLI_WINDOW_INIT;
-    const char *plots_dir = NULL, *rules_path = NULL;
-    int c, taken;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if ((taken = cli_window_option(&o, c, optarg)) == 2)
-            return 2;
-        if (taken)
-            continue;
-        switch (c) {
-        case 'p':
-            plots_dir = optarg;
-            break;
-        case 'c':
-            rules_path = optarg;
-            break;
-        case 'h':
-            report_usage(stdout);
-            return 0;
-        default:
-            report_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        report_usage(stderr);
-        return 2;
-    }
-    const char *input = argv[optind];
+/* --plots in text[0], --categories in text[1]; the device and the window go to report_open */
+const cli_option report_options_table[] = {
+    {"device", 'd', CLI_COUNT, offsetof(cli_ctx, device), 1023, NULL,
+     "  --device N    only device N (default: every device)\n", NULL},
+    CLI_OPT_FROM("  --from/--to   a window: step:N, event:N, time:1.5s, peak, start, end\n"),
+    CLI_OPT_TO(NULL),
+    CLI_OPT_TOP("  --top N       rows per list (default 5)\n"),
+    CLI_OPT_JSON,
+    {"plots", 'p', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --plots DIR   also draw timeline, heatmap, segments (at the peak) and\n"
+     "                fragmentation as DIR/NAME-deviceN.png\n",
+     NULL},
+    CLI_OPT_STEP_RULE,
+    {"categories", 'c', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
+     "  --categories FILE  rules `REGEX CATEGORY` for memory the built-in\n"
+     "                categories leave as other (one a line; first match wins)\n",
+     NULL},
+    CLI_OPT_END};
+
+int run_report(cli_ctx *o) {
+    const char *plots_dir = o->text[0], *rules_path = o->text[1];
+    const char *input = o->input;
     char err[512];
     category_rules *rules = NULL;
     if (rules_path && !(rules = category_rules_load(rules_path, err, sizeof err)))
         return cli_error("%s", err);
     sqlite3 *db;
-    int status = cli_open_db(input, &o.io, &db);
+    int status = cli_open_db(input, &o->io, &db);
     if (status) {
         category_rules_free(rules);
         return status;
     }
     report_options ro = {.input = input,
-                         .device = o.device,
-                         .from = o.from,
-                         .to = o.to,
-                         .top = o.top >= 0 ? (size_t)o.top : 5,
+                         .device = (int)o->device,
+                         .from = o->from,
+                         .to = o->to,
+                         .top = o->top >= 0 ? (size_t)o->top : 5,
                          .rules = rules};
     report *rep;
     if (report_open(db, &ro, &rep, err, sizeof err) != 0) { /* db closed */
@@ -597,23 +571,23 @@ int cmd_report(int argc, char **argv) {
         return cli_error("%s", err);
     }
     size_t ndev = report_device_count(rep);
-    if (o.json)
+    if (o->json)
         print_json_run(report_run_of(rep));
     else
         print_header(report_run_of(rep));
-    if (*report_categories_error(rep) && !o.json)
+    if (*report_categories_error(rep) && !o->json)
         fprintf(stderr, "memanalyze: no categories: %s\n", report_categories_error(rep));
     for (size_t i = 0; i < ndev && status == 0; i++) {
         report_device r;
         if (report_device_read(rep, i, &r, err, sizeof err) != 0)
             status = cli_error("reading the database: %s", err);
-        else if (o.json)
+        else if (o->json)
             print_json_device(&r, i == 0);
         else
             print_device(&r, ro.top);
         report_device_release(&r);
     }
-    if (o.json && status == 0)
+    if (o->json && status == 0)
         printf("\n  ]}\n");
     /* An input without memory events still gets its pictures: "no data" ones for device 0. */
     size_t nplots = ndev ? ndev : 1;
@@ -625,7 +599,7 @@ int cmd_report(int argc, char **argv) {
                                    sizeof perr))
             status = cli_error("%s", perr);
     }
-    if (!ndev && !o.json)
+    if (!ndev && !o->json)
         printf("\nno device memory events in this input\n");
     report_close(rep);
     category_rules_free(rules);

@@ -12,25 +12,34 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-static void segments_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze segments INPUT [--at WHEN] [--device N] [--blocks] [--json]\n"
-                 "The segment layout of one device at a point in time: segments by address, what\n"
-                 "they hold, their free gaps.\n"
-                 "  --at WHEN     step:N, event:N, time:1.5s, peak, start or end (default end)\n"
-                 "  --device N    the device (default: the one with the highest peak)\n"
-                 "  --blocks      list the blocks inside each segment\n"
-                 "  --json        PyTorch snapshot keys: segments with blocks that tile them\n"
-                 "  -o FILE       write the output to FILE; .png, .svg or .pdf draw the picture\n"
-                 "  --width/--height  the picture's pixels (PNG) or points (SVG, PDF); default "
-                 "1600 x 900\n"
-                 "  --step-rule WORD  the word step names contain (default \"step\")\n");
-}
+const char segments_usage[] =
+    "usage: memanalyze segments INPUT [--at WHEN] [--device N] [--blocks] [--json]\n"
+    "The segment layout of one device at a point in time: segments by address, what\n"
+    "they hold, their free gaps.\n";
+
+/* --at in text[0], -o in text[1], --blocks in flag[0], --width/--height in number[0], [1]. */
+const cli_option segments_options[] = {
+    {"at", 'a', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --at WHEN     step:N, event:N, time:1.5s, peak, start or end (default end)\n", NULL},
+    CLI_OPT_DEVICE,
+    {"blocks", 'b', CLI_FLAG, offsetof(cli_ctx, flag[0]), 0, NULL,
+     "  --blocks      list the blocks inside each segment\n", NULL},
+    {"json", 'j', CLI_FLAG, offsetof(cli_ctx, json), 0, NULL,
+     "  --json        PyTorch snapshot keys: segments with blocks that tile them\n", NULL},
+    {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
+     "  -o FILE       write the output to FILE; .png, .svg or .pdf draw the picture\n", NULL},
+    {"width", 'W', CLI_COUNT, offsetof(cli_ctx, number[0]), 20000, NULL,
+     "  --width/--height  the picture's pixels (PNG) or points (SVG, PDF); default 1600 x 900\n",
+     NULL},
+    {"height", 'H', CLI_COUNT, offsetof(cli_ctx, number[1]), 20000, NULL, NULL, NULL},
+    {"step-rule", 's', CLI_TEXT, offsetof(cli_ctx, io.step_word), 0, NULL,
+     "  --step-rule WORD  the word step names contain (default \"step\")\n", NULL},
+    CLI_OPT_END};
 
 /* "0" for the default stream, hex for handles. */
 static const char *stream_text(uint64_t stream, char *buf, size_t len) {
@@ -200,69 +209,16 @@ static int is_picture(const char *path) {
            (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
 }
 
-int cmd_segments(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"at", required_argument, 0, 'a'},     {"device", required_argument, 0, 'd'},
-        {"json", no_argument, 0, 'j'},         {"blocks", no_argument, 0, 'b'},
-        {"output", required_argument, 0, 'o'}, {"step-rule", required_argument, 0, 's'},
-        {"width", required_argument, 0, 'W'},  {"height", required_argument, 0, 'H'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    const char *when = "end", *output = NULL;
-    int device = -1, json = 0, blocks = 0, width = 0, height = 0, c;
-    long number;
-    input_options io = {0};
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'a':
-            when = optarg;
-            break;
-        case 'd':
-            if (cli_parse_count("device", optarg, 1023, &number) != 0)
-                return 2;
-            device = (int)number;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'b':
-            blocks = 1;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
-        case 'W':
-        case 'H':
-            if (cli_parse_count(c == 'W' ? "width" : "height", optarg, 20000, &number) != 0)
-                return 2;
-            *(c == 'W' ? &width : &height) = (int)number;
-            break;
-        case 'h':
-            segments_usage(stdout);
-            return 0;
-        default:
-            segments_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        segments_usage(stderr);
-        return 2;
-    }
-    sqlite3 *db;
-    int status = cli_open_db(argv[optind], &io, &db);
-    if (status)
-        return status;
+int run_segments(cli_ctx *ctx) {
+    sqlite3 *db = ctx->db;
+    const char *when = ctx->text[0] ? ctx->text[0] : "end", *output = ctx->text[1];
+    int device = (int)ctx->device, json = ctx->json, blocks = ctx->flag[0];
+    int width = (int)ctx->number[0], height = (int)ctx->number[1], status = 0;
     char err[512], described[128];
     int64_t at;
     layout *l = NULL;
     stack_names *stacks = NULL;
     FILE *out = stdout;
-    if (device < 0)
-        device = when_default_device(db);
     if (!when_device_answers(db, device)) {
         status = cli_error("segments: device %d has no events", device);
         goto done;
@@ -273,7 +229,7 @@ int cmd_segments(int argc, char **argv) {
     }
     if (output && is_picture(output)) { /* the picture, drawn by render/ */
         plot_request rq = {
-            .device = device, .at = at, .input = argv[optind], .width = width, .height = height};
+            .device = device, .at = at, .input = ctx->input, .width = width, .height = height};
         if (plot_segments(db, &rq, output, err, sizeof err) != 0)
             status = cli_error("%s", err);
         else
@@ -304,6 +260,5 @@ int cmd_segments(int argc, char **argv) {
 done:
     stack_names_free(stacks);
     layout_free(l);
-    sqlite3_close(db);
     return status;
 }

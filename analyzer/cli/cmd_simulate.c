@@ -17,7 +17,6 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,30 +67,12 @@ static void take_policies(char *spec, sim_options *opt) {
     snprintf(spec, AM_SETTINGS_CONF_MAX, "%s", rest);
 }
 
-static void simulate_usage(FILE *out) {
-    fprintf(out,
-            "usage: memanalyze simulate INPUT [--config SPEC]... [--device N] [--device-memory "
-            "SIZE] [--json] [-o FILE]\n"
-            "The run's allocation requests replayed through PyTorch's caching allocator under\n"
-            "other settings: peaks, free memory, driver allocations, OOMs, and the smallest\n"
-            "device memory the run fits in.\n"
-            "  --config SPEC        PYTORCH_CUDA_ALLOC_CONF syntax, e.g. "
-            "expandable_segments:True,max_split_size_mb:256,\n"
-            "                       and two policies of its own: empty_cache:step (empty_cache()\n"
-            "                       after every step) and pools:lifetime (blocks that outlive\n"
-            "                       their step in pools apart from those that do not)\n"
-            "                       (repeat for more; default: the run's own settings and\n"
-            "                       the same with expandable segments switched)\n"
-            "  --device N           the device (default: the one with the highest peak)\n"
-            "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
-            "                       OOM's reserved + free, else the device's total, else none);\n"
-            "                       given, it is also the memory fraction PyTorch's\n"
-            "                       garbage_collection_threshold needs (as is a config's\n"
-            "                       per_process_memory_fraction, a share of the device)\n"
-            "  --json               machine-readable output\n"
-            "  -o FILE              also draw reserved memory over the run under each\n"
-            "                       configuration (.png, .svg or .pdf)\n");
-}
+const char simulate_usage[] =
+    "usage: memanalyze simulate INPUT [--config SPEC]... [--device N] [--device-memory SIZE] "
+    "[--json] [-o FILE]\n"
+    "The run's allocation requests replayed through PyTorch's caching allocator under\n"
+    "other settings: peaks, free memory, driver allocations, OOMs, and the smallest\n"
+    "device memory the run fits in.\n";
 
 /* ---- the run's own settings ------------------------------------------------------------- */
 
@@ -368,82 +349,82 @@ static void verdict(const sim_config *c, size_t n, char *out, size_t len) {
 
 /* ---- the command -------------------------------------------------------------------------- */
 
-int cmd_simulate(int argc, char **argv) {
-    static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
-                                          {"device", required_argument, NULL, 'd'},
-                                          {"device-memory", required_argument, NULL, 'm'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"output", required_argument, NULL, 'o'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
-    static sim_config configs[MAX_CONFIGS + 1];
-    size_t n = 1; /* configs[0]: the run's own */
-    long device = -1;
-    uint64_t memory = 0;
-    int json = 0, have_memory = 0, c;
-    const char *picture = NULL;
+static sim_config configs[MAX_CONFIGS + 1];
+static size_t nconfigs = 1;   /* configs[0]: the run's own */
+static uint64_t memory_given; /* --device-memory, 0: not given */
+
+static int take_config(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
     char err[512];
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "c:d:m:jo:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'c': {
-            if (n > MAX_CONFIGS)
-                return cli_error("at most %d --config", MAX_CONFIGS);
-            sim_config *sc = &configs[n++];
-            memset(sc, 0, sizeof *sc);
-            snprintf(sc->spec, sizeof sc->spec, "%s", optarg);
-            char conf[AM_SETTINGS_CONF_MAX];
-            snprintf(conf, sizeof conf, "%s", optarg);
-            take_policies(conf, &sc->opt);
-            sc->settings = am_settings_default();
-            if (am_settings_parse(&sc->settings, conf, err, sizeof err) != 0)
-                return cli_error("--config '%s': %s", optarg, err);
-            if ((sc->settings.known & AM_SET_MEMORY_FRACTION) &&
-                sc->settings.per_process_memory_fraction <= 0)
-                return cli_error("--config '%s': per_process_memory_fraction:0 leaves the "
-                                 "allocator nothing",
-                                 optarg);
-            if (sc->settings.backend_async)
-                return cli_error("--config '%s': backend:cudaMallocAsync is the driver's pool, "
-                                 "not the caching allocator this simulates",
-                                 optarg);
-            break;
-        }
-        case 'd':
-            if (cli_parse_count("device", optarg, 1 << 20, &device) != 0)
-                return 2;
-            break;
-        case 'm':
-            if (gmt_parse_size(optarg, &memory) != 0 || memory == 0)
-                return cli_error("bad --device-memory '%s' (e.g. 80GiB)", optarg);
-            have_memory = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'o':
-            picture = optarg;
-            break;
-        case 'h':
-            simulate_usage(stdout);
-            return 0;
-        default:
-            simulate_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        simulate_usage(stderr);
-        return 2;
-    }
-    const char *input = argv[optind];
-    sqlite3 *db;
-    input_options io = {0};
-    int rc = cli_open_db(input, &io, &db);
-    if (rc != 0)
-        return rc;
-    if (device < 0)
-        device = when_default_device(db);
+    if (nconfigs > MAX_CONFIGS)
+        return cli_error("at most %d --config", MAX_CONFIGS);
+    sim_config *sc = &configs[nconfigs++];
+    memset(sc, 0, sizeof *sc);
+    snprintf(sc->spec, sizeof sc->spec, "%s", arg);
+    char conf[AM_SETTINGS_CONF_MAX];
+    snprintf(conf, sizeof conf, "%s", arg);
+    take_policies(conf, &sc->opt);
+    sc->settings = am_settings_default();
+    if (am_settings_parse(&sc->settings, conf, err, sizeof err) != 0)
+        return cli_error("--config '%s': %s", arg, err);
+    if ((sc->settings.known & AM_SET_MEMORY_FRACTION) &&
+        sc->settings.per_process_memory_fraction <= 0)
+        return cli_error("--config '%s': per_process_memory_fraction:0 leaves the "
+                         "allocator nothing",
+                         arg);
+    if (sc->settings.backend_async)
+        return cli_error("--config '%s': backend:cudaMallocAsync is the driver's pool, "
+                         "not the caching allocator this simulates",
+                         arg);
+    return 0;
+}
+
+static int take_memory(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
+    if (gmt_parse_size(arg, &memory_given) != 0 || memory_given == 0)
+        return cli_error("bad --device-memory '%s' (e.g. 80GiB)", arg);
+    return 0;
+}
+
+/* -o in text[0] */
+const cli_option simulate_options[] = {
+    {"config", 'c', CLI_CALL, 0, 0, NULL,
+     "  --config SPEC        PYTORCH_CUDA_ALLOC_CONF syntax, e.g. "
+     "expandable_segments:True,max_split_size_mb:256,\n"
+     "                       and two policies of its own: empty_cache:step (empty_cache()\n"
+     "                       after every step) and pools:lifetime (blocks that outlive\n"
+     "                       their step in pools apart from those that do not)\n"
+     "                       (repeat for more; default: the run's own settings and\n"
+     "                       the same with expandable segments switched)\n",
+     take_config},
+    {"device", 'd', CLI_COUNT, offsetof(cli_ctx, device), 1 << 20, NULL,
+     "  --device N           the device (default: the one with the highest peak)\n", NULL},
+    {"device-memory", 'm', CLI_CALL, 0, 0, NULL,
+     "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
+     "                       OOM's reserved + free, else the device's total, else none);\n"
+     "                       given, it is also the memory fraction PyTorch's\n"
+     "                       garbage_collection_threshold needs (as is a config's\n"
+     "                       per_process_memory_fraction, a share of the device)\n",
+     take_memory},
+    {"json", 'j', CLI_FLAG, offsetof(cli_ctx, json), 0, NULL,
+     "  --json               machine-readable output\n", NULL},
+    {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  -o FILE              also draw reserved memory over the run under each\n"
+     "                       configuration (.png, .svg or .pdf)\n",
+     NULL},
+    CLI_OPT_END};
+
+int run_simulate(cli_ctx *ctx) {
+    size_t n = nconfigs;
+    long device = ctx->device;
+    uint64_t memory = memory_given;
+    int json = ctx->json, have_memory = memory_given != 0;
+    const char *picture = ctx->text[0];
+    char err[512];
+    const char *input = ctx->input;
+    sqlite3 *db = ctx->db;
+    ctx->db = NULL; /* closed here */
+    int rc = 0;
     int64_t requests = simulate_requests(db, (int)device);
     if (requests <= 0) {
         sqlite3_close(db);

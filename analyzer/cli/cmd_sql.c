@@ -7,7 +7,6 @@
 #include "json_out.h"
 #include "units.h"
 
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +16,19 @@
 
 enum format { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 
-static void sql_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze sql INPUT \"SELECT ...\" [--csv | --json] [--raw]\n"
-                 "Runs one SQL query on the input's database (see schema/schema.sql).\n"
-                 "  --csv    comma-separated values with a header line\n"
-                 "  --json   an array of objects\n"
-                 "  --raw    table output without byte units\n");
-}
+const char sql_usage[] = "usage: memanalyze sql INPUT \"SELECT ...\" [--csv | --json] [--raw]\n"
+                         "Runs one SQL query on the input's database (see schema/schema.sql).\n";
+
+/* the format in number[0] (enum format; the last of --csv and --json wins), --raw in flag[0] */
+const cli_option sql_options[] = {
+    {"csv", 'c', CLI_SET, offsetof(cli_ctx, number[0]), FORMAT_CSV, NULL,
+     "  --csv    comma-separated values with a header line\n", NULL},
+    {"json", 'j', CLI_SET, offsetof(cli_ctx, number[0]), FORMAT_JSON, NULL,
+     "  --json   an array of objects\n", NULL},
+    {"raw", 'r', CLI_FLAG, offsetof(cli_ctx, flag[0]), 0, NULL,
+     "  --raw    table output without byte units\n", NULL},
+    {"step-rule", 's', CLI_TEXT, offsetof(cli_ctx, io.step_word), 0, NULL, NULL, NULL},
+    CLI_OPT_END};
 
 /* A column holds bytes when its name says so: *_bytes, size, *_size, bytes. */
 static int is_bytes_column(const char *name) {
@@ -188,64 +193,33 @@ static int needs_block_categories(sqlite3 *db, const char *sql) {
     return flag;
 }
 
-int cmd_sql(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"csv", no_argument, 0, 'c'},  {"json", no_argument, 0, 'j'},
-        {"raw", no_argument, 0, 'r'},  {"step-rule", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    enum format f = FORMAT_TABLE;
-    int raw = 0, c;
-    input_options io = {0};
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            f = FORMAT_CSV;
-            break;
-        case 'j':
-            f = FORMAT_JSON;
-            break;
-        case 'r':
-            raw = 1;
-            break;
-        case 's':
-            io.step_word = optarg;
-            break;
-        case 'h':
-            sql_usage(stdout);
-            return 0;
-        default:
-            sql_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 2) {
-        sql_usage(stderr);
-        return 2;
-    }
-    sqlite3 *db;
-    int status = cli_open_db(argv[optind], &io, &db);
-    if (status)
-        return status;
+int run_sql(cli_ctx *ctx) {
+    enum format f = (enum format)ctx->number[0];
+    int raw = ctx->flag[0], status = 0;
+    const char *input = ctx->input, *query = ctx->inputs[1];
+    input_options io = ctx->io;
+    sqlite3 *db = ctx->db;
     input_kind kind;
     char err[PATH_MAX + 512];
-    if (needs_block_categories(db, argv[optind + 1]) && !category_blocks_stored(db) &&
-        input_detect(argv[optind], &kind, err, sizeof err) == 0 && kind != INPUT_DATABASE) {
+    if (needs_block_categories(db, query) && !category_blocks_stored(db) &&
+        input_detect(input, &kind, err, sizeof err) == 0 && kind != INPUT_DATABASE) {
         /* every block's category on first use: written into the cached database, never into
          * a database the user gave (there allocations.category stays NULL); when it cannot be
          * written, the query still runs, with a warning */
         char path[PATH_MAX + 64];
         static const category_blocks with_blocks = CATEGORY_BLOCKS_ROWS; /* others may read it */
         sqlite3_close(db);
-        if (input_database(argv[optind], &io, path, sizeof path, err, sizeof err) != 0 ||
+        ctx->db = NULL;
+        if (input_database(input, &io, path, sizeof path, err, sizeof err) != 0 ||
             category_store_file(path, (void *)&with_blocks, err, sizeof err) != 0)
             fprintf(stderr, "memanalyze: warning: allocations.category stays empty: %s\n", err);
-        if ((status = cli_open_db(argv[optind], &io, &db)) != 0)
+        if ((status = cli_open_db(input, &io, &db)) != 0)
             return status;
+        ctx->db = db;
     }
     sqlite3_stmt *st;
     const char *tail;
-    if (sqlite3_prepare_v2(db, argv[optind + 1], -1, &st, &tail) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, query, -1, &st, &tail) != SQLITE_OK) {
         status = cli_error("SQL error: %s", sqlite3_errmsg(db));
     } else {
         int rc = f == FORMAT_TABLE ? print_table(st, raw) : print_stream(st, f);
@@ -253,6 +227,5 @@ int cmd_sql(int argc, char **argv) {
             status = cli_error("SQL error: %s", sqlite3_errmsg(db));
         sqlite3_finalize(st);
     }
-    sqlite3_close(db);
     return status;
 }

@@ -11,19 +11,19 @@
 #include "trace_symbolize.h"
 #endif
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 
-static void symbolize_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze symbolize TRACE...\n"
-                 "\n"
-                 "Resolves the native frames of each trace (function, file, line, inlined\n"
-                 "frames) with the binaries and debug info on this host, and adds the names to\n"
-                 "the trace. Run it where the trace was recorded. Frames already named are\n"
-                 "kept; a module missing on disk, or rebuilt since (another build-id), leaves\n"
-                 "its frames unnamed with a warning. The trace is replaced atomically.\n");
-}
+const char symbolize_usage[] =
+    "usage: memanalyze symbolize TRACE...\n"
+    "\n"
+    "Resolves the native frames of each trace (function, file, line, inlined\n"
+    "frames) with the binaries and debug info on this host, and adds the names to\n"
+    "the trace. Run it where the trace was recorded. Frames already named are\n"
+    "kept; a module missing on disk, or rebuilt since (another build-id), leaves\n"
+    "its frames unnamed with a warning. The trace is replaced atomically.\n";
+
+const cli_option symbolize_options[] = {CLI_OPT_END};
 
 #ifdef GMT_HAVE_SYMBOLIZE
 static void print_warning(void *ctx, const char *message) {
@@ -32,38 +32,25 @@ static void print_warning(void *ctx, const char *message) {
 }
 #endif
 
-int cmd_symbolize(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            symbolize_usage(stdout);
-            return 0;
-        }
-        symbolize_usage(stderr);
-        return 2;
-    }
-    if (optind >= argc) {
-        symbolize_usage(stderr);
-        return 2;
-    }
+int run_symbolize(cli_ctx *ctx) {
 #ifdef GMT_HAVE_SYMBOLIZE
     int status = 0;
-    for (int i = optind; i < argc; i++) {
+    for (int i = 0; i < ctx->ninputs; i++) {
         trace_symbolize_result res;
         char err[1024];
-        if (trace_symbolize_file(argv[i], &res, print_warning, NULL, err, sizeof err) != 0) {
+        const char *path = ctx->inputs[i];
+        if (trace_symbolize_file(path, &res, print_warning, NULL, err, sizeof err) != 0) {
             fprintf(stderr, "memanalyze: %s\n", err);
             status = 2;
             continue;
         }
         printf("%s: %" PRIu64 " native frames: %" PRIu64 " symbolized now, %" PRIu64
                " already, %" PRIu64 " unresolved\n",
-               argv[i], res.native_frames, res.symbolized, res.already_symbolized, res.unresolved);
+               path, res.native_frames, res.symbolized, res.already_symbolized, res.unresolved);
     }
     return status;
 #else
+    (void)ctx;
     fprintf(stderr, "memanalyze: symbolize needs libdw, which this build lacks "
                     "(apt-get install libdw-dev, then rebuild)\n");
     return 2;

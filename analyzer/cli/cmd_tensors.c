@@ -10,24 +10,29 @@
 #include "units.h"
 #include "when.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void tensors_usage(FILE *out) {
-    fprintf(out, "usage: memanalyze tensors INPUT [--at WHEN] [--group-by layer|module|none] "
-                 "[--device N] [--json]\n"
-                 "The named tensors live at a moment (memrec names the model's parameters, their\n"
-                 "gradients and optimizer state at optimizer steps): each parameter with its\n"
-                 "gradient and optimizer state beside it, summed per layer or module, with the\n"
-                 "share of the peak each group takes.\n"
-                 "  --at WHEN     step:N, event:N, time:1.5s, peak (default), end\n"
-                 "  --group-by G  layer (layers.3, the default), module (layers.3.attn.q_proj) or\n"
-                 "                none (one row per parameter)\n"
-                 "  --device N    the device (default: the one with the highest peak)\n"
-                 "  --json        machine-readable output\n");
-}
+const char tensors_usage[] =
+    "usage: memanalyze tensors INPUT [--at WHEN] [--group-by layer|module|none] [--device N] "
+    "[--json]\n"
+    "The named tensors live at a moment (memrec names the model's parameters, their\n"
+    "gradients and optimizer state at optimizer steps): each parameter with its\n"
+    "gradient and optimizer state beside it, summed per layer or module, with the\n"
+    "share of the peak each group takes.\n";
+
+/* --at in text[0], --group-by's index in number[0] (the order of tensor_grouping's words). */
+const cli_option tensors_options[] = {
+    {"at", 'a', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --at WHEN     step:N, event:N, time:1.5s, peak (default), end\n", NULL},
+    {"group-by", 'g', CLI_CHOICE, offsetof(cli_ctx, number[0]), 0, "layer|module|none",
+     "  --group-by G  layer (layers.3, the default), module (layers.3.attn.q_proj) or\n"
+     "                none (one row per parameter)\n",
+     NULL},
+    CLI_OPT_DEVICE,
+    CLI_OPT_JSON,
+    CLI_OPT_END};
 
 static const gmt_category columns[] = {BLOCK_CATEGORY_PARAMETER, BLOCK_CATEGORY_GRADIENT,
                                        BLOCK_CATEGORY_OPTIMIZER_STATE};
@@ -110,52 +115,12 @@ static void print_json(int device, int64_t at, int64_t peak, const tensor_row *r
     printf("\n]}\n");
 }
 
-int cmd_tensors(int argc, char **argv) {
-    static const struct option longs[] = {
-        {"device", required_argument, NULL, 'd'},   {"at", required_argument, NULL, 'a'},
-        {"group-by", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    cli_window w = CLI_WINDOW_INIT; /* --device, --json */
-    const char *when = "peak";
-    tensor_grouping by = GROUP_BY_LAYER;
-    int c, taken;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:jh", longs, NULL)) != -1) {
-        if ((taken = cli_window_option(&w, c, optarg)) == 2)
-            return 2;
-        if (taken)
-            continue;
-        switch (c) {
-        case 'a':
-            when = optarg;
-            break;
-        case 'g':
-            if (!strcmp(optarg, "layer"))
-                by = GROUP_BY_LAYER;
-            else if (!strcmp(optarg, "module"))
-                by = GROUP_BY_MODULE;
-            else if (!strcmp(optarg, "none"))
-                by = GROUP_BY_NONE;
-            else
-                return cli_error("--group-by takes layer, module or none (got '%s')", optarg);
-            break;
-        case 'h':
-            tensors_usage(stdout);
-            return 0;
-        default:
-            tensors_usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        tensors_usage(stderr);
-        return 2;
-    }
-    const char *input = argv[optind];
-    sqlite3 *db;
-    int device, rc = cli_open_device(input, &w.io, w.device, &db, &device);
-    if (rc != 0)
-        return rc;
+int run_tensors(cli_ctx *c) {
+    static const tensor_grouping groupings[] = {GROUP_BY_LAYER, GROUP_BY_MODULE, GROUP_BY_NONE};
+    sqlite3 *db = c->db;
+    const char *input = c->input, *when = c->text[0] ? c->text[0] : "peak";
+    tensor_grouping by = groupings[c->number[0]];
+    int device = (int)c->device;
     char err[512], described[128];
     int64_t at;
     tensor_row *rows = NULL;
@@ -174,7 +139,7 @@ int cmd_tensors(int argc, char **argv) {
         int64_t peak = db_query_i64(
             db, "SELECT peak_allocated_bytes FROM devices WHERE device = ?1", device, 0, 0);
         when_describe(db, at, described, sizeof described);
-        if (w.json)
+        if (c->json)
             print_json(device, at, peak, rows, n, groups, ngroups);
         else
             print_text(input, device, described, peak, n, groups, ngroups, params, nparams, by);
@@ -183,6 +148,5 @@ int cmd_tensors(int argc, char **argv) {
     tensor_groups_free(params, nparams);
     tensor_rows_free(rows, n);
     categorizer_free(cats);
-    sqlite3_close(db);
     return status;
 }

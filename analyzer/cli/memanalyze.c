@@ -1,6 +1,7 @@
-/* memanalyze.c — the command-line entry point: finds the subcommand and
- * hands it the rest of argv. Each command parses its own options (they
- * differ), prints its own errors, and returns the exit status. */
+/* memanalyze.c — the command-line entry point and the command table: each row names a command,
+ * its option table and the setup it needs (CLI_NEEDS_DB, CLI_NEEDS_DEVICE, CLI_NEEDS_WINDOW ...:
+ * cli.h); main finds the row, cli_run_command parses the options, does the setup and calls the
+ * command's run function, which returns the exit status. */
 #include "commands.h"
 #include "db_query.h"
 #include "gmt_env.h"
@@ -18,32 +19,55 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-typedef struct command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} command;
+/* A row: the command's run function, the setup it needs (cli.h's CLI_* flags), its option table,
+ * the short options getopt takes (as they always were), and its --help text above the options. */
+#define SETUP(f, needs, opts, shortopts, text)                                                     \
+    .run = f, .setup = needs, .options = opts, .shorts = shortopts, .usage = text
+#define PICTURE(f, text)                                                                           \
+    SETUP(f, CLI_DEFAULT_DEVICE | CLI_NEEDS_WINDOW, picture_options, "o:h", text),                 \
+        .check = picture_check
 
-static const command commands[] = {
-    {"report", cmd_report, "peak, fragmentation, leaks, steps, OOMs: one screen"},
-    {"leaks", cmd_leaks, "allocation sites whose live bytes grow across steps"},
-    {"diff", cmd_diff, "what is live at one point and not another (or in two inputs)"},
-    {"segments", cmd_segments, "the segment layout at a point in time (text, JSON or a picture)"},
-    {"timeline", cmd_timeline, "picture: bytes over time, by site, steps and peak marked"},
-    {"heatmap", cmd_heatmap, "picture: address space x time, coloured by how full it is"},
-    {"fragmentation", cmd_fragmentation, "picture: fragmentation per step with rating bands"},
-    {"simulate", cmd_simulate,
-     "the run under other allocator settings: peaks, OOMs, memory needed"},
-    {"steps", cmd_steps, "a row per step: its peak and phase, end state, fragmentation, anomalies"},
-    {"stages", cmd_stages, "memory per NVTX range or annotation name: peak, what it leaves, sites"},
-    {"tensors", cmd_tensors,
-     "named tensors at a moment: parameters, gradients, optimizer state by layer"},
-    {"compare", cmd_compare, "runs side by side: settings, peaks, fragmentation, OOMs, sites"},
-    {"ranks", cmd_ranks, "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks"},
-    {"info", cmd_info, "record counts, devices, time span, steps, damage of a trace"},
-    {"import", cmd_import, "replay a trace or snapshot into an SQLite database file"},
-    {"sql", cmd_sql, "run an SQL query on the replayed database"},
-    {"symbolize", cmd_symbolize, "name the native frames of a trace recorded on this host"},
+static const cli_command commands[] = {
+    {"report", "peak, fragmentation, leaks, steps, OOMs: one screen",
+     SETUP(run_report, CLI_TAKES_JSON, report_options_table, "h", report_usage)},
+    {"leaks", "allocation sites whose live bytes grow across steps",
+     SETUP(run_leaks, CLI_DEFAULT_DEVICE | CLI_NEEDS_WINDOW | CLI_TAKES_JSON, leaks_options, "h",
+           leaks_usage)},
+    {"diff", "what is live at one point and not another (or in two inputs)",
+     SETUP(run_diff, CLI_MANY_INPUTS | CLI_TAKES_JSON, diff_options, "h", diff_usage),
+     .check = diff_check},
+    {"segments", "the segment layout at a point in time (text, JSON or a picture)",
+     SETUP(run_segments, CLI_DEFAULT_DEVICE | CLI_TAKES_JSON, segments_options,
+           "ho:", segments_usage)},
+    {"timeline", "picture: bytes over time, by site, steps and peak marked",
+     PICTURE(run_timeline, timeline_usage)},
+    {"heatmap", "picture: address space x time, coloured by how full it is",
+     PICTURE(run_heatmap, heatmap_usage)},
+    {"fragmentation", "picture: fragmentation per step with rating bands",
+     PICTURE(run_fragmentation, fragmentation_usage)},
+    {"simulate", "the run under other allocator settings: peaks, OOMs, memory needed",
+     SETUP(run_simulate, CLI_DEFAULT_DEVICE | CLI_TAKES_JSON, simulate_options, "c:d:m:jo:h",
+           simulate_usage)},
+    {"steps", "a row per step: its peak and phase, end state, fragmentation, anomalies",
+     SETUP(run_steps, CLI_NEEDS_DEVICE | CLI_TAKES_JSON, steps_options, "d:jh", steps_usage)},
+    {"stages", "memory per NVTX range or annotation name: peak, what it leaves, sites",
+     SETUP(run_stages, CLI_NEEDS_DEVICE | CLI_TAKES_JSON, stages_options, "d:jh", stages_usage)},
+    {"tensors", "named tensors at a moment: parameters, gradients, optimizer state by layer",
+     SETUP(run_tensors, CLI_NEEDS_DEVICE | CLI_TAKES_JSON, tensors_options, "d:jh", tensors_usage)},
+    {"compare", "runs side by side: settings, peaks, fragmentation, OOMs, sites",
+     SETUP(run_compare, CLI_MANY_INPUTS | CLI_TAKES_JSON, compare_options, "l:a:d:n:jo:h",
+           compare_usage),
+     .check = compare_check},
+    {"ranks", "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks",
+     SETUP(run_ranks, CLI_MANY_INPUTS | CLI_TAKES_JSON, ranks_options, "j:d:n:o:h", ranks_usage)},
+    {"info", "record counts, devices, time span, steps, damage of a trace",
+     SETUP(run_info, 0, info_options, "h", info_usage)},
+    {"import", "replay a trace or snapshot into an SQLite database file",
+     SETUP(run_import, 0, import_options, "o:h", import_usage)},
+    {"sql", "run an SQL query on the replayed database",
+     SETUP(run_sql, CLI_NEEDS_DB | CLI_TWO_ARGS | CLI_TAKES_JSON, sql_options, "h", sql_usage)},
+    {"symbolize", "name the native frames of a trace recorded on this host",
+     SETUP(run_symbolize, CLI_MANY_INPUTS, symbolize_options, "h", symbolize_usage)},
 };
 
 static void usage(FILE *out) {
@@ -141,7 +165,7 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
-            int rc = commands[i].run(argc - 1, argv + 1);
+            int rc = cli_run_command(&commands[i], argc - 1, argv + 1);
             if (rc == 0 && db_failure_noted()) {
                 fprintf(stderr, "memanalyze %s: %s; what it printed may be incomplete\n", argv[1],
                         db_failure_noted());
