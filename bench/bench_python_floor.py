@@ -9,7 +9,7 @@
                                   code object's first call
 
 Also checks that in PY_START and PY_RESUME the current frame is the callee's.
-Same loop as bench_python_hook.py (CALLS calls of an empty function, 20
+The loop of bench_python_hook.py (TIMED_LOOP: CALLS calls of an empty function, 20
 frames deep, ROUNDS rounds, median), every variant in one process, the
 figure the difference to the same loop without a tool, median of CHILDREN
 processes.
@@ -22,6 +22,8 @@ import statistics
 import subprocess
 import sys
 
+from bench_python_hook import TIMED_LOOP  # the same loop, so the figures compare
+
 CHILD = r"""
 import statistics, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -32,21 +34,8 @@ M, E = sys.monitoring, sys.monitoring.events
 def empty():
     pass
 
-def loop(n):
-    f = empty
-    for _ in range(n):
-        f()
-
-def deep(k, n):
-    return deep(k - 1, n) if k else loop(n)
-
-def timed():
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        deep(20, calls)
-        times.append((time.perf_counter() - start) / calls * 1e9)
-    return statistics.median(times)
+WORKLOAD = empty
+""" + TIMED_LOOP + r"""
 
 tool = next(t for t in (3, 4, 5) if M.get_tool(t) is None)
 M.use_tool_id(tool, "floor")

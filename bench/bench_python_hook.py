@@ -30,18 +30,12 @@ import subprocess
 import sys
 import tempfile
 
-CHILD = r"""
-import ctypes, statistics, sys, time
-rounds, calls, workload = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-
-def empty():
-    pass
-
-def builtin(t=()):
-    len(t)
-
+# The timed loop, shared with bench_python_floor.py so both measure the same thing: `calls`
+# calls of WORKLOAD, 20 Python frames deep, `rounds` rounds, ns per call (median). The child
+# defines WORKLOAD, rounds and calls first.
+TIMED_LOOP = r"""
 def loop(n):
-    f = empty if workload == "empty" else builtin
+    f = WORKLOAD
     for _ in range(n):
         f()
 
@@ -55,6 +49,20 @@ def timed():
         deep(20, calls)
         times.append((time.perf_counter() - start) / calls * 1e9)
     return statistics.median(times)
+"""
+
+CHILD = r"""
+import ctypes, statistics, sys, time
+rounds, calls, workload = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+
+def empty():
+    pass
+
+def builtin(t=()):
+    len(t)
+
+WORKLOAD = empty if workload == "empty" else builtin
+""" + TIMED_LOOP + r"""
 
 def path():
     mon = getattr(sys, "monitoring", None)

@@ -744,20 +744,14 @@ class Drainer:
                       else TensorNames(torch))
 
     def warn(self, code, message):
+        """One memrec warning, also before CUDA starts when the library is in the process
+        already (NVTX's injection loaded it): a warning is never lost for want of it."""
         try:
-            if self.lib is not None:
-                self.lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
-        except Exception:  # noqa: BLE001
-            pass
-
-    def warn_anyway(self, code, message):
-        """warn, also before CUDA starts (the library may be there already: NVTX's)."""
-        if self.lib is None:
-            lib = load_library(only_loaded=True)
+            lib = self.lib if self.lib is not None else load_library(only_loaded=True)
             if lib is not None:
                 lib.memrec_torch_warn(code, message.encode("utf-8", "replace"))
-            return
-        self.warn(code, message)
+        except Exception:  # noqa: BLE001
+            pass
 
     # ---- turning PyTorch's history on ------------------------------------
 
@@ -788,7 +782,7 @@ class Drainer:
             # moves an entry before the history began.
             self.floor_us = time.time_ns() // 1000
             self.lib.memrec_torch_history_on()
-            self.lib.memrec_torch_expect_drain(int((self.interval + 1.0) * 1000))
+            self.announce_next_drain(0.0)
             self.enabled = True
             self.thread = threading.Thread(target=self.loop, name="memrec-torch", daemon=True)
             self.thread.start()
@@ -854,9 +848,12 @@ class Drainer:
         if cost > DRAIN_SHARE * max(since, 1e-6) and self.interval < MAX_INTERVAL:
             self.interval = min(MAX_INTERVAL, max(self.interval * 2, cost / DRAIN_SHARE))
             self.backoffs += 1
-        # The writer holds newer records back until the next drain is in: say when that is
-        # (the loop's wait, or the budget's, then the drain itself and a second to spare), so
-        # entries drained 10 or 30 s apart still land in time order.
+        self.announce_next_drain(cost)
+
+    def announce_next_drain(self, cost):
+        """The writer holds newer records back until the next drain is in: tells it when that
+        is (the loop's wait, or the budget's after a drain of `cost` s, then the drain itself
+        and a second to spare), so entries drained 10 or 30 s apart still land in time order."""
         try:
             if self.lib is not None:
                 wait = max(self.interval, cost / DRAIN_SHARE)
@@ -902,8 +899,7 @@ class Drainer:
                 continue
             if device not in self.devices_described:
                 self.describe_device(device)
-            untimed = "time_us" not in entries[-1]
-            if untimed:
+            if "time_us" not in entries[-1]:
                 self.warn(WARN_NO_TIME, "this PyTorch's history has no time_us: its block "
                           "events carry the time of the drain that took them")
             cursor = self.cursors.setdefault(device, Cursor())
@@ -1284,7 +1280,7 @@ class ProfilerGuard:
         if self.aside == 0 and self.lib is not None:
             self.lib.memrec_python_attach()
 
-    def watch(self, torch, warn):
+    def watch(self, warn):
         profiler = sys.modules.get("torch.autograd.profiler")
         cls = getattr(profiler, "profile", None)
         if cls is None:
@@ -1326,7 +1322,7 @@ def torch_imported(torch):
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)
     d.watch_settings(cuda.memory)
-    ProfilerGuard().watch(torch, d.warn_anyway)
+    ProfilerGuard().watch(d.warn)
     register = getattr(optimizer_module(), "register_optimizer_step_post_hook", None)
     if register is not None:  # torch >= 2.0
         register(d.optimizer_stepped)

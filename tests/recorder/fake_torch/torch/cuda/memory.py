@@ -3,7 +3,7 @@ its configuration as AllocatorConfig keeps it (c10/core/AllocatorConfig.cpp).
 
 The rings behave as PyTorch's (c10's RingBuffer, CUDACachingAllocator.cpp,
 read in PyTorch 2.x's source): a vector that grows to max_entries, then
-overwrites its oldest entry (`_next`), listed oldest first by _snapshot();
+overwrites its oldest entry, listed oldest first by _snapshot() (_RingBuffer);
 the annotations (record_function ranges) have a ring of their own of the
 same max_entries, which every _record_memory_history call clears (the older
 PyTorch this fake follows clears the history ring too). Each snapshot
@@ -14,8 +14,27 @@ import time
 
 _enabled = False
 _max_entries = 1
-_ring = []
-_next = 0
+
+
+class _RingBuffer:
+    """c10's RingBuffer: insertEntries appends until max_entries, then
+    overwrites the oldest (`next`); getEntries lists the oldest first."""
+
+    def __init__(self):
+        self.items, self.next = [], 0
+
+    def insert(self, entry):
+        if len(self.items) < _max_entries:
+            self.items.append(entry)
+        else:
+            self.items[self.next] = entry
+            self.next = (self.next + 1) % _max_entries
+
+    def entries(self):
+        return self.items[self.next:] + self.items[:self.next]
+
+
+_rings = {}  # device -> its history's _RingBuffer
 _frame_cache = {}
 settings = []  # every _record_memory_history call, for the tests
 fake_devices = 1  # how many GPUs the fake has; a script may raise it
@@ -30,8 +49,7 @@ def _frame(filename, line, name):
     return f
 
 
-_annotations = []
-_annotations_next = 0
+_annotations = _RingBuffer()
 _segments = []  # the segments made, never freed (a cache): snapshot()'s `segments`
 _record_annotations = False
 fake_legacy_annotations = False  # PyTorch 2.4-2.6: user_defined entries instead
@@ -42,17 +60,13 @@ _snapshots = 0
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=1 << 62,
                            device=None, clear_history=False, compile_context=False,
                            global_record_annotations=False, skip_actions=None):
-    global _enabled, _max_entries, _next, _record_annotations
+    global _enabled, _max_entries, _record_annotations, _annotations
     settings.append((enabled, context, stacks, max_entries))
     _enabled = enabled is not None and enabled is not False
     _record_annotations = bool(global_record_annotations)
     _max_entries = max(1, max_entries)
-    del _ring[:]  # older PyTorch: a new call starts a new history
-    _next = 0
-    _other_rings.clear()
-    del _annotations[:]  # every PyTorch: annotation_buffer.clear()
-    global _annotations_next
-    _annotations_next = 0
+    _rings.clear()  # older PyTorch: a new call starts a new history
+    _annotations = _RingBuffer()  # every PyTorch: annotation_buffer.clear()
 
 
 def _annotate(stage, name):
@@ -62,13 +76,8 @@ def _annotate(stage, name):
     if fake_legacy_annotations:
         _record("user_defined", 0, 0, 0, [{"name": stage, "filename": name, "line": 0}])
     elif _record_annotations:
-        global _annotations_next
-        entry = {"device": fake_device, "stage": stage, "name": name, "time_us": _time_us()}
-        if len(_annotations) < _max_entries:
-            _annotations.append(entry)
-        else:
-            _annotations[_annotations_next] = entry
-            _annotations_next = (_annotations_next + 1) % _max_entries
+        _annotations.insert({"device": fake_device, "stage": stage, "name": name,
+                             "time_us": _time_us()})
 
 
 def _time_us():
@@ -90,25 +99,8 @@ def _record(action, addr, size, stream, frames, device_free=None):
     _insert(fake_device, entry)
 
 
-_other_rings = {}  # device -> [entries, next]: the history of devices other than fake_device
-
-
 def _insert(device, entry):
-    """c10's RingBuffer::insertEntries, for `device`'s ring."""
-    global _next
-    if device != fake_device:
-        ring = _other_rings.setdefault(device, [[], 0])
-        if len(ring[0]) < _max_entries:
-            ring[0].append(entry)
-        else:
-            ring[0][ring[1]] = entry
-            ring[1] = (ring[1] + 1) % _max_entries
-        return
-    if len(_ring) < _max_entries:
-        _ring.append(entry)
-    else:
-        _ring[_next] = entry
-        _next = (_next + 1) % _max_entries
+    _rings.setdefault(device, _RingBuffer()).insert(entry)
 
 
 # ---- a real snapshot's history, played back as this process's (tests/recorder/
@@ -195,14 +187,10 @@ def _snapshot(device=None):
     global _snapshots
     shift = _refits[_snapshots % len(_refits)]
     _snapshots += 1
-    traces = [[] for _ in range(max([fake_devices, fake_device + 1] +
-                                    [d + 1 for d in _other_rings]))]
-    rings = dict(_other_rings)
-    rings[fake_device] = [_ring, _next]
-    for device, (ring, at) in rings.items():  # RingBuffer::getEntries: oldest first
+    traces = [[] for _ in range(max([fake_devices, fake_device + 1] + [d + 1 for d in _rings]))]
+    for device, ring in _rings.items():
         traces[device] = [dict(e, time_us=e["time_us"] + shift) if "time_us" in e else dict(e)
-                          for e in ring[at:] + ring[:at]]
+                          for e in ring.entries()]
     return {"segments": [dict(s) for s in _segments], "device_traces": traces, "allocator_settings": _allocator_settings(),
-            "external_annotations": [dict(a, time_us=a["time_us"] + shift) for a in
-                                     _annotations[_annotations_next:] +
-                                     _annotations[:_annotations_next]]}
+            "external_annotations": [dict(a, time_us=a["time_us"] + shift)
+                                     for a in _annotations.entries()]}
