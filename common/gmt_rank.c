@@ -3,14 +3,20 @@
 
 #include <stdlib.h>
 
-const char *gmt_rank_text(void) {
-    static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+static const char *const names[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+
+const char *gmt_rank_variable(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = getenv(names[i]);
         if (v && *v)
-            return v;
+            return names[i];
     }
     return NULL;
+}
+
+const char *gmt_rank_text(void) {
+    const char *name = gmt_rank_variable();
+    return name ? getenv(name) : NULL;
 }
 
 int32_t gmt_rank(void) {

@@ -12,6 +12,9 @@
 /* The rank as the environment spells it, or NULL when no variable is set. */
 const char *gmt_rank_text(void);
 
+/* The name of the variable gmt_rank_text reads ("RANK", ...), or NULL when none is set. */
+const char *gmt_rank_variable(void);
+
 /* The rank as a number (atoi of gmt_rank_text), or -1 when none is set. */
 int32_t gmt_rank(void);
 

@@ -137,7 +137,7 @@ static int roundup(tokens *t, am_settings *s) {
         unsigned last_index = 0;
         while (t->at < t->count && strcmp(t->text[t->at], "]") != 0) {
             const char *interval = next_token(t);
-            uint64_t divisions;
+            uint64_t divisions = 0;
             if (expect(t, ':', interval) != 0 || number(t, key, &divisions) != 0)
                 return -1;
             if (divisions && !is_power_of_2(divisions))
@@ -179,7 +179,7 @@ static int roundup(tokens *t, am_settings *s) {
             return fail(t, "allocator settings: %s: ']' is missing", key);
         t->at++; /* the ']' */
     } else {
-        uint64_t divisions;
+        uint64_t divisions = 0;
         if (number(t, key, &divisions) != 0)
             return -1;
         if (!is_power_of_2(divisions))
@@ -222,7 +222,7 @@ static int threshold(tokens *t, am_settings *s) {
 
 /* A size in MiB of at least 20 (kLargeBuffer), as bytes. */
 static int size_mb(tokens *t, const char *key, uint64_t *out) {
-    uint64_t mib;
+    uint64_t mib = 0;
     if (number(t, key, &mib) != 0)
         return -1;
     if (mib < AM_LARGE_BUFFER / MIB)
@@ -244,7 +244,7 @@ static int one_setting(tokens *t, am_settings *s, const char *key) {
             return -1;
         s->known |= AM_SET_MAX_NON_SPLIT_ROUNDING;
     } else if (!strcmp(key, "large_segment_size_mb")) { /* PyTorch 2.9: above kMinLargeAlloc */
-        uint64_t mib;
+        uint64_t mib = 0;
         if (number(t, key, &mib) != 0)
             return -1;
         if (mib <= AM_MIN_LARGE_ALLOC / MIB)
@@ -281,7 +281,7 @@ static int one_setting(tokens *t, am_settings *s, const char *key) {
             return -1;
         s->known |= AM_SET_GRAPH_REUSE;
     } else if (!strcmp(key, "pinned_num_register_threads")) {
-        uint64_t n;
+        uint64_t n = 0;
         if (number(t, key, &n) != 0)
             return -1;
         if (!is_power_of_2(n) || n > 128)
@@ -289,7 +289,7 @@ static int one_setting(tokens *t, am_settings *s, const char *key) {
         s->pinned_num_register_threads = n;
         s->known |= AM_SET_PINNED_THREADS;
     } else if (!strcmp(key, "pinned_reserve_segment_size_mb")) {
-        uint64_t n;
+        uint64_t n = 0;
         if (number(t, key, &n) != 0)
             return -1;
         if (n == 0)

@@ -78,8 +78,35 @@ static int parse_u64(const char *name, const char *v, uint64_t *out, char *err, 
     return 0;
 }
 
-int rec_expand_path(const char *pattern, char *out, size_t outlen) {
+/* A rank names a file only when it is digits (all torchrun, Open MPI and Slurm write): any
+ * other text may hold a '/' or "..", and the trace would land outside the folder -o names. */
+static int plain_rank(const char *r) {
+    size_t n = 0;
+    for (; r[n]; n++)
+        if (r[n] < '0' || r[n] > '9')
+            return 0;
+    return n > 0 && n <= 18;
+}
+
+/* A host name names a file only when it is what RFC 1123 allows (letters, digits, '-', '.',
+ * and the '_' some sites use), not starting with '.' (so never "." or ".."): a name set
+ * with sethostname(2) in a UTS namespace can be anything but '\0'. */
+static int plain_host(const char *h) {
+    if (!*h || *h == '.')
+        return 0;
+    for (; *h; h++) {
+        char c = *h;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.' || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+int rec_expand_path(const char *pattern, char *out, size_t outlen, unsigned *replaced) {
     size_t o = 0;
+    if (replaced)
+        *replaced = 0;
     for (const char *p = pattern; *p; p++) {
         char piece[300];
         const char *add = piece;
@@ -90,11 +117,18 @@ int rec_expand_path(const char *pattern, char *out, size_t outlen) {
                 snprintf(piece, sizeof piece, "%d", (int)getpid());
             } else if (*p == 'h') {
                 if (gethostname(piece, sizeof piece - 1) != 0)
-                    snprintf(piece, sizeof piece, "host");
+                    piece[0] = 0;
                 piece[sizeof piece - 1] = 0;
+                if (!plain_host(piece)) {
+                    if (replaced && piece[0])
+                        *replaced |= REC_PATH_BAD_HOST;
+                    add = REC_PATH_NO_HOST;
+                }
             } else if (*p == 'r') {
                 const char *r = gmt_rank_text(); /* getenv only: fine after fork */
-                snprintf(piece, sizeof piece, "%s", r ? r : "0");
+                add = !r ? "0" : plain_rank(r) ? r : REC_PATH_NO_RANK;
+                if (replaced && r && !plain_rank(r))
+                    *replaced |= REC_PATH_BAD_RANK;
             } else if (*p == '%') {
                 add = "%";
             } else {
@@ -114,6 +148,39 @@ int rec_expand_path(const char *pattern, char *out, size_t outlen) {
     return 0;
 }
 
+/* `text` for a one-line message: at most 80 bytes, a control character as '?'. */
+static void printable(const char *text, char *out, size_t len) {
+    size_t n = 0;
+    for (; text[n] && n + 1 < len && n < 80; n++)
+        out[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
+    out[n] = 0;
+}
+
+/* One warning per value rec_expand_path would not put in a file name. */
+static void warn_replaced(unsigned replaced) {
+    static int warned_rank, warned_host;
+    char shown[96];
+    if (replaced & REC_PATH_BAD_RANK) {
+        const char *name = gmt_rank_variable(), *text = gmt_rank_text();
+        printable(text ? text : "", shown, sizeof shown);
+        rec_warn_once(&warned_rank,
+                      "%s=\"%s\" is not a rank number: %%r is \"" REC_PATH_NO_RANK
+                      "\" in the trace's name",
+                      name ? name : "RANK", shown);
+    }
+    if (replaced & REC_PATH_BAD_HOST) {
+        char host[300] = "";
+        if (gethostname(host, sizeof host - 1) != 0)
+            host[0] = 0;
+        host[sizeof host - 1] = 0;
+        printable(host, shown, sizeof shown);
+        rec_warn_once(&warned_host,
+                      "the host name \"%s\" is not a plain name: %%h is \"" REC_PATH_NO_HOST
+                      "\" in the trace's name",
+                      shown);
+    }
+}
+
 int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     c->stack_depth = 64;
@@ -121,7 +188,7 @@ int rec_config_from_env(rec_config *c, char *err, size_t errlen) {
     if (!pattern || !*pattern)
         pattern = "memrec-%h-%p.zst";
     snprintf(c->pattern, sizeof c->pattern, "%s", pattern);
-    if (rec_expand_path(pattern, c->path, sizeof c->path) != 0) {
+    if (rec_expand_path(pattern, c->path, sizeof c->path, NULL) != 0) {
         snprintf(err, errlen, GMT_ENV_MEMREC_OUTPUT " is too long");
         return -1;
     }
@@ -196,8 +263,8 @@ static void child_after_fork(void) {
     rec_writer_abandon_after_fork();
     rec_buffers_abandon_after_fork();
     if (was == STATE_ARMED && strstr(session_config.pattern, "%p") &&
-        rec_expand_path(session_config.pattern, session_config.path, sizeof session_config.path) ==
-            0) {
+        rec_expand_path(session_config.pattern, session_config.path, sizeof session_config.path,
+                        NULL) == 0) {
         reset_counts(); /* what the parent counted is the parent's */
         atomic_fetch_add(&session_serial, 1);
         atomic_store(&session_pid, getpid());
@@ -257,14 +324,19 @@ static int start_running(void) {
          * that armed at start-up) sets RANK itself before it uses CUDA, so %r
          * read at arm time would make every worker rank 0. */
         char fresh[sizeof session_config.path];
+        unsigned replaced = 0;
         if (session_config.pattern[0] &&
-            rec_expand_path(session_config.pattern, fresh, sizeof fresh) == 0)
+            rec_expand_path(session_config.pattern, fresh, sizeof fresh, &replaced) == 0) {
             memcpy(session_config.path, fresh, sizeof fresh);
+            warn_replaced(replaced);
+        }
         char err[600] = "";
         if (rec_writer_start(&session_config, err, sizeof err) == 0) {
             state = STATE_RUNNING;
         } else {
             rec_warn_once(&warned, "%s; the program runs unrecorded", err);
+            /* the launcher then does not say the program made no CUDA calls */
+            rec_manifest_append(session_config.manifest, REC_MANIFEST_WARNED "trace");
             state = STATE_HALTED;
         }
         atomic_store(&session_state, state);

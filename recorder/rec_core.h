@@ -62,9 +62,15 @@ typedef enum rec_stacks { REC_STACKS_MIXED = 0, REC_STACKS_PYTHON, REC_STACKS_NA
 int rec_config_from_env(rec_config *c, char *err, size_t errlen);
 
 /* Expands %p (pid), %h (host), %r (rank from RANK / OMPI_COMM_WORLD_RANK /
- * SLURM_PROCID, "0" when none) and %% in `pattern`. Returns 0, -1 when the
- * result does not fit. */
-int rec_expand_path(const char *pattern, char *out, size_t outlen);
+ * SLURM_PROCID, "0" when none) and %% in `pattern`. Only the pattern's own
+ * text may make folders: a rank that is not digits becomes REC_PATH_NO_RANK,
+ * a host name that is not a plain one (rec_core.c) REC_PATH_NO_HOST, and
+ * `replaced` (NULL: not wanted) gets REC_PATH_BAD_RANK / _HOST for each.
+ * Returns 0, -1 when the result does not fit. */
+enum { REC_PATH_BAD_RANK = 1, REC_PATH_BAD_HOST = 2 };
+#define REC_PATH_NO_RANK "unknown"
+#define REC_PATH_NO_HOST "host"
+int rec_expand_path(const char *pattern, char *out, size_t outlen, unsigned *replaced);
 
 /* Starts the session. The file is created at the first record that needs it
  * (so a process that never touches CUDA leaves no file); the writer thread

@@ -382,13 +382,6 @@ void rec_manifest_append(const char *manifest, const char *path) {
     close(fd);
 }
 
-/* Creates the trace file, locked (flock) for as long as this process
- * writes it. When another live process already writes the same path (`-o
- * trace.zst` without %p and several CUDA processes), or an earlier process
- * of the same run wrote it (the manifest lists it), this one writes PATH.PID
- * instead, with a warning, rather than clobbering that trace. On a file
- * system without locks it goes on unlocked.
- * The path written goes to `actual`. Returns the fd, or -1 with err. */
 /* 1 when the launcher's manifest already lists `path`: a process of this run
  * wrote that trace and has ended (else it would hold the lock). */
 static int listed_in_manifest(const char *manifest, const char *path) {
@@ -407,29 +400,179 @@ static int listed_in_manifest(const char *manifest, const char *path) {
     return found;
 }
 
+/* flock(LOCK_EX | LOCK_NB): 0 when held, or when the file system has no locks (Lustre without
+ * flock: the trace goes on unlocked), -1 when another process holds it. */
+static int lock_or_busy(int fd) {
+    return flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK ? 0 : -1;
+}
+
+/* A new empty file in the folder of `path`, created with O_EXCL (so never through a link) and
+ * locked; its name in `tmp`. Returns the fd, or -1 with errno. */
+static int create_locked_temp(const char *path, char *tmp, size_t tmplen) {
+    static _Atomic unsigned serial;
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    for (int tries = 0; tries < 16; tries++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned salt = (unsigned)ts.tv_nsec ^ (atomic_fetch_add(&serial, 1) * 2654435761u);
+        if ((size_t)snprintf(tmp, tmplen, "%.*s.memrec-%d-%08x.tmp", dir_len, path, (int)getpid(),
+                             salt) >= tmplen) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 && lock_or_busy(fd) == 0)
+            return fd;
+        if (fd >= 0) { /* somebody opened our new file and locked it first: not ours to use */
+            unlink(tmp);
+            close(fd);
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Makes `path` a new trace file, locked, and returns its fd; -1 with err, and *busy set when
+ * another process writes that trace (or, per the manifest, wrote it in this run).
+ *
+ * The name never refers to a file that is not locked by its writer: the file is made under a
+ * temporary name, locked, and only then given the name — by link(2) when the name is free
+ * (which fails rather than replace what another process has just made), by rename(2) over an
+ * old regular file once its own lock shows nobody writes it. So a trace is never written
+ * through a symbolic link (the name is refused: following one would write wherever it points,
+ * and O_NOFOLLOW alone would still truncate a file another name shares), and an earlier file at
+ * the name is replaced as `cp`/`git` replace one, not written into: its other hard links, and a
+ * reader holding it open (memanalyze watch), keep what it held. A device or a fifo (/dev/null)
+ * is written in place. */
+static int claim_trace(const char *path, const char *manifest, int *busy, char *err,
+                       size_t errlen) {
+    char tmp[4200];
+    int e = 0; /* why the name could not be had */
+    *busy = 0;
+    for (int tries = 0; tries < 8; tries++) { /* the name changed under us: look again */
+        struct stat st, held;
+        if (lstat(path, &st) != 0) {
+            e = errno;
+            if (e != ENOENT)
+                break;
+            int fd = create_locked_temp(path, tmp, sizeof tmp);
+            if (fd < 0) {
+                e = errno;
+                break;
+            }
+            if (link(tmp, path) == 0) {
+                unlink(tmp);
+                return fd;
+            }
+            e = errno;
+            unlink(tmp);
+            close(fd);
+            if (e == EEXIST)
+                continue;
+            /* no hard links here (vfat, some FUSE): made in place, locked at once */
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (fd >= 0 && lock_or_busy(fd) == 0)
+                return fd;
+            if (fd >= 0) { /* another process locked it between our open and our lock */
+                close(fd);
+                *busy = 1;
+                return -1;
+            }
+            e = errno;
+            if (e == EEXIST)
+                continue;
+            break;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            snprintf(err, errlen,
+                     "%s is a symbolic link: a trace is never written through one (remove it or "
+                     "name another file with -o)",
+                     path);
+            return -1;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            e = EISDIR;
+            break;
+        }
+        if (!S_ISREG(st.st_mode)) { /* /dev/null, /dev/full, a fifo: written where it is */
+            int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0) {
+                e = errno;
+                if (e == ELOOP) /* made a link since */
+                    continue;
+                break;
+            }
+            if (fstat(fd, &held) != 0 || S_ISREG(held.st_mode) || S_ISDIR(held.st_mode)) {
+                close(fd);
+                continue;
+            }
+            if (lock_or_busy(fd) != 0 || listed_in_manifest(manifest, path)) {
+                close(fd);
+                *busy = 1;
+                return -1;
+            }
+            return fd;
+        }
+        /* A regular file: replaced once nobody writes it. */
+        int old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (old < 0) {
+            e = errno;
+            if (e == ENOENT || e == ELOOP)
+                continue;
+            break;
+        }
+        if (lock_or_busy(old) != 0 || listed_in_manifest(manifest, path)) {
+            close(old);
+            *busy = 1;
+            return -1;
+        }
+        /* Locked: is it still the file at the name? (Another process may have replaced it
+         * and let it go between our open and our lock.) While we hold its lock nobody else
+         * replaces it. */
+        if (fstat(old, &held) != 0 || lstat(path, &st) != 0 || held.st_dev != st.st_dev ||
+            held.st_ino != st.st_ino) {
+            close(old);
+            continue;
+        }
+        int fd = create_locked_temp(path, tmp, sizeof tmp);
+        if (fd < 0) {
+            e = errno;
+            close(old);
+            break;
+        }
+        if (rename(tmp, path) != 0) {
+            e = errno;
+            unlink(tmp);
+            close(fd);
+            close(old);
+            snprintf(err, errlen, "cannot replace %s with a new trace: %s", path, strerror(e));
+            return -1;
+        }
+        close(old); /* after the rename: until then its lock kept the name ours */
+        return fd;
+    }
+    snprintf(err, errlen, "cannot create the trace %s: %s", path,
+             e && e != EEXIST ? strerror(e) : "it kept changing while memrec looked");
+    return -1;
+}
+
+/* Creates the trace file (claim_trace), locked for as long as this process writes it. When
+ * another live process already writes the same path (`-o trace.zst` without %p and several
+ * CUDA processes), or an earlier process of the same run wrote it (the manifest lists it),
+ * this one writes PATH.PID instead, with a warning, rather than clobbering that trace.
+ * The path written goes to `actual`. Returns the fd, or -1 with err. */
 static int open_trace_file(const char *path, const char *manifest, char *actual, size_t actual_len,
                            char *err, size_t errlen) {
     static int warned_shared;
     snprintf(actual, actual_len, "%s", path);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = open(actual, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            snprintf(err, errlen, "cannot create the trace %s: %s", actual, strerror(errno));
-            return -1;
-        }
-        struct stat st;
-        int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode); /* not /dev/full, a fifo */
-        int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
-        if (!locked && errno != EWOULDBLOCK) /* no locks here (Lustre without flock) */
-            locked = 1;
-        if (locked && !attempt && listed_in_manifest(manifest, actual))
-            locked = 0; /* an earlier process of this run wrote it: keep its trace */
-        if (locked) {
-            if (regular && ftruncate(fd, 0) != 0) {
-                snprintf(err, errlen, "cannot truncate the trace %s: %s", actual, strerror(errno));
-                close(fd);
-                return -1;
-            }
+        int busy;
+        err[0] = 0;
+        int fd = claim_trace(actual, attempt ? NULL : manifest, &busy, err, errlen);
+        if (fd >= 0) {
             if (attempt)
                 rec_warn_once(&warned_shared,
                               "%s is another process's trace: this one (pid %d) writes %s "
@@ -437,7 +580,8 @@ static int open_trace_file(const char *path, const char *manifest, char *actual,
                               path, (int)getpid(), actual);
             return fd;
         }
-        close(fd);
+        if (!busy)
+            return -1;
         if ((size_t)snprintf(actual, actual_len, "%s.%d", path, (int)getpid()) >= actual_len)
             break;
     }

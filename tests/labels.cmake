@@ -32,6 +32,7 @@ set(GMT_SLOW_TESTS
   test_codec_damage
   test_sorted_pairs
   test_cli_report test_cli_ranks test_event_store_cli
+  test_text_json                       # every command, text against JSON
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

@@ -100,6 +100,27 @@ head -c $((size / 2)) "$T/m.zst" >"$T/cut.zst"
 expect_grep "$T/cut.out" "warning: truncated after" "truncation warning"
 expect_grep "$T/cut.out" "end: no end record" "missing end record"
 
+# A recording killed between two frames: whole frames, no end record. info says so, and so do
+# report's header and JSON (issue 28: it read as complete). The last frame, which holds the end
+# record, is cut off at its zstd magic.
+python3 - "$T/m.zst" "$T/killed.zst" <<'PY'
+import sys
+d = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(d[:d.rfind(b"\x28\xb5\x2f\xfd")])
+PY
+"$MA" info "$T/killed.zst" >"$T/killed.out" 2>&1 || fail "killed trace: info exit $?"
+expect_grep "$T/killed.out" "end: no end record" "killed: no end record"
+"$MA" report "$T/killed.zst" >"$T/killed.txt" 2>&1 || fail "killed trace: report exit $?"
+expect_grep "$T/killed.txt" "the recording did not end (no end record" "killed: report's header"
+"$MA" report "$T/killed.zst" --json | python3 -c '
+import json, sys
+run = json.load(sys.stdin)["run"]
+assert run["ended"] is False and run["truncated"] is False, run' || fail "killed: report --json"
+"$MA" report "$T/m.zst" --json | python3 -c '
+import json, sys
+assert json.load(sys.stdin)["run"]["ended"] is True' || fail "whole trace: ended"
+"$MA" report "$T/m.zst" | grep -q "did not end" && fail "whole trace: said it did not end"
+
 # One corrupted byte in the middle: the frame's offset, and the rest read.
 cp "$T/m.zst" "$T/bad.zst"
 printf '\377\377\377\377' | dd of="$T/bad.zst" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null

@@ -56,6 +56,7 @@ assert all(s["bytes_over_median"] > 0 and s["bytes"] - s["median_bytes"] == s["b
            for s in d["bottleneck_sites"]), d["bottleneck_sites"]
 # the planted leak: rank 5 alone, and it is the one whose trend reaches the device first
 assert d["leaking_ranks"] == [5], d["leaking_ranks"]
+assert d["median_growth_bytes_per_step"] == 0, d["median_growth_bytes_per_step"]  # the text's "median rank"
 assert d["first_to_run_out"] == 5 and ranks[5]["growth_bytes_per_step"] == 30 << 20, ranks[5]
 assert ranks[5]["top_growth"]["site"] == "train.py:88 train_step", ranks[5]["top_growth"]
 assert all(not ranks[r]["leaking"] for r in ranks if r != 5)

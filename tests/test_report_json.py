@@ -20,49 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
-
-
-def units_bytes(n):
-    """base/units.c units_bytes."""
-    n = max(int(n), 0)
-    if n < 1024:
-        return "%d B" % n
-    v, u = float(n), 0
-    while v >= 1024.0 and u + 1 < len(UNITS):
-        v /= 1024.0
-        u += 1
-    return ("%.2f %s" if v < 10 else "%.1f %s" if v < 100 else "%.0f %s") % (v, UNITS[u])
-
-
-def units_duration(ns):
-    """base/units.c units_duration."""
-    ns = max(int(ns), 0)
-    if ns < 1000:
-        return "%d ns" % ns
-    if ns < 1000000:
-        return "%.1f us" % (ns / 1e3)
-    if ns < 1000000000:
-        return "%.2f ms" % (ns / 1e6)
-    if ns < 120000000000:
-        return "%.3f s" % (ns / 1e9)
-    s = ns // 1000000000
-    if s < 3600:
-        return "%dm %02ds" % (s // 60, s % 60)
-    return "%dh %02dm" % (s // 3600, s // 60 % 60)
-
-
-def leaves(value, path=""):
-    """(path, value) of every leaf of a JSON value."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from leaves(v, path + "." + k)
-    elif isinstance(value, list):
-        for v in value:
-            yield from leaves(v, path + "[]")
-    else:
-        yield path, value
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from text_facts import NUMBER, leaves, units_bytes, units_duration  # noqa: E402
 
 def spellings(doc, dev):
     """Every way the text may spell a number of the run's and this device's JSON."""
@@ -97,8 +56,6 @@ def strings(doc, dev):
 
 # literal words of the text that hold digits, not facts
 LITERALS = ['PyTorch <= 2.1', '"step 3"', "1 step in "]
-NUMBER = re.compile(r"\d+h \d\dm|\d+m \d\ds|\d+(?:\.\d+)? (?:ns|us|ms|s|B|KiB|MiB|GiB|TiB|PiB)\b"
-                    r"|\d+(?:\.\d+)?(?= %)|\d+(?:\.\d+)?")
 VERDICTS = {"fragmentation": ": fragmentation", "device_full": "the device is full",
             "outside_allocator": "outside this allocator"}
 

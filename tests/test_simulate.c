@@ -8,9 +8,12 @@
  *   - max_split_size_mb keeps a cached oversize block from being split;
  *   - roundup_power2_divisions changes allocated as PyTorch's rounding does;
  *   - a burst of segment frees no allocation follows is empty_cache(): the
- *     simulation replays it and reproduces the recorded reserved bytes. */
+ *     simulation replays it and reproduces the recorded reserved bytes;
+ *   - the search (simulate_search.h): the run's own and expandable segments side
+ *     by side, each one's smallest device memory, and the verdict. */
 #include "check.h"
 #include "simulate.h"
+#include "simulate_search.h"
 #include "trace_build.h"
 
 #include "alloc_settings.h"
@@ -44,6 +47,55 @@ static void range(trace_marker_kind kind, const char *name) {
 
 static void torch(trace_op op, trace_level level, uint64_t addr, uint64_t size, uint64_t req) {
     ev(op, level, TRACE_SOURCE_TORCH, addr, size, req, 0);
+}
+
+/* simulate_search.h on the packing run (test_packing's database): by default the run's own and
+ * expandable segments switched; the default needs a segment of its own for the 30 MiB block (230
+ * MiB), expandable segments fit it in the 200 MiB they map. A policy needs steps, this run has
+ * none. */
+static void test_search(void) {
+    char err[256];
+    sim_config given;
+    CHECK(sim_config_parse("pools:lifetime,expandable_segments:True", &given, err, sizeof err) ==
+          0);
+    CHECK(given.opt.lifetime_pools && !given.opt.empty_cache_per_step);
+    CHECK(given.settings.expandable_segments);
+    CHECK_STR_EQ(given.spec, "pools:lifetime,expandable_segments:True");
+    CHECK(sim_config_parse("per_process_memory_fraction:0", &(sim_config){0}, err, sizeof err) ==
+          -1);
+    CHECK_STR_EQ(err, "per_process_memory_fraction:0 leaves the allocator nothing");
+
+    sim_search s;
+    sim_search_args args = {.input = "packing", .configs = &given, .nconfigs = 1};
+    CHECK(sim_search_begin(db, &args, &s, err, sizeof err) == -1);
+    CHECK_STR_EQ(err, "--config 'pools:lifetime,expandable_segments:True': empty_cache:step and "
+                      "pools:lifetime need steps, and packing has none");
+    sim_search_free(&s);
+
+    args = (sim_search_args){.input = "packing", .picture = 1};
+    CHECK(sim_search_begin(db, &args, &s, err, sizeof err) == 0);
+    CHECK_EQ_U64(s.nrows, 2);
+    CHECK_EQ_U64(s.device_memory, 0);
+    CHECK_STR_EQ(s.memory_source, "none known: unlimited");
+    CHECK_STR_EQ(s.rows[0].config.spec, "expandable_segments:False");
+    CHECK_STR_EQ(s.rows[1].config.spec, "expandable_segments:True");
+    for (size_t i = 0; i < s.nrows; i++)
+        CHECK(sim_search_row(&s, i, err, sizeof err) == 0);
+    sim_search_end(&s);
+    const sim_row *own = &s.rows[0], *es = &s.rows[1];
+    CHECK(own->own && !es->own && own->ran && es->ran);
+    CHECK(own->reproduction == SIM_REPRODUCED);
+    CHECK(own->recorded_oom == NULL && own->gc == SIM_GC_NONE);
+    CHECK(own->min_memory_exact && es->min_memory_exact);
+    CHECK_EQ_U64(own->min_memory, 230 * MiB);
+    CHECK_EQ_U64(es->min_memory, 200 * MiB);
+    CHECK_EQ_U64(own->min_memory_gap, own->min_memory - own->min_memory_low);
+    CHECK(own->min_memory_gap <= SIM_SEARCH_STEP);
+    CHECK_STR_EQ(s.verdict, "expandable_segments:True needs the least device memory: 200 MiB, "
+                            "30.0 MiB less than the run's own");
+    CHECK_EQ_U64(s.picture.nconfigs, 2);
+    CHECK_EQ_U64((uint64_t)s.picture.peak_reserved[0], 230 * MiB);
+    sim_search_free(&s);
 }
 
 /* A recorded default-settings run: 30 blocks of 6 MiB, three per 20 MiB segment; two of
@@ -89,6 +141,7 @@ static void test_packing(void) {
     CHECK_EQ_U64(es.peak_reserved, 200 * MiB);
     CHECK_EQ_U64(es.driver_allocations, 10);       /* a map per page */
     CHECK_EQ_U64(es.peak_allocated, 30 * 6 * MiB); /* before the frees */
+    test_search();
 }
 
 /* max_split_size_mb: a cached 100 MiB block serves a 30 MiB request by default (split), not

@@ -39,7 +39,7 @@ void json_string(FILE *out, const char *s) {
 void json_number(FILE *out, double v) {
     if (!isfinite(v))
         fputs("null", out);
-    else if (v == (double)(long long)v && fabs(v) < 9e15)
+    else if (fabs(v) < 9e15 && v == (double)(long long)v) /* the cast only in range */
         fprintf(out, "%lld", (long long)v);
     else
         fprintf(out, "%.6g", v);

@@ -5,7 +5,8 @@
 #include "cli.h"
 
 #include "category_store.h"
-#include "event_store.h"
+#include "db_open.h"
+#include "text_out.h"
 #include "when.h"
 
 #include <getopt.h>
@@ -16,38 +17,22 @@
 #include <string.h>
 
 int cli_error(const char *fmt, ...) {
+    char line[4096]; /* an error is one line; a longer one is cut */
     va_list ap;
     va_start(ap, fmt);
-    fputs("memanalyze: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    int pending = 0; /* it names inputs, frames, hosts: quoted as text output is (text_out.h) */
+    fputs("memanalyze: ", stderr);
+    text_quoted_write(stderr, line, len, &pending);
+    text_quoted_end(stderr, &pending);
+    fputc('\n', stderr);
     return 2;
 }
 
 int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen) {
-    event_store_register(); /* a cache's event_rows is the store's virtual table */
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open database %s: %s", path, *db ? sqlite3_errmsg(*db) : "?");
-        sqlite3_close(*db);
-        *db = NULL;
-        return -1;
-    }
-    db_profile_if_asked(*db);
-    /* One read transaction for the whole command: otherwise SQLite takes and
-     * drops its file lock (and rereads the header) around every statement,
-     * which dominated a report's time. */
-    sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL);
-    /* A database made by someone else must still be ours. */
-    long long version = db_query_int(*db, "SELECT value FROM meta WHERE key='schema_version'", -1);
-    if (version != 1) {
-        sqlite3_close(*db);
-        *db = NULL;
-        snprintf(err, errlen, "%s is not a memanalyze database (schema version %lld)", path,
-                 version);
-        return -1;
-    }
-    return 0;
+    return db_open_readonly(path, db, err, errlen);
 }
 
 int cli_open_db(const char *input, const input_options *given, sqlite3 **db) {
@@ -69,7 +54,7 @@ int cli_open_device(const char *input, const input_options *opt, long wanted, sq
     if (wanted < 0) {
         *device = when_default_device(*db);
     } else if (!when_device_answers(*db, (int)wanted)) {
-        sqlite3_close(*db);
+        db_close(*db);
         *db = NULL;
         return cli_error("%s: no device %ld", input, wanted);
     } else {
@@ -232,7 +217,7 @@ static int setup(const cli_command *cmd, cli_ctx *ctx) {
         char err[256];
         if (when_window(ctx->db, ctx->from, ctx->to, (int)ctx->device, &ctx->from_event,
                         &ctx->to_event, err, sizeof err) != 0) {
-            sqlite3_close(ctx->db);
+            db_close(ctx->db);
             ctx->db = NULL;
             return cli_error("%s", err);
         }
@@ -252,7 +237,10 @@ int cli_run_command(const cli_command *cmd, int argc, char **argv) {
         return rc;
     if ((cmd->check && (rc = cmd->check(&ctx)) != 0) || (rc = setup(cmd, &ctx)) != 0)
         return rc;
+    if (!ctx.json) /* text: control characters quoted (text_out.h) */
+        text_out_begin();
     rc = cmd->run(&ctx);
-    sqlite3_close(ctx.db);
+    text_out_end(); /* a write error shows on the real stdout, checked at exit */
+    db_close(ctx.db);
     return rc;
 }

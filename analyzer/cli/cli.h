@@ -7,6 +7,7 @@
 #ifndef GMT_CLI_H
 #define GMT_CLI_H
 
+#include "db_open.h"
 #include "db_query.h"
 #include "input.h"
 
@@ -39,13 +40,6 @@ int cli_open_device(const char *input, const input_options *opt, long wanted, sq
                     int *device);
 
 /* ---- the command table's setup ---------------------------------------------------------- */
-
-#include "input.h"
-
-#include <sqlite3.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 
 /* What the dispatcher does before run, in this order. */
 enum {

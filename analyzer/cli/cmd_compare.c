@@ -4,19 +4,16 @@
  * fragmentation and the trapped ratio at step ends, the most segments, OOMs, the fastest
  * growing site), read from each run's summary tables (run_summary.h); then, against the
  * first run (the baseline), the sites whose live bytes at each run's peak differ the most,
- * sites matched by their frames (function and file), not by ids or addresses. */
+ * sites matched by their frames (function and file), not by ids or addresses (run_compare.h).
+ * Printed here, text or JSON from the same structs. */
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
-#include "plots.h"
+#include "run_compare.h"
 #include "run_print.h"
-#include "run_summary.h"
-#include "stack_names.h"
 #include "units.h"
-#include "when.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_RUNS 64
@@ -26,16 +23,7 @@ typedef struct compared_run {
     const char *input;
     char label[256];
     sqlite3 *db;
-    stack_names *names;
-    run_summary s;
-    run_site *sites; /* at its peak (or --at), by key */
-    size_t nsites;
 } compared_run;
-
-typedef struct site_difference {
-    const char *key, *label;
-    int64_t baseline, bytes;
-} site_difference;
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -75,50 +63,14 @@ const cli_option compare_options[] = {
      NULL},
     CLI_OPT_END};
 
-static int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
-
-static int by_difference(const void *a, const void *b) {
-    const site_difference *x = a, *y = b;
-    int64_t dx = magnitude(x->bytes - x->baseline), dy = magnitude(y->bytes - y->baseline);
-    if (dx != dy)
-        return dx > dy ? -1 : 1;
-    return strcmp(x->key, y->key);
-}
-
-/* The sites of run r against the baseline b, largest difference first; sites equal in both are
- * left out. *out is malloc'ed. */
-static int differences(const compared_run *b, const compared_run *r, site_difference **out,
-                       size_t *count) {
-    *count = 0;
-    *out = malloc((b->nsites + r->nsites + 1) * sizeof **out);
-    if (!*out)
-        return -1;
-    size_t i = 0, k = 0;
-    while (i < b->nsites || k < r->nsites) {
-        int c = i == b->nsites ? 1 : k == r->nsites ? -1 : strcmp(b->sites[i].key, r->sites[k].key);
-        site_difference d;
-        if (c < 0)
-            d = (site_difference){b->sites[i].key, b->sites[i].label, b->sites[i].bytes, 0}, i++;
-        else if (c > 0)
-            d = (site_difference){r->sites[k].key, r->sites[k].label, 0, r->sites[k].bytes}, k++;
-        else
-            d = (site_difference){r->sites[k].key, r->sites[k].label, b->sites[i].bytes,
-                                  r->sites[k].bytes},
-            i++, k++;
-        if (d.bytes != d.baseline)
-            (*out)[(*count)++] = d;
-    }
-    qsort(*out, *count, sizeof **out, by_difference);
-    return 0;
-}
-
-static void print_text(compared_run *runs, size_t n, long top, const char *at) {
+static void print_text(const compared_run *runs, const compare_run *facts, size_t n, long top,
+                       const char *at) {
     char b[6][64];
     printf("memanalyze compare: %zu runs, the first is the baseline\n\n", n);
     printf("  %-22s %6s %-24s %-24s %-11s %-13s %-13s %8s %5s\n", "run", "steps", "peak allocated",
            "peak reserved", "requested", "frag mean/max", "trapped m/max", "segments", "OOMs");
     for (size_t i = 0; i < n; i++) {
-        const run_summary *s = &runs[i].s;
+        const run_summary *s = &facts[i].s;
         char frag[32], trapped[32];
         snprintf(frag, sizeof frag, "%.2f / %.2f", s->frag_mean, s->frag_max);
         snprintf(trapped, sizeof trapped, "%.2f / %.2f", s->trapped_mean, s->trapped_max);
@@ -131,7 +83,7 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
     }
     printf("\n");
     for (size_t i = 0; i < n; i++) {
-        const run_summary *s = &runs[i].s;
+        const run_summary *s = &facts[i].s;
         printf("  %s: %s%s%s\n", runs[i].label, s->settings[0] ? s->settings : "settings unknown",
                s->command[0] ? "; " : "", s->command);
         if (s->top_growth_per_step > 0)
@@ -139,23 +91,20 @@ static void print_text(compared_run *runs, size_t n, long top, const char *at) {
                    units_bytes_i64(s->top_growth_per_step, b[0]));
     }
     for (size_t i = 1; i < n; i++) {
-        site_difference *d;
-        size_t nd;
-        if (differences(&runs[0], &runs[i], &d, &nd) != 0)
-            return;
+        const site_difference *d = facts[i].differences;
+        size_t nd = facts[i].ndifferences;
         printf("\n  %s against %s, live bytes by site at %s:\n", runs[i].label, runs[0].label,
                at ? at : "each run's peak");
         if (!nd)
             printf("    no site differs\n");
         for (size_t k = 0; k < nd && (top == 0 || (long)k < top); k++)
-            printf("    %10s  %s  (%s -> %s)\n",
-                   units_bytes_signed(d[k].bytes - d[k].baseline, b[0]), d[k].label,
-                   units_bytes_i64(d[k].baseline, b[1]), units_bytes_i64(d[k].bytes, b[2]));
-        free(d);
+            printf("    %10s  %s  (%s -> %s)\n", units_bytes_signed(d[k].difference, b[0]),
+                   d[k].label, units_bytes_i64(d[k].baseline, b[1]),
+                   units_bytes_i64(d[k].bytes, b[2]));
     }
 }
 
-static void print_json(compared_run *runs, size_t n, long top) {
+static void print_json(const compared_run *runs, const compare_run *facts, size_t n, long top) {
     printf("{\"baseline\": ");
     json_string(stdout, runs[0].label);
     printf(", \"runs\": [");
@@ -165,15 +114,13 @@ static void print_json(compared_run *runs, size_t n, long top) {
         printf(", \"input\": ");
         json_string(stdout, runs[i].input);
         printf(", ");
-        run_print_json_fields(stdout, &runs[i].s, runs[i].s.rank);
+        run_print_json_fields(stdout, &facts[i].s, facts[i].s.rank);
         printf("}");
     }
     printf("\n], \"site_differences\": [");
     for (size_t i = 1; i < n; i++) {
-        site_difference *d;
-        size_t nd;
-        if (differences(&runs[0], &runs[i], &d, &nd) != 0)
-            nd = 0, d = NULL;
+        const site_difference *d = facts[i].differences;
+        size_t nd = facts[i].ndifferences;
         printf("%s\n  {\"run\": ", i > 1 ? "," : "");
         json_string(stdout, runs[i].label);
         printf(", \"sites\": [");
@@ -181,61 +128,23 @@ static void print_json(compared_run *runs, size_t n, long top) {
             printf("%s{\"site\": ", k ? ", " : "");
             json_string(stdout, d[k].label);
             printf(", \"baseline_bytes\": %lld, \"bytes\": %lld, \"difference_bytes\": %lld}",
-                   (long long)d[k].baseline, (long long)d[k].bytes,
-                   (long long)(d[k].bytes - d[k].baseline));
+                   (long long)d[k].baseline, (long long)d[k].bytes, (long long)d[k].difference);
         }
         printf("]}");
-        free(d);
     }
     printf("\n]}\n");
 }
 
-/* Opens run r and reads what compare shows of it. 0, or 2 with the error printed. */
-static int load_run(compared_run *r, long device, const char *at) {
+/* Opens run r and reads what compare shows of it into *f. 0, or 2 with the error printed. */
+static int load_run(compared_run *r, compare_run *f, long device, const char *at) {
     input_options io = {0};
     int dev, rc = cli_open_device(r->input, &io, device, &r->db, &dev);
     if (rc != 0)
         return rc;
     char err[512];
-    if (run_summary_read(r->db, dev, &r->s, err, sizeof err) != 0)
+    if (compare_run_read(r->db, dev, at, f, err, sizeof err) != 0)
         return cli_error("%s: %s", r->input, err);
-    int64_t event_id = -1;
-    if (at && when_resolve(r->db, at, r->s.device, &event_id, err, sizeof err) != 0)
-        return cli_error("%s: %s", r->input, err);
-    r->names = stack_names_new(r->db);
-    if (!r->names ||
-        run_sites_at(r->db, r->s.device, event_id, r->names, &r->sites, &r->nsites) != 0)
-        return cli_error("%s: reading its sites: %s", r->input, sqlite3_errmsg(r->db));
     return 0;
-}
-
-/* -o: every run's allocated and reserved at its step ends; the device line when all runs
- * agree on the device's size. 0, or 2 with the error printed. */
-static int draw(const compared_run *runs, size_t n, const char *path) {
-    const char *labels[MAX_RUNS];
-    size_t nsteps[MAX_RUNS];
-    const int64_t *allocated[MAX_RUNS], *reserved[MAX_RUNS];
-    uint64_t device = (uint64_t)runs[0].s.total_bytes;
-    for (size_t i = 0; i < n; i++) {
-        labels[i] = runs[i].label;
-        nsteps[i] = (size_t)runs[i].s.steps;
-        allocated[i] = runs[i].s.allocated_at_step;
-        reserved[i] = runs[i].s.reserved_at_step;
-        if ((uint64_t)runs[i].s.total_bytes != device)
-            device = 0;
-    }
-    plot_runs pr = {n, labels, nsteps, allocated, reserved, device};
-    char err[512];
-    return plot_compare(&pr, path, err, sizeof err) == 0 ? 0 : cli_error("%s", err);
-}
-
-static void release_runs(compared_run *runs, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        free(runs[i].sites);
-        stack_names_free(runs[i].names);
-        run_summary_release(&runs[i].s);
-        sqlite3_close(runs[i].db);
-    }
 }
 
 int compare_check(cli_ctx *ctx) {
@@ -255,7 +164,10 @@ int run_compare(cli_ctx *ctx) {
     long device = ctx->device, top = ctx->top >= 0 ? ctx->top : DEFAULT_TOP;
     int json = ctx->json;
     static compared_run runs[MAX_RUNS];
+    static compare_run facts[MAX_RUNS];
+    const char *labels[MAX_RUNS];
     memset(runs, 0, sizeof runs);
+    memset(facts, 0, sizeof facts);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         runs[i].input = ctx->inputs[i];
@@ -264,14 +176,22 @@ int run_compare(cli_ctx *ctx) {
                  i < nlabels ? given_labels[i]
                  : base      ? base + 1
                              : runs[i].input);
-        rc = load_run(&runs[i], device, at);
+        labels[i] = runs[i].label;
+        rc = load_run(&runs[i], &facts[i], device, at);
     }
-    if (rc == 0 && picture)
-        rc = draw(runs, n, picture);
+    for (size_t i = 1; i < n && rc == 0; i++)
+        if (compare_against(&facts[0], &facts[i]) != 0)
+            rc = cli_error("out of memory");
+    char err[512];
+    if (rc == 0 && picture && compare_plot(facts, labels, n, picture, err, sizeof err) != 0)
+        rc = cli_error("%s", err);
     if (rc == 0 && json)
-        print_json(runs, n, top);
+        print_json(runs, facts, n, top);
     else if (rc == 0)
-        print_text(runs, n, top, at);
-    release_runs(runs, n);
+        print_text(runs, facts, n, top, at);
+    for (size_t i = 0; i < n; i++) {
+        compare_run_release(&facts[i]);
+        db_close(runs[i].db);
+    }
     return rc;
 }

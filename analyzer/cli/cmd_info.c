@@ -9,157 +9,15 @@
  * (truncation, corrupt frames with their offsets). */
 #include "cli.h"
 #include "commands.h"
-#include "step_rule.h"
-#include "trace_format.h"
+#include "trace_info.h"
 #include "units.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-typedef struct device_tally {
-    int seen;
-    char name[128];
-    uint64_t total_bytes;
-    uint64_t events, by_op[TRACE_OP_COUNT], by_level[TRACE_LEVEL_COUNT];
-} device_tally;
-
-typedef struct info {
-    uint64_t by_kind[256];
-    device_tally devices[GMT_MAX_DEVICES];
-    uint64_t other_device_events;
-    uint64_t first_ts, last_ts;
-    int any_ts;
-    char **strings; /* by string id, for marker names */
-    size_t strings_cap;
-    uint64_t steps;
-    int64_t first_step, last_step;
-    trace_process process;
-    char host[256], cmdline[512], producer[128];
-    int have_process;
-    trace_end end; /* end.calls: NULL (they are copied into calls and call_names) */
-    int have_end;
-    trace_call_count calls[TRACE_END_MAX_CALLS];
-    char call_names[TRACE_END_MAX_CALLS][TRACE_END_MAX_CALL_NAME + 1];
-} info;
-
-static void note_ts(info *in, uint64_t ts) {
-    if (!in->any_ts || ts < in->first_ts)
-        in->first_ts = ts;
-    if (!in->any_ts || ts > in->last_ts)
-        in->last_ts = ts;
-    in->any_ts = 1;
-}
-
-static int keep_string(info *in, const trace_string *s) {
-    if (s->string_id >= in->strings_cap) {
-        size_t cap = in->strings_cap ? in->strings_cap : 256;
-        while (cap <= s->string_id)
-            cap *= 2;
-        char **grown = realloc(in->strings, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        memset(grown + in->strings_cap, 0, (cap - in->strings_cap) * sizeof *grown);
-        in->strings = grown;
-        in->strings_cap = cap;
-    }
-    free(in->strings[s->string_id]);
-    in->strings[s->string_id] = strdup(s->text.ptr);
-    return in->strings[s->string_id] ? 0 : -1;
-}
-
-static const char *string_of(const info *in, uint32_t id) {
-    return id < in->strings_cap && in->strings[id] ? in->strings[id] : NULL;
-}
-
-/* Steps open with a range or a mark whose name follows the step rule, or
- * with an explicit STEP_BEGIN; info only counts them. */
-static void note_marker(info *in, const trace_marker *m) {
-    note_ts(in, m->ts_ns);
-    int64_t number = -1;
-    int is_step = 0;
-    if (m->kind == TRACE_MARK_STEP_BEGIN) {
-        is_step = 1;
-        number = m->value;
-    } else if (m->kind == TRACE_MARK_RANGE_PUSH || m->kind == TRACE_MARK_RANGE_START ||
-               m->kind == TRACE_MARK_MARK) {
-        is_step = step_rule_match(string_of(in, m->name_id), NULL, &number);
-    }
-    if (!is_step)
-        return;
-    if (number < 0)
-        number = (int64_t)in->steps;
-    if (in->steps == 0)
-        in->first_step = number;
-    in->last_step = number;
-    in->steps++;
-}
-
-static void note_event(info *in, const trace_event *ev) {
-    note_ts(in, ev->ts_ns);
-    if (ev->device >= GMT_MAX_DEVICES) {
-        in->other_device_events++;
-        return;
-    }
-    device_tally *d = &in->devices[ev->device];
-    d->seen = 1;
-    d->events++;
-    d->by_op[ev->op]++;
-    d->by_level[ev->level]++;
-}
-
-static void note_record(info *in, const trace_record *rec) {
-    in->by_kind[rec->kind & 0xff]++;
-    switch (rec->kind) {
-    case TRACE_REC_EVENT:
-        note_event(in, &rec->u.event);
-        break;
-    case TRACE_REC_STRING:
-        keep_string(in, &rec->u.string);
-        break;
-    case TRACE_REC_MARKER:
-        note_marker(in, &rec->u.marker);
-        break;
-    case TRACE_REC_COUNTER:
-        note_ts(in, rec->u.counter.ts_ns);
-        break;
-    case TRACE_REC_DEVICE:
-        if (rec->u.device.device < GMT_MAX_DEVICES) {
-            device_tally *d = &in->devices[rec->u.device.device];
-            d->seen = 1;
-            d->total_bytes = rec->u.device.total_bytes;
-            snprintf(d->name, sizeof d->name, "%s", rec->u.device.name.ptr);
-        }
-        break;
-    case TRACE_REC_PROCESS:
-        in->process = rec->u.process;
-        snprintf(in->host, sizeof in->host, "%s", rec->u.process.host.ptr);
-        snprintf(in->cmdline, sizeof in->cmdline, "%s", rec->u.process.cmdline.ptr);
-        snprintf(in->producer, sizeof in->producer, "%s", rec->u.process.producer.ptr);
-        in->have_process = 1;
-        break;
-    case TRACE_REC_END: /* its counted calls, kept past the record */
-        in->end = rec->u.end;
-        in->end.calls = NULL;
-        for (uint32_t i = 0; i < in->end.n_calls; i++) {
-            in->calls[i] = rec->u.end.calls[i];
-            snprintf(in->call_names[i], sizeof in->call_names[i], "%s",
-                     rec->u.end.calls[i].name.ptr);
-            in->calls[i].name = (trace_bytes){in->call_names[i], rec->u.end.calls[i].name.len};
-        }
-        in->have_end = 1;
-        break;
-    default:
-        break;
-    }
-}
-
-static void print_info(const char *path, const info *in, const trace_reader *r) {
-    const trace_reader_stats *st = trace_reader_get_stats(r);
+static void print_info(const char *path, const trace_info *in) {
     char b1[32];
     printf("trace: %s (%s, format v%u, %llu zstd frames)\n", path,
-           units_bytes(st->file_bytes, b1, sizeof b1), trace_reader_version(r),
-           (unsigned long long)st->frames);
+           units_bytes(in->file_bytes, b1, sizeof b1), in->version, (unsigned long long)in->frames);
     if (in->have_process) {
         printf("process: pid %u", in->process.pid);
         if (in->process.rank >= 0)
@@ -169,7 +27,7 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
         if (in->cmdline[0])
             printf("command: %s\n", in->cmdline);
     }
-    printf("records: %llu\n", (unsigned long long)st->records);
+    printf("records: %llu\n", (unsigned long long)in->records);
     static const unsigned kinds[] = {TRACE_REC_EVENT,  TRACE_REC_STRING,  TRACE_REC_FRAME,
                                      TRACE_REC_SYMBOL, TRACE_REC_STACK,   TRACE_REC_MODULE,
                                      TRACE_REC_MARKER, TRACE_REC_COUNTER, TRACE_REC_THREAD,
@@ -179,7 +37,7 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
             printf("  %-8s %llu\n", trace_record_kind_name(kinds[i]),
                    (unsigned long long)in->by_kind[kinds[i] & 0xff]);
     for (int dev = 0; dev < GMT_MAX_DEVICES; dev++) {
-        const device_tally *d = &in->devices[dev];
+        const trace_device_tally *d = &in->devices[dev];
         if (!d->seen)
             continue;
         printf("device %d", dev);
@@ -216,13 +74,12 @@ static void print_info(const char *path, const info *in, const trace_reader *r) 
             printf(", %s", units_bytes(c->bytes, b1, sizeof b1));
         printf("\n");
     }
-    if (st->lost_events)
-        printf("lost: %llu events in damaged frames\n", (unsigned long long)st->lost_events);
-    size_t nw = trace_reader_warning_count(r);
-    for (size_t i = 0; i < nw && i < TRACE_READER_MAX_WARNINGS; i++)
-        printf("warning: %s\n", trace_reader_warning(r, i));
-    if (nw > TRACE_READER_MAX_WARNINGS)
-        printf("warning: ... and %zu more\n", nw - TRACE_READER_MAX_WARNINGS);
+    if (in->lost_events)
+        printf("lost: %llu events in damaged frames\n", (unsigned long long)in->lost_events);
+    for (size_t i = 0; i < in->nwarnings_kept; i++)
+        printf("warning: %s\n", in->warnings[i]);
+    if (in->nwarnings > in->nwarnings_kept)
+        printf("warning: ... and %zu more\n", in->nwarnings - in->nwarnings_kept);
 }
 
 const char info_usage[] =
@@ -243,32 +100,10 @@ int run_info(cli_ctx *ctx) {
                          "sql) reads it",
                          path, kind == INPUT_SNAPSHOT ? "PyTorch memory snapshot" : "database",
                          path);
-    trace_reader *r = trace_reader_open(path, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "memanalyze: %s\n", err);
-        return 2;
-    }
-    info *in = calloc(1, sizeof *in);
-    if (!in) {
-        fprintf(stderr, "memanalyze: out of memory\n");
-        trace_reader_close(r);
-        return 2;
-    }
-    trace_record rec;
-    int rc;
-    while ((rc = trace_reader_next(r, &rec)) == 1)
-        note_record(in, &rec);
-    int status = 0;
-    if (rc < 0) {
-        fprintf(stderr, "memanalyze: %s: %s\n", path, trace_reader_error(r));
-        status = 2;
-    } else {
-        print_info(path, in, r);
-    }
-    for (size_t i = 0; i < in->strings_cap; i++)
-        free(in->strings[i]);
-    free(in->strings);
-    free(in);
-    trace_reader_close(r);
-    return status;
+    trace_info *in;
+    if (trace_info_read(path, &in, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    print_info(path, in);
+    trace_info_free(in);
+    return 0;
 }

@@ -7,21 +7,24 @@
  * bottleneck rank (the highest peak) and why — the sites whose bytes at its peak exceed the
  * median rank's most, sites matched by frames —, the rank whose growth trend reaches the
  * device first, and the ranks whose growth stands out from the others' (a leak on one rank).
- * --db writes the per-rank summaries to one SQLite file with a `rank` column. */
+ * --db writes the per-rank summaries to one SQLite file with a `rank` column (query/rank_db.h).
+ * Here: the options, the inputs named, and the table and findings as text and as JSON, both
+ * printed from the one rank_stats (query/rank_stats.h). */
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
 #include "plots.h"
+#include "rank_db.h"
+#include "rank_stats.h"
 #include "ranks_import.h"
-#include "ranks_report.h"
+#include "run_print.h"
+#include "units.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,28 +142,133 @@ static int expand(input_list *l, const char *arg) {
     return rc;
 }
 
-/* The rank a file name says: the number after "rank" (rank3_step500.db, rank-3.zst), else the
- * last number in its base name (trace.3.zst, memrec-node7-3.zst). */
-static int64_t rank_of_name(const char *path) {
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int64_t rank = -1;
-    for (const char *p = base; *p;) {
-        if (!strncasecmp(p, "rank", 4)) {
-            const char *q = p + 4;
-            while (*q == '-' || *q == '_' || *q == '.')
-                q++;
-            if (isdigit((unsigned char)*q))
-                return strtoll(q, NULL, 10);
-        }
-        if (isdigit((unsigned char)*p)) {
-            char *end;
-            rank = strtoll(p, &end, 10);
-            p = end;
+/* ---- the output: text and JSON of one rank_stats ------------------------------------------ */
+
+static const char *growth_text(int64_t v, char *buf) {
+    char b[32];
+    if (v == 0)
+        return strcpy(buf, "0");
+    snprintf(buf, 40, "%s/step", units_bytes_signed(v, b));
+    return buf;
+}
+
+static void print_text(FILE *out, const rank_stats *st) {
+    char b[6][64];
+    fprintf(out, "memanalyze ranks: %zu rank%s read", st->read, st->read == 1 ? "" : "s");
+    if (st->failed)
+        fprintf(out, ", %zu could not be", st->failed);
+    fprintf(out, "\n\n  %5s %-14s %3s %-24s %-24s %6s %-16s %5s %s\n", "rank", "host", "dev",
+            "peak allocated", "peak reserved", "frag", "growth", "OOMs", "reaches the device");
+    for (size_t r = 0; r < st->read; r++) {
+        const rank_entry *e = &st->ranks[r];
+        const run_summary *s = &e->s;
+        char limit[48] = "never";
+        if (s->limit_step >= 0)
+            snprintf(limit, sizeof limit, "at step %lld", (long long)s->limit_step);
+        fprintf(out, "  %5lld %-14.14s %3d %-24s %-24s %6.2f %-16s %5lld %s%s\n",
+                (long long)e->rank, s->host[0] ? s->host : "?", s->device,
+                run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
+                run_print_bytes_at_step(s->peak_reserved, s->peak_reserved_step, b[1], 64),
+                s->frag_at_peak, growth_text(s->growth_per_step, b[2]), (long long)s->ooms, limit,
+                e->leaking ? "  LEAKING" : "");
+    }
+    if (st->read) {
+        const rank_entry *bn = &st->ranks[st->bottleneck];
+        fprintf(out, "\n  imbalance: max / mean of peak allocated %.2f (mean %s, spread %s)\n",
+                st->imbalance, units_bytes_i64(st->mean_peak, b[0]),
+                units_bytes_i64(st->spread, b[1]));
+        fprintf(out, "  bottleneck: rank %lld, peak allocated %s", (long long)bn->rank,
+                units_bytes_i64(bn->s.peak_allocated, b[0]));
+        fprintf(out, st->nexcess ? "; above the median rank at its peak:\n" : "\n");
+        for (size_t i = 0; i < st->nexcess; i++)
+            fprintf(out, "    +%-10s %s  (%s, the median rank %s)\n",
+                    units_bytes_i64(st->excess[i].over_median, b[0]), st->excess[i].site,
+                    units_bytes_i64(st->excess[i].bytes, b[1]),
+                    units_bytes_i64(st->excess[i].median_bytes, b[2]));
+        if (st->first_to_run_out >= 0) {
+            const rank_entry *f = &st->ranks[st->first_to_run_out];
+            fprintf(out,
+                    "  first to run out: rank %lld, its growth (%s) reaches its device at step "
+                    "%lld\n",
+                    (long long)f->rank, growth_text(f->s.growth_per_step, b[0]),
+                    (long long)f->s.limit_step);
         } else {
-            p++;
+            fprintf(out, "  first to run out: none; no rank's growth reaches its device\n");
+        }
+        for (size_t r = 0; r < st->read; r++) {
+            const rank_entry *e = &st->ranks[r];
+            if (!e->leaking)
+                continue;
+            const char *site = e->s.top_growth_per_step > 0 ? e->s.top_growth_site : "";
+            fprintf(out, "  leaking alone: rank %lld grows %s (the median rank %s)%s%s\n",
+                    (long long)e->rank, growth_text(e->s.growth_per_step, b[0]),
+                    growth_text(st->median_growth, b[1]), site[0] ? ", fastest at " : "", site);
         }
     }
-    return rank;
+    for (size_t r = 0; r < st->read; r++)
+        if (st->ranks[r].same_rank_as >= 0)
+            fprintf(out,
+                    "  rank %lld twice: %s and %s (both kept; the rank comes from the trace, "
+                    "else the file name)\n",
+                    (long long)st->ranks[r].rank, st->ranks[st->ranks[r].same_rank_as].input,
+                    st->ranks[r].input);
+    for (size_t r = st->read; r < st->count; r++)
+        fprintf(out, "  could not read %s: %s\n", st->ranks[r].input, st->ranks[r].failed);
+}
+
+static void print_json(FILE *out, const rank_stats *st) {
+    fputs("{\"ranks\": [", out);
+    for (size_t r = 0; r < st->read; r++) {
+        const rank_entry *e = &st->ranks[r];
+        fprintf(out, "%s\n  {", r ? "," : "");
+        run_print_json_fields(out, &e->s, e->rank);
+        fputs(", \"input\": ", out);
+        json_string(out, e->input);
+        fprintf(out, ", \"leaking\": %s}", e->leaking ? "true" : "false");
+    }
+    fputs("\n], \"imbalance\": ", out);
+    json_number(out, st->imbalance);
+    fprintf(out,
+            ", \"mean_peak_allocated_bytes\": %lld, \"spread_bytes\": %lld"
+            ", \"median_growth_bytes_per_step\": %lld",
+            (long long)st->mean_peak, (long long)st->spread, (long long)st->median_growth);
+    fputs(", \"bottleneck_rank\": ", out);
+    if (st->bottleneck >= 0)
+        fprintf(out, "%lld", (long long)st->ranks[st->bottleneck].rank);
+    else
+        fputs("null", out);
+    fputs(", \"first_to_run_out\": ", out);
+    if (st->first_to_run_out >= 0)
+        fprintf(out, "%lld", (long long)st->ranks[st->first_to_run_out].rank);
+    else
+        fputs("null", out);
+    fputs(", \"bottleneck_sites\": [", out);
+    for (size_t i = 0; i < st->nexcess; i++) {
+        fputs(i ? ", {\"site\": " : "{\"site\": ", out);
+        json_string(out, st->excess[i].site);
+        fprintf(out, ", \"bytes\": %lld, \"median_bytes\": %lld, \"bytes_over_median\": %lld}",
+                (long long)st->excess[i].bytes, (long long)st->excess[i].median_bytes,
+                (long long)st->excess[i].over_median);
+    }
+    fputs("], \"leaking_ranks\": [", out);
+    int first = 1;
+    for (size_t r = 0; r < st->read; r++)
+        if (st->ranks[r].leaking) {
+            fprintf(out, "%s%lld", first ? "" : ", ", (long long)st->ranks[r].rank);
+            first = 0;
+        }
+    fputs("], \"duplicate_ranks\": [", out);
+    for (size_t i = 0; i < st->nduplicate_ranks; i++)
+        fprintf(out, "%s%lld", i ? ", " : "", (long long)st->duplicate_ranks[i]);
+    fputs("], \"failed\": [", out);
+    for (size_t r = st->read; r < st->count; r++) {
+        fputs(r > st->read ? ", {\"input\": " : "{\"input\": ", out);
+        json_string(out, st->ranks[r].input);
+        fputs(", \"error\": ", out);
+        json_string(out, st->ranks[r].failed);
+        fputs("}", out);
+    }
+    fputs("]}\n", out);
 }
 
 /* ---- the command --------------------------------------------------------------------------- */
@@ -191,28 +299,16 @@ int run_ranks(cli_ctx *ctx) {
     }
     size_t nranks = 0;
     for (size_t i = 0; rc == 0 && i < list.count; i++) {
-        rank_entry *r = &ranks[nranks];
-        r->input = inputs[i].path;
+        rank_entry *r = &ranks[nranks++];
         char err[256];
-        sqlite3 *db = NULL;
         if (!inputs[i].ok) {
+            r->input = inputs[i].path;
             r->failed = inputs[i].error;
-        } else if (cli_open_db_file(inputs[i].db_path, &db, err, sizeof err) != 0) {
+        } else if (rank_entry_load(r, inputs[i].path, inputs[i].db_path, i, (int)device, err,
+                                   sizeof err) != 0) {
             snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
             r->failed = inputs[i].error;
-        } else {
-            if (rank_entry_read(r, db, (int)device, err, sizeof err) != 0) {
-                snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
-                r->failed = inputs[i].error;
-            }
         }
-        sqlite3_close(db); /* one at a time: see rank_entry_read */
-        if (!r->failed) {
-            r->rank = r->s.rank >= 0 ? r->s.rank : rank_of_name(r->input);
-            if (r->rank < 0)
-                r->rank = (int64_t)i;
-        }
-        nranks++;
     }
     if (rc == 0) {
         rank_stats stats;
@@ -221,10 +317,10 @@ int run_ranks(cli_ctx *ctx) {
             rc = cli_error("%s", err);
         } else {
             if (json)
-                ranks_report_json(stdout, &stats);
+                print_json(stdout, &stats);
             else
-                ranks_report_text(stdout, &stats);
-            if (db_out && ranks_report_write_db(&stats, db_out, err, sizeof err) != 0)
+                print_text(stdout, &stats);
+            if (db_out && rank_db_write(&stats, db_out, err, sizeof err) != 0)
                 rc = cli_error("%s", err);
             if (rc == 0 && picture && plot_ranks(&stats, picture, err, sizeof err) != 0)
                 rc = cli_error("%s", err);

@@ -55,6 +55,9 @@ static void print_header(const report_run *r) {
                r->warnings_total, r->input);
     if (r->truncated)
         printf("  the trace is truncated: the recording was cut short\n");
+    else if (!r->ended)
+        printf("  the recording did not end (no end record: killed, or still running): this is "
+               "what it wrote\n");
     if (r->windowed)
         printf("  window: from %s to %s\n", r->from_when, r->to_when);
 }
@@ -310,7 +313,8 @@ static void print_json_run(const report_run *r) {
     ji64(", \"first_step\": ", r->first_step, r->steps > 0);
     ji64(", \"last_step\": ", r->last_step, r->steps > 0);
     jtext(", \"allocator_settings_line\": ", r->have_settings ? r->settings_line : "");
-    printf(", \"truncated\": %s, \"window\": ", r->truncated ? "true" : "false");
+    printf(", \"truncated\": %s, \"ended\": %s, \"window\": ", r->truncated ? "true" : "false",
+           r->ended ? "true" : "false");
     if (r->windowed) {
         jstr("{\"from\": ", r->from_when);
         jstr(", \"to\": ", r->to_when);

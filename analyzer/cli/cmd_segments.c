@@ -81,38 +81,31 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
         fprintf(out, "0x%-14llx  %10s  %10s  %10s  %12s  %6s  %6zu  %4zu  %s%s\n",
                 (unsigned long long)s->addr, units_bytes(s->size, a, sizeof a),
                 units_bytes(s->allocated_bytes, b, sizeof b),
-                units_bytes(s->size - s->allocated_bytes, c, sizeof c),
+                units_bytes(s->free_bytes, c, sizeof c),
                 units_bytes(s->largest_free_bytes, d, sizeof d),
-                stream_text(s->stream, e, sizeof e), s->live_blocks,
-                s->block_count - s->live_blocks, st ? st->site : "?",
+                stream_text(s->stream, e, sizeof e), s->live_blocks, s->gaps, st ? st->site : "?",
                 s->mapped        ? " [expandable]"
                 : s->whole_block ? " [whole block]"
                                  : "");
         for (size_t k = 0; blocks && k < s->block_count; k++)
             print_block_text(out, &l->blocks[s->first_block + k], stacks);
     }
-    uint64_t free_bytes = 0;
-    for (size_t i = 0; i < l->segment_count; i++)
-        free_bytes += l->segments[i].size - l->segments[i].allocated_bytes;
     fprintf(out, "total: %zu segment%s, reserved %s, allocated %s", l->segment_count,
             l->segment_count == 1 ? "" : "s", units_bytes(l->reserved_bytes, a, sizeof a),
             units_bytes(l->allocated_bytes, b, sizeof b));
     if (l->pending_bytes)
         fprintf(out, " (%s pending free)", units_bytes(l->pending_bytes, c, sizeof c));
     fprintf(out, " in %zu block%s, free %s", l->live_blocks, l->live_blocks == 1 ? "" : "s",
-            units_bytes(free_bytes, d, sizeof d));
+            units_bytes(l->free_bytes, d, sizeof d));
     if (l->reserved_bytes)
-        fprintf(out, " (%.1f %%)", 100.0 * (double)free_bytes / (double)l->reserved_bytes);
+        fprintf(out, " (%.1f %%)", 100.0 * (double)l->free_bytes / (double)l->reserved_bytes);
     fprintf(out, ", largest free %s\n", units_bytes(l->largest_free_bytes, e, sizeof e));
     if (l->outside_count) {
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < l->outside_count; i++)
-            bytes += l->outside[i].size;
         fprintf(out,
                 "note: %zu live block%s (%s) lie outside every live segment (see the warnings "
                 "table); counted in allocated\n",
                 l->outside_count, l->outside_count == 1 ? "" : "s",
-                units_bytes(bytes, a, sizeof a));
+                units_bytes(l->outside_bytes, a, sizeof a));
         for (size_t i = 0; blocks && i < l->outside_count; i++)
             print_block_text(out, &l->outside[i], stacks);
     }
@@ -166,12 +159,14 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
     json_string(out, described);
     fprintf(out,
             ",\n \"reserved_bytes\": %llu, \"allocated_bytes\": %llu, \"requested_bytes\": %llu, "
-            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"releasable_bytes\": "
-            "%llu, \"trapped_bytes\": %llu,\n \"segments\": [",
+            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"free_bytes\": %llu, "
+            "\"releasable_bytes\": %llu, \"trapped_bytes\": %llu, \"live_blocks\": %zu, "
+            "\"outside_bytes\": %llu,\n \"segments\": [",
             (unsigned long long)l->reserved_bytes, (unsigned long long)l->allocated_bytes,
             (unsigned long long)l->requested_bytes, (unsigned long long)l->pending_bytes,
-            (unsigned long long)l->largest_free_bytes, (unsigned long long)l->releasable_bytes,
-            (unsigned long long)l->trapped_bytes);
+            (unsigned long long)l->largest_free_bytes, (unsigned long long)l->free_bytes,
+            (unsigned long long)l->releasable_bytes, (unsigned long long)l->trapped_bytes,
+            l->live_blocks, (unsigned long long)l->outside_bytes);
     for (size_t i = 0; i < l->segment_count; i++) {
         const layout_segment *s = &l->segments[i];
         /* PyTorch's snapshot fields and meanings: allocated_size the allocated blocks,
@@ -187,6 +182,15 @@ static void print_json(FILE *out, const layout *l, const char *when, const char 
                 (unsigned long long)s->stream, s->small_pool ? "small" : "large",
                 s->mapped ? "true" : "false");
         print_json_id(out, s->segment_id);
+        /* ours beside PyTorch's keys: what the text's line of the segment says */
+        const named_stack *st = stack_names_get(stacks, s->stack_id);
+        fputs(", \"site\": ", out);
+        json_string(out, st ? st->site : "?");
+        fprintf(out,
+                ", \"free_size\": %llu, \"largest_free_size\": %llu, \"live_blocks\": %zu, "
+                "\"gaps\": %zu",
+                (unsigned long long)s->free_bytes, (unsigned long long)s->largest_free_bytes,
+                s->live_blocks, s->gaps);
         print_json_frames(out, stacks, s->stack_id);
         fputs(",\n   \"blocks\": [", out);
         for (size_t k = 0; k < s->block_count; k++) {

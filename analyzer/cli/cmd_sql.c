@@ -5,6 +5,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
+#include "sql_rows.h"
+#include "text_out.h"
 #include "units.h"
 
 #include <limits.h>
@@ -30,13 +32,6 @@ const cli_option sql_options[] = {
     {"step-rule", 's', CLI_TEXT, offsetof(cli_ctx, io.step_word), 0, NULL, NULL, NULL},
     CLI_OPT_END};
 
-/* A column holds bytes when its name says so: *_bytes, size, *_size, bytes. */
-static int is_bytes_column(const char *name) {
-    size_t n = strlen(name);
-    return strstr(name, "bytes") != NULL || !strcmp(name, "size") ||
-           (n > 5 && !strcmp(name + n - 5, "_size"));
-}
-
 static void csv_field(FILE *out, const char *s) {
     if (!s)
         return;
@@ -53,36 +48,41 @@ static void csv_field(FILE *out, const char *s) {
     fputc('"', out);
 }
 
-static char *cell_text(sqlite3_stmt *st, int i, int human) {
+static char *cell_text(const sql_cell *c, int human) {
     char buf[64];
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_NULL:
+    switch (c->type) {
+    case SQL_CELL_NULL:
         return strdup("NULL");
-    case SQLITE_INTEGER:
-        if (human && sqlite3_column_int64(st, i) >= 0)
-            return strdup(units_bytes((uint64_t)sqlite3_column_int64(st, i), buf, sizeof buf));
-        snprintf(buf, sizeof buf, "%lld", (long long)sqlite3_column_int64(st, i));
+    case SQL_CELL_INTEGER:
+        if (human && c->integer >= 0)
+            return strdup(units_bytes((uint64_t)c->integer, buf, sizeof buf));
+        snprintf(buf, sizeof buf, "%lld", (long long)c->integer);
         return strdup(buf);
-    case SQLITE_FLOAT:
-        snprintf(buf, sizeof buf, "%.6g", sqlite3_column_double(st, i));
+    case SQL_CELL_REAL:
+        snprintf(buf, sizeof buf, "%.6g", c->real);
         return strdup(buf);
     default:
-        return strdup((const char *)sqlite3_column_text(st, i));
+        return strdup(c->text);
     }
 }
 
-static int print_table(sqlite3_stmt *st, int raw) {
-    int ncol = sqlite3_column_count(st);
+/* The rows as an aligned table (the first TABLE_MAX_ROWS of them, all counted). 0, or -1 with
+ * the error in err once the rows before it are printed. */
+static int print_table(sql_rows *q, int raw, char *err, size_t errlen) {
+    int ncol = (int)sql_rows_column_count(q);
+    const sql_column *col = sql_rows_columns(q);
     size_t rows = 0, cap = 64, more = 0;
     char **cells = malloc(cap * (size_t)ncol * sizeof *cells);
     size_t *width = calloc((size_t)ncol, sizeof *width);
     int *human = calloc((size_t)ncol, sizeof *human);
     for (int i = 0; i < ncol; i++) {
-        width[i] = strlen(sqlite3_column_name(st, i));
-        human[i] = !raw && is_bytes_column(sqlite3_column_name(st, i));
+        width[i] = strlen(col[i].name);
+        human[i] = !raw && col[i].holds_bytes;
     }
+    const sql_cell *row;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = rows == TABLE_MAX_ROWS ? sql_rows_skip(q, err, errlen)
+                                        : sql_rows_next(q, &row, err, errlen)) == 1) {
         if (rows == TABLE_MAX_ROWS) {
             more++;
             continue;
@@ -90,7 +90,7 @@ static int print_table(sqlite3_stmt *st, int raw) {
         if (rows == cap)
             cells = realloc(cells, (cap *= 2) * (size_t)ncol * sizeof *cells);
         for (int i = 0; i < ncol; i++) {
-            char *t = cell_text(st, i, human[i]);
+            char *t = cell_text(&row[i], human[i]);
             cells[rows * (size_t)ncol + (size_t)i] = t;
             if (strlen(t) > width[i])
                 width[i] = strlen(t);
@@ -98,7 +98,7 @@ static int print_table(sqlite3_stmt *st, int raw) {
         rows++;
     }
     for (int i = 0; i < ncol; i++)
-        printf("%s%-*s", i ? "  " : "", (int)width[i], sqlite3_column_name(st, i));
+        printf("%s%-*s", i ? "  " : "", (int)width[i], col[i].name);
     putchar('\n');
     for (int i = 0; i < ncol; i++) {
         printf("%s", i ? "  " : "");
@@ -109,8 +109,7 @@ static int print_table(sqlite3_stmt *st, int raw) {
     for (size_t r = 0; r < rows; r++) {
         for (int i = 0; i < ncol; i++) {
             char *t = cells[r * (size_t)ncol + (size_t)i];
-            int right = sqlite3_column_decltype(st, i) == NULL || human[i] || t[0] == '-' ||
-                        (t[0] >= '0' && t[0] <= '9');
+            int right = !col[i].declared || human[i] || t[0] == '-' || (t[0] >= '0' && t[0] <= '9');
             printf(right ? "%s%*s" : "%s%-*s", i ? "  " : "", (int)width[i], t);
             free(t);
         }
@@ -122,46 +121,49 @@ static int print_table(sqlite3_stmt *st, int raw) {
     free(cells);
     free(width);
     free(human);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return rc == 0 ? 0 : -1;
 }
 
-static int print_stream(sqlite3_stmt *st, enum format f) {
-    int ncol = sqlite3_column_count(st);
+/* The rows as CSV or JSON, as they come. 0, or -1 with the error in err once the rows before
+ * it are printed. */
+static int print_stream(sql_rows *q, enum format f, char *err, size_t errlen) {
+    int ncol = (int)sql_rows_column_count(q);
+    const sql_column *col = sql_rows_columns(q);
     if (f == FORMAT_CSV) {
         for (int i = 0; i < ncol; i++) {
             if (i)
                 putchar(',');
-            csv_field(stdout, sqlite3_column_name(st, i));
+            csv_field(stdout, col[i].name);
         }
         putchar('\n');
     } else {
         putchar('[');
     }
+    const sql_cell *row;
     int rc, first = 1;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sql_rows_next(q, &row, err, errlen)) == 1) {
         if (f == FORMAT_JSON)
             printf(first ? "\n  {" : ",\n  {");
         first = 0;
         for (int i = 0; i < ncol; i++) {
-            int type = sqlite3_column_type(st, i);
+            const sql_cell *c = &row[i];
             if (f == FORMAT_CSV) {
                 if (i)
                     putchar(',');
-                csv_field(stdout,
-                          type == SQLITE_NULL ? NULL : (const char *)sqlite3_column_text(st, i));
+                csv_field(stdout, c->text);
                 continue;
             }
             printf(i ? ", " : "");
-            json_string(stdout, sqlite3_column_name(st, i));
+            json_string(stdout, col[i].name);
             putchar(':');
-            if (type == SQLITE_NULL)
+            if (c->type == SQL_CELL_NULL)
                 fputs("null", stdout);
-            else if (type == SQLITE_INTEGER)
-                printf("%lld", (long long)sqlite3_column_int64(st, i));
-            else if (type == SQLITE_FLOAT)
-                json_number(stdout, sqlite3_column_double(st, i));
+            else if (c->type == SQL_CELL_INTEGER)
+                printf("%lld", (long long)c->integer);
+            else if (c->type == SQL_CELL_REAL)
+                json_number(stdout, c->real);
             else
-                json_string(stdout, (const char *)sqlite3_column_text(st, i));
+                json_string(stdout, c->text);
         }
         if (f == FORMAT_CSV)
             putchar('\n');
@@ -170,45 +172,27 @@ static int print_stream(sqlite3_stmt *st, enum format f) {
     }
     if (f == FORMAT_JSON)
         printf(first ? "]\n" : "\n]\n");
-    return rc == SQLITE_DONE ? 0 : -1;
-}
-
-/* Whether a query reads block_categories (through allocations.category or itself): the
- * authorizer sees every table a statement reads, views expanded. */
-static int reads_block_categories(void *flag, int action, const char *table, const char *column,
-                                  const char *db, const char *trigger) {
-    (void)column, (void)db, (void)trigger;
-    if (action == SQLITE_READ && table && !strcmp(table, "block_categories"))
-        *(int *)flag = 1;
-    return SQLITE_OK;
-}
-
-static int needs_block_categories(sqlite3 *db, const char *sql) {
-    int flag = 0;
-    sqlite3_stmt *st = NULL;
-    sqlite3_set_authorizer(db, reads_block_categories, &flag);
-    sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    sqlite3_finalize(st);
-    sqlite3_set_authorizer(db, NULL, NULL);
-    return flag;
+    return rc == 0 ? 0 : -1;
 }
 
 int run_sql(cli_ctx *ctx) {
     enum format f = (enum format)ctx->number[0];
     int raw = ctx->flag[0], status = 0;
+    if (f != FORMAT_TABLE) /* CSV is data, JSON escapes its own: both go out as they are */
+        text_out_end();
     const char *input = ctx->input, *query = ctx->inputs[1];
     input_options io = ctx->io;
     sqlite3 *db = ctx->db;
     input_kind kind;
     char err[PATH_MAX + 512];
-    if (needs_block_categories(db, query) && !category_blocks_stored(db) &&
+    if (sql_reads_block_categories(db, query) && !category_blocks_stored(db) &&
         input_detect(input, &kind, err, sizeof err) == 0 && kind != INPUT_DATABASE) {
         /* every block's category on first use: written into the cached database, never into
          * a database the user gave (there allocations.category stays NULL); when it cannot be
          * written, the query still runs, with a warning */
         char path[PATH_MAX + 64];
         static const category_blocks with_blocks = CATEGORY_BLOCKS_ROWS; /* others may read it */
-        sqlite3_close(db);
+        db_close(db);
         ctx->db = NULL;
         if (input_database(input, &io, path, sizeof path, err, sizeof err) != 0 ||
             category_store_file(path, (void *)&with_blocks, err, sizeof err) != 0)
@@ -217,15 +201,11 @@ int run_sql(cli_ctx *ctx) {
             return status;
         ctx->db = db;
     }
-    sqlite3_stmt *st;
-    const char *tail;
-    if (sqlite3_prepare_v2(db, query, -1, &st, &tail) != SQLITE_OK) {
-        status = cli_error("SQL error: %s", sqlite3_errmsg(db));
-    } else {
-        int rc = f == FORMAT_TABLE ? print_table(st, raw) : print_stream(st, f);
-        if (rc != 0)
-            status = cli_error("SQL error: %s", sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-    }
-    return status;
+    sql_rows *q;
+    if (sql_rows_open(db, query, f == FORMAT_CSV, &q, err, sizeof err) != 0)
+        return cli_error("SQL error: %s", err);
+    int rc = f == FORMAT_TABLE ? print_table(q, raw, err, sizeof err)
+                               : print_stream(q, f, err, sizeof err);
+    sql_rows_close(q);
+    return rc == 0 ? status : cli_error("SQL error: %s", err);
 }

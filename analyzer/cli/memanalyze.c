@@ -3,6 +3,7 @@
  * cli.h); main finds the row, cli_run_command parses the options, does the setup and calls the
  * command's run function, which returns the exit status. */
 #include "commands.h"
+#include "db_open.h"
 #include "db_query.h"
 #include "gmt_env.h"
 
@@ -10,7 +11,7 @@
 #include "render.h"
 #endif
 
-#include <sqlite3.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,33 +136,27 @@ static void prefer_huge_pages(char **argv) {
     free(saved);
 }
 
-/* SQLite's failures that a command may not see: a query helper that gets no row takes it for
- * an empty answer, so running out of memory or a read error in the middle of a report printed
- * wrong facts and exited 0. SQLite logs each such failure (SQLITE_CONFIG_LOG, from any thread);
- * it is noted like any failure that cannot be returned (db_note_failure), and the command fails
- * when it ends, whatever it printed before. Other logged codes (a missing file, a schema
- * change, notices) are answers the commands handle. */
-static void note_sqlite_failure(void *ctx, int code, const char *message) {
-    (void)ctx;
-    int primary = code & 0xff;
-    if (primary != SQLITE_NOMEM && primary != SQLITE_IOERR && primary != SQLITE_FULL &&
-        primary != SQLITE_CORRUPT)
-        return;
-    char what[256];
-    snprintf(what, sizeof what, "SQLite failed under it: %s (%s)", message ? message : "",
-             sqlite3_errstr(code));
-    db_note_failure(what);
+/* What a command printed reached its file, as coreutils' close_stdout checks: stdio buffers the
+ * output, so a full disk or a closed pipe shows only at the flush, after the command has
+ * returned 0. Then "memanalyze CMD: write error: REASON" and exit 1, never 0 with a cut file. */
+static int check_stdout(const char *cmd, int rc) {
+    int flushed = fflush(stdout) == 0;
+    int saved = errno;
+    if (flushed && !ferror(stdout))
+        return rc;
+    if (flushed) /* an earlier write failed; its errno is gone */
+        fprintf(stderr, "memanalyze %s: write error\n", cmd);
+    else
+        fprintf(stderr, "memanalyze %s: write error: %s\n", cmd, strerror(saved));
+    return rc ? rc : 1;
 }
 
 int main(int argc, char **argv) {
     prefer_huge_pages(argv);
-    /* Debian's SQLite keeps memory statistics, a global mutex on every allocation; nothing
-     * here reads them. Off: imports 4 % faster (before any connection opens, or ignored). */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    sqlite3_config(SQLITE_CONFIG_LOG, note_sqlite_failure, NULL);
+    db_configure_process(); /* SQLite's settings and its log of failures (db_open.h) */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return check_stdout("--help", argc < 2 ? 2 : 0);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
@@ -174,8 +169,7 @@ int main(int argc, char **argv) {
 #ifdef GMT_HAVE_CAIRO
             render_release(); /* fontconfig's caches: nothing left for LeakSanitizer */
 #endif
-            return rc;
+            return check_stdout(argv[1], rc);
         }
-    fprintf(stderr, "memanalyze: unknown command '%s' (try memanalyze --help)\n", argv[1]);
-    return 2;
+    return cli_error("unknown command '%s' (try memanalyze --help)", argv[1]);
 }

@@ -18,6 +18,7 @@
 #include "progress.h"
 #include "replay.h"
 #include "replay_key.h" /* generated: GMT_REPLAY_KEY */
+#include "schema_check.h"
 #include "snapshot_import.h"
 
 #include <errno.h>
@@ -198,7 +199,9 @@ static int find_database(const char *path, const input_options *opt, input_kind 
                          char *db_path, size_t db_len, char *err, size_t errlen) {
     if (input_detect(path, kind, err, errlen) != 0)
         return -1;
-    if (*kind == INPUT_DATABASE) {
+    if (*kind == INPUT_DATABASE) { /* the user's: untrusted until its schema is ours */
+        if (schema_check_file(path, err, errlen) != 0)
+            return -1;
         snprintf(db_path, db_len, "%s", path);
         return 0;
     }

@@ -12,6 +12,7 @@
 #include "alloc_model.h"
 #include "db_query.h"
 #include "event_scan.h"
+#include "gmt_assert.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
 
@@ -253,6 +254,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
                          sizeof *l->outside) != 0)
                 goto oom;
             l->outside[l->outside_count++] = lb;
+            l->outside_bytes += lb.size;
             l->allocated_bytes += lb.size;
             l->requested_bytes += lb.requested;
             if (b->pending)
@@ -295,6 +297,8 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
                 *lb = (layout_block){bi.addr, bi.size, 0, si.stream, 0, 0, LAYOUT_INACTIVE};
                 if (bi.size > ls->largest_free_bytes)
                     ls->largest_free_bytes = bi.size;
+                ls->free_bytes += bi.size;
+                ls->gaps++;
             } else {
                 *lb = placed[bi.tag - 1];
                 lb->addr = bi.addr;
@@ -309,8 +313,11 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
             }
             ls->block_count++;
         }
+        (void)GMT_ALWAYS(ls->free_bytes == ls->size - ls->allocated_bytes); /* they tile it */
+        (void)GMT_ALWAYS(ls->gaps + ls->live_blocks == ls->block_count);
         ls->releasable_bytes = layout_releasable(l, ls);
         l->releasable_bytes += ls->releasable_bytes;
+        l->free_bytes += ls->free_bytes;
         l->trapped_bytes += ls->size - ls->allocated_bytes - ls->releasable_bytes;
         l->reserved_bytes += ls->size;
         l->allocated_bytes += ls->allocated_bytes;

@@ -59,8 +59,10 @@ typedef struct layout_segment {
     uint64_t pending_bytes;          /* pending-free blocks */
     uint64_t requested_bytes;        /* live blocks' requested sizes */
     uint64_t largest_free_bytes;     /* the largest inactive block */
+    uint64_t free_bytes;             /* its inactive blocks: size - allocated_bytes */
     uint64_t releasable_bytes;       /* what empty_cache() gives back (layout_releasable) */
     size_t live_blocks;              /* allocated + pending-free blocks */
+    size_t gaps;                     /* inactive blocks: block_count - live_blocks */
 } layout_segment;
 
 /* A segments row live at the layout's event (one lifetime; several of them
@@ -89,6 +91,8 @@ typedef struct layout {
      * expandable segment's page, with live blocks); releasable + trapped = the segments'
      * size - their live blocks */
     uint64_t releasable_bytes, trapped_bytes;
+    uint64_t free_bytes;    /* the segments' free part: releasable + trapped */
+    uint64_t outside_bytes; /* the `outside` blocks' sizes */
     size_t live_blocks;
     size_t conflicts; /* rows that did not fit the layout (overlaps): left out */
 } layout;

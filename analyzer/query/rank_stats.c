@@ -3,11 +3,15 @@
 #include "rank_stats.h"
 
 #include "analysis.h"
+#include "db_open.h"
+#include "gmt_assert.h"
 #include "median.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LEAK_MIN_BYTES_PER_STEP (1LL << 20)
 #define LEAK_DEVIATIONS 3
@@ -23,9 +27,8 @@ static int by_rank(const void *a, const void *b) {
 
 static int by_excess(const void *a, const void *b) {
     const rank_excess *x = a, *y = b;
-    int64_t ex = x->bytes - x->median_bytes, ey = y->bytes - y->median_bytes;
-    if (ex != ey)
-        return ex > ey ? -1 : 1;
+    if (x->over_median != y->over_median)
+        return x->over_median > y->over_median ? -1 : 1;
     return strcmp(x->key, y->key);
 }
 
@@ -44,7 +47,8 @@ static int bottleneck_sites(rank_stats *st, size_t top) {
         int64_t median = median_i64(values, st->read);
         if (b->sites[i].bytes > median)
             st->excess[st->nexcess++] =
-                (rank_excess){b->sites[i].label, b->sites[i].key, b->sites[i].bytes, median};
+                (rank_excess){b->sites[i].label, b->sites[i].key, b->sites[i].bytes, median,
+                              b->sites[i].bytes - median};
     }
     free(values);
     qsort(st->excess, st->nexcess, sizeof *st->excess, by_excess);
@@ -75,6 +79,28 @@ static int mark_leaking(rank_stats *st) {
     return 0;
 }
 
+/* Read entries with the rank of the one before them (sorted: next to each other), and those
+ * ranks once each. */
+static int same_ranks(rank_stats *st) {
+    for (size_t r = 0; r < st->count; r++)
+        st->ranks[r].same_rank_as = -1;
+    for (size_t r = 1; r < st->read; r++)
+        if (st->ranks[r].rank == st->ranks[r - 1].rank) {
+            st->ranks[r].same_rank_as = (long)r - 1;
+            st->duplicates++;
+        }
+    if (!st->duplicates)
+        return 0;
+    st->duplicate_ranks = malloc(st->duplicates * sizeof *st->duplicate_ranks);
+    if (!st->duplicate_ranks)
+        return -1;
+    for (size_t r = 1; r < st->read; r++)
+        if (st->ranks[r].same_rank_as >= 0 && st->ranks[r - 1].same_rank_as < 0 &&
+            GMT_ALWAYS(st->nduplicate_ranks < st->duplicates))
+            st->duplicate_ranks[st->nduplicate_ranks++] = st->ranks[r].rank;
+    return 0;
+}
+
 int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *out, char *err,
                      size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -84,8 +110,11 @@ int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *ou
     qsort(ranks, count, sizeof *ranks, by_rank);
     while (out->read < count && !ranks[out->read].failed)
         out->read++;
-    for (size_t r = 1; r < out->read; r++)
-        out->duplicates += ranks[r].rank == ranks[r - 1].rank;
+    out->failed = count - out->read;
+    if (same_ranks(out) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (!out->read)
         return 0;
     int64_t max = INT64_MIN, min = INT64_MAX;
@@ -117,10 +146,37 @@ int rank_stats_build(rank_entry *ranks, size_t count, size_t top, rank_stats *ou
 
 void rank_stats_release(rank_stats *st) {
     free(st->excess);
+    free(st->duplicate_ranks);
     st->excess = NULL;
+    st->duplicate_ranks = NULL;
 }
 
-int rank_entry_read(rank_entry *e, sqlite3 *db, int device, char *err, size_t errlen) {
+/* The rank a file name says: the number after "rank" (rank3_step500.db, rank-3.zst), else the
+ * last number in its base name (trace.3.zst, memrec-node7-3.zst); -1: none. */
+static int64_t rank_of_name(const char *path) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int64_t rank = -1;
+    for (const char *p = base; *p;) {
+        if (!strncasecmp(p, "rank", 4)) {
+            const char *q = p + 4;
+            while (*q == '-' || *q == '_' || *q == '.')
+                q++;
+            if (isdigit((unsigned char)*q))
+                return strtoll(q, NULL, 10);
+        }
+        if (isdigit((unsigned char)*p)) {
+            char *end;
+            rank = strtoll(p, &end, 10);
+            p = end;
+        } else {
+            p++;
+        }
+    }
+    return rank;
+}
+
+/* A rank's summary and its sites at the peak, from its open database. */
+static int rank_entry_read(rank_entry *e, sqlite3 *db, int device, char *err, size_t errlen) {
     if (run_summary_read(db, device, &e->s, err, errlen) != 0)
         return -1;
     stack_names *names = stack_names_new(db);
@@ -159,4 +215,22 @@ void rank_entry_release(rank_entry *e) {
     free(e->strings);
     e->sites = NULL;
     e->strings = NULL;
+}
+
+int rank_entry_load(rank_entry *e, const char *input, const char *db_path, size_t place, int device,
+                    char *err, size_t errlen) {
+    sqlite3 *db = NULL;
+    e->input = input;
+    if (db_open_readonly(db_path, &db, err, errlen) != 0)
+        return -1;
+    int rc = rank_entry_read(e, db, device, err, errlen);
+    db_close(db); /* one at a time: see rank_stats.h */
+    if (rc != 0) {
+        rank_entry_release(e);
+        return -1;
+    }
+    e->rank = e->s.rank >= 0 ? e->s.rank : rank_of_name(input);
+    if (e->rank < 0)
+        e->rank = (int64_t)place;
+    return 0;
 }

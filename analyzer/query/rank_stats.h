@@ -31,30 +31,42 @@ typedef struct rank_entry {
     run_site *sites; /* at its peak, by key; the strings are the entry's own */
     size_t nsites;
     char *strings;
-    int leaking; /* set by rank_stats_build */
+    int leaking;       /* set by rank_stats_build */
+    long same_rank_as; /* set by rank_stats_build: the entry just before it when that one has
+                          the same rank (both kept, each with its input); -1: none */
 } rank_entry;
 
-/* Reads a rank's summary and its sites at the peak from its database, which the caller may
- * close then: a fleet is read one database at a time (thousands of open connections would
- * hold a page cache each, and run out of file descriptors). 0, or -1 with a message. */
-int rank_entry_read(rank_entry *e, sqlite3 *db, int device, char *err, size_t errlen);
+/* The entry of `input` (kept as the entry's name, not copied) from its database at db_path:
+ * its summary of `device` (-1: its highest peak) and its sites at the peak, the database opened
+ * as every command opens one (db_open.h) and closed again before this returns: a fleet is read one
+ * database at a time (thousands of open connections would hold a page cache each, and run out of
+ * file descriptors). Its rank: the trace's process's, else the number after "rank" in the file name
+ * (rank3_step500.db, rank-3.zst), else the last number in its base name (trace.3.zst,
+ * memrec-node7-3.zst), else `place`. 0, or -1 with a one-line message in err (and the entry
+ * holds nothing to release). */
+int rank_entry_load(rank_entry *e, const char *input, const char *db_path, size_t place, int device,
+                    char *err, size_t errlen);
 void rank_entry_release(rank_entry *e);
 
 typedef struct rank_excess {
     const char *site, *key;
     int64_t bytes, median_bytes;
+    int64_t over_median; /* bytes - median_bytes, > 0 */
 } rank_excess;
 
 typedef struct rank_stats {
     rank_entry *ranks;  /* the caller's array, sorted here: by rank, the failed ones last */
     size_t count, read; /* entries, and those read (the first `read` after sorting) */
+    size_t failed;      /* count - read: the entries that could not be read (the last ones) */
     double imbalance;
     int64_t mean_peak, spread, median_growth;
     long bottleneck, first_to_run_out; /* indexes into ranks; -1: none */
     rank_excess *excess;               /* the bottleneck's sites over the median */
     size_t nexcess;
-    size_t duplicates; /* read entries whose rank an earlier entry has too (names misread,
-                          or a rank's process recorded twice): kept, each with its input */
+    size_t duplicates;        /* read entries whose rank an earlier entry has too (names misread,
+                                 or a rank's process recorded twice): kept, each with its input */
+    int64_t *duplicate_ranks; /* those ranks, each once, in order */
+    size_t nduplicate_ranks;
 } rank_stats;
 
 /* Sorts `ranks` and works out the numbers; `top` bounds the sites kept (0: all). 0, or -1

@@ -144,6 +144,9 @@ static void read_run(sqlite3 *db, report_run *r) {
     r->warnings_total = db_query_int(db, "SELECT value FROM meta WHERE key = 'warnings_total'", 0);
     r->truncated =
         db_query_int(db, "SELECT value FROM meta WHERE key='truncated_after_events'", -1) >= 0;
+    /* A recording killed between two frames reads as whole but for its end record: absent
+     * (a snapshot, an older database) is taken as ended. */
+    r->ended = db_query_int(db, "SELECT value FROM meta WHERE key='clean_shutdown'", 1) != 0;
     r->windowed = r->from > 0 || r->to < analysis_last_event(db);
     if (r->windowed) {
         when_describe(db, r->from, r->from_when, sizeof r->from_when);

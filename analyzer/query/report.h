@@ -46,9 +46,10 @@ typedef struct report_run {
     int have_settings; /* the input says something about them (settings_json is not "{}") */
     char settings_line[1024];
     long long warnings_total;
-    int truncated;                   /* the recording was cut short */
-    int64_t from, to;                /* the window [from, to] as event ids */
-    int windowed;                    /* it is not the whole run */
+    int truncated;    /* the recording was cut short */
+    int ended;        /* the trace's end record was read (meta clean_shutdown); 1 for a snapshot */
+    int64_t from, to; /* the window [from, to] as event ids */
+    int windowed;     /* it is not the whole run */
     char from_when[96], to_when[96]; /* when_describe of each end, when windowed */
 } report_run;
 

@@ -190,6 +190,7 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_END:
         if (write_unrecorded(rp, &rec->u.end) != 0)
             return -1;
+        rp->saw_end = 1;
         db_writer_meta_int(rp->db, "clean_shutdown", (rec->u.end.flags & TRACE_END_CLEAN) != 0);
         return replay_db_ok(
             rp, db_writer_meta_int(rp->db, "dropped_events", (int64_t)rec->u.end.dropped));
@@ -344,6 +345,8 @@ static int finish(replay *rp, const trace_reader *r) {
     db_writer_meta_int(rp->db, "corrupt_frames", (int64_t)st->corrupt_frames);
     if (st->truncated)
         db_writer_meta_int(rp->db, "truncated_after_events", (int64_t)st->events);
+    if (r && !rp->saw_end) /* killed, or still running: schema.sql's clean_shutdown 0 */
+        db_writer_meta_int(rp->db, "clean_shutdown", 0);
     db_writer_meta_int(rp->db, "lost_events", (int64_t)st->lost_events);
     if (write_input_facts(rp) != 0)
         return -1;

@@ -135,6 +135,7 @@ typedef struct replay {
      * the domain "memrec.allocator", found by the first pass); "" when none */
     char trace_conf[AM_SETTINGS_CONF_MAX];
     uint64_t warnings_total;
+    int saw_end; /* the trace's end record was read (else meta clean_shutdown = 0) */
     replay_summary *sum;
 } replay;
 

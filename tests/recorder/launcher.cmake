@@ -24,4 +24,10 @@ if(TARGET memrec)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_memrec_cli.sh $<TARGET_FILE:memrec>
             $<TARGET_FILE:passthrough_prog> $<TARGET_FILE:memanalyze>)
   set_tests_properties(test_memrec_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  # Where a trace may be written: never through a symbolic link, never outside the -o folder
+  # whatever the rank or host name hold, an existing file replaced by rename (issue 28).
+  add_test(NAME test_memrec_output
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_memrec_output.sh $<TARGET_FILE:memrec>
+            $<TARGET_FILE:passthrough_prog> $<TARGET_FILE:memanalyze>)
+  set_tests_properties(test_memrec_output PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()

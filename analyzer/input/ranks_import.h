@@ -2,7 +2,8 @@
  * process per input, at most `jobs` at a time, each finding or building its input's database
  * as any command would (input_database: the cache, so a second run is instant). A process per
  * input, not a thread: one input that crashes the importer, or runs out of memory, takes only
- * itself down, and the others' databases are there for the next run. */
+ * itself down, and the others' databases are there for the next run. It lives in input/, next
+ * to the cache it fills: building databases is input's job, the command only prints. */
 #ifndef GMT_RANKS_IMPORT_H
 #define GMT_RANKS_IMPORT_H
 
