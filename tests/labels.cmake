@@ -33,6 +33,7 @@ set(GMT_SLOW_TESTS
   test_sorted_pairs
   test_cli_report test_cli_ranks test_event_store_cli
   test_text_json                       # every command, text against JSON
+  test_cache_kill test_cache_concurrent # issue 28: kills at each point, queries at once
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

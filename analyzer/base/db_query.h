@@ -50,6 +50,12 @@ int db_has_table(sqlite3 *db, const char *name);
 void db_note_failure(const char *what);
 const char *db_failure_noted(void);
 
+/* Between db_failures_expected(1) and (0): what is noted is the answer of a check that expects
+ * SQLite to fail on a damaged file (input.c's look at a cached database before it is used, which
+ * builds it again then), not a failure of the command: nothing is kept. Only while no other
+ * thread runs queries. */
+void db_failures_expected(int expected);
+
 /* meta's text for `key` in buf ("" when absent or on an error, cut to len - 1 bytes); buf. */
 const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len);
 

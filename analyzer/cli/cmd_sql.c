@@ -187,16 +187,13 @@ int run_sql(cli_ctx *ctx) {
     char err[PATH_MAX + 512];
     if (sql_reads_block_categories(db, query) && !category_blocks_stored(db) &&
         input_detect(input, &kind, err, sizeof err) == 0 && kind != INPUT_DATABASE) {
-        /* every block's category on first use: written into the cached database, never into
-         * a database the user gave (there allocations.category stays NULL); when it cannot be
-         * written, the query still runs, with a warning */
-        char path[PATH_MAX + 64];
-        static const category_blocks with_blocks = CATEGORY_BLOCKS_ROWS; /* others may read it */
+        /* every block's category on first use: added to the cached database (on a copy renamed
+         * over it: input.h), never to a database the user gave (there allocations.category
+         * stays NULL); when it cannot be added, the query fails rather than answer NULL */
         db_close(db);
         ctx->db = NULL;
-        if (input_database(input, &io, path, sizeof path, err, sizeof err) != 0 ||
-            category_store_file(path, (void *)&with_blocks, err, sizeof err) != 0)
-            fprintf(stderr, "memanalyze: warning: allocations.category stays empty: %s\n", err);
+        if (input_change_cache(input, &io, category_blocks_add, NULL, err, sizeof err) != 0)
+            return cli_error("allocations.category: %s", err);
         if ((status = cli_open_db(input, &io, &db)) != 0)
             return status;
         ctx->db = db;

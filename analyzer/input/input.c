@@ -8,18 +8,30 @@
  * cmake/replay_key.cmake. So a stale database is never reused: a changed
  * input or a memanalyze built from other sources simply gets a new file. A database is built under
  * a temporary name and renamed into place (db_writer.c), so two memanalyze processes racing on one
- * input both end up with a complete file. */
+ * input both end up with a complete file; what is added to a cached database later (`sql`'s
+ * categories of every block) is written the same way, into a copy renamed over it, so a published
+ * cache file is never written in place: a kill at any moment leaves it as it was, and readers
+ * never wait on a writer. The cache is ours and disposable: a cached file that fails the checks
+ * every command makes is built again, saying so; the temporaries of killed builds are removed by
+ * the next one (base/db_file.h). The folder is the user's alone: made 0700, its files 0600, and
+ * the fallback in /tmp, which anyone could have made first, refused unless it is a directory of
+ * the user's own that nobody else may use. */
 #include "input.h"
 
+#include "db_file.h"
+#include "db_query.h"
 #include "db_writer.h"
 #include "gmt_clock.h"
 #include "gmt_env.h"
 #include "gmt_hash.h"
+#include "gmt_kill_point.h"
 #include "progress.h"
 #include "replay.h"
 #include "replay_key.h" /* generated: GMT_REPLAY_KEY */
 #include "schema_check.h"
 #include "snapshot_import.h"
+
+#include <sqlite3.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +43,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -71,27 +84,17 @@ int input_detect(const char *path, input_kind *kind, char *err, size_t errlen) {
     return 0;
 }
 
-static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
-    const char *dir = getenv(GMT_ENV_CACHE_DIR);
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    if (dir && *dir)
-        snprintf(out, len, "%s", dir);
-    else if (xdg && *xdg)
-        snprintf(out, len, "%s/gpumemtrace", xdg);
-    else if (home && *home)
-        snprintf(out, len, "%s/.cache/gpumemtrace", home);
-    else
-        snprintf(out, len, "/tmp/gpumemtrace-%d", (int)getuid());
-    /* mkdir -p */
+/* mkdir -p, each folder it makes 0700 (as the XDG base directory rules ask): the cache is the
+ * user's alone. */
+static int make_dirs(const char *path, char *err, size_t errlen) {
     char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", out);
+    snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1;; p++) {
         if (*p != '/' && *p)
             continue;
         char c = *p;
         *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
             snprintf(err, errlen, "cannot create cache directory %s: %s", tmp, strerror(errno));
             return -1;
         }
@@ -100,6 +103,51 @@ static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
         *p = c;
     }
     return 0;
+}
+
+/* The fallback folder in TMPDIR, where anyone may have made it first: used only when it is a
+ * directory (not a link to one) of the user's that nobody else may use (tmux's rule for its
+ * socket folder). 0, or -1 with the reason. */
+static int private_dir(const char *dir, char *err, size_t errlen) {
+    struct stat st;
+    char why[64] = "";
+    if (lstat(dir, &st) != 0)
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    else if (S_ISLNK(st.st_mode))
+        snprintf(why, sizeof why, "it is a symbolic link");
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, sizeof why, "it is not a directory");
+    else if (st.st_uid != geteuid())
+        snprintf(why, sizeof why, "it belongs to uid %ld", (long)st.st_uid);
+    else if (st.st_mode & 077)
+        snprintf(why, sizeof why, "others may use it (mode %04o)", (unsigned)(st.st_mode & 07777));
+    if (!why[0])
+        return 0;
+    snprintf(err, errlen,
+             "cache directory %s is not yours alone: %s (set " GMT_ENV_CACHE_DIR " to use another)",
+             dir, why);
+    return -1;
+}
+
+static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
+    const char *dir = getenv(GMT_ENV_CACHE_DIR);
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    const char *tmp = getenv("TMPDIR");
+    int fallback = 0;
+    if (dir && *dir) {
+        snprintf(out, len, "%s", dir);
+    } else if (xdg && *xdg) {
+        snprintf(out, len, "%s/gpumemtrace", xdg);
+    } else if (home && *home) {
+        snprintf(out, len, "%s/.cache/gpumemtrace", home);
+    } else {
+        snprintf(out, len, "%s/gpumemtrace-%d", tmp && *tmp ? tmp : "/tmp", (int)getuid());
+        fallback = 1;
+    }
+    if (make_dirs(out, err, errlen) != 0)
+        return -1;
+    return fallback ? private_dir(out, err, errlen) : 0;
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total) {
@@ -112,8 +160,9 @@ static long peak_rss_kb(void) {
     return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
 }
 
-int input_build_database(const char *path, input_kind kind, const char *db_path,
-                         const input_options *opt, char *err, size_t errlen) {
+/* input_build_database's work, into a new file of `mode` (less the umask). */
+static int build(const char *path, input_kind kind, const char *db_path, const input_options *opt,
+                 int mode, char *err, size_t errlen) {
     snapshot_facts facts;
     snapshot_import *snap = NULL;
     if (kind == INPUT_SNAPSHOT) {
@@ -126,8 +175,8 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
             fprintf(stderr, "snapshot read: %.3f s\n", gmt_seconds() - ts);
     }
     double t0 = gmt_seconds();
-    db_writer *db = db_writer_open(
-        db_path, opt && opt->plain_events ? DB_EVENTS_TABLE : DB_EVENTS_STORE, err, errlen);
+    db_writer *db = db_writer_open_mode(
+        db_path, opt && opt->plain_events ? DB_EVENTS_TABLE : DB_EVENTS_STORE, mode, err, errlen);
     if (!db) {
         snapshot_import_close(snap);
         return -1;
@@ -170,6 +219,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
                            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
     }
     db_writer_meta_text(db, "analyzer_version", GMT_REPLAY_KEY);
+    gmt_kill_point("build"); /* the rows loaded, no index yet */
     progress_phase(&line,
                    opt && opt->finish ? "indexing and categorizing" : "building the indexes of");
     double t1 = gmt_seconds();
@@ -193,10 +243,87 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     return rc;
 }
 
+/* The folder of path (its name's part before the last '/'), and its base name. */
+static void split_path(const char *path, char *dir, size_t len, const char **base) {
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else if (slash == path)
+        snprintf(dir, len, "/");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    *base = slash ? slash + 1 : path;
+}
+
+int input_build_database(const char *path, input_kind kind, const char *db_path,
+                         const input_options *opt, char *err, size_t errlen) {
+    struct stat in, out;
+    if (stat(path, &in) == 0 && stat(db_path, &out) == 0 && in.st_dev == out.st_dev &&
+        in.st_ino == out.st_ino) {
+        snprintf(err, errlen, "%s is the input %s: not replaced", db_path, path);
+        return -1;
+    }
+    char dir[PATH_MAX];
+    const char *base;
+    split_path(db_path, dir, sizeof dir, &base);
+    db_file_sweep(dir, base); /* what killed builds of this file left */
+    return build(path, kind, db_path, opt, 0666, err, errlen);
+}
+
+/* Whether the cached database at db_path passes the checks every command makes (cli.c): a
+ * regular file, an SQLite database SQLite can read as it is (no hot journal beside it, which a
+ * read-only open cannot roll back), of this schema and this build's key. 1 yes, 0 there is none,
+ * -1 no (the reason in why). */
+static int cache_usable(const char *db_path, char *why, size_t len) {
+    struct stat st;
+    if (lstat(db_path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, len, "%s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "not a regular file");
+        return -1;
+    }
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = -1;
+    db_failures_expected(1); /* a damaged file is an answer here, not the command's failure */
+    if (sqlite3_open_v2(db_path, &db,
+                        SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT (SELECT value FROM meta WHERE key = 'schema_version'),"
+                           " (SELECT value FROM meta WHERE key = 'analyzer_version')",
+                           -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        snprintf(why, len, "%s",
+                 !db ? "out of memory"
+                 : sqlite3_extended_errcode(db) == SQLITE_READONLY_ROLLBACK
+                     ? "a hot journal beside it, of a write that never finished"
+                     : sqlite3_errmsg(db));
+    } else if (sqlite3_column_type(q, 0) != SQLITE_INTEGER || sqlite3_column_int64(q, 0) != 1) {
+        snprintf(why, len, "not a memanalyze database of this schema");
+    } else if (!sqlite3_column_text(q, 1) ||
+               strcmp((const char *)sqlite3_column_text(q, 1), GMT_REPLAY_KEY) != 0) {
+        snprintf(why, len, "made by another build of memanalyze");
+    } else {
+        rc = 1;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    db_failures_expected(0);
+    return rc;
+}
+
 /* The database of path: 0 when it is there (a database input, or a fresh cache), 1 when it
- * must be built first (*kind set), -1 on an error. */
+ * must be built first (*kind set; stale[] says why when a cached file failed its checks, else
+ * ""), -1 on an error. */
 static int find_database(const char *path, const input_options *opt, input_kind *kind,
-                         char *db_path, size_t db_len, char *err, size_t errlen) {
+                         char *db_path, size_t db_len, char *stale, size_t stale_len, char *err,
+                         size_t errlen) {
+    stale[0] = '\0';
     if (input_detect(path, kind, err, errlen) != 0)
         return -1;
     if (*kind == INPUT_DATABASE) { /* the user's: untrusted until its schema is ours */
@@ -223,20 +350,128 @@ static int find_database(const char *path, const input_options *opt, input_kind 
     h = gmt_hash_bytes(h, GMT_REPLAY_KEY, sizeof GMT_REPLAY_KEY);
     const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
     snprintf(db_path, db_len, "%s/%.64s-%016llx.db", dir, base, (unsigned long long)h);
-    return access(db_path, R_OK) == 0 ? 0 : 1;
+    return cache_usable(db_path, stale, stale_len) > 0 ? 0 : 1;
 }
 
 int input_find_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
                         char *err, size_t errlen) {
     input_kind kind;
-    return find_database(path, opt, &kind, db_path, db_len, err, errlen);
+    char stale[256];
+    return find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, err, errlen);
+}
+
+/* Builds the cached database db_path of path (found missing or stale): the cache folder's
+ * temporaries of dead processes removed first, the file the user's alone (0600). */
+static int build_cached(const char *path, input_kind kind, const char *db_path,
+                        const input_options *opt, const char *stale, char *err, size_t errlen) {
+    struct stat st;
+    if (stale[0]) { /* a regular file is replaced by the rename (readers keep theirs) */
+        fprintf(stderr, "memanalyze: the cached database %s is unusable (%s): building it again\n",
+                db_path, stale);
+        if (lstat(db_path, &st) == 0 && !S_ISREG(st.st_mode))
+            unlink(db_path); /* a link, in the cache: the link goes, not what it names */
+    }
+    char dir[PATH_MAX];
+    const char *base;
+    split_path(db_path, dir, sizeof dir, &base);
+    db_file_sweep(dir, NULL);
+    return build(path, kind, db_path, opt, 0600, err, errlen);
 }
 
 int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
                    char *err, size_t errlen) {
     input_kind kind;
-    int found = find_database(path, opt, &kind, db_path, db_len, err, errlen);
+    char stale[256];
+    int found = find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, err, errlen);
     if (found != 1)
         return found;
-    return input_build_database(path, kind, db_path, opt, err, errlen);
+    return build_cached(path, kind, db_path, opt, stale, err, errlen);
+}
+
+/* The bytes of the file open at from into the empty file open at to: in the kernel where it can
+ * (copy_file_range; a reflink on file systems that share blocks), else through a buffer. */
+static int copy_file(int from, int to, char *err, size_t errlen) {
+    for (;;) {
+        ssize_t n = copy_file_range(from, NULL, to, NULL, (size_t)1 << 30, 0);
+        if (n > 0)
+            continue;
+        if (n == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+            break;
+        char buf[1 << 16];
+        ssize_t r;
+        while ((r = read(from, buf, sizeof buf)) != 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                goto failed;
+            for (ssize_t at = 0; at < r;) {
+                ssize_t w = write(to, buf + at, (size_t)(r - at));
+                if (w < 0 && errno != EINTR)
+                    goto failed;
+                at += w > 0 ? w : 0;
+            }
+        }
+        return 0;
+    }
+failed:
+    snprintf(err, errlen, "copying the cached database: %s", strerror(errno));
+    return -1;
+}
+
+int input_change_cache(const char *path, const input_options *opt,
+                       int (*change)(const char *db_path, void *ctx, char *err, size_t errlen),
+                       void *ctx, char *err, size_t errlen) {
+    input_kind kind;
+    char db_path[PATH_MAX + 64], stale[256];
+    int found =
+        find_database(path, opt, &kind, db_path, sizeof db_path, stale, sizeof stale, err, errlen);
+    if (found == 0 && kind == INPUT_DATABASE) {
+        snprintf(err, errlen, "%s is a database given as input: it is not changed", path);
+        return -1;
+    }
+    if (found < 0 ||
+        (found == 1 && build_cached(path, kind, db_path, opt, stale, err, errlen) != 0))
+        return -1;
+    /* The published file, locked: one change at a time, each on what the one before published
+     * (a file renamed over it while this waited is the one to lock). Without locks (some network
+     * file systems), changes made at once all succeed, the last one's file staying. */
+    int fd = -1;
+    for (int tries = 0; fd < 0; tries++) {
+        if ((fd = open(db_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            snprintf(err, errlen, "cannot open %s: %s", db_path, strerror(errno));
+            return -1;
+        }
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+            ;
+        struct stat locked, now;
+        if (fstat(fd, &locked) != 0 || stat(db_path, &now) != 0 || locked.st_dev != now.st_dev ||
+            locked.st_ino != now.st_ino) {
+            close(fd);
+            fd = -1;
+            if (tries == 100) {
+                snprintf(err, errlen, "%s keeps being replaced", db_path);
+                return -1;
+            }
+        }
+    }
+    char dir[PATH_MAX], tmp[PATH_MAX + 96];
+    const char *base;
+    split_path(db_path, dir, sizeof dir, &base);
+    db_file_sweep(dir, NULL);
+    int tmp_fd = db_file_temp(db_path, "", 0600, tmp, sizeof tmp, err, errlen);
+    int rc = tmp_fd < 0 ? -1 : copy_file(fd, tmp_fd, err, errlen);
+    if (rc == 0)
+        rc = change(tmp, ctx, err, errlen);
+    if (rc == 0 && db_file_publish(tmp, db_path, err, errlen) != 0)
+        rc = -1;
+    if (rc != 0 && tmp_fd >= 0)
+        unlink(tmp);
+    if (tmp_fd >= 0)
+        close(tmp_fd);
+    close(fd);
+    return rc < 0 ? -1 : 0;
 }

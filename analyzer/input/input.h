@@ -7,7 +7,11 @@
  * ($GMT_CACHE_DIR, else $XDG_CACHE_HOME/gpumemtrace, else
  * ~/.cache/gpumemtrace), keyed by the input's path, size and modification
  * time, and reused while those are unchanged — never written beside the
- * input, which may be read-only. */
+ * input, which may be read-only. A cached file is never written in place: it is built, or
+ * changed, in a file of its own renamed over it; one that fails its checks is built again,
+ * saying so on stderr. The folder is made 0700 and its files 0600; without HOME and
+ * XDG_CACHE_HOME it is $TMPDIR/gpumemtrace-UID (TMPDIR else /tmp), used only when it is the
+ * user's own directory that nobody else may use. */
 #ifndef GMT_INPUT_H
 #define GMT_INPUT_H
 
@@ -37,8 +41,10 @@ typedef struct input_options {
  * with a one-line message (missing, empty, or not a supported input). */
 int input_detect(const char *path, input_kind *kind, char *err, size_t errlen);
 
-/* Builds the database for a trace or snapshot at `db_path` (replacing it).
- * 0, or -1 with a one-line message. */
+/* Builds the database for a trace or snapshot at `db_path`, replacing a regular file there,
+ * never anything else (a symbolic link, a device, a FIFO, a directory) nor the input itself; what
+ * killed builds of `db_path` left beside it is removed first. 0, or -1 with a one-line
+ * message. */
 int input_build_database(const char *path, input_kind kind, const char *db_path,
                          const input_options *opt, char *err, size_t errlen);
 
@@ -52,5 +58,17 @@ int input_find_database(const char *path, const input_options *opt, char *db_pat
  * A database input is used as it is. 0, or -1 with a one-line message. */
 int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
                    char *err, size_t errlen);
+
+/* Adds to the cached database of a trace or snapshot (built first if need be) what `change`
+ * writes into a database file (`sql`: every block's category), the way a build makes one:
+ * `change` runs on a private copy, renamed over the cached file once it returns 0 — so a kill
+ * at any moment leaves the cache as it was, and the commands reading it keep the file they
+ * opened. Processes changing one cached database at once take turns (a lock on the file), each
+ * on the file the one before published. `change`: 0 (publish the copy), 1 (the database has it
+ * already: the copy is dropped), or -1 with a one-line message. A database input is never
+ * changed (-1). 0, or -1 with a one-line message. */
+int input_change_cache(const char *path, const input_options *opt,
+                       int (*change)(const char *db_path, void *ctx, char *err, size_t errlen),
+                       void *ctx, char *err, size_t errlen);
 
 #endif

@@ -7,15 +7,12 @@
 #include "event_store.h"
 #include "gmt_clock.h"
 #include "gmt_env.h"
+#include "gmt_kill_point.h"
 #include "sorted_pairs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* block_categories rows per INSERT: a row per block is most of an `import -o` build's
- * categories, and one statement per row cost SQLite more than the rows did. */
-#define BLOCK_BATCH 64
 
 /* block_categories as pages: a pair (alloc_id, visit << CATEGORY_BITS | category) per block, so
  * of two visits of one block the last stays, as INSERT OR REPLACE keeps it. */
@@ -26,14 +23,9 @@ _Static_assert(BLOCK_CATEGORY_COUNT <= 1 << CATEGORY_BITS, "a category fits its 
 typedef struct store {
     int64_t peak_id[GMT_MAX_DEVICES];         /* devices.peak_allocated_event_id; INT64_MIN: none */
     int64_t (*at_peak)[BLOCK_CATEGORY_COUNT]; /* [device][category] */
-    sqlite3_stmt *insert;                     /* block_categories; NULL: peaks only */
-    sorted_pairs *pages;                      /* or (alloc_id, category) for its pages */
+    sorted_pairs *pages; /* (alloc_id, category) for block_categories' pages; NULL: peaks only */
     char pages_error[160];
-    sqlite3_stmt *insert_many;     /* the same, BLOCK_BATCH rows at a time */
-    sqlite3_stmt *named;           /* tensor_peaks */
-    int64_t batch_id[BLOCK_BATCH]; /* block_categories rows not yet inserted */
-    uint8_t batch_category[BLOCK_BATCH];
-    size_t batched;
+    sqlite3_stmt *named; /* tensor_peaks */
 } store;
 
 static int step_done(sqlite3_stmt *st) {
@@ -57,48 +49,12 @@ static int keep(void *ctx, const classified_block *b) {
         if (step_done(s->named) != 0)
             return -1;
     }
-    if (s->pages)
-        return sorted_pairs_add(s->pages, b->alloc_id,
-                                (int64_t)sorted_pairs_count(s->pages) << CATEGORY_BITS |
-                                    (int64_t)b->category,
-                                s->pages_error, sizeof s->pages_error);
-    if (!s->insert)
+    if (!s->pages)
         return 0;
-    s->batch_id[s->batched] = b->alloc_id;
-    s->batch_category[s->batched++] = (uint8_t)b->category;
-    if (s->batched < BLOCK_BATCH)
-        return 0;
-    for (size_t i = 0; i < BLOCK_BATCH; i++) {
-        sqlite3_bind_int64(s->insert_many, (int)(2 * i + 1), s->batch_id[i]);
-        sqlite3_bind_text(s->insert_many, (int)(2 * i + 2),
-                          gmt_category_name((gmt_category)s->batch_category[i]), -1, SQLITE_STATIC);
-    }
-    s->batched = 0;
-    return step_done(s->insert_many);
-}
-
-/* The block_categories rows still batched, one statement each. */
-static int flush_blocks(store *s) {
-    for (size_t i = 0; i < s->batched; i++) {
-        sqlite3_bind_int64(s->insert, 1, s->batch_id[i]);
-        sqlite3_bind_text(s->insert, 2, gmt_category_name((gmt_category)s->batch_category[i]), -1,
-                          SQLITE_STATIC);
-        if (step_done(s->insert) != 0)
-            return -1;
-    }
-    s->batched = 0;
-    return 0;
-}
-
-/* "INSERT ... VALUES (?, ?)" with BLOCK_BATCH rows. */
-static sqlite3_stmt *prepare_many(sqlite3 *db) {
-    static const char head[] =
-        "INSERT OR REPLACE INTO block_categories (alloc_id, category) VALUES ";
-    char sql[sizeof head + BLOCK_BATCH * 8];
-    size_t n = (size_t)snprintf(sql, sizeof sql, "%s", head);
-    for (size_t i = 0; i < BLOCK_BATCH; i++)
-        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(?,?)", i ? "," : "");
-    return db_statement(db, sql);
+    return sorted_pairs_add(s->pages, b->alloc_id,
+                            (int64_t)sorted_pairs_count(s->pages) << CATEGORY_BITS |
+                                (int64_t)b->category,
+                            s->pages_error, sizeof s->pages_error);
 }
 
 /* The devices' peaks (what the sweep compares against) and, after it, category_peaks. */
@@ -133,27 +89,18 @@ static int write_peaks(sqlite3 *db, const store *s) {
     return rc;
 }
 
-/* category_store_file's work; with `pages`, block_categories' pairs go there instead of INSERTs. */
-static int sweep_and_store(sqlite3 *db, int blocks, sorted_pairs *pages, char *err, size_t errlen) {
+/* category_store_file's work; with `pages`, block_categories' pairs go there. */
+static int sweep_and_store(sqlite3 *db, sorted_pairs *pages, char *err, size_t errlen) {
     err[0] = '\0';
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
         return -1;
     }
     store s = {.at_peak = calloc(GMT_MAX_DEVICES, sizeof *s.at_peak), .pages = pages};
-    if (pages)
-        blocks = 0; /* no statement: the pairs are kept */
     categorizer *c = categorizer_new(db, NULL, err, errlen);
     s.named = db_statement(db, "INSERT OR REPLACE INTO tensor_peaks (device, alloc_id, category) "
                                "VALUES (?1, ?2, ?3)");
-    s.insert = blocks ? db_statement(db, "INSERT OR REPLACE INTO block_categories (alloc_id, "
-                                         "category) VALUES (?1, ?2)")
-                      : NULL;
-    s.insert_many = blocks ? prepare_many(db) : NULL;
-    int rc = c && s.at_peak && s.named && (!blocks || (s.insert && s.insert_many)) &&
-                     read_peaks(db, &s) == 0
-                 ? 0
-                 : -1;
+    int rc = c && s.at_peak && s.named && read_peaks(db, &s) == 0 ? 0 : -1;
     if (rc != 0 && !err[0])
         snprintf(err, errlen, "%s", s.at_peak ? sqlite3_errmsg(db) : "out of memory");
     if (rc == 0) { /* one pass over the events for every device */
@@ -163,27 +110,23 @@ static int sweep_and_store(sqlite3 *db, int blocks, sorted_pairs *pages, char *e
                      s.pages_error[0] ? s.pages_error : sqlite3_errmsg(db));
         rc = rc != 0 ? -1 : 0;
     }
-    if (rc == 0 && s.insert && flush_blocks(&s) != 0) {
-        snprintf(err, errlen, "writing block_categories: %s", sqlite3_errmsg(db));
-        rc = -1;
-    }
     if (rc == 0 && write_peaks(db, &s) != 0) {
         snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(s.named);
-    sqlite3_finalize(s.insert);
-    sqlite3_finalize(s.insert_many);
     free(s.at_peak);
     categorizer_free(c);
-    if (rc == 0 && (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)",
-                                 NULL, NULL, NULL) != SQLITE_OK ||
-                    ((blocks || pages) &&
-                     sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('categories_blocks', 1)",
-                                  NULL, NULL, NULL) != SQLITE_OK))) {
+    if (rc == 0 &&
+        (sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('category_peaks', 1)", NULL, NULL,
+                      NULL) != SQLITE_OK ||
+         (pages && sqlite3_exec(db, "INSERT OR REPLACE INTO meta VALUES ('categories_blocks', 1)",
+                                NULL, NULL, NULL) != SQLITE_OK))) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
         rc = -1;
     }
+    if (rc == 0)
+        gmt_kill_point("categories"); /* written, not committed */
     if (sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK &&
         rc == 0) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
@@ -270,23 +213,25 @@ int category_blocks_stored(sqlite3 *db) {
 }
 
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen) {
-    category_blocks mode = blocks ? *(const category_blocks *)blocks : 0;
+    int pages_mode = blocks && *(const category_blocks *)blocks == CATEGORY_BLOCKS_PAGES;
     sqlite3 *db = NULL;
     event_store_register(); /* the event rows may be the store's */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "?");
         sqlite3_close(db);
         return -1;
     }
-    sqlite3_busy_timeout(db, 10000); /* a cached database others may be reading */
+    /* A file no one else has open, which a failure throws away: no journal to leave behind. */
+    sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF", NULL, NULL, NULL);
     db_profile_if_asked(db);
     char why[400] = "";
     double t0 = gmt_seconds();
     sorted_pairs *pages = NULL;
     int64_t root = -1;
     int rc = 0;
-    if (mode == CATEGORY_BLOCKS_PAGES) { /* the rows go in after SQLite has closed the file */
+    if (pages_mode) { /* the rows go in after SQLite has closed the file */
         root = db_query_int(db,
                             "SELECT rootpage FROM sqlite_schema WHERE name ="
                             " 'block_categories' AND NOT EXISTS (SELECT 1 FROM"
@@ -299,7 +244,7 @@ int category_store_file(const char *path, void *blocks, char *err, size_t errlen
         }
     }
     if (rc == 0)
-        rc = sweep_and_store(db, mode == CATEGORY_BLOCKS_ROWS, pages, why, sizeof why);
+        rc = sweep_and_store(db, pages, why, sizeof why);
     if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
         snprintf(why, sizeof why, "cannot close the database");
         rc = -1;
@@ -311,6 +256,23 @@ int category_store_file(const char *path, void *blocks, char *err, size_t errlen
         snprintf(err, errlen, "%s: categorizing the blocks: %s", path, why);
     if (getenv(GMT_ENV_TIMING)) /* for bench/: the categories' share of a build */
         fprintf(stderr, "categories: %.3f s%s\n", gmt_seconds() - t0,
-                mode ? " (every block's)" : "");
+                pages_mode ? " (every block's)" : "");
     return rc;
+}
+
+int category_blocks_add(const char *path, void *ctx, char *err, size_t errlen) {
+    (void)ctx;
+    sqlite3 *db = NULL;
+    int stored = -1;
+    if (sqlite3_open_v2(path, &db,
+                        SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
+                        NULL) == SQLITE_OK)
+        stored = category_blocks_stored(db);
+    else
+        snprintf(err, errlen, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "?");
+    sqlite3_close(db);
+    if (stored != 0)
+        return stored < 0 ? -1 : 1;
+    static const category_blocks with_pages = CATEGORY_BLOCKS_PAGES;
+    return category_store_file(path, (void *)&with_pages, err, errlen);
 }

@@ -10,21 +10,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How category_store_file writes block_categories (its `blocks`, through a pointer). */
+/* What category_store_file writes of block_categories (its `blocks`, through a pointer). */
 typedef enum category_blocks {
-    CATEGORY_BLOCKS_ROWS = 1, /* INSERTs: a database others may be reading (the cache) */
-    /* pages written straight into the file (btree_write.h), ~5x faster: only for a file no one
-     * else can have open, a database being built under its temporary name (import -o) */
-    CATEGORY_BLOCKS_PAGES,
+    /* every block's row, as pages written straight into the file (btree_write.h): import -o's
+     * database being built, and the copy of a cached one `sql` adds them to */
+    CATEGORY_BLOCKS_PAGES = 1,
 } category_blocks;
 
-/* Sweeps every device of the database file at path (opened for writing, waiting up to 10 s
- * for a reader's lock), in one transaction: category_peaks always (meta category_peaks = 1),
- * and block_categories rows per block when `blocks` says so (meta categories_blocks = 1). The
+/* Sweeps every device of the database file at path, in one transaction: category_peaks always
+ * (meta category_peaks = 1), and block_categories when `blocks` says so (meta categories_blocks
+ * = 1; the table empty before). The file must be one no one else has open — a database being
+ * built under its temporary name, or a private copy (input_change_cache) — as it is written
+ * without a journal: on a failure, or a kill, the file is thrown away, never published. The
  * input_options.finish of the databases memanalyze builds. `blocks`: NULL for the peaks alone,
- * else a category_blocks: block_categories too (empty before, in pages mode). 0, or -1 with a
- * one-line message in err. */
+ * else a category_blocks. 0, or -1 with a one-line message in err. */
 int category_store_file(const char *path, void *blocks, char *err, size_t errlen);
+
+/* input_change_cache's change for `sql` on allocations.category: every block's category into
+ * the private copy at path. 1 when it has them already (nothing written), 0, or -1 with a
+ * one-line message. */
+int category_blocks_add(const char *path, void *ctx, char *err, size_t errlen);
 
 /* category_peaks of device: 1 and bytes filled when the database has them, 0 when it has none
  * (an older database: sweep instead). */

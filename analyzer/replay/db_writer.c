@@ -7,7 +7,8 @@
  * table, and the schema's index part runs once at the end. The database is
  * written under a temporary name and renamed into place by finish, so a
  * crash or an abort never leaves a half-built database where a later run
- * would take it for a finished one.
+ * would take it for a finished one (base/db_file.h: the temporaries, which the next build
+ * removes after a kill, and what the rename may replace: a regular file or nothing).
  *
  * Every row is written on a thread of its own: the replay fills a batch
  * (event rows, and the few other rows as pending_row records), hands it
@@ -25,11 +26,12 @@
  * into a staging database beside it, copied in at the end. */
 #include "db_writer.h"
 
+#include "db_file.h"
 #include "db_query.h"
 #include "event_store.h"
 #include "event_table.h"
+#include "gmt_kill_point.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -180,6 +182,7 @@ struct db_writer {
     event_table *table;        /* table mode: event_rows' pages; db is then the staging database */
     db_writer_events events;
     char *path, *tmp_path, *staging_path;
+    int tmp_fd, staging_fd; /* each holds its file's lock (db_file.h); -1: none */
     /* run on the finished file under its temporary name, before it is renamed into place */
     int (*before_rename)(const char *path, void *ctx, char *err, size_t errlen);
     void *before_rename_ctx;
@@ -258,10 +261,23 @@ static void free_writer(db_writer *w) {
         free_batch(w->full[(w->full_head + i) % QUEUE_BATCHES]);
     pthread_mutex_destroy(&w->queue_lock);
     pthread_cond_destroy(&w->queue_changed);
+    if (w->tmp_fd >= 0)
+        close(w->tmp_fd);
+    if (w->staging_fd >= 0)
+        close(w->staging_fd);
     free(w->path);
     free(w->tmp_path);
     free(w->staging_path);
     free(w);
+}
+
+/* A temporary file gone: its name, then the descriptor that held its lock. */
+static void drop_temp(const char *path, int *fd) {
+    if (*fd < 0)
+        return;
+    unlink(path);
+    close(*fd);
+    *fd = -1;
 }
 
 static void *event_thread(void *arg);
@@ -334,10 +350,10 @@ static int take_event_row_indexes(char *sql, char **taken) {
     return 0;
 }
 
-/* Opens (creating) a database the writer fills: a fresh file only this process writes. */
+/* Opens a database the writer fills: a fresh empty file only this process writes. */
 static int open_fresh(const char *path, sqlite3 **db, char *err, size_t errlen) {
-    unlink(path);
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    if (sqlite3_open_v2(path, db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
                         NULL) == SQLITE_OK)
         return 0;
     snprintf(err, errlen, "cannot create database %s: %s", path,
@@ -348,6 +364,13 @@ static int open_fresh(const char *path, sqlite3 **db, char *err, size_t errlen) 
 }
 
 db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen) {
+    return db_writer_open_mode(path, events, 0666, err, errlen);
+}
+
+db_writer *db_writer_open_mode(const char *path, db_writer_events events, int mode, char *err,
+                               size_t errlen) {
+    if (db_file_replaceable(path, err, errlen) != 0)
+        return NULL;
     if (event_store_register() != SQLITE_OK) {
         snprintf(err, errlen, "cannot register the event store with SQLite");
         return NULL;
@@ -359,17 +382,26 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     }
     pthread_mutex_init(&w->queue_lock, NULL);
     pthread_cond_init(&w->queue_changed, NULL);
+    w->tmp_fd = w->staging_fd = -1;
     w->path = strdup(path);
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(path) + 48;
     w->tmp_path = malloc(n);
-    w->staging_path = malloc(n + 16);
+    w->staging_path = malloc(n);
     if (!w->path || !w->tmp_path || !w->staging_path) {
         snprintf(err, errlen, "out of memory");
         free_writer(w);
         return NULL;
     }
-    snprintf(w->tmp_path, n, "%s.tmp-%d", path, (int)getpid());
-    snprintf(w->staging_path, n + 16, "%s.staging", w->tmp_path);
+    /* The file under its temporary name, and table mode's staging database: new files of this
+     * process's, locked while it has them (what a kill leaves, the next build removes). */
+    if ((w->tmp_fd = db_file_temp(path, "", mode, w->tmp_path, n, err, errlen)) < 0 ||
+        (events == DB_EVENTS_TABLE &&
+         (w->staging_fd = db_file_temp(path, ".staging", 0600, w->staging_path, n, err, errlen)) <
+             0)) {
+        drop_temp(w->tmp_path, &w->tmp_fd);
+        free_writer(w);
+        return NULL;
+    }
     w->events = events;
     /* A fresh file that only this process writes: no journal, no syncs
      * until the end, big pages and cache for the bulk load. 64 KiB pages:
@@ -409,7 +441,6 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     /* Table mode: the file with event_rows empty, for its pages; the rest goes to staging. */
     const char *db_path = events == DB_EVENTS_TABLE ? w->staging_path : w->tmp_path;
     if (events == DB_EVENTS_TABLE) {
-        unlink(w->tmp_path);
         w->table = schema
                        ? event_table_create(w->tmp_path, setup, schema, event_indexes, err, errlen)
                        : NULL;
@@ -420,8 +451,8 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
     if ((events == DB_EVENTS_TABLE && !w->table) || open_fresh(db_path, &w->db, err, errlen) != 0) {
         free(schema);
         close_db(w);
-        unlink(w->tmp_path);
-        unlink(w->staging_path); /* SQLite may have made the file before it failed */
+        drop_temp(w->tmp_path, &w->tmp_fd);
+        drop_temp(w->staging_path, &w->staging_fd);
         free_writer(w);
         return NULL;
     }
@@ -444,8 +475,8 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
         snprintf(err, errlen, "creating database %s: %s", db_path,
                  why[0] ? why : sqlite3_errmsg(w->db));
         close_db(w);
-        unlink(w->tmp_path);
-        unlink(w->staging_path);
+        drop_temp(w->tmp_path, &w->tmp_fd);
+        drop_temp(w->staging_path, &w->staging_fd);
         free_writer(w);
         return NULL;
     }
@@ -867,7 +898,7 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         if (rc == 0 && event_table_finish(w->table, w->staging_path, &w->db, why, sizeof why))
             rc = fail(w, "database %s: %s", w->path, why);
         w->table = NULL;
-        unlink(w->staging_path);
+        drop_temp(w->staging_path, &w->staging_fd);
     }
     /* The index build sorts every row; what the sort does not hold in
      * its cache-sized buffer spills into temporary storage, which in memory
@@ -888,14 +919,16 @@ int db_writer_finish(db_writer *w, char *err, size_t errlen) {
         if ((rc = w->before_rename(w->tmp_path, w->before_rename_ctx, why, sizeof why)) != 0)
             fail(w, "%s", why);
     }
-    if (rc == 0 && rename(w->tmp_path, w->path) != 0)
-        rc = fail(w, "cannot move database into place at %s: %s", w->path, strerror(errno));
+    if (rc == 0)
+        gmt_kill_point("rename"); /* complete under its temporary name */
+    if (rc == 0 && db_file_publish(w->tmp_path, w->path, why, sizeof why) != 0)
+        rc = fail(w, "%s", why);
     if (rc != 0) {
         snprintf(err, errlen, "%s", w->error);
         event_table_abort(w->table);
         w->table = NULL;
-        unlink(w->tmp_path);
-        unlink(w->staging_path);
+        drop_temp(w->tmp_path, &w->tmp_fd);
+        drop_temp(w->staging_path, &w->staging_fd);
     }
     free_writer(w);
     return rc;
@@ -912,8 +945,8 @@ void db_writer_abort(db_writer *w) {
     if (!w)
         return;
     close_db(w);
-    unlink(w->tmp_path);
-    unlink(w->staging_path);
+    drop_temp(w->tmp_path, &w->tmp_fd);
+    drop_temp(w->staging_path, &w->staging_fd);
     free_writer(w);
 }
 

@@ -5,8 +5,9 @@
  * bulk load. The replay calls one function per row; nothing here knows how
  * the rows were derived. Values equal to DB_NULL are stored as SQL NULL.
  *
- * Ownership: db_writer_open creates the file (replacing one that exists);
- * db_writer_finish commits, indexes and closes it; db_writer_abort closes
+ * Ownership: db_writer_open creates the file under a temporary name beside it;
+ * db_writer_finish commits, indexes and closes it and renames it into place (replacing a
+ * regular file, never anything else: base/db_file.h); db_writer_abort closes
  * and deletes it. Either frees the writer. */
 #ifndef GMT_DB_WRITER_H
 #define GMT_DB_WRITER_H
@@ -68,7 +69,12 @@ typedef struct db_bucket_row {
  * only memanalyze reads; ~5x smaller and built at the replay's speed: the cache). */
 typedef enum db_writer_events { DB_EVENTS_TABLE, DB_EVENTS_STORE } db_writer_events;
 
+/* NULL with a one-line message when path is neither a regular file nor nothing (a link, a
+ * device…), or the file cannot be made. db_writer_open_mode: the new file's mode (less the
+ * umask); db_writer_open's is 0666, as any program's new file. */
 db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen);
+db_writer *db_writer_open_mode(const char *path, db_writer_events events, int mode, char *err,
+                               size_t errlen);
 
 /* Each returns 0, or -1 with the message in db_writer_error(). */
 int db_writer_event(db_writer *w, const db_event_row *row);
