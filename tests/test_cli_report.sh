@@ -90,6 +90,13 @@ grep -q "(1 row)" "$T/q.txt" || fail "sql table: row count"
 "$MA" sql "$T/leak.zst" --raw "SELECT 3221225472 AS peak_bytes" | grep -q 3221225472 || fail "sql --raw"
 "$MA" sql "$T/leak.zst" "SELECT nope FROM nothing" >/dev/null 2>"$T/e4"; [ $? -eq 2 ] || fail "sql error: exit"
 grep -q "SQL error" "$T/e4" || fail "sql error message"
+# several statements: refused, never only the first run (issue 28); comments and ';' may follow
+"$MA" sql "$T/leak.zst" --csv "SELECT 1 AS a; SELECT 2 AS b" >"$T/q2" 2>"$T/e6"
+[ $? -eq 2 ] && grep -q "one statement at a time" "$T/e6" && [ ! -s "$T/q2" ] ||
+    fail "sql with two statements: $(cat "$T/q2" "$T/e6")"
+"$MA" sql "$T/leak.zst" --csv "SELECT 1 AS a; -- the end
+  ; /* done */" >"$T/q3" || fail "sql: a comment after the statement"
+[ "$(cat "$T/q3")" = "$(printf 'a\n1')" ] || fail "sql with a trailing comment: $(cat "$T/q3")"
 
 # import: the database for any SQLite client; a database is not imported again
 "$MA" import "$T/leak.zst" -o "$T/out.db" >/dev/null || fail "import exit"

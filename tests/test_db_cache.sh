@@ -42,4 +42,24 @@ touch -d '2001-02-03 04:05:06' "$T/t.zst"
 [ "$(identity "$db")" = "$before" ] || fail "the first database changed"
 ls "$GMT_CACHE_DIR" | grep -v '\.db$' | grep -q . && fail "left in the cache: $(ls "$GMT_CACHE_DIR")"
 
+# Rewritten with the same size and its mtime restored (issue 28: the key was path, size and
+# mtime, and the old database answered for the new content): another run of the same length in
+# its place, the times put back; the answer is the new run's.
+"$SYNTH" -o "$T/a.zst" --steps 6 --leak 0 --seed 11 2>/dev/null || fail synth
+"$SYNTH" -o "$T/b.zst" --steps 6 --leak 0 --seed 11 --host other-host 2>/dev/null || fail synth
+python3 - "$T/a.zst" "$T/b.zst" <<'PY' || fail "two traces of one size"
+import os, sys
+a, b = sys.argv[1:]
+n = max(os.path.getsize(a), os.path.getsize(b))
+for f in (a, b):  # zero bytes after the last frame: the reader skips them, the size is one
+    with open(f, "ab") as out:
+        out.write(b"\0" * (n - os.path.getsize(f)))
+PY
+host() { "$MA" sql "$1" --csv "SELECT value FROM meta WHERE key = 'host'" | tail -1; }
+[ "$(host "$T/a.zst")" = synth-host ] || fail "the first run's host"
+cp --attributes-only --preserve=timestamps "$T/a.zst" "$T/stamp" 2>/dev/null || touch -r "$T/a.zst" "$T/stamp"
+cat "$T/b.zst" >"$T/a.zst"
+touch -r "$T/stamp" "$T/a.zst"
+[ "$(host "$T/a.zst")" = other-host ] || fail "same size and mtime: the old database answered"
+
 finish

@@ -161,10 +161,67 @@ static long peak_rss_kb(void) {
 }
 
 /* input_build_database's work, into a new file of `mode` (less the umask). */
+/* What the cache key and the check after a build know of an input's content: its identity and
+ * times (ctime: a rewrite that restores the mtime still moves it), and a hash of its first and
+ * last 64 KiB (a trace's first frames and its end record), read as the replay reads them. */
+typedef struct input_fingerprint {
+    int64_t size, mtime_ns, ctime_ns;
+    uint64_t dev, ino, content;
+} input_fingerprint;
+
+#define FINGERPRINT_SPAN ((size_t)64 << 10)
+
+static int fingerprint(const char *path, input_fingerprint *fp, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *fp = (input_fingerprint){
+        .size = (int64_t)st.st_size,
+        .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+        .ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec,
+        .dev = (uint64_t)st.st_dev,
+        .ino = (uint64_t)st.st_ino,
+        .content = GMT_HASH_SEED};
+    static char buf[FINGERPRINT_SPAN];
+    off_t at[2] = {0,
+                   st.st_size > (off_t)FINGERPRINT_SPAN ? st.st_size - (off_t)FINGERPRINT_SPAN : 0};
+    for (int i = 0; i < 2 && (i == 0 || at[1] > 0); i++) {
+        ssize_t n = pread(fd, buf, sizeof buf, at[i]);
+        if (n > 0)
+            fp->content = gmt_hash_bytes(fp->content, buf, (size_t)n);
+    }
+    close(fd);
+    return 0;
+}
+
+/* The input changed while it was read: the two passes of the replay may have seen two files. */
+static int changed_while_read(const char *path, const input_fingerprint *before, char *err,
+                              size_t errlen) {
+    input_fingerprint after;
+    char ignored[256];
+    if (fingerprint(path, &after, ignored, sizeof ignored) == 0 && after.size == before->size &&
+        after.mtime_ns == before->mtime_ns && after.ctime_ns == before->ctime_ns &&
+        after.ino == before->ino && after.dev == before->dev && after.content == before->content)
+        return 0;
+    snprintf(err, errlen,
+             "%s changed while it was read (still being recorded?): nothing kept; run again, or "
+             "analyze a copy",
+             path);
+    return 1;
+}
+
 static int build(const char *path, input_kind kind, const char *db_path, const input_options *opt,
                  int mode, char *err, size_t errlen) {
     snapshot_facts facts;
     snapshot_import *snap = NULL;
+    input_fingerprint before;
+    if (fingerprint(path, &before, err, errlen) != 0)
+        return -1;
     if (kind == INPUT_SNAPSHOT) {
         /* A snapshot becomes a trace, handed to the replay record by record as it is written
          * (twice: the replay's two passes), with no file between them. */
@@ -203,7 +260,8 @@ static int build(const char *path, input_kind kind, const char *db_path, const i
     int replayed = snap ? replay_records(snapshot_import_source, snap, db, &ro, &sum, err, errlen)
                         : replay_trace(path, db, &ro, &sum, err, errlen);
     snapshot_import_close(snap);
-    if (replayed != 0) {
+    gmt_kill_point("replayed");
+    if (replayed != 0 || changed_while_read(path, &before, err, errlen)) {
         progress_clear(&line);
         db_writer_abort(db);
         return -1;
@@ -333,16 +391,16 @@ static int find_database(const char *path, const input_options *opt, input_kind 
         return 0;
     }
     char real[PATH_MAX], dir[PATH_MAX];
-    struct stat st;
-    if (!realpath(path, real) || stat(real, &st) != 0) {
+    input_fingerprint fp;
+    if (!realpath(path, real)) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    if (cache_dir(dir, sizeof dir, err, errlen) != 0)
+    if (fingerprint(real, &fp, err, errlen) != 0 || cache_dir(dir, sizeof dir, err, errlen) != 0)
         return -1;
     uint64_t h = GMT_HASH_SEED;
-    int64_t facts[2] = {(int64_t)st.st_size,
-                        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+    int64_t facts[6] = {fp.size,         fp.mtime_ns,     fp.ctime_ns,
+                        (int64_t)fp.dev, (int64_t)fp.ino, (int64_t)fp.content};
     const char *word = opt && opt->step_word ? opt->step_word : "step";
     h = gmt_hash_bytes(h, real, strlen(real));
     h = gmt_hash_bytes(h, facts, sizeof facts);

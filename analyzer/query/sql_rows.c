@@ -26,9 +26,20 @@ static int is_bytes_column(const char *name) {
 int sql_rows_open(sqlite3 *db, const char *sql, int number_text, sql_rows **out, char *err,
                   size_t errlen) {
     *out = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    sqlite3_stmt *st = NULL, *next = NULL;
+    const char *tail = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    /* One statement: a second one would silently not run (the sqlite3 shell runs them all; a
+     * query with one answer is what the outputs print). Comments, spaces and ';' may follow. */
+    if (tail && *tail && (sqlite3_prepare_v2(db, tail, -1, &next, NULL) != SQLITE_OK || next)) {
+        sqlite3_finalize(next);
+        sqlite3_finalize(st);
+        snprintf(err, errlen,
+                 "one statement at a time: remove the text after the first one (\"%.60s\")",
+                 tail + strspn(tail, " \t\r\n;"));
         return -1;
     }
     size_t ncol = st ? (size_t)sqlite3_column_count(st) : 0;

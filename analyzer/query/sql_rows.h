@@ -41,7 +41,8 @@ typedef struct sql_column {
 
 typedef struct sql_rows sql_rows;
 
-/* Prepares the first statement of `sql` on db (the rest of the text is ignored); number_text:
+/* Prepares the statement of `sql` on db (one only: text after it other than comments, spaces and
+ * ';' is an error, never ignored); number_text:
  * numbers come with their text as well (CSV writes SQLite's spelling of them). 0 with *out
  * (sql_rows_close frees it), or -1 with SQLite's message in err. */
 int sql_rows_open(sqlite3 *db, const char *sql, int number_text, sql_rows **out, char *err,
