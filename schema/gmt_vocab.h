@@ -165,7 +165,12 @@
       "block smaller than its request); raised when it starts")                                    \
     X(LAYOUT_INVALID, "layout_invalid",                                                            \
       "invariant: the replay's layout of a device failed its self-check (blocks not tiling "       \
-      "their segment, overlaps, totals that disagree); checked after the seed and at the end")
+      "their segment, overlaps, totals that disagree); checked after the seed and at the end")     \
+    X(EVENT_OUT_OF_RANGE, "event_out_of_range",                                                    \
+      "a memory event no memory can have: a size over 2^60 bytes, a range past the end of the "    \
+      "address space, one that holds or ends at the address 2^63 (the database's NULL), or bytes " \
+      "that would take a device's totals over 2^60; it is left out (no row; the message says "     \
+      "where it was)")
 
 /* ---- fragmentation bands (DESIGN.md) ---------------------------------------
  * X(ID, lower bound, "name"): a ratio r is rated by the last band whose lower

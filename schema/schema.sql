@@ -678,7 +678,8 @@ INSERT INTO warning_kinds (code, description) VALUES
   ('block_overlap', 'a block overlaps a live block; it is counted on its own'),
   ('allocated_above_reserved', 'invariant: after this event a device''s allocated bytes exceed its reserved bytes (a block counted outside every segment, or a segment the replay missed); raised when it starts'),
   ('requested_above_allocated', 'invariant: after this event a device''s requested bytes exceed its allocated bytes (a block smaller than its request); raised when it starts'),
-  ('layout_invalid', 'invariant: the replay''s layout of a device failed its self-check (blocks not tiling their segment, overlaps, totals that disagree); checked after the seed and at the end');
+  ('layout_invalid', 'invariant: the replay''s layout of a device failed its self-check (blocks not tiling their segment, overlaps, totals that disagree); checked after the seed and at the end'),
+  ('event_out_of_range', 'a memory event no memory can have: a size over 2^60 bytes, a range past the end of the address space, one that holds or ends at the address 2^63 (the database''s NULL), or bytes that would take a device''s totals over 2^60; it is left out (no row; the message says where it was)');
 
 -- @@ indexes (run after the bulk load)
 -- Everything below only makes queries faster. Index names are not part of the contract.

@@ -64,6 +64,12 @@ int main(void) {
             const char *far = replay_strings_get(s, 3000001);
             CHECK(far && strcmp(far, "farther") == 0);
             CHECK(replay_strings_get(s, 3000002) == NULL);
+            /* the last id there is, and its neighbour: a page of their own, found by number */
+            CHECK(replay_strings_put(s, UINT32_MAX, "top") == 0);
+            const char *top = replay_strings_get(s, UINT32_MAX);
+            CHECK(top && strcmp(top, "top") == 0);
+            CHECK(replay_strings_get(s, UINT32_MAX - 1) == NULL);
+            CHECK(replay_strings_get(s, UINT32_MAX - 5000) == NULL);
             /* the last REPLAY_STRINGS_HELD lookups hold together */
             _Static_assert(REPLAY_STRINGS_HELD == 8, "eight ids below");
             const uint32_t ids[REPLAY_STRINGS_HELD] = {11, 202, 505, 1, 4001, 37, 202, 2999};

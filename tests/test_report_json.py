@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from text_facts import NUMBER, leaves, units_bytes, units_duration  # noqa: E402
+from text_facts import test_args, NUMBER, leaves, units_bytes, units_duration  # noqa: E402
 
 def spellings(doc, dev):
     """Every way the text may spell a number of the run's and this device's JSON."""
@@ -144,12 +144,10 @@ def check_input(ma, path, extra, failures):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print("usage: test_report_json.py synth memanalyze [shared_pytorch_dir]")
+    given = test_args(sys.argv, "test_report_json.py")
+    if not given:
         return 2
-    synth, ma = sys.argv[1], sys.argv[2]
-    shared = sys.argv[3] if len(sys.argv) > 3 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "pytorch")
+    synth, ma, shared = given
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GMT_CACHE_DIR"] = os.path.join(tmp, "cache")

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from text_facts import json_strings, leaves, number_spellings, unmatched_numbers  # noqa: E402
+from text_facts import test_args, json_strings, leaves, number_spellings, unmatched_numbers  # noqa: E402
 
 # Words of a command's text that hold digits and are not facts (headings, option names, units).
 LITERALS = {
@@ -95,12 +95,10 @@ def check(ma, cmd, args, name, failures, drop=None):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print("usage: test_text_json.py synth memanalyze [shared_pytorch_dir]")
+    given = test_args(sys.argv, "test_text_json.py")
+    if not given:
         return 2
-    synth, ma = sys.argv[1], sys.argv[2]
-    shared = sys.argv[3] if len(sys.argv) > 3 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "pytorch")
+    synth, ma, shared = given
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GMT_CACHE_DIR"] = os.path.join(tmp, "cache")

@@ -5,6 +5,7 @@ query/, so every number the text shows must be one of the JSON's values as the t
 The spellings follow base/units.c (units_bytes, units_duration) and the printf formats the
 printers use (%.2f ratios, %.1f percentages, 0x addresses). Python 3 standard library only.
 """
+import os
 import re
 
 UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
@@ -92,3 +93,14 @@ def unmatched_numbers(line, known, strings, literals=()):
     for lit in literals:
         rest = rest.replace(lit, " ")
     return [tok for tok in NUMBER.findall(rest) if tok not in known]
+
+
+def test_args(argv, name):
+    """(synth, memanalyze, shared snapshot folder) from a test's argv, or None after the usage
+    line: argv is synth memanalyze [shared_pytorch_dir]."""
+    if len(argv) < 3:
+        print("usage: %s synth memanalyze [shared_pytorch_dir]" % name)
+        return None
+    shared = argv[3] if len(argv) > 3 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "pytorch")
+    return argv[1], argv[2], shared

@@ -92,7 +92,10 @@ static void replay_with(const char *path, int mode, const replay_options *opt) {
     if (rc != 0)
         fprintf(stderr, "replay: %s\n", err);
     CHECK(rc == 0);
-    CHECK(db_writer_finish(dw, err, sizeof err) == 0);
+    rc = db_writer_finish(dw, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "db_writer_finish: %s\n", err);
+    CHECK(rc == 0);
     if (db)
         sqlite3_close(db);
     int flags =

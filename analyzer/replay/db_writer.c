@@ -554,7 +554,7 @@ static int run_pending(db_writer *w, const pending_row *r) {
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE)
-        return fail(w, "database %s: insert: %s", w->path, sqlite3_errstr(rc));
+        return fail(w, "database %s: insert: %s", w->path, sqlite3_errmsg(w->db));
     return 0;
 }
 

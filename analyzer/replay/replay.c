@@ -60,6 +60,8 @@ static int write_step(replay *rp, const step_interval *s) {
 
 static int on_marker(replay *rp, const trace_marker *m) {
     if (m->kind == TRACE_MARK_SEED_END) {
+        if (!rp->in_seed) /* the seed ended at the first one (replay_scan_record) */
+            return 0;
         rp->in_seed = 0;
         replay_check_layouts(rp, "after the seed");
         return replay_write_seed_rows(rp);
@@ -67,7 +69,7 @@ static int on_marker(replay *rp, const trace_marker *m) {
     const char *domain = replay_string(rp, m->domain_id); /* NULL: none, or never defined */
     if (m->kind == TRACE_MARK_MARK && domain && strcmp(domain, TRACE_TENSOR_DOMAIN) == 0)
         return replay_on_tensor_name(rp, m);
-    int64_t ts = (int64_t)m->ts_ns - rp->t0;
+    int64_t ts = replay_ts(rp, m->ts_ns);
     uint32_t name_id = m->name_id;
     int64_t id = (int64_t)++rp->marker_count, begin = DB_NULL;
     int opens = m->kind == TRACE_MARK_RANGE_PUSH || m->kind == TRACE_MARK_RANGE_START;
@@ -117,10 +119,9 @@ static int on_marker(replay *rp, const trace_marker *m) {
 static int write_unrecorded(replay *rp, const trace_end *e) {
     for (uint32_t i = 0; i < e->n_calls; i++) {
         const trace_call_count *c = &e->calls[i];
-        int64_t calls = c->calls > INT64_MAX ? INT64_MAX : (int64_t)c->calls;
-        int64_t bytes = c->bytes > INT64_MAX ? INT64_MAX : (int64_t)c->bytes;
-        if (replay_db_ok(
-                rp, db_writer_unrecorded_call(rp->db, c->call_id, c->name.ptr, calls, bytes)) != 0)
+        if (replay_db_ok(rp, db_writer_unrecorded_call(rp->db, c->call_id, c->name.ptr,
+                                                       replay_clamp(c->calls),
+                                                       replay_clamp(c->bytes))) != 0)
             return -1;
     }
     return 0;
@@ -143,20 +144,8 @@ static int on_record(replay *rp, const trace_record *rec) {
         return replay_on_symbol(rp, &rec->u.symbol);
     case TRACE_REC_STACK:
         return replay_on_stack(rp, &rec->u.stack);
-    case TRACE_REC_MODULE: {
-        const trace_module *m = &rec->u.module;
-        char hex[2 * 64 + 1] = "";
-        for (uint32_t i = 0; i < m->build_id.len && i < 64; i++)
-            snprintf(hex + 2 * i, 3, "%02x", (uint8_t)m->build_id.ptr[i]);
-        if (gmt_grow((void **)&rp->modules, &rp->modules_cap, m->module_id, sizeof *rp->modules) !=
-            0)
-            return replay_fail(rp, "out of memory");
-        free(rp->modules[m->module_id]);
-        if (!(rp->modules[m->module_id] = strdup(m->path.ptr)))
-            return replay_fail(rp, "out of memory");
-        return replay_db_ok(rp, db_writer_module(rp->db, m->module_id, m->path.ptr,
-                                                 hex[0] ? hex : NULL, (int64_t)m->base));
-    }
+    case TRACE_REC_MODULE:
+        return replay_on_module(rp, &rec->u.module);
     case TRACE_REC_DEVICE: {
         uint32_t dev = rec->u.device.device;
         if (dev >= GMT_MAX_DEVICES)
@@ -164,16 +153,16 @@ static int on_record(replay *rp, const trace_record *rec) {
         free(rp->dev[dev].name);
         if (!(rp->dev[dev].name = strdup(rec->u.device.name.ptr)))
             return replay_fail(rp, "out of memory");
-        rp->dev[dev].total_bytes = (int64_t)rec->u.device.total_bytes;
+        rp->dev[dev].total_bytes = replay_clamp(rec->u.device.total_bytes);
         return 0;
     }
     case TRACE_REC_COUNTER: {
         const trace_counter *c = &rec->u.counter;
         int pool = c->kind == TRACE_COUNTER_POOL_RESERVED || c->kind == TRACE_COUNTER_POOL_USED;
-        return replay_db_ok(rp,
-                            db_writer_counter(rp->db, (int64_t)c->ts_ns - rp->t0, rp->last_event_id,
-                                              c->device, trace_counter_kind_name(c->kind),
-                                              pool ? (int64_t)c->key : DB_NULL, (int64_t)c->value));
+        return replay_db_ok(
+            rp, db_writer_counter(rp->db, replay_ts(rp, c->ts_ns), rp->last_event_id, c->device,
+                                  trace_counter_kind_name(c->kind),
+                                  pool ? (int64_t)c->key : DB_NULL, replay_clamp(c->value)));
     }
     case TRACE_REC_PROCESS: {
         const trace_process *p = &rec->u.process;
@@ -184,7 +173,7 @@ static int on_record(replay *rp, const trace_record *rec) {
         db_writer_meta_text(rp->db, "command_line", p->cmdline.ptr);
         db_writer_meta_text(rp->db, "clock_source", p->clock_source.ptr);
         db_writer_meta_text(rp->db, "producer", p->producer.ptr);
-        int64_t t0_unix = (int64_t)p->wall_anchor_ns + (rp->t0 - (int64_t)p->clock_anchor_ns);
+        int64_t t0_unix = (int64_t)(p->wall_anchor_ns + (rp->t0 - p->clock_anchor_ns));
         return replay_db_ok(rp, db_writer_meta_int(rp->db, "t0_unix_ns", t0_unix));
     }
     case TRACE_REC_END:
@@ -193,7 +182,7 @@ static int on_record(replay *rp, const trace_record *rec) {
         rp->saw_end = 1;
         db_writer_meta_int(rp->db, "clean_shutdown", (rec->u.end.flags & TRACE_END_CLEAN) != 0);
         return replay_db_ok(
-            rp, db_writer_meta_int(rp->db, "dropped_events", (int64_t)rec->u.end.dropped));
+            rp, db_writer_meta_int(rp->db, "dropped_events", replay_clamp(rec->u.end.dropped)));
     default:
         return 0;
     }
@@ -366,13 +355,8 @@ static void cleanup(replay *rp) {
         heat_rows_free(rp->dev[i].heat);
         free(rp->dev[i].name);
     }
-    for (size_t i = 0; i < rp->modules_cap; i++)
-        free(rp->modules[i]);
+    replay_frames_free(rp);
     replay_strings_free(rp->strings);
-    free(rp->modules);
-    free(rp->frames);
-    free(rp->chains);
-    free(rp->stacks);
     free(rp->entries);
     addr_map_free(&rp->live);
     addr_map_free(&rp->torch_segments);
@@ -416,8 +400,8 @@ static int start_second_pass(replay *rp, const scan_result *sr) {
     choose_settings(rp);
     rp->t0 = sr->first_ts;
     rp->last_ts = 0;
-    int64_t span = sr->last_ts - sr->first_ts;
-    rp->bucket_ns = span > 0 ? span / BUCKETS + 1 : 1;
+    uint64_t span = sr->last_ts - sr->first_ts; /* last_ts >= first_ts */
+    rp->bucket_ns = (int64_t)(span / BUCKETS + 1);
     rp->in_seed = sr->has_seed_end;
     rp->seed_events_total = sr->seed_events;
     int ndev = 0;

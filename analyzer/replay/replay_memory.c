@@ -99,15 +99,15 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         /* The other source's report of the same memory: one segment. */
         e->sources |= bit;
         row->segment_id = e->event_id;
-        if (torch) { /* PyTorch's stack (with Python frames) leads */
-            e->driver_stack_id = e->stack_id;
-            e->stack_id = row->stack_id;
-            if (e->whole_block) {
+        if (torch) {              /* PyTorch's stack (with Python frames) leads */
+            if (e->whole_block) { /* out of the site that had it */
                 am_block_release(d->model, e->addr);
                 site_life(rp, e, -1, 0);
                 e->whole_block = 0;
                 d->whole_blocks--;
             }
+            e->driver_stack_id = e->stack_id;
+            e->stack_id = row->stack_id;
         } else {
             e->driver_stack_id = row->stack_id;
         }
@@ -201,10 +201,10 @@ static void release_blocks_inside(replay *rp, device_state *d, const live_entry 
 static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
     device_state *d = &rp->dev[ev->device];
     live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-    if (!e) {
-        replay_warn(rp, row->event_id, DB_WARNING_FREE_UNKNOWN,
-                    "%s segment free at 0x%llx: no live segment", trace_source_name(ev->source),
-                    (unsigned long long)ev->addr);
+    if (!e || e->mapped) { /* a mapped range ends with its unmap (segment_unmap) */
+        replay_warn(rp, row->event_id, DB_WARNING_FREE_UNKNOWN, "%s segment free at 0x%llx: %s",
+                    trace_source_name(ev->source), (unsigned long long)ev->addr,
+                    e ? "a mapped range, which only an unmap ends" : "no live segment");
         return;
     }
     row->segment_id = e->event_id;
@@ -226,10 +226,12 @@ static void segment_free(replay *rp, const trace_event *ev, db_event_row *row) {
         heat_rows_change(d->heat, e->addr, e->size, -1, 0);
     }
     replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
-    /* When both CUPTI and PyTorch reported it, the other free is still to come. */
-    if ((e->sources & (e->sources - 1)) != 0) {
+    /* When both CUPTI and PyTorch reported it, the other free is still to come (unless this
+     * free came from neither: then nothing else ends it). */
+    uint8_t bit = (uint8_t)(1u << ev->source);
+    if ((e->sources & (e->sources - 1)) != 0 && (e->sources & bit)) {
         e->ended = 1;
-        e->sources &= (uint8_t) ~(1u << ev->source);
+        e->sources &= (uint8_t)~bit;
     } else {
         live_drop(rp, e);
     }
@@ -362,7 +364,7 @@ static void segment_unmap(replay *rp, const trace_event *ev, db_event_row *row) 
     device_state *d = &rp->dev[ev->device];
     if (ev->kind != TRACE_KIND_DEVICE) { /* managed or host memory: a lifetime only */
         live_entry *e = live_get(rp, ev->device, SPACE_SEGMENT, ev->addr);
-        if (e) {
+        if (e && !e->in_model && !e->ended) { /* not device memory's, not a finished one */
             row->segment_id = row->alloc_event_id = e->event_id;
             replay_write_segment_row(rp, e, row->ts_ns, row->event_id, row->stack_id);
             live_drop(rp, e);
@@ -545,6 +547,81 @@ static void note_cache_use(device_state *d, const trace_event *ev) {
     }
 }
 
+/* ---- numbers no memory can have ------------------------------------------------ */
+
+/* The bytes an event gives memory, the memory the ops that take it back describe, and the
+ * totals they add to, are at most REPLAY_MAX_BYTES (replay_state.h). The trace's fields are
+ * 64-bit and the database's signed: a forged size of 2^63 read as a negative number broke
+ * the rows of every table it reached. The bound keeps each total (and each sum of two of
+ * them, as reserved - mapped + physical) far below 2^63 whatever the allocator's rounding
+ * adds to the last block, so the arithmetic on them never overflows.
+ *
+ * An event past it is left out, as an event on a device past GMT_MAX_DEVICES is: a warning,
+ * and no row (a row would be a block's or a segment's life to every reader of event_rows,
+ * which the replay's state does not have). The first pass leaves out the same events
+ * (replay_event_out_of_range), but for those only the totals refuse; a seed event of those
+ * leaves its id unused (replay_write_seed_rows). */
+
+/* An op whose size gives memory, or describes memory being taken back (unmap). */
+static int describes_memory(unsigned op) {
+    return op == TRACE_OP_ALLOC || op == TRACE_OP_MAP || op == TRACE_OP_UNMAP ||
+           op == TRACE_OP_PHYS_CREATE || op == TRACE_OP_VA_RESERVE;
+}
+
+const char *replay_event_out_of_range(const trace_event *ev) {
+    if (!describes_memory(ev->op))
+        return NULL; /* its size is informative: a free's bytes are its alloc's */
+    if (ev->size > REPLAY_MAX_BYTES ||
+        (ev->op == TRACE_OP_ALLOC && ev->requested > REPLAY_MAX_BYTES))
+        return "a size over 2^60 bytes";
+    /* a physical allocation's addr is a handle: no range */
+    if (ev->op != TRACE_OP_PHYS_CREATE && ev->size > UINT64_MAX - ev->addr)
+        return "a range past the end of the address space";
+    /* as a signed column, 2^63 is INT64_MIN: DB_NULL, no address (never a canonical one).
+     * A range that holds it or ends at it could leave a part that starts there (an unmap in
+     * the middle of a mapped range), so none may touch it. */
+    if (ev->op != TRACE_OP_PHYS_CREATE && ev->addr <= (uint64_t)DB_NULL &&
+        ev->addr + ev->size >= (uint64_t)DB_NULL)
+        return "a range that holds the address 2^63, which the database cannot hold";
+    return NULL;
+}
+
+/* replay_event_out_of_range, then what the event would add to each total of its device; and
+ * how many ordinary events (replay_event_ordinary: each adds less than 2^41 bytes to any
+ * total, the allocator's rounding included) may pass before the totals are looked at again. */
+static const char *out_of_range(replay *rp, const trace_event *ev) {
+    device_state *d = &rp->dev[ev->device];
+    am_stats_info st = am_stats(d->model);
+    uint64_t allocated = st.allocated_bytes + d->orphan_allocated;
+    uint64_t requested = st.requested_bytes + d->orphan_requested;
+    uint64_t most = st.reserved_bytes;
+    const uint64_t totals[] = {d->mapped_bytes, d->phys_bytes, allocated, requested};
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        most = totals[i] > most ? totals[i] : most;
+    /* this one's bytes are not in `most` yet: one fewer (none after an event not ordinary) */
+    uint64_t room = most < REPLAY_MAX_BYTES ? (REPLAY_MAX_BYTES - most) >> 41 : 0;
+    d->fast_events = replay_event_ordinary(ev) && room ? room - 1 : 0;
+    const char *why = replay_event_out_of_range(ev);
+    if (why || ev->kind != TRACE_KIND_DEVICE)
+        return why;
+    /* a block's bytes as the model places them are at most the larger of the two, rounded;
+     * a segment no allocator sub-allocates is a block too */
+    uint64_t bytes = ev->size > ev->requested ? ev->size : ev->requested;
+    int segment =
+        ev->op == TRACE_OP_MAP || (ev->op == TRACE_OP_ALLOC && ev->level == TRACE_LEVEL_SEGMENT);
+    int block = ev->op == TRACE_OP_ALLOC;
+    if ((segment && st.reserved_bytes + ev->size > REPLAY_MAX_BYTES) ||
+        (ev->op == TRACE_OP_MAP && d->mapped_bytes + ev->size > REPLAY_MAX_BYTES) ||
+        (ev->op == TRACE_OP_PHYS_CREATE && d->phys_bytes + ev->size > REPLAY_MAX_BYTES) ||
+        (block && allocated + bytes > REPLAY_MAX_BYTES) ||
+        (block && requested + ev->requested > REPLAY_MAX_BYTES))
+        return "it would take the device's totals over 2^60 bytes";
+    return NULL;
+}
+
+/* A size as the rows keep it: NULL past what a signed 64-bit column holds. */
+static int64_t bytes_column(uint64_t v) { return v <= INT64_MAX ? (int64_t)v : DB_NULL; }
+
 int replay_event(replay *rp, const trace_event *ev) {
     if (ev->device >= GMT_MAX_DEVICES) {
         replay_warn(rp, DB_NULL, DB_WARNING_DEVICE_OUT_OF_RANGE, "event on device %u ignored",
@@ -552,21 +629,37 @@ int replay_event(replay *rp, const trace_event *ev) {
         return 0;
     }
     int seed = rp->in_seed;
+    device_state *d = &rp->dev[ev->device];
+    const char *why = NULL;
+    if (replay_event_ordinary(ev) && d->fast_events) /* nearly every event */
+        d->fast_events--;
+    else
+        why = out_of_range(rp, ev);
+    if (why) { /* as if it were not in the trace, but for the warning */
+        replay_warn(rp, DB_NULL, DB_WARNING_EVENT_OUT_OF_RANGE,
+                    "%s %s at 0x%llx of %llu bytes (%llu requested) %s event %lld: %s; left out",
+                    trace_level_name(ev->level), trace_op_name(ev->op),
+                    (unsigned long long)ev->addr, (unsigned long long)ev->size,
+                    (unsigned long long)ev->requested, seed ? "in the seed, before" : "after",
+                    (long long)(seed ? rp->next_seed_id : rp->last_event_id), why);
+        return rp->failed ? -1 : 0;
+    }
     if (!seed && !rp->seed_rows_written && replay_write_seed_rows(rp) != 0)
         return -1;
-    if (replay_bucket_before(rp, ev->device, seed ? 0 : (int64_t)ev->ts_ns - rp->t0) != 0)
+    int64_t ts = seed ? 0 : replay_ts(rp, ev->ts_ns);
+    if (replay_bucket_before(rp, ev->device, ts) != 0)
         return -1;
     db_event_row row = {
         .event_id = seed ? rp->next_seed_id++ : ++rp->last_event_id,
-        .ts_ns = seed ? 0 : (int64_t)ev->ts_ns - rp->t0,
+        .ts_ns = ts,
         .device = ev->device,
         .op = ev->op,
         .level = ev->level,
         .kind = ev->kind,
         .source = ev->source,
         .addr = (int64_t)ev->addr,
-        .size = (int64_t)ev->size,
-        .requested_size = (int64_t)ev->requested,
+        .size = bytes_column(ev->size),
+        .requested_size = bytes_column(ev->requested),
         .stream = (int64_t)ev->stream,
         .pool = ev->pool ? (int64_t)ev->pool : DB_NULL,
         .tid = ev->tid ? (int64_t)ev->tid : DB_NULL,

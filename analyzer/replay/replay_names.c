@@ -57,5 +57,5 @@ int replay_on_tensor_name(replay *rp, const trace_marker *m) {
     return replay_db_ok(rp,
                         db_writer_tensor_name(rp->db, e->event_id, name,
                                               category >= 0 ? gmt_category_name(category) : NULL,
-                                              tensors, (int64_t)m->ts_ns - rp->t0));
+                                              tensors, replay_ts(rp, m->ts_ns)));
 }

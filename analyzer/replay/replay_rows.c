@@ -204,6 +204,13 @@ int replay_write_row(replay *rp, db_event_row *row) {
 /* One 'seed' row per device: the state when the recording began. */
 int replay_write_seed_rows(replay *rp) {
     rp->seed_rows_written = 1;
+    /* they end at event_id 0, also when a seed event the first pass counted was left out
+     * (replay_memory.c): its id stays unused */
+    int64_t ndev = 0;
+    for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++)
+        ndev += rp->dev[i].present != 0;
+    if (rp->next_seed_id < 1 - ndev)
+        rp->next_seed_id = 1 - ndev;
     for (uint32_t i = 0; i < GMT_MAX_DEVICES; i++) {
         if (!rp->dev[i].present)
             continue;

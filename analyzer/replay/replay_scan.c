@@ -64,19 +64,20 @@ int replay_scan_record(replay *rp, replay_scan *ss, const trace_record *rec) {
                 ss->conf_marked = which;
             }
     if (rec->kind != TRACE_REC_EVENT) {
-        int64_t ts = rec->kind == TRACE_REC_MARKER    ? (int64_t)rec->u.marker.ts_ns
-                     : rec->kind == TRACE_REC_COUNTER ? (int64_t)rec->u.counter.ts_ns
-                                                      : INT64_MIN;
-        if (ts != INT64_MIN && !sr->any_ts) {
+        int timed = rec->kind == TRACE_REC_MARKER || rec->kind == TRACE_REC_COUNTER;
+        if (timed && !sr->any_ts) {
             sr->any_ts = 1;
-            sr->first_any_ts = ts;
+            sr->first_any_ts =
+                rec->kind == TRACE_REC_MARKER ? rec->u.marker.ts_ns : rec->u.counter.ts_ns;
         }
         return 0;
     }
     const trace_event *ev = &rec->u.event;
-    ss->events_before_marker++;
     if (ev->device < GMT_MAX_DEVICES)
         rp->dev[ev->device].present = 1;
+    if (!replay_event_ordinary(ev) && replay_event_out_of_range(ev))
+        return 0; /* the second pass leaves it out: no id, no time, no range */
+    ss->events_before_marker++;
     if (ev->device < GMT_MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
         rp->dev[ev->device].uses_phys = 1;
     if (ev->device < GMT_MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&
@@ -95,10 +96,10 @@ int replay_scan_record(replay *rp, replay_scan *ss, const trace_record *rec) {
         return replay_fail(rp, "out of memory");
     if (!sr->have_t0) {
         sr->have_t0 = 1;
-        sr->first_ts = sr->last_ts = (int64_t)ev->ts_ns;
+        sr->first_ts = sr->last_ts = ev->ts_ns;
     }
-    if ((int64_t)ev->ts_ns > sr->last_ts)
-        sr->last_ts = (int64_t)ev->ts_ns;
+    if (ev->ts_ns > sr->last_ts)
+        sr->last_ts = ev->ts_ns;
     return 0;
 }
 

@@ -51,6 +51,7 @@ typedef struct device_state {
     uint64_t whole_blocks; /* live segments counted as one block (see end_whole_block) */
     int uses_phys;         /* the trace has cuMemCreate on this device */
     uint8_t over_reserved, over_allocated; /* an invariant is broken now (warned once) */
+    uint64_t fast_events; /* ordinary events that may pass before the totals are looked at */
     int64_t peak_alloc, peak_alloc_id, peak_res, peak_res_id, peak_req, peak_req_id;
     int64_t peak_segments; /* the most live segments after any state row */
     split_now peak_split;  /* the free split when allocated peaked (free_splits) */
@@ -81,24 +82,31 @@ typedef struct replay {
     addr_map torch_segments; /* first pass: (device, addr) PyTorch reports as a segment */
 
     replay_strings *strings; /* the trace's strings by id (replay_strings.h) */
-    /* frames, symbols and stacks (replay_frames.c): kept until the end,
-     * since a SYMBOL record may come after the stacks that use its frame */
+    /* frames, symbols, stacks and modules (replay_frames.c): kept until the end, since a
+     * SYMBOL record may come after the stacks that use its frame. Each kind in the order its
+     * ids first came, found by id through a hash: an id is any 32-bit number a record names,
+     * so memory follows the records read, never the largest id */
     struct frame_info {
-        trace_frame frame;
+        trace_frame frame;                 /* frame.frame_id: its id, also without a FRAME */
         uint32_t chain_first, chain_count; /* its inline chain in `chains`; 0: none */
         int64_t inline_first;              /* db id of its innermost inlined row; 0: none */
         uint8_t known;                     /* its FRAME record was read */
     } * frames;
-    size_t frames_cap;
+    size_t frames_len, frames_cap;
+    addr_map frame_index;       /* frame id -> index in `frames` */
     trace_symbol_entry *chains; /* every SYMBOL record's entries, back to back */
     size_t chains_len, chains_cap;
     trace_stack *stacks; /* the STACK records, in file order */
     size_t stacks_len, stacks_cap;
-    char **modules;
-    size_t modules_cap;
+    struct module_info {
+        uint32_t module_id;
+        char *path;
+    } * modules;
+    size_t modules_len, modules_cap;
+    addr_map module_index; /* module id -> index in `modules` */
 
     /* time and ids */
-    int64_t t0;
+    uint64_t t0; /* the trace clock's origin: the first event after the seed (replay_ts) */
     int64_t bucket_ns;
     uint64_t seed_events_total, seed_seen;
     int in_seed;
@@ -140,6 +148,20 @@ typedef struct replay {
 } replay;
 
 /* ---- services every replay file uses (replay_services.c) ---- */
+
+/* A time of the trace's clock as the rows keep it: ns since the origin (negative before it),
+ * a forged one further away as +-REPLAY_TS_MAX: never DB_NULL (INT64_MIN), never the steps'
+ * "still open" (INT64_MAX), never an overflow. */
+#define REPLAY_TS_MAX (INT64_MAX - 1)
+static inline int64_t replay_ts(const replay *rp, uint64_t ts_ns) {
+    if (ts_ns >= rp->t0)
+        return ts_ns - rp->t0 > REPLAY_TS_MAX ? REPLAY_TS_MAX : (int64_t)(ts_ns - rp->t0);
+    return rp->t0 - ts_ns > REPLAY_TS_MAX ? -REPLAY_TS_MAX : -(int64_t)(rp->t0 - ts_ns);
+}
+
+/* A count or a number of bytes from the trace as a signed column: past 2^63 - 1 as 2^63 - 1
+ * (so never DB_NULL). */
+static inline int64_t replay_clamp(uint64_t v) { return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
 
 /* Records the first error (one line) and returns -1. */
 int replay_fail(replay *rp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -198,16 +220,20 @@ int replay_write_seed_rows(replay *rp);
 int replay_on_frame(replay *rp, const trace_frame *f);
 int replay_on_symbol(replay *rp, const trace_symbol *s);
 int replay_on_stack(replay *rp, const trace_stack *s);
+/* A MODULE record: its row, and its path kept for the native frames in it. 0 or -1. */
+int replay_on_module(replay *rp, const trace_module *m);
 /* At the end: the frames and stacks rows, inline chains expanded. 0 or -1. */
 int replay_write_frames(replay *rp);
+/* Frees what the four above keep. */
+void replay_frames_free(replay *rp);
 
 /* ---- replay_scan.c: the first pass ---- */
 
 typedef struct scan_result {
     int have_t0;
-    int64_t first_ts, last_ts;
+    uint64_t first_ts, last_ts; /* the trace's clock */
     int any_ts;
-    int64_t first_any_ts;
+    uint64_t first_any_ts;
     uint64_t seed_events;
     int has_seed_end;
 } scan_result;
@@ -234,6 +260,21 @@ const scan_result *replay_scan_end(replay_scan *ss);
 int replay_on_tensor_name(replay *rp, const trace_marker *m);
 
 /* ---- replay_memory.c ---- */
+
+/* The most bytes a memory event may give, and a device's totals (reserved, allocated,
+ * requested, physical, mapped) may reach: 2^60, millions of times any device's memory, and far
+ * enough below 2^63 that no sum of them overflows. An event past it is a warning
+ * (event_out_of_range) that changes nothing. */
+#define REPLAY_MAX_BYTES (1ULL << 60)
+/* Why the numbers of a memory event alone cannot be memory (a size over REPLAY_MAX_BYTES, a
+ * range past the end of the address space or touching 2^63), or NULL. Both passes ask. */
+const char *replay_event_out_of_range(const trace_event *ev);
+/* The test that clears nearly every event at once: an address below 2^62 and sizes below 2^40
+ * pass replay_event_out_of_range, and a device's totals far enough from the bound take them
+ * (device_state.fast_events counts how many). */
+static inline int replay_event_ordinary(const trace_event *ev) {
+    return ((ev->addr >> 62) | ((ev->size | ev->requested) >> 40)) == 0;
+}
 
 /* Applies one memory event and writes its row. 0 or -1. */
 int replay_event(replay *rp, const trace_event *ev);

@@ -11,10 +11,17 @@
  * memory (those used last), the others go to a second temporary file and come back when an id
  * of theirs is used again. Ids come in order and lookups are of recent ids, so a page is
  * rarely read back; without the paging the index grew by 8 bytes a string (a step's name),
- * the last thing in the replay that grew with the trace. */
+ * the last thing in the replay that grew with the trace.
+ *
+ * The pages are kept in the order they were made, found by page number through a hash (and
+ * the page used last, where nearly every lookup falls): ids are whatever 32-bit numbers the
+ * trace names, so a table of pages by number would grow with the largest id (24 MiB for a
+ * single string of id 2^32 - 1) rather than with the strings defined. */
 #include "replay_strings.h"
 
+#include "addr_map.h"
 #include "gmt_assert.h"
+#include "gmt_grow.h"
 #include "gmt_io.h"
 
 #include <errno.h>
@@ -31,14 +38,16 @@
 typedef struct index_page {
     uint64_t *at;      /* in memory: 1 + the offset of each id's text; 0: not defined. NULL: not */
     uint64_t last_use; /* when it was last used (the index's clock) */
-    int in_file;       /* a copy is in the index file, at its page number's place */
+    int in_file;       /* a copy is in the index file, at the place of its index in `pages` */
     int dirty;         /* changed since that copy */
 } index_page;
 
 struct replay_strings {
-    index_page *pages; /* by id / INDEX_PAGE_IDS */
-    size_t npages;
-    uint32_t *resident; /* the pages in memory, at most max_resident */
+    index_page *pages; /* in the order they were made */
+    size_t npages, pages_cap;
+    addr_map page_index;           /* page number (id / INDEX_PAGE_IDS) -> index in `pages` */
+    uint32_t last_number, last_at; /* the page found last: its number, 1 + its index; 0: none */
+    uint32_t *resident; /* the pages in memory (indexes in `pages`), at most max_resident */
     size_t nresident, max_resident;
     uint64_t clock;
     FILE *index_file; /* the pages out of memory (a temporary file, gone with the process) */
@@ -74,6 +83,7 @@ void replay_strings_free(replay_strings *s) {
     for (size_t i = 0; i < s->nresident; i++)
         free(s->pages[s->resident[i]].at);
     free(s->pages);
+    addr_map_free(&s->page_index);
     free(s->resident);
     if (s->index_file)
         fclose(s->index_file);
@@ -120,13 +130,13 @@ static uint64_t *free_a_page(replay_strings *s) {
     for (size_t i = 1; i < s->nresident; i++)
         if (s->pages[s->resident[i]].last_use < s->pages[s->resident[oldest]].last_use)
             oldest = i;
-    uint32_t number = s->resident[oldest];
-    index_page *p = &s->pages[number];
+    uint32_t index = s->resident[oldest];
+    index_page *p = &s->pages[index];
     if (p->dirty || !p->in_file) {
         if (!s->index_file && !(s->index_file = tmpfile()))
             return NULL;
         if (gmt_pwrite_all(fileno(s->index_file), p->at, PAGE_BYTES,
-                           (uint64_t)number * PAGE_BYTES) != 0)
+                           (uint64_t)index * PAGE_BYTES) != 0)
             return NULL;
         p->in_file = 1;
         p->dirty = 0;
@@ -137,39 +147,53 @@ static uint64_t *free_a_page(replay_strings *s) {
     return buffer;
 }
 
+/* The index in `pages` of page `number`; with `create`, a page not made yet is made (all
+ * undefined, nothing in memory). -1 when there is none and none is to be made, or out of
+ * memory (*failed then says so). */
+static int64_t page_of(replay_strings *s, uint32_t number, int create, int *failed) {
+    if (s->last_at && s->last_number == number)
+        return s->last_at - 1;
+    const uint32_t *at = addr_map_get(&s->page_index, 0, number);
+    uint32_t index;
+    if (at) {
+        index = *at;
+    } else {
+        if (!create)
+            return -1;
+        if (gmt_grow_uninit((void **)&s->pages, &s->pages_cap, s->npages, sizeof *s->pages, 0) !=
+                0 ||
+            addr_map_put(&s->page_index, 0, number, (uint32_t)s->npages) != 0) {
+            *failed = 1;
+            return -1;
+        }
+        index = (uint32_t)s->npages++;
+        memset(&s->pages[index], 0, sizeof s->pages[index]);
+    }
+    s->last_number = number;
+    s->last_at = index + 1;
+    return index;
+}
+
 /* The offset slot of id, its page brought into memory; with `create`, a page not made yet is
  * made (all undefined). NULL when the id has no page and none is to be made, or on a failure
  * (out of memory, the file): *failed then says so. */
 static uint64_t *slot_of(replay_strings *s, uint32_t id, int create, int *failed) {
     *failed = 0;
-    size_t number = id / INDEX_PAGE_IDS;
-    if (number >= s->npages) {
-        if (!create)
-            return NULL;
-        size_t n = number + 1 > 2 * s->npages ? number + 1 : 2 * s->npages;
-        index_page *grown = realloc(s->pages, n * sizeof *grown);
-        if (!grown) {
-            *failed = 1;
-            return NULL;
-        }
-        memset(grown + s->npages, 0, (n - s->npages) * sizeof *grown);
-        s->pages = grown;
-        s->npages = n;
-    }
-    index_page *p = &s->pages[number];
+    int64_t index = page_of(s, id / INDEX_PAGE_IDS, create, failed);
+    if (index < 0)
+        return NULL;
+    index_page *p = &s->pages[index];
     if (!p->at) {
-        if (!create && !p->in_file)
-            return NULL; /* no id of this page was ever defined */
         uint64_t *buffer = free_a_page(s);
         if (!buffer || (p->in_file ? gmt_pread_all(fileno(s->index_file), buffer, PAGE_BYTES,
-                                                   (uint64_t)number * PAGE_BYTES)
+                                                   (uint64_t)index * PAGE_BYTES)
                                    : (memset(buffer, 0, PAGE_BYTES), 0)) != 0) {
             free(buffer);
             *failed = 1;
             return NULL;
         }
         p->at = buffer;
-        s->resident[s->nresident++] = (uint32_t)number;
+        s->resident[s->nresident++] = (uint32_t)index;
     }
     p->last_use = ++s->clock;
     return &p->at[id % INDEX_PAGE_IDS];
@@ -183,7 +207,7 @@ int replay_strings_put(replay_strings *s, uint32_t id, const char *text) {
     uint64_t *slot = slot_of(s, id, 1, &failed);
     if (!slot)
         return -1;
-    s->pages[id / INDEX_PAGE_IDS].dirty = 1;
+    s->pages[s->last_at - 1].dirty = 1; /* slot_of's page */
     if (s->window_len + len > s->window_cap && spill_window(s, len) != 0)
         return -1;
     memcpy(s->window + s->window_len, text, len);
