@@ -73,6 +73,10 @@ typedef struct render_timeline {
     /* envelopes per bucket, bytes: drawn as lines with their min..max band */
     const int64_t *allocated_min, *allocated_max; /* [nbuckets] */
     const int64_t *reserved_min, *reserved_max;   /* [nbuckets] */
+    /* the state after each bucket's last event [nbuckets] (NULL: unknown): a bucket wider
+     * than a column draws it as a line up to its last column, which alone spans min..max, so a
+     * short input's few buckets draw no band wider than a column */
+    const int64_t *allocated_end, *reserved_end;
     /* stacked areas: the allocated bytes broken down by series (top sites
      * and "other", or streams, or size classes), value at each bucket's end,
      * row-major [nseries][nbuckets]; nseries 0 draws no areas */
@@ -164,6 +168,8 @@ typedef struct render_fragmentation {
     const char *title, *subtitle;
     size_t nbands; /* 0..RENDER_MAX_BANDS, in rising `from` order */
     const render_band *bands;
+    const char *bands_rate; /* the ratio the bands rate, in the legend's heading ("rating of
+                               trapped / reserved"); NULL: "rating" */
     size_t npoints;
     const double *x; /* [npoints] step numbers, or seconds when x_is_time */
     int x_is_time;
@@ -188,6 +194,9 @@ typedef struct render_simulation {
     uint64_t requests;            /* how many events the columns cover (the x axis) */
     /* [nconfigs * ncolumns] the highest reserved bytes in each column; < 0: no request there */
     const int64_t *reserved_max;
+    /* [nconfigs * ncolumns] nonzero: the configuration ran out of memory in that column, marked
+     * on its line; NULL: none */
+    const uint8_t *oom;
     uint64_t device_memory_bytes; /* the limit line; 0: none */
     /* NULL: simulate's words ("PyTorch events, in order", "reserved", "(own) " before the
      * first line's legend); `compare -o` draws runs over their steps with the same picture */

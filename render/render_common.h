@@ -99,6 +99,8 @@ canvas_box text_draw_up(canvas *c, const char *text, double cx, double cy);
 /* Copies text into buf, shortened with "…" to fit maxw; 0 when not even
  * "…" plus one character fits. */
 int text_fit(canvas *c, const char *text, double maxw, char *buf, size_t len);
+/* text_fit keeping both ends ("head…tail"): where a label's end tells it apart. */
+int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t len);
 /* Whether the box lies inside the picture and overlaps no text placed so far
  * (margin added around it). */
 int text_box_free(const canvas *c, canvas_box b, double margin);

@@ -259,7 +259,8 @@ static void draw(canvas *c, const render_fragmentation *f) {
     if (f->largest_free)
         items[n++] = (legend_item){"largest free block", rgb_hex(COLOR_FREE),
                                    reduced(f, &p) ? LEGEND_LINE : LEGEND_DASH};
-    items[n++] = (legend_item){"rating", rgb_hex(COLOR_MUTED), LEGEND_HEADING};
+    items[n++] = (legend_item){f->bands_rate ? f->bands_rate : "rating", rgb_hex(COLOR_MUTED),
+                               LEGEND_HEADING};
     for (size_t i = 0; i < f->nbands; i++) {
         band_legend(f, i, legends[i], sizeof legends[i]);
         items[n++] = (legend_item){legends[i], rgb_hex(band_colors[i].color), LEGEND_FILL};

@@ -108,7 +108,8 @@ double legend_draw(canvas *c, double x, double y, double w, double maxh, const l
         }
         swatch(c, &items[i], x, ry + (row - sh) / 2, sw, sh);
         set_rgb(c->cr, rgb_hex(COLOR_TEXT), 1);
-        if (text_fit(c, label, x + w - tx, buf, sizeof buf))
+        /* a label's end tells it from its neighbours ("site via the frame that differs") */
+        if (text_fit_ends(c, label, x + w - tx, buf, sizeof buf))
             text_draw(c, buf, tx, ry + row / 2, 0, 0.5);
     }
     if (shown < n && fit) {

@@ -139,9 +139,11 @@ static void draw(canvas *c, const render_ranks *r) {
     double sc = c->s, m = 20 * sc;
     double top = canvas_header(c, r->title, r->subtitle) + 8 * sc;
     double lw = legend_width(c), right = c->w - m - lw - 28 * sc;
-    double split = top + (c->h - m - top) * 0.5;
+    /* without steps the bars take the whole height: no empty strip below them */
+    double split = r->nsteps ? top + (c->h - m - top) * 0.5 : c->h - m;
     draw_bars(c, r, top, split, right);
-    draw_strip(c, r, split + 10 * sc, c->h - m, right);
+    if (r->nsteps)
+        draw_strip(c, r, split + 10 * sc, c->h - m, right);
     char lo[64];
     legend_item items[6];
     size_t n = 0;

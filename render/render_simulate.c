@@ -5,8 +5,10 @@
  * thickest), each a column's highest reserved bytes (the simulation keeps
  * the maximum per column of requests, so a spike is never lost between two
  * samples); the device's memory, when known, is a dashed limit line; the
- * legend names the configurations with their peaks. The x axis is the
- * requests in order: configurations share them, not their times. */
+ * legend names the configurations with their peaks; where a configuration
+ * ran out of memory its line carries a red-edged triangle. The x axis is the
+ * events in order (the caller's numbers: simulate's are report's event
+ * numbers): configurations share them, not their times. */
 #include "render_common.h"
 
 #include <math.h>
@@ -50,6 +52,36 @@ static void draw_line(canvas *c, const plot *p, const int64_t *v, size_t n, doub
     cairo_stroke(cr);
 }
 
+#define COLOR_OOM_EDGE 0xd7191c
+
+/* The columns of one configuration where it ran out of memory: a triangle pointing down onto
+ * its line, in its color, edged red. */
+static void draw_ooms(canvas *c, const plot *p, const int64_t *v, const uint8_t *oom, size_t n,
+                      double per_column, render_rgb color) {
+    cairo_t *cr = c->cr;
+    double r = 5 * c->s, last_x = -1e300;
+    int64_t level = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] >= 0)
+            level = v[i];
+        if (!oom[i] || level < 0)
+            continue;
+        double x = plot_x(p, ((double)i + 0.5) * per_column), y = plot_y(p, (double)level);
+        if (x - last_x < 2 * r) /* OOMs close together share one mark */
+            continue;
+        last_x = x;
+        cairo_move_to(cr, x - r, y - 1.6 * r);
+        cairo_line_to(cr, x + r, y - 1.6 * r);
+        cairo_line_to(cr, x, y - 0.2 * r);
+        cairo_close_path(cr);
+        set_rgb(cr, color, 1);
+        cairo_fill_preserve(cr);
+        set_rgb(cr, rgb_hex(COLOR_OOM_EDGE), 1);
+        cairo_set_line_width(cr, 1.2 * c->s);
+        cairo_stroke(cr);
+    }
+}
+
 static void draw(canvas *c, const render_simulation *s) {
     double sc = c->s, m = 20 * sc;
     double top = canvas_header(c, s->title, s->subtitle);
@@ -81,9 +113,17 @@ static void draw(canvas *c, const render_simulation *s) {
         draw_line(c, &p, s->reserved_max + k * s->ncolumns, s->ncolumns,
                   requests / (double)s->ncolumns, render_site_color(k + 1),
                   (k == 0 ? 3.0 : 2.0) * sc);
+    int any_oom = 0;
+    for (size_t k = s->nconfigs; s->oom && k-- > 0;) {
+        const uint8_t *o = s->oom + k * s->ncolumns;
+        for (size_t i = 0; i < s->ncolumns && !any_oom; i++)
+            any_oom = o[i] != 0;
+        draw_ooms(c, &p, s->reserved_max + k * s->ncolumns, o, s->ncolumns,
+                  requests / (double)s->ncolumns, render_site_color(k + 1));
+    }
     cairo_restore(c->cr);
     plot_frame(c, &p);
-    legend_item items[RENDER_MAX_CONFIGS + 1];
+    legend_item items[RENDER_MAX_CONFIGS + 2];
     char labels[RENDER_MAX_CONFIGS][192];
     size_t n = 0;
     for (size_t k = 0; k < s->nconfigs; k++) {
@@ -96,6 +136,8 @@ static void draw(canvas *c, const render_simulation *s) {
     }
     if (s->device_memory_bytes)
         items[n++] = (legend_item){"device memory", rgb_hex(COLOR_DEVICE_LIMIT), LEGEND_DASH};
+    if (any_oom)
+        items[n++] = (legend_item){"OOM", rgb_hex(COLOR_OOM_EDGE), LEGEND_TRIANGLE};
     legend_draw(c, c->w - m - lw, p.y, lw, c->h - m - p.y, items, n);
 }
 

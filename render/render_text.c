@@ -200,6 +200,48 @@ int text_fit(canvas *c, const char *text, double maxw, char *buf, size_t len) {
     return 1;
 }
 
+int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t len) {
+    char clean[TEXT_MAX];
+    size_t n = utf8_clean(text, clean, sizeof clean);
+    if (len < 8)
+        return 0;
+    if (width_clean(c, clean) <= maxw && n < len) {
+        memcpy(buf, clean, n + 1);
+        return n > 0;
+    }
+    /* the most characters kept, two fifths from the start and the rest from the end */
+    size_t lo = 0, hi = n < len - 4 ? n : len - 4, best = 0;
+    while (lo <= hi) {
+        size_t mid = (lo + hi) / 2, head = mid * 2 / 5, tail = n - (mid - head);
+        while (head > 0 && (clean[head] & 0xc0) == 0x80)
+            head--;
+        while (tail < n && (clean[tail] & 0xc0) == 0x80)
+            tail++;
+        memcpy(buf, clean, head);
+        memcpy(buf + head, "\xe2\x80\xa6", 3);
+        memcpy(buf + head + 3, clean + tail, n - tail + 1);
+        if (width_clean(c, buf) <= maxw) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            if (mid == 0)
+                break;
+            hi = mid - 1;
+        }
+    }
+    if (best == 0)
+        return 0;
+    size_t head = best * 2 / 5, tail = n - (best - head);
+    while (head > 0 && (clean[head] & 0xc0) == 0x80)
+        head--;
+    while (tail < n && (clean[tail] & 0xc0) == 0x80)
+        tail++;
+    memcpy(buf, clean, head);
+    memcpy(buf + head, "\xe2\x80\xa6", 3);
+    memcpy(buf + head + 3, clean + tail, n - tail + 1);
+    return 1;
+}
+
 int text_box_free(const canvas *c, canvas_box b, double margin) {
     if (b.x < 0 || b.y < 0 || b.x + b.w > c->w || b.y + b.h > c->h)
         return 0;

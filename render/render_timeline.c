@@ -96,10 +96,16 @@ static int columns_build(columns *k, const render_timeline *t, const plot *p) {
             continue;
         size_t c0 = f0 < 0 ? 0 : (size_t)f0, c1 = f1 >= (double)n ? n - 1 : (size_t)f1;
         for (size_t c = c0; c <= c1; c++) {
-            k->amin[c] = fmin(k->amin[c], (double)t->allocated_min[i]);
-            k->amax[c] = fmax(k->amax[c], (double)t->allocated_max[i]);
-            k->rmin[c] = fmin(k->rmin[c], (double)t->reserved_min[i]);
-            k->rmax[c] = fmax(k->rmax[c], (double)t->reserved_max[i]);
+            /* before the bucket's last column, its end state (a line, as the series draw) */
+            int ends = c < c1 && t->allocated_end && t->reserved_end;
+            double alo = ends ? (double)t->allocated_end[i] : (double)t->allocated_min[i];
+            double ahi = ends ? (double)t->allocated_end[i] : (double)t->allocated_max[i];
+            double rlo = ends ? (double)t->reserved_end[i] : (double)t->reserved_min[i];
+            double rhi = ends ? (double)t->reserved_end[i] : (double)t->reserved_max[i];
+            k->amin[c] = fmin(k->amin[c], alo);
+            k->amax[c] = fmax(k->amax[c], ahi);
+            k->rmin[c] = fmin(k->rmin[c], rlo);
+            k->rmax[c] = fmax(k->rmax[c], rhi);
             k->last[c] = i;
         }
     }

@@ -196,7 +196,8 @@ gmt_frag_band gmt_frag_rate(double ratio);
  * words and its memory timeline's colours (0xRRGGBB). Decided in this order:
  * the names the program gave (tensor names, analyzer/query/categories.h), the
  * phase the block was made in and its lifetime, user rules. The order of the
- * list is the order of reports and stacked pictures. */
+ * list is the order of reports and stacked pictures; `unknown` (no history at all) comes
+ * last, after `other`. */
 #define BLOCK_CATEGORY_LIST(X)                                                                     \
     X(PARAMETER, "parameter", 0x006400,                                                            \
       "model weights and buffers: named parameters, or made before the first step and kept")       \
@@ -208,7 +209,10 @@ gmt_frag_band gmt_frag_rate(double ratio);
     X(TEMPORARY, "temporary", 0x9370DB, "freed in the phase that made it")                         \
     X(INPUT, "input", 0x000000,                                                                    \
       "made at the start of a step before forward (a batch copied in) and used by it")             \
-    X(OTHER, "other", 0x808080, "none of the above: caches, leaks, code the rules cannot see")
+    X(OTHER, "other", 0x808080, "none of the above: caches, leaks, code the rules cannot see")     \
+    X(UNKNOWN, "unknown", 0xC0C0C0,                                                                \
+      "no history to tell what it is: a snapshot of one moment (segments without a trace, or a "   \
+      "one-entry history)")
 
 #define BLOCK_CATEGORY_ENUM(id, name, colour, meaning) BLOCK_CATEGORY_##id,
 typedef enum gmt_category {

@@ -450,7 +450,7 @@ SELECT
    FROM steps AS s WHERE s.begin_ts_ns <= f.ts_ns ORDER BY s.begin_ts_ns DESC LIMIT 1)
                    AS free_step,      -- step whose [begin, end) holds free_ts_ns; NULL: live at the end or outside every step
   (SELECT c.category FROM block_categories AS c WHERE c.alloc_id = a.event_id)
-                   AS category,       -- what the memory is (block_categories: 'parameter', 'gradient', 'optimizer_state', 'activation', 'temporary', 'input', 'other'); NULL: not computed for this database
+                   AS category,       -- what the memory is (block_categories: 'parameter', 'gradient', 'optimizer_state', 'activation', 'temporary', 'input', 'other', 'unknown'); NULL: not computed for this database
   (SELECT t.name FROM tensor_names AS t WHERE t.alloc_id = a.event_id)
                    AS tensor_name     -- the name the program gave it (tensor_names), e.g. 'layers.3.attn.q_proj.weight.grad'; NULL: none
 FROM event_rows AS a
@@ -564,7 +564,8 @@ INSERT INTO categories (name, description) VALUES
   ('activation', 'made in forward and freed in a later phase (saved for backward)'),
   ('temporary', 'freed in the phase that made it'),
   ('input', 'made at the start of a step before forward (a batch copied in) and used by it'),
-  ('other', 'none of the above: caches, leaks, code the rules cannot see');
+  ('other', 'none of the above: caches, leaks, code the rules cannot see'),
+  ('unknown', 'no history to tell what it is: a snapshot of one moment (segments without a trace, or a one-entry history)');
 
 -- block_categories: one row per block lifetime (allocations.alloc_id) with its category
 -- (DESIGN.md "category": the program's tensor name, else the phase it was made in and its

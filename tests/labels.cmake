@@ -34,6 +34,7 @@ set(GMT_SLOW_TESTS
   test_cli_report test_cli_ranks test_event_store_cli
   test_text_json                       # every command, text against JSON
   test_cache_kill test_cache_concurrent # issue 28: kills at each point, queries at once
+  test_cli_labels test_cli_pictures    # issue 29: snapshots made by make_pickles.py, ~5 s each
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

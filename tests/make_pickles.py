@@ -15,12 +15,17 @@ snapshot shaped like a real one, to measure the reader against pickle.load.
                                               a training loop through the simulated allocator
                                               (a real layout: no replay warning), stacks shared
                                               as PyTorch's pickler shares them; for bench/
+    make_pickles.py --sim-shapes DIR          shapes of recordings simulate must read right
+                                              (release-and-retry and OOMs on a full device,
+                                              settings the snapshot does not record, histories
+                                              of one entry), for test_cli_simulate.sh
     make_pickles.py --training FILE [--names] three training steps with planted categories
                                               (parameters, gradients, Adam state, activations,
                                               temporaries, inputs, other) and real PyTorch
                                               frames; FILE.expected.json: the bytes per
                                               category at the peak, each step's peak, and with
-                                              --names the tensor named by user_metadata.
+                                              --names the tensor named by user_metadata;
+                                              --windows: Windows paths in the frames.
                                               --snapshots writes both, as training*.pickle
 
 Standard library only; deterministic (fixed seed)."""
@@ -703,6 +708,76 @@ def es_conf_only():
 
 
 
+# ---- simulate's shapes (test_cli_simulate.sh): the recording's facts simulate must read right ---
+
+
+def retry_oom():
+    """A full device that PyTorch's own release-and-retry keeps going, then two OOMs the program
+    survives; one empty_cache() call at the end. The device's limit is not a whole number of
+    MiB: what the OOMs leave free (2.9 MB short of the last request's segment) is part of it, so
+    the limit is an OOM's reserved + the free its entry records, not the most ever reserved.
+    The cached segments freed right before a retried cudaMalloc (the first request that does not
+    fit) and right before each OOM are the allocator's, not the program's."""
+    cap = 10240 * MIB - 2900000
+    a = Allocator(0, cap, clock=Clock())
+    x, y = a.malloc(3000 * MIB), a.malloc(3000 * MIB)
+    a.free_block(x)
+    z = a.malloc(4000 * MIB)  # 10000 MiB reserved: the peak
+    a.free_block(z)
+    d = a.malloc(5000 * MIB)  # does not fit: x's and z's segments released, then allocated
+    e = a.malloc(1500 * MIB)
+    a.free_block(e)
+    try:  # its segment needs 2240 MiB, 2.9 MB more than e's release leaves
+        a.malloc(2240 * MIB)
+    except OutOfMemory:
+        pass
+    a.free_block(y)
+    g = a.malloc(2500 * MIB)  # in y's cached segment
+    i = a.malloc(1000 * MIB)
+    a.free_block(i)
+    try:  # i's segment released for it, in vain
+        a.malloc(6000 * MIB)
+    except OutOfMemory:
+        pass
+    j = a.malloc(700 * MIB)
+    a.free_block(j)
+    a.empty_cache()  # the program's: j's segment back to the driver
+    k = a.malloc(10 * MIB)
+    del d, g, k
+    return snapshot_of([a], 1.0, settings_dict())
+
+
+def settings_unrecorded():
+    """A run with max_split_size_mb:64 whose snapshot does not say so (the settings it records
+    are the defaults): the run's own configuration, as recorded, departs from the history at
+    the 30 MiB request, which the default splits off the cached 100 MiB block and PyTorch,
+    under max_split_size, gave a segment of its own."""
+    a = Allocator(0, 4 << 30, max_split=64 * MIB, clock=Clock())
+    big = a.malloc(100 * MIB)
+    a.free_block(big)
+    b = a.malloc(30 * MIB)  # reserved 130 MiB recorded, 100 MiB by default
+    c = a.malloc(50 * MIB)  # 180 MiB recorded, still 100 MiB by default
+    a.free_block(b)
+    a.free_block(c)
+    return snapshot_of([a], 1.0, settings_dict())
+
+
+def one_entry(frees_only=False):
+    """A ring that kept one entry (a block's free), or the two of one free (requested and
+    completed): the history asks the allocator nothing."""
+    a = Allocator(0, 1 << 30, clock=Clock())
+    keep = a.malloc(4 * MIB)
+    gone = a.malloc(4 * MIB)
+    a.free_block(gone)
+    del keep
+    snap = snapshot_of([a], 0)
+    snap["device_traces"] = [a.trace[-2:] if frees_only else a.trace[-1:]]
+    return snap
+
+
+SIM_SHAPES = {"retry-oom": retry_oom, "settings-unrecorded": settings_unrecorded,
+              "one-entry": one_entry, "frees-only": lambda: one_entry(True)}
+
 
 def realistic_snapshot(entries, seed=5, expandable=False):
     """A transformer's training loop, as PyTorch's allocator history records it: parameters
@@ -833,6 +908,19 @@ def realistic_snapshot(entries, seed=5, expandable=False):
 #                               kept
 #              temporary        _multi_tensor_adam's _foreach_sqrt results, freed in the step
 # The run's peak is one moment, in step 1's backward, with every category live.
+#
+# Variants of the same loop (training_snapshot's `variant`), each a shape seen in real files:
+#   oom        step 2 has 4096 rows and its forward runs out of memory at the scores: PyTorch's
+#              oom entry, then the exception unwinds and frees the forward's activations and
+#              the batch (no later allocation, step 2 never ends). The peak is that forward's,
+#              its blocks planted as the run going on would make them (activation, input).
+#   ring       recorded with stacks="python" (no C++ frames: autograd's thread has none), the
+#              ring buffer holding step 2 only: step 1's gradients are known by their frees in
+#              zero_grad alone. `seeded_freed` is what the blocks live when the ring began and
+#              freed in it are, by category; `window_peak` the peak up to that zero_grad (its
+#              batch loaded, the gradients still live).
+#   moment     no history: segments only (a snapshot taken with history off)
+#   one-entry  a history of one entry (the last free)
 
 CATEGORIES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
               "other")
@@ -938,10 +1026,10 @@ class TorchFrames:
             self.engine(node)[2:]
 
 
-def training_snapshot(names=False):
+def training_snapshot(names=False, variant=None):
     """(snapshot, expected): the loop above; with names, layers.0.weight's exp_avg is named by
     user_metadata "optimizer_state layers.0.weight.exp_avg" (torch.cuda.memory.
-    _set_memory_metadata around its allocation)."""
+    _set_memory_metadata around its allocation); variant: one of the variants above."""
     fr = TorchFrames()
     T, U = TorchFrames.TORCH, TorchFrames.USER
     clock = Clock()
@@ -950,6 +1038,11 @@ def training_snapshot(names=False):
     samples = []     # (trace index of an alloc, allocated bytes, {category: bytes}, phase)
     named = []       # tensor names planted in user_metadata
     phase = ["other"]  # the phase of the loop (phases.h's names), for each step's peak
+    batches = TRAINING_BATCHES[:2] + (4096,) if variant == "oom" else TRAINING_BATCHES
+    ring_from = None   # ring: the first trace entry the snapshot keeps
+    seeded = {}        # ring: addr -> (category, size) of the blocks live when it begins
+    seeded_freed = dict.fromkeys(CATEGORIES, 0)
+    window_peak = None  # ring: the peak up to step 2's zero_grad (the seed's gradients live)
 
     def malloc(category, size, frames, name=None):
         addr = alloc.malloc(size, 0, frames)
@@ -967,6 +1060,9 @@ def training_snapshot(names=False):
     def free(addr, frames):
         alloc.free_block(addr, frames=frames)
         del live[addr]
+        if addr in seeded:
+            c, size = seeded.pop(addr)
+            seeded_freed[c] += size
 
     def py_free(*python):  # a tensor whose last Python reference goes away there
         return fr.free_prefix() + [fr.f("THPVariable_clear(THPVariable*)", "python_variable.cpp"),
@@ -994,7 +1090,10 @@ def training_snapshot(names=False):
             params.append((malloc("parameter", size, frames), size, "layers.%d.%s" % (layer, what)))
     annotations, grads, states = [], [], []
     steps = []
-    for step, rows in enumerate(TRAINING_BATCHES):
+    for step, rows in enumerate(batches):
+        if variant == "ring" and step == 2:
+            ring_from = len(alloc.trace)
+            seeded = {a: (c, size) for a, (c, size, _) in live.items()}
         annotations.append({"stage": "START", "name": "ProfilerStep#%d" % step, "device": 0,
                             "time_us": clock()})
         first_sample = len(samples)
@@ -1004,6 +1103,9 @@ def training_snapshot(names=False):
             ("get_batch", U + "data.py", 41)) + main
         x = malloc("input", rows * 1024 * 4, load)
         y = malloc("input", rows * 8, load)
+        if ring_from is not None and window_peak is None:  # before zero_grad frees the seed's
+            window_peak = {"peak_allocated_bytes": samples[-1][1],
+                           "categories_at_peak": samples[-1][2]}
         # optimizer.zero_grad(): last step's gradients (set_to_none)
         zero = fr.free_prefix() + [
             fr.f("torch::autograd::THPVariable_set_grad(THPVariable*, _object*, void*)",
@@ -1047,6 +1149,21 @@ def training_snapshot(names=False):
         d0 = malloc("activation", rows * 1536 * 4,  # saved by both bmm
                     in_forward(32, "native_dropout", "THPVariable_dropout", dropout))
         free(a0, py_free(("forward", model_py, 32)) + fwd)
+        if variant == "oom" and step == 2:  # the scores do not fit: the forward unwinds
+            try:
+                malloc("temporary", 64 << 30, in_forward(33, "bmm", "THPVariable_matmul"))
+                raise AssertionError("64 GiB fitted")
+            except OutOfMemory:
+                pass
+            for t in (d0, mask, h0):
+                free(t, py_free(("forward", model_py, 33)) + fwd)
+            for t in (y, x):
+                free(t, py_free(("train", U + "train.py", 66)) + main[2:])
+            mine = samples[first_sample:]
+            top = max(mine, key=lambda s: s[1])
+            steps.append({"step": step, "name": "ProfilerStep#%d" % step, "rows": rows,
+                          "peak_allocated_bytes": top[1], "peak_phase": top[3]})
+            break
         scores = malloc("temporary", 2 * rows * rows * 4,
                         in_forward(33, "bmm", "THPVariable_matmul"))
         probs = malloc("activation", 2 * rows * rows * 4,  # saved by softmax and bmm
@@ -1171,6 +1288,18 @@ def training_snapshot(names=False):
         e.setdefault("compile_context", "N/A")
         e.setdefault("user_metadata", "")
     snap = snapshot_of([alloc], 1.0, settings=settings_dict())
+    if variant == "ring":
+        def python_only(frames):
+            return [f for f in frames if f["filename"].endswith(".py")]
+        snap["device_traces"][0] = [dict(e, frames=python_only(e["frames"]))
+                                    for e in alloc.trace[ring_from:]]
+        for seg in snap["segments"]:
+            for b in seg["blocks"]:
+                b["frames"] = python_only(b["frames"])
+    elif variant == "moment":
+        snap["device_traces"] = [[]]
+    elif variant == "one-entry":
+        snap["device_traces"][0] = alloc.trace[-1:]
     snap["external_annotations"] = annotations
     peak = max(s[1] for s in samples)
     at_peak = [s for s in samples if s[1] == peak]
@@ -1187,6 +1316,8 @@ def training_snapshot(names=False):
         # what makes them up: each live block's category, size and request
         "blocks_at_peak": [{"category": c, "size": s, "requested": r} for c, s, r in blocks],
         "steps": steps,
+        "seeded_freed": seeded_freed,
+        "window_peak": window_peak,
         "tensor_names": [{"addr": n["addr"], "size": n["size"],
                           "name": n["metadata"].split(" ", 1)[1],
                           "category": n["metadata"].split(" ", 1)[0]} for n in named],
@@ -1194,8 +1325,38 @@ def training_snapshot(names=False):
     return snap, expected
 
 
-def write_training(path, names=False):
-    snap, expected = training_snapshot(names)
+def windows_paths(snap):
+    """The snapshot as the same program recorded on Windows writes it: every frame's filename
+    a Windows path ("D:\\mlp\\train.py", "C:\\Python311\\Lib\\site-packages\\torch\\..."); the
+    frames and everything else unchanged."""
+    seen = set()
+
+    def win(path):
+        for unix, windows in ((TorchFrames.USER, "D:\\mlp\\"),
+                              ("/opt/conda/lib/python3.11/", "C:\\Python311\\Lib\\")):
+            if path.startswith(unix):
+                return windows + path[len(unix):].replace("/", "\\")
+        return path.replace("/", "\\")
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "filename" in v and id(v) not in seen:
+                seen.add(id(v))
+                v["filename"] = win(v["filename"])
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(snap)
+    return snap
+
+
+def write_training(path, names=False, variant=None, windows=False):
+    snap, expected = training_snapshot(names, variant)
+    if windows:
+        windows_paths(snap)
     with open(path, "wb") as f:
         pickle.dump(snap, f, protocol=4)
     with open(path + ".expected.json", "w") as f:
@@ -1216,6 +1377,52 @@ SNAPSHOTS = {"es-two-devices": es_two_devices, "es-oom": es_oom, "es-no-time": e
 TRAINING = {"training": False, "training-names": True}
 
 
+def mid_run_snapshot():
+    """A history that begins mid-run: realistic_snapshot()'s training loop (ProfilerStep#0..#N)
+    whose ring had dropped its oldest entries, the first ones left being halfway through step 4,
+    while the annotations (a ring of their own, far from full) still hold every step. Beside it
+    a second device that allocates only after the last step ended, so no range holds its
+    events. Returns (snapshot, expected): the first step the history reaches."""
+    snap = realistic_snapshot(9000, seed=3)
+    ann = snap["external_annotations"]
+    start = {a["name"]: a["time_us"] for a in ann if a["stage"] == "START"}
+    end = {a["name"]: a["time_us"] for a in ann if a["stage"] == "END"}
+    mid = (start["ProfilerStep#4"] + end["ProfilerStep#4"]) // 2
+    entries = snap["device_traces"][0]
+    snap["device_traces"][0] = [e for e in entries if e["time_us"] > mid]
+    other = Allocator(1, 1 << 30, clock=Clock(max(end.values()) + 1000))
+    rnd = random.Random(4)
+    workload(other, rnd, 3, SIZES[:5], empty_every=0)
+    snap["segments"] += other.segments()
+    snap["device_traces"].append(other.trace)
+    steps = sorted(int(n.split("#")[1]) for n in start)
+    return snap, {"first_step": 4, "steps": steps, "lost_steps": [0, 1, 2, 3]}
+
+
+def write_no_steps(out):
+    """training_snapshot()'s loop without step markers, as most real snapshots are: in
+    DIR/optimizer-ranges.pickle its ProfilerStep#N annotations became the
+    "Optimizer.step#Adam.step" ranges torch.profiler puts around each optimizer step (each
+    ending where its step did), in DIR/no-annotations.pickle there are none; DIR/expected.json
+    is training_snapshot()'s. Steps' answers (peak, its phase) stay the marked steps'."""
+    os.makedirs(out, exist_ok=True)
+    snap, expected = training_snapshot(False)
+    ends = [a["time_us"] for a in snap["external_annotations"] if a["stage"] == "END"]
+    snap["external_annotations"] = [
+        a for t in ends for a in ({"stage": "START", "name": "Optimizer.step#Adam.step",
+                                   "device": 0, "time_us": t - 1},
+                                  {"stage": "END", "name": "Optimizer.step#Adam.step",
+                                   "device": 0, "time_us": t})]
+    with open(os.path.join(out, "optimizer-ranges.pickle"), "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    snap["external_annotations"] = []
+    with open(os.path.join(out, "no-annotations.pickle"), "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def write_snapshots(out):
     os.makedirs(out, exist_ok=True)
     for name, make in SNAPSHOTS.items():
@@ -1225,6 +1432,13 @@ def write_snapshots(out):
         write_training(os.path.join(out, name + ".pickle"), names)
 
 
+def write_sim_shapes(out):
+    os.makedirs(out, exist_ok=True)
+    for name, make in SIM_SHAPES.items():
+        with open(os.path.join(out, name + ".pickle"), "wb") as f:
+            pickle.dump(make(), f, protocol=4)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
@@ -1232,10 +1446,17 @@ def main():
     ap.add_argument("--entries", type=int, default=1000000)
     ap.add_argument("--snapshots")
     ap.add_argument("--realistic")
+    ap.add_argument("--sim-shapes")
     ap.add_argument("--expandable", action="store_true", help="--realistic with expandable segments")
     ap.add_argument("--training")
+    ap.add_argument("--no-steps", help="DIR: a training loop without step markers")
+    ap.add_argument("--mid-run", help="a history that begins mid-run (and PATH.expected.json)")
     ap.add_argument("--names", action="store_true",
                     help="--training: name layers.0.weight's exp_avg through user_metadata")
+    ap.add_argument("--variant", choices=("oom", "ring", "moment", "one-entry"),
+                    help="--training: a variant of the loop (see training_snapshot)")
+    ap.add_argument("--windows", action="store_true",
+                    help="--training: every frame's filename a Windows path (D:\\mlp\\...)")
     args = ap.parse_args()
     if args.out:
         write_fixtures(args.out)
@@ -1249,8 +1470,20 @@ def main():
             pickle.dump(realistic_snapshot(args.entries, expandable=args.expandable), f,
                         protocol=4)
     if args.training:
-        write_training(args.training, args.names)
-    if not (args.out or args.big or args.snapshots or args.realistic or args.training):
+        write_training(args.training, args.names, args.variant, args.windows)
+    if args.no_steps:
+        write_no_steps(args.no_steps)
+    if args.mid_run:
+        snap, expected = mid_run_snapshot()
+        with open(args.mid_run, "wb") as f:
+            pickle.dump(snap, f, protocol=4)
+        with open(args.mid_run + ".expected.json", "w") as f:
+            json.dump(expected, f, indent=1, sort_keys=True)
+            f.write("\n")
+    if args.sim_shapes:
+        write_sim_shapes(args.sim_shapes)
+    if not (args.out or args.big or args.snapshots or args.realistic or args.training or
+            args.mid_run or args.no_steps or args.sim_shapes):
         ap.print_usage(sys.stderr)
         return 2
     return 0

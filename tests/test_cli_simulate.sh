@@ -4,7 +4,11 @@
 # request, and the recorded OOMs, which still happen), expandable segments avoid
 # the OOMs of a fragmenting run on the same device, the smallest device memory is
 # a 2 MiB bracket between the peak allocated and the peak reserved, the verdict
-# says so; errors are one line, exit 2.
+# says so; on snapshots shaped as real ones are (make_pickles.py --sim-shapes): the
+# device's limit from an OOM's reserved + free, shortfalls to the byte, PyTorch's own
+# release-and-retry not taken for empty_cache(), where a run's own configuration departs
+# from its recording (and the caveat in front of the verdicts), no replay of a history
+# that asks nothing; errors are one line, exit 2.
 # usage: test_cli_simulate.sh SYNTH MEMANALYZE
 set -u
 SYNTH=$1 MA=$2
@@ -17,6 +21,10 @@ name=test_cli_simulate
 for run in steady frag oom; do
     "$MA" simulate "$T/$run.zst" --json >"$T/$run.json" || fail "$run: exit $?"
 done
+"$MA" sql "$T/oom.zst" "SELECT (SELECT reserved_bytes FROM event_rows WHERE op = 7 ORDER BY \
+event_id LIMIT 1) + (SELECT value FROM counters WHERE kind = 'driver_free' AND event_id < (SELECT \
+min(event_id) FROM event_rows WHERE op = 7) ORDER BY event_id DESC LIMIT 1) AS limit_bytes" --csv >"$T/limit.csv" ||
+    fail "the OOM's limit"
 python3 - "$T" <<'PY' || fail "simulate's answers"
 import json, os, sys
 t = sys.argv[1]
@@ -45,7 +53,11 @@ assert own["recorded_ooms"] > 0 and own["recorded_ooms_still_happening"] == own[
 assert own["recorded_oom"] == "still happens" and own["oom_count"] >= own["recorded_ooms"], own
 assert es["recorded_oom"] == "avoided" and es["oom_count"] == 0, es
 assert "avoids the recorded OOMs" in oom["verdict"], oom["verdict"]
-assert oom["device_memory_bytes"] == own["peak_reserved_bytes"], oom
+# the limit: the first OOM's reserved + the driver's free its report carried (limit.csv), not
+# the device's total (other memory is in use) nor the most the run reserved
+assert oom["device_memory_source"] == "an OOM's reserved + free", oom
+assert oom["device_memory_bytes"] == int(open(os.path.join(t, "limit.csv")).read().split()[1]), oom
+assert oom["device_memory_bytes"] >= own["peak_reserved_bytes"], oom
 steady = load("steady")
 assert steady["configs"][0]["recorded_oom"] is None, steady["configs"][0]
 PY
@@ -94,6 +106,55 @@ if "$MA" simulate "$T/oom.zst" -o "$T/sim.png" >/dev/null 2>"$T/o.err"; then
 else
     grep -q "pictures are off in this build" "$T/o.err" || fail "-o: $(cat "$T/o.err")"
 fi
+
+# Snapshots with the shapes of real recordings (tests/make_pickles.py --sim-shapes).
+python3 "$(dirname "$0")/make_pickles.py" --sim-shapes "$T/shapes" >/dev/null || fail "make_pickles --sim-shapes"
+for run in retry-oom settings-unrecorded; do
+    "$MA" simulate "$T/shapes/$run.pickle" --json >"$T/$run.json" || fail "$run: exit $?"
+    "$MA" simulate "$T/shapes/$run.pickle" >"$T/$run.txt" || fail "$run text: exit $?"
+done
+python3 - "$T" <<'PY' || fail "simulate on the shapes"
+import json, os, sys
+t = sys.argv[1]
+MIB = 1 << 20
+d = json.load(open(os.path.join(t, "retry-oom.json")))
+own = d["configs"][0]
+# the limit: the first OOM's reserved (8000 MiB) + the free its entry recorded, not the peak
+assert d["device_memory_bytes"] == 10240 * MIB - 2900000, d["device_memory_bytes"]
+assert d["device_memory_source"] == "an OOM's reserved + free", d
+# the releases before the retried 5000 MiB request and before each OOM are PyTorch's own: the
+# one empty_cache() is the program's, at the end
+assert own["empty_cache_calls"] == 1, own
+assert own["reproduction"]["differing"] == 0, own["reproduction"]
+assert own["recorded_ooms"] == 2 and own["oom_count"] == 2, own
+oom = own["ooms"][0]
+assert oom["driver_request_bytes"] == 2240 * MIB and oom["shortfall_bytes"] == 2900000, oom
+assert d["caveat"] is None and not d["verdict"].startswith("an estimate"), d
+d = json.load(open(os.path.join(t, "settings-unrecorded.json")))
+rep = d["configs"][0]["reproduction"]
+assert rep["differing"] > 0 and rep["first_difference_op"] == "alloc", rep
+assert rep["first_difference_recorded_reserved_bytes"] == 130 * MIB, rep
+assert rep["first_difference_reserved_bytes"] == 100 * MIB, rep
+assert rep["first_difference_bytes"] == -30 * MIB, rep
+assert rep["largest_difference_bytes"] == -80 * MIB, rep
+assert d["caveat"].startswith("an estimate: the run's own configuration departs from the "
+                              "recording at event %d" % rep["first_difference_event_id"]), d
+assert d["verdict"].startswith(d["caveat"] + "; "), d
+PY
+grep -q "with 2.18 GiB free: 2.77 MiB short$" "$T/retry-oom.txt" || fail "shortfall: $(grep OOM "$T/retry-oom.txt")"
+grep -q "1 empty_cache() calls replayed" "$T/retry-oom.txt" || fail "retry-oom: empty_cache count"
+grep -q "estimate" "$T/retry-oom.txt" && fail "retry-oom reproduces: no estimate"
+grep -q "reproduces the recording: no (recorded peak reserved 180 MiB): from event [0-9]* (an alloc) on, reserved 100 MiB against the recorded 130 MiB (-30.0 MiB)" \
+    "$T/settings-unrecorded.txt" || fail "where it departs: $(grep reproduces "$T/settings-unrecorded.txt")"
+[ "$(grep -c "^    estimate: needs " "$T/settings-unrecorded.txt")" -eq 2 ] || fail "caveat on each row's verdict"
+grep -q "^  verdict: an estimate: the run's own configuration departs from the recording at event" \
+    "$T/settings-unrecorded.txt" || fail "caveat in front of the verdict"
+# histories that ask the allocator nothing: nothing to replay, one line, exit 2
+"$MA" simulate "$T/shapes/one-entry.pickle" >"$T/one.out" 2>"$T/one.err"; [ $? -eq 2 ] || fail "one entry: exit"
+[ ! -s "$T/one.out" ] && grep -q "device 0's history holds one entry: nothing to replay$" "$T/one.err" ||
+    fail "one entry: $(cat "$T/one.out" "$T/one.err")"
+"$MA" simulate "$T/shapes/frees-only.pickle" >/dev/null 2>"$T/frees.err"; [ $? -eq 2 ] || fail "frees only: exit"
+grep -q "history holds 2 entries and no allocation: nothing to replay$" "$T/frees.err" || fail "frees only: $(cat "$T/frees.err")"
 
 # Errors: one line, exit 2.
 "$MA" simulate "$T/steady.zst" --config "bogus:1" >/dev/null 2>"$T/e1"; [ $? -eq 2 ] || fail "bad config exit"

@@ -100,6 +100,37 @@ adam = int(open(os.path.join(t, "two.adam")).read())
 assert two["optimizer"]["count"] == 3 and two["optimizer"]["net_first_bytes"] == adam, (two["optimizer"], adam)
 PY
 
+# Numbered ranges of one kind are one stage; ranges that hold none of a device's events are said
+# so, not "none"; a history that begins mid-run (make_pickles.py --mid-run: steps 0..3 before
+# it, step 4 straddling its first event, a second device busy after the last step) counts no
+# range that ended before it and no net for the one that straddles it.
+python3 "$(dirname "$0")/make_pickles.py" --mid-run "$T/mid.pickle" >/dev/null || fail "make_pickles --mid-run"
+"$MA" stages "$T/mid.pickle" --json >"$T/mid.json" || fail "stages mid-run: exit $?"
+"$MA" stages "$T/mid.pickle" >"$T/mid.txt" || fail "stages mid-run text: exit $?"
+"$MA" stages "$T/mid.pickle" --device 1 >"$T/mid1.txt" || fail "stages device 1: exit $?"
+"$MA" stages "$T/mid.pickle" --device 1 --json >"$T/mid1.json" || fail "stages device 1 json: exit $?"
+"$MA" steps "$T/mid.pickle" --json >"$T/midsteps.json" || fail "steps mid-run: exit $?"
+python3 - "$T" <<'PY' || fail "stages of a history that begins mid-run"
+import json, os, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "mid.json")))
+steps = json.load(open(os.path.join(t, "midsteps.json")))["steps"]
+assert len(d["stages"]) == 1, [s["name"] for s in d["stages"]]
+s = d["stages"][0]
+assert s["name"] == "ProfilerStep#4..#11" and s["numbers"] == {"first": 4, "last": 11}, s
+assert s["count"] == 8 and s["net_unknown"] == 1, s
+assert d["ranges"] == 12 and d["ranges_elsewhere"] == 4, d
+assert s["net_first_bytes"] == steps[1]["growth_bytes"], (s, steps[1])
+assert s["net_total_bytes"] == sum(r["growth_bytes"] for r in steps[1:]), s
+assert s["peak_allocated_bytes"] == max(r["peak_allocated_bytes"] for r in steps), s
+d1 = json.load(open(os.path.join(t, "mid1.json")))
+assert d1["stages"] == [] and d1["ranges"] == 12 and d1["ranges_elsewhere"] == 12, d1
+PY
+grep -q "^  ProfilerStep#4..#11  x8" "$T/mid.txt" || fail "stages mid-run text: $(cat "$T/mid.txt")"
+grep -q "12 of 12 named ranges hold none of this device's memory events" "$T/mid1.txt" \
+    || fail "stages device 1: $(cat "$T/mid1.txt")"
+grep -q "no named ranges" "$T/mid1.txt" && fail "stages device 1 says none"
+
 # A snapshot without annotations has no stages, and says so.
 python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
 "$MA" stages "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "stages without ranges: exit $?"

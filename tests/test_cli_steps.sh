@@ -57,6 +57,67 @@ for r in rows:
 PY
 grep -q "^ *7 .*forward .*peak .* above its neighbours" "$T/steps.txt" || fail "steps text: the spike"
 
+# A history that begins mid-run (make_pickles.py --mid-run: PyTorch's ring dropped steps 0..3
+# and half of step 4; the annotations kept them all): the steps that ended before the history
+# are no rows (their end state would be the seed's), the one that straddles its first event has
+# no growth, none is computed across the hole, and the text says where the history begins.
+python3 "$(dirname "$0")/make_pickles.py" --mid-run "$T/mid.pickle" >/dev/null || fail "make_pickles --mid-run"
+"$MA" steps "$T/mid.pickle" --json >"$T/mid.json" || fail "steps mid-run: exit $?"
+"$MA" steps "$T/mid.pickle" >"$T/mid.txt" || fail "steps mid-run text: exit $?"
+"$MA" import "$T/mid.pickle" -o "$T/mid.db" >/dev/null || fail "import mid-run"
+python3 - "$T" <<'PY' || fail "steps of a history that begins mid-run"
+import json, os, sqlite3, sys
+t = sys.argv[1]
+d = json.load(open(os.path.join(t, "mid.json")))
+want = json.load(open(os.path.join(t, "mid.pickle.expected.json")))
+rows = d["steps"]
+first, lost = want["first_step"], want["lost_steps"]
+assert [r["step"] for r in rows] == [s for s in want["steps"] if s >= first], [r["step"] for r in rows]
+h = d["history"]
+assert h["mid_run"] and h["first_step"] == first and h["steps_before"] == len(lost), h
+assert (h["steps_before_first"], h["steps_before_last"]) == (lost[0], lost[-1]), h
+assert rows[0]["partial"] and rows[0]["growth_bytes"] is None, rows[0]
+assert not any(r["partial"] for r in rows[1:]), rows
+db = sqlite3.connect(os.path.join(t, "mid.db"))
+for prev, r in zip(rows, rows[1:]):
+    assert r["growth_bytes"] == r["allocated_at_end_bytes"] - prev["allocated_at_end_bytes"], r
+first_event = db.execute("SELECT min(event_id) FROM events WHERE device = 0 AND event_id > 0").fetchone()[0]
+begin = db.execute("SELECT begin_event_id FROM steps WHERE step = ?", (first,)).fetchone()[0]
+assert begin < first_event, (begin, first_event)
+PY
+grep -q "history begins mid-run: 4 steps (0..3) ended before its first event" "$T/mid.txt" \
+    || fail "steps mid-run text: $(head -3 "$T/mid.txt")"
+grep -Eq "^ +4 .* \? +$" "$T/mid.txt" || fail "steps mid-run text: step 4's growth"
+
+# An input without steps (make_pickles.py --no-steps: the training loop without its
+# ProfilerStep#N markers) has implicit ones: the whole history, or one per optimizer step where
+# torch.profiler's "Optimizer.step#..." ranges mark them; each peak and its phase are the marked
+# steps' (the planted answers), and report says the peak's phase, text and JSON.
+python3 "$(dirname "$0")/make_pickles.py" --no-steps "$T/ns" >/dev/null || fail "make_pickles --no-steps"
+"$MA" steps "$T/ns/optimizer-ranges.pickle" --json >"$T/ns-opt.json" || fail "steps optimizer ranges: exit $?"
+"$MA" steps "$T/ns/no-annotations.pickle" --json >"$T/ns-none.json" || fail "steps no annotations: exit $?"
+"$MA" steps "$T/ns/no-annotations.pickle" >"$T/ns-none.txt" || fail "steps no annotations text: exit $?"
+"$MA" report "$T/ns/no-annotations.pickle" --json >"$T/ns-report.json" || fail "report no steps: exit $?"
+"$MA" report "$T/ns/no-annotations.pickle" >"$T/ns-report.txt" || fail "report no steps text: exit $?"
+python3 - "$T" <<'PY' || fail "implicit steps"
+import json, os, sys
+t = sys.argv[1]
+want = json.load(open(os.path.join(t, "ns", "expected.json")))
+opt = json.load(open(os.path.join(t, "ns-opt.json")))["steps"]
+assert [(r["step"], r["peak_allocated_bytes"], r["peak_phase"]) for r in opt] == \
+    [(s["step"], s["peak_allocated_bytes"], s["peak_phase"]) for s in want["steps"]], opt
+assert all(r["implicit"] for r in opt) and not opt[-1]["anomaly"], opt
+one = json.load(open(os.path.join(t, "ns-none.json")))["steps"]
+peak = max(want["steps"], key=lambda s: s["peak_allocated_bytes"])
+assert len(one) == 1 and one[0]["implicit"], one
+assert (one[0]["peak_allocated_bytes"], one[0]["peak_phase"]) == \
+    (want["peak_allocated_bytes"], peak["peak_phase"]), (one, peak)
+dev = json.load(open(os.path.join(t, "ns-report.json")))["devices"][0]
+assert dev["peak_allocated_phase"] == peak["peak_phase"], dev["peak_allocated_phase"]
+PY
+grep -q "the input marks no steps: its history is one step" "$T/ns-none.txt" || fail "implicit text: $(head -3 "$T/ns-none.txt")"
+grep -q "^    in the backward phase" "$T/ns-report.txt" || fail "report text: the peak's phase"
+
 # A run without steps says so; a bad device is one line, exit 2.
 python3 "$(dirname "$0")/make_pickles.py" --snapshots "$T/snaps" >/dev/null || fail "make_pickles"
 "$MA" steps "$T/snaps/es-oom.pickle" >"$T/none.txt" || fail "steps without steps: exit $?"

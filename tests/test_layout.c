@@ -469,6 +469,86 @@ static void test_stacks(void) {
     sqlite3_close(db_a);
 }
 
+/* The rules every label follows, on stacks of their own: Windows paths, PyTorch's recording
+ * frames, and a list's stacks of one site told apart. */
+static void test_stack_rules(void) {
+    begin();
+    uint32_t malloc_f = frame(TRACE_FRAME_OTHER,
+                              "c10::cuda::CUDACachingAllocator::Native::"
+                              "DeviceCachingAllocator::malloc",
+                              "c10\\cuda\\CUDACachingAllocator.cpp", 1153, 0, 0);
+    uint32_t unwind = frame(TRACE_FRAME_OTHER, "torch::unwind::unwind()", "??", 0, 0, 0);
+    uint32_t gather = frame(TRACE_FRAME_OTHER, "torch::CapturedTraceback::gather(bool, bool, bool)",
+                            "??", 0, 0, 0);
+    uint32_t with_cpp =
+        frame(TRACE_FRAME_OTHER, "torch::cuda::(anonymous namespace)::gather_with_cpp()",
+              "memory_snapshot.cpp", 0, 0, 0);
+    uint32_t handle =
+        frame(TRACE_FRAME_OTHER, "at::cuda::getCurrentCUDABlasHandle()", "??", 0, 0, 0);
+    uint32_t thread = frame(TRACE_FRAME_OTHER, "start_thread", "??", 0, 0, 0);
+    /* a Windows recording: D:\ paths, the library under site-packages\, the stdlib in Lib\ */
+    uint32_t w_linear =
+        frame(TRACE_FRAME_PYTHON, "forward",
+              "C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\linear.py", 116, 0, 0);
+    uint32_t w_model = frame(TRACE_FRAME_PYTHON, "forward", "D:\\proj\\model.py", 44, 0, 0);
+    uint32_t w_train = frame(TRACE_FRAME_PYTHON, "train_step", "D:\\proj\\train.py", 88, 0, 0);
+    uint32_t w_thread = frame(TRACE_FRAME_PYTHON, "run",
+                              "C:\\Users\\me\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\"
+                              "threading.py",
+                              982, 0, 0);
+    uint32_t win = stack((uint32_t[]){w_thread, w_train, w_model, w_linear, malloc_f}, 5);
+    uint32_t win_library = stack((uint32_t[]){w_thread, w_linear, malloc_f}, 3);
+    uint32_t l_linear =
+        frame(TRACE_FRAME_PYTHON, "forward",
+              "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", 116, 0, 0);
+    uint32_t l_model = frame(TRACE_FRAME_PYTHON, "forward", "/home/me/proj/model.py", 44, 0, 0);
+    uint32_t l_train = frame(TRACE_FRAME_PYTHON, "train_step", "/home/me/proj/train.py", 88, 0, 0);
+    uint32_t l_thread =
+        frame(TRACE_FRAME_PYTHON, "run", "/usr/lib/python3.11/threading.py", 982, 0, 0);
+    uint32_t l_malloc = frame(TRACE_FRAME_OTHER,
+                              "c10::cuda::CUDACachingAllocator::Native::"
+                              "DeviceCachingAllocator::malloc",
+                              "c10/cuda/CUDACachingAllocator.cpp", 1153, 0, 0);
+    uint32_t lin = stack((uint32_t[]){l_thread, l_train, l_model, l_linear, l_malloc}, 5);
+    /* a C++ thread's allocation under PyTorch's recording frames */
+    uint32_t recorded = stack((uint32_t[]){thread, handle, malloc_f, with_cpp, gather, unwind}, 6);
+    /* one site, model.py:60, reached four ways: two calls inside it, two callers outside */
+    uint32_t m60 = frame(TRACE_FRAME_PYTHON, "forward", "/p/model.py", 60, 0, 0);
+    uint32_t attn88 = frame(TRACE_FRAME_PYTHON, "attend", "/venv/site-packages/attn.py", 88, 0, 0);
+    uint32_t attn95 = frame(TRACE_FRAME_PYTHON, "attend", "/venv/site-packages/attn.py", 95, 0, 0);
+    uint32_t t90 = frame(TRACE_FRAME_PYTHON, "train_step", "/p/train.py", 90, 0, 0);
+    uint32_t t95 = frame(TRACE_FRAME_PYTHON, "train_step", "/p/train.py", 95, 0, 0);
+    uint32_t s1 = stack((uint32_t[]){t90, m60, attn88, l_malloc}, 4);
+    uint32_t s2 = stack((uint32_t[]){t90, m60, attn95, l_malloc}, 4);
+    uint32_t s3 = stack((uint32_t[]){t95, m60, attn88, l_malloc}, 4);
+    uint32_t alone = stack((uint32_t[]){t95, l_malloc}, 2);
+    ev(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, TRACE_SOURCE_CUPTI, 0x10000000, 2 * MiB, 0, win);
+    char path[320];
+    snprintf(path, sizeof path, "%s/rules.db", tmpdir);
+    replay_it(path, DB_READ_ONLY);
+    check_label(win, "model.py:44 forward", 0);
+    check_label(win_library, "linear.py:116 forward", 0);
+    check_label(lin, "model.py:44 forward", 0);
+    check_label(recorded, "at::cuda::getCurrentCUDABlasHandle", 0);
+    stack_names *c = stack_names_new(db);
+    const named_stack *sw = stack_names_get(c, win), *sl = stack_names_get(c, lin);
+    CHECK(sw && sl && !strcmp(sw->key, sl->key)); /* matched across runs */
+    /* a list: the site, then the first frame where the stacks differ, inside, then outside */
+    int64_t ids[] = {s1, s2, s3, alone, s1};
+    char labels[5][256], *out[5] = {labels[0], labels[1], labels[2], labels[3], labels[4]};
+    CHECK(stack_labels_of(db, ids, 5, out, sizeof labels[0]) == 0);
+    CHECK_STR_EQ(labels[0],
+                 "model.py:60 forward via attn.py:88 attend from train.py:90 train_step");
+    CHECK_STR_EQ(labels[1], "model.py:60 forward via attn.py:95 attend");
+    CHECK_STR_EQ(labels[2],
+                 "model.py:60 forward via attn.py:88 attend from train.py:95 train_step");
+    CHECK_STR_EQ(labels[3], "train.py:95 train_step"); /* no other of its site */
+    CHECK_STR_EQ(labels[4], labels[0]);                /* the same stack: one label */
+    CHECK(stack_labels_of(db, ids + 1, 1, out, sizeof labels[0]) == 0);
+    CHECK_STR_EQ(labels[0], "model.py:60 forward"); /* alone in its list */
+    stack_names_free(c);
+}
+
 /* ---- a synthetic run: every event ---- */
 
 static int by_id(const void *a, const void *b) {
@@ -593,6 +673,7 @@ int main(void) {
     test_releasable();
     test_anomalies();
     test_stacks();
+    test_stack_rules();
     test_synthetic_every_event();
     test_errors();
     return tmpdir_finish("test_layout");

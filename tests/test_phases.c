@@ -63,6 +63,24 @@ int main(void) {
     /* user code, a data loader, no frames */
     const named_frame data[] = {PY("load_batch", "data.py"), PY("main", "train.py")};
     CHECK_EQ_U64(of(data, 2), PHASE_OTHER);
+    /* PyTorch's recording frames, in every stack it takes, never decide (nor match a rule) */
+    const named_frame recording[] = {
+        PY("torch::unwind::unwind()", NULL),
+        PY("torch::CapturedTraceback::gather(bool, bool, bool)", NULL),
+        PY("torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"),
+        PY("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::free(Block*)",
+           "CUDACachingAllocator.cpp"),
+        PY("forward", "torch/csrc/profiler/unwind/unwind.cpp")};
+    for (size_t i = 0; i < sizeof recording / sizeof recording[0]; i++) {
+        CHECK(phase_frame_is_recording(&recording[i]));
+        CHECK_EQ_U64(phase_frame_flags(&recording[i]), 0);
+    }
+    CHECK_EQ_U64(of(recording, 5), PHASE_OTHER);
+    CHECK(!phase_frame_is_recording(&forward[1]) && !phase_frame_is_recording(&engine[1]));
+    /* zero_grad by its qualified name too (Optimizer.zero_grad, Module.zero_grad) */
+    const named_frame qualified = PY("Optimizer.zero_grad", "torch/optim/optimizer.py");
+    CHECK_EQ_U64(phase_frame_flags(&qualified), PHASE_FLAG_ZERO_GRAD);
+    CHECK_EQ_U64(phase_frame_flags(&zero_grad[0]), PHASE_FLAG_ZERO_GRAD);
     CHECK_EQ_U64(phase_of_stack(NULL), PHASE_UNKNOWN);
     named_stack unknown = {.stack_id = 9, .known = 0};
     CHECK_EQ_U64(phase_of_stack(&unknown), PHASE_UNKNOWN);

@@ -8,7 +8,10 @@
  *   - max_split_size_mb keeps a cached oversize block from being split;
  *   - roundup_power2_divisions changes allocated as PyTorch's rounding does;
  *   - a burst of segment frees no allocation follows is empty_cache(): the
- *     simulation replays it and reproduces the recorded reserved bytes;
+ *     simulation replays it and reproduces the recorded reserved bytes; one
+ *     right before a retried allocation on the recorded full device is PyTorch's
+ *     own release-and-retry, which the model makes itself;
+ *   - the picture's columns are event numbers, OOMs marked in theirs;
  *   - the search (simulate_search.h): the run's own and expandable segments side
  *     by side, each one's smallest device memory, and the verdict. */
 #include "check.h"
@@ -135,6 +138,24 @@ static void test_packing(void) {
     CHECK_EQ_U64(tight.trapped_end, 140 * MiB);
     CHECK_EQ_U64(tight.releasable_end, 0);
 
+    /* the picture's columns span the event numbers 0..last: the OOM (the last request) is
+     * marked in the last column, and only there */
+    int64_t cols[10];
+    uint8_t ooms[10] = {0};
+    for (size_t i = 0; i < 10; i++)
+        cols[i] = -1;
+    sim_result drawn = simulate_with(
+        "", 220 * MiB, (sim_options){.ncolumns = 10, .reserved_max = cols, .oom_columns = ooms});
+    CHECK_EQ_U64(drawn.ooms, 1);
+    CHECK_EQ_U64((uint64_t)drawn.first_oom.event_id, (uint64_t)simulate_last_event(db, 0));
+    CHECK(ooms[9] == 1);
+    for (size_t i = 0; i < 9; i++)
+        CHECK(ooms[i] == 0);
+    CHECK_EQ_U64((uint64_t)cols[9], 200 * MiB);
+    /* the 30 MiB segment could not be had with 20 MiB free: 10 MiB short of it */
+    CHECK_EQ_U64(drawn.first_oom.asked, 30 * MiB);
+    CHECK_EQ_U64(drawn.first_oom.shortfall, 10 * MiB);
+
     sim_result es = simulate("expandable_segments:True", 220 * MiB);
     CHECK_EQ_U64(es.ooms, 0);
     /* 180 MiB packed (nine pages), the tail's free 12 MiB plus one more page holds 30 MiB */
@@ -201,6 +222,39 @@ static void test_empty_cache(void) {
     CHECK_EQ_U64(es.peak_reserved, 40 * MiB);
 }
 
+/* PyTorch's own release-and-retry on a full 100 MiB device: a cached 60 MiB segment freed right
+ * before the 70 MiB one the retried request gets (60 + 70 MiB do not fit) is the allocator's,
+ * not empty_cache(); the model, on the same device, releases it itself. Whether it was a retry
+ * is a fact of the recording (its device), whatever device the model is given: on an unlimited
+ * one the cache stays, and the run departs from the recording there, by the 60 MiB kept. Not
+ * knowing the recorded device, the release reads as empty_cache(), as before. */
+static void test_retry(void) {
+    begin();
+    const uint64_t a = 0x7f0000000000ULL, b = a + 60 * MiB;
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, a, 60 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, a, 60 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_BLOCK, a, 60 * MiB, 0);
+    torch(TRACE_OP_FREE, TRACE_LEVEL_SEGMENT, a, 60 * MiB, 0); /* the retry's release */
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_SEGMENT, b, 70 * MiB, 0);
+    torch(TRACE_OP_ALLOC, TRACE_LEVEL_BLOCK, b, 70 * MiB, 0);
+    replay_it(db_path, DB_READ_ONLY);
+    sim_result full = simulate_with("", 100 * MiB, (sim_options){.recorded_capacity = 100 * MiB});
+    CHECK_EQ_U64(full.empty_caches, 0);
+    CHECK_EQ_U64(full.differing, 0);
+    CHECK_EQ_U64(full.reserved_end, 70 * MiB);
+    sim_result more = simulate_with("", 0, (sim_options){.recorded_capacity = 100 * MiB});
+    CHECK_EQ_U64(more.empty_caches, 0);
+    CHECK_EQ_U64(more.reserved_end, 130 * MiB);
+    CHECK_EQ_U64(more.differing, 1);
+    CHECK_EQ_U64(more.first_simulated_reserved, 130 * MiB);
+    CHECK_EQ_U64(more.first_recorded_reserved, 70 * MiB);
+    CHECK_EQ_U64((uint64_t)more.largest_difference, 60 * MiB);
+    CHECK_EQ_U64(more.first_difference_op, TRACE_OP_ALLOC);
+    sim_result unknown = simulate_with("", 0, (sim_options){0});
+    CHECK_EQ_U64(unknown.empty_caches, 1);
+    CHECK_EQ_U64(unknown.differing, 0);
+}
+
 /* The policies beyond PyTorch's settings, on two steps. Step 1 makes and frees a 40 MiB block,
  * then keeps a 20 MiB one, which the cache puts into the first one's segment; step 2 makes and
  * frees a 40 MiB block again. By default that needs a second 40 MiB segment (80 MiB). Pools by
@@ -251,6 +305,7 @@ int main(void) {
     test_max_split();
     test_roundup();
     test_empty_cache();
+    test_retry();
     test_policies();
     test_no_allocator();
     return tmpdir_finish("test_simulate");

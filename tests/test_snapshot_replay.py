@@ -488,11 +488,21 @@ def main():
             # simulate: the run's own settings reproduce the recording, request for request
             # (every real snapshot here, and every made one: rings that started mid-run,
             # expandable ranges of several streams and devices, blocks PyTorch did not split)
+            # (a history of one entry, or without an allocation, has nothing to replay: simulate
+            # says so and stops)
             must_reproduce = True
             for dev in devices:
-                if not must_reproduce or not db.execute(
-                        "SELECT count(*) FROM events WHERE device = ? AND event_id > 0 AND "
-                        "level = 'block'", (dev,)).fetchone()[0]:
+                entries, asks = db.execute(
+                    "SELECT count(*), count(CASE WHEN level = 'block' AND op IN ('alloc', 'oom') "
+                    "THEN 1 END) FROM events WHERE device = ? AND event_id > 0 AND source = "
+                    "'torch' AND kind = 'device'", (dev,)).fetchone()
+                if not must_reproduce or entries < 2 or not asks:
+                    if entries and (entries < 2 or not asks):
+                        sim = subprocess.run([memanalyze, "simulate", db_path, "--device",
+                                              str(dev)], capture_output=True, text=True, env=env)
+                        check(sim.returncode == 2 and "nothing to " in sim.stderr,
+                              f"{name} device {dev}: a history of {entries} entries, {asks} "
+                              f"allocations, simulated: {sim.returncode} {sim.stderr.strip()}")
                     continue
                 sim = subprocess.run([memanalyze, "simulate", db_path, "--device", str(dev),
                                       "--json"], capture_output=True, text=True, env=env)

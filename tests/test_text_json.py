@@ -124,6 +124,8 @@ def main():
                  ("tensors", [p["leak"], "--group-by", "none"]),
                  ("compare", [p["leak"], p["leak2"], p["frag2"]]),
                  ("ranks", [p["rank0"], p["rank1"]]),
+                 # devices of one process, a rank that ran out, ranks numbered in order
+                 ("ranks", [p["frag2"], p["oom"], p["leak"]]),
                  ("simulate", [p["oom"], "--config", "expandable_segments:True"])]
         if os.path.isdir(shared):
             snaps = [os.path.join(shared, f) for f in sorted(os.listdir(shared))

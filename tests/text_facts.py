@@ -88,10 +88,10 @@ def unmatched_numbers(line, known, strings, literals=()):
     """The numbers of a text line that are none of `known`'s spellings, once the JSON's strings
     and the command's literal words are taken out."""
     rest = line
+    for lit in literals:  # first: a JSON string ("forward") may be part of an input's name
+        rest = rest.replace(lit, " ")
     for s in strings:
         rest = rest.replace(s, " ")
-    for lit in literals:
-        rest = rest.replace(lit, " ")
     return [tok for tok in NUMBER.findall(rest) if tok not in known]
 
 

@@ -1,7 +1,8 @@
 /* cmd_compare.c — `memanalyze compare A B [C ...]`: runs side by side.
  *
  * One row per run (its label, allocator settings, steps, peaks and the step of each,
- * fragmentation and the trapped ratio at step ends, the most segments, OOMs, the fastest
+ * fragmentation and the trapped ratio at step ends (a run without steps: at the end and the
+ * peak), the most segments, OOMs, the fastest
  * growing site), read from each run's summary tables (run_summary.h); then, against the
  * first run (the baseline), the sites whose live bytes at each run's peak differ the most,
  * sites matched by their frames (function and file), not by ids or addresses (run_compare.h).
@@ -67,13 +68,18 @@ static void print_text(const compared_run *runs, const compare_run *facts, size_
                        const char *at) {
     char b[6][64];
     printf("memanalyze compare: %zu runs, the first is the baseline\n\n", n);
+    size_t without_steps = 0; /* fragmentation over step ends, else at the end and the peak */
+    for (size_t i = 0; i < n; i++)
+        without_steps += facts[i].s.steps == 0;
+    int mixed = without_steps && without_steps < n;
     printf("  %-22s %6s %-24s %-24s %-11s %-13s %-13s %8s %5s\n", "run", "steps", "peak allocated",
-           "peak reserved", "requested", "frag mean/max", "trapped m/max", "segments", "OOMs");
+           "peak reserved", "requested", without_steps == n ? "frag end/peak" : "frag mean/max",
+           without_steps == n ? "trapped e/pk" : "trapped m/max", "segments", "OOMs");
     for (size_t i = 0; i < n; i++) {
         const run_summary *s = &facts[i].s;
         char frag[32], trapped[32];
-        snprintf(frag, sizeof frag, "%.2f / %.2f", s->frag_mean, s->frag_max);
-        snprintf(trapped, sizeof trapped, "%.2f / %.2f", s->trapped_mean, s->trapped_max);
+        run_print_fragmentation(s, 0, mixed, frag, sizeof frag);
+        run_print_fragmentation(s, 1, mixed, trapped, sizeof trapped);
         printf("  %-22.22s %6lld %-24s %-24s %-11s %-13s %-13s %8lld %5lld\n", runs[i].label,
                (long long)s->steps,
                run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
@@ -81,6 +87,8 @@ static void print_text(const compared_run *runs, const compare_run *facts, size_
                units_bytes_i64(s->peak_requested, b[2]), frag, trapped, (long long)s->segments_max,
                (long long)s->ooms);
     }
+    if (mixed)
+        printf("  " RUN_PRINT_NO_STEPS_NOTE "\n");
     printf("\n");
     for (size_t i = 0; i < n; i++) {
         const run_summary *s = &facts[i].s;

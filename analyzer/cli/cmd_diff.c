@@ -126,7 +126,7 @@ static void json_points(const diff_points *d) {
     for (size_t i = 0; i < d->nrows; i++) {
         const diff_stack *c = &d->rows[i];
         printf("%s\n  {\"stack_id\": %lld, \"site\": ", i ? "," : "", (long long)c->stack_id);
-        json_string(stdout, c->stack ? c->stack->site : NULL);
+        json_string(stdout, c->label);
         printf(", \"net_bytes\": %lld, \"net_count\": %lld, \"added_bytes\": %llu, "
                "\"added_count\": %llu, \"removed_bytes\": %llu, \"removed_count\": %llu",
                (long long)c->net_bytes, (long long)c->net_count, (unsigned long long)c->added_bytes,
@@ -157,7 +157,7 @@ static void text_points(const diff_points *d) {
             printf("%12s  %+6lld  %12s  %6llu  %12s  %6llu  %s\n", signed_bytes(c->net_bytes, x),
                    (long long)c->net_count, units_bytes(c->added_bytes, y, sizeof y),
                    (unsigned long long)c->added_count, units_bytes(c->removed_bytes, z, sizeof z),
-                   (unsigned long long)c->removed_count, c->stack ? c->stack->site : "?");
+                   (unsigned long long)c->removed_count, c->label);
         }
         text_more(d->nrows, d->stacks_listed);
     }
@@ -176,7 +176,7 @@ static void text_points(const diff_points *d) {
 
 static void json_pair(const diff_pair *p, int matched, int first) {
     printf("%s\n  {\"site\": ", first ? "" : ",");
-    json_string(stdout, p->stack->site);
+    json_string(stdout, p->label);
     if (matched)
         printf(", \"a_bytes\": %llu, \"a_count\": %llu, \"b_bytes\": %llu, \"b_count\": %llu, "
                "\"diff_bytes\": %lld, \"diff_count\": %lld",
@@ -206,10 +206,10 @@ static void text_pairs(const diff_pairs *g, const char *title) {
             printf("%12s  %6llu  %12s  %6llu  %12s  %+6lld  %s\n",
                    units_bytes(p->a_bytes, x, sizeof x), (unsigned long long)p->a_count,
                    units_bytes(p->b_bytes, y, sizeof y), (unsigned long long)p->b_count,
-                   signed_bytes(p->diff_bytes, z), (long long)p->diff_count, p->stack->site);
+                   signed_bytes(p->diff_bytes, z), (long long)p->diff_count, p->label);
         else
             printf("%12s  %6llu  %s\n", units_bytes(p->bytes, x, sizeof x),
-                   (unsigned long long)p->count, p->stack->site);
+                   (unsigned long long)p->count, p->label);
     }
     text_more(g->count, g->total);
 }

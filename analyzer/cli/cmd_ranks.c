@@ -5,8 +5,10 @@
  * then its summary tables only (run_summary.h), so a fleet of a thousand imported ranks reads
  * in seconds. Across ranks: the imbalance of peak allocated (max / mean, and the spread), the
  * bottleneck rank (the highest peak) and why — the sites whose bytes at its peak exceed the
- * median rank's most, sites matched by frames —, the rank whose growth trend reaches the
- * device first, and the ranks whose growth stands out from the others' (a leak on one rank).
+ * median rank's most, sites matched by frames —, the ranks that ran out (an OOM), first by
+ * time, then the first whose growth trend reaches its device, the ranks whose growth stands out
+ * from the others' (a leak on one rank), and the devices of an input with several compared like
+ * ranks. Without steps a rank's growth and forecast are "-" and "no steps", never 0 and never.
  * --db writes the per-rank summaries to one SQLite file with a `rank` column (query/rank_db.h).
  * Here: the options, the inputs named, and the table and findings as text and as JSON, both
  * printed from the one rank_stats (query/rank_stats.h). */
@@ -33,7 +35,8 @@ const char ranks_usage[] =
     "                        [--db OUT.db] [-o PICTURE]\n"
     "The ranks of a job side by side: per rank its peaks, fragmentation, growth and\n"
     "OOMs; across them the imbalance, the bottleneck rank and the sites that make it\n"
-    "so, the first rank to run out, and ranks that leak alone. INPUTS are rank traces\n"
+    "so, the ranks that ran out and the first to, ranks that leak alone, and the\n"
+    "devices of an input with several. INPUTS are rank traces\n"
     "(memrec -o trace.%r.zst), their databases, or directories of them; each is\n"
     "imported in a process of its own and cached, so a second run is instant.\n";
 
@@ -152,26 +155,96 @@ static const char *growth_text(int64_t v, char *buf) {
     return buf;
 }
 
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static const char *rank_from_word(const rank_entry *e) {
+    return e->rank_from == RANK_FROM_TRACE  ? "trace"
+           : e->rank_from == RANK_FROM_NAME ? "file name"
+                                            : "order";
+}
+
+/* "first to run out: rank 5 (trace.5.zst), out of memory [on device 1] at step 7, 3.20 s into
+ * its trace (2 OOMs)": the input's first OOM, on any of its devices, and its OOMs in all */
+static void print_ran_out(FILE *out, const rank_stats *st) {
+    char b[2][64];
+    for (size_t i = 0; i < st->nran_out; i++) {
+        const rank_entry *e = &st->ranks[st->ran_out[i]];
+        fprintf(out, "  %s: rank %lld (%s), out of memory", i ? "then ran out" : "first to run out",
+                (long long)e->rank, base_name(e->input));
+        if (e->devices.ndevices > 1)
+            fprintf(out, " on device %d", e->first_oom_device);
+        if (e->first_oom_step >= 0)
+            fprintf(out, " at step %lld", (long long)e->first_oom_step);
+        fprintf(out, ", %s into its trace (%lld OOM%s)\n",
+                units_duration(e->first_oom_ts_ns > 0 ? (uint64_t)e->first_oom_ts_ns : 0, b[0], 64),
+                (long long)e->input_ooms, e->input_ooms == 1 ? "" : "s");
+    }
+    if (st->nran_out > 1)
+        fprintf(out, "    (ordered by %s)\n",
+                st->ran_out_wall_clock ? "the wall clock"
+                                       : "the time into each trace: a trace lacks its wall clock");
+    if (st->nforecast) {
+        const rank_entry *f = &st->ranks[st->forecast[0]];
+        fprintf(out, "  %s: rank %lld (%s), its growth (%s) reaches its device at step %lld",
+                st->nran_out ? "growth forecast" : "first to run out", (long long)f->rank,
+                base_name(f->input), growth_text(f->s.growth_per_step, b[0]),
+                (long long)f->s.limit_step);
+        if (st->nforecast > 1)
+            fprintf(out,
+                    "; %zu ranks' growth reaches their device (the table: \"reaches the "
+                    "device\")",
+                    st->nforecast);
+        fputc('\n', out);
+    } else if (!st->nran_out) {
+        fprintf(out, "  first to run out: none; no rank ran out of memory, no rank's growth "
+                     "reaches its device\n");
+    }
+}
+
+/* The devices of one process, compared like ranks (only with two or more with events). */
+static void print_devices(FILE *out, const rank_entry *e) {
+    if (e->devices.bottleneck < 0)
+        return;
+    fprintf(out, "  rank %lld (%s): ", (long long)e->rank, base_name(e->input));
+    run_print_devices_text(out, &e->devices);
+    fputc('\n', out);
+}
+
 static void print_text(FILE *out, const rank_stats *st) {
     char b[6][64];
     fprintf(out, "memanalyze ranks: %zu rank%s read", st->read, st->read == 1 ? "" : "s");
     if (st->failed)
         fprintf(out, ", %zu could not be", st->failed);
-    fprintf(out, "\n\n  %5s %-14s %3s %-24s %-24s %6s %-16s %5s %s\n", "rank", "host", "dev",
-            "peak allocated", "peak reserved", "frag", "growth", "OOMs", "reaches the device");
+    fprintf(out, "\n\n  %5s %-14s %3s %-24s %-24s %6s %-16s %5s %-18s %s\n", "rank", "host", "dev",
+            "peak allocated", "peak reserved", "frag", "growth", "OOMs", "reaches the device",
+            "input");
     for (size_t r = 0; r < st->read; r++) {
         const rank_entry *e = &st->ranks[r];
         const run_summary *s = &e->s;
         char limit[48] = "never";
-        if (s->limit_step >= 0)
+        if (!s->steps)
+            snprintf(limit, sizeof limit, "no steps");
+        else if (s->limit_step >= 0)
             snprintf(limit, sizeof limit, "at step %lld", (long long)s->limit_step);
-        fprintf(out, "  %5lld %-14.14s %3d %-24s %-24s %6.2f %-16s %5lld %s%s\n",
-                (long long)e->rank, s->host[0] ? s->host : "?", s->device,
+        char rank[32]; /* "(3)": numbered in the order given */
+        snprintf(rank, sizeof rank, e->rank_from == RANK_FROM_ORDER ? "(%lld)" : "%lld",
+                 (long long)e->rank);
+        fprintf(out, "  %5s %-14.14s %3d %-24s %-24s %6.2f %-16s %5lld %-18s %s%s\n", rank,
+                s->host[0] ? s->host : "?", s->device,
                 run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
                 run_print_bytes_at_step(s->peak_reserved, s->peak_reserved_step, b[1], 64),
-                s->frag_at_peak, growth_text(s->growth_per_step, b[2]), (long long)s->ooms, limit,
+                s->frag_at_peak, s->steps ? growth_text(s->growth_per_step, b[2]) : "-",
+                (long long)e->input_ooms, limit, base_name(e->input),
                 e->leaking ? "  LEAKING" : "");
     }
+    if (st->numbered)
+        fprintf(out,
+                "  (N): %zu input%s without a rank (none in the trace, none in the file name), "
+                "numbered in the order given\n",
+                st->numbered, st->numbered == 1 ? "" : "s");
     if (st->read) {
         const rank_entry *bn = &st->ranks[st->bottleneck];
         fprintf(out, "\n  imbalance: max / mean of peak allocated %.2f (mean %s, spread %s)\n",
@@ -185,16 +258,7 @@ static void print_text(FILE *out, const rank_stats *st) {
                     units_bytes_i64(st->excess[i].over_median, b[0]), st->excess[i].site,
                     units_bytes_i64(st->excess[i].bytes, b[1]),
                     units_bytes_i64(st->excess[i].median_bytes, b[2]));
-        if (st->first_to_run_out >= 0) {
-            const rank_entry *f = &st->ranks[st->first_to_run_out];
-            fprintf(out,
-                    "  first to run out: rank %lld, its growth (%s) reaches its device at step "
-                    "%lld\n",
-                    (long long)f->rank, growth_text(f->s.growth_per_step, b[0]),
-                    (long long)f->s.limit_step);
-        } else {
-            fprintf(out, "  first to run out: none; no rank's growth reaches its device\n");
-        }
+        print_ran_out(out, st);
         for (size_t r = 0; r < st->read; r++) {
             const rank_entry *e = &st->ranks[r];
             if (!e->leaking)
@@ -204,6 +268,10 @@ static void print_text(FILE *out, const rank_stats *st) {
                     (long long)e->rank, growth_text(e->s.growth_per_step, b[0]),
                     growth_text(st->median_growth, b[1]), site[0] ? ", fastest at " : "", site);
         }
+        if (st->devices_compared)
+            fprintf(out, "\n  the devices of one process, compared like ranks:\n");
+        for (size_t r = 0; r < st->read; r++)
+            print_devices(out, &st->ranks[r]);
     }
     for (size_t r = 0; r < st->read; r++)
         if (st->ranks[r].same_rank_as >= 0)
@@ -222,9 +290,24 @@ static void print_json(FILE *out, const rank_stats *st) {
         const rank_entry *e = &st->ranks[r];
         fprintf(out, "%s\n  {", r ? "," : "");
         run_print_json_fields(out, &e->s, e->rank);
-        fputs(", \"input\": ", out);
+        fprintf(out, ", \"rank_from\": \"%s\", \"input\": ", rank_from_word(e));
         json_string(out, e->input);
-        fprintf(out, ", \"leaking\": %s}", e->leaking ? "true" : "false");
+        fprintf(out, ", \"leaking\": %s", e->leaking ? "true" : "false");
+        fputs(", \"first_oom\": ", out);
+        if (e->first_oom_event >= 0) {
+            fprintf(out, "{\"event_id\": %lld, \"device\": %d, \"ooms\": %lld, \"step\": ",
+                    (long long)e->first_oom_event, e->first_oom_device, (long long)e->input_ooms);
+            if (e->first_oom_step >= 0)
+                fprintf(out, "%lld", (long long)e->first_oom_step);
+            else
+                fputs("null", out);
+            fprintf(out, ", \"ts_ns\": %lld}", (long long)e->first_oom_ts_ns);
+        } else {
+            fputs("null", out);
+        }
+        fputs(", \"devices\": ", out);
+        run_print_devices_json(out, &e->devices);
+        fputs("}", out);
     }
     fputs("\n], \"imbalance\": ", out);
     json_number(out, st->imbalance);
@@ -242,6 +325,16 @@ static void print_json(FILE *out, const rank_stats *st) {
         fprintf(out, "%lld", (long long)st->ranks[st->first_to_run_out].rank);
     else
         fputs("null", out);
+    fputs(", \"ran_out\": [", out);
+    for (size_t i = 0; i < st->nran_out; i++)
+        fprintf(out, "%s%lld", i ? ", " : "", (long long)st->ranks[st->ran_out[i]].rank);
+    fprintf(out, "], \"ran_out_order\": \"%s\", \"forecast\": [",
+            st->ran_out_wall_clock ? "wall clock" : "time into each trace");
+    for (size_t i = 0; i < st->nforecast; i++)
+        fprintf(out, "%s{\"rank\": %lld, \"limit_step\": %lld}", i ? ", " : "",
+                (long long)st->ranks[st->forecast[i]].rank,
+                (long long)st->ranks[st->forecast[i]].s.limit_step);
+    fprintf(out, "], \"numbered_in_order\": %zu", st->numbered);
     fputs(", \"bottleneck_sites\": [", out);
     for (size_t i = 0; i < st->nexcess; i++) {
         fputs(i ? ", {\"site\": " : "{\"site\": ", out);
@@ -304,7 +397,7 @@ int run_ranks(cli_ctx *ctx) {
         if (!inputs[i].ok) {
             r->input = inputs[i].path;
             r->failed = inputs[i].error;
-        } else if (rank_entry_load(r, inputs[i].path, inputs[i].db_path, i, (int)device, err,
+        } else if (rank_entry_load(r, inputs[i].path, inputs[i].db_path, (int)device, err,
                                    sizeof err) != 0) {
             snprintf(inputs[i].error, sizeof inputs[i].error, "%.250s: %.250s", r->input, err);
             r->failed = inputs[i].error;

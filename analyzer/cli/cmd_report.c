@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "report.h"
+#include "run_print.h"
 #include "units.h"
 
 #include <errno.h>
@@ -60,6 +61,11 @@ static void print_header(const report_run *r) {
                "what it wrote\n");
     if (r->windowed)
         printf("  window: from %s to %s\n", r->from_when, r->to_when);
+    if (r->devices.bottleneck >= 0) {
+        printf("  devices of this process, compared like ranks: ");
+        run_print_devices_text(stdout, &r->devices);
+        printf("\n");
+    }
 }
 
 static void print_ooms(const report_device *r) {
@@ -111,7 +117,8 @@ static void print_categories(const report_device *r) {
     char b1[32];
     if (!r->have_categories || r->s.peak_allocated.allocated <= 0)
         return;
-    printf("  held at the peak by category:\n");
+    printf("  held at the peak by category%s:\n",
+           r->categories_one_moment ? " (one moment, no history: no phases to tell)" : "");
     for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
         if (r->categories[c])
             printf("    %10s %5.1f %%  %s\n", units_bytes_i64(r->categories[c], b1),
@@ -129,21 +136,34 @@ static void print_categories(const report_device *r) {
     }
 }
 
+/* "good" (the raw ratio's word), or "good by trapped 0.14" (the word of the trapped ratio). */
+static const char *rated(const char *rating, double by, char *buf, size_t len) {
+    if (by < 0)
+        return rating;
+    snprintf(buf, len, "%s by trapped %.2f", rating, by);
+    return buf;
+}
+
 static void print_fragmentation(const report_device *r) {
-    char b1[32], b2[32];
+    char b1[32], b2[32], w[64];
     const device_summary *s = &r->s;
-    printf("  fragmentation (reserved - allocated) / reserved:\n");
+    printf("  fragmentation (reserved - allocated) / reserved%s:\n",
+           r->frag_at_peak_by >= 0 ? ", each rated by its trapped part" : "");
     printf("    at the peak %.2f (%s), largest free block %s\n", r->frag_at_peak,
-           r->frag_at_peak_rating, units_bytes_i64(s->peak_allocated.largest_free, b1));
+           rated(r->frag_at_peak_rating, r->frag_at_peak_by, w, sizeof w),
+           units_bytes_i64(s->peak_allocated.largest_free, b1));
     printf("    at the end  %.2f (%s), largest free block %s\n", r->frag_at_end,
-           r->frag_at_end_rating, units_bytes_i64(s->end.largest_free, b2));
+           rated(r->frag_at_end_rating, r->frag_at_end_by, w, sizeof w),
+           units_bytes_i64(s->end.largest_free, b2));
     printf("    worst       %.2f (%s) at event %lld, with %s reserved\n", r->frag_worst,
-           r->frag_worst_rating, (long long)s->worst_fragmentation.event_id,
+           rated(r->frag_worst_rating, r->frag_worst_by, w, sizeof w),
+           (long long)s->worst_fragmentation.event_id,
            units_bytes_i64(s->worst_fragmentation.reserved, b1));
     const steps_overview *o = &r->steps;
     if (o->count)
         printf("    per step (at step ends): min %.2f, mean %.2f, max %.2f (%s) at step %lld\n",
-               o->frag_min, o->frag_mean, o->frag_max, r->frag_step_max_rating,
+               o->frag_min, o->frag_mean, o->frag_max,
+               rated(r->frag_step_max_rating, r->frag_step_max_by, w, sizeof w),
                (long long)o->frag_max_step);
     if (!r->have_split)
         return;
@@ -242,8 +262,20 @@ static void print_device(const report_device *r, size_t top) {
     if (s->total_bytes > 0)
         printf(", %s", units_bytes_i64(s->total_bytes, b1));
     printf("\n");
+    if (r->history_mid_run && r->steps_before_history > 0) {
+        printf("  the history begins mid-run: %lld steps (%lld..%lld) ended before its first "
+               "event and are not measured",
+               (long long)r->steps_before_history, (long long)r->first_step_before,
+               (long long)r->last_step_before);
+        if (r->history_first_step >= 0)
+            printf("; it begins in step %lld", (long long)r->history_first_step);
+        printf(" (how many of its entries were lost, the input does not say)\n");
+    }
     printf("  peak allocated %s at %s\n", units_bytes_i64(s->peak_allocated.allocated, b1),
            r->peak_allocated_when);
+    if (r->peak_phase)
+        printf("    in the %s phase (no steps marked: the phase timeline's, as the categories)\n",
+               r->peak_phase);
     printf("    then requested %s, reserved %s\n", units_bytes_i64(s->peak_allocated.requested, b1),
            units_bytes_i64(s->peak_allocated.reserved, b2));
     printf("  peak requested %s at %s\n", units_bytes_i64(s->peak_requested.requested, b1),
@@ -256,9 +288,13 @@ static void print_device(const report_device *r, size_t top) {
     printf("  %lld allocations, %lld frees\n", (long long)s->allocs, (long long)s->frees);
     if (r->ntop) {
         printf("  held at the peak:\n");
-        for (size_t i = 0; i < r->ntop; i++)
-            printf("    %10s %5.1f %%  %6lld blocks  %s\n", units_bytes_i64(r->top[i].bytes, b1),
+        for (size_t i = 0; i < r->ntop; i++) {
+            printf("    %10s %5.1f %%  %6lld blocks  %s", units_bytes_i64(r->top[i].bytes, b1),
                    100.0 * r->top[i].share, (long long)r->top[i].blocks, r->top[i].label);
+            if (r->top[i].freed_at_stack_id)
+                printf(" (freed at %s)", r->top[i].freed_at);
+            printf("\n");
+        }
     }
     print_categories(r);
     print_cache(r);
@@ -322,6 +358,8 @@ static void print_json_run(const report_run *r) {
     } else {
         printf("null");
     }
+    printf(", \"device_balance\": ");
+    run_print_devices_json(stdout, &r->devices);
     printf("},\n \"from_event_id\": %lld, \"to_event_id\": %lld, \"devices\": [",
            (long long)r->from, (long long)r->to);
 }
@@ -335,6 +373,19 @@ static void json_moment_fields(const char *prefix, const moment *m) {
 /* What the text's fragmentation lines say beyond the three ratios. */
 static void print_json_fragmentation(const report_device *r) {
     const steps_overview *o = &r->steps;
+    /* the trapped ratio each rating follows (null: the raw ratio's own) */
+    const double by[] = {r->frag_at_peak_by, r->frag_at_end_by, r->frag_worst_by,
+                         r->frag_step_max_by};
+    const char *const keys[] = {"at_peak", "at_end", "worst", "per_step_max"};
+    printf("     \"fragmentation_rated_by_trapped\": {");
+    for (int i = 0; i < 4; i++) {
+        printf("%s\"%s\": ", i ? ", " : "", keys[i]);
+        if (by[i] >= 0)
+            json_number(stdout, by[i]);
+        else
+            printf("null");
+    }
+    printf("},\n");
     printf("     \"fragmentation_ratings\": {\"at_peak\": \"%s\", \"at_end\": \"%s\", "
            "\"worst\": \"%s\"}, \"fragmentation_worst_reserved_bytes\": %lld, "
            "\"fragmentation_per_step\": ",
@@ -441,7 +492,9 @@ static void print_json_tail(const report_device *r) {
     for (int c = 0; r->have_categories && c < BLOCK_CATEGORY_COUNT; c++)
         printf("%s\"%s\": %lld", c ? ", " : "{", gmt_category_name((gmt_category)c),
                (long long)r->categories[c]);
-    printf("%s, \"named_tensors_at_peak\": [", r->have_categories ? "}" : "null");
+    printf("%s, \"categories_one_moment\": %s", r->have_categories ? "}" : "null",
+           r->categories_one_moment ? "true" : "false");
+    printf(", \"named_tensors_at_peak\": [");
     for (size_t i = 0; i < r->nnamed; i++) {
         jstr(i ? ", {\"name\": " : "{\"name\": ", r->named[i].name);
         printf(", \"category\": \"%s\", \"bytes\": %lld, \"tensors\": %lld}",
@@ -462,6 +515,13 @@ static void print_json_device(const report_device *r, int first) {
     json_moment_fields("peak_requested", &s->peak_requested);
     printf(",\n     \"peak_reserved_bytes\": %lld, ", (long long)s->peak_reserved.reserved);
     json_moment_fields("peak_reserved", &s->peak_reserved);
+    jstr(",\n     \"peak_allocated_phase\": ", r->peak_phase);
+    printf(", \"history\": {\"mid_run\": %s", r->history_mid_run ? "true" : "false");
+    ji64(", \"first_step\": ", r->history_first_step, r->history_first_step >= 0);
+    printf(", \"steps_before\": %lld", (long long)r->steps_before_history);
+    ji64(", \"steps_before_first\": ", r->first_step_before, r->steps_before_history > 0);
+    ji64(", \"steps_before_last\": ", r->last_step_before, r->steps_before_history > 0);
+    printf(", \"entries_lost\": null}");
     jstr(",\n     \"peak_allocated_when\": ", r->peak_allocated_when);
     jstr(", \"peak_requested_when\": ", r->peak_requested_when);
     jstr(", \"peak_reserved_when\": ", r->peak_reserved_when);
@@ -506,6 +566,12 @@ static void print_json_device(const report_device *r, int first) {
         printf(", \"bytes\": %lld, \"blocks\": %lld", (long long)r->top[i].bytes,
                (long long)r->top[i].blocks);
         jstr(", \"label\": ", r->top[i].label);
+        ji64(", \"freed_at_stack_id\": ", r->top[i].freed_at_stack_id,
+             r->top[i].freed_at_stack_id != 0);
+        if (r->top[i].freed_at_stack_id)
+            jstr(", \"freed_at\": ", r->top[i].freed_at);
+        else
+            printf(", \"freed_at\": null");
         printf("}");
     }
     printf("],\n     \"growth_windows\": %zu, \"leaks\": [", r->windows);
@@ -546,7 +612,8 @@ const cli_option report_options_table[] = {
     CLI_OPT_STEP_RULE,
     {"categories", 'c', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
      "  --categories FILE  rules `REGEX CATEGORY` for memory the built-in\n"
-     "                categories leave as other (one a line; first match wins)\n",
+     "                categories leave as other or unknown (one a line; first match\n"
+     "                wins)\n",
      NULL},
     CLI_OPT_END};
 

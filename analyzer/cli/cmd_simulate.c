@@ -11,11 +11,13 @@
 #include "json_out.h"
 #include "plots.h"
 #include "simulate_search.h"
+#include "trace_format.h"
 #include "units.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char simulate_usage[] =
     "usage: memanalyze simulate INPUT [--config SPEC]... [--device N] [--device-memory SIZE] "
@@ -46,37 +48,53 @@ static void print_text(const sim_search *s) {
                units_bytes(r->releasable_at_peak, b[3], 32), units_bytes(r->reserved_end, b[4], 32),
                units_bytes(r->trapped_end, b[5], 32), units_bytes(r->releasable_end, b[6], 32));
         if (r->ooms)
-            printf("    %llu OOM%s, the first at event %lld asking %s with %s free\n",
+            printf("    %llu OOM%s, the first at event %lld asking %s with %s free: %s short\n",
                    (unsigned long long)r->ooms, r->ooms == 1 ? "" : "s",
                    (long long)r->first_oom.event_id, units_bytes(r->first_oom.requested, b[0], 32),
-                   units_bytes(r->first_oom.free, b[1], 32));
+                   units_bytes(r->first_oom.free, b[1], 32),
+                   units_bytes(r->first_oom.shortfall, b[2], 32));
         else
             printf("    no OOM\n");
+        /* the verdicts below rest on the run's own configuration reproducing the recording */
+        const char *est = s->caveat[0] ? "estimate: " : "";
         if (r->recorded_ooms == 1)
-            printf("    the recorded OOM %s\n",
+            printf("    %sthe recorded OOM %s\n", est,
                    r->recorded_ooms_kept ? "still happens" : "is avoided");
         else if (r->recorded_ooms)
-            printf("    of the %llu recorded OOMs, %llu still happen\n",
+            printf("    %sof the %llu recorded OOMs, %llu still happen\n", est,
                    (unsigned long long)r->recorded_ooms, (unsigned long long)r->recorded_ooms_kept);
+        char over[96] = "";
+        if (s->device_memory && c->min_memory > s->device_memory)
+            snprintf(over, sizeof over, ", %s more than the device memory",
+                     units_bytes(c->min_memory - s->device_memory, b[3], 32));
         if (c->min_memory_exact)
-            printf("    needs %s of device memory (a search to %llu MiB)\n",
-                   units_bytes(c->min_memory, b[0], 32), SIM_SEARCH_STEP >> 20);
+            printf("    %sneeds %s of device memory%s (a search to %llu MiB)\n", est,
+                   units_bytes(c->min_memory, b[0], 32), over, SIM_SEARCH_STEP >> 20);
         else
-            printf("    needs at most %s of device memory, and %s less is too little (the "
+            printf("    %sneeds at most %s of device memory%s, and %s less is too little (the "
                    "search stopped at its time budget)\n",
-                   units_bytes(c->min_memory, b[0], 32), units_bytes(c->min_memory_gap, b[1], 32));
-        if (c->own && c->reproduction != SIM_NOT_COMPARED)
-            printf("    reproduces the recording: %s (recorded peak reserved %s)\n",
-                   c->reproduction == SIM_DIFFERS ? "no, reserved differs"
-                                                  : "yes, reserved equal after every "
-                                                    "request",
+                   est, units_bytes(c->min_memory, b[0], 32), over,
+                   units_bytes(c->min_memory_gap, b[1], 32));
+        if (c->own && c->reproduction == SIM_REPRODUCED)
+            printf("    reproduces the recording: yes, reserved equal after every request "
+                   "(recorded peak reserved %s)\n",
                    units_bytes(r->recorded_peak_reserved, b[0], 32));
-        if (c->own && c->reproduction == SIM_DIFFERS)
-            printf(
-                "    after %llu of %llu requests and frees, from event %lld on: read its figures "
-                "as estimates\n",
-                (unsigned long long)r->differing, (unsigned long long)r->compared_events,
-                (long long)r->first_difference);
+        if (c->own && c->reproduction == SIM_DIFFERS) {
+            const char *op = trace_op_name((unsigned)r->first_difference_op);
+            printf("    reproduces the recording: no (recorded peak reserved %s): from event %lld "
+                   "(%s %s) on, reserved %s against the recorded %s (%s)\n",
+                   units_bytes(r->recorded_peak_reserved, b[0], 32), (long long)r->first_difference,
+                   strchr("aeiou", op[0]) ? "an" : "a", op,
+                   units_bytes(r->first_simulated_reserved, b[1], 32),
+                   units_bytes(r->first_recorded_reserved, b[2], 32),
+                   units_bytes_signed(
+                       (int64_t)(r->first_simulated_reserved - r->first_recorded_reserved), b[3]));
+            printf("    after %llu of %llu requests and frees reserved differs, by up to %s "
+                   "(event %lld): read the figures as estimates\n",
+                   (unsigned long long)r->differing, (unsigned long long)r->compared_events,
+                   units_bytes_signed(r->largest_difference, b[4]),
+                   (long long)r->largest_difference_event);
+        }
         if (c->own && c->reproduction == SIM_NOT_COMPARED)
             printf("    not compared with the recording: segments other than PyTorch's are on "
                    "this device\n");
@@ -116,9 +134,11 @@ static void print_json(const sim_search *s) {
                (unsigned long long)r->trapped_end, (unsigned long long)r->releasable_end,
                (unsigned long long)r->driver_allocations, (unsigned long long)r->empty_caches);
         if (r->ooms)
-            printf("{\"event_id\": %lld, \"requested_bytes\": %llu, \"free_bytes\": %llu}",
+            printf("{\"event_id\": %lld, \"requested_bytes\": %llu, \"free_bytes\": %llu, "
+                   "\"driver_request_bytes\": %llu, \"shortfall_bytes\": %llu}",
                    (long long)r->first_oom.event_id, (unsigned long long)r->first_oom.requested,
-                   (unsigned long long)r->first_oom.free);
+                   (unsigned long long)r->first_oom.free, (unsigned long long)r->first_oom.asked,
+                   (unsigned long long)r->first_oom.shortfall);
         printf("], \"oom_count\": %llu, \"recorded_oom\": ", (unsigned long long)r->ooms);
         if (c->recorded_oom)
             json_string(stdout, c->recorded_oom);
@@ -130,25 +150,48 @@ static void print_json(const sim_search *s) {
                "\"min_device_memory_too_little_bytes\": %llu",
                (unsigned long long)c->min_memory, c->min_memory_exact ? "true" : "false",
                (unsigned long long)c->min_memory_low);
+        printf(", \"min_device_memory_over_bytes\": %llu",
+               (unsigned long long)(s->device_memory && c->min_memory > s->device_memory
+                                        ? c->min_memory - s->device_memory
+                                        : 0));
         printf(", \"garbage_collection\": %s", c->gc == SIM_GC_NONE     ? "null"
                                                : c->gc == SIM_GC_ACTIVE ? "\"active\""
                                                                         : "\"inert\"");
         if (c->own) {
             printf(", \"reproduction\": ");
-            if (c->reproduction != SIM_NOT_COMPARED)
+            if (c->reproduction != SIM_NOT_COMPARED) {
                 printf("{\"compared_events\": %llu, \"differing\": %llu, "
                        "\"first_difference_event_id\": %lld, \"recorded_peak_reserved_bytes\": "
-                       "%llu}",
+                       "%llu",
                        (unsigned long long)r->compared_events, (unsigned long long)r->differing,
                        (long long)r->first_difference,
                        (unsigned long long)r->recorded_peak_reserved);
-            else
+                if (r->differing) {
+                    printf(", \"first_difference_op\": ");
+                    json_string(stdout, trace_op_name((unsigned)r->first_difference_op));
+                    printf(", \"first_difference_reserved_bytes\": %llu, "
+                           "\"first_difference_recorded_reserved_bytes\": %llu, "
+                           "\"first_difference_bytes\": %lld, \"largest_difference_bytes\": "
+                           "%lld, \"largest_difference_event_id\": %lld",
+                           (unsigned long long)r->first_simulated_reserved,
+                           (unsigned long long)r->first_recorded_reserved,
+                           (long long)(r->first_simulated_reserved - r->first_recorded_reserved),
+                           (long long)r->largest_difference,
+                           (long long)r->largest_difference_event);
+                }
+                printf("}");
+            } else
                 printf("null");
             printf(", \"seed_blocks\": %llu", (unsigned long long)r->seed_blocks);
         }
         printf("}");
     }
-    printf("\n], \"verdict\": ");
+    printf("\n], \"caveat\": ");
+    if (s->caveat[0])
+        json_string(stdout, s->caveat);
+    else
+        printf("null");
+    printf(", \"verdict\": ");
     json_string(stdout, s->verdict);
     printf("}\n");
 }
@@ -191,7 +234,8 @@ const cli_option simulate_options[] = {
      "  --device N           the device (default: the one with the highest peak)\n", NULL},
     {"device-memory", 'm', CLI_CALL, 0, 0, NULL,
      "  --device-memory SIZE the memory limit, e.g. 80GiB (default: from the input: an\n"
-     "                       OOM's reserved + free, else the device's total, else none);\n"
+     "                       OOM's reserved + the free memory its entry recorded, else\n"
+     "                       the device's total, else none);\n"
      "                       given, it is also the memory fraction PyTorch's\n"
      "                       garbage_collection_threshold needs (as is a config's\n"
      "                       per_process_memory_fraction, a share of the device)\n",

@@ -48,10 +48,17 @@ void run_print_json_fields(FILE *out, const run_summary *s, int64_t rank) {
     member_step(out, "peak_reserved_step", s->peak_reserved_step);
     member_ratio(out, "fragmentation_at_peak", s->frag_at_peak);
     member_ratio(out, "trapped_ratio_at_peak", s->trapped_at_peak);
-    member_ratio(out, "fragmentation_mean", s->frag_mean);
-    member_ratio(out, "fragmentation_max", s->frag_max);
-    member_ratio(out, "trapped_ratio_mean", s->trapped_mean);
-    member_ratio(out, "trapped_ratio_max", s->trapped_max);
+    member_ratio(out, "fragmentation_at_end", s->frag_at_end);
+    member_ratio(out, "trapped_ratio_at_end", s->trapped_at_end);
+    if (s->steps > 0) {
+        member_ratio(out, "fragmentation_mean", s->frag_mean);
+        member_ratio(out, "fragmentation_max", s->frag_max);
+        member_ratio(out, "trapped_ratio_mean", s->trapped_mean);
+        member_ratio(out, "trapped_ratio_max", s->trapped_max);
+    } else { /* no step ends to take them over */
+        fputs(", \"fragmentation_mean\": null, \"fragmentation_max\": null", out);
+        fputs(", \"trapped_ratio_mean\": null, \"trapped_ratio_max\": null", out);
+    }
     member_i64(out, "segments_max", s->segments_max);
     member_i64(out, "ooms", s->ooms);
     if (s->total_bytes > 0)
@@ -70,6 +77,17 @@ void run_print_json_fields(FILE *out, const run_summary *s, int64_t rank) {
     }
 }
 
+const char *run_print_fragmentation(const run_summary *s, int trapped, int mark, char *buf,
+                                    size_t len) {
+    if (s->steps > 0)
+        snprintf(buf, len, "%.2f / %.2f", trapped ? s->trapped_mean : s->frag_mean,
+                 trapped ? s->trapped_max : s->frag_max);
+    else
+        snprintf(buf, len, "%.2f / %.2f%s", trapped ? s->trapped_at_end : s->frag_at_end,
+                 trapped ? s->trapped_at_peak : s->frag_at_peak, mark ? "*" : "");
+    return buf;
+}
+
 const char *run_print_bytes_at_step(int64_t bytes, int64_t step, char *buf, size_t len) {
     char b[32];
     units_bytes(bytes > 0 ? (uint64_t)bytes : 0, b, sizeof b);
@@ -78,4 +96,36 @@ const char *run_print_bytes_at_step(int64_t bytes, int64_t step, char *buf, size
     else
         snprintf(buf, len, "%s", b);
     return buf;
+}
+
+/* {"count", "imbalance", "mean_peak_allocated_bytes", "spread_bytes", "bottleneck_device",
+ * "peak_allocated": [{"device", "bytes"}]}, or null with fewer than two devices with events */
+void run_print_devices_json(FILE *out, const device_balance *d) {
+    if (d->bottleneck < 0) {
+        fputs("null", out);
+        return;
+    }
+    fprintf(out, "{\"count\": %zu, \"imbalance\": ", d->ndevices);
+    json_number(out, d->imbalance);
+    fprintf(out,
+            ", \"mean_peak_allocated_bytes\": %lld, \"spread_bytes\": %lld, "
+            "\"bottleneck_device\": %d, \"peak_allocated\": [",
+            (long long)d->mean_peak, (long long)d->spread, d->bottleneck);
+    for (size_t i = 0; i < d->kept; i++)
+        fprintf(out, "%s{\"device\": %d, \"bytes\": %lld}", i ? ", " : "", d->device[i],
+                (long long)d->peak_allocated[i]);
+    fputs("]}", out);
+}
+
+void run_print_devices_text(FILE *out, const device_balance *d) {
+    char b[3][32];
+    int64_t peak = 0;
+    for (size_t i = 0; i < d->kept; i++)
+        if (d->device[i] == d->bottleneck)
+            peak = d->peak_allocated[i];
+    fprintf(out,
+            "%zu devices, imbalance: max / mean of peak allocated %.2f (mean %s, spread %s); "
+            "bottleneck: device %d, peak allocated %s",
+            d->ndevices, d->imbalance, units_bytes_i64(d->mean_peak, b[0]),
+            units_bytes_i64(d->spread, b[1]), d->bottleneck, units_bytes_i64(peak, b[2]));
 }

@@ -62,6 +62,19 @@ categorizer *categorizer_new(sqlite3 *db, const category_rules *rules, char *err
 
 int categorizer_has_rules(const categorizer *c) { return c && category_rules_count(c->rules) > 0; }
 
+int categories_no_history(sqlite3 *db, int64_t device) {
+    sqlite3_stmt *st = db_statement(db, "SELECT coalesce(allocs, 0) + coalesce(frees, 0) FROM "
+                                        "devices WHERE device = ?1");
+    int64_t events = 2; /* no row, or a failure: not "one moment" */
+    if (st) {
+        sqlite3_bind_int64(st, 1, device);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            events = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return events <= 1;
+}
+
 /* What every sweep shares, read by the first: a report that finds its sums in the database
  * never pays for it. 0, or -1 with err set. */
 static int load_shared(categorizer *c, char *err, size_t errlen) {
@@ -99,29 +112,48 @@ static int load_shared(categorizer *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Rule 2 of categories.h for a block that ended at event free_id (INT64_MAX: never). */
-static gmt_category by_lifetime(const phase_timeline *t, phase_cursor *cur, const live_block *b,
-                                int64_t free_id) {
+/* How a block ended, for rule 2 of categories.h. */
+typedef struct block_end {
+    int64_t free_id;    /* the free's event id; INT64_MAX: never */
+    int64_t free_stack; /* the free's own stack (0: none) */
+    int unwound;        /* freed by an OOM's unwinding (categories.h) */
+} block_end;
+
+/* Rule 2 of categories.h for a block that ended as `end` says. */
+static gmt_category by_lifetime(categorizer *c, const phase_timeline *t, phase_cursor *cur,
+                                const live_block *b, const block_end *end) {
+    int64_t free_id = end->free_id;
     int freed = free_id != INT64_MAX;
     int64_t freed_in = INT64_MAX;
     step_phase free_phase = STEP_PHASE_COUNT;
     if (freed)
         free_phase = phase_timeline_at(t, cur, free_id, &freed_in);
-    /* live at the end of a recording that stopped inside the iteration that made it: its end
-     * was not seen, so what it was for is judged as if it ended later in that iteration */
-    int cut_short = !freed && b->iteration == phase_timeline_open_iteration(t);
-    int same_iteration = freed && freed_in == b->iteration;
-    int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
     if (b->alloc_id <= 0 && !b->stack_decides) {
         /* made before the recording began, by code we cannot see: what freed it says what it
-         * was. Backward frees what a forward saved; an optimizer step frees the state it
-         * replaces; what stays is the model's. */
+         * was. A zero_grad frees last step's gradients; backward frees what a forward saved;
+         * an optimizer step frees the state it replaces; a forward's unwinding after an OOM
+         * frees what that forward made; what stays is the model's. */
         if (!freed)
             return BLOCK_CATEGORY_PARAMETER;
-        return free_phase == STEP_PHASE_BACKWARD    ? BLOCK_CATEGORY_ACTIVATION
-               : free_phase == STEP_PHASE_OPTIMIZER ? BLOCK_CATEGORY_OPTIMIZER_STATE
-                                                    : BLOCK_CATEGORY_OTHER;
+        unsigned bits = end->free_stack ? stack_phases_bits(c->phases, end->free_stack) : 0;
+        if ((bits & PHASE_FLAG_ZERO_GRAD) && !(bits & PHASE_FLAG_BACKWARD))
+            return BLOCK_CATEGORY_GRADIENT;
+        return free_phase == STEP_PHASE_BACKWARD                  ? BLOCK_CATEGORY_ACTIVATION
+               : free_phase == STEP_PHASE_OPTIMIZER               ? BLOCK_CATEGORY_OPTIMIZER_STATE
+               : free_phase == STEP_PHASE_FORWARD && end->unwound ? BLOCK_CATEGORY_ACTIVATION
+                                                                  : BLOCK_CATEGORY_OTHER;
     }
+    /* A free an OOM's unwinding made is no end of the block's use: judged as if the run had
+     * gone on, like a block live when a recording stops inside the iteration that made it
+     * (its end was not seen, so it ended later in that iteration) when the OOM came in that
+     * iteration or the next; one kept longer stays what a block never freed is. */
+    int cut_short = !freed && b->iteration == phase_timeline_open_iteration(t);
+    if (end->unwound) {
+        cut_short = freed_in <= b->iteration + 1;
+        freed = 0;
+    }
+    int same_iteration = freed && freed_in == b->iteration;
+    int same_phase = same_iteration && free_phase == (step_phase)b->made_in;
     switch ((step_phase)b->made_in) {
     case STEP_PHASE_SETUP:
         return same_phase ? BLOCK_CATEGORY_TEMPORARY
@@ -130,7 +162,9 @@ static gmt_category by_lifetime(const phase_timeline *t, phase_cursor *cur, cons
     case STEP_PHASE_PRELUDE:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
-        return freed && freed_in <= b->iteration + 1 ? BLOCK_CATEGORY_INPUT : BLOCK_CATEGORY_OTHER;
+        return (freed && freed_in <= b->iteration + 1) || (end->unwound && cut_short)
+                   ? BLOCK_CATEGORY_INPUT
+                   : BLOCK_CATEGORY_OTHER;
     case STEP_PHASE_FORWARD:
         if (same_phase)
             return BLOCK_CATEGORY_TEMPORARY;
@@ -160,11 +194,11 @@ static gmt_category by_rules(categorizer *c, int64_t stack_id) {
 }
 
 static gmt_category category_of(categorizer *c, const phase_timeline *t, phase_cursor *cur,
-                                const live_block *b, int64_t free_id) {
+                                const live_block *b, const block_end *end, int no_history) {
     if (b->named)
         return (gmt_category)(b->named - 1);
-    gmt_category g = by_lifetime(t, cur, b, free_id);
-    if (g == BLOCK_CATEGORY_OTHER && c->rules && b->stack_id) {
+    gmt_category g = no_history ? BLOCK_CATEGORY_UNKNOWN : by_lifetime(c, t, cur, b, end);
+    if ((g == BLOCK_CATEGORY_OTHER || g == BLOCK_CATEGORY_UNKNOWN) && c->rules && b->stack_id) {
         gmt_category r = by_rules(c, b->stack_id);
         if (r != BLOCK_CATEGORY_COUNT)
             g = r;
@@ -181,6 +215,8 @@ typedef struct sweep {
     gmt_slots blocks;    /* live_block records */
     addr_map live;       /* alloc_id -> 1 + index into blocks */
     addr_map whole; /* segment ids of the whole-block segments (ids are unique across devices) */
+    int no_history; /* one moment, no phases: every block unknown (categories_no_history) */
+    int unwinding;  /* an OOM was met and no allocation since: frees are its unwinding */
 } sweep;
 
 static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_t errlen) {
@@ -194,6 +230,7 @@ static int sweep_open(categorizer *c, int64_t device, sweep *w, char *err, size_
         return -1;
     }
     w->feed = phase_timeline_incremental(w->timeline);
+    w->no_history = categories_no_history(c->db, device);
     w->cursor = (phase_cursor)PHASE_CURSOR_INIT;
     return 0;
 }
@@ -205,13 +242,13 @@ static void sweep_close(sweep *w) {
     addr_map_free(&w->whole);
 }
 
-static int ended(categorizer *c, sweep *w, size_t i, int64_t free_id, category_visit visit,
+static int ended(categorizer *c, sweep *w, size_t i, const block_end *end, category_visit visit,
                  void *ctx) {
     live_block *b = gmt_slot_at(&w->blocks, (uint32_t)i);
-    classified_block out = {w->device,   b->alloc_id,
-                            free_id,     b->size,
-                            b->stack_id, category_of(c, w->timeline, &w->cursor, b, free_id),
-                            b->has_name};
+    classified_block out = {
+        w->device,  b->alloc_id, end->free_id,
+        b->size,    b->stack_id, category_of(c, w->timeline, &w->cursor, b, end, w->no_history),
+        b->has_name};
     addr_map_remove(&w->live, 0, (uint64_t)b->alloc_id);
     gmt_slot_give(&w->blocks, (uint32_t)i);
     return visit(ctx, &out);
@@ -226,6 +263,12 @@ typedef struct sweep_event {
 static int sweep_row(categorizer *c, sweep *w, const sweep_event *e, size_t *next_name,
                      category_visit visit, void *ctx) {
     int64_t id = e->id, op = e->op, ts = e->ts, level = e->level;
+    if (op == TRACE_OP_OOM) { /* what is freed from here to the next allocation is unwinding */
+        w->unwinding = id > 0;
+        return 0;
+    }
+    if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP)
+        w->unwinding = 0; /* the program went on */
     if (w->feed && level == TRACE_LEVEL_BLOCK && op != TRACE_OP_MAP && op != TRACE_OP_UNMAP &&
         phase_timeline_feed(w->timeline, id, e->stack, ts) != 0)
         return -1;
@@ -237,7 +280,8 @@ static int sweep_row(categorizer *c, sweep *w, const sweep_event *e, size_t *nex
         return 0;
     if (!begins) {
         uint32_t *at = key ? addr_map_get(&w->live, 0, (uint64_t)key) : NULL;
-        return at ? ended(c, w, *at - 1, id, visit, ctx) : 0;
+        block_end end = {id, e->stack, w->unwinding};
+        return at ? ended(c, w, *at - 1, &end, visit, ctx) : 0;
     }
     int64_t slot = gmt_slot_take(&w->blocks);
     if (slot < 0)
@@ -286,7 +330,7 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
         for (long i = 0; rc == 0 && i < got; i++) {
             int64_t op = v[OP][i], device = v[DEVICE][i];
             if (op != TRACE_OP_ALLOC && op != TRACE_OP_MAP && op != TRACE_OP_FREE &&
-                op != TRACE_OP_UNMAP && op != TRACE_OP_FREE_REQUESTED)
+                op != TRACE_OP_UNMAP && op != TRACE_OP_FREE_REQUESTED && op != TRACE_OP_OOM)
                 continue;
             sweep *w = device >= 0 && device < GMT_MAX_DEVICES ? of[device] : NULL;
             if (!w)
@@ -322,8 +366,9 @@ static int sweep_devices(categorizer *c, sweep *ws, size_t n, category_visit vis
         for (size_t i = 0; rc == 0 && i < ws[k].blocks.len; i++) {
             const live_block *b = gmt_slot_at(&ws[k].blocks, (uint32_t)i);
             const uint32_t *at = addr_map_get(&ws[k].live, 0, (uint64_t)b->alloc_id);
+            block_end end = {INT64_MAX, 0, 0};
             if (at && *at - 1 == i)
-                rc = ended(c, &ws[k], i, INT64_MAX, visit, ctx);
+                rc = ended(c, &ws[k], i, &end, visit, ctx);
         }
     return rc;
 }

@@ -1,5 +1,5 @@
 /* categories.h — what each block's memory is (DESIGN.md "category"): parameter, gradient,
- * optimizer_state, activation, temporary, input or other, decided in this order:
+ * optimizer_state, activation, temporary, input, other or unknown, decided in this order:
  *
  *   1. the name the program gave the block (tensor_names with a category: memrec's walk of the
  *      model and its optimizers, or a snapshot's annotation);
@@ -15,12 +15,19 @@
  *      A forward's block still live when a recording stops inside the iteration that made it
  *      (its step still open) is an activation: backward never came.
  *      A block made before the recording began (a snapshot's ring lost its alloc) is known by
- *      its end: freed in backward, an activation; in an optimizer step, optimizer state (the
- *      state it replaces); never, a parameter; else other.
+ *      its end: freed inside a zero_grad (its free's own stack), a gradient; in backward, an
+ *      activation; in an optimizer step, optimizer state (the state it replaces); by a
+ *      forward's unwinding after an OOM, an activation; never, a parameter; else other.
+ *      An OOM's unwinding is no end: the frees from an OOM to the device's next allocation
+ *      (or to the end, when none comes) are the exception freeing what the failed phase held.
+ *      Such a block is judged as if the run had gone on: as one live when a recording stops
+ *      inside the iteration that made it (a forward's block an activation, not a temporary).
  *      A block kept past its iteration is a gradient or optimizer state only when its own
  *      stack says backward or optimizer: what a loop makes after its optimizer step and keeps
  *      (a cache, a leak) is no optimizer state. Anything else is other;
- *   3. the user's rules (category_rules.h), for what is left as other.
+ *      A device whose history holds one moment (a snapshot's segments without a trace, or a
+ *      one-entry history: categories_no_history) has no phases: its blocks are unknown;
+ *   3. the user's rules (category_rules.h), for what is left as other or unknown.
  *
  * A sweep visits every device-memory block of a device (its blocks, and segments that are one
  * block) when it ends, or at the end of the trace for those still live, with its category.
@@ -63,6 +70,10 @@ int categorizer_sweep_all(categorizer *c, category_visit visit, void *ctx, char 
                           size_t errlen);
 
 void categorizer_free(categorizer *c);
+
+/* Whether device's history is one moment (at most one recorded block alloc or free): no phases,
+ * its blocks unknown. */
+int categories_no_history(sqlite3 *db, int64_t device);
 
 /* Whether it applies user rules (then what a database stored without them does not hold). */
 int categorizer_has_rules(const categorizer *c);

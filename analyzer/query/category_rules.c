@@ -2,6 +2,7 @@
 #include "category_rules.h"
 
 #include "gmt_grow.h"
+#include "phases.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -48,7 +49,7 @@ static int parse_line(category_rules *r, char *line, const char *path, size_t nu
     if (word == line || category < 0) {
         snprintf(err, errlen,
                  "%s:%zu: a rule is `REGEX CATEGORY`, CATEGORY one of parameter, gradient, "
-                 "optimizer_state, activation, temporary, input, other (got \"%s\")",
+                 "optimizer_state, activation, temporary, input, other, unknown (got \"%s\")",
                  path, number, word);
         return -1;
     }
@@ -111,6 +112,8 @@ int category_rules_match(const category_rules *r, const named_stack *stack) {
     for (size_t k = 0; k < r->len; k++)
         for (size_t i = 0; i < stack->frame_count; i++) {
             const named_frame *f = &stack->frames[i];
+            if (phase_frame_is_recording(f))
+                continue; /* how PyTorch took the stack, in every stack: it says nothing */
             if (f->line > 0)
                 snprintf(text, sizeof text, "%s %s:%lld", f->name ? f->name : "?",
                          f->file ? f->file : "?", (long long)f->line);

@@ -2,10 +2,12 @@
  * built-in rules cannot see: a custom optimizer's state, a KV cache, a pinned buffer pool.
  *
  * A file holds one rule a line, `REGEX CATEGORY`: an extended regular expression (POSIX ERE,
- * unanchored) and, as the line's last word, one of the seven categories. Blank lines and lines
- * starting with '#' are skipped. A rule matches a stack when it matches one of its frames,
+ * unanchored) and, as the line's last word, one of the categories (gmt_vocab.h). Blank lines and
+ * lines starting with '#' are skipped. A rule matches a stack when it matches one of its frames,
  * written "function file:line" (e.g. "_init_group torch/optim/adam.py:137"); the first rule
- * that matches wins. Rules decide only what the names and phases left as `other`. */
+ * that matches wins; PyTorch's recording frames (torch::unwind::unwind, CapturedTraceback::
+ * gather, the caching allocator's own, phases.h) are in every stack and never match. Rules
+ * decide only what the names and phases left as `other` or `unknown`. */
 #ifndef GMT_CATEGORY_RULES_H
 #define GMT_CATEGORY_RULES_H
 

@@ -207,9 +207,18 @@ static int list_changes(sqlite3 *db, diff_stack *changes, size_t n, size_t top, 
     d->nrows = first_n(listed, top);
     if (!(d->names = stack_names_new(db)))
         return -1;
-    for (size_t i = 0; i < d->nrows; i++)
-        d->rows[i].stack = stack_names_get(d->names, d->rows[i].stack_id);
-    return 0;
+    const named_stack **stacks = malloc((d->nrows ? d->nrows : 1) * sizeof *stacks);
+    char **labels = malloc((d->nrows ? d->nrows : 1) * sizeof *labels);
+    int rc = stacks && labels ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < d->nrows; i++) {
+        d->rows[i].stack = stacks[i] = stack_names_get(d->names, d->rows[i].stack_id);
+        labels[i] = d->rows[i].label;
+    }
+    if (rc == 0)
+        rc = stack_labels_distinct(stacks, d->nrows, labels, sizeof d->rows->label);
+    free(stacks);
+    free(labels);
+    return rc;
 }
 
 int diff_points_read(sqlite3 *db, const char *input, long device, const char *from_when,
@@ -328,6 +337,25 @@ static diff_pair pair_of(const diff_site *a, const diff_site *b) {
     return p;
 }
 
+/* The labels of the rows the three groups show, told apart together. 0, or -1. */
+static int label_pairs(diff_runs *d) {
+    diff_pairs *groups[3] = {&d->both, &d->only_a, &d->only_b};
+    size_t n = d->both.count + d->only_a.count + d->only_b.count, k = 0;
+    const named_stack **stacks = malloc((n ? n : 1) * sizeof *stacks);
+    char **labels = malloc((n ? n : 1) * sizeof *labels);
+    int rc = stacks && labels ? 0 : -1;
+    for (int g = 0; rc == 0 && g < 3; g++)
+        for (size_t i = 0; i < groups[g]->count; i++, k++) {
+            stacks[k] = groups[g]->rows[i].stack;
+            labels[k] = groups[g]->rows[i].label;
+        }
+    if (rc == 0)
+        rc = stack_labels_distinct(stacks, n, labels, sizeof d->both.rows->label);
+    free(stacks);
+    free(labels);
+    return rc;
+}
+
 /* The first `len` of rows, sorted, as a group of `top`. */
 static diff_pairs group_of(int matched, diff_pair *rows, size_t len, size_t top) {
     qsort(rows, len, sizeof *rows, by_pair_diff);
@@ -417,7 +445,7 @@ int diff_runs_read(diff_runs *d, const char *at, size_t top, char *err, size_t e
     d->both = group_of(1, rows, len[0], top);
     d->only_a = group_of(0, rows + len[0], len[1], top);
     d->only_b = group_of(0, rows + len[0] + len[1], len[2], top);
-    return DIFF_OK;
+    return label_pairs(d) == 0 ? DIFF_OK : out_of_memory(err, errlen);
 }
 
 void diff_runs_free(diff_runs *d) {

@@ -50,6 +50,7 @@ typedef struct diff_stack {
     const named_stack *stack; /* frames and site; NULL when out of memory */
     uint64_t added_bytes, added_count, removed_bytes, removed_count;
     int64_t net_bytes, net_count; /* added - removed */
+    char label[256];              /* the list's label (stack_labels_distinct over the rows) */
 } diff_stack;
 
 typedef struct diff_points {
@@ -87,6 +88,7 @@ typedef struct diff_pair {
     uint64_t a_bytes, a_count, b_bytes, b_count; /* 0 in a run without the key */
     int64_t diff_bytes, diff_count;              /* B - A */
     uint64_t bytes, count; /* the run's that has the key, when only one has it */
+    char label[256];       /* stack_labels_distinct over the rows of the three groups shown */
 } diff_pair;
 
 /* One group of pairs, largest |diff_bytes| first (then the larger difference, the larger

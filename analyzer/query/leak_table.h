@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A site's growth with its label (stack_label). */
+/* A site's growth with its label (stack_labels_distinct over the sites the lists show). */
 typedef struct leak_site {
     site_growth g;
     char site[256];

@@ -3,14 +3,38 @@
 
 #include <string.h>
 
+/* Paths are compared with '\\' taken as '/': a Windows snapshot's D:\\...\\torch\\optim\\adam.py
+ * is the same program's frame as a Linux one's (issue 29). */
+static int same_char(char a, char b) { return a == b || (a == '\\' && b == '/'); }
+
 static const char *base_name(const char *file) {
-    const char *slash = file ? strrchr(file, '/') : NULL;
-    return slash ? slash + 1 : file ? file : "";
+    const char *base = file ? file : "";
+    for (const char *p = base; *p; p++)
+        if (*p == '/' || *p == '\\')
+            base = p + 1;
+    return base;
 }
 
 static int ends_with(const char *s, const char *tail) {
     size_t n = strlen(s), k = strlen(tail);
-    return n >= k && !strcmp(s + n - k, tail);
+    if (n < k)
+        return 0;
+    for (size_t i = 0; i < k; i++)
+        if (!same_char(s[n - k + i], tail[i]))
+            return 0;
+    return 1;
+}
+
+static int path_contains(const char *s, const char *part) {
+    size_t k = strlen(part);
+    for (; *s; s++) {
+        size_t i = 0;
+        while (i < k && s[i] && same_char(s[i], part[i]))
+            i++;
+        if (i == k)
+            return 1;
+    }
+    return 0;
 }
 
 static int is_backward(const named_frame *f) {
@@ -29,7 +53,7 @@ static int is_optimizer(const named_frame *f) {
                                         "rmsprop.py", "adamax.py",   "nadam.py", "radam.py",
                                         "lbfgs.py",   "optimizer.py"};
     const char *file = f->file ? f->file : "";
-    if (strstr(file, "torch/optim/"))
+    if (path_contains(file, "torch/optim/"))
         return 1;
     const char *base = base_name(file);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
@@ -49,9 +73,29 @@ static int is_forward(const named_frame *f) {
 /* zero_grad (torch/optim/optimizer.py) frees last step's gradients at the start of the next
  * step, before its input is loaded: it is no optimizer step, and counting it as one would put
  * the step's input after an optimizer phase. */
-static int is_zero_grad(const named_frame *f) { return f->name && !strcmp(f->name, "zero_grad"); }
+static int is_zero_grad(const named_frame *f) {
+    return f->name && (!strcmp(f->name, "zero_grad") || ends_with(f->name, ".zero_grad"));
+}
+
+int phase_frame_is_recording(const named_frame *f) {
+    static const char *const names[] = {"torch::unwind::", "CapturedTraceback::", "gather_with_cpp",
+                                        "CUDACachingAllocator::", "c10::cuda::CUDAAllocator::"};
+    static const char *const files[] = {"CUDACachingAllocator.cpp", "combined_traceback.cpp",
+                                        "memory_snapshot.cpp", "unwind.cpp"};
+    const char *name = f->name ? f->name : "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strstr(name, names[i]))
+            return 1;
+    const char *base = base_name(f->file);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (!strcmp(base, files[i]))
+            return 1;
+    return 0;
+}
 
 unsigned phase_frame_flags(const named_frame *f) {
+    if (phase_frame_is_recording(f))
+        return 0u;
     if (is_backward(f))
         return PHASE_FLAG_BACKWARD;
     return (is_zero_grad(f)   ? PHASE_FLAG_ZERO_GRAD

@@ -9,9 +9,14 @@
  *   forward    a module call (torch/nn/modules/module.py _call_impl / _wrapped_call_impl), or a
  *              Python function named forward
  *   other      a stack with none of these (data loading, model creation, user code), or
- *              one inside an optimizer's zero_grad (last step's gradients freed at the start
- *              of the next step: no optimizer step)
+ *              one inside a zero_grad (Optimizer.zero_grad, Module.zero_grad: last step's
+ *              gradients freed at the start of the next step: no optimizer step; the flag
+ *              PHASE_FLAG_ZERO_GRAD says so)
  *   unknown    no stack
+ * PyTorch's own recording frames (torch::unwind::unwind, CapturedTraceback::gather,
+ * gather_with_cpp, the caching allocator's malloc and free) are in every stack it records: they
+ * say how a stack was taken, not what the program was doing, and never decide a phase (nor a
+ * user rule, category_rules.h).
  * checked in that order: backward runs modules' backward hooks and the optimizer may call
  * forward-looking helpers, so the more specific phase wins. File names match by their last
  * components, so site-packages paths, PyTorch's relative ones and a bare "adamw.py" agree. */
@@ -38,6 +43,9 @@ enum {
     PHASE_FLAG_ZERO_GRAD = 8u
 };
 unsigned phase_frame_flags(const named_frame *f);
+
+/* Whether f is one of PyTorch's recording frames (above): the stack's taking, not its code. */
+int phase_frame_is_recording(const named_frame *f);
 phase phase_of_flags(unsigned flags);
 
 /* The phase of a stack (NULL or unknown: PHASE_UNKNOWN). */

@@ -50,25 +50,59 @@ typedef struct site_ranks {
     size_t n;
 } site_ranks;
 
-static void site_ranks_load(sqlite3 *db, int device, site_ranks *r) {
-    r->n = 0;
+/* The stacks live at the device's peak, largest first (at most `most`), with their labels
+ * as one list (stack_labels_distinct): two stacks of one site never share a colour or a
+ * series. *ids and *labels are malloc'ed (256 bytes a label); the count, 0 when none. */
+static size_t peak_stacks(sqlite3 *db, int device, size_t most, int64_t **ids, char **labels) {
+    *ids = NULL;
+    *labels = NULL;
     sqlite3_stmt *st = NULL;
     if (db_prepare(db,
                    "SELECT stack_id FROM site_stats WHERE device = ? AND peak_bytes > 0 "
-                   "ORDER BY peak_bytes DESC, stack_id LIMIT 200",
+                   "ORDER BY peak_bytes DESC, stack_id LIMIT ?",
                    &st) != SQLITE_OK)
-        return;
+        return 0;
     sqlite3_bind_int(st, 1, device);
-    while (r->n < RANKED_SITES && sqlite3_step(st) == SQLITE_ROW) {
-        char label[256];
-        stack_label(db, sqlite3_column_int64(st, 0), label, sizeof label);
+    sqlite3_bind_int64(st, 2, (int64_t)most);
+    size_t n = 0, cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (gmt_grow((void **)ids, &cap, n, sizeof **ids) != 0)
+            break;
+        (*ids)[n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    char **rows = malloc((n ? n : 1) * sizeof *rows);
+    *labels = malloc((n ? n : 1) * 256);
+    if (!rows || !*labels) {
+        free(rows);
+        free(*labels);
+        free(*ids);
+        *ids = NULL;
+        *labels = NULL;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        rows[i] = *labels + 256 * i;
+    stack_labels_of(db, *ids, n, rows, 256);
+    free(rows);
+    return n;
+}
+
+static void site_ranks_load(sqlite3 *db, int device, site_ranks *r) {
+    r->n = 0;
+    int64_t *ids;
+    char *labels;
+    size_t n = peak_stacks(db, device, 200, &ids, &labels);
+    for (size_t i = 0; i < n && r->n < RANKED_SITES; i++) {
+        const char *label = labels + 256 * i;
         size_t k = 0;
         while (k < r->n && strcmp(r->labels[k], label))
             k++;
         if (k == r->n)
             snprintf(r->labels[r->n++], sizeof r->labels[0], "%s", label);
     }
-    sqlite3_finalize(st);
+    free(ids);
+    free(labels);
 }
 
 static uint64_t site_key(const site_ranks *r, const char *label) {
@@ -109,8 +143,12 @@ typedef struct series_map {
     size_t n;
     const char *by;
     sqlite3 *db;
-    int64_t *stack_series; /* cache: stack id -> series + 2 (0 = not looked up) */
-    size_t stack_cap;
+    /* cache: stack id -> series + 2 (0 = not looked up), open addressing on the id (a forged
+     * id of 2^40 costs one slot, not an array that long); at most half the slots used */
+    struct stack_slot {
+        int64_t stack, series;
+    } * stack_series;
+    size_t stack_cap, stack_used;
     const site_ranks *ranks;
 } series_map;
 
@@ -137,20 +175,57 @@ static int series_add(series_map *m, const char *label) {
     return m->labels[m->n] ? (int)m->n++ : -1;
 }
 
-/* The top sites by bytes at the device's peak, grouped by label. */
-static void series_top_sites(series_map *m, int device, size_t top) {
-    sqlite3_stmt *st =
-        db_statement(m->db, "SELECT stack_id, peak_bytes FROM site_stats WHERE device = "
-                            "? AND peak_bytes > 0 ORDER BY peak_bytes DESC");
-    if (!st)
-        return;
-    sqlite3_bind_int(st, 1, device);
-    while (m->n < top && sqlite3_step(st) == SQLITE_ROW) {
-        char label[256];
-        stack_label(m->db, sqlite3_column_int64(st, 0), label, sizeof label);
-        series_add(m, label);
+static struct stack_slot *slot_find(struct stack_slot *slots, size_t cap, int64_t stack) {
+    size_t i = (size_t)gmt_hash_mix64((uint64_t)stack) & (cap - 1);
+    while (slots[i].series && slots[i].stack != stack)
+        i = (i + 1) & (cap - 1);
+    return &slots[i];
+}
+
+/* The stack's slot in the stack -> series cache (its series 0 when new), grown as needed; NULL
+ * when out of memory. */
+static int64_t *series_slot(series_map *m, int64_t stack) {
+    if ((m->stack_used + 1) * 2 > m->stack_cap) {
+        size_t cap = m->stack_cap ? m->stack_cap * 2 : 1024;
+        struct stack_slot *grown = calloc(cap, sizeof *grown);
+        if (!grown)
+            return NULL;
+        for (size_t i = 0; i < m->stack_cap; i++)
+            if (m->stack_series[i].series)
+                *slot_find(grown, cap, m->stack_series[i].stack) = m->stack_series[i];
+        free(m->stack_series);
+        m->stack_series = grown;
+        m->stack_cap = cap;
     }
-    sqlite3_finalize(st);
+    struct stack_slot *s = slot_find(m->stack_series, m->stack_cap, stack);
+    if (!s->series) { /* a new key: a series is set on it at once, so it counts as used */
+        s->stack = stack;
+        m->stack_used++;
+    }
+    return &s->series;
+}
+
+/* The top sites by bytes at the device's peak, grouped by their labels as one list: the
+ * stacks of one site told apart are series of their own. Those stacks keep the series of
+ * their label (else "other"); any other stack joins the series of its site, if there is one. */
+static void series_top_sites(series_map *m, int device, size_t top) {
+    int64_t *ids;
+    char *labels;
+    size_t n = peak_stacks(m->db, device, SIZE_MAX / 512, &ids, &labels);
+    for (size_t i = 0; i < n; i++) {
+        const char *label = labels + 256 * i;
+        int found = -1;
+        for (size_t k = 0; k < m->n && found < 0; k++)
+            if (!strcmp(m->labels[k], label))
+                found = (int)k;
+        if (found < 0 && m->n < top)
+            found = series_add(m, label);
+        int64_t *slot = ids[i] >= 0 ? series_slot(m, ids[i]) : NULL;
+        if (slot)
+            *slot = found + 2;
+    }
+    free(ids);
+    free(labels);
 }
 
 static int series_of(series_map *m, int64_t stack, int64_t stream, int64_t size) {
@@ -161,29 +236,19 @@ static int series_of(series_map *m, int64_t stack, int64_t stream, int64_t size)
     }
     if (!strcmp(m->by, "size-class"))
         return series_add(m, size_class(size));
-    if (stack < 0)
+    int64_t *slot = stack >= 0 ? series_slot(m, stack) : NULL;
+    if (!slot)
         return -1;
-    if ((size_t)stack >= m->stack_cap) {
-        size_t cap = m->stack_cap ? m->stack_cap : 1024;
-        while (cap <= (size_t)stack)
-            cap *= 2;
-        int64_t *grown = realloc(m->stack_series, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        memset(grown + m->stack_cap, 0, (cap - m->stack_cap) * sizeof *grown);
-        m->stack_series = grown;
-        m->stack_cap = cap;
-    }
-    if (!m->stack_series[stack]) {
+    if (!*slot) {
         char label[256];
         stack_label(m->db, stack, label, sizeof label);
         int found = -1;
         for (size_t i = 0; i < m->n; i++)
             if (!strcmp(m->labels[i], label))
                 found = (int)i;
-        m->stack_series[stack] = found + 2;
+        *slot = found + 2;
     }
-    return (int)m->stack_series[stack] - 2;
+    return (int)*slot - 2;
 }
 
 static void series_free(series_map *m) {
@@ -503,10 +568,12 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             sum += bytes[s * t.n + i];
         }
         layout_totals tot;
-        int64_t alloc_end = t.has_end ? t.aend[i]
-                            : layout_timeline_at(db, rq->device, t.last_id[i], &tot) == 0
-                                ? tot.allocated_bytes
-                                : t.amax[i];
+        if (!t.has_end) { /* an older database: the state after the bucket's last event */
+            int known = layout_timeline_at(db, rq->device, t.last_id[i], &tot) == 0;
+            t.aend[i] = known ? tot.allocated_bytes : t.amax[i];
+            t.rend[i] = known ? tot.reserved_bytes : t.rmax[i];
+        }
+        int64_t alloc_end = t.aend[i];
         stacked[nseries * t.n + i] = alloc_end > sum ? alloc_end - sum : 0;
     }
     for (size_t s = 0; rc == 0 && s < nseries; s++) {
@@ -517,13 +584,23 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         labels[nseries] = "other";
         keys[nseries] = 0;
     }
+    /* without timestamps the x axis is the events' ids, GMT_UNTIMED_EVENT_NS apart, so the
+     * picture's "event N" is the report's even where one entry made several events */
+    const int64_t per = GMT_UNTIMED_EVENT_NS;
+    int untimed = !when_has_timestamps(db);
+    for (size_t i = 0; untimed && i < t.n; i++) {
+        int64_t first = t.first_id[i] > 0 ? t.first_id[i] : 0;
+        if (i && first <= t.last_id[i - 1])
+            first = t.last_id[i - 1] + 1;
+        t.start[i] = first * per;
+    }
     /* steps, peak, OOMs */
     size_t nsteps = 0;
     int64_t *step_ns = NULL;
     char **step_text = NULL;
     sqlite3_stmt *st =
-        db_statement(db, "SELECT step, begin_ts_ns FROM steps WHERE end_event_id >= ?1 "
-                         "AND begin_event_id <= ?2 ORDER BY begin_ts_ns");
+        db_statement(db, "SELECT step, begin_ts_ns, begin_event_id FROM steps WHERE "
+                         "end_event_id >= ?1 AND begin_event_id <= ?2 ORDER BY begin_ts_ns");
     if (st && rc == 0) {
         sqlite3_bind_int64(st, 1, rq->from);
         sqlite3_bind_int64(st, 2, rq->to);
@@ -540,7 +617,8 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             }
             char label[32];
             snprintf(label, sizeof label, "%lld", (long long)sqlite3_column_int64(st, 0));
-            step_ns[nsteps] = sqlite3_column_int64(st, 1);
+            step_ns[nsteps] =
+                untimed ? sqlite3_column_int64(st, 2) * per : sqlite3_column_int64(st, 1);
             step_text[nsteps++] = strdup(label);
         }
     }
@@ -551,12 +629,13 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
     if (peak_id < rq->from || peak_id > rq->to ||
         layout_timeline_at(db, rq->device, peak_id, &peak))
         peak.allocated_bytes = 0;
+    if (untimed)
+        peak.ts_ns = (peak_id > 0 ? peak_id : 0) * per;
     size_t nooms = 0;
     int64_t *oom_ns = NULL;
     if (db_query_i64(db, "SELECT ooms FROM devices WHERE device = ?1", rq->device, 0, 0) > 0 &&
-        (st = db_statement(db,
-                           "SELECT ts_ns FROM event_rows WHERE device = ?1 AND op = {op:oom} AND "
-                           "event_id BETWEEN ?2 AND ?3"))) {
+        (st = db_statement(db, "SELECT ts_ns, event_id FROM event_rows WHERE device = ?1 AND op = "
+                               "{op:oom} AND event_id BETWEEN ?2 AND ?3"))) {
         sqlite3_bind_int(st, 1, rq->device);
         sqlite3_bind_int64(st, 2, rq->from);
         sqlite3_bind_int64(st, 3, rq->to);
@@ -565,18 +644,31 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
             if (!grown)
                 break;
             oom_ns = grown;
-            oom_ns[nooms++] = sqlite3_column_int64(st, 0);
+            oom_ns[nooms++] =
+                untimed ? sqlite3_column_int64(st, 1) * per : sqlite3_column_int64(st, 0);
         }
         sqlite3_finalize(st);
     }
     char title[512], subtitle[256], span[32], heading[64];
     device_title(db, rq, "Timeline", title, sizeof title);
     snprintf(heading, sizeof heading, "allocated by %s", m.by);
-    int64_t end_ns = t.n ? t.start[t.n - 1] + bucket_ns : 0;
-    if (when_has_timestamps(db))
-        units_duration(end_ns > 0 ? (uint64_t)end_ns : 0, span, sizeof span);
-    else
-        snprintf(span, sizeof span, "%lld events", (long long)(end_ns / GMT_UNTIMED_EVENT_NS));
+    int64_t end_ns = !t.n      ? 0
+                     : untimed ? (t.last_id[t.n - 1] + 1) * per
+                               : t.start[t.n - 1] + bucket_ns;
+    int64_t length = end_ns; /* the whole run: to its last bucket's end */
+    int64_t last_event = db_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0);
+    if (rq->from > 0 || rq->to < last_event) { /* a window: its own length */
+        static const char ts_sql[] = "SELECT ts_ns FROM event_rows WHERE event_id = ?1";
+        int64_t to_ns = db_query_i64(db, ts_sql, rq->to < last_event ? rq->to : last_event, 0, 0);
+        int64_t from_ns = rq->from > 0 ? db_query_i64(db, ts_sql, rq->from, 0, 0) : 0;
+        length = to_ns > from_ns ? to_ns - from_ns : 0;
+    }
+    if (!untimed)
+        units_duration(length > 0 ? (uint64_t)length : 0, span, sizeof span);
+    else /* the events of the window (of the run: all of them) */
+        snprintf(span, sizeof span, "%lld events",
+                 (long long)((rq->to < last_event ? rq->to : last_event) -
+                             (rq->from > 0 ? rq->from : 0)));
     snprintf(subtitle, sizeof subtitle,
              "allocated (stacked by %s) and reserved over %s; steps, the peak and the device "
              "limit marked",
@@ -593,6 +685,8 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
         .allocated_max = t.amax,
         .reserved_min = t.rmin,
         .reserved_max = t.rmax,
+        .allocated_end = t.aend,
+        .reserved_end = t.rend,
         .nseries = rc == 0 && t.n ? nseries + 1 : 0,
         .series_heading = heading,
         .series_label = labels,
@@ -701,6 +795,9 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
         .title = title,
         .nbands = FRAG_BAND_COUNT,
         .bands = bands,
+        /* the verdict is the trapped ratio (a warm cache is not fragmentation) */
+        .bands_rate = trapped ? "rating of trapped / reserved"
+                              : "rating of (reserved - allocated) / reserved",
         .subtitle = no_history  ? no_history
                     : x_is_time ? "(reserved - allocated) / reserved and its trapped "
                                   "part over time (no steps found), and the "
@@ -740,6 +837,55 @@ static int by_bytes_desc(const void *a, const void *b) {
     return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
 }
 
+/* The labels of the stacks of a layout's live blocks, as one list (stack_labels_distinct). */
+typedef struct live_labels {
+    const named_stack **stacks; /* each once, by address */
+    char *labels;               /* 256 bytes each */
+    size_t n;
+} live_labels;
+
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (const named_stack *const *)a;
+    uintptr_t y = (uintptr_t) * (const named_stack *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int live_labels_read(live_labels *ll, const layout *l, stack_names *cache) {
+    ll->stacks = malloc((l->block_count + 1) * sizeof *ll->stacks);
+    if (!ll->stacks)
+        return -1;
+    for (size_t i = 0; i < l->block_count; i++)
+        if (l->blocks[i].state != LAYOUT_INACTIVE) {
+            const named_stack *s = stack_names_get(cache, l->blocks[i].stack_id);
+            if (!s)
+                return -1;
+            ll->stacks[ll->n++] = s;
+        }
+    qsort(ll->stacks, ll->n, sizeof *ll->stacks, by_address);
+    size_t m = 0;
+    for (size_t i = 0; i < ll->n; i++)
+        if (!m || ll->stacks[m - 1] != ll->stacks[i])
+            ll->stacks[m++] = ll->stacks[i];
+    ll->n = m;
+    char **rows = malloc((m + 1) * sizeof *rows);
+    ll->labels = malloc((m + 1) * 256);
+    if (!rows || !ll->labels) {
+        free(rows);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++)
+        rows[i] = ll->labels + 256 * i;
+    int rc = stack_labels_distinct(ll->stacks, m, rows, 256);
+    free(rows);
+    return rc;
+}
+
+static const char *live_label(const live_labels *ll, const named_stack *s) {
+    const named_stack **at =
+        s ? bsearch(&s, ll->stacks, ll->n, sizeof *ll->stacks, by_address) : NULL;
+    return at ? ll->labels + 256 * (size_t)(at - ll->stacks) : "no stack";
+}
+
 int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
     layout *l = NULL;
     if (layout_build(db, rq->device, rq->at, &l, err, errlen) != 0)
@@ -752,6 +898,9 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
     site_ranks ranks;
     site_ranks_load(db, rq->device, &ranks);
     int rc = segs && blocks && legend && cache ? 0 : -1;
+    live_labels live = {0};
+    if (rc == 0)
+        rc = live_labels_read(&live, l, cache);
     for (size_t i = 0; rc == 0 && i < l->block_count; i++) {
         const layout_block *b = &l->blocks[i];
         blocks[i].size = b->size;
@@ -760,8 +909,7 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
                                                             : RENDER_BLOCK_ALLOCATED;
         if (b->state == LAYOUT_INACTIVE)
             continue;
-        const named_stack *s = stack_names_get(cache, b->stack_id);
-        const char *site = s && s->site ? s->site : "no stack";
+        const char *site = live_label(&live, stack_names_get(cache, b->stack_id));
         blocks[i].site_key = site_key(&ranks, site);
         size_t k = 0;
         while (k < nlegend && legend[k].key != blocks[i].site_key)
@@ -830,6 +978,8 @@ int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *e
     free(legend);
     free(segs);
     free(blocks);
+    free(live.stacks);
+    free(live.labels);
     stack_names_free(cache);
     layout_free(l);
     return rc;
@@ -859,6 +1009,55 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
     (void)db, (void)rq, (void)path;
     return no_cairo(err, errlen);
+}
+
+/* The labels of the stacks of a layout's live blocks, as one list (stack_labels_distinct). */
+typedef struct live_labels {
+    const named_stack **stacks; /* each once, by address */
+    char *labels;               /* 256 bytes each */
+    size_t n;
+} live_labels;
+
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (const named_stack *const *)a;
+    uintptr_t y = (uintptr_t) * (const named_stack *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int live_labels_read(live_labels *ll, const layout *l, stack_names *cache) {
+    ll->stacks = malloc((l->block_count + 1) * sizeof *ll->stacks);
+    if (!ll->stacks)
+        return -1;
+    for (size_t i = 0; i < l->block_count; i++)
+        if (l->blocks[i].state != LAYOUT_INACTIVE) {
+            const named_stack *s = stack_names_get(cache, l->blocks[i].stack_id);
+            if (!s)
+                return -1;
+            ll->stacks[ll->n++] = s;
+        }
+    qsort(ll->stacks, ll->n, sizeof *ll->stacks, by_address);
+    size_t m = 0;
+    for (size_t i = 0; i < ll->n; i++)
+        if (!m || ll->stacks[m - 1] != ll->stacks[i])
+            ll->stacks[m++] = ll->stacks[i];
+    ll->n = m;
+    char **rows = malloc((m + 1) * sizeof *rows);
+    ll->labels = malloc((m + 1) * 256);
+    if (!rows || !ll->labels) {
+        free(rows);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++)
+        rows[i] = ll->labels + 256 * i;
+    int rc = stack_labels_distinct(ll->stacks, m, rows, 256);
+    free(rows);
+    return rc;
+}
+
+static const char *live_label(const live_labels *ll, const named_stack *s) {
+    const named_stack **at =
+        s ? bsearch(&s, ll->stacks, ll->n, sizeof *ll->stacks, by_address) : NULL;
+    return at ? ll->labels + 256 * (size_t)(at - ll->stacks) : "no stack";
 }
 
 int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {

@@ -40,8 +40,10 @@ typedef struct plot_simulation {
     const char *const *label;     /* [nconfigs] */
     const int64_t *peak_reserved; /* [nconfigs] */
     size_t ncolumns;
-    uint64_t events;
+    uint64_t events;             /* how many PyTorch events were replayed */
+    uint64_t last_event;         /* the columns span event numbers 0 to this, as report's */
     const int64_t *reserved_max; /* [nconfigs * ncolumns] */
+    const uint8_t *oom;          /* [nconfigs * ncolumns] 1: an OOM there; NULL: none */
     uint64_t device_memory;      /* 0: none */
 } plot_simulation;
 

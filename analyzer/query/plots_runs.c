@@ -101,7 +101,8 @@ int plot_ranks(const rank_stats *st, const char *path, char *err, size_t errlen)
         char subtitle[200];
         snprintf(subtitle, sizeof subtitle,
                  "%zu ranks; imbalance (max / mean of peak allocated) %.2f", n, st->imbalance);
-        render_ranks rr = {.title = "ranks: peak per rank, and allocated per step",
+        render_ranks rr = {.title = nsteps ? "ranks: peak per rank, and allocated per step"
+                                           : "ranks: peak per rank (no steps)",
                            .subtitle = subtitle,
                            .nranks = n,
                            .rank = numbers,

@@ -1,5 +1,6 @@
 /* plots_simulate.c — `simulate -o`: the picture of reserved memory under each
- * configuration. The simulation gathers the columns as it runs
+ * configuration, on the event numbers report and WHEN use (event:N), each
+ * configuration's OOMs marked. The simulation gathers the columns as it runs
  * (simulate.h); this file only titles them and hands them to render/. */
 #include "plots.h"
 
@@ -29,9 +30,11 @@ int plot_simulate(const plot_simulation *ps, const char *path, char *err, size_t
                             .label = ps->label,
                             .peak_reserved = ps->peak_reserved,
                             .ncolumns = ps->ncolumns,
-                            .requests = ps->events,
+                            .requests = ps->last_event + 1,
                             .reserved_max = ps->reserved_max,
-                            .device_memory_bytes = ps->device_memory};
+                            .oom = ps->oom,
+                            .device_memory_bytes = ps->device_memory,
+                            .x_label = "event (as report numbers them)"};
     render_options ro = {.width = ps->width, .height = ps->height};
     return render_simulation_draw(&rs, path, &ro, err, errlen);
 }

@@ -17,6 +17,9 @@ static const char db_schema[] =
     "  trapped_ratio_max REAL, segments_max INTEGER, ooms INTEGER, device_memory_bytes INTEGER,\n"
     "  growth_bytes_per_step INTEGER, limit_step INTEGER, leaking INTEGER NOT NULL,\n"
     "  bottleneck INTEGER NOT NULL, first_to_run_out INTEGER NOT NULL,\n"
+    "  rank_from TEXT NOT NULL, ran_out INTEGER NOT NULL, first_oom_step INTEGER,\n"
+    "  fragmentation_at_end REAL, trapped_ratio_at_end REAL, device_imbalance REAL,\n"
+    "  bottleneck_device INTEGER,\n"
     "  PRIMARY KEY (rank, input)) WITHOUT ROWID;\n"
     "CREATE TABLE rank_steps (rank INTEGER NOT NULL, input TEXT NOT NULL, step INTEGER NOT NULL,\n"
     "  allocated_bytes INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,\n"
@@ -48,7 +51,10 @@ static int write_rank(sqlite3_stmt *const *st, const rank_stats *s, size_t r) {
     const double ratios[] = {m->frag_at_peak, m->trapped_at_peak, m->frag_mean,
                              m->frag_max,     m->trapped_mean,    m->trapped_max};
     for (size_t k = 0; k < sizeof ratios / sizeof ratios[0]; k++)
-        sqlite3_bind_double(q, i++, ratios[k]);
+        if (k >= 2 && !m->steps) /* the means and maxima over step ends: none without steps */
+            sqlite3_bind_null(q, i++);
+        else
+            sqlite3_bind_double(q, i++, ratios[k]);
     sqlite3_bind_int64(q, i++, m->segments_max);
     sqlite3_bind_int64(q, i++, m->ooms);
     if (m->total_bytes > 0)
@@ -63,6 +69,25 @@ static int write_rank(sqlite3_stmt *const *st, const rank_stats *s, size_t r) {
     sqlite3_bind_int(q, i++, e->leaking);
     sqlite3_bind_int(q, i++, (long)r == s->bottleneck);
     sqlite3_bind_int(q, i++, (long)r == s->first_to_run_out);
+    sqlite3_bind_text(q, i++,
+                      e->rank_from == RANK_FROM_TRACE  ? "trace"
+                      : e->rank_from == RANK_FROM_NAME ? "file name"
+                                                       : "order",
+                      -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, i++, e->input_ooms > 0);
+    if (e->first_oom_step >= 0)
+        sqlite3_bind_int64(q, i++, e->first_oom_step);
+    else
+        sqlite3_bind_null(q, i++);
+    sqlite3_bind_double(q, i++, m->frag_at_end);
+    sqlite3_bind_double(q, i++, m->trapped_at_end);
+    if (e->devices.bottleneck >= 0) {
+        sqlite3_bind_double(q, i++, e->devices.imbalance);
+        sqlite3_bind_int(q, i++, e->devices.bottleneck);
+    } else {
+        sqlite3_bind_null(q, i++);
+        sqlite3_bind_null(q, i++);
+    }
     int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -1;
     sqlite3_reset(q);
     for (size_t k = 0; rc == 0 && k < (size_t)m->steps; k++) {
@@ -97,7 +122,8 @@ int rank_db_write(const rank_stats *s, const char *path, char *err, size_t errle
                  ? 0
                  : -1;
     static const char *const inserts[] = {
-        "INSERT INTO ranks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        ("INSERT INTO ranks VALUES "
+         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         "INSERT OR REPLACE INTO rank_steps VALUES (?,?,?,?,?)",
         "INSERT OR REPLACE INTO rank_sites VALUES (?,?,?,?,?)", "INSERT INTO failed VALUES (?,?)"};
     for (size_t k = 0; rc == 0 && k < 4; k++)

@@ -184,6 +184,12 @@ int report_open(sqlite3 *db, const report_options *o, report **out, char *err, s
     }
     r->ndevices = ndev > 0 ? (size_t)ndev : 0;
     read_run(db, &r->run);
+    r->run.devices.bottleneck = -1;
+    if (o->device < 0 && !r->run.windowed && device_balance_read(db, &r->run.devices) != 0) {
+        snprintf(err, errlen, "reading the devices: %s", sqlite3_errmsg(db));
+        report_close(r);
+        return -1;
+    }
     /* the categories are a sweep per device; what they share is read once */
     if (r->ndevices)
         r->cats = categorizer_new(db, o->rules, r->cats_err, sizeof r->cats_err);

@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "categories.h"
 #include "category_rules.h"
+#include "device_balance.h"
 #include "free_split.h"
 #include "step_stream.h"
 #include "tensor_table.h"
@@ -51,6 +52,10 @@ typedef struct report_run {
     int64_t from, to; /* the window [from, to] as event ids */
     int windowed;     /* it is not the whole run */
     char from_when[96], to_when[96]; /* when_describe of each end, when windowed */
+    /* the devices of the process compared like ranks (DataParallel, pipeline stages): over the
+     * whole run, all devices shown and no window; bottleneck -1: not said (fewer than two
+     * devices with events, --device, or a window) */
+    device_balance devices;
 } report_run;
 
 /* A stack that held memory at the peak. */
@@ -58,13 +63,17 @@ typedef struct report_stack {
     int64_t stack_id, bytes, blocks;
     double share;    /* of the peak allocated */
     char site[256];  /* stack_label */
-    char label[256]; /* site, or stack_label_via when another row of the list has its site */
+    char label[256]; /* the list's label (stack_labels_distinct): site, and what tells it apart */
+    /* blocks whose allocation the history lost are known by their free (categories.h), as
+     * PyTorch's viewer shows them: the stack of the free that ends most of their bytes */
+    int64_t freed_at_stack_id; /* 0: none (their alloc is known, or none of them is freed) */
+    char freed_at[256];        /* its stack_label */
 } report_stack;
 
 /* A site's growth (analysis_site_growth) with its label. */
 typedef struct report_growth {
     site_growth g;
-    char site[256];
+    char site[256]; /* the list's label (stack_labels_distinct) */
 } report_growth;
 
 /* What an OOM was, from the numbers at its event (the first that applies):
@@ -98,7 +107,7 @@ const char *report_oom_verdict_name(report_oom_verdict v);
 
 typedef struct report_allocation {
     int64_t event_id, bytes, stack_id;
-    char site[256], when[96];
+    char site[256], when[96]; /* site: the list's label (stack_labels_distinct) */
 } report_allocation;
 
 typedef struct report_recommendation {
@@ -118,11 +127,18 @@ typedef struct report_trapped_steps {
 typedef struct report_device {
     device_summary s;
     char peak_allocated_when[96], peak_requested_when[96], peak_reserved_when[96];
+    const char *peak_phase; /* of the peak allocated, in an input without steps (step_table.h's
+                               implicit steps' rule); NULL: the input has steps, or no events */
+    /* a history that begins mid-run (step_table.h): the steps that ended before its first
+     * event, and the first it measures (-1: none) */
+    int history_mid_run;
+    int64_t steps_before_history, first_step_before, last_step_before, history_first_step;
     int64_t replay_warnings; /* warnings at this device's events */
     report_stack *top;       /* at the peak allocated */
     size_t ntop;
     /* categories and named tensors at the peak (the sweep ran) */
     int have_categories;
+    int categories_one_moment; /* the history is one moment: no phases, the blocks unknown */
     int64_t categories[BLOCK_CATEGORY_COUNT];
     double category_share[BLOCK_CATEGORY_COUNT]; /* of the peak allocated */
     tensor_row *named;                           /* the largest named tensors live at the peak */
@@ -132,11 +148,16 @@ typedef struct report_device {
     int64_t cache_allocs, cache_misses;
     double cache_hit_rate;    /* -1: no allocations counted */
     int64_t inactive_at_peak; /* reserved - allocated at the peak allocated */
-    /* fragmentation (reserved - allocated) / reserved and its ratings */
+    /* fragmentation (reserved - allocated) / reserved and its ratings: the verdict word of
+     * each moment is its trapped ratio's where that was measured (a warm cache is not
+     * fragmentation), the raw ratio's elsewhere */
     double frag_at_peak, frag_at_end, frag_worst;
     const char *frag_at_peak_rating, *frag_at_end_rating, *frag_worst_rating;
     steps_overview steps; /* count and fragmentation at step ends */
     const char *frag_step_max_rating;
+    /* the trapped ratio each rating follows; -1: not measured there, the rating is the raw
+     * ratio's */
+    double frag_at_peak_by, frag_at_end_by, frag_worst_by, frag_step_max_by;
     /* the free part of reserved, releasable vs trapped (free_split.h): the verdict */
     int have_split;
     free_split split_peak, split_end;

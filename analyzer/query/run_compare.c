@@ -46,8 +46,12 @@ int compare_against(const compare_run *b, compare_run *r) {
     r->differences = NULL;
     r->ndifferences = 0;
     site_difference *out = malloc((b->nsites + r->nsites + 1) * sizeof *out);
-    if (!out)
+    run_site *shown = malloc((b->nsites + r->nsites + 1) * sizeof *shown);
+    if (!out || !shown) {
+        free(out);
+        free(shown);
         return -1;
+    }
     size_t i = 0, k = 0, n = 0;
     /* a merge of the two key orders */
     while (i < b->nsites || k < r->nsites) {
@@ -62,8 +66,19 @@ int compare_against(const compare_run *b, compare_run *r) {
                                   r->sites[k].bytes, 0},
             i++, k++;
         d.difference = d.bytes - d.baseline;
-        if (d.difference != 0 && GMT_ALWAYS(n < b->nsites + r->nsites))
+        if (d.difference != 0 && GMT_ALWAYS(n < b->nsites + r->nsites)) {
+            shown[n] = c < 0 ? b->sites[i - 1] : r->sites[k - 1];
             out[n++] = d;
+        }
+    }
+    /* the baseline's sites and the run's, told apart together (run_sites_label) */
+    int rc = run_sites_label(r->names, shown, n);
+    for (size_t j = 0; rc == 0 && j < n; j++)
+        out[j].label = shown[j].label;
+    free(shown);
+    if (rc != 0) {
+        free(out);
+        return -1;
     }
     qsort(out, n, sizeof *out, by_difference);
     r->differences = out;
@@ -97,6 +112,15 @@ int compare_plot(const compare_run *runs, const char *const *labels, size_t n, c
         reserved[i] = runs[i].s.reserved_at_step;
         if ((uint64_t)runs[i].s.total_bytes != device)
             device = 0;
+    }
+    size_t with_steps = 0;
+    for (size_t i = 0; i < n; i++)
+        with_steps += nsteps[i] > 0;
+    if (!with_steps) { /* the picture is per step: an empty chart would say nothing */
+        snprintf(err, errlen,
+                 "no run has steps: the picture of allocated and reserved per step "
+                 "would be empty");
+        goto done;
     }
     plot_runs pr = {n, labels, nsteps, allocated, reserved, device};
     rc = plot_compare(&pr, path, err, errlen) == 0 ? 0 : -1;

@@ -44,7 +44,8 @@ int compare_against(const compare_run *baseline, compare_run *run);
 void compare_run_release(compare_run *r);
 
 /* `compare -o`: every run's allocated and reserved at its step ends, named by labels[i], with
- * the device's memory as a line when all runs agree on it. 0, or -1 with the message in err. */
+ * the device's memory as a line when all runs agree on it. 0, or -1 with the message in err (also
+ * when no run has steps: no empty chart is drawn). */
 int compare_plot(const compare_run *runs, const char *const *labels, size_t n, const char *path,
                  char *err, size_t errlen);
 

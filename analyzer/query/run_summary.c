@@ -64,6 +64,18 @@ static void read_peaks(sqlite3 *db, run_summary *s) {
         }
     }
     sqlite3_finalize(st);
+    /* the free split at the end: free_splits keeps one at the device's last event, its last row */
+    st = db_statement(db, "SELECT reserved_bytes, allocated_bytes, trapped_bytes FROM free_splits"
+                          " WHERE device = ?1 ORDER BY event_id DESC LIMIT 1");
+    if (st) {
+        sqlite3_bind_int(st, 1, s->device);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0) {
+            double reserved = (double)sqlite3_column_int64(st, 0);
+            s->frag_at_end = (reserved - (double)sqlite3_column_int64(st, 1)) / reserved;
+            s->trapped_at_end = (double)sqlite3_column_int64(st, 2) / reserved;
+        }
+    }
+    sqlite3_finalize(st);
     /* the most segments at once, as event_rows.segments counts them (an expandable segment's
      * contiguous mapped range is one, not a row per page) */
     s->segments_max =
@@ -212,7 +224,7 @@ int run_sites_at(sqlite3 *db, int device, int64_t event_id, stack_names *names, 
             free(sites);
             return -1;
         }
-        sites[m++] = (run_site){stack->key, stack->site, top[i].bytes};
+        sites[m++] = (run_site){stack->key, stack->site, stack, top[i].bytes};
     }
     free(top);
     qsort(sites, m, sizeof *sites, by_key);
@@ -223,9 +235,34 @@ int run_sites_at(sqlite3 *db, int device, int64_t event_id, stack_names *names, 
         else
             sites[k++] = sites[i];
     }
+    if (run_sites_label(names, sites, k) != 0) {
+        free(sites);
+        return -1;
+    }
     *out = sites;
     *count = k;
     return 0;
+}
+
+int run_sites_label(stack_names *names, run_site *sites, size_t n) {
+    const named_stack **stacks = calloc(n ? n : 1, sizeof *stacks);
+    char **labels = calloc(n ? n : 1, sizeof *labels);
+    int rc = stacks && labels ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        stacks[i] = sites[i].stack;
+        if (!(labels[i] = malloc(256)))
+            rc = -1;
+    }
+    if (rc == 0)
+        rc = stack_labels_distinct(stacks, n, labels, 256);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!(sites[i].label = stack_names_keep(names, labels[i])))
+            rc = -1;
+    for (size_t i = 0; labels && i < n; i++)
+        free(labels[i]);
+    free(stacks);
+    free(labels);
+    return rc;
 }
 
 int64_t run_site_bytes(const run_site *sites, size_t n, const char *key) {

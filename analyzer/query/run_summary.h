@@ -4,7 +4,8 @@
  * over a fleet, so a summary costs the same for a thousand events or a billion.
  *
  * Definitions are DESIGN.md's and report's: fragmentation = (reserved - allocated) / reserved,
- * the trapped ratio = trapped / reserved (free_split.h), both at step ends; growth = the median
+ * the trapped ratio = trapped / reserved (free_split.h), both at step ends (and at the peak and
+ * the end, what a run without steps is said by); growth = the median
  * change of allocated bytes from one step end to the next, and the step at which that trend
  * reaches the device's memory (analysis_headroom). */
 #ifndef GMT_RUN_SUMMARY_H
@@ -28,9 +29,10 @@ typedef struct run_summary {
     int64_t peak_requested;
     int64_t peak_reserved, peak_reserved_event, peak_reserved_step;
     double frag_at_peak, trapped_at_peak; /* at the peak allocated */
-    double frag_mean, frag_max;           /* over step ends (0 without steps) */
-    double trapped_mean, trapped_max;
-    int64_t segments_max; /* the most segments live at once */
+    double frag_at_end, trapped_at_end;   /* after the device's last event */
+    double frag_mean, frag_max;           /* over step ends (0 without steps: say the end and */
+    double trapped_mean, trapped_max;     /* the peak instead, never these) */
+    int64_t segments_max;                 /* the most segments live at once */
     int64_t ooms;
     int64_t growth_per_step; /* bytes */
     int64_t limit_step;      /* -1: the trend never reaches the device (or its size is unknown) */
@@ -47,8 +49,9 @@ void run_summary_release(run_summary *s);
 
 /* A site's live bytes at a moment, sites matched across runs by their frames (stack key). */
 typedef struct run_site {
-    const char *key;   /* named_stack.key: owned by the stack_names cache */
-    const char *label; /* named_stack.site */
+    const char *key;          /* named_stack.key: owned by the stack_names cache */
+    const char *label;        /* stack_labels_distinct over the run's sites: owned by the cache */
+    const named_stack *stack; /* the key's first stack: owned by the cache */
     int64_t bytes;
 } run_site;
 
@@ -58,6 +61,10 @@ typedef struct run_site {
  * error. */
 int run_sites_at(sqlite3 *db, int device, int64_t event_id, stack_names *names, run_site **out,
                  size_t *count);
+
+/* Labels n sites (stack_labels_distinct over their stacks), the labels kept by names. 0, or
+ * -1 when out of memory. */
+int run_sites_label(stack_names *names, run_site *sites, size_t n);
 
 /* The bytes of `key` among n sites sorted by key (run_sites_at), 0 when absent. */
 int64_t run_site_bytes(const run_site *sites, size_t n, const char *key);

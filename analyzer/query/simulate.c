@@ -24,14 +24,14 @@ typedef struct sim {
     am_model *model;
     sim_result *r;
     const sim_options *opt;
-    int64_t first_event, events; /* the columns' span (opt->ncolumns) */
-    int64_t index;               /* the current event's place among the device's events */
-    addr_map live;               /* (0, alloc event id) -> slot + 1 in blocks */
+    int64_t span;  /* the columns' span: event numbers 0 (the start) to the device's last */
+    addr_map live; /* (0, alloc event id) -> slot + 1 in blocks */
     live_block *blocks;
     size_t blocks_len, blocks_cap;
     uint32_t free_slot; /* 1-based head of the slots' free list */
     int64_t event_id;   /* the request being replayed */
     int oom_noted;
+    uint64_t failed_size; /* the last failed driver allocation's bytes, for the OOM after it */
 } sim;
 
 /* The model's effects: driver allocations counted, OOMs noted, frees the model completed on
@@ -44,9 +44,15 @@ static void on_effect(void *ctx, const am_effect *e) {
     case AM_EFFECT_SEGMENT_MAP:
         s->r->driver_allocations++;
         break;
+    case AM_EFFECT_ALLOC_FAILED:
+        s->failed_size = e->size;
+        break;
     case AM_EFFECT_OOM:
-        if (!s->oom_noted++ && !s->r->ooms)
-            s->r->first_oom = (sim_oom){s->event_id, e->requested, e->device_free};
+        if (!s->oom_noted++ && !s->r->ooms) {
+            uint64_t asked = s->failed_size ? s->failed_size : e->size;
+            s->r->first_oom = (sim_oom){s->event_id, e->requested, e->device_free, asked,
+                                        asked > e->device_free ? asked - e->device_free : 0};
+        }
         break;
     case AM_EFFECT_FREE_COMPLETED: {
         uint32_t *slot = addr_map_get(&s->live, 0, e->tag);
@@ -59,12 +65,23 @@ static void on_effect(void *ctx, const am_effect *e) {
     }
 }
 
+/* The picture's column of the current event: its number (the seed's at 0) on the span. */
+static size_t column_of(const sim *s) {
+    int64_t at = s->event_id > 0 ? s->event_id : 0;
+    size_t col = (size_t)((double)at * (double)s->opt->ncolumns / (double)s->span);
+    return col < s->opt->ncolumns ? col : s->opt->ncolumns - 1;
+}
+
+/* An OOM of the model at the current event, for the picture. */
+static void note_oom(sim *s) {
+    if (s->opt->oom_columns && s->span > 0)
+        s->opt->oom_columns[column_of(s)] = 1;
+}
+
 static void note_state(sim *s) {
     am_stats_info st = am_stats(s->model);
-    if (s->opt->reserved_max && s->events > 0) {
-        size_t col = (size_t)((double)s->index * (double)s->opt->ncolumns / (double)s->events);
-        if (col >= s->opt->ncolumns)
-            col = s->opt->ncolumns - 1;
+    if (s->opt->reserved_max && s->span > 0) {
+        size_t col = column_of(s);
         if ((int64_t)st.reserved_bytes > s->opt->reserved_max[col])
             s->opt->reserved_max[col] = (int64_t)st.reserved_bytes;
     }
@@ -92,6 +109,7 @@ static am_error place_recorded(sim *s, uint64_t addr, uint64_t size, uint64_t re
 static int alloc_block(sim *s, uint64_t requested, uint64_t stream, const uint64_t *recorded) {
     am_block_info placed;
     s->oom_noted = 0;
+    s->failed_size = 0;
     am_error e = recorded ? place_recorded(s, recorded[0], recorded[1], requested, stream, &placed)
                           : am_malloc(s->model, requested ? requested : 1, stream,
                                       (uint64_t)s->event_id, on_effect, s, &placed);
@@ -100,6 +118,7 @@ static int alloc_block(sim *s, uint64_t requested, uint64_t stream, const uint64
                       s, &placed);
     if (e == AM_ERR_OOM) {
         s->r->ooms++;
+        note_oom(s);
         return 0; /* the program would have failed here; its frees are skipped */
     }
     if (e != AM_OK)
@@ -166,6 +185,13 @@ static int adopt_recorded_ranges(sqlite3 *db, int device, am_model *model) {
 int64_t simulate_events(sqlite3 *db, int device) {
     return db_query_i64(db,
                         "SELECT count(*) FROM event_rows WHERE device = ?1 AND source = "
+                        "{source:torch} AND kind = {kind:device}",
+                        device, 0, 0);
+}
+
+int64_t simulate_last_event(sqlite3 *db, int device) {
+    return db_query_i64(db,
+                        "SELECT max(event_id) FROM event_rows WHERE device = ?1 AND source = "
                         "{source:torch} AND kind = {kind:device}",
                         device, 0, 0);
 }
@@ -315,6 +341,51 @@ static int sim_reader_next(sim_reader *r, sim_row *row, char *err, size_t errlen
     }
 }
 
+/* A burst of PyTorch segment frees (or unmaps), as the recording shows it. */
+typedef enum burst_state {
+    BURST_NONE,
+    BURST_FREED, /* segments freed, nothing allocated since */
+    BURST_GREW,  /* ... then segments allocated or pages mapped: the release made room */
+} burst_state;
+
+/* The burst ends at the next request (`retried`: a block alloc) or at the end. PyTorch's
+ * malloc, when no cached block fits and cudaMalloc fails on a full device, frees cached
+ * segments (release_available_cached_blocks, release_cached_blocks) and allocates again: the
+ * frees, then the segment, then the block. Such a release the model makes itself, on its own
+ * full device; it is no empty_cache() call. The recorded device was full when what it held
+ * before the release and what it allocated after it do not fit in its memory
+ * (opt->recorded_capacity). Any other burst is the program's empty_cache(), replayed. (A
+ * release right before an OOM entry is the retry that failed too: the caller ends it there.) */
+static void end_burst(sim *s, burst_state burst, int retried, int64_t reserved_before,
+                      uint64_t grown) {
+    uint64_t limit = s->opt->recorded_capacity;
+    int retry = burst == BURST_GREW && retried && limit &&
+                (uint64_t)(reserved_before > 0 ? reserved_before : 0) + grown > limit;
+    if (!retry && am_empty_cache(s->model, on_effect, s) == AM_OK)
+        s->r->empty_caches++;
+}
+
+/* The reserved bytes after a recorded event against the model's: the first difference, how
+ * many differ, the largest. */
+static void compare_reserved(sim_result *out, int64_t event_id, int op, uint64_t simulated,
+                             uint64_t recorded) {
+    out->compared_events++;
+    if (simulated == recorded)
+        return;
+    int64_t d = (int64_t)(simulated - recorded);
+    if (!out->differing++) {
+        out->first_difference = event_id;
+        out->first_difference_op = op;
+        out->first_recorded_reserved = recorded;
+        out->first_simulated_reserved = simulated;
+    }
+    if ((d < 0 ? -d : d) >
+        (out->largest_difference < 0 ? -out->largest_difference : out->largest_difference)) {
+        out->largest_difference = d;
+        out->largest_difference_event = event_id;
+    }
+}
+
 int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen) {
     static const sim_options none;
@@ -324,7 +395,7 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
     memset(out, 0, sizeof *out);
     sim s = {.r = out, .opt = opt};
     if (opt->reserved_max && opt->ncolumns)
-        s.events = simulate_events(db, device);
+        s.span = simulate_last_event(db, device) + 1;
     s.model = am_model_new(cfg);
     if (!s.model) {
         snprintf(err, errlen, "the allocator model refused the configuration or is out of memory");
@@ -343,13 +414,14 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
     step_cursor steps = {NULL, INT64_MIN};
     if (opt->empty_cache_per_step || opt->lifetime_pools)
         steps.st = db_statement(db, "SELECT end_event_id FROM steps ORDER BY end_event_id");
-    int rc = 0, burst = 0, read = 0;
+    int rc = 0, read = 0;
+    burst_state burst = BURST_NONE;
+    uint64_t grown = 0; /* the segments allocated or pages mapped since the burst's frees */
     sim_row row;
     if (seed_as_recorded)
         rc = adopt_recorded_ranges(db, device, s.model);
     int64_t reserved_before_burst = 0, recorded_reserved = 0;
-    uint64_t capacity = cfg ? cfg->device_capacity : 0;
-    for (; rc == 0 && (read = sim_reader_next(&rd, &row, err, errlen)) == 1; s.index++) {
+    for (; rc == 0 && (read = sim_reader_next(&rd, &row, err, errlen)) == 1;) {
         s.event_id = row.event_id;
         if (steps.st) { /* the steps that ended before this event */
             int64_t ended = steps.next;
@@ -378,18 +450,17 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
             continue;
         }
         if (level == TRACE_LEVEL_SEGMENT) {
-            if (op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) {
-                if (!burst)
-                    reserved_before_burst = recorded_reserved;
-                burst = 1;
-            } else if ((op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && burst) {
-                /* A release that makes room for this very segment on a full device is the
-                 * allocator's retry (the model does its own); any other is empty_cache(). */
-                uint64_t size = (uint64_t)row.size;
-                int retry = capacity && (uint64_t)reserved_before_burst + size > capacity;
-                if (!retry && am_empty_cache(s.model, on_effect, &s) == AM_OK)
-                    out->empty_caches++;
-                burst = 0;
+            if ((op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) && burst != BURST_GREW) {
+                if (burst == BURST_NONE)
+                    reserved_before_burst = recorded_reserved, grown = 0;
+                burst = BURST_FREED;
+            } else if ((op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) && burst != BURST_NONE) {
+                grown += (uint64_t)row.size; /* the allocation the release made room for */
+                burst = BURST_GREW;
+            } else if (burst == BURST_GREW) { /* a release after the growth: a new burst */
+                end_burst(&s, burst, 0, reserved_before_burst, grown);
+                reserved_before_burst = recorded_reserved, grown = 0;
+                burst = BURST_FREED;
             }
             recorded_reserved = reserved;
             continue;
@@ -400,22 +471,23 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
              * given back at once */
             am_block_info placed;
             s.oom_noted = 0;
+            s.failed_size = 0;
             out->recorded_ooms++;
+            burst = BURST_NONE; /* the frees before it: the release of the retry that failed */
             am_error e = am_malloc(s.model, requested ? requested : 1, stream, (uint64_t)s.event_id,
                                    on_effect, &s, &placed);
             if (e == AM_OK)
                 am_free(s.model, placed.addr);
             else if (e == AM_ERR_OOM)
-                out->ooms++, out->recorded_ooms_kept++;
+                out->ooms++, out->recorded_ooms_kept++, note_oom(&s);
             note_state(&s);
             continue;
         }
         if (level != TRACE_LEVEL_BLOCK)
             continue;
-        if (burst) { /* a release no allocation followed: empty_cache() */
-            if (am_empty_cache(s.model, on_effect, &s) == AM_OK)
-                out->empty_caches++;
-            burst = 0;
+        if (burst != BURST_NONE) {
+            end_burst(&s, burst, op == TRACE_OP_ALLOC, reserved_before_burst, grown);
+            burst = BURST_NONE;
         }
         recorded_reserved = reserved;
         if (op == TRACE_OP_ALLOC) {
@@ -435,11 +507,9 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
             continue;
         }
         note_state(&s);
-        if (out->compared && s.event_id > 0) {
-            out->compared_events++;
-            if (am_stats(s.model).reserved_bytes != (uint64_t)reserved && !out->differing++)
-                out->first_difference = s.event_id;
-        }
+        if (out->compared && s.event_id > 0)
+            compare_reserved(out, s.event_id, op, am_stats(s.model).reserved_bytes,
+                             (uint64_t)reserved);
     }
     out->recorded_peak_reserved = (uint64_t)db_query_i64(
         db, "SELECT peak_reserved_bytes FROM devices WHERE device = ?1", device, 0, 0);
@@ -447,8 +517,8 @@ int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_option
     if (rc == 0 && opt->empty_cache_per_step && steps.st && steps.next != INT64_MAX &&
         steps.next != INT64_MIN && am_empty_cache(s.model, on_effect, &s) == AM_OK)
         out->empty_caches++;
-    if (rc == 0 && burst && am_empty_cache(s.model, on_effect, &s) == AM_OK)
-        out->empty_caches++; /* a release at the very end */
+    if (rc == 0 && burst != BURST_NONE) /* a release at the very end */
+        end_burst(&s, burst, 0, reserved_before_burst, grown);
     if (rc != 0)
         snprintf(err, errlen, "out of memory");
     else if (read < 0)

@@ -4,11 +4,14 @@
  * The request stream is PyTorch's own, as the database holds it: each block
  * alloc (its requested size and stream), each free_requested and each
  * completed free of the device, in event order; a burst of PyTorch segment
- * frees or unmaps that no allocation retry explains is an empty_cache() call
- * (PyTorch writes no entry for it): replayed as one. The model decides where
- * every block goes and when segments come and go (model/alloc_model.h,
- * decide mode), so rounding, splitting, the pools, expandable segments and
- * the device's capacity all act as PyTorch's would. What existed when the
+ * frees or unmaps is an empty_cache() call (PyTorch writes no entry for it),
+ * replayed as one, unless it is PyTorch's own release-and-retry: the frees
+ * right before the segment a retried request got on the recorded device when
+ * it was full (sim_options.recorded_capacity), or right before an OOM entry
+ * (the retry failed too); the model makes those releases itself. Where every
+ * block goes and when segments come and go the model decides
+ * (model/alloc_model.h, decide mode), so rounding, splitting, the pools,
+ * expandable segments and the device's capacity all act as PyTorch's would. What existed when the
  * recording started (the seed: a snapshot's ring began mid-run) has no
  * history: for the run's own configuration it is taken as recorded (its
  * segments and blocks where they were), for any other its blocks are
@@ -16,8 +19,9 @@
  *
  * With the run's own configuration the simulation should reproduce what was
  * recorded; `reproduction` says how closely (the reserved bytes after each
- * request against the recorded ones), so a difference is stated rather than
- * hidden behind a confident number. */
+ * request against the recorded ones: the first that differs, how many, the
+ * largest difference), so a difference is stated rather than hidden behind a
+ * confident number. */
 #ifndef GMT_SIMULATE_H
 #define GMT_SIMULATE_H
 
@@ -31,6 +35,9 @@ typedef struct sim_oom {
     int64_t event_id;   /* the recorded alloc that the model could not place */
     uint64_t requested; /* its requested bytes */
     uint64_t free;      /* what the device had left then (capacity - reserved) */
+    uint64_t asked;     /* what the last failed cudaMalloc (or map of pages) asked for: the
+                           request rounded to a segment, else its rounded size */
+    uint64_t shortfall; /* asked - free: how much more memory would have done (0: none) */
 } sim_oom;
 
 typedef struct sim_result {
@@ -48,11 +55,16 @@ typedef struct sim_result {
     uint64_t seed_blocks;        /* blocks live at the start of the recording */
     /* reproduction: the reserved bytes after each request against the recorded row's (only
      * when the device's memory is PyTorch's alone: no other source of segments) */
-    int compared;                    /* 1 when the comparison was possible */
-    uint64_t compared_events;        /* requests, frees and free requests compared */
-    uint64_t differing;              /* ... after which the two differ */
-    int64_t first_difference;        /* the first such event, or 0 */
-    uint64_t recorded_peak_reserved; /* the device's, as the replay found it */
+    int compared;             /* 1 when the comparison was possible */
+    uint64_t compared_events; /* requests, frees and free requests compared */
+    uint64_t differing;       /* ... after which the two differ */
+    int64_t first_difference; /* the first such event, or 0 */
+    int first_difference_op;  /* its op (TRACE_OP_*) */
+    uint64_t first_recorded_reserved, first_simulated_reserved; /* reserved after it, bytes */
+    int64_t largest_difference;       /* simulated - recorded reserved where it is largest in
+                                         magnitude, bytes (0 when none differ) */
+    int64_t largest_difference_event; /* ... after that event */
+    uint64_t recorded_peak_reserved;  /* the device's, as the replay found it */
 } sim_result;
 
 /* What a simulation does beyond PyTorch's settings. */
@@ -61,14 +73,22 @@ typedef struct sim_options {
                                  rather than allocated */
     int empty_cache_per_step; /* torch.cuda.empty_cache() after every step's end (the
                                  fragmentation guides' remedy) */
-    int lifetime_pools;       /* blocks that outlive the step they were made in (found from
-                                 their recorded free) in pools of their own, the short-lived in
-                                 theirs: the best such a policy can do, it knows the future */
-    /* reserved over the run, for a picture: the device's PyTorch events split into ncolumns
-     * columns in order, the highest reserved bytes of each in reserved_max (the caller's
-     * array, set to -1 first; a column without events stays so). 0 / NULL: none */
+    /* the recorded device's memory limit (0: unknown), to tell PyTorch's own release-and-retry
+     * (the cached segments freed after a cudaMalloc that failed on a full device, right before
+     * the allocation retried, or the OOM entry when the retry failed too) from an
+     * empty_cache() call: a fact of the recording, whatever capacity the model runs under */
+    uint64_t recorded_capacity;
+    int lifetime_pools; /* blocks that outlive the step they were made in (found from
+                           their recorded free) in pools of their own, the short-lived in
+                           theirs: the best such a policy can do, it knows the future */
+    /* reserved over the run, for a picture: the event numbers from 0 (the start) to the device's
+     * last PyTorch event (simulate_last_event) split into ncolumns columns, the highest reserved
+     * bytes of each in reserved_max (the caller's array, set to -1 first; a column without
+     * events stays so), and in oom_columns (the caller's, zeroed; NULL: none) 1 where the model
+     * ran out of memory. 0 / NULL: none */
     size_t ncolumns;
     int64_t *reserved_max;
+    uint8_t *oom_columns;
 } sim_options;
 
 /* Replays device `device`'s requests of the database through a model of `cfg` (its
@@ -77,8 +97,12 @@ typedef struct sim_options {
 int simulate_run(sqlite3 *db, int device, const am_config *cfg, const sim_options *opt,
                  sim_result *out, char *err, size_t errlen);
 
-/* The number of the device's PyTorch events (what sim_options' columns split). */
+/* The number of the device's PyTorch events. */
 int64_t simulate_events(sqlite3 *db, int device);
+
+/* The number of the device's last PyTorch event (the end of what sim_options' columns split);
+ * 0 when none. */
+int64_t simulate_last_event(sqlite3 *db, int device);
 
 /* The number of PyTorch block allocations of `device` in the database: 0 means there is no
  * caching allocator to simulate (a plain CUDA program's trace). -1 when it cannot be read. */

@@ -78,16 +78,19 @@ static am_settings own_settings(sqlite3 *db) {
 /* ---- the device's memory -------------------------------------------------------------------- */
 
 /* The memory limit the input shows, tried in this order: PyTorch's OOM report (what it had
- * reserved and what the driver said was free); an OOM without that figure, or a failed
- * cudaMalloc (the limit lay at the most the run ever reserved, short of what the failed call
- * asked for on top); the device's total; none. */
+ * reserved then, and the free memory its entry recorded: the driver's free sample the OOM
+ * brought, the last one at or before it — so the limit is what the device really had, not the
+ * most the run happened to reserve); an OOM without that figure, or a failed cudaMalloc (the
+ * limit lay at the most the run ever reserved, short of what the failed call asked for on top);
+ * the device's total; none. */
 static uint64_t device_memory(sqlite3 *db, int device, const char **source) {
     static const struct {
         const char *sql, *source;
     } ways[] = {
         {"SELECT e.reserved_bytes + (SELECT c.value FROM counters c WHERE c.device = e.device AND "
-         "c.kind = 'driver_free' ORDER BY abs(c.ts_ns - e.ts_ns) LIMIT 1) FROM event_rows e "
-         "WHERE e.device = ?1 AND e.op = {op:oom} ORDER BY e.event_id LIMIT 1",
+         "c.kind = 'driver_free' AND c.event_id < e.event_id ORDER BY c.event_id DESC, c.rowid "
+         "DESC LIMIT 1) FROM event_rows e WHERE e.device = ?1 AND e.op = {op:oom} ORDER BY "
+         "e.event_id LIMIT 1",
          "an OOM's reserved + free"},
         {"SELECT max((SELECT peak_reserved_bytes FROM devices WHERE device = ?1), "
          "reserved_bytes) FROM event_rows WHERE device = ?1 AND op IN ({op:oom}, "
@@ -132,17 +135,21 @@ static uint64_t memory_for(const sim_row *row, uint64_t limit) {
 }
 
 /* One replay, the allocator allowed `limit` bytes (0: unlimited); `columns` (NULL: none) gathers
- * the picture's SIM_PICTURE_COLUMNS. */
+ * the picture's SIM_PICTURE_COLUMNS, and `ooms` with it the columns where the model ran out. The
+ * recording's own device (its memory under the run's own fraction) tells its release-and-retry
+ * from empty_cache(), whatever `limit` is tried. */
 static int run(const sim_search *s, const sim_row *row, uint64_t limit, int64_t *columns,
-               sim_result *r, char *err, size_t errlen) {
+               uint8_t *ooms, sim_result *r, char *err, size_t errlen) {
     am_config cfg = am_settings_config(&row->config.settings, am_config_default());
     cfg.device_capacity = limit;
     if (!row->fraction_set)
         cfg.garbage_collection_threshold = 0;
     sim_options opt = row->config.opt;
     opt.seed_as_recorded = row->own;
+    opt.recorded_capacity = limit_of(&s->rows[0], s->recorded_memory); /* under its fraction */
     opt.ncolumns = columns ? SIM_PICTURE_COLUMNS : 0;
     opt.reserved_max = columns;
+    opt.oom_columns = columns ? ooms : NULL;
     char why[512];
     if (simulate_run(s->db, s->device, &cfg, &opt, r, why, sizeof why) == 0)
         return 0;
@@ -158,7 +165,7 @@ static int run(const sim_search *s, const sim_row *row, uint64_t limit, int64_t 
 static int search_min_memory(const sim_search *s, sim_row *row, double one_run, char *err,
                              size_t errlen) {
     sim_result unlimited = row->r; /* the run already made, when it had no limit */
-    if (s->device_memory && run(s, row, 0, NULL, &unlimited, err, errlen) != 0)
+    if (s->device_memory && run(s, row, 0, NULL, NULL, &unlimited, err, errlen) != 0)
         return -1;
     uint64_t fits = unlimited.peak_reserved, fails = unlimited.peak_allocated;
     fails = fails > SIM_SEARCH_STEP ? fails - SIM_SEARCH_STEP : 0;
@@ -170,7 +177,7 @@ static int search_min_memory(const sim_search *s, sim_row *row, double one_run, 
         if (mid <= fails)
             mid = fails + SIM_SEARCH_STEP;
         sim_result r;
-        if (run(s, row, mid, NULL, &r, err, errlen) != 0)
+        if (run(s, row, mid, NULL, NULL, &r, err, errlen) != 0)
             return -1;
         if (r.ooms)
             fails = mid;
@@ -210,6 +217,28 @@ int sim_search_begin(sqlite3 *db, const sim_search_args *args, sim_search *out, 
                  args->input);
         return -1;
     }
+    /* A history of one entry, or of frees alone, asks the allocator nothing: a replay of it
+     * would "reproduce" the recording vacuously and rank configurations by the seed alone. */
+    int64_t entries = db_query_i64(db,
+                                   "SELECT count(*) FROM event_rows WHERE device = ?1 AND event_id "
+                                   "> 0 AND source = {source:torch} AND kind = {kind:device}",
+                                   args->device, 0, 0);
+    int64_t asks = db_query_i64(db,
+                                "SELECT count(*) FROM event_rows WHERE device = ?1 AND event_id > "
+                                "0 AND source = {source:torch} AND kind = {kind:device} AND level "
+                                "= {level:block} AND op IN ({op:alloc}, {op:oom})",
+                                args->device, 0, 0);
+    if (entries < 2 || asks == 0) {
+        if (entries < 2)
+            snprintf(err, errlen, "%s: device %d's history holds %s: nothing to replay",
+                     args->input, args->device, entries ? "one entry" : "no entry");
+        else
+            snprintf(err, errlen,
+                     "%s: device %d's history holds %lld entries and no allocation: nothing to "
+                     "replay",
+                     args->input, args->device, (long long)entries);
+        return -1;
+    }
     for (size_t i = 0; i < args->nconfigs; i++)
         if ((args->configs[i].opt.empty_cache_per_step || args->configs[i].opt.lifetime_pools) &&
             db_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0) == 0) {
@@ -219,10 +248,12 @@ int sim_search_begin(sqlite3 *db, const sim_search_args *args, sim_search *out, 
                      args->configs[i].spec, args->input);
             return -1;
         }
-    out->memory_source = "--device-memory";
-    out->device_memory = args->device_memory;
-    if (!args->device_memory)
-        out->device_memory = device_memory(db, args->device, &out->memory_source);
+    out->recorded_memory = device_memory(db, args->device, &out->memory_source);
+    out->device_memory = out->recorded_memory;
+    if (args->device_memory) {
+        out->memory_source = "--device-memory";
+        out->device_memory = args->device_memory;
+    }
 
     out->nrows = args->nconfigs ? args->nconfigs + 1 : 2;
     out->rows = calloc(out->nrows, sizeof *out->rows);
@@ -255,9 +286,10 @@ int sim_search_begin(sqlite3 *db, const sim_search_args *args, sim_search *out, 
 
     if (args->picture) {
         out->columns = malloc(out->nrows * SIM_PICTURE_COLUMNS * sizeof *out->columns);
+        out->oom_columns = calloc(out->nrows * SIM_PICTURE_COLUMNS, sizeof *out->oom_columns);
         out->labels = calloc(out->nrows, sizeof *out->labels);
         out->peaks = calloc(out->nrows, sizeof *out->peaks);
-        if (!out->columns || !out->labels || !out->peaks) {
+        if (!out->columns || !out->oom_columns || !out->labels || !out->peaks) {
             sim_search_free(out);
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -276,7 +308,8 @@ int sim_search_row(sim_search *s, size_t i, char *err, size_t errlen) {
     sim_row *row = &s->rows[i];
     double began = gmt_seconds();
     int64_t *columns = s->columns ? s->columns + i * SIM_PICTURE_COLUMNS : NULL;
-    if (run(s, row, limit_of(row, s->device_memory), columns, &row->r, err, errlen) != 0)
+    uint8_t *ooms = s->oom_columns ? s->oom_columns + i * SIM_PICTURE_COLUMNS : NULL;
+    if (run(s, row, limit_of(row, s->device_memory), columns, ooms, &row->r, err, errlen) != 0)
         return -1;
     double ran = gmt_seconds();
     row->ran = 1;
@@ -325,7 +358,21 @@ static void verdict(const sim_row *c, size_t n, char *out, size_t len) {
 }
 
 void sim_search_end(sim_search *s) {
-    verdict(s->rows, s->nrows, s->verdict, sizeof s->verdict);
+    s->caveat[0] = 0;
+    const sim_result *own = &s->rows[0].r;
+    if (s->rows[0].reproduction == SIM_DIFFERS) {
+        char b[32];
+        int64_t d = own->largest_difference;
+        snprintf(s->caveat, sizeof s->caveat,
+                 "an estimate: the run's own configuration departs from the recording at event "
+                 "%lld, reserved off by up to %s",
+                 (long long)own->first_difference, units_bytes((uint64_t)(d < 0 ? -d : d), b, 32));
+    }
+    size_t used =
+        s->caveat[0] ? (size_t)snprintf(s->verdict, sizeof s->verdict, "%s; ", s->caveat) : 0;
+    if (used >= sizeof s->verdict)
+        used = sizeof s->verdict - 1;
+    verdict(s->rows, s->nrows, s->verdict + used, sizeof s->verdict - used);
     if (!s->columns)
         return;
     for (size_t i = 0; i < s->nrows; i++) {
@@ -339,17 +386,21 @@ void sim_search_end(sim_search *s) {
                                    .peak_reserved = s->peaks,
                                    .ncolumns = SIM_PICTURE_COLUMNS,
                                    .events = (uint64_t)simulate_events(s->db, s->device),
+                                   .last_event = (uint64_t)simulate_last_event(s->db, s->device),
                                    .reserved_max = s->columns,
+                                   .oom = s->oom_columns,
                                    .device_memory = s->device_memory};
 }
 
 void sim_search_free(sim_search *s) {
     free(s->rows);
     free(s->columns);
+    free(s->oom_columns);
     free(s->labels);
     free(s->peaks);
     s->rows = NULL;
     s->columns = NULL;
+    s->oom_columns = NULL;
     s->labels = NULL;
     s->peaks = NULL;
     s->nrows = 0;

@@ -89,11 +89,20 @@ typedef struct sim_search {
     int device;
     uint64_t device_memory;    /* 0: unlimited */
     const char *memory_source; /* where device_memory comes from, in words */
+    uint64_t recorded_memory;  /* the input's own device memory (what --device-memory replaces;
+                                  0: unknown): tells PyTorch's release-and-retry from
+                                  empty_cache() in the recording */
     sim_row *rows;             /* [nrows], the run's own first */
     size_t nrows;
-    char verdict[1024]; /* one sentence, without its full stop (sim_search_end) */
+    /* when the run's own configuration does not reproduce the recording, the words put in
+     * front of every verdict built on it (the verdict, each configuration's recorded OOMs and
+     * smallest memory): where it departs and by how much; "" when it reproduces (or was not
+     * compared) (sim_search_end) */
+    char caveat[256];
+    char verdict[1024]; /* one sentence, without its full stop, the caveat first (sim_search_end) */
     /* -o: each row's first run (not the search's), in the picture's struct (sim_search_end) */
-    int64_t *columns; /* [nrows * SIM_PICTURE_COLUMNS], NULL without a picture */
+    int64_t *columns;     /* [nrows * SIM_PICTURE_COLUMNS], NULL without a picture */
+    uint8_t *oom_columns; /* [nrows * SIM_PICTURE_COLUMNS] */
     const char **labels;
     int64_t *peaks;
     plot_simulation picture;

@@ -1,6 +1,7 @@
 /* stack_names.c — frames, site labels and cross-run keys of allocation
- * stacks (see stack_names.h). The rule that picks a stack's site skips the
- * frames of the allocator, the runtime and the interpreter. */
+ * stacks (see stack_names.h), and the labels of a list of them. The rule that
+ * picks a stack's site skips the frames of the allocator, the runtime, the
+ * interpreter and PyTorch's own recording; paths read alike with '/' or '\'. */
 #include "stack_names.h"
 
 #include "addr_map.h"
@@ -13,9 +14,59 @@
 
 #define MAX_STACK_DEPTH 65536 /* frames read per stack at most */
 
+/* The file name part of a path: after the last '/' or '\\' (a Windows snapshot's
+ * "D:\\proj\\model.py" reads as Linux's "/home/me/proj/model.py" does). */
 static const char *base_name(const char *path) {
-    const char *s = path ? strrchr(path, '/') : NULL;
-    return s ? s + 1 : path;
+    if (!path)
+        return NULL;
+    const char *s = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/' || *p == '\\')
+            s = p + 1;
+    return s;
+}
+
+/* A path's characters, the separators '/' and '\\' alike (and case alike with `fold`). */
+static int same_char(char a, char b, int fold) {
+    if ((a == '/' || a == '\\') && (b == '/' || b == '\\'))
+        return 1;
+    if (fold && a >= 'A' && a <= 'Z')
+        a = (char)(a - 'A' + 'a');
+    if (fold && b >= 'A' && b <= 'Z')
+        b = (char)(b - 'A' + 'a');
+    return a == b;
+}
+
+static int path_prefix(const char *path, const char *part, int fold) {
+    for (; *part; path++, part++)
+        if (!*path || !same_char(*path, *part, fold))
+            return 0;
+    return 1;
+}
+
+/* Where `part` occurs in path, a '/' of part matching either separator; NULL if nowhere. */
+static const char *path_find(const char *path, const char *part, int fold) {
+    for (const char *p = path; p && *p; p++)
+        if (path_prefix(p, part, fold))
+            return p;
+    return NULL;
+}
+
+static int path_has(const char *path, const char *part) { return path_find(path, part, 0) != NULL; }
+
+/* The interpreter's own library: "lib/python3.11/" on Linux, "Python311\\Lib\\" on Windows
+ * (a directory named python... and its Lib). */
+static int in_python_lib(const char *path) {
+    if (path_has(path, "lib/python"))
+        return 1;
+    for (const char *p = path_find(path, "/lib/", 1); p; p = path_find(p + 1, "/lib/", 1)) {
+        const char *dir = p; /* the component before "Lib" */
+        while (dir > path && dir[-1] != '/' && dir[-1] != '\\')
+            dir--;
+        if (path_prefix(dir, "python", 1))
+            return 1;
+    }
+    return 0;
 }
 
 static int starts_with(const char *s, const char *prefix) {
@@ -37,9 +88,9 @@ static int is_generated(const char *file) { return file && strstr(file, "torchin
  * torch.compile's generated code. */
 static int is_user_python(const named_frame *f) {
     const char *file = f->file;
-    return is_python(f) && !strstr(file, "site-packages/") && !strstr(file, "dist-packages/") &&
-           !strstr(file, "lib/python") && !starts_with(file, "torch/") &&
-           !strstr(file, "/torch/") && !is_generated(file);
+    return is_python(f) && !path_has(file, "site-packages/") && !path_has(file, "dist-packages/") &&
+           !in_python_lib(file) && !path_prefix(file, "torch/", 0) && !path_has(file, "/torch/") &&
+           !is_generated(file);
 }
 
 /* The file part of a frame's key: the file name, without directories (they
@@ -82,7 +133,7 @@ static int matches(const named_frame *f, const char *const *names, size_t nnames
         if (starts_with(name, names[i]))
             return 1;
     for (size_t i = 0; f->file && i < nfiles; i++)
-        if (strstr(f->file, files[i]))
+        if (path_has(f->file, files[i]))
             return 1;
     const char *module = base_name(f->module);
     for (size_t i = 0; i < nmodules; i++)
@@ -92,6 +143,15 @@ static int matches(const named_frame *f, const char *const *names, size_t nnames
 }
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* PyTorch recording the stack itself (the unwinder, CapturedTraceback, the snapshot's
+ * gather_with_cpp): in every stack a snapshot keeps with C++ frames, never a site. */
+static int is_recording(const named_frame *f) {
+    const char *name = qualified_name(f->name);
+    return name && (starts_with(name, "torch::unwind::") ||
+                    starts_with(name, "torch::CapturedTraceback::") ||
+                    strstr(name, "gather_with_cpp") || strstr(name, "CapturedTraceback::gather"));
+}
 
 /* How memory is obtained, never why: the allocator, c10, ATen's tensor
  * factories and dispatcher, the CUDA runtime and driver, the recorder. */
@@ -105,7 +165,7 @@ static int is_allocation_plumbing(const named_frame *f) {
     static const char *const modules[] = {"libc10", "libcudart", "libcuda.", "libcupti",
                                           "libmemrec"};
     return matches(f, names, COUNT(names), files, COUNT(files), modules, COUNT(modules)) ||
-           (f->name && strstr(f->name, "at::detail::"));
+           (f->name && strstr(f->name, "at::detail::")) || is_recording(f);
 }
 
 /* Where a thread starts and the C/C++ runtime under it: never why memory
@@ -171,7 +231,10 @@ static size_t site_frame(const named_frame *frames, size_t n) {
         if (is_named(&frames[i]) && !is_allocation_plumbing(&frames[i]) && !is_runtime(&frames[i]))
             return i;
     for (size_t i = 0; i < n; i++)
-        if (is_named(&frames[i]) && !is_runtime(&frames[i]))
+        if (is_named(&frames[i]) && !is_runtime(&frames[i]) && !is_recording(&frames[i]))
+            return i;
+    for (size_t i = 0; i < n; i++)
+        if (!is_recording(&frames[i]))
             return i;
     return 0;
 }
@@ -316,7 +379,18 @@ struct stack_names {
     named_stack **stacks;
     size_t len, cap;
     addr_map by_id; /* stack_id -> index */
+    char **kept;    /* stack_names_keep's copies */
+    size_t nkept, capkept;
 };
+
+const char *stack_names_keep(stack_names *c, const char *text) {
+    char *copy = strdup(text);
+    if (!copy || gmt_grow((void **)&c->kept, &c->capkept, c->nkept, sizeof *c->kept) != 0) {
+        free(copy);
+        return NULL;
+    }
+    return c->kept[c->nkept++] = copy;
+}
 
 stack_names *stack_names_new(sqlite3 *db) {
     stack_names *c = calloc(1, sizeof *c);
@@ -367,6 +441,9 @@ void stack_names_free(stack_names *c) {
         free(c->stacks[i]);
     }
     free(c->stacks);
+    for (size_t i = 0; i < c->nkept; i++)
+        free(c->kept[i]);
+    free(c->kept);
     addr_map_free(&c->by_id);
     sqlite3_finalize(c->walk);
     free(c);
@@ -387,6 +464,144 @@ static void append_difference(const named_stack *s, char *buf, size_t len) {
             frame_label(&s->frames[i], other, sizeof other);
     if (*other && used < len)
         snprintf(buf + used, len - used, "%s%s", word, other);
+}
+
+/* ---- labels of a list: distinct stacks never read the same -------------------------- */
+
+/* The frames a difference may be told by, in the order they are tried: the inside of the site
+ * (innermost first, plumbing skipped), then its outside (outwards, plumbing skipped), then
+ * every named frame (innermost first). */
+enum { SEEK_INSIDE, SEEK_OUTSIDE, SEEK_ANY, SEEK_KINDS };
+
+/* The frame label of the p-th frame of `kind` in s; 0 when s has no such frame. */
+static int nth_frame(const named_stack *s, int kind, size_t p, char *buf, size_t len) {
+    size_t site = s && s->frame_count ? site_frame(s->frames, s->frame_count) : 0, seen = 0;
+    size_t lo = kind == SEEK_OUTSIDE ? site + 1 : 0;
+    size_t hi = !s ? 0 : kind == SEEK_INSIDE ? site : s->frame_count;
+    for (size_t i = lo; i < hi; i++) {
+        const named_frame *f = &s->frames[i];
+        if (!is_named(f) || (kind != SEEK_ANY && is_plumbing(f)))
+            continue;
+        if (seen++ == p) {
+            frame_label(f, buf, len);
+            return 1;
+        }
+    }
+    *buf = 0;
+    return 0;
+}
+
+typedef struct list_entry {
+    const named_stack *stack;
+    char *label;
+    size_t index;
+} list_entry;
+
+static int by_label(const void *a, const void *b) {
+    const list_entry *x = a, *y = b;
+    int c = strcmp(x->label, y->label);
+    return c ? c : x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* One group of entries reading the same: each gets the frame at the first place where they
+ * differ. 1 when that told some apart, 0 when their frames are alike wherever looked. */
+static int tell_apart(list_entry *g, size_t n, size_t len) {
+    char a[512], b[512];
+    for (int kind = 0; kind < SEEK_KINDS; kind++)
+        for (size_t p = 0;; p++) {
+            int any = 0, differ = 0;
+            nth_frame(g[0].stack, kind, p, a, sizeof a);
+            for (size_t i = 0; i < n; i++) {
+                any |= nth_frame(g[i].stack, kind, p, b, sizeof b);
+                differ |= strcmp(a, b) != 0;
+            }
+            if (!any)
+                break;
+            if (!differ)
+                continue;
+            for (size_t i = 0; i < n; i++)
+                if (nth_frame(g[i].stack, kind, p, b, sizeof b)) {
+                    size_t used = strlen(g[i].label);
+                    if (used < len)
+                        snprintf(g[i].label + used, len - used, "%s%s",
+                                 kind == SEEK_OUTSIDE ? " from " : " via ", b);
+                }
+            return 1;
+        }
+    return 0;
+}
+
+/* The same code: one stack, or stacks whose frames read alike, each of them. */
+static int same_code(const named_stack *x, const named_stack *y) {
+    if (x == y)
+        return 1;
+    if (!x || !y || x->frame_count != y->frame_count)
+        return 0;
+    char a[512], b[512];
+    for (size_t i = 0; i < x->frame_count; i++) {
+        frame_label(&x->frames[i], a, sizeof a);
+        frame_label(&y->frames[i], b, sizeof b);
+        if (strcmp(a, b) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+int stack_labels_distinct(const named_stack *const *stacks, size_t n, char *const *labels,
+                          size_t len) {
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        snprintf(labels[i], len, "%s", stacks[i] && stacks[i]->site ? stacks[i]->site : "no stack");
+    if (n < 2)
+        return 0;
+    list_entry *e = malloc(n * sizeof *e);
+    if (!e)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        e[i] = (list_entry){stacks[i], labels[i], i};
+    /* each round tells apart the groups that still read the same, a frame further on */
+    for (int round = 0, changed = 1; changed && round < 32; round++) {
+        changed = 0;
+        qsort(e, n, sizeof *e, by_label);
+        for (size_t i = 0, j; i < n; i = j) {
+            int distinct = 0;
+            for (j = i + 1; j < n && !strcmp(e[i].label, e[j].label); j++)
+                distinct |= !same_code(e[i].stack, e[j].stack);
+            if (!distinct)
+                continue;
+            if (tell_apart(e + i, j - i, len))
+                changed = 1;
+            else /* alike wherever a label looks (a parameter list): the stack's number */
+                for (size_t k = i; k < j; k++)
+                    if (e[k].stack) {
+                        size_t used = strlen(e[k].label);
+                        if (used < len)
+                            snprintf(e[k].label + used, len - used, " (stack %lld)",
+                                     (long long)e[k].stack->stack_id);
+                    }
+        }
+    }
+    free(e);
+    return 0;
+}
+
+int stack_labels_of(sqlite3 *db, const int64_t *stack_ids, size_t n, char *const *labels,
+                    size_t len) {
+    stack_names *names = stack_names_new(db);
+    const named_stack **stacks = malloc((n ? n : 1) * sizeof *stacks);
+    int rc = names && stacks ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!(stacks[i] = stack_names_get(names, stack_ids[i])))
+            rc = -1;
+    if (rc == 0)
+        rc = stack_labels_distinct(stacks, n, labels, len);
+    else
+        for (size_t i = 0; i < n && len; i++)
+            snprintf(labels[i], len, "unknown stack");
+    free(stacks);
+    stack_names_free(names);
+    return rc;
 }
 
 /* stack_label, and with `difference` stack_label_via: one read of the stack either way. */

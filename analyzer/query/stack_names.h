@@ -36,11 +36,15 @@ stack_names *stack_names_new(sqlite3 *db);
  * stack_names_free. */
 const named_stack *stack_names_get(stack_names *cache, int64_t stack_id);
 void stack_names_free(stack_names *cache);
+/* A copy of text the cache owns (a list's label), valid until stack_names_free; NULL when out
+ * of memory. */
+const char *stack_names_keep(stack_names *cache, const char *text);
 
 /* The short "site" label of a stack: the innermost frame that is user code
  * (a .py file not under site-packages/, dist-packages/, torch/ or
- * lib/python), else the innermost Python frame, else the innermost native
- * frame that is not allocator/ATen/c10/CUDA runtime/interpreter plumbing,
+ * lib/python, '\\' as '/': a Windows path reads as a Linux one), else the innermost Python frame,
+ * else the innermost native frame that is not allocator/ATen/c10/CUDA runtime/interpreter plumbing
+ * (PyTorch's own recording frames, torch::unwind and CapturedTraceback, never are a site),
  * else the innermost frame; written "train.py:88 train_step" (file name,
  * line, function) or "function (libfoo.so)" when the file is unknown.
  * "no stack" for stack id 0, "unknown stack" when the id has no rows.
@@ -52,6 +56,20 @@ int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
  * exp_avg_sq, both made at the loop's optimizer.step()), else " from " the next user frame
  * outside it (one layer's forward called from different lines). */
 int stack_label_via(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
+
+/* The labels of a list's stacks, the one rule every list uses (report, leaks, diff, compare,
+ * ranks, the pictures' legends): each its site, and where two stacks of different code read
+ * the same, each gets the frame at the first place where they differ: " via " a frame inside
+ * the site (innermost first, allocator and interpreter plumbing skipped), else " from " one
+ * outside it (outwards), else any named frame; until no two read the same (" (stack N)" when
+ * their frames are alike wherever a label looks). stacks[i] NULL: "no stack"; the same stack
+ * twice keeps one label. labels[i]: len bytes each. 0, or -1 when out of memory (each label
+ * still its site). */
+int stack_labels_distinct(const named_stack *const *stacks, size_t n, char *const *labels,
+                          size_t len);
+/* The same for stack ids of one database (a cache of its own). */
+int stack_labels_of(sqlite3 *db, const int64_t *stack_ids, size_t n, char *const *labels,
+                    size_t len);
 
 /* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
  * innermost first. */

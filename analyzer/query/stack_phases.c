@@ -113,6 +113,11 @@ phase stack_phases_get(stack_phases *p, int64_t stack_id) {
     return result;
 }
 
+unsigned stack_phases_bits(stack_phases *p, int64_t stack_id) {
+    node *n = stack_id ? find(p, stack_id) : NULL;
+    return n ? resolve(p, n) & ~RESOLVED : 0u;
+}
+
 void stack_phases_free(stack_phases *p) {
     if (!p)
         return;

@@ -20,6 +20,9 @@ typedef struct stack_phases stack_phases;
 stack_phases *stack_phases_load(sqlite3 *db);
 /* The phase of stack_id: PHASE_UNKNOWN for 0 and ids without a row. */
 phase stack_phases_get(stack_phases *p, int64_t stack_id);
+/* The PHASE_FLAG_* bits of all of stack_id's frames (0 for 0 and ids without a row): what
+ * the phase folds away, such as a zero_grad frame. */
+unsigned stack_phases_bits(stack_phases *p, int64_t stack_id);
 void stack_phases_free(stack_phases *p);
 
 #endif

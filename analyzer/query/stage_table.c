@@ -12,6 +12,7 @@
 #include "event_scan.h"
 #include "gmt_grow.h"
 #include "gmt_hash.h"
+#include "step_table.h"
 #include "trace_format.h"
 
 #include <stdio.h>
@@ -23,6 +24,8 @@ typedef struct range {
     int64_t begin_ts, end_ts; /* end INT64_MAX: open at the end of the trace */
     int64_t begin_allocated;  /* the state entering it */
     int64_t events_at_open;   /* the device's events before it: none inside if equal at close */
+    int64_t number;           /* a numbered kind's number, or -1 */
+    int before_history;       /* opened before the device's first event */
 } range;
 
 typedef struct site_sum {
@@ -45,20 +48,53 @@ typedef struct sweep {
     addr_map site_of; /* (stage, stack) -> 1 + index into sums */
     site_sum *sums;
     size_t nsums, cap_sums;
-    int64_t allocated; /* the device's allocated now */
-    int64_t last_id;   /* the event of that state */
-    int64_t events;    /* the device's recorded events so far */
-    int count_empty;   /* one device: a range without its events still counts */
+    int64_t allocated;        /* the device's allocated now */
+    int64_t last_id;          /* the event of that state */
+    int64_t events;           /* the device's recorded events so far */
+    int count_empty;          /* one device: a range without its events still counts */
+    int mid_run;              /* the device's history begins mid-run (step_table.h) */
+    int64_t ranges_elsewhere; /* closed ranges no stage counted */
+    int64_t lost;             /* of them, ended before a history begun mid-run */
 } sweep;
 
-static size_t stage_named(sweep *w, const char *name) {
-    size_t len = strlen(name);
+/* The number of a name that ends in "#" and digits, and the length of its kind (the name up to
+ * and with the "#"); -1 for any other name. */
+static int64_t name_number(const char *name, size_t *kind_len) {
+    size_t len = strlen(name), d = len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    if (d == len || d == 0 || name[d - 1] != '#' || len - d > 18)
+        return -1;
+    *kind_len = d;
+    return strtoll(name + d, NULL, 10);
+}
+
+static size_t stage_named_row(sweep *w, const char *name, int numbered);
+
+static size_t stage_named(sweep *w, const char *whole, int64_t *number_out) {
+    size_t kind_len = 0;
+    int64_t number = name_number(whole, &kind_len);
+    char kind[4096];
+    const char *name = whole;
+    if (number >= 0 && kind_len < sizeof kind) { /* the kind stands for every number of it */
+        memcpy(kind, whole, kind_len);
+        kind[kind_len] = '\0';
+        name = kind;
+    } else {
+        number = -1;
+    }
+    *number_out = number;
+    return stage_named_row(w, name, number >= 0);
+}
+
+static size_t stage_named_row(sweep *w, const char *name, int numbered) {
+    size_t len = strlen(name) + (numbered ? 1 : 0); /* a kind is no name of the same text */
     uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, name, len);
     uint32_t *at = addr_map_get(&w->name_of, h, len);
-    if (at && !strcmp(w->names[*at - 1], name))
+    if (at && !strcmp(w->names[*at - 1], name) && (w->rows[*at - 1].number_first != -1) == numbered)
         return *at - 1;
     for (size_t i = 0; at && i < w->nrows; i++) /* a hash collision: rare, searched */
-        if (!strcmp(w->names[i], name))
+        if (!strcmp(w->names[i], name) && (w->rows[i].number_first != -1) == numbered)
             return i;
     if (gmt_grow((void **)&w->rows, &w->cap_rows, w->nrows, sizeof *w->rows) != 0 ||
         gmt_grow((void **)&w->names, &w->cap_names, w->nrows, sizeof *w->names) != 0 ||
@@ -70,6 +106,8 @@ static size_t stage_named(sweep *w, const char *name) {
     memset(r, 0, sizeof *r);
     r->name = w->names[w->nrows]; /* shared until the end: the rows take them over */
     r->peak_allocated = -1;
+    r->number_first = numbered ? INT64_MAX : -1; /* a kind's: the counted ranges' (close_range) */
+    r->number_last = numbered ? INT64_MIN : -1;
     w->depth[w->nrows] = 0;
     return w->nrows++;
 }
@@ -81,14 +119,15 @@ static int read_ranges(sqlite3 *db, sweep *w) {
         return -1;
     int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        size_t stage = stage_named(w, (const char *)sqlite3_column_text(st, 0));
+        int64_t number;
+        size_t stage = stage_named(w, (const char *)sqlite3_column_text(st, 0), &number);
         if (stage == SIZE_MAX ||
             gmt_grow((void **)&w->ranges, &w->cap_ranges, w->nranges, sizeof *w->ranges) != 0) {
             rc = -1;
             break;
         }
-        w->ranges[w->nranges++] =
-            (range){stage, sqlite3_column_int64(st, 1), db_column_i64(st, 2, INT64_MAX), 0, 0};
+        w->ranges[w->nranges++] = (range){
+            stage, sqlite3_column_int64(st, 1), db_column_i64(st, 2, INT64_MAX), 0, 0, number, 0};
     }
     sqlite3_finalize(st);
     w->open = malloc((w->nranges ? w->nranges : 1) * sizeof *w->open);
@@ -107,6 +146,7 @@ static void open_range(sweep *w, size_t index) {
     range *g = &w->ranges[index];
     g->begin_allocated = w->allocated;
     g->events_at_open = w->events;
+    g->before_history = w->events == 0;
     w->open[w->nopen++] = index;
     if (w->depth[g->stage]++ == 0)
         w->open_stages[w->nopen_stages++] = g->stage;
@@ -116,13 +156,25 @@ static void open_range(sweep *w, size_t index) {
 static void close_range(sweep *w, size_t k) {
     range *g = &w->ranges[w->open[k]];
     stage_row *r = &w->rows[g->stage];
-    if (g->events_at_open < w->events || w->count_empty) {
+    int measured = w->events > 0 || !w->mid_run; /* not before a history begun mid-run */
+    if ((g->events_at_open < w->events || w->count_empty) && measured) {
         int64_t net = w->allocated - g->begin_allocated;
-        if (r->count == 0)
-            r->net_first = net;
         r->count++;
-        r->net_total += net;
+        if (g->before_history && w->lost) { /* its begin lies in the history's hole */
+            r->net_unknown++;
+        } else {
+            if (r->count - r->net_unknown == 1)
+                r->net_first = net;
+            r->net_total += net;
+        }
         peak_at(r, g->begin_allocated, w->last_id); /* the state entering it is inside */
+        if (g->number >= 0 && g->number < r->number_first)
+            r->number_first = g->number;
+        if (g->number > r->number_last)
+            r->number_last = g->number;
+    } else {
+        w->ranges_elsewhere++;
+        w->lost += !measured;
     }
     w->open[k] = w->open[--w->nopen];
     if (--w->depth[g->stage] == 0)
@@ -232,13 +284,31 @@ static int by_peak(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, char *err,
-                size_t errlen) {
+/* A numbered kind's name: "KIND#first..#last", or "KIND#n" for one number. NULL: out of memory
+ * (the kind's name stays). */
+static char *numbered_name(const stage_row *r) {
+    size_t len = strlen(r->name) + 48;
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    if (r->number_first == r->number_last)
+        snprintf(out, len, "%s%lld", r->name, (long long)r->number_first);
+    else
+        snprintf(out, len, "%s%lld..#%lld", r->name, (long long)r->number_first,
+                 (long long)r->number_last);
+    return out;
+}
+
+int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, stage_summary *summary,
+                char *err, size_t errlen) {
     sweep w;
     memset(&w, 0, sizeof w);
     w.count_empty =
         db_query_i64(db, "SELECT count(*) FROM devices WHERE allocs IS NOT NULL", 0, 0, 0) <= 1;
-    int rc = read_ranges(db, &w);
+    int64_t first_event;
+    int rc = step_history_begin(db, device, &w.mid_run, &first_event);
+    if (rc == 0)
+        rc = read_ranges(db, &w);
     if (rc == 0)
         rc = run_sweep(db, device, &w);
     size_t nnames = w.nrows; /* before the rows are compacted */
@@ -251,7 +321,14 @@ int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, char *
                 free(r->name);
                 continue;
             }
-            r->net_mean = (double)r->net_total / (double)r->count;
+            r->net_mean = r->count > r->net_unknown
+                              ? (double)r->net_total / (double)(r->count - r->net_unknown)
+                              : 0;
+            char *named = r->number_first != -1 ? numbered_name(r) : NULL;
+            if (named) {
+                free(r->name);
+                r->name = named;
+            }
             w.rows[kept++] = *r;
         }
         w.nrows = kept;
@@ -275,6 +352,8 @@ int stage_table(sqlite3 *db, int device, stage_row **rows, size_t *count, char *
     addr_map_free(&w.name_of);
     *rows = w.rows;
     *count = w.nrows;
+    if (summary)
+        *summary = (stage_summary){(int64_t)w.nranges, rc == 0 ? w.ranges_elsewhere : 0};
     return rc == 0 ? 0 : -1;
 }
 

@@ -4,10 +4,13 @@
 #include "analysis.h"
 #include "db_query.h"
 #include "event_scan.h"
+#include "free_split.h"
+#include "gmt_assert.h"
 #include "gmt_grow.h"
 #include "median.h"
 #include "phases.h"
 #include "stack_names.h"
+#include "stack_phases.h"
 #include "trace_format.h"
 #include "units.h"
 
@@ -21,6 +24,7 @@
 #define JUMP_RATIO 1.1                 /* reserved first grows this much at a step's end */
 #define JUMP_MIN_BYTES (64LL << 20)    /* and at least this much */
 #define GROWTH_DEVIATIONS 3
+#define IMPLICIT_SPLITS_MAX 128 /* implicit steps whose trapped part at the end is measured */
 
 /* The end states (step_ends, free_splits) and each step's range. */
 static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count) {
@@ -161,14 +165,16 @@ static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     return rc;
 }
 
-/* The median of rows[lo..hi) but i, of peak (which = 0) or growth (1). */
+/* The median of rows[lo..hi) but i, of peak (which = 0) or growth (1); a partial step's peak
+ * and an unknown growth are no neighbour's. */
 static int64_t neighbours_median(const step_row *rows, size_t n, size_t i, int which,
                                  int64_t *scratch) {
     size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 0,
            hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
     size_t k = 0;
     for (size_t j = lo; j < hi; j++)
-        if (j != i && !(which == 1 && j == 0))
+        if (j != i && !(which == 1 && (j == 0 || !rows[j].growth_known)) &&
+            !(which == 0 && rows[j].partial))
             scratch[k++] = which ? rows[j].growth : rows[j].peak_allocated;
     return k ? median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
 }
@@ -193,19 +199,19 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
         int64_t jump = jumped ? 0 : reserved_jump(rows, i);
         jumped |= jump > 0;
         int64_t peak_median = neighbours_median(rows, n, i, 0, scratch);
-        if (n > 2 && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
+        if (n > 2 && !r->partial && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
             (double)r->peak_allocated >= PEAK_RATIO * (double)peak_median) {
             snprintf(r->anomaly, sizeof r->anomaly, "peak %s above its neighbours",
                      units_bytes((uint64_t)(r->peak_allocated - peak_median), b1, sizeof b1));
             continue;
         }
-        if (i > 0 && n > 3) {
+        if (i > 0 && n > 3 && r->growth_known) {
             int64_t g = neighbours_median(rows, n, i, 1, scratch);
             size_t k = 0; /* the neighbours' deviation from their median */
             size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 1;
             size_t hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
             for (size_t j = lo; j < hi; j++)
-                if (j != i)
+                if (j != i && rows[j].growth_known)
                     scratch[k++] = rows[j].growth > g ? rows[j].growth - g : g - rows[j].growth;
             int64_t mad = k ? median_i64(scratch, k) : 0;
             int64_t d = r->growth - g; /* upward only: a step that frees more is no alarm */
@@ -224,25 +230,280 @@ static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
     }
 }
 
-int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, char *err, size_t errlen) {
+const char *step_phase_word(step_phase p) {
+    switch (p) {
+    case STEP_PHASE_SETUP:
+        return "setup";
+    case STEP_PHASE_PRELUDE:
+        return "prelude";
+    case STEP_PHASE_FORWARD:
+        return phase_name(PHASE_FORWARD);
+    case STEP_PHASE_BACKWARD:
+        return phase_name(PHASE_BACKWARD);
+    case STEP_PHASE_OPTIMIZER:
+        return phase_name(PHASE_OPTIMIZER);
+    default:
+        break;
+    }
+    if (GMT_NEVER(p >= STEP_PHASE_COUNT || (int)p < 0)) /* a step phase without a word */
+        return phase_name(PHASE_UNKNOWN);
+    return phase_name(PHASE_UNKNOWN);
+}
+
+const char *step_table_phase_at(sqlite3 *db, int device, int64_t event_id) {
+    stack_phases *phases = stack_phases_load(db);
+    phase_timeline *t = phases ? phase_timeline_build(db, device, phases) : NULL;
+    const char *word = NULL;
+    if (t && phase_timeline_incremental(t)) { /* a run with steps: fed in event order */
+        enum { ID, STACK, TS, OP, LEVEL, DEVICE, NCOL };
+        static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_stack_id, EVENT_COL_ts_ns,
+                                       EVENT_COL_op,       EVENT_COL_level,    EVENT_COL_device};
+        char err[256];
+        event_scan *scan =
+            event_scan_open(db, event_scan_mask(want, NCOL), 1, event_id, err, sizeof err);
+        const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+        long got = scan ? 0 : -1;
+        while (scan && (got = event_scan_next(scan, col)) > 0) {
+            event_scan_pick(col, want, NCOL, v);
+            for (long r = 0; got > 0 && r < got; r++)
+                if (v[DEVICE][r] == device && v[LEVEL][r] == TRACE_LEVEL_BLOCK &&
+                    (v[OP][r] == TRACE_OP_ALLOC || v[OP][r] == TRACE_OP_FREE ||
+                     v[OP][r] == TRACE_OP_FREE_REQUESTED) &&
+                    phase_timeline_feed(t, v[ID][r], event_value_or(v[STACK][r], 0), v[TS][r]) != 0)
+                    got = -1;
+            if (got < 0)
+                break;
+        }
+        event_scan_close(scan);
+        if (got < 0) {
+            phase_timeline_free(t);
+            t = NULL;
+        }
+    }
+    if (t) {
+        int64_t iteration;
+        word = step_phase_word(phase_timeline_at(t, NULL, event_id, &iteration));
+    }
+    phase_timeline_free(t);
+    stack_phases_free(phases);
+    return word;
+}
+
+/* The ends of torch.profiler's optimizer step ranges (each with the ones it encloses), in
+ * order; *ends malloc'ed. 0, or -1. */
+static int optimizer_ends(sqlite3 *db, int64_t **ends, size_t *n) {
+    *ends = NULL;
+    *n = 0;
+    sqlite3_stmt *st = db_statement(db, "SELECT begin_ts_ns, end_ts_ns FROM ranges WHERE name "
+                                        "LIKE 'Optimizer.step#%' ORDER BY begin_ts_ns");
+    if (!st)
+        return -1;
+    size_t cap = 0;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+            break; /* open at the end: it ends nothing, nor does what begins after it */
+        int64_t begin = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 1);
+        if (*n && begin < (*ends)[*n - 1]) { /* enclosed, or overlapping: one range */
+            if (end > (*ends)[*n - 1])
+                (*ends)[*n - 1] = end;
+            continue;
+        }
+        if (gmt_grow((void **)ends, &cap, *n, sizeof **ends) != 0)
+            rc = -1;
+        else
+            (*ends)[(*n)++] = end;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The implicit steps of an input without steps (see step_table.h): their ranges and end states
+ * in one pass over the device's events. */
+static int implicit_steps(sqlite3 *db, int device, step_row **rows, size_t *count) {
+    enum { ID, TS, ALLOCATED, RESERVED, SEGMENTS, DEVICE, NCOL };
+    static const int want[NCOL] = {EVENT_COL_event_id,        EVENT_COL_ts_ns,
+                                   EVENT_COL_allocated_bytes, EVENT_COL_reserved_bytes,
+                                   EVENT_COL_segments,        EVENT_COL_device};
+    int64_t *ends;
+    size_t nends, k = 0, n = 0, cap = 0;
+    if (optimizer_ends(db, &ends, &nends) != 0)
+        return -1;
+    char err[256];
+    event_scan *scan =
+        event_scan_open(db, event_scan_mask(want, NCOL), 1, INT64_MAX, err, sizeof err);
+    int rc = scan ? 0 : -1;
+    step_row *out = NULL, *cur = NULL;
+    int64_t last_id = 0; /* the device's last event so far (0: the seed) */
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long got = 0;
+    while (rc == 0 && scan && (got = event_scan_next(scan, col)) > 0) {
+        event_scan_pick(col, want, NCOL, v);
+        for (long r = 0; rc == 0 && r < got; r++) {
+            if (v[DEVICE][r] != device)
+                continue;
+            while (k < nends && v[TS][r] >= ends[k]) { /* the optimizer's step ended before it */
+                k++;
+                cur = NULL;
+            }
+            if (!cur) {
+                if (gmt_grow((void **)&out, &cap, n, sizeof *out) != 0) {
+                    rc = -1;
+                    break;
+                }
+                cur = &out[n];
+                memset(cur, 0, sizeof *cur);
+                cur->step = (int64_t)n++;
+                cur->begin_event_id = last_id;
+                cur->implicit = 1;
+            }
+            last_id = cur->end_event_id = v[ID][r];
+            cur->allocated_at_end = v[ALLOCATED][r];
+            cur->reserved_at_end = v[RESERVED][r];
+            cur->segments_at_end = event_value_or(v[SEGMENTS][r], 0);
+        }
+    }
+    if (rc == 0 && got < 0)
+        rc = -1;
+    event_scan_close(scan);
+    free(ends);
+    if (n)
+        out[n - 1].open = k >= nends; /* no optimizer's step ended it: the trace did */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        step_row *r = &out[i];
+        r->fragmentation_at_end =
+            r->reserved_at_end > 0
+                ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
+                : 0;
+        r->trapped_at_end = -1;
+    }
+    /* the trapped part at their ends: a layout each where the replay kept none, so only for a
+     * few (else not known, as for marked steps without the replay's split) */
+    size_t m = n <= IMPLICIT_SPLITS_MAX ? n : 0;
+    int64_t *ids = m ? malloc(m * sizeof *ids) : NULL;
+    free_split *splits = m ? malloc(m * sizeof *splits) : NULL;
+    for (size_t i = 0; ids && i < m; i++)
+        ids[i] = out[i].end_event_id;
+    if (rc == 0 && m && ids && splits &&
+        free_split_at(db, device, ids, m, splits, err, sizeof err) == 0)
+        for (size_t i = 0; i < m; i++)
+            out[i].trapped_at_end = free_split_trapped_ratio(&splits[i]);
+    else if (rc == 0 && m)
+        rc = -1;
+    free(ids);
+    free(splits);
+    *rows = out;
+    *count = n;
+    return rc;
+}
+
+int step_history_begin(sqlite3 *db, int device, int *mid_run, int64_t *first_event) {
+    *mid_run = 0;
+    *first_event = 0;
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT (SELECT allocs FROM devices WHERE device = ?1) IS NOT NULL, "
+            "(SELECT reserved_bytes FROM event_rows WHERE device = ?1 AND event_id <= 0 AND op = "
+            "{op:seed} ORDER BY event_id DESC LIMIT 1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_int(st, 1, device);
+    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
+    int has_events = rc == 0 && sqlite3_column_int(st, 0);
+    *mid_run = rc == 0 && db_column_i64(st, 1, 0) > 0;
+    sqlite3_finalize(st);
+    if (rc == 0 && has_events) /* ascending from the first event: stops at the device's first */
+        *first_event = db_query_i64(db,
+                                    "SELECT event_id FROM event_rows WHERE event_id > 0 AND "
+                                    "device = ?1 ORDER BY event_id LIMIT 1",
+                                    device, 0, 0);
+    return rc;
+}
+
+/* Drops the steps that ended before a history that begins mid-run, and marks the one that
+ * straddles its first event (see step_table.h). */
+static void cut_before_history(step_row *rows, size_t *count, int64_t first_event,
+                               step_history *h) {
+    size_t kept = 0;
+    for (size_t i = 0; i < *count; i++) {
+        if (rows[i].end_event_id < first_event) {
+            if (!h->before++ || rows[i].step < h->before_first)
+                h->before_first = rows[i].step;
+            if (h->before == 1 || rows[i].step > h->before_last)
+                h->before_last = rows[i].step;
+            continue;
+        }
+        rows[kept++] = rows[i];
+    }
+    *count = kept;
+    if (h->before == 0) /* nothing lost that shows: the history begins at a step's begin */
+        return;
+    for (size_t i = 0; i < kept; i++)
+        rows[i].partial = rows[i].begin_event_id < first_event;
+}
+
+int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_history *history,
+               char *err, size_t errlen) {
+    step_history h = {.first_step = -1};
     *rows = NULL;
     *count = 0;
-    if (read_ends(db, device, rows, count) != 0 || read_insides(db, device, *rows, *count) != 0) {
+    if (read_ends(db, device, rows, count) != 0 ||
+        step_history_begin(db, device, &h.mid_run, &h.first_event) != 0) {
         snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
         free(*rows);
         *rows = NULL;
         *count = 0;
         return -1;
     }
-    /* growth from the state before the first step's start */
+    if (*count == 0 && h.first_event > 0 &&
+        db_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0) == 0) {
+        free(*rows);
+        if (implicit_steps(db, device, rows, count) != 0) {
+            snprintf(err, errlen, "reading the implicit steps: %s", sqlite3_errmsg(db));
+            free(*rows);
+            *rows = NULL;
+            *count = 0;
+            return -1;
+        }
+    }
+    if (h.mid_run && h.first_event > 0)
+        cut_before_history(*rows, count, h.first_event, &h);
+    if (read_insides(db, device, *rows, *count) != 0) {
+        snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
+        free(*rows);
+        *rows = NULL;
+        *count = 0;
+        return -1;
+    }
+    for (size_t i = 0; i < *count; i++)
+        if ((*rows)[i].implicit) { /* the phase timeline's phase (see step_table.h) */
+            const char *word = step_table_phase_at(db, device, (*rows)[i].peak_event_id);
+            if (!word) {
+                snprintf(err, errlen, "reading the phases: %s", sqlite3_errmsg(db));
+                free(*rows);
+                *rows = NULL;
+                *count = 0;
+                return -1;
+            }
+            (*rows)[i].peak_phase = word;
+        }
+    if (*count)
+        h.first_step = (*rows)[0].step;
+    if (history)
+        *history = h;
+    /* growth from the state before the first step's start; none across the history's hole */
+    int64_t first_begin = INT64_MAX;
+    for (size_t i = 0; i < *count; i++)
+        if ((*rows)[i].begin_event_id < first_begin)
+            first_begin = (*rows)[i].begin_event_id;
     int64_t before = db_query_i64(db,
                                   "SELECT allocated_bytes FROM event_rows WHERE device = ?1 AND "
-                                  "event_id <= (SELECT min(begin_event_id) FROM steps) ORDER BY "
-                                  "event_id DESC LIMIT 1",
-                                  device, 0, 0);
+                                  "event_id <= ?2 ORDER BY event_id DESC LIMIT 1",
+                                  device, first_begin, 0);
     for (size_t i = 0; i < *count; i++) {
-        (*rows)[i].growth = (*rows)[i].allocated_at_end - before;
-        before = (*rows)[i].allocated_at_end;
+        step_row *r = &(*rows)[i];
+        r->growth_known = !r->partial;
+        r->growth = r->growth_known ? r->allocated_at_end - before : 0;
+        before = r->allocated_at_end;
     }
     int64_t *scratch = malloc((2 * NEIGHBOURS + 2) * sizeof *scratch);
     if (scratch)

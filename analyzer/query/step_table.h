@@ -17,9 +17,28 @@
  *                                   cache forms) whose reserved at its end exceeds the step
  *                                   before's by 10 % and 64 MiB at least; a step with an anomaly
  *                                   above is that jump too when it qualifies
- * A step still open when the trace ends (cut mid-step) has no anomaly: its end is not an end. */
+ * A step still open when the trace ends (cut mid-step) has no anomaly: its end is not an end.
+ *
+ * A history that begins mid-run (the device's seed already holds memory: what made it is not in
+ * the input, as when PyTorch's ring had dropped its oldest entries) measures nothing before its
+ * first event. A step that ended before it is no row (its end state would be the seed's, which
+ * is the state when the history begins, not when that step ended): step_history counts them. A
+ * step that began before it is `partial`: its peak and counts are those of the part the history
+ * holds, and its growth is not known (the state at its begin is not), nor is one computed across
+ * the hole. Nothing else changes: a history that begins with nothing live begins the run.
+ *
+ * An input without steps (most snapshots: one training iteration, no step markers) has implicit
+ * ones, so that "is the peak in forward, backward or the optimizer step?" has its answer: the
+ * history is one step, or, where the program's optimizer ran under torch.profiler's
+ * "Optimizer.step#<Class>.step" ranges, each such range (with the ones it encloses) ends one, and
+ * what follows the last is one more, open. An implicit step holding none of the device's events
+ * is none. Their peak's phase is the phase timeline's (phase_timeline.h: the rule the
+ * categories use, which knows the events before the peak and the optimizer's ranges), one of
+ * setup, prelude, forward, backward, optimizer; a marked step's stays its stack's (phases.h). */
 #ifndef GMT_STEP_TABLE_H
 #define GMT_STEP_TABLE_H
+
+#include "phase_timeline.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -35,11 +54,37 @@ typedef struct step_row {
     int64_t allocs, frees;
     int64_t growth;   /* allocated at its end minus the previous step's (the first: minus the
                          state before it) */
+    int growth_known; /* 0: it began before a history that begins mid-run (growth is 0) */
     char anomaly[96]; /* "" none */
     int open;         /* the trace ended inside it */
+    int partial;      /* it began before a history that begins mid-run */
+    int implicit;     /* the input marks no steps: an implicit one (see above) */
 } step_row;
 
-/* The steps of `device`; *rows malloc'ed. 0, or -1 with a one-line message in err. */
-int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, char *err, size_t errlen);
+/* Where the device's history begins, for what it measures (see above). */
+typedef struct step_history {
+    int mid_run;          /* the device's seed holds memory: the history begins mid-run */
+    int64_t first_event;  /* the device's first recorded event; 0: none */
+    int64_t first_step;   /* the first step it measures (its first row); -1: none */
+    int64_t before;       /* steps that ended before it: not rows */
+    int64_t before_first; /* their lowest and highest numbers (when before > 0) */
+    int64_t before_last;
+} step_history;
+
+/* Whether the device's history begins mid-run, and its first recorded event (0: none). 0, or
+ * -1 (SQL). */
+int step_history_begin(sqlite3 *db, int device, int *mid_run, int64_t *first_event);
+
+/* "setup", "prelude", "forward", "backward", "optimizer". */
+const char *step_phase_word(step_phase p);
+
+/* The phase timeline's phase at an event of the device (see above), as step_phase_word says
+ * it; NULL when out of memory or on a query error. */
+const char *step_table_phase_at(sqlite3 *db, int device, int64_t event_id);
+
+/* The steps of `device` (implicit ones when the input marks none); *rows malloc'ed; *history (may
+ * be NULL) where its history begins. 0, or -1 with a one-line message in err. */
+int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_history *history,
+               char *err, size_t errlen);
 
 #endif

@@ -106,6 +106,15 @@ int when_resolve(sqlite3 *db, const char *spec, int device, int64_t *event_id, c
         return 0;
     }
     if (!strncmp(spec, "time:", 5) && (n = parse_duration(spec + 5)) >= 0) {
+        /* past the last event: out of range, as event: past it is */
+        int64_t end_ns =
+            db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1", last, 0, 0);
+        if (n > end_ns) {
+            char span[32];
+            units_duration((uint64_t)(end_ns > 0 ? end_ns : 0), span, sizeof span);
+            snprintf(err, errlen, "%s: the trace spans time:0 .. %s", spec, span);
+            return -1;
+        }
         /* The last event at or before that time. event_rows has no index on
          * ts_ns: the buckets wholly before the time give a lower bound, and
          * only the events of the bucket holding it are looked at. */

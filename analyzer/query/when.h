@@ -3,7 +3,8 @@
  *
  *   step:N     the state just before step N ends  (steps.end_event_id)
  *   event:N    the state after the N-th event (event:0 = the seeded start)
- *   time:1.5s  the state 1.5 s after the first event (also ms, us, ns, m)
+ *   time:1.5s  the state 1.5 s after the first event (also ms, us, ns, m); past the
+ *              last event an error, as event:N past it is
  *   peak       the highest allocated bytes on the selected device (the
  *              start in an input without memory events)
  *   end        after the last event
