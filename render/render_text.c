@@ -167,40 +167,21 @@ canvas_box text_draw_up(canvas *c, const char *text, double cx, double cy) {
     return b;
 }
 
-int text_fit(canvas *c, const char *text, double maxw, char *buf, size_t len) {
-    char clean[TEXT_MAX];
-    size_t n = utf8_clean(text, clean, sizeof clean);
-    if (len < 8)
-        return 0;
-    if (width_clean(c, clean) <= maxw && n < len) {
-        memcpy(buf, clean, n + 1);
-        return n > 0;
-    }
-    /* the longest prefix, at a character boundary, that fits with "…" */
-    size_t lo = 0, hi = n < len - 4 ? n : len - 4, best = 0;
-    while (lo <= hi) {
-        size_t mid = (lo + hi) / 2, cut = mid;
-        while (cut > 0 && (clean[cut] & 0xc0) == 0x80)
-            cut--;
-        memcpy(buf, clean, cut);
-        memcpy(buf + cut, "\xe2\x80\xa6", 4);
-        if (width_clean(c, buf) <= maxw) {
-            best = cut;
-            lo = mid + 1;
-        } else {
-            if (mid == 0)
-                break;
-            hi = mid - 1;
-        }
-    }
-    if (best == 0)
-        return 0;
-    memcpy(buf, clean, best);
-    memcpy(buf + best, "\xe2\x80\xa6", 4);
-    return 1;
+/* clean[0..n) cut to `keep` characters' bytes with "…": the first ones, or (ends) two fifths
+ * from the start and the rest from the end; cuts fall on UTF-8 character boundaries. */
+static void cut_text(const char *clean, size_t n, size_t keep, int ends, char *buf) {
+    size_t head = ends ? keep * 2 / 5 : keep, tail = ends ? n - (keep - head) : n;
+    while (head > 0 && (clean[head] & 0xc0) == 0x80)
+        head--;
+    while (tail < n && (clean[tail] & 0xc0) == 0x80)
+        tail++;
+    memcpy(buf, clean, head);
+    memcpy(buf + head, "\xe2\x80\xa6", 3);
+    memcpy(buf + head + 3, clean + tail, n - tail + 1);
 }
 
-int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t len) {
+/* text_fit and text_fit_ends: the most characters kept that fit maxw (a bisection). */
+static int fit(canvas *c, const char *text, double maxw, char *buf, size_t len, int ends) {
     char clean[TEXT_MAX];
     size_t n = utf8_clean(text, clean, sizeof clean);
     if (len < 8)
@@ -209,17 +190,10 @@ int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t le
         memcpy(buf, clean, n + 1);
         return n > 0;
     }
-    /* the most characters kept, two fifths from the start and the rest from the end */
     size_t lo = 0, hi = n < len - 4 ? n : len - 4, best = 0;
     while (lo <= hi) {
-        size_t mid = (lo + hi) / 2, head = mid * 2 / 5, tail = n - (mid - head);
-        while (head > 0 && (clean[head] & 0xc0) == 0x80)
-            head--;
-        while (tail < n && (clean[tail] & 0xc0) == 0x80)
-            tail++;
-        memcpy(buf, clean, head);
-        memcpy(buf + head, "\xe2\x80\xa6", 3);
-        memcpy(buf + head + 3, clean + tail, n - tail + 1);
+        size_t mid = (lo + hi) / 2;
+        cut_text(clean, n, mid, ends, buf);
         if (width_clean(c, buf) <= maxw) {
             best = mid;
             lo = mid + 1;
@@ -229,17 +203,21 @@ int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t le
             hi = mid - 1;
         }
     }
+    if (!ends) /* a prefix cut back to a character boundary at 0 keeps nothing */
+        while (best > 0 && (clean[best] & 0xc0) == 0x80)
+            best--;
     if (best == 0)
         return 0;
-    size_t head = best * 2 / 5, tail = n - (best - head);
-    while (head > 0 && (clean[head] & 0xc0) == 0x80)
-        head--;
-    while (tail < n && (clean[tail] & 0xc0) == 0x80)
-        tail++;
-    memcpy(buf, clean, head);
-    memcpy(buf + head, "\xe2\x80\xa6", 3);
-    memcpy(buf + head + 3, clean + tail, n - tail + 1);
+    cut_text(clean, n, best, ends, buf);
     return 1;
+}
+
+int text_fit(canvas *c, const char *text, double maxw, char *buf, size_t len) {
+    return fit(c, text, maxw, buf, len, 0);
+}
+
+int text_fit_ends(canvas *c, const char *text, double maxw, char *buf, size_t len) {
+    return fit(c, text, maxw, buf, len, 1);
 }
 
 int text_box_free(const canvas *c, canvas_box b, double margin) {

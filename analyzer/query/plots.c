@@ -762,9 +762,10 @@ int plot_fragmentation(sqlite3 *db, const plot_request *rq, const char *path, ch
         timeline_data t = {0};
         rc = load_buckets(db, rq, bucket_ns, &t);
         steps = rc == 0 && t.n ? calloc(t.n, sizeof *steps) : NULL;
+        int untimed = !when_has_timestamps(db); /* then the axis is the report's event ids */
         for (size_t i = 0; steps && i < t.n; i++) {
             analysis_moment(db, rq->device, t.last_id[i], &steps[i].at_end);
-            steps[i].step = t.start[i];
+            steps[i].step = untimed ? t.last_id[i] * GMT_UNTIMED_EVENT_NS : t.start[i];
         }
         n = steps ? t.n : 0;
         x_is_time = 1;
@@ -1009,55 +1010,6 @@ int plot_timeline(sqlite3 *db, const plot_request *rq, const char *path, char *e
 int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {
     (void)db, (void)rq, (void)path;
     return no_cairo(err, errlen);
-}
-
-/* The labels of the stacks of a layout's live blocks, as one list (stack_labels_distinct). */
-typedef struct live_labels {
-    const named_stack **stacks; /* each once, by address */
-    char *labels;               /* 256 bytes each */
-    size_t n;
-} live_labels;
-
-static int by_address(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (const named_stack *const *)a;
-    uintptr_t y = (uintptr_t) * (const named_stack *const *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int live_labels_read(live_labels *ll, const layout *l, stack_names *cache) {
-    ll->stacks = malloc((l->block_count + 1) * sizeof *ll->stacks);
-    if (!ll->stacks)
-        return -1;
-    for (size_t i = 0; i < l->block_count; i++)
-        if (l->blocks[i].state != LAYOUT_INACTIVE) {
-            const named_stack *s = stack_names_get(cache, l->blocks[i].stack_id);
-            if (!s)
-                return -1;
-            ll->stacks[ll->n++] = s;
-        }
-    qsort(ll->stacks, ll->n, sizeof *ll->stacks, by_address);
-    size_t m = 0;
-    for (size_t i = 0; i < ll->n; i++)
-        if (!m || ll->stacks[m - 1] != ll->stacks[i])
-            ll->stacks[m++] = ll->stacks[i];
-    ll->n = m;
-    char **rows = malloc((m + 1) * sizeof *rows);
-    ll->labels = malloc((m + 1) * 256);
-    if (!rows || !ll->labels) {
-        free(rows);
-        return -1;
-    }
-    for (size_t i = 0; i < m; i++)
-        rows[i] = ll->labels + 256 * i;
-    int rc = stack_labels_distinct(ll->stacks, m, rows, 256);
-    free(rows);
-    return rc;
-}
-
-static const char *live_label(const live_labels *ll, const named_stack *s) {
-    const named_stack **at =
-        s ? bsearch(&s, ll->stacks, ll->n, sizeof *ll->stacks, by_address) : NULL;
-    return at ? ll->labels + 256 * (size_t)(at - ll->stacks) : "no stack";
 }
 
 int plot_segments(sqlite3 *db, const plot_request *rq, const char *path, char *err, size_t errlen) {

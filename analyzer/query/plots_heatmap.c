@@ -11,6 +11,7 @@
 #ifdef GMT_HAVE_CAIRO
 
 #include "db_query.h"
+#include "gmt_vocab.h"
 #include "heat_rows.h"
 #include "render.h"
 #include "units.h"
@@ -79,11 +80,27 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
         sqlite3_bind_int64(st, 2, bucket_ns);
         sqlite3_bind_int64(st, 3, t1);
     }
+    /* Where each column ends, in the events' times. Without timestamps the axis counts the
+     * report's event ids (GMT_UNTIMED_EVENT_NS apart: render_options.ns_per_event), and one
+     * snapshot entry can make several events, so a column ends at the time of its last
+     * event id rather than at an even share of the times. */
+    int untimed = !when_has_timestamps(db);
+    int64_t first_id = rq->from > 0 ? rq->from : 1, last_id = rq->to > first_id ? rq->to : first_id;
+    int64_t *ends = calloc(COLUMNS, sizeof *ends);
+    if (!ends)
+        rc = -1;
+    for (size_t c = 0; ends && c < COLUMNS; c++)
+        ends[c] = !untimed
+                      ? column_end(t0, t1, c)
+                      : db_query_i64(db, "SELECT ts_ns FROM event_rows WHERE event_id = ?1",
+                                     first_id + (int64_t)((double)(c + 1) *
+                                                          (double)(last_id - first_id) / COLUMNS),
+                                     0, t1);
     size_t col = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
         int64_t start = sqlite3_column_int64(st, 0) * bucket_ns;
         /* the columns that end before this bucket begins show the state so far */
-        for (; col < COLUMNS && column_end(t0, t1, col) < start; col++)
+        for (; col < COLUMNS && ends[col] < start; col++)
             put_column(fraction, col, current);
         const void *blob = sqlite3_column_blob(st, 1);
         if (blob && (size_t)sqlite3_column_bytes(st, 1) == sizeof current)
@@ -92,6 +109,7 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
     for (; rc == 0 && col < COLUMNS; col++)
         put_column(fraction, col, current);
     sqlite3_finalize(st);
+    free(ends);
     size_t nbounds = 0, *bounds = h ? heat_rows_bounds(h, &nbounds) : NULL;
     char title[512], subtitle[256], b1[32];
     snprintf(title, sizeof title, "Heatmap: %s, device %d",
@@ -107,8 +125,8 @@ int plot_heatmap(sqlite3 *db, const plot_request *rq, const char *path, char *er
                          .subtitle = history ? subtitle : PLOT_NO_HISTORY,
                          .ncols = history ? COLUMNS : 0,
                          .nrows = HEAT_ROWS,
-                         .start_ns = t0,
-                         .end_ns = t1,
+                         .start_ns = untimed ? first_id * GMT_UNTIMED_EVENT_NS : t0,
+                         .end_ns = untimed ? last_id * GMT_UNTIMED_EVENT_NS : t1,
                          .bytes_per_row = h ? (int64_t)heat_rows_bytes_per_row(h) : 1,
                          .fraction = fraction,
                          .nbounds = bounds ? nbounds : 0,
