@@ -78,6 +78,21 @@ if [ "$pictures" -eq 1 ]; then
     "$MA" timeline untimed.pickle -o untimed.svg >/dev/null || fail "timeline untimed.pickle"
     grep -q "peak [^<]* at event $peak<" untimed.svg ||
         fail "untimed: the timeline's peak is not at event $peak: $(grep -o 'peak [^<]*' untimed.svg)"
+    # the heatmap's and the fragmentation picture's axes count the same event ids: one entry
+    # of this snapshot makes several events, so their times end short of the last event id
+    "$MA" sql untimed.pickle --csv "SELECT max(event_id), max(ts_ns) / 1000 FROM event_rows" |
+        tail -1 >ids.csv || fail "sql: the untimed ids"
+    for pic in heatmap fragmentation; do
+        "$MA" $pic untimed.pickle -o "untimed-$pic.svg" >/dev/null || fail "$pic untimed.pickle"
+        python3 - "untimed-$pic.svg" ids.csv <<'PY' || fail "untimed: the $pic's axis is not event ids"
+import re, sys
+last_id, last_entry = (int(x) for x in open(sys.argv[2]).read().strip().split(","))
+ticks = [int(t) for t in re.findall(r">(\d+)<", open(sys.argv[1]).read())]
+assert last_entry < last_id, (last_entry, last_id)  # the shape this check needs
+top = max(ticks)
+assert last_entry < top <= last_id, (ticks, last_entry, last_id)
+PY
+    done
 
     # a window's own length
     "$MA" timeline train.pickle --from step:1 --to step:2 -o window.svg >/dev/null ||

@@ -22,12 +22,10 @@
 #include "run_print.h"
 #include "units.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const char ranks_usage[] =
@@ -62,88 +60,6 @@ const cli_option ranks_options[] = {
     {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
      "  -o FILE       also draw peak per rank and a rank x step strip (.png, .svg, .pdf)\n", NULL},
     CLI_OPT_END};
-
-/* ---- the inputs ---------------------------------------------------------------------------- */
-
-typedef struct input_list {
-    char **paths;
-    size_t count, cap;
-} input_list;
-
-static int add_path(input_list *l, const char *path) {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        l->paths = grown;
-        l->cap = cap;
-    }
-    return (l->paths[l->count++] = strdup(path)) ? 0 : -1;
-}
-
-/* A file in a directory given as input is a rank's when its name says trace, snapshot or
- * database; other files (logs, the job's scripts) are not inputs. */
-static int looks_like_input(const char *name) {
-    static const char *const endings[] = {".zst", ".db", ".sqlite", ".pickle", ".pkl"};
-    size_t n = strlen(name);
-    if (name[0] == '.')
-        return 0;
-    for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++) {
-        size_t e = strlen(endings[i]);
-        if (n > e && !strcmp(name + n - e, endings[i]))
-            return 1;
-    }
-    return 0;
-}
-
-static int by_string(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* An input named twice (a file and its directory, or twice over) is read once: the first
- * time, as given, and its other names dropped. */
-static void drop_repeats(input_list *l) {
-    size_t kept = 0;
-    char(*real)[PATH_MAX] = malloc((l->count ? l->count : 1) * sizeof *real);
-    for (size_t i = 0; i < l->count; i++) {
-        if (real && !realpath(l->paths[i], real[kept]))
-            snprintf(real[kept], sizeof real[kept], "%s", l->paths[i]);
-        int seen = 0;
-        for (size_t k = 0; real && k < kept && !seen; k++)
-            seen = !strcmp(real[k], real[kept]);
-        if (seen) {
-            free(l->paths[i]);
-            continue;
-        }
-        l->paths[kept++] = l->paths[i];
-    }
-    l->count = kept;
-    free(real);
-}
-
-static int expand(input_list *l, const char *arg) {
-    struct stat st;
-    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
-        return add_path(l, arg); /* a missing file fails in its import, with its message */
-    DIR *dir = opendir(arg);
-    if (!dir)
-        return add_path(l, arg);
-    size_t first = l->count;
-    struct dirent *e;
-    int rc = 0;
-    while (rc == 0 && (e = readdir(dir))) {
-        if (!looks_like_input(e->d_name))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", arg, e->d_name);
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-            rc = add_path(l, path);
-    }
-    closedir(dir);
-    qsort(l->paths + first, l->count - first, sizeof *l->paths, by_string);
-    return rc;
-}
 
 /* ---- the output: text and JSON of one rank_stats ------------------------------------------ */
 
@@ -373,9 +289,9 @@ int run_ranks(cli_ctx *ctx) {
     const char *db_out = ctx->text[0], *picture = ctx->text[1];
     input_list list = {0};
     for (int i = 0; i < ctx->ninputs; i++)
-        if (expand(&list, ctx->inputs[i]) != 0)
+        if (input_list_expand(&list, ctx->inputs[i]) != 0)
             return cli_error("out of memory");
-    drop_repeats(&list);
+    input_list_drop_repeats(&list);
     if (!list.count) {
         free(list.paths);
         return cli_error("no rank inputs in %s", ctx->input);
@@ -424,9 +340,7 @@ int run_ranks(cli_ctx *ctx) {
     }
     for (size_t i = 0; ranks && i < nranks; i++)
         rank_entry_release(&ranks[i]);
-    for (size_t i = 0; i < list.count; i++)
-        free(list.paths[i]);
-    free(list.paths);
+    input_list_free(&list);
     free(inputs);
     free(ranks);
     return rc;

@@ -4,11 +4,14 @@
  * child never waits for its parent. */
 #include "ranks_import.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,4 +160,88 @@ int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options
     for (size_t i = 0; i < n && !any; i++)
         any = inputs[i].ok || inputs[i].error[0];
     return any || !n ? 0 : -1;
+}
+
+/* ---- the inputs named: files, and directories of them ---------------------------------- */
+
+static int add_path(input_list *l, const char *path) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        l->paths = grown;
+        l->cap = cap;
+    }
+    return (l->paths[l->count++] = strdup(path)) ? 0 : -1;
+}
+
+/* A file in a directory given as input is a rank's when its name says trace, snapshot or
+ * database; other files (logs, the job's scripts) are not inputs. */
+static int looks_like_input(const char *name) {
+    static const char *const endings[] = {".zst", ".db", ".sqlite", ".pickle", ".pkl"};
+    size_t n = strlen(name);
+    if (name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++) {
+        size_t e = strlen(endings[i]);
+        if (n > e && !strcmp(name + n - e, endings[i]))
+            return 1;
+    }
+    return 0;
+}
+
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* An input named twice (a file and its directory, or twice over) is read once: the first
+ * time, as given, and its other names dropped. */
+void input_list_drop_repeats(input_list *l) {
+    size_t kept = 0;
+    char(*real)[PATH_MAX] = malloc((l->count ? l->count : 1) * sizeof *real);
+    for (size_t i = 0; i < l->count; i++) {
+        if (real && !realpath(l->paths[i], real[kept]))
+            snprintf(real[kept], sizeof real[kept], "%s", l->paths[i]);
+        int seen = 0;
+        for (size_t k = 0; real && k < kept && !seen; k++)
+            seen = !strcmp(real[k], real[kept]);
+        if (seen) {
+            free(l->paths[i]);
+            continue;
+        }
+        l->paths[kept++] = l->paths[i];
+    }
+    l->count = kept;
+    free(real);
+}
+
+int input_list_expand(input_list *l, const char *arg) {
+    struct stat st;
+    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return add_path(l, arg); /* a missing file fails in its import, with its message */
+    DIR *dir = opendir(arg);
+    if (!dir)
+        return add_path(l, arg);
+    size_t first = l->count;
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(dir))) {
+        if (!looks_like_input(e->d_name))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", arg, e->d_name);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            rc = add_path(l, path);
+    }
+    closedir(dir);
+    qsort(l->paths + first, l->count - first, sizeof *l->paths, by_string);
+    return rc;
+}
+
+void input_list_free(input_list *l) {
+    for (size_t i = 0; i < l->count; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    *l = (input_list){0};
 }

@@ -23,4 +23,17 @@ typedef struct rank_input {
  * be started at all (each input's own failure is in its error). */
 int ranks_import_all(rank_input *inputs, size_t n, int jobs, const input_options *opt);
 
+/* The inputs of a job as `ranks` is given them: each argument a file (kept as given: a missing
+ * one fails in its import, with its message), or a directory, for the traces, snapshots and
+ * databases in it (by their names' endings; sorted). An input named twice (a file and its
+ * directory) is read once, as first named. 0, or -1 out of memory. */
+typedef struct input_list {
+    char **paths;
+    size_t count, cap;
+} input_list;
+
+int input_list_expand(input_list *l, const char *arg);
+void input_list_drop_repeats(input_list *l);
+void input_list_free(input_list *l);
+
 #endif
