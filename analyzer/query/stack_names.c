@@ -636,6 +636,23 @@ int stack_label_via(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
     return label_of(db, stack_id, 1, buf, len);
 }
 
+void stack_frame_label(const named_frame *f, char *buf, size_t len) {
+    if (len)
+        frame_label(f, buf, len);
+}
+
+size_t stack_frames_shown(const named_stack *s, size_t *shown) {
+    if (!s || !s->frame_count)
+        return 0;
+    size_t site = site_frame(s->frames, s->frame_count), n = 0;
+    for (size_t i = 0; i < s->frame_count; i++) {
+        const named_frame *f = &s->frames[i];
+        if (i == site || is_python(f) || ((is_named(f) || f->module) && !is_plumbing(f)))
+            shown[n++] = i;
+    }
+    return n;
+}
+
 void stack_json_frames(FILE *out, const named_stack *stack) {
     fputc('[', out);
     for (size_t i = 0; stack && i < stack->frame_count; i++) {

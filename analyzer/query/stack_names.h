@@ -71,6 +71,19 @@ int stack_labels_distinct(const named_stack *const *stacks, size_t n, char *cons
 int stack_labels_of(sqlite3 *db, const int64_t *stack_ids, size_t n, char *const *labels,
                     size_t len);
 
+/* A frame as every label writes it: "train.py:88 train_step" (file name, line, function; a C++
+ * name without its return type and parameters, an autograd node as "GatherBackward0::apply"),
+ * "function (libfoo.so)", "0x1234 (libfoo.so)", or "unknown frame". */
+void stack_frame_label(const named_frame *f, char *buf, size_t len);
+
+/* The frames of a whole stack a flame graph shows (export), innermost first, by their index in
+ * s->frames, into shown[] (room for s->frame_count): the site's frame, every Python frame, and
+ * every other frame a label may tell two stacks apart by (named, or of a module, and not
+ * plumbing: the allocator, c10, ATen and its dispatcher, the CUDA runtime, torch's bindings, the
+ * interpreter's C frames, the C/C++ runtime and thread starts, PyTorch's own recording frames).
+ * Returns how many; 0 for a stack without frames. */
+size_t stack_frames_shown(const named_stack *s, size_t *shown);
+
 /* Writes the frames as PyTorch's snapshot does: [{"name", "filename", "line"}, ...],
  * innermost first. */
 void stack_json_frames(FILE *out, const named_stack *stack);
