@@ -132,9 +132,9 @@ grep -qx 'train.py:131 <module>;train.py:120 main;train.py:79 train_step;da ta.p
     "$T/odd.folded" || fail "a ';' and a newline in a frame: $(grep da "$T/odd.folded")"
 [ "$(wc -l <"$T/odd.folded")" -eq "$(wc -l <"$T/peak.folded")" ] || fail "odd: a line more or less"
 
-# --help: the formats there are, and that more are to come
+# --help: the formats there are
 "$MA" export --help >"$T/help" || fail "export --help: exit $?"
-grep -q "^  folded " "$T/help" && grep -q "others are to come" "$T/help" || fail "export --help"
+grep -q "^  folded " "$T/help" && grep -q "^  pytorch " "$T/help" || fail "export --help"
 
 # bad inputs: exit 2, one line, nothing left beside -o
 mkdir -p "$T/bad/adir"
@@ -155,7 +155,7 @@ bad() { # bad WHAT PATTERN ARGS...: exit 2, one line matching PATTERN, the folde
     [ "$(cat "$T/bad/kept")" = old ] && [ "$(cat "$T/bad/target")" = keep ] ||
         fail "$what: a file changed"
 }
-bad "unknown --to" "unknown --to 'svg' (the formats: folded)" "$T/x.db" --to svg -o "$T/bad/o"
+bad "unknown --to" "unknown --to 'svg' (the formats: folded, pytorch)" "$T/x.db" --to svg -o "$T/bad/o"
 bad "no --to" "needs --to FORMAT" "$T/x.db" -o "$T/bad/o"
 bad "no -o" "needs -o FILE" "$T/x.db" --to folded
 bad "-o a directory" "is a directory" "$T/x.db" --to folded -o "$T/bad/adir"
