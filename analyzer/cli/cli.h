@@ -29,10 +29,6 @@ int cli_parse_count(const char *name, const char *text, long max, long *out);
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);
 
-/* Opens the database file at `path` as cli_open_db does (read-only, one read transaction, ours
- * by its schema version), printing nothing. 0, or -1 with a one-line message in err. */
-int cli_open_db_file(const char *path, sqlite3 **db, char *err, size_t errlen);
-
 /* cli_open_db, and the device a command looks at: `wanted`, which must have events there
  * (else "INPUT: no device N"), or the one with the highest peak when wanted < 0. Returns 0, or
  * prints the error and returns 2 with *db closed. */

@@ -143,12 +143,8 @@ typedef struct series_map {
     size_t n;
     const char *by;
     sqlite3 *db;
-    /* cache: stack id -> series + 2 (0 = not looked up), open addressing on the id (a forged
-     * id of 2^40 costs one slot, not an array that long); at most half the slots used */
-    struct stack_slot {
-        int64_t stack, series;
-    } * stack_series;
-    size_t stack_cap, stack_used;
+    addr_map stack_series; /* cache: stack id -> series + 2 (absent: not looked up); a hash,
+                              so a forged id of 2^40 costs one slot, not an array that long */
     const site_ranks *ranks;
 } series_map;
 
@@ -175,36 +171,6 @@ static int series_add(series_map *m, const char *label) {
     return m->labels[m->n] ? (int)m->n++ : -1;
 }
 
-static struct stack_slot *slot_find(struct stack_slot *slots, size_t cap, int64_t stack) {
-    size_t i = (size_t)gmt_hash_mix64((uint64_t)stack) & (cap - 1);
-    while (slots[i].series && slots[i].stack != stack)
-        i = (i + 1) & (cap - 1);
-    return &slots[i];
-}
-
-/* The stack's slot in the stack -> series cache (its series 0 when new), grown as needed; NULL
- * when out of memory. */
-static int64_t *series_slot(series_map *m, int64_t stack) {
-    if ((m->stack_used + 1) * 2 > m->stack_cap) {
-        size_t cap = m->stack_cap ? m->stack_cap * 2 : 1024;
-        struct stack_slot *grown = calloc(cap, sizeof *grown);
-        if (!grown)
-            return NULL;
-        for (size_t i = 0; i < m->stack_cap; i++)
-            if (m->stack_series[i].series)
-                *slot_find(grown, cap, m->stack_series[i].stack) = m->stack_series[i];
-        free(m->stack_series);
-        m->stack_series = grown;
-        m->stack_cap = cap;
-    }
-    struct stack_slot *s = slot_find(m->stack_series, m->stack_cap, stack);
-    if (!s->series) { /* a new key: a series is set on it at once, so it counts as used */
-        s->stack = stack;
-        m->stack_used++;
-    }
-    return &s->series;
-}
-
 /* The top sites by bytes at the device's peak, grouped by their labels as one list: the
  * stacks of one site told apart are series of their own. Those stacks keep the series of
  * their label (else "other"); any other stack joins the series of its site, if there is one. */
@@ -220,9 +186,8 @@ static void series_top_sites(series_map *m, int device, size_t top) {
                 found = (int)k;
         if (found < 0 && m->n < top)
             found = series_add(m, label);
-        int64_t *slot = ids[i] >= 0 ? series_slot(m, ids[i]) : NULL;
-        if (slot)
-            *slot = found + 2;
+        if (ids[i] >= 0) /* out of memory: looked up again when met */
+            addr_map_put(&m->stack_series, 0, (uint64_t)ids[i], (uint32_t)(found + 2));
     }
     free(ids);
     free(labels);
@@ -236,19 +201,20 @@ static int series_of(series_map *m, int64_t stack, int64_t stream, int64_t size)
     }
     if (!strcmp(m->by, "size-class"))
         return series_add(m, size_class(size));
-    int64_t *slot = stack >= 0 ? series_slot(m, stack) : NULL;
-    if (!slot)
+    if (stack < 0)
         return -1;
-    if (!*slot) {
-        char label[256];
-        stack_label(m->db, stack, label, sizeof label);
-        int found = -1;
-        for (size_t i = 0; i < m->n; i++)
-            if (!strcmp(m->labels[i], label))
-                found = (int)i;
-        *slot = found + 2;
-    }
-    return (int)*slot - 2;
+    const uint32_t *cached = addr_map_get(&m->stack_series, 0, (uint64_t)stack);
+    if (cached)
+        return (int)*cached - 2;
+    char label[256];
+    stack_label(m->db, stack, label, sizeof label);
+    int found = -1;
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->labels[i], label))
+            found = (int)i;
+    if (addr_map_put(&m->stack_series, 0, (uint64_t)stack, (uint32_t)(found + 2)) != 0)
+        return -1;
+    return found;
 }
 
 static void series_free(series_map *m) {
@@ -256,7 +222,7 @@ static void series_free(series_map *m) {
         free(m->labels[i]);
     free(m->labels);
     free(m->keys);
-    free(m->stack_series);
+    addr_map_free(&m->stack_series);
 }
 
 typedef struct timeline_data {

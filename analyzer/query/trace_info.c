@@ -1,25 +1,21 @@
 /* trace_info.c — a trace's records tallied (trace_info.h). Marker names need the strings they
- * name: kept in a hash table by id, so a forged id of 2^26 costs one entry, not an array of
- * 2^26 pointers; a string defined again replaces the first. */
+ * name: found by id through an addr_map, so a forged id of 2^26 costs one entry, not an array
+ * of 2^26 pointers; a string defined again replaces the first. */
 #include "trace_info.h"
 
-#include "gmt_hash.h"
+#include "addr_map.h"
+#include "gmt_grow.h"
 #include "step_rule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct kept_string {
-    uint32_t id;
-    char *text; /* NULL: a free slot */
-} kept_string;
-
 typedef struct tally {
     trace_info *in;
-    kept_string *slots; /* open addressing, 2^bits of them, at most half used */
-    unsigned bits;
-    size_t used;
+    addr_map string_at; /* string id -> 1 + its index in texts */
+    char **texts;
+    size_t ntexts, cap;
 } tally;
 
 static void note_ts(trace_info *in, uint64_t ts) {
@@ -30,47 +26,29 @@ static void note_ts(trace_info *in, uint64_t ts) {
     in->any_ts = 1;
 }
 
-static size_t slot_of(const tally *t, uint32_t id) {
-    size_t mask = ((size_t)1 << t->bits) - 1, i = (size_t)gmt_hash_mix64(id) & mask;
-    while (t->slots[i].text && t->slots[i].id != id)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static int grow(tally *t) {
-    unsigned bits = t->bits ? t->bits + 1 : 8;
-    kept_string *old = t->slots;
-    size_t n = t->bits ? (size_t)1 << t->bits : 0;
-    if (!(t->slots = calloc((size_t)1 << bits, sizeof *t->slots))) {
-        t->slots = old;
-        return -1;
-    }
-    t->bits = bits;
-    for (size_t i = 0; i < n; i++)
-        if (old[i].text)
-            t->slots[slot_of(t, old[i].id)] = old[i];
-    free(old);
-    return 0;
-}
-
 static int keep_string(tally *t, const trace_string *s) {
-    if ((t->used + 1) * 2 > (t->bits ? (size_t)1 << t->bits : 0) && grow(t) != 0)
-        return -1;
     char *text = strdup(s->text.ptr ? s->text.ptr : "");
     if (!text)
         return -1;
-    kept_string *k = &t->slots[slot_of(t, s->string_id)];
-    if (k->text)
-        free(k->text);
-    else
-        t->used++;
-    *k = (kept_string){s->string_id, text};
+    uint32_t *at = addr_map_get(&t->string_at, 0, s->string_id);
+    if (at) { /* defined again: the later text wins */
+        free(t->texts[*at - 1]);
+        t->texts[*at - 1] = text;
+        return 0;
+    }
+    if (gmt_grow((void **)&t->texts, &t->cap, t->ntexts, sizeof *t->texts) != 0 ||
+        addr_map_put(&t->string_at, 0, s->string_id, (uint32_t)t->ntexts + 1) != 0) {
+        free(text);
+        return -1;
+    }
+    t->texts[t->ntexts++] = text;
     return 0;
 }
 
 /* The text of string id (its last definition so far), or NULL. */
 static const char *string_of(const tally *t, uint32_t id) {
-    return t->bits ? t->slots[slot_of(t, id)].text : NULL;
+    const uint32_t *at = addr_map_get(&t->string_at, 0, id);
+    return at ? t->texts[*at - 1] : NULL;
 }
 
 /* Steps open with a range or a mark whose name follows the step rule, or with an explicit
@@ -192,9 +170,10 @@ int trace_info_read(const char *path, trace_info **out, char *err, size_t errlen
         snprintf(err, errlen, "out of memory");
     else if (rc < 0)
         snprintf(err, errlen, "%s: %s", path, trace_reader_error(r));
-    for (size_t i = 0; t.bits && i < (size_t)1 << t.bits; i++)
-        free(t.slots[i].text);
-    free(t.slots);
+    for (size_t i = 0; i < t.ntexts; i++)
+        free(t.texts[i]);
+    free(t.texts);
+    addr_map_free(&t.string_at);
     trace_reader_close(r);
     if (rc != 0) {
         trace_info_free(t.in);
