@@ -155,7 +155,7 @@ bad() { # bad WHAT PATTERN ARGS...: exit 2, one line matching PATTERN, the folde
     [ "$(cat "$T/bad/kept")" = old ] && [ "$(cat "$T/bad/target")" = keep ] ||
         fail "$what: a file changed"
 }
-bad "unknown --to" "unknown --to 'svg' (the formats: folded, pytorch)" "$T/x.db" --to svg -o "$T/bad/o"
+bad "unknown --to" "unknown --to 'svg' (the formats: folded, pytorch, perfetto, chrome-json)" "$T/x.db" --to svg -o "$T/bad/o"
 bad "no --to" "needs --to FORMAT" "$T/x.db" -o "$T/bad/o"
 bad "no -o" "needs -o FILE" "$T/x.db" --to folded
 bad "-o a directory" "is a directory" "$T/x.db" --to folded -o "$T/bad/adir"

@@ -4,12 +4,15 @@
  * a failed driver allocation, which a history has no action for, left out), and
  * base/pickle_write.h's values read back by the project's safe reader (ints at every width
  * LONG1 takes over from BININT, 2^64 - 1, negatives, floats, long strings, a memo reference
- * past 256 entries). */
+ * past 256 entries), and base/tree_write.h's one tree written both ways: the pickle read back
+ * (a list of 2500, written in batches, a dict, a memoized list fetched again), the JSON byte for
+ * byte (escapes, floats as Python's json writes them, the extreme integers, empty containers). */
 #include "check.h"
 #include "pickle.h"
 #include "pickle_write.h"
 #include "torch_export.h"
 #include "trace_build.h"
+#include "tree_write.h"
 
 #include <string.h>
 
@@ -125,10 +128,100 @@ static void test_writer(void) {
     free(buf);
 }
 
+/* The tree {"s": TEXT, "f": [0.0, 0.1, -2.5e-07], "i": [INT64_MIN, UINT64_MAX], "b": true,
+ * "n": null, "e": [], "d": {}, "l": [0 .. count), "m": the "e" list again (pickle: memo)}. */
+static void write_tree(FILE *f, int json, size_t count) {
+    tree_writer tw;
+    tree_begin(&tw, f, json);
+    tree_dict(&tw);
+    tree_key(&tw, "s");
+    tree_str(&tw, "q\"b\\n\n\x01\xc3\xa9");
+    tree_key(&tw, "f");
+    tree_list(&tw);
+    tree_float(&tw, 0.0);
+    tree_float(&tw, 0.1);
+    tree_float(&tw, -2.5e-7);
+    tree_close(&tw);
+    tree_key(&tw, "i");
+    tree_list(&tw);
+    tree_int(&tw, INT64_MIN);
+    tree_uint(&tw, UINT64_MAX);
+    tree_close(&tw);
+    tree_key(&tw, "b");
+    tree_bool(&tw, 1);
+    tree_key(&tw, "n");
+    tree_none(&tw);
+    tree_key(&tw, "e");
+    tree_list(&tw);
+    tree_close(&tw);
+    uint32_t memo = tree_memoize(&tw);
+    CHECK(json ? memo == 0 : memo == 1);
+    tree_key(&tw, "d");
+    tree_dict(&tw);
+    tree_close(&tw);
+    if (count) {
+        tree_key(&tw, "l");
+        tree_list(&tw);
+        for (size_t i = 0; i < count; i++)
+            tree_uint(&tw, i);
+        tree_close(&tw);
+    }
+    if (memo) {
+        tree_key(&tw, "m");
+        tree_get(&tw, memo);
+    }
+    tree_close(&tw);
+    tree_end(&tw);
+}
+
+static void test_tree(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    write_tree(f, 1, 0);
+    CHECK(fclose(f) == 0);
+    CHECK_STR_EQ(buf, "{\"s\":\"q\\\"b\\\\n\\n\\u0001\xc3\xa9\",\"f\":[0.0,0.1,-2.5e-07],"
+                      "\"i\":[-9223372036854775808,18446744073709551615],\"b\":true,"
+                      "\"n\":null,\"e\":[],\"d\":{}}\n");
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    write_tree(f, 0, 2500);
+    CHECK(fclose(f) == 0);
+    char err[256];
+    pickle_doc *doc = pickle_parse(buf, len, NULL, err, sizeof err);
+    if (!doc)
+        fprintf(stderr, "pickle_parse: %s\n", err);
+    CHECK(doc != NULL);
+    if (doc) {
+        pickle_value root = pickle_root(doc), l = pickle_dict_get(root, "l");
+        size_t n = 0;
+        const char *s = pickle_get_str(pickle_dict_get(root, "s"), &n);
+        CHECK(s && n == 9 && !memcmp(s, "q\"b\\n\n\x01\xc3\xa9", n));
+        CHECK_EQ_U64(pickle_len(l), 2500);
+        uint64_t last = 0, big = 0;
+        CHECK(pickle_get_u64(pickle_item(l, 2499), &last) && last == 2499);
+        CHECK(pickle_get_u64(pickle_item(pickle_dict_get(root, "i"), 1), &big) &&
+              big == UINT64_MAX);
+        CHECK(pickle_identity(pickle_dict_get(root, "m")) ==
+              pickle_identity(pickle_dict_get(root, "e")));
+        CHECK_EQ_U64(pickle_len(pickle_dict_get(root, "d")), 0);
+        pickle_free(doc);
+    }
+    free(buf);
+}
+
 int main(void) {
     if (tmpdir_make("torch_export") != 0)
         return 1;
     test_driver_only();
     test_writer();
+    test_tree();
     return tmpdir_finish("test_torch_export");
 }

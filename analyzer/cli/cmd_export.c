@@ -3,12 +3,15 @@
  * `frame;frame;...;frame BYTES`, outermost frame first, from folded.h's rows (what is live at the
  * peak or a WHEN, the growth per step per stack, what was allocated in a window). `pytorch`
  * (MemoryViz, torch.cuda._memory_viz): the pickle torch.cuda.memory._dump_snapshot writes
- * (export_pytorch.h). The file is written under a temporary name beside
+ * (export_pytorch.h). `perfetto` (ui.perfetto.dev) and `chrome-json` (chrome://tracing): the
+ * timeline, each device's totals, allocations with their stacks, OOMs, steps and NVTX ranges
+ * (export_perfetto.h). The file is written under a temporary name beside
  * FILE and renamed over it once complete, only over a regular file or nothing (db_file.h's
  * rule): a bad input or a failed write leaves no file behind. */
 #include "cli.h"
 #include "commands.h"
 #include "db_file.h"
+#include "export_perfetto.h"
 #include "export_pytorch.h"
 #include "folded.h"
 #include "torch_export.h"
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,12 +43,25 @@ const char export_usage[] =
     "                (pytorch.org/memory_viz) and python -m torch.cuda._memory_viz: every\n"
     "                device's history (device_traces) and its segments at the end; a\n"
     "                driver allocation no allocator splits is a segment of one block;\n"
-    "                takes no --what, --from or --until (nor --device: every device)\n";
+    "                takes no --what, --from or --until (nor --device: every device);\n"
+    "                steps and NVTX ranges as external_annotations (and user_defined\n"
+    "                entries), each entry's category when the analyzer knows them; FILE\n"
+    "                ending in .json: the same structure as JSON\n"
+    "  perfetto      a Perfetto trace (protobuf, .perfetto-trace) for ui.perfetto.dev:\n"
+    "                a process per device (and rank) with counter tracks of allocated,\n"
+    "                reserved and requested bytes; each allocation an instant with its\n"
+    "                stack weighted by its bytes (select a window: who allocated in it,\n"
+    "                as a flame graph); OOMs as instants with their facts; steps and NVTX\n"
+    "                ranges as slices; the whole run, every device: takes no --what,\n"
+    "                --from, --until or --device\n"
+    "  chrome-json   the same counters, instants and slices as Chrome trace-event JSON\n"
+    "                (chrome://tracing, other viewers), for inputs of at most 1000000\n"
+    "                events (larger: use perfetto)\n";
 
 /* text[0] --to, text[1] -o, text[2] --what */
 const cli_option export_options[] = {
     {"to", 0, CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
-     "  --to FORMAT   the format: folded or pytorch\n", NULL},
+     "  --to FORMAT   the format: folded, pytorch, perfetto or chrome-json\n", NULL},
     {"output", 'o', CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
      "  -o, --output FILE  where to write it (a regular file is replaced)\n", NULL},
     {"what", 'w', CLI_TEXT, offsetof(cli_ctx, text[2]), 0, NULL,
@@ -62,6 +79,13 @@ const cli_option export_options[] = {
     CLI_OPT_END};
 
 enum { WHAT_PEAK, WHAT_AT, WHAT_LEAKS, WHAT_ALLOCATED };
+
+#define FORMATS "folded, pytorch, perfetto, chrome-json"
+
+/* The formats of the timeline (export_perfetto.h): the whole run, no options. */
+static int timeline_format(const char *format) {
+    return !strcmp(format, "perfetto") || !strcmp(format, "chrome-json");
+}
 
 /* --what as one of WHAT_*, and the WHEN of at:WHEN; -1 when it is none. */
 static int what_of(const char *what, const char **when) {
@@ -83,12 +107,16 @@ static int what_of(const char *what, const char **when) {
 int export_check(cli_ctx *c) {
     const char *format = c->text[0], *out = c->text[1], *when;
     if (!format)
-        return cli_error("export needs --to FORMAT (the formats: folded, pytorch)");
-    if (strcmp(format, "folded") != 0 && strcmp(format, "pytorch") != 0)
-        return cli_error("unknown --to '%s' (the formats: folded, pytorch)", format);
+        return cli_error("export needs --to FORMAT (the formats: %s)", FORMATS);
+    if (strcmp(format, "folded") != 0 && strcmp(format, "pytorch") != 0 && !timeline_format(format))
+        return cli_error("unknown --to '%s' (the formats: %s)", format, FORMATS);
     if (!strcmp(format, "pytorch") && (c->text[2] || c->from || c->to))
         return cli_error("--to pytorch writes the whole run: it takes no --what, --from or "
                          "--until");
+    if (timeline_format(format) && (c->text[2] || c->from || c->to || c->device >= 0))
+        return cli_error("--to %s writes the whole run, every device: it takes no --what, "
+                         "--from, --until or --device",
+                         format);
     if (!out || !*out)
         return cli_error("export needs -o FILE");
     int what = what_of(c->text[2], &when);
@@ -217,13 +245,32 @@ int run_export(cli_ctx *c) {
     folded_table t;
     char err[512];
     if (!strcmp(c->text[0], "pytorch")) {
-        if ((rc = write_file(c->text[1], export_pytorch_fill, c->db)) != 0)
+        size_t len = strlen(c->text[1]);
+        int json = len >= 5 && !strcasecmp(c->text[1] + len - 5, ".json");
+        if ((rc = write_file(c->text[1], json ? export_pytorch_fill_json : export_pytorch_fill,
+                             c->db)) != 0)
             return rc;
         int devices = torch_export_device_count(c->db);
         printf("wrote %s: a PyTorch memory snapshot of %d device%s, the segments at the end "
-               "(event %lld)\n",
+               "(event %lld)%s\n",
                c->text[1], devices, devices == 1 ? "" : "s",
-               (long long)torch_export_last_event(c->db));
+               (long long)torch_export_last_event(c->db), json ? ", as JSON" : "");
+        return 0;
+    }
+    if (timeline_format(c->text[0])) {
+        int perfetto = !strcmp(c->text[0], "perfetto");
+        if ((rc = write_file(c->text[1], perfetto ? export_perfetto_fill : export_chrome_fill,
+                             c->db)) != 0)
+            return rc;
+        const export_timeline_counts *n = &export_timeline_last;
+        printf(
+            "wrote %s: %s of %d device%s, %lld allocation%s, %lld OOM%s, %lld slice%s (steps and "
+            "ranges), %lld counter sample%s\n",
+            c->text[1], perfetto ? "a Perfetto trace" : "Chrome trace-event JSON", n->devices,
+            n->devices == 1 ? "" : "s", (long long)n->allocations, n->allocations == 1 ? "" : "s",
+            (long long)n->ooms, n->ooms == 1 ? "" : "s", (long long)n->slices,
+            n->slices == 1 ? "" : "s", (long long)n->counter_samples,
+            n->counter_samples == 1 ? "" : "s");
         return 0;
     }
     if ((rc = export_window(c)) != 0)

@@ -1,166 +1,143 @@
-/* export_pytorch.c — `export --to pytorch` (export_pytorch.h): the pickle
- * torch.cuda.memory._dump_snapshot writes, {"segments", "device_traces", "allocator_settings"},
- * from torch_export.h's entries and layout.h's layout at the last event, streamed through
- * pickle_write.h (a frame list written once and fetched from the memo after). A printer: the
- * facts are torch_export.h's and layout.h's. */
+/* export_pytorch.c — `export --to pytorch` (export_pytorch.h): the snapshot
+ * torch.cuda.memory._dump_snapshot writes, {"segments", "device_traces", "allocator_settings",
+ * "external_annotations"}, from torch_export.h's entries, layout.h's layout at the last event and
+ * torch_context.h's annotations, categories and module offsets, streamed through tree_write.h as
+ * a pickle (a frame list written once and fetched from the memo after) or as the same structure
+ * in JSON. A printer: the facts are those modules'. */
 #include "export_pytorch.h"
 
 #include "gmt_grow.h"
 #include "layout.h"
-#include "pickle_write.h"
 #include "stack_names.h"
+#include "torch_context.h"
 #include "torch_export.h"
+#include "tree_write.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A list written in batches as pickle writes one: EMPTY_LIST, then MARK items APPENDS. */
-typedef struct list_out {
-    pickle_writer *w;
-    size_t in_batch;
-} list_out;
-
-static void list_begin(list_out *l, pickle_writer *w) {
-    l->w = w;
-    l->in_batch = 0;
-    pickle_write_empty_list(w);
+static void key_str(tree_writer *w, const char *k, const char *v) {
+    tree_key(w, k);
+    tree_str(w, v);
 }
 
-static void list_item(list_out *l) { /* before each item */
-    if (l->in_batch++ == 0)
-        pickle_write_mark(l->w);
-}
-
-static void list_item_done(list_out *l) {
-    if (l->in_batch == PICKLE_WRITE_BATCH) {
-        pickle_write_appends(l->w);
-        l->in_batch = 0;
-    }
-}
-
-static void list_end(list_out *l) {
-    if (l->in_batch)
-        pickle_write_appends(l->w);
-    l->in_batch = 0;
-}
-
-static void key_str(pickle_writer *w, const char *k, const char *v) {
-    pickle_write_str(w, k);
-    pickle_write_str(w, v);
-}
-
-static void key_uint(pickle_writer *w, const char *k, uint64_t v) {
-    pickle_write_str(w, k);
-    pickle_write_uint(w, v);
+static void key_uint(tree_writer *w, const char *k, uint64_t v) {
+    tree_key(w, k);
+    tree_uint(w, v);
 }
 
 /* Stacks whose frame list is memoized, by stack id (a larger id is written out each time). */
 #define TORCH_MEMO_MAX_STACK_ID ((int64_t)1 << 26)
 
 typedef struct torch_out {
-    pickle_writer w;
+    tree_writer w;
     stack_names *stacks;
-    uint32_t *memo_of; /* by stack id: 1 + the memo index of its frame list; 0: not yet */
+    torch_modules *modules;
+    torch_categories *cats; /* NULL: no categories known, none written */
+    torch_annotations ann;
+    uint32_t *memo_of; /* by stack id: tree_memoize's answer for its frame list; 0: not yet */
     size_t memo_cap;
     int oom;   /* out of memory reading a stack */
     int timed; /* the entries have a time_us */
 } torch_out;
 
-/* A stack's frames as PyTorch writes them: [{filename, line, name}], innermost first; a stack
- * written before as a BINGET of its first list. */
+/* One frame as PyTorch writes it: {filename, line, name}. A native frame without a symbol is
+ * named "??" (what addr2line answers and PyTorch keeps, torch_context.h), its file the module's
+ * path followed by "+0x" and the return address's offset in it when the module's base is known
+ * (PyTorch has no key for it); a frame the trace lost is "??" in "??". */
+static void put_frame(torch_out *o, const named_frame *f) {
+    tree_writer *w = &o->w;
+    char where[4096];
+    const char *file = f->file;
+    uint64_t off;
+    if (!file && f->module && !f->name && f->ip &&
+        torch_module_offset(o->modules, f->module, f->ip, &off)) {
+        snprintf(where, sizeof where, "%s+0x%llx", f->module, (unsigned long long)off);
+        file = where;
+    }
+    tree_dict(w);
+    key_str(w, "filename", file ? file : f->module ? f->module : "??");
+    tree_key(w, "line");
+    tree_int(w, f->line);
+    key_str(w, "name", f->name ? f->name : "??");
+    tree_close(w);
+}
+
+/* A stack's frames, innermost first; in a pickle a stack written before is a get of its first
+ * list. */
 static void put_frames(torch_out *o, int64_t stack_id) {
-    pickle_writer *w = &o->w;
-    int memo = stack_id > 0 && stack_id < TORCH_MEMO_MAX_STACK_ID;
+    tree_writer *w = &o->w;
+    int memo = !w->json && stack_id > 0 && stack_id < TORCH_MEMO_MAX_STACK_ID;
     if (memo && (size_t)stack_id < o->memo_cap && o->memo_of[stack_id]) {
-        pickle_write_get(w, o->memo_of[stack_id] - 1);
+        tree_get(w, o->memo_of[stack_id]);
         return;
     }
     const named_stack *st = stack_id ? stack_names_get(o->stacks, stack_id) : NULL;
     if (stack_id && !st)
         o->oom = 1;
-    list_out l;
-    list_begin(&l, w);
-    for (size_t k = 0; st && k < st->frame_count; k++) {
-        const named_frame *f = &st->frames[k];
-        list_item(&l);
-        pickle_write_empty_dict(w);
-        pickle_write_mark(w);
-        key_str(w, "filename", f->file ? f->file : f->module ? f->module : "??");
-        pickle_write_str(w, "line");
-        pickle_write_int(w, f->line);
-        key_str(w, "name", f->name ? f->name : "??");
-        pickle_write_setitems(w);
-        list_item_done(&l);
-    }
-    list_end(&l);
+    tree_list(w);
+    for (size_t k = 0; st && k < st->frame_count; k++)
+        put_frame(o, &st->frames[k]);
+    tree_close(w);
     if (!memo)
         return;
     if (gmt_grow((void **)&o->memo_of, &o->memo_cap, (size_t)stack_id, sizeof *o->memo_of) != 0)
         o->oom = 1;
     else
-        o->memo_of[stack_id] = pickle_write_memoize(w) + 1;
+        o->memo_of[stack_id] = tree_memoize(w);
 }
 
-/* A settings value as the pickle's: dicts and lists, strings, ints, floats, bools, None. */
-static void put_value(pickle_writer *w, const torch_value *v) {
+/* A settings value: dicts and lists, strings, ints, floats, bools, None. */
+static void put_value(tree_writer *w, const torch_value *v) {
     switch (v->type) {
     case TORCH_VALUE_DICT:
-    case TORCH_VALUE_LIST: {
+    case TORCH_VALUE_LIST:
         if (v->type == TORCH_VALUE_DICT)
-            pickle_write_empty_dict(w);
+            tree_dict(w);
         else
-            pickle_write_empty_list(w);
-        if (!v->n)
-            return;
-        pickle_write_mark(w);
+            tree_list(w);
         for (size_t i = 0; i < v->n; i++) {
             if (v->type == TORCH_VALUE_DICT)
-                pickle_write_str(w, v->keys[i]);
+                tree_key(w, v->keys[i]);
             put_value(w, &v->items[i]);
         }
-        if (v->type == TORCH_VALUE_DICT)
-            pickle_write_setitems(w);
-        else
-            pickle_write_appends(w);
+        tree_close(w);
         return;
-    }
     case TORCH_VALUE_STR:
-        pickle_write_str(w, v->str);
+        tree_str(w, v->str);
         return;
     case TORCH_VALUE_INT:
-        pickle_write_int(w, v->i);
+        tree_int(w, v->i);
         return;
     case TORCH_VALUE_FLOAT:
-        pickle_write_float(w, v->f);
+        tree_float(w, v->f);
         return;
     case TORCH_VALUE_BOOL:
-        pickle_write_bool(w, (int)v->i);
+        tree_bool(w, (int)v->i);
         return;
     case TORCH_VALUE_NULL:
-        pickle_write_none(w);
+        tree_none(w);
         return;
     }
 }
 
 static void put_block(torch_out *o, const layout_block *b) {
-    pickle_writer *w = &o->w;
-    pickle_write_empty_dict(w);
-    pickle_write_mark(w);
+    tree_writer *w = &o->w;
+    tree_dict(w);
     key_uint(w, "address", b->addr);
     key_uint(w, "size", b->size);
     key_uint(w, "requested_size", b->requested);
     key_str(w, "state", layout_state_name(b->state));
-    pickle_write_str(w, "frames");
+    tree_key(w, "frames");
     put_frames(o, b->state == LAYOUT_INACTIVE ? 0 : b->stack_id);
-    pickle_write_setitems(w);
+    tree_close(w);
 }
 
 static void put_segment(torch_out *o, const layout *lay, const layout_segment *s) {
-    pickle_writer *w = &o->w;
-    pickle_write_empty_dict(w);
-    pickle_write_mark(w);
+    tree_writer *w = &o->w;
+    tree_dict(w);
     key_uint(w, "device", (uint64_t)lay->device);
     key_uint(w, "address", s->addr);
     key_uint(w, "total_size", s->size);
@@ -169,120 +146,174 @@ static void put_segment(torch_out *o, const layout *lay, const layout_segment *s
     key_uint(w, "requested_size", s->requested_bytes);
     key_uint(w, "stream", s->stream);
     key_str(w, "segment_type", s->small_pool ? "small" : "large");
-    pickle_write_str(w, "segment_pool_id"); /* a list: pickle's tuples are not written */
-    pickle_write_empty_list(w);
-    pickle_write_mark(w);
-    pickle_write_int(w, 0);
-    pickle_write_int(w, 0);
-    pickle_write_appends(w);
-    pickle_write_str(w, "is_expandable");
-    pickle_write_bool(w, s->mapped);
-    pickle_write_str(w, "frames");
+    tree_key(w, "segment_pool_id"); /* a tuple there; a list here (pickle: no tuple opcode) */
+    tree_list(w);
+    tree_int(w, 0);
+    tree_int(w, 0);
+    tree_close(w);
+    tree_key(w, "is_expandable");
+    tree_bool(w, s->mapped);
+    tree_key(w, "frames");
     put_frames(o, s->stack_id);
-    pickle_write_str(w, "blocks");
-    list_out l;
-    list_begin(&l, w);
-    for (size_t k = 0; k < s->block_count; k++) {
-        list_item(&l);
+    tree_key(w, "blocks");
+    tree_list(w);
+    for (size_t k = 0; k < s->block_count; k++)
         put_block(o, &lay->blocks[s->first_block + k]);
-        list_item_done(&l);
-    }
-    list_end(&l);
-    pickle_write_setitems(w);
+    tree_close(w);
+    tree_close(w);
+}
+
+/* An annotation as PyTorch 2.4-2.6 put it in each device's trace (torch_context.h): a
+ * "user_defined" entry whose one frame is named by the stage, its file the range's name. */
+static void put_user_defined(torch_out *o, const torch_annotation *a) {
+    tree_writer *w = &o->w;
+    tree_dict(w);
+    key_str(w, "action", "user_defined");
+    key_uint(w, "addr", 0);
+    key_uint(w, "size", 0);
+    key_uint(w, "stream", 0);
+    tree_key(w, "time_us");
+    tree_int(w, a->time_us);
+    if (o->cats)
+        key_str(w, "category", "unknown");
+    tree_key(w, "frames");
+    tree_list(w);
+    tree_dict(w);
+    key_str(w, "filename", a->name);
+    tree_key(w, "line");
+    tree_int(w, 0);
+    key_str(w, "name", torch_annotation_stage(a));
+    tree_close(w);
+    tree_close(w);
+    tree_close(w);
 }
 
 typedef struct trace_out {
     torch_out *o;
-    list_out l;
+    size_t next_ann; /* the next annotation to put in this device's trace */
 } trace_out;
 
 static int put_event(void *ctx, const torch_event *e) {
     trace_out *t = ctx;
-    pickle_writer *w = &t->o->w;
-    list_item(&t->l);
-    pickle_write_empty_dict(w);
-    pickle_write_mark(w);
+    torch_out *o = t->o;
+    tree_writer *w = &o->w;
+    /* the ranges begun or ended by now, before the entry (the reader's order for them) */
+    while (o->timed && t->next_ann < o->ann.n && o->ann.items[t->next_ann].time_us <= e->time_us)
+        put_user_defined(o, &o->ann.items[t->next_ann++]);
+    tree_dict(w);
     key_str(w, "action", e->action);
     key_uint(w, "addr", e->addr);
     key_uint(w, "size", e->size);
     key_uint(w, "stream", e->stream);
-    if (t->o->timed) {
-        pickle_write_str(w, "time_us");
-        pickle_write_int(w, e->time_us);
+    if (o->timed) {
+        tree_key(w, "time_us");
+        tree_int(w, e->time_us);
     }
     if (!strcmp(e->action, "oom"))
         key_uint(w, "device_free", e->device_free);
-    pickle_write_str(w, "frames");
-    put_frames(t->o, e->stack_id);
-    pickle_write_setitems(w);
-    list_item_done(&t->l);
+    if (o->cats) /* a segment's entry, an oom: no block, "unknown" */
+        key_str(w, "category",
+                e->block_id != TORCH_NO_BLOCK ? torch_category_of(o->cats, e->block_id)
+                                              : "unknown");
+    tree_key(w, "frames");
+    put_frames(o, e->stack_id);
+    tree_close(w);
     return ferror(w->f) ? -1 : 0; /* a full disk: stop early, write_file says why */
 }
 
-int export_pytorch_fill(FILE *f, void *ctx, char *err, size_t errlen) {
-    sqlite3 *db = ctx;
+static void put_annotations(torch_out *o) {
+    tree_writer *w = &o->w;
+    tree_key(w, "external_annotations");
+    tree_list(w);
+    for (size_t i = 0; i < o->ann.n; i++) {
+        const torch_annotation *a = &o->ann.items[i];
+        tree_dict(w); /* PyTorch's order: the metadata (name, stage), then device, time_us */
+        key_str(w, "name", a->name);
+        key_str(w, "stage", torch_annotation_stage(a));
+        tree_key(w, "device"); /* a recording's ranges are the process's: one entry each */
+        tree_int(w, 0);
+        tree_key(w, "time_us");
+        tree_int(w, a->time_us);
+        tree_close(w);
+    }
+    tree_close(w);
+}
+
+static int fill(FILE *f, sqlite3 *db, int json, char *err, size_t errlen) {
     torch_out *o = calloc(1, sizeof *o);
-    if (!o || !(o->stacks = stack_names_new(db))) {
+    if (!o || !(o->stacks = stack_names_new(db)) || !(o->modules = torch_modules_read(db))) {
+        if (o)
+            stack_names_free(o->stacks);
         free(o);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     int devices = torch_export_device_count(db), rc = 0;
     o->timed = torch_export_timed(db);
+    if ((o->timed && torch_annotations_read(db, &o->ann, err, errlen) != 0) ||
+        torch_categories_read(db, &o->cats, err, errlen) != 0)
+        rc = -1;
     int64_t last = torch_export_last_event(db);
-    pickle_writer *w = &o->w;
-    pickle_write_begin(w, f);
-    pickle_write_empty_dict(w);
-    pickle_write_mark(w);
-    pickle_write_str(w, "segments");
-    list_out segs;
-    list_begin(&segs, w);
+    tree_writer *w = &o->w;
+    tree_begin(w, f, json);
+    tree_dict(w);
+    tree_key(w, "segments");
+    tree_list(w);
     for (int d = 0; d < devices && rc == 0; d++) {
         layout *lay;
         if (layout_build(db, d, last, &lay, err, errlen) != 0) {
             rc = -1;
             break;
         }
-        for (size_t i = 0; i < lay->segment_count; i++) {
-            list_item(&segs);
+        for (size_t i = 0; i < lay->segment_count; i++)
             put_segment(o, lay, &lay->segments[i]);
-            list_item_done(&segs);
-        }
         layout_free(lay);
     }
-    list_end(&segs);
-    pickle_write_str(w, "device_traces");
-    list_out traces;
-    list_begin(&traces, w);
+    tree_close(w);
+    tree_key(w, "device_traces");
+    tree_list(w);
     for (int d = 0; d < devices && rc == 0; d++) {
-        list_item(&traces);
+        tree_list(w);
         trace_out t = {.o = o};
-        list_begin(&t.l, w);
         char why[256] = "";
         if (torch_export_events(db, d, put_event, &t, why, sizeof why) != 0 && *why) {
             snprintf(err, errlen, "%s", why);
             rc = -1;
         }
-        list_end(&t.l);
-        list_item_done(&traces);
+        while (rc == 0 && o->timed && t.next_ann < o->ann.n) /* ranges after the last entry */
+            put_user_defined(o, &o->ann.items[t.next_ann++]);
+        tree_close(w);
     }
-    list_end(&traces);
+    tree_close(w);
     torch_value settings;
     if (torch_export_settings(db, &settings) != 0)
         o->oom = 1;
     if (settings.n) { /* none known (an older snapshot, a driver trace): no key, as there */
-        pickle_write_str(w, "allocator_settings");
+        tree_key(w, "allocator_settings");
         put_value(w, &settings);
     }
     torch_value_free(&settings);
-    pickle_write_setitems(w);
-    pickle_write_stop(w);
+    if (o->timed) /* PyTorch >= 2.7 writes the key; a snapshot without times had none */
+        put_annotations(o);
+    tree_close(w);
+    tree_end(w);
     if (rc == 0 && o->oom) {
         snprintf(err, errlen, "out of memory reading a stack");
         rc = -1;
     }
     stack_names_free(o->stacks);
+    torch_modules_free(o->modules);
+    torch_categories_free(o->cats);
+    torch_annotations_free(&o->ann);
     free(o->memo_of);
     free(o);
     return rc;
+}
+
+int export_pytorch_fill(FILE *f, void *ctx, char *err, size_t errlen) {
+    return fill(f, ctx, 0, err, errlen);
+}
+
+int export_pytorch_fill_json(FILE *f, void *ctx, char *err, size_t errlen) {
+    return fill(f, ctx, 1, err, errlen);
 }

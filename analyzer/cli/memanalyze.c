@@ -67,7 +67,7 @@ static const cli_command commands[] = {
      SETUP(run_import, 0, import_options, "o:h", import_usage)},
     {"sql", "run an SQL query on the replayed database",
      SETUP(run_sql, CLI_NEEDS_DB | CLI_TWO_ARGS | CLI_TAKES_JSON, sql_options, "h", sql_usage)},
-    {"export", "the recording for other tools: folded stacks for flame graphs",
+    {"export", "the recording for other tools: flame graphs, MemoryViz, Perfetto",
      SETUP(run_export, CLI_NEEDS_DEVICE, export_options, "o:w:d:h", export_usage),
      .check = export_check},
     {"symbolize", "name the native frames of a trace recorded on this host",

@@ -215,12 +215,16 @@ static int changed_while_read(const char *path, const input_fingerprint *before,
     return 1;
 }
 
+/* `before` is the input as the cache key saw it (find_database's fingerprint), so that the key
+ * and the check after the replay speak of one file; NULL: taken here (import -o). */
 static int build(const char *path, input_kind kind, const char *db_path, const input_options *opt,
-                 int mode, char *err, size_t errlen) {
+                 int mode, const input_fingerprint *key_fp, char *err, size_t errlen) {
     snapshot_facts facts;
     snapshot_import *snap = NULL;
     input_fingerprint before;
-    if (fingerprint(path, &before, err, errlen) != 0)
+    if (key_fp)
+        before = *key_fp;
+    else if (fingerprint(path, &before, err, errlen) != 0)
         return -1;
     if (kind == INPUT_SNAPSHOT) {
         /* A snapshot becomes a trace, handed to the replay record by record as it is written
@@ -325,7 +329,7 @@ int input_build_database(const char *path, input_kind kind, const char *db_path,
     const char *base;
     split_path(db_path, dir, sizeof dir, &base);
     db_file_sweep(dir, base); /* what killed builds of this file left */
-    return build(path, kind, db_path, opt, 0666, err, errlen);
+    return build(path, kind, db_path, opt, 0666, NULL, err, errlen);
 }
 
 /* Whether the cached database at db_path passes the checks every command makes (cli.c): a
@@ -379,8 +383,8 @@ static int cache_usable(const char *db_path, char *why, size_t len) {
  * must be built first (*kind set; stale[] says why when a cached file failed its checks, else
  * ""), -1 on an error. */
 static int find_database(const char *path, const input_options *opt, input_kind *kind,
-                         char *db_path, size_t db_len, char *stale, size_t stale_len, char *err,
-                         size_t errlen) {
+                         char *db_path, size_t db_len, char *stale, size_t stale_len,
+                         input_fingerprint *fp_out, char *err, size_t errlen) {
     stale[0] = '\0';
     if (input_detect(path, kind, err, errlen) != 0)
         return -1;
@@ -391,16 +395,16 @@ static int find_database(const char *path, const input_options *opt, input_kind 
         return 0;
     }
     char real[PATH_MAX], dir[PATH_MAX];
-    input_fingerprint fp;
+    input_fingerprint fp_local, *fp = fp_out ? fp_out : &fp_local;
     if (!realpath(path, real)) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    if (fingerprint(real, &fp, err, errlen) != 0 || cache_dir(dir, sizeof dir, err, errlen) != 0)
+    if (fingerprint(real, fp, err, errlen) != 0 || cache_dir(dir, sizeof dir, err, errlen) != 0)
         return -1;
     uint64_t h = GMT_HASH_SEED;
-    int64_t facts[6] = {fp.size,         fp.mtime_ns,     fp.ctime_ns,
-                        (int64_t)fp.dev, (int64_t)fp.ino, (int64_t)fp.content};
+    int64_t facts[6] = {fp->size,         fp->mtime_ns,     fp->ctime_ns,
+                        (int64_t)fp->dev, (int64_t)fp->ino, (int64_t)fp->content};
     const char *word = opt && opt->step_word ? opt->step_word : "step";
     h = gmt_hash_bytes(h, real, strlen(real));
     h = gmt_hash_bytes(h, facts, sizeof facts);
@@ -415,13 +419,14 @@ int input_find_database(const char *path, const input_options *opt, char *db_pat
                         char *err, size_t errlen) {
     input_kind kind;
     char stale[256];
-    return find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, err, errlen);
+    return find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, NULL, err, errlen);
 }
 
 /* Builds the cached database db_path of path (found missing or stale): the cache folder's
  * temporaries of dead processes removed first, the file the user's alone (0600). */
 static int build_cached(const char *path, input_kind kind, const char *db_path,
-                        const input_options *opt, const char *stale, char *err, size_t errlen) {
+                        const input_options *opt, const char *stale,
+                        const input_fingerprint *key_fp, char *err, size_t errlen) {
     struct stat st;
     if (stale[0]) { /* a regular file is replaced by the rename (readers keep theirs) */
         fprintf(stderr, "memanalyze: the cached database %s is unusable (%s): building it again\n",
@@ -433,17 +438,19 @@ static int build_cached(const char *path, input_kind kind, const char *db_path,
     const char *base;
     split_path(db_path, dir, sizeof dir, &base);
     db_file_sweep(dir, NULL);
-    return build(path, kind, db_path, opt, 0600, err, errlen);
+    return build(path, kind, db_path, opt, 0600, key_fp, err, errlen);
 }
 
 int input_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
                    char *err, size_t errlen) {
     input_kind kind;
     char stale[256];
-    int found = find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, err, errlen);
+    input_fingerprint fp;
+    int found =
+        find_database(path, opt, &kind, db_path, db_len, stale, sizeof stale, &fp, err, errlen);
     if (found != 1)
         return found;
-    return build_cached(path, kind, db_path, opt, stale, err, errlen);
+    return build_cached(path, kind, db_path, opt, stale, &fp, err, errlen);
 }
 
 /* The bytes of the file open at from into the empty file open at to: in the kernel where it can
@@ -485,14 +492,15 @@ int input_change_cache(const char *path, const input_options *opt,
                        void *ctx, char *err, size_t errlen) {
     input_kind kind;
     char db_path[PATH_MAX + 64], stale[256];
-    int found =
-        find_database(path, opt, &kind, db_path, sizeof db_path, stale, sizeof stale, err, errlen);
+    input_fingerprint fp;
+    int found = find_database(path, opt, &kind, db_path, sizeof db_path, stale, sizeof stale, &fp,
+                              err, errlen);
     if (found == 0 && kind == INPUT_DATABASE) {
         snprintf(err, errlen, "%s is a database given as input: it is not changed", path);
         return -1;
     }
     if (found < 0 ||
-        (found == 1 && build_cached(path, kind, db_path, opt, stale, err, errlen) != 0))
+        (found == 1 && build_cached(path, kind, db_path, opt, stale, &fp, err, errlen) != 0))
         return -1;
     /* The published file, locked: one change at a time, each on what the one before published
      * (a file renamed over it while this waited is the one to lock). Without locks (some network

@@ -551,7 +551,9 @@ static int write_seed(importer *im, uint32_t device, const seed_state *s) {
  * ProfilerStep#N included, this way before external_annotations): its one
  * frame holds the stage as its name ("START"/"END") and the range's name as
  * its filename. A range marker, like an external annotation; other unknown
- * actions carry nothing. */
+ * actions carry nothing. A snapshot that has external_annotations says its
+ * ranges there (memanalyze's export writes both, for every MemoryViz): its
+ * user_defined entries are the same ranges again, not read. */
 static int user_defined(importer *im, const snapshot_entry *e) {
     const snapshot *snap = im->snap;
     uint32_t action_name = snapshot_kind(snap, e)->action_name;
@@ -560,7 +562,7 @@ static int user_defined(importer *im, const snapshot_entry *e) {
     const uint32_t *frames = e->stack && e->stack < snap->stack_count
                                  ? snapshot_stack_frames(snap, e->stack, &depth)
                                  : NULL;
-    if (!action || strcmp(action, "user_defined") != 0 || depth < 1 ||
+    if (snap->has_annotations || !action || strcmp(action, "user_defined") != 0 || depth < 1 ||
         frames[0] >= snap->frame_count)
         return 0;
     const snapshot_frame *f = &snap->frames[frames[0]];

@@ -160,18 +160,23 @@ int torch_export_events(sqlite3 *db, int device, torch_event_fn fn, void *ctx, c
                 .time_us = event_value_or(v[C_TS][i], 0) / 1000,
                 .stack_id = event_value_or(v[C_STACK][i], 0),
                 .event_id = id,
+                .block_id = TORCH_NO_BLOCK,
             };
             if (block && req != EVENT_STORE_NULL && req >= 0)
                 e.size = (uint64_t)req;
             const seg_row *sr = NULL;
             const char *then = NULL; /* a whole block's alloc after its segment's */
-            if (op == TRACE_OP_ALLOC && block)
+            int64_t alloc_id = event_value_or(v[C_ALLOC][i], 0);
+            if (op == TRACE_OP_ALLOC && block) {
                 e.action = "alloc";
-            else if (op == TRACE_OP_FREE_REQUESTED && block)
+                e.block_id = id;
+            } else if (op == TRACE_OP_FREE_REQUESTED && block) {
                 e.action = "free_requested";
-            else if (op == TRACE_OP_FREE && block)
+                e.block_id = alloc_id;
+            } else if (op == TRACE_OP_FREE && block) {
                 e.action = "free_completed";
-            else if (op == TRACE_OP_OOM) {
+                e.block_id = alloc_id;
+            } else if (op == TRACE_OP_OOM) {
                 e.action = "oom";
                 e.addr = 0;
                 e.device_free = device_free_at(db, device, event_value_or(v[C_TS][i], 0));
@@ -183,10 +188,11 @@ int torch_export_events(sqlite3 *db, int device, torch_event_fn fn, void *ctx, c
             } else if ((op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) && !block &&
                        seg_ended_by(&segs, id)) {
                 e.action = op == TRACE_OP_UNMAP ? "segment_unmap" : "segment_free";
-                sr = seg_of_free(&segs, event_value_or(v[C_ALLOC][i], 0), id);
+                sr = seg_of_free(&segs, alloc_id, id);
                 if (sr && sr->whole_block && op == TRACE_OP_FREE) {
                     torch_event b = e;
                     b.action = "free_completed";
+                    b.block_id = alloc_id;
                     if (fn(ctx, &b) != 0)
                         rc = -2;
                 }
@@ -196,6 +202,7 @@ int torch_export_events(sqlite3 *db, int device, torch_event_fn fn, void *ctx, c
                 rc = -2;
             if (rc == 0 && then) {
                 e.action = then;
+                e.block_id = id;
                 if (fn(ctx, &e) != 0)
                     rc = -2;
             }

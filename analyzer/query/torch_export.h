@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define TORCH_NO_BLOCK INT64_MIN
+
 typedef struct torch_event {
     const char *action; /* PyTorch's name: "alloc", "free_requested", ... */
     uint64_t addr, size, stream;
@@ -30,6 +32,9 @@ typedef struct torch_event {
     int64_t time_us;      /* since the first recorded event (see torch_export_timed) */
     int64_t stack_id;     /* its frames (stack_names.h); 0: none */
     int64_t event_id;     /* the database's row */
+    int64_t block_id;     /* a block's entry (alloc, free_requested, free_completed): the event
+                             id of its alloc (allocations.alloc_id, <= 0 when seeded);
+                             TORCH_NO_BLOCK: none */
 } torch_event;
 
 /* The devices a history needs a list for: the greatest device of the devices table + 1 (0
