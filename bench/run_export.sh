@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run_export.sh — what `memanalyze export` costs (issue 30): a big synth trace, its database
-# built first (`memanalyze sql`; `info` reads the trace itself), then `export --to FORMAT` timed
+# built first (`memanalyze sql`; `info` reads the trace itself) with every block's category
+# (block_categories, which the first pytorch/perfetto/chrome-json export adds: timed apart),
+# then `export --to FORMAT` timed
 # for each FORMAT given (default: pytorch folded): wall time, peak RSS (/usr/bin/time -v), output
 # bytes and bytes per event. For
 # pytorch, CPython's baseline on a smaller trace (one Python can hold in memory): our export of
@@ -49,6 +51,9 @@ trace() {
     e=$(date +%s.%N)
     echo "$1: synth --events $2 in $(echo "$e - $s" | bc) s, $(stat -c %s "$T/$1.zst") bytes"
     measure "$1: the database (memanalyze sql)" "$MA" sql "$T/$1.zst" "SELECT count(*) FROM meta"
+    # what the first pytorch, perfetto or chrome-json export adds to the cache (category_stream.h)
+    measure "$1: every block's category into the cache (sql on allocations.category)" "$MA" sql \
+        "$T/$1.zst" "SELECT category FROM allocations LIMIT 1"
 }
 
 trace big "$EVENTS"

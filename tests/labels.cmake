@@ -37,7 +37,7 @@ set(GMT_SLOW_TESTS
   test_cli_labels test_cli_pictures    # issue 29: snapshots made by make_pickles.py, ~5 s each
   test_cli_export                      # issue 30: synth and the real snapshots, ~2 s
   test_export_pytorch                  # issue 30: export, re-import, compare; ~40-55 s
-  test_export_perfetto                 # issue 30: protoc decodes, known answers; ~5 s
+  test_export_perfetto                 # issue 30: protoc decodes, known answers, categories; ~10-20 s
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

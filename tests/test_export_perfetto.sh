@@ -13,8 +13,16 @@
 # OOM events, with their facts; one slice per step and per NVTX range, each begun and ended on
 # its track, never two open on one track; the callstacks interned once each (one per distinct
 # stack of those allocations), each before its first use; the first packet clearing the
-# incremental state. The Chrome JSON (json.load) gives the same answers. Options the timeline
-# formats do not take exit 2, one line, no file; so does chrome-json above its limit.
+# incremental state. Categories: a counter track "allocated: CATEGORY" per (device, category)
+# that has bytes (allocations.category, which `sql` adds to the cache after the exports ran)
+# when the analyzer knows any (a block whose category is not unknown), none when it knows none
+# (the one-moment snapshots); after every counter event their sum is the device's allocated, and
+# at the device's peak (its first sample at peak_allocated_bytes) they are report --json's
+# categories_at_peak. The Chrome JSON (json.load) gives the same answers (its samples grouped
+# by process and time). A database given as input without block_categories (one of an older
+# memanalyze: import -o's with them deleted) exports the same files, its categories swept in
+# memory. Options the timeline formats do not take exit 2, one line, no file; so does
+# chrome-json above its limit.
 # usage: test_export_perfetto.sh SYNTH MEMANALYZE PROTO_DIR [DATA]
 set -u
 SYNTH=$1 MA=$2 PROTO=$3 DATA=${4:-}
@@ -65,6 +73,12 @@ for in in "${inputs[@]}"; do
         fail "$in: export's line: $(cat "$T/p$n.txt")"
     "$MA" export "$in" --to chrome-json -o "$T/c$n.json" >"$T/c$n.txt" 2>&1 ||
         fail "$in: export --to chrome-json: $(cat "$T/c$n.txt")"
+    # after the exports (which add block_categories to the cache themselves): what they knew
+    "$MA" sql "$in" --json "SELECT (SELECT count(*) FROM allocations WHERE category IS NOT NULL
+          AND category <> 'unknown') AS known,
+        (SELECT json_group_array(DISTINCT device || ':' || category) FROM allocations
+          WHERE kind = 'device' AND size > 0) AS with_bytes" >"$T/k$n.json" ||
+        fail "$in: sql (categories): exit $?"
     # the file's packets with each deflated bundle (compressed_packets) inflated in its place
     python3 - "$T/p$n.perfetto-trace" "$T/p$n.plain" <<'PY' || fail "$in: the bundles"
 import sys, zlib
@@ -121,6 +135,44 @@ q = q[0] if isinstance(q, list) else q["rows"][0]
 devs = {d["device"]: d for d in report["devices"]}
 want_ooms = q["ooms"]
 bad = []
+k = json.load(open(f"{t}/k{n}.json"))
+k = k[0] if isinstance(k, list) else k["rows"][0]
+known = k["known"] > 0
+CAT = "allocated: "
+want_cats = sorted((int(x.split(":")[0]), CAT + x.split(":", 1)[1])
+                   for x in json.loads(k["with_bytes"]) if known)
+
+class Categories:
+    """Each device's category counters beside its allocated: the sum checked after every
+    counter event, the categories kept at the first sample at the device's peak."""
+    def __init__(self, kind):
+        self.kind, self.cur, self.at_peak, self.sums, self.wrong = kind, {}, {}, 0, []
+
+    def value(self, d, name, v):
+        self.cur[(d, name)] = v
+
+    def event_done(self, d):
+        cats = {c[len(CAT):]: v for (e, c), v in self.cur.items() if e == d and c.startswith(CAT)}
+        alloc = self.cur.get((d, "allocated"))
+        if not known or alloc is None:
+            return
+        self.sums += 1
+        if sum(cats.values()) != alloc and len(self.wrong) < 3:
+            self.wrong.append(f"device {d}: categories {sum(cats.values())} != allocated {alloc}")
+        if d not in self.at_peak and d in devs and alloc == devs[d]["peak_allocated_bytes"]:
+            self.at_peak[d] = {c: v for c, v in cats.items() if v}
+
+    def answers(self, tracks):
+        kind = self.kind
+        check(f"{kind}: category tracks", sorted(tracks), want_cats)
+        for w in self.wrong:
+            bad.append(f"{kind}: {w}")
+        if known:
+            check(f"{kind}: category sums checked", self.sums > 0, True)
+        for d, r in devs.items():
+            want = {c: v for c, v in (r.get("categories_at_peak") or {}).items() if v}
+            if known and r["peak_allocated_bytes"] > 0:
+                check(f"{kind}: device {d} categories at the peak", self.at_peak.get(d), want)
 
 def check(what, got, want):
     if got == want:
@@ -173,6 +225,7 @@ def all_of(msg, key):
     return [v for k, v in msg if k == key]
 
 def answers(kind, counter_tracks, last, peak, allocs, weight, ooms, slices):
+    counter_tracks = [k for k in counter_tracks if not k[1].startswith(CAT)]
     check(f"{kind}: counter tracks", sorted(counter_tracks), sorted(
         (d, c) for d in devs for c in ("allocated", "reserved", "requested")))
     for d, r in devs.items():
@@ -231,6 +284,7 @@ if have_protoc:
     check("the events' default clock",
           get(get(first, "trace_packet_defaults") or [], "timestamp_clock_id"), 64)
     check("the first packet's own clock", get(first, "timestamp_clock_id"), 6)
+    pcats = Categories("perfetto")
     clock_us = 0
     event_times, alloc_us = [], []
     slice_begins = []
@@ -261,6 +315,7 @@ if have_protoc:
         if get(te, "counter_value") is not None:
             values.append((get(te, "track_uuid"), get(te, "counter_value")))
         values += zip(all_of(te, "extra_counter_track_uuids"), all_of(te, "extra_counter_values"))
+        touched = set()
         for uuid, v in values:
             key = by_uuid.get(uuid)
             if key is None:
@@ -273,6 +328,10 @@ if have_protoc:
                 last[key] = (ts, v)
             if key[1] == "allocated":
                 peak[key[0]] = max(peak.get(key[0], 0), v)
+            pcats.value(key[0], key[1], v)
+            touched.add(key[0])
+        for d in touched:
+            pcats.event_done(d)
         if typ == "TYPE_INSTANT":
             name = tracks.get(get(te, "track_uuid"), (None, None))[1]
             if name == "allocations":
@@ -321,12 +380,23 @@ if have_protoc:
     counter_tracks = list(last)
     answers("perfetto", counter_tracks, {k: v for k, (_, v) in last.items()}, peak, allocs,
             round(weight), ooms, slices)
+    pcats.answers([k for k in counter_tracks if k[1].startswith(CAT)])
+    for uuid, (d, name) in by_uuid.items():  # a category's track only once it has bytes
+        if name.startswith(CAT) and (d, name) not in last:
+            bad.append(f"perfetto: track {name} of device {d} without values")
 
 chrome = json.load(open(f"{t}/c{n}.json"))
 check("displayTimeUnit", chrome.get("displayTimeUnit"), "ns")
 pid_dev, counter_tracks, last, peak = {}, set(), {}, {}
 allocs = ooms = slices = weight = 0
+ccats, group = Categories("chrome-json"), None
 for e in chrome["traceEvents"]:
+    if group is not None and (e["ph"] != "C" or (e["pid"], e["ts"]) != group):
+        ccats.event_done(pid_dev[group[0]])  # a counter event's samples: one process, one time
+        group = None
+    if e["ph"] == "C":
+        group = (e["pid"], e["ts"])
+        ccats.value(pid_dev[e["pid"]], e["name"], e["args"]["bytes"])
     if e["ph"] == "M" and e["name"] == "process_name":
         m = re.search(r"GPU (\d+)", e["args"]["name"])
         if m:
@@ -347,8 +417,11 @@ for e in chrome["traceEvents"]:
         check("a Chrome OOM's scope", e["s"], "p")
     elif e["ph"] == "X":
         slices += 1
+if group is not None:
+    ccats.event_done(pid_dev[group[0]])
 answers("chrome-json", list(counter_tracks), {k: v for k, (_, v) in last.items()}, peak, allocs,
         weight, ooms, slices)
+ccats.answers([k for k in counter_tracks if k[1].startswith(CAT)])
 if bad:
     print(f"{src}:\n  " + "\n  ".join(bad[:20]), file=sys.stderr)
     sys.exit(1)
@@ -362,6 +435,29 @@ sys.exit(0 if q["ooms"] > 0 else 1)' "$T/q2.json" || fail "the OOM run has no OO
 python3 -c 'import json,sys
 q=json.load(open(sys.argv[1])); q=q[0] if isinstance(q,list) else q["rows"][0]
 sys.exit(0 if q["steps"] > 0 and q["ranges"] > 0 else 1)' "$T/q1.json" || fail "no steps or ranges"
+
+# a database given as input without block_categories (an older memanalyze's: import -o writes
+# them): the same files as from the database with them, and as from the trace (input 1)
+"$MA" import "$T/two.zst" -o "$T/two.db" >/dev/null 2>&1 || fail "import -o"
+cp "$T/two.db" "$T/old.db"
+python3 - "$T/old.db" <<'PY' || fail "import -o: no block_categories to delete"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("SELECT count(*) FROM block_categories").fetchone()[0]
+db.execute("DELETE FROM block_categories")
+db.execute("DELETE FROM meta WHERE key = 'categories_blocks'")
+db.commit()
+sys.exit(0 if n > 0 else 1)
+PY
+for fmt in perfetto chrome-json; do
+    want=$T/p1.perfetto-trace
+    [ "$fmt" = chrome-json ] && want=$T/c1.json
+    for db in two old; do
+        "$MA" export "$T/$db.db" --to $fmt -o "$T/$db.$fmt" >"$T/db.txt" 2>&1 ||
+            fail "$db.db: export --to $fmt: $(cat "$T/db.txt")"
+        cmp -s "$T/$db.$fmt" "$want" || fail "$db.db: --to $fmt differs from the trace's"
+    done
+done
 
 # options the timeline formats do not take: exit 2, one line, no file
 for opt in "--what peak" "--device 0" "--from step:1" "--until step:2"; do

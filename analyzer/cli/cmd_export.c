@@ -4,16 +4,20 @@
  * peak or a WHEN, the growth per step per stack, what was allocated in a window). `pytorch`
  * (MemoryViz, torch.cuda._memory_viz): the pickle torch.cuda.memory._dump_snapshot writes
  * (export_pytorch.h). `perfetto` (ui.perfetto.dev) and `chrome-json` (chrome://tracing): the
- * timeline, each device's totals, allocations with their stacks, OOMs, steps and NVTX ranges
- * (export_perfetto.h). The file is written under a temporary name beside
+ * timeline, each device's totals (and each category's bytes), allocations with their stacks,
+ * OOMs, steps and NVTX ranges (export_perfetto.h). Those three read every block's category in
+ * event order (category_stream.h), which the first of them adds to a trace's cached database.
+ * The file is written under a temporary name beside
  * FILE and renamed over it once complete, only over a regular file or nothing (db_file.h's
  * rule): a bad input or a failed write leaves no file behind. */
+#include "category_store.h"
 #include "cli.h"
 #include "commands.h"
 #include "db_file.h"
 #include "export_perfetto.h"
 #include "export_pytorch.h"
 #include "folded.h"
+#include "timeline_export.h"
 #include "torch_export.h"
 #include "units.h"
 #include "when.h"
@@ -49,7 +53,8 @@ const char export_usage[] =
     "                ending in .json: the same structure as JSON\n"
     "  perfetto      a Perfetto trace (protobuf, .perfetto-trace) for ui.perfetto.dev:\n"
     "                a process per device (and rank) with counter tracks of allocated,\n"
-    "                reserved and requested bytes; each allocation an instant with its\n"
+    "                reserved and requested bytes, and of each category's bytes when\n"
+    "                the analyzer knows them; each allocation an instant with its\n"
     "                stack weighted by its bytes (select a window: who allocated in it,\n"
     "                as a flame graph); OOMs as instants with their facts; steps and NVTX\n"
     "                ranges as slices; the whole run, every device: takes no --what,\n"
@@ -239,11 +244,36 @@ static int export_window(cli_ctx *c) {
     return 0;
 }
 
+/* Every block's category in the cached database before pytorch, perfetto or chrome-json read
+ * them (as `sql` adds them: on a copy renamed over it, input.h), so that the export streams
+ * them in alloc_id order (category_stream.h) and holds only the live blocks'. Never added to a
+ * database the user gave: one without them (an older memanalyze's; import -o writes them) is
+ * categorized in memory as before, a map of every block, so the file says the same whatever
+ * the input's form. 0, or 2 (the error printed). */
+static int add_block_categories(cli_ctx *c) {
+    input_kind kind;
+    char err[PATH_MAX + 512];
+    if (category_blocks_stored(c->db) || input_detect(c->input, &kind, err, sizeof err) != 0 ||
+        kind == INPUT_DATABASE)
+        return 0;
+    input_options io = c->io;
+    db_close(c->db);
+    c->db = NULL;
+    if (input_change_cache(c->input, &io, category_blocks_add, NULL, err, sizeof err) != 0)
+        return cli_error("%s: the blocks' categories: %s", c->input, err);
+    return cli_open_db(c->input, &io, &c->db);
+}
+
 int run_export(cli_ctx *c) {
     const char *when;
     int what = what_of(c->text[2], &when), dev = (int)c->device, rc;
     folded_table t;
     char err[512];
+    int refused = !strcmp(c->text[0], "chrome-json") && /* its fill says why */
+                  timeline_export_event_count(c->db) > EXPORT_CHROME_MAX_EVENTS;
+    if ((!strcmp(c->text[0], "pytorch") || timeline_format(c->text[0])) && !refused &&
+        (rc = add_block_categories(c)) != 0)
+        return rc;
     if (!strcmp(c->text[0], "pytorch")) {
         size_t len = strlen(c->text[1]);
         int json = len >= 5 && !strcasecmp(c->text[1] + len - 5, ".json");

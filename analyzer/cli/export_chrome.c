@@ -5,7 +5,9 @@
  * kept but the stack labels (stack_names.h's cache) and the range lanes.
  *
  * Per device a process ("ph":"M" names it) with a counter per total ("ph":"C", "allocated",
- * "reserved", "requested": one name each, so a viewer does not stack them), an instant per
+ * "reserved", "requested": one name each, so a viewer does not stack them) and, when the
+ * analyzer knows categories, per category that has bytes ("allocated: activation", ...: they
+ * sum to allocated after every event), an instant per
  * allocation on thread 1 (its bytes, address, stream and site) and per OOM on thread 2 ("s":"p"
  * and its facts); a process "steps and ranges" with the steps ("ph":"X") on thread 0 and the
  * ranges on lanes as export_perfetto.c makes them. Times in µs ("ts", three decimals: ns), shifted
@@ -14,6 +16,7 @@
  * loader gives up (it holds the whole text, then the parsed objects). */
 #include "export_perfetto.h"
 
+#include "gmt_vocab.h"
 #include "json_out.h"
 #include "stack_names.h"
 #include "timeline_export.h"
@@ -30,6 +33,7 @@ typedef struct chrome {
     stack_names *names;
     int64_t shift;
     int64_t last[256][3];
+    int64_t cat_last[256][BLOCK_CATEGORY_COUNT]; /* 0 until a category has bytes */
     int pid[256];
     int64_t lane_tid[MAX_LANES], lane_end[MAX_LANES];
     int nlanes;
@@ -60,6 +64,16 @@ static int on_event(void *ctx, const tl_event *e) {
                 c->pid[e->device]);
         ts(f, c, e->ts_ns);
         fprintf(f, ",\"args\":{\"bytes\":%" PRId64 "}}", now[k]);
+        export_timeline_last.counter_samples++;
+    }
+    for (int k = 0; e->categories && k < BLOCK_CATEGORY_COUNT; k++) {
+        if (e->categories[k] == c->cat_last[e->device][k])
+            continue;
+        c->cat_last[e->device][k] = e->categories[k];
+        fprintf(f, ",\n{\"ph\":\"C\",\"name\":\"allocated: %s\",\"pid\":%d,\"ts\":",
+                gmt_category_name((gmt_category)k), c->pid[e->device]);
+        ts(f, c, e->ts_ns);
+        fprintf(f, ",\"args\":{\"bytes\":%" PRId64 "}}", e->categories[k]);
         export_timeline_last.counter_samples++;
     }
     if (e->kind == TL_ALLOC) {

@@ -5,7 +5,10 @@
  * field by field through proto_write.h. A printer: the facts are timeline_export.h's.
  *
  * Tracks: a process per (rank, device) with three counter tracks (allocated, reserved,
- * requested; unit UNIT_SIZE_BYTES) and two instant tracks, "allocations" and "OOMs"; a process
+ * requested; unit UNIT_SIZE_BYTES), one more per category when the analyzer knows them
+ * ("allocated: activation", ...: each category's live bytes, which sum to allocated; a track
+ * written before the first value of a category that has bytes, none for the others), and two
+ * instant tracks, "allocations" and "OOMs"; a process
  * "steps and ranges" with a track of steps and the NVTX ranges on lanes (a lane per thread and
  * depth: a range goes on the first lane of its thread that is free at its begin, so slices on
  * a track never overlap). Events: a counter sample per event that changes a total (one
@@ -42,6 +45,7 @@
 
 #include "addr_map.h"
 #include "gmt_hash.h"
+#include "gmt_vocab.h"
 #include "proto_write.h"
 #include "stack_names.h"
 #include "timeline_export.h"
@@ -141,10 +145,13 @@ static const char *const annotation_names[] = {NULL,
 #define BUNDLE_BYTES (384u << 10)
 
 /* Track uuids, small so that their varints are (an event names two or three): a device's
- * process 8 * (d + 1), its tracks + 1 ... + 5; the markers' process 1, its steps 2, its lanes
- * 2^20 + k. */
-#define DEV_UUID(d) (8 * ((uint64_t)(d) + 1))
-enum { T_ALLOCATED = 1, T_RESERVED, T_REQUESTED, T_ALLOCS, T_OOMS };
+ * process 16 * (d + 1), its tracks + 1 ... + 5, its categories' + 6 ... + 13; the markers'
+ * process 1, its steps 2, its lanes 2^20 + k. */
+#define DEV_UUID(d) (16 * ((uint64_t)(d) + 1))
+enum { T_ALLOCATED = 1, T_RESERVED, T_REQUESTED, T_ALLOCS, T_OOMS, T_CATEGORY };
+_Static_assert(T_CATEGORY + BLOCK_CATEGORY_COUNT <= 16, "a device's tracks fit its 16 uuids");
+/* A device's counters: the three totals, then one per category. */
+#define NCOUNTERS (3 + BLOCK_CATEGORY_COUNT)
 #define MARKERS_UUID 1
 #define STEPS_UUID 2
 #define LANE_UUID(k) ((1u << 20) + (uint64_t)(k))
@@ -174,9 +181,11 @@ typedef struct pf {
     uint64_t last_us; /* the events' clock: the microsecond of the last timed packet */
     lane lanes[MAX_LANES];
     int nlanes;
-    int64_t last[256][3]; /* each device's counters as last written (0: the incremental base) */
-    char started[256];    /* a device's first totals written (all three, even a 0) */
-    char known[256];      /* the devices with tracks */
+    int64_t last[256][NCOUNTERS];              /* each device's counters as last written (0: the
+                                                  incremental base): the totals, then the categories */
+    char cat_track[256][BLOCK_CATEGORY_COUNT]; /* a category's track written */
+    char started[256]; /* a device's first totals written (all three, even a 0) */
+    char known[256];   /* the devices with tracks */
     char *err;
     size_t errlen;
 } pf;
@@ -434,34 +443,59 @@ oom:
     return -1;
 }
 
-/* The counters that changed since the last sample of the device, into the open TrackEvent:
- * the first as counter_value (when `main`: a TYPE_COUNTER event), the rest as extra values. */
-static void counters(pf *p, const tl_event *e, int main) {
-    int64_t now[3] = {e->allocated, e->reserved, e->requested};
+/* The counters of the device whose values changed since its last sample (all three totals at
+ * its first), with their deltas; each then written as its last value. How many (at most
+ * NCOUNTERS). */
+static int changed(pf *p, const tl_event *e, uint64_t *uuid, int64_t *delta) {
+    int64_t now[NCOUNTERS] = {e->allocated, e->reserved, e->requested};
     int64_t *was = p->last[e->device];
-    int first = main;
-    uint64_t extra_uuid[3];
-    int64_t extra_value[3];
-    int nextra = 0;
-    for (int c = 0; c < 3; c++) {
-        if (now[c] == was[c] && p->started[e->device])
+    int n = 0, counters = e->categories ? NCOUNTERS : 3;
+    for (int k = 0; e->categories && k < BLOCK_CATEGORY_COUNT; k++)
+        now[3 + k] = e->categories[k];
+    for (int c = 0; c < counters; c++) {
+        if (now[c] == was[c] && (p->started[e->device] || c >= 3))
             continue;
-        uint64_t uuid = DEV_UUID(e->device) + T_ALLOCATED + (uint64_t)c;
-        if (first) {
-            proto_varint(&p->b, TE_TRACK_UUID, uuid);
-            proto_varint(&p->b, TE_COUNTER_VALUE, (uint64_t)(now[c] - was[c]));
-            first = 0;
-        } else {
-            extra_uuid[nextra] = uuid;
-            extra_value[nextra++] = now[c] - was[c];
-        }
+        uuid[n] = DEV_UUID(e->device) +
+                  (c < 3 ? T_ALLOCATED + (uint64_t)c : T_CATEGORY + (uint64_t)(c - 3));
+        delta[n++] = now[c] - was[c];
         was[c] = now[c];
     }
-    for (int k = 0; k < nextra; k++)
-        proto_varint(&p->b, TE_EXTRA_COUNTER_TRACK_UUIDS, extra_uuid[k]);
-    for (int k = 0; k < nextra; k++)
-        proto_varint(&p->b, TE_EXTRA_COUNTER_VALUES, (uint64_t)extra_value[k]);
     p->started[e->device] = 1;
+    return n;
+}
+
+/* A category's counter track, before its first value (a category with no bytes has none). */
+static int category_tracks(pf *p, const tl_event *e) {
+    for (int k = 0; e->categories && k < BLOCK_CATEGORY_COUNT; k++) {
+        if (p->cat_track[e->device][k] || e->categories[k] == p->last[e->device][3 + k])
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "allocated: %s", gmt_category_name((gmt_category)k));
+        p->cat_track[e->device][k] = 1;
+        if (track(p, DEV_UUID(e->device) + T_CATEGORY + (uint64_t)k, DEV_UUID(e->device), name,
+                  1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The changed counters into the open TrackEvent: the first as counter_value when `main` (a
+ * TYPE_COUNTER event), the rest (all, when not `main`) as extra values. */
+static void counters(pf *p, const tl_event *e, int main) {
+    uint64_t uuid[NCOUNTERS];
+    int64_t delta[NCOUNTERS];
+    int n = changed(p, e, uuid, delta), first = 0;
+    if (!n)
+        return;
+    if (main) {
+        proto_varint(&p->b, TE_TRACK_UUID, uuid[0]);
+        proto_varint(&p->b, TE_COUNTER_VALUE, (uint64_t)delta[0]);
+        first = 1;
+    }
+    for (int k = first; k < n; k++)
+        proto_varint(&p->b, TE_EXTRA_COUNTER_TRACK_UUIDS, uuid[k]);
+    for (int k = first; k < n; k++)
+        proto_varint(&p->b, TE_EXTRA_COUNTER_VALUES, (uint64_t)delta[k]);
     export_timeline_last.counter_samples++;
 }
 
@@ -477,10 +511,14 @@ static int on_event(void *ctx, const tl_event *e) {
     if (!p->known[e->device])
         return 0; /* a device the devices table does not list: no tracks */
     int64_t *was = p->last[e->device];
-    int changed = was[0] != e->allocated || was[1] != e->reserved || was[2] != e->requested ||
+    int changes = was[0] != e->allocated || was[1] != e->reserved || was[2] != e->requested ||
                   !p->started[e->device];
+    for (int k = 0; e->categories && k < BLOCK_CATEGORY_COUNT; k++)
+        changes |= e->categories[k] != was[3 + k];
+    if (changes && category_tracks(p, e) != 0)
+        return -1;
     if (e->kind == TL_TOTALS) {
-        if (!changed)
+        if (!changes)
             return 0;
         begin_packet(p, 1, e->ts_ns, 0);
         proto_begin(&p->b, PKT_TRACK_EVENT);
@@ -512,24 +550,8 @@ static int on_event(void *ctx, const tl_event *e) {
             annotation(p, ANN_DRIVER_FREE, e->driver_free);
         export_timeline_last.ooms++;
     }
-    if (changed) { /* the totals after it, on their tracks, in the same event */
-        int64_t now[3] = {e->allocated, e->reserved, e->requested};
-        int n = 0;
-        for (int c = 0; c < 3; c++)
-            if (now[c] != was[c] || !p->started[e->device]) {
-                proto_varint(&p->b, TE_EXTRA_COUNTER_TRACK_UUIDS,
-                             DEV_UUID(e->device) + T_ALLOCATED + (uint64_t)c);
-                n++;
-            }
-        for (int c = 0; c < 3; c++)
-            if (now[c] != was[c] || !p->started[e->device])
-                proto_varint(&p->b, TE_EXTRA_COUNTER_VALUES, (uint64_t)(now[c] - was[c]));
-        for (int c = 0; c < 3; c++)
-            was[c] = now[c];
-        p->started[e->device] = 1;
-        (void)n;
-        export_timeline_last.counter_samples++;
-    }
+    if (changes) /* the totals after it, on their tracks, in the same event */
+        counters(p, e, 0);
     proto_end(&p->b);
     return end_packet(p);
 }

@@ -7,6 +7,7 @@
 #include "export_pytorch.h"
 
 #include "gmt_grow.h"
+#include "gmt_vocab.h"
 #include "layout.h"
 #include "stack_names.h"
 #include "torch_context.h"
@@ -39,8 +40,9 @@ typedef struct torch_out {
     torch_annotations ann;
     uint32_t *memo_of; /* by stack id: tree_memoize's answer for its frame list; 0: not yet */
     size_t memo_cap;
-    int oom;   /* out of memory reading a stack */
-    int timed; /* the entries have a time_us */
+    char cat_err[256]; /* why a category could not be read ("": none) */
+    int oom;           /* out of memory reading a stack */
+    int timed;         /* the entries have a time_us */
 } torch_out;
 
 /* One frame as PyTorch writes it: {filename, line, name}. A native frame without a symbol is
@@ -175,7 +177,7 @@ static void put_user_defined(torch_out *o, const torch_annotation *a) {
     tree_key(w, "time_us");
     tree_int(w, a->time_us);
     if (o->cats)
-        key_str(w, "category", "unknown");
+        key_str(w, "category", gmt_category_name(BLOCK_CATEGORY_UNKNOWN));
     tree_key(w, "frames");
     tree_list(w);
     tree_dict(w);
@@ -211,10 +213,12 @@ static int put_event(void *ctx, const torch_event *e) {
     }
     if (!strcmp(e->action, "oom"))
         key_uint(w, "device_free", e->device_free);
-    if (o->cats) /* a segment's entry, an oom: no block, "unknown" */
-        key_str(w, "category",
-                e->block_id != TORCH_NO_BLOCK ? torch_category_of(o->cats, e->block_id)
-                                              : "unknown");
+    if (o->cats) { /* a segment's entry, an oom: no block, "unknown" */
+        const char *cat = torch_category_of(o->cats, e, o->cat_err, sizeof o->cat_err);
+        if (!cat)
+            return -1;
+        key_str(w, "category", cat);
+    }
     tree_key(w, "frames");
     put_frames(o, e->stack_id);
     tree_close(w);
@@ -276,9 +280,14 @@ static int fill(FILE *f, sqlite3 *db, int json, char *err, size_t errlen) {
         tree_list(w);
         trace_out t = {.o = o};
         char why[256] = "";
-        if (torch_export_events(db, d, put_event, &t, why, sizeof why) != 0 && *why) {
-            snprintf(err, errlen, "%s", why);
+        if (o->cats && torch_categories_begin(o->cats, why, sizeof why) != 0)
             rc = -1;
+        else if (torch_export_events(db, d, put_event, &t, why, sizeof why) != 0 &&
+                 (*why || *o->cat_err))
+            rc = -1;
+        if (rc != 0) {
+            snprintf(err, errlen, "%s", *why ? why : o->cat_err);
+            break;
         }
         while (rc == 0 && o->timed && t.next_ann < o->ann.n) /* ranges after the last entry */
             put_user_defined(o, &o->ann.items[t.next_ann++]);

@@ -1,6 +1,7 @@
 /* timeline_export.c — see timeline_export.h. */
 #include "timeline_export.h"
 
+#include "category_stream.h"
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
@@ -98,13 +99,42 @@ enum {
     C_REQUESTED,
     C_RESERVED,
     C_LARGEST,
+    C_ALLOC_OF,
     C_N
 };
 
 typedef struct dev_totals {
     int seen;
     int64_t allocated, reserved, requested;
+    int64_t categories[BLOCK_CATEGORY_COUNT]; /* the live bytes of each */
 } dev_totals;
+
+/* The categories' bytes after event (device, row i of v): an alloc of a block or of a
+ * whole-block segment adds its size to its category, the free or unmap that ends it takes it
+ * away (the blocks the database's allocated counts: allocations' rows). 0, or -1 (err). */
+static int count_categories(category_stream *cs, dev_totals *t, const int64_t *const *v, long i,
+                            const int64_t *whole, size_t nwhole, char *err, size_t errlen) {
+    int64_t op = v[C_OP][i], id = v[C_ID][i];
+    if (event_value_or(v[C_KIND][i], -1) != TRACE_KIND_DEVICE)
+        return 0;
+    gmt_category cat;
+    int64_t size;
+    if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) {
+        int64_t level = event_value_or(v[C_LEVEL][i], -1);
+        if (!(level == TRACE_LEVEL_BLOCK && op == TRACE_OP_ALLOC) &&
+            !(level == TRACE_LEVEL_SEGMENT && nwhole &&
+              bsearch(&id, whole, nwhole, sizeof *whole, cmp_i64)))
+            return 0;
+        size = event_value_or(v[C_SIZE][i], 0);
+        if (category_stream_alloc(cs, id, size, &cat, err, errlen) != 0)
+            return -1;
+        t->categories[cat] += size;
+    } else if ((op == TRACE_OP_FREE || op == TRACE_OP_UNMAP) &&
+               category_stream_end(cs, event_value_or(v[C_ALLOC_OF][i], INT64_MIN), &cat, &size)) {
+        t->categories[cat] -= size;
+    }
+    return 0;
+}
 
 int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, size_t errlen) {
     static const int want[C_N] = {EVENT_COL_event_id,
@@ -120,7 +150,8 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
                                   EVENT_COL_allocated_bytes,
                                   EVENT_COL_requested_bytes,
                                   EVENT_COL_reserved_bytes,
-                                  EVENT_COL_largest_free_bytes};
+                                  EVENT_COL_largest_free_bytes,
+                                  EVENT_COL_alloc_event_id};
     int64_t *whole;
     size_t nwhole;
     if (whole_blocks(db, &whole, &nwhole, err, errlen) != 0)
@@ -135,10 +166,15 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    event_scan *s = first <= last
+    category_stream *cs = NULL;
+    int rc = category_stream_open(db, &cs, err, errlen);
+    if (rc == 0 && cs)
+        rc = category_stream_begin(cs, first, err, errlen);
+    event_scan *s = rc == 0 && first <= last
                         ? event_scan_open(db, event_scan_mask(want, C_N), first, last, err, errlen)
                         : NULL;
-    int rc = first <= last && !s ? -1 : 0;
+    if (rc == 0 && first <= last && !s)
+        rc = -1;
     long n;
     const int64_t *cols[EVENT_STORE_NCOLS], *v[C_N];
     while (rc == 0 && s && (n = event_scan_next(s, cols)) != 0) {
@@ -153,6 +189,10 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
             if (dev < 0 || dev >= GMT_MAX_DEVICES)
                 continue;
             dev_totals *t = &tot[dev];
+            if (cs && count_categories(cs, t, v, i, whole, nwhole, err, errlen) != 0) {
+                rc = -1;
+                break;
+            }
             tl_event e = {
                 .kind = TL_TOTALS,
                 .device = (int)dev,
@@ -163,6 +203,7 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
                 .requested = event_value_or(v[C_REQUESTED][i], 0),
                 .largest_free = -1,
                 .driver_free = -1,
+                .categories = cs ? t->categories : NULL,
             };
             int64_t op = v[C_OP][i];
             int device_kind = event_value_or(v[C_KIND][i], -1) == TRACE_KIND_DEVICE;
@@ -195,6 +236,7 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
     }
     if (s)
         event_scan_close(s);
+    category_stream_close(cs);
     free(whole);
     free(tot);
     return rc == 0 ? 0 : -1;

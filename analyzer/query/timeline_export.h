@@ -8,20 +8,24 @@
  * accounts them; a block is live until its free completes, so a block whose free waits on a
  * stream — PyTorch's "active" but not "allocated" — still counts: DESIGN's allocated is
  * PyTorch's active_bytes, and no separate "active" counter would differ from it), reserved
- * (live segment bytes) and requested (what the program asked for). No per-category counter:
- * a category is known at a block's end (categories.h's sweep), so it would cost a first sweep
- * and a map of every block; not done.
+ * (live segment bytes) and requested (what the program asked for). When the analyzer knows
+ * categories, also the live bytes of each category (categories.h, no user rules), which sum to
+ * allocated after every event: a block's alloc (or a whole-block segment's) adds its size to
+ * its category, its free takes it away; each block's category comes from category_stream.h, a
+ * cursor over block_categories beside the events, so only the live blocks are held.
  *
  * An allocation is a recorded (event_id >= 1) device block alloc, or a whole-block segment's
  * alloc (a plain cudaMalloc, which is its own block): the rows of the allocations view with
  * kind 'device' and alloc_id >= 1. The seed (event_id <= 0) gives each device's first totals,
  * not allocations. An OOM is an 'oom' event with its facts then.
  *
- * Memory: the whole-block segment ids (a sorted array, bounded by segments), nothing per
- * event. Times are the database's ts_ns (for an input without times, meta `timestamps` 0,
- * they only keep the order: timeline_export_timed says so). */
+ * Memory: the whole-block segment ids (a sorted array, bounded by segments), the live blocks'
+ * categories and sizes, nothing per event. Times are the database's ts_ns (for an input without
+ * times, meta `timestamps` 0, they only keep the order: timeline_export_timed says so). */
 #ifndef GMT_TIMELINE_EXPORT_H
 #define GMT_TIMELINE_EXPORT_H
+
+#include "gmt_vocab.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -44,6 +48,9 @@ typedef struct tl_event {
     /* TL_OOM */
     int64_t largest_free; /* the largest free block then; -1: unknown */
     int64_t driver_free;  /* the driver's last free sample at or before it; -1: none */
+    /* the device's live bytes of each category after the event (they sum to allocated); NULL
+     * when the analyzer knows no category (then none is written) */
+    const int64_t *categories;
 } tl_event;
 
 /* The devices (devices table), ascending, into devs (room for max); how many. */

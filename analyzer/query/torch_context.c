@@ -1,7 +1,7 @@
 /* torch_context.c — see torch_context.h. */
 #include "torch_context.h"
 
-#include "categories.h"
+#include "category_stream.h"
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
@@ -128,78 +128,37 @@ int torch_annotations_read(sqlite3 *db, torch_annotations *out, char *err, size_
 
 /* ---- categories ----------------------------------------------------------------------------- */
 
-/* Each entry: alloc_id * 16 + category (a category fits 4 bits), sorted: by alloc id. */
-struct torch_categories {
-    int64_t *keys;
-    size_t n, cap;
-    int known; /* a block whose category is not unknown */
-};
-
-_Static_assert(BLOCK_CATEGORY_COUNT <= 16, "a category fits in 4 bits");
-
-static int keep_block(void *ctx, const classified_block *b) {
-    torch_categories *c = ctx;
-    if (gmt_grow((void **)&c->keys, &c->cap, c->n, sizeof *c->keys) != 0)
-        return 1;
-    c->keys[c->n++] = b->alloc_id * 16 + (int64_t)b->category; /* ids are far below 2^59 */
-    c->known |= b->category != BLOCK_CATEGORY_UNKNOWN;
-    return 0;
-}
-
-static int cmp_key(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int torch_categories_read(sqlite3 *db, torch_categories **out, char *err, size_t errlen) {
+    category_stream *s;
     *out = NULL;
-    torch_categories *c = calloc(1, sizeof *c);
-    categorizer *cz = c ? categorizer_new(db, NULL, err, errlen) : NULL;
-    if (!cz) {
-        if (!c)
-            snprintf(err, errlen, "out of memory");
-        free(c);
+    if (category_stream_open(db, &s, err, errlen) != 0)
         return -1;
-    }
-    err[0] = '\0';
-    int rc = categorizer_sweep_all(cz, keep_block, c, err, errlen);
-    categorizer_free(cz);
-    if (rc != 0) {
-        if (rc > 0 || !err[0])
-            snprintf(err, errlen, "out of memory");
-        torch_categories_free(c);
-        return -1;
-    }
-    if (!c->known) { /* nothing the analyzer knows: no categories at all */
-        torch_categories_free(c);
-        return 0;
-    }
-    qsort(c->keys, c->n, sizeof *c->keys, cmp_key);
-    *out = c;
+    *out = (torch_categories *)s;
     return 0;
 }
 
-const char *torch_category_of(const torch_categories *c, int64_t block_id) {
-    size_t lo = 0, hi = c->n;
-    int64_t first = block_id * 16; /* the smallest key of this id */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->keys[mid] < first)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < c->n && c->keys[lo] - first < 16)
-        return gmt_category_name((gmt_category)(c->keys[lo] - first));
-    return gmt_category_name(BLOCK_CATEGORY_UNKNOWN);
+int torch_categories_begin(torch_categories *c, char *err, size_t errlen) {
+    /* a device's entries start at event 1: the seed's blocks are live then */
+    return category_stream_begin((category_stream *)c, 1, err, errlen);
 }
 
-void torch_categories_free(torch_categories *c) {
-    if (!c)
-        return;
-    free(c->keys);
-    free(c);
+const char *torch_category_of(torch_categories *c, const torch_event *e, char *err, size_t errlen) {
+    category_stream *s = (category_stream *)c;
+    gmt_category cat = BLOCK_CATEGORY_UNKNOWN;
+    if (e->block_id == TORCH_NO_BLOCK) /* a segment's entry, an oom */
+        return gmt_category_name(cat);
+    if (!strcmp(e->action, "alloc")) {
+        if (category_stream_alloc(s, e->block_id, (int64_t)e->size, &cat, err, errlen) != 0)
+            return NULL;
+    } else if (!strcmp(e->action, "free_completed")) {
+        category_stream_end(s, e->block_id, &cat, NULL);
+    } else {
+        category_stream_live(s, e->block_id, &cat, NULL);
+    }
+    return gmt_category_name(cat);
 }
+
+void torch_categories_free(torch_categories *c) { category_stream_close((category_stream *)c); }
 
 /* ---- modules -------------------------------------------------------------------------------- */
 

@@ -20,11 +20,13 @@
  *    Frame{filename "??", funcname "<unwind unsupported>", line 0}, and addr2line's answer for
  *    one it looks up without a symbol is "??" and "??:0"; PyTorch keeps no offset.
  *
- * Memory: the annotations (two per step or range); for categories a per-block map (8 bytes a
- * block of the whole history: the categorizer's sweep visits each block when it ends, not in
- * event order); the modules table for offsets. Never the events. */
+ * Memory: the annotations (two per step or range); for categories the live blocks'
+ * (category_stream.h: block_categories read in alloc_id order beside the entries; a database
+ * without that table, a map of every block); the modules table for offsets. Never the events. */
 #ifndef GMT_TORCH_CONTEXT_H
 #define GMT_TORCH_CONTEXT_H
+
+#include "torch_export.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -59,15 +61,20 @@ void torch_annotations_free(torch_annotations *a);
 /* "START" or "END". */
 const char *torch_annotation_stage(const torch_annotation *a);
 
-/* Each block's category (categories.h's sweep, no user rules), by the event id of its alloc
- * (allocations.alloc_id; <= 0 for a seeded block). */
+/* Each entry's category (its block's: categories.h's sweep, no user rules), streamed as the
+ * entries of one device go by (category_stream.h): memory bounded by the live blocks. */
 typedef struct torch_categories torch_categories;
 
-/* *out: the map, or NULL when the analyzer knows none (every block unknown, or none at all:
+/* *out: the stream, or NULL when the analyzer knows none (every block unknown, or none at all:
  * the export then writes no "category"). 0, or -1 with a one-line message in err. */
 int torch_categories_read(sqlite3 *db, torch_categories **out, char *err, size_t errlen);
-/* The category name of the block allocated by event block_id; "unknown" for one not in it. */
-const char *torch_category_of(const torch_categories *c, int64_t block_id);
+/* Starts a device's entries (torch_export_events: from event 1, the seed's blocks live). 0, or
+ * -1 with a one-line message in err. */
+int torch_categories_begin(torch_categories *c, char *err, size_t errlen);
+/* The category name of entry e, given every entry of the device in order ("alloc" keeps its
+ * block, "free_completed" forgets it); "unknown" for an entry of no block (a segment's, an
+ * oom) or of a block the analyzer does not know. NULL with a one-line message in err. */
+const char *torch_category_of(torch_categories *c, const torch_event *e, char *err, size_t errlen);
 void torch_categories_free(torch_categories *c);
 
 /* The modules (path, load base), for a native frame's offset. */
