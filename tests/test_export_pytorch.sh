@@ -97,7 +97,7 @@ raw = open(os.path.join(t, f"out{n}.pickle"), "rb").read()
 # test asserts below that each opcode written is one the real snapshots in DATA hold)
 allowed = {"PROTO", "FRAME", "EMPTY_DICT", "EMPTY_LIST", "MARK", "SETITEMS", "APPENDS",
            "SHORT_BINUNICODE", "BINUNICODE", "BININT", "LONG1", "BINFLOAT", "NEWTRUE", "NEWFALSE",
-           "NONE", "MEMOIZE", "BINGET", "LONG_BINGET", "STOP"}
+           "NONE", "MEMOIZE", "BINGET", "LONG_BINGET", "TUPLE2", "STOP"}
 ops = [op for op, _, _ in pickletools.genops(raw)]
 assert ops[0].name == "PROTO" and ops[-1].name == "STOP", src
 bad = {op.name for op in ops} - allowed
@@ -120,6 +120,8 @@ assert set(snap) - {"allocator_settings"} == keys or \
     (src, set(snap))  # a history without entries: its times unknown
 # the JSON file: the same structure (json.load of it is what the pickle holds), type for type
 def same(a, b):
+    if type(b) is tuple and type(a) is list:  # JSON has no tuple: segment_pool_id's list
+        b = list(b)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
@@ -152,6 +154,17 @@ else:
                if e.get("action") == "user_defined" and e.get("frames") and
                e["frames"][0].get("name") in ("START", "END")]
     assert len(ann) == (len(had) if timed else 0), (src, len(ann), len(had))
+    # each segment's pool as the input had it: a 2-tuple, as PyTorch writes it (segments
+    # at the end: an input's whose history ends where its segments are)
+    if isinstance(orig, dict):
+        pools = {s["address"]: tuple(s["segment_pool_id"]) for s in orig.get("segments", [])
+                 if isinstance(s.get("segment_pool_id"), (tuple, list))}
+        for s in snap["segments"]:
+            if s["address"] in pools:
+                assert s["segment_pool_id"] == pools[s["address"]], (src, s["address"])
+for s in snap["segments"]:
+    assert type(s["segment_pool_id"]) is tuple and len(s["segment_pool_id"]) == 2 and \
+        all(type(v) is int for v in s["segment_pool_id"]), (src, s["segment_pool_id"])
 for trace in snap["device_traces"]:  # the same as user_defined entries, in each device's trace
     ud = [(e["frames"][0]["filename"], e["frames"][0]["name"], e["time_us"])
           for e in trace if e["action"] == "user_defined"]

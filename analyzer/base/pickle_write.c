@@ -19,6 +19,7 @@ void pickle_write_mark(pickle_writer *w) { putc_unlocked('(', w->f); }
 void pickle_write_setitems(pickle_writer *w) { putc_unlocked('u', w->f); }
 void pickle_write_appends(pickle_writer *w) { putc_unlocked('e', w->f); }
 void pickle_write_none(pickle_writer *w) { putc_unlocked('N', w->f); }
+void pickle_write_tuple2(pickle_writer *w) { putc_unlocked(0x86, w->f); }
 void pickle_write_bool(pickle_writer *w, int v) { putc_unlocked(v ? 0x88 : 0x89, w->f); }
 
 static void put_le(FILE *f, uint64_t v, int bytes) {

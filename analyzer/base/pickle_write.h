@@ -1,8 +1,9 @@
 /* pickle_write.h — a pickle (protocol 4) written opcode by opcode to a FILE, with only the
  * opcodes PyTorch's own JavaScript unpickler (MemoryViz) reads: PROTO, EMPTY_DICT, EMPTY_LIST,
- * MARK, SETITEMS, APPENDS, SHORT_BINUNICODE/BINUNICODE, BININT (LONG1 for integers outside
- * int32), BINFLOAT, NEWTRUE/NEWFALSE, NONE, MEMOIZE, BINGET/LONG_BINGET, STOP — a subset of what
- * every pickle torch.cuda.memory._dump_snapshot writes holds (its allocator_settings'
+ * TUPLE2 (segment_pool_id, in every real snapshot), MARK, SETITEMS, APPENDS,
+ * SHORT_BINUNICODE/BINUNICODE, BININT (LONG1 for integers outside int32), BINFLOAT,
+ * NEWTRUE/NEWFALSE, NONE, MEMOIZE, BINGET/LONG_BINGET, STOP — a subset of what every pickle
+ * torch.cuda.memory._dump_snapshot writes holds (its allocator_settings'
  * garbage_collection_threshold is a BINFLOAT, its memo past 256 entries LONG_BINGETs), so of what
  * MemoryViz reads. Nothing that names a class or calls anything. The caller builds containers as
  * pickle does: EMPTY_LIST, MARK, the items, APPENDS (pickle_write_end_list: one APPENDS per batch
@@ -33,6 +34,7 @@ void pickle_write_int(pickle_writer *w, int64_t v);
 void pickle_write_uint(pickle_writer *w, uint64_t v);
 void pickle_write_bool(pickle_writer *w, int v);
 void pickle_write_none(pickle_writer *w);
+void pickle_write_tuple2(pickle_writer *w); /* TUPLE2: the two values on top as a tuple */
 /* MEMOIZE the top of the stack: returns its memo index. */
 uint32_t pickle_write_memoize(pickle_writer *w);
 void pickle_write_float(pickle_writer *w, double v); /* BINFLOAT */

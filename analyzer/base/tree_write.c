@@ -150,6 +150,20 @@ void tree_int(tree_writer *t, int64_t v) {
         json_uint(t->f, (uint64_t)v, 0);
 }
 
+void tree_int_pair(tree_writer *t, int64_t a, int64_t b) {
+    if (t->json) { /* a list of two */
+        tree_list(t);
+        tree_int(t, a);
+        tree_int(t, b);
+        tree_close(t);
+        return;
+    }
+    value(t); /* the tuple is one item of its container; its two values are not */
+    pickle_write_int(&t->p, a);
+    pickle_write_int(&t->p, b);
+    pickle_write_tuple2(&t->p);
+}
+
 void tree_uint(tree_writer *t, uint64_t v) {
     value(t);
     if (t->json)

@@ -42,6 +42,8 @@ void tree_uint(tree_writer *t, uint64_t v);
 void tree_bool(tree_writer *t, int v);
 void tree_none(tree_writer *t);
 void tree_float(tree_writer *t, double v); /* JSON: a non-finite value as null */
+/* A pair of integers: pickle's tuple (TUPLE2, as PyTorch writes segment_pool_id); JSON: [a, b]. */
+void tree_int_pair(tree_writer *t, int64_t a, int64_t b);
 /* Memoizes the value just written: 1 + its memo index, or 0 (JSON: write it again instead). */
 uint32_t tree_memoize(tree_writer *t);
 /* The value memoized as 1 + index (tree_memoize's answer), written again from the memo. */

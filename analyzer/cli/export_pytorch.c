@@ -148,11 +148,9 @@ static void put_segment(torch_out *o, const layout *lay, const layout_segment *s
     key_uint(w, "requested_size", s->requested_bytes);
     key_uint(w, "stream", s->stream);
     key_str(w, "segment_type", s->small_pool ? "small" : "large");
-    tree_key(w, "segment_pool_id"); /* a tuple there; a list here (pickle: no tuple opcode) */
-    tree_list(w);
-    tree_int(w, 0);
-    tree_int(w, 0);
-    tree_close(w);
+    tree_key(w, "segment_pool_id"); /* (a, b), as PyTorch's MempoolId_t; (0, 0): the default */
+    tree_int_pair(w, (int64_t)((uint64_t)s->pool >> 32),
+                  (int64_t)((uint64_t)s->pool & 0xffffffffu));
     tree_key(w, "is_expandable");
     tree_bool(w, s->mapped);
     tree_key(w, "frames");

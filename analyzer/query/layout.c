@@ -48,6 +48,7 @@ typedef struct seg_row {
     int64_t stack_id;
     uint64_t addr, size, requested, stream;
     int mapped, whole_block;
+    int64_t pool;
 } seg_row;
 
 typedef struct live_block {
@@ -68,7 +69,7 @@ static int load_segments(sqlite3 *db, int device, seg_row **out, size_t *count, 
                          size_t errlen) {
     static const char sql[] =
         "SELECT segment_id, free_event_id, stack_id, addr, size, requested_size, stream, mapped, "
-        "whole_block FROM segments WHERE device = ?1 AND kind = 'device' ORDER BY segment_id";
+        "whole_block, pool FROM segments WHERE device = ?1 AND kind = 'device' ORDER BY segment_id";
     sqlite3_stmt *st;
     if (db_prepare(db, sql, &st) != SQLITE_OK)
         return set_err(err, errlen, "reading segments: %s", sqlite3_errmsg(db));
@@ -91,6 +92,7 @@ static int load_segments(sqlite3 *db, int device, seg_row **out, size_t *count, 
         r->stream = (uint64_t)db_column_i64(st, 6, 0);
         r->mapped = sqlite3_column_int(st, 7);
         r->whole_block = sqlite3_column_int(st, 8);
+        r->pool = db_column_i64(st, 9, 0);
     }
     if (rc != SQLITE_DONE) {
         set_err(err, errlen, "reading segments: %s",
@@ -285,6 +287,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
         ls->stack_id = row ? row->stack_id : 0;
         ls->mapped = si.is_expandable;
         ls->whole_block = row ? row->whole_block : 0;
+        ls->pool = row ? row->pool : 0;
         ls->small_pool = si.is_small;
         ls->first_block = l->block_count;
         for (const am_block *b = am_segment_first_block(m, s); b; b = am_next_block(b)) {

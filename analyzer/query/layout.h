@@ -51,6 +51,8 @@ typedef struct layout_segment {
     int64_t stack_id;   /* segments.stack_id of that row; 0: none */
     int mapped;         /* a VMM (expandable) segment, possibly several mapped ranges */
     int whole_block;    /* a segment no allocator sub-allocates: one block */
+    int64_t pool;       /* segments.pool: a private pool (a graph's, a MemPool's) as a * 2^32 + b
+                           of its id (a, b); 0: the default pool */
     int small_pool;     /* in PyTorch's small pool, as the allocator model has it: an ordinary
                            segment of 2 MiB (kSmallBuffer) or less, an expandable one mapped in
                            pages of 2 MiB (model/alloc_model.h, am_segment_map) */
