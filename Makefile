@@ -13,7 +13,7 @@
 
 DEBIAN_PACKAGES := cmake pkg-config zstd libzstd-dev libsqlite3-dev libcairo2-dev \
                    libunwind-dev libdw-dev clang libclang-rt-14-dev python3 fonts-dejavu-core \
-                   patchelf protobuf-compiler zlib1g-dev
+                   patchelf protobuf-compiler zlib1g-dev libmicrohttpd-dev chromium
 MAKEFLAGS  += --no-print-directory
 BUILD      ?= build
 ASAN_BUILD ?= build-asan

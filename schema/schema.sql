@@ -99,7 +99,9 @@ PRAGMA user_version = 1;
 --   expandable segments inferred from mapped memory in the input; 'none'),
 --   timestamps (1: events carry times; 0: a snapshot without time_us, PyTorch <= 2.1, whose
 --   ts_ns only keep the order), history (1: the input has a history of events; 0: a snapshot
---   without trace entries, i.e. its final state alone).
+--   without trace entries, i.e. its final state alone), timeline_level_ns,
+--   timeline_levels and timeline_level_axis (the levels of timeline_levels: the finest
+--   width, how many, and 'time' or 'event').
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
   value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
@@ -477,6 +479,33 @@ CREATE TABLE timeline_buckets (
   min_largest_free_bytes INTEGER,          -- lowest largest_free_bytes, bytes; NULL: not computed
   end_allocated_bytes    INTEGER,          -- allocated_bytes after the bucket's last event (the state the next bucket starts from), bytes; NULL: a database of an older memanalyze
   end_reserved_bytes     INTEGER,          -- reserved_bytes after the bucket's last event, bytes; NULL: a database of an older memanalyze
+  PRIMARY KEY (device, bucket_ns, bucket)
+) WITHOUT ROWID;
+
+-- timeline_levels: the levels of detail behind `memanalyze view`'s timeline, a counter mipmap
+-- as Perfetto keeps one: one row per (device, level, bucket) that holds at least one event, with
+-- the exact min/max of allocated and reserved over its events and the state after its last.
+-- Level widths are powers of two, each 8x the one below, aligned to 0: a bucket of one level is
+-- exactly 8 of the level below, so any window cut on the grid of a level is answered from the
+-- rows of that level without an event. The finest width holds ~64 events per bucket on average
+-- (meta 'timeline_level_ns'; 'timeline_levels' levels). The axis is ts_ns, or the event id
+-- where meta 'timestamps' = 0 (meta 'timeline_level_axis': 'time' or 'event'). An event's
+-- place on the axis is the running max over its device's rows in event_id order of
+-- max(ts_ns, 0) (of max(event_id, 0) on the event axis), as timeline_buckets places it: threads'
+-- records may interleave out of time order.
+CREATE TABLE timeline_levels (
+  device              INTEGER NOT NULL, -- device ordinal
+  bucket_ns           INTEGER NOT NULL, -- bucket width on the axis (ns, or event ids), a power of two
+  bucket              INTEGER NOT NULL, -- bucket index: the bucket covers [bucket * bucket_ns, (bucket + 1) * bucket_ns)
+  first_event_id      INTEGER NOT NULL, -- first event_id of this device in the bucket
+  last_event_id       INTEGER NOT NULL, -- last event_id of this device in the bucket
+  events              INTEGER NOT NULL, -- number of this device's event_rows rows in the bucket
+  min_allocated_bytes INTEGER NOT NULL, -- lowest allocated_bytes after any of them, bytes
+  max_allocated_bytes INTEGER NOT NULL, -- highest allocated_bytes, bytes
+  min_reserved_bytes  INTEGER NOT NULL, -- lowest reserved_bytes, bytes
+  max_reserved_bytes  INTEGER NOT NULL, -- highest reserved_bytes, bytes
+  end_allocated_bytes INTEGER NOT NULL, -- allocated_bytes after the bucket's last event, bytes
+  end_reserved_bytes  INTEGER NOT NULL, -- reserved_bytes after the bucket's last event, bytes
   PRIMARY KEY (device, bucket_ns, bucket)
 ) WITHOUT ROWID;
 

@@ -38,6 +38,9 @@ set(GMT_SLOW_TESTS
   test_cli_export                      # issue 30: synth and the real snapshots, ~2 s
   test_export_pytorch                  # issue 30: export, re-import, compare; ~40-55 s
   test_export_perfetto                 # issue 30: protoc decodes, known answers, categories; ~10-20 s
+  test_view_server test_view_browser  # issue 31: the server ~5 s; the page in Chromium ~10 s
+  test_view_window                     # issue 31: window and search vs the CLI, 4 inputs; ~30 s
+  test_view_stacks                     # issue 31: /api/stacks brute-forced, ~15 s
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

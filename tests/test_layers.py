@@ -6,7 +6,8 @@ Each folder below may include headers from the folders listed for it and from it
 else: a header's folder is where the file lives. CMake enforces most of it at compile time
 (each library sees only the include directories of what it links); this test also covers what
 CMake cannot see, e.g. a test or sample that adds include paths by hand, and it says the rule in
-one readable table. Python 3 standard library only. argv[1]: the source tree (default: ..).
+one readable table. It also holds cli/ and view/ to no sqlite3_ call (and view/ to no SQL text):
+they print what query/ answers. Python 3 standard library only. argv[1]: the source tree (default: ..).
 """
 import os
 import re
@@ -27,8 +28,9 @@ ALLOWED = {
     "analyzer/replay": {"analyzer/base", "schema", "common", "model"},
     "analyzer/input": {"analyzer/replay", "analyzer/base", "schema", "common", "model"},
     "analyzer/query": {"analyzer/base", "schema", "common", "model", "render"},
-    "analyzer/cli": {"analyzer/input", "analyzer/query", "analyzer/base", "schema", "common",
-                     "model", "render"},
+    "analyzer/view": {"analyzer/query", "analyzer/base", "schema", "common", "model"},
+    "analyzer/cli": {"analyzer/input", "analyzer/query", "analyzer/view", "analyzer/base",
+                     "schema", "common", "model", "render"},
 }
 # headers no other folder may include, even one allowed to use the folder's public ones
 PRIVATE = {"analyzer/replay/replay_state.h": {"analyzer/replay"},
@@ -43,6 +45,27 @@ def folder_of(path):
         if rel.startswith(f + "/") and (best is None or len(f) > len(best)):
             best = f
     return best
+
+
+# The layers that print facts and make no query of their own: no sqlite3_ call, and in view/ no
+# SQL text either (cli/'s help and hints name queries for the user).
+SQL_CALL = re.compile(r"\bsqlite3_\w+\s*\(")
+SQL_TEXT = re.compile(r'"[^"\n]*\b(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA)\s[^"\n]*"')
+
+
+def no_sql(f, text):
+    bad = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, f)):
+        for name in files:
+            if not name.endswith((".c", ".h")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if SQL_CALL.search(line) or (text and SQL_TEXT.search(line)):
+                        bad.append("%s:%d: %s makes queries (query/ has them): %s" % (
+                            os.path.relpath(path, ROOT), lineno, f, line.strip()))
+    return bad
 
 
 def main():
@@ -82,6 +105,8 @@ def main():
                                 bad.append("%s:%d: %s (%s) may not include %s" % (
                                     os.path.relpath(path, ROOT), lineno, here, m.group(1),
                                     ", ".join(os.path.relpath(h, ROOT) for h in headers[target])))
+    bad += no_sql("analyzer/cli", text=False)  # its help and hints name SQL for the user
+    bad += no_sql("analyzer/view", text=True)
     for b in bad:
         print("FAIL:", b, file=sys.stderr)
     if checked < 100:

@@ -31,13 +31,22 @@ int cli_error(const char *fmt, ...) {
     return 2;
 }
 
-int cli_open_db(const char *input, const input_options *given, sqlite3 **db) {
-    char path[PATH_MAX + 64], err[PATH_MAX + 256];
+int cli_database_path(const char *input, const input_options *given, char *path, size_t len) {
+    char err[PATH_MAX + 256];
     input_options opt = given ? *given : (input_options){0};
     if (!opt.finish) /* a database built here keeps its categories at the peaks */
         opt.finish = category_store_file;
-    if (input_database(input, &opt, path, sizeof path, err, sizeof err) != 0 ||
-        db_open_readonly(path, db, err, sizeof err) != 0)
+    if (input_database(input, &opt, path, len, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    return 0;
+}
+
+int cli_open_db(const char *input, const input_options *given, sqlite3 **db) {
+    char path[PATH_MAX + 64], err[PATH_MAX + 256];
+    int rc = cli_database_path(input, given, path, sizeof path);
+    if (rc != 0)
+        return rc;
+    if (db_open_readonly(path, db, err, sizeof err) != 0)
         return cli_error("%s", err);
     return 0;
 }

@@ -29,6 +29,11 @@ int cli_parse_count(const char *name, const char *text, long max, long *out);
  * the error and returns 2. */
 int cli_open_db(const char *input, const input_options *opt, sqlite3 **db);
 
+/* The path of the database of `input` (built first when needed, as for cli_open_db), for a
+ * command that opens it more than once (view: a connection per thread). 0, or prints the error
+ * and returns 2. */
+int cli_database_path(const char *input, const input_options *opt, char *path, size_t len);
+
 /* cli_open_db, and the device a command looks at: `wanted`, which must have events there
  * (else "INPUT: no device N"), or the one with the highest peak when wanted < 0. Returns 0, or
  * prints the error and returns 2 with *db closed. */

@@ -1,10 +1,12 @@
 /* cmd_diff.c — `memanalyze diff`: what is live at one point and not the other, by allocation
  * stack (`diff INPUT --from WHEN --to WHEN`), or what two runs hold at one WHEN, stacks matched
  * by their frames (`diff A B [--at WHEN]`). The facts, and what they mean, are query/diff.h's;
- * this file has the options and prints those structs, the text and the JSON from the same ones. */
+ * this file has the options and prints those structs, the text and the JSON from the same ones
+ * (the JSON of two points is fact_json.h's: the viewer's window prints it too). */
 #include "cli.h"
 #include "commands.h"
 #include "diff.h"
+#include "fact_json.h"
 #include "json_out.h"
 #include "units.h"
 
@@ -57,32 +59,6 @@ static int diff_error(int status, const char *err) {
     return status == DIFF_ERR_WHEN ? cli_error("%s", err) : cli_error("diff: %s", err);
 }
 
-/* One point's JSON object, and the comma after it. */
-static void json_point(const char *name, const diff_point *p, const char *input, int device) {
-    printf(" \"%s\": {", name);
-    if (input) {
-        fputs("\"input\": ", stdout);
-        json_string(stdout, input);
-        printf(", \"device\": %d, ", device);
-    }
-    fputs("\"when\": ", stdout);
-    json_string(stdout, p->when);
-    printf(", \"event_id\": %lld, \"description\": ", (long long)p->event_id);
-    json_string(stdout, p->described);
-    printf(", \"allocated_bytes\": %lld, \"requested_bytes\": %lld, \"reserved_bytes\": %lld, "
-           "\"segments\": %lld, \"live_blocks\": %zu}",
-           (long long)p->totals.allocated_bytes, (long long)p->totals.requested_bytes,
-           (long long)p->totals.reserved_bytes, (long long)p->totals.segments, p->live_blocks);
-    fputs(",\n", stdout);
-}
-
-static void json_change(const diff_change *c) {
-    printf(" \"change\": {\"allocated_bytes\": %lld, \"requested_bytes\": %lld, "
-           "\"reserved_bytes\": %lld, \"segments\": %lld, \"live_blocks\": %lld}",
-           (long long)c->allocated_bytes, (long long)c->requested_bytes,
-           (long long)c->reserved_bytes, (long long)c->segments, (long long)c->live_blocks);
-}
-
 static void text_totals(const char *ha, const char *hb, const char *hc, const diff_point *a,
                         const diff_point *b, const diff_change *c) {
     char x[32], y[32], z[32];
@@ -110,33 +86,7 @@ static void text_more(size_t shown, size_t total) {
 
 /* ---- diff of two points of one input ------------------------------------------------------ */
 
-static void json_points(const diff_points *d) {
-    printf("{\"device\": %d,\n", d->device);
-    json_point("from", &d->from, NULL, d->device);
-    json_point("to", &d->to, NULL, d->device);
-    json_change(&d->change);
-    printf(",\n \"segments\": {\"added_count\": %llu, \"added_bytes\": %llu, "
-           "\"removed_count\": %llu, \"removed_bytes\": %llu},\n",
-           (unsigned long long)d->segments_added, (unsigned long long)d->segments_added_bytes,
-           (unsigned long long)d->segments_removed, (unsigned long long)d->segments_removed_bytes);
-    printf(" \"stacks_changed\": %zu, \"stacks_replaced_only\": %zu, "
-           "\"replaced_bytes_each_way\": %llu, \"stacks_listed\": %zu,\n \"stacks\": [",
-           d->stacks_changed, d->stacks_replaced_only, (unsigned long long)d->replaced_bytes,
-           d->nrows);
-    for (size_t i = 0; i < d->nrows; i++) {
-        const diff_stack *c = &d->rows[i];
-        printf("%s\n  {\"stack_id\": %lld, \"site\": ", i ? "," : "", (long long)c->stack_id);
-        json_string(stdout, c->label);
-        printf(", \"net_bytes\": %lld, \"net_count\": %lld, \"added_bytes\": %llu, "
-               "\"added_count\": %llu, \"removed_bytes\": %llu, \"removed_count\": %llu",
-               (long long)c->net_bytes, (long long)c->net_count, (unsigned long long)c->added_bytes,
-               (unsigned long long)c->added_count, (unsigned long long)c->removed_bytes,
-               (unsigned long long)c->removed_count);
-        json_frames(c->stack);
-        putchar('}');
-    }
-    printf(d->nrows ? "\n ]}\n" : "]}\n");
-}
+static void json_points(const diff_points *d) { diff_points_json_write(stdout, d, 0); }
 
 static void text_points(const diff_points *d) {
     char x[32], y[32], z[32];
@@ -219,9 +169,9 @@ static void json_runs(const diff_runs *d) {
     fputs("{\"at\": ", stdout);
     json_string(stdout, d->at);
     fputs(",\n", stdout);
-    json_point("a", &a->at, a->input, a->device);
-    json_point("b", &b->at, b->input, b->device);
-    json_change(&d->change);
+    diff_point_json_write(stdout, "a", &a->at, a->input, a->device);
+    diff_point_json_write(stdout, "b", &b->at, b->input, b->device);
+    diff_change_json_write(stdout, &d->change);
     const char *names[3] = {"stacks", "only_in_a", "only_in_b"};
     const diff_pairs *groups[3] = {&d->both, &d->only_a, &d->only_b};
     for (int g = 0; g < 3; g++) {

@@ -6,6 +6,7 @@
  * says them, text or JSON, from the same structs. */
 #include "cli.h"
 #include "commands.h"
+#include "fact_json.h"
 #include "json_out.h"
 #include "report.h"
 #include "run_print.h"
@@ -435,17 +436,8 @@ static void print_json_lists(const report_device *r) {
     ji64("     \"untracked_max_bytes\": ", r->s.untracked_max, r->s.untracked_at_peak >= 0);
     printf(", \"oom_events\": [");
     for (size_t i = 0; i < r->nooms; i++) {
-        const report_oom *o = &r->ooms[i];
-        printf("%s{\"event_id\": %lld", i ? ", " : "", (long long)o->event_id);
-        jstr(", \"when\": ", o->when);
-        printf(", \"size_bytes\": %lld, \"reserved_unallocated_bytes\": %lld, "
-               "\"largest_free_bytes\": %lld",
-               (long long)o->size, (long long)o->unallocated, (long long)o->largest_free);
-        ji64(", \"releasable_bytes\": ", o->releasable, o->have_split);
-        ji64(", \"trapped_bytes\": ", o->trapped, o->have_split);
-        ji64(", \"driver_free_bytes\": ", o->driver_free, o->driver_free >= 0);
-        jstr(", \"verdict\": ", report_oom_verdict_name(o->verdict));
-        printf("}");
+        fputs(i ? ", " : "", stdout);
+        report_oom_json_write(stdout, &r->ooms[i]);
     }
     printf("],\n     \"largest_allocations\": [");
     for (size_t i = 0; i < r->nlargest; i++) {

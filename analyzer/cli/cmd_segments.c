@@ -5,7 +5,7 @@
  * each segment exactly (free gaps are `inactive` blocks). */
 #include "cli.h"
 #include "commands.h"
-#include "json_out.h"
+#include "fact_json.h"
 #include "layout.h"
 #include "plots.h"
 #include "stack_names.h"
@@ -117,96 +117,6 @@ static void print_text(FILE *out, const layout *l, const char *when, const char 
                 l->conflicts == 1 ? "is" : "are");
 }
 
-/* `, "frames": [...]` of a stack, when it has frames. */
-static void print_json_frames(FILE *out, stack_names *stacks, int64_t stack_id) {
-    const named_stack *s = stack_id ? stack_names_get(stacks, stack_id) : NULL;
-    if (s && s->frame_count) {
-        fputs(", \"frames\": ", out);
-        stack_json_frames(out, s);
-    }
-}
-
-/* An event id, or null for ids <= 0: the replay's seed, what existed before
- * the recording began (internal ids that never reach users). */
-static void print_json_id(FILE *out, int64_t id) {
-    if (id > 0)
-        fprintf(out, "%lld", (long long)id);
-    else
-        fputs("null", out);
-}
-
-static void print_json_block(FILE *out, const layout_block *b, stack_names *stacks) {
-    fprintf(out, "{\"address\": %llu, \"size\": %llu, \"requested_size\": %llu, \"state\": ",
-            (unsigned long long)b->addr, (unsigned long long)b->size,
-            (unsigned long long)b->requested);
-    json_string(out, layout_state_name(b->state));
-    if (b->state != LAYOUT_INACTIVE) {
-        fputs(", \"alloc_event_id\": ", out);
-        print_json_id(out, b->alloc_event_id);
-        if (b->alloc_event_id <= 0)
-            fputs(", \"alloc_recorded\": false", out);
-        print_json_frames(out, stacks, b->stack_id);
-    }
-    fputc('}', out);
-}
-
-static void print_json(FILE *out, const layout *l, const char *when, const char *described,
-                       stack_names *stacks) {
-    fprintf(out, "{\"device\": %d, \"event_id\": %lld, \"when\": ", l->device,
-            (long long)l->event_id);
-    json_string(out, when);
-    fputs(", \"description\": ", out);
-    json_string(out, described);
-    fprintf(out,
-            ",\n \"reserved_bytes\": %llu, \"allocated_bytes\": %llu, \"requested_bytes\": %llu, "
-            "\"pending_free_bytes\": %llu, \"largest_free_bytes\": %llu,\n \"free_bytes\": %llu, "
-            "\"releasable_bytes\": %llu, \"trapped_bytes\": %llu, \"live_blocks\": %zu, "
-            "\"outside_bytes\": %llu,\n \"segments\": [",
-            (unsigned long long)l->reserved_bytes, (unsigned long long)l->allocated_bytes,
-            (unsigned long long)l->requested_bytes, (unsigned long long)l->pending_bytes,
-            (unsigned long long)l->largest_free_bytes, (unsigned long long)l->free_bytes,
-            (unsigned long long)l->releasable_bytes, (unsigned long long)l->trapped_bytes,
-            l->live_blocks, (unsigned long long)l->outside_bytes);
-    for (size_t i = 0; i < l->segment_count; i++) {
-        const layout_segment *s = &l->segments[i];
-        /* PyTorch's snapshot fields and meanings: allocated_size the allocated blocks,
-         * active_size those and the pending-free ones (DESIGN.md's "allocated"),
-         * requested_size what the live ones asked for */
-        fprintf(out,
-                "%s\n  {\"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
-                "\"active_size\": %llu, \"requested_size\": %llu, \"stream\": %llu, "
-                "\"segment_type\": \"%s\", \"is_expandable\": %s, \"segment_id\": ",
-                i ? "," : "", (unsigned long long)s->addr, (unsigned long long)s->size,
-                (unsigned long long)(s->allocated_bytes - s->pending_bytes),
-                (unsigned long long)s->allocated_bytes, (unsigned long long)s->requested_bytes,
-                (unsigned long long)s->stream, s->small_pool ? "small" : "large",
-                s->mapped ? "true" : "false");
-        print_json_id(out, s->segment_id);
-        /* ours beside PyTorch's keys: what the text's line of the segment says */
-        const named_stack *st = stack_names_get(stacks, s->stack_id);
-        fputs(", \"site\": ", out);
-        json_string(out, st ? st->site : "?");
-        fprintf(out,
-                ", \"free_size\": %llu, \"largest_free_size\": %llu, \"live_blocks\": %zu, "
-                "\"gaps\": %zu",
-                (unsigned long long)s->free_bytes, (unsigned long long)s->largest_free_bytes,
-                s->live_blocks, s->gaps);
-        print_json_frames(out, stacks, s->stack_id);
-        fputs(",\n   \"blocks\": [", out);
-        for (size_t k = 0; k < s->block_count; k++) {
-            fputs(k ? ",\n    " : "\n    ", out);
-            print_json_block(out, &l->blocks[s->first_block + k], stacks);
-        }
-        fputs("]}", out);
-    }
-    fputs(l->segment_count ? "\n ],\n \"outside_blocks\": [" : "],\n \"outside_blocks\": [", out);
-    for (size_t i = 0; i < l->outside_count; i++) {
-        fputs(i ? ",\n  " : "\n  ", out);
-        print_json_block(out, &l->outside[i], stacks);
-    }
-    fprintf(out, "],\n \"rows_left_out\": %zu}\n", l->conflicts);
-}
-
 static int is_picture(const char *path) {
     const char *dot = strrchr(path, '.');
     return dot &&
@@ -255,7 +165,7 @@ int run_segments(cli_ctx *ctx) {
     }
     when_describe(db, at, described, sizeof described);
     if (json)
-        print_json(out, l, when, described, stacks);
+        layout_json_write(out, l, when, described, stacks, NULL);
     else
         print_text(out, l, when, described, blocks, stacks);
     if (out != stdout && fclose(out) != 0)

@@ -6,6 +6,7 @@
  * sites that allocate the most in them. */
 #include "cli.h"
 #include "commands.h"
+#include "fact_json.h"
 #include "json_out.h"
 #include "stack_names.h"
 #include "stage_table.h"
@@ -71,53 +72,6 @@ static void print_steps_text(const char *input, int device, const step_row *r, s
     }
 }
 
-static void print_steps_json(int device, const step_row *r, size_t n, const step_history *h) {
-    printf("{\"device\": %d, \"history\": {\"mid_run\": %s, \"first_step\": ", device,
-           h->mid_run ? "true" : "false");
-    if (h->first_step >= 0 || n)
-        printf("%lld", (long long)h->first_step);
-    else
-        printf("null");
-    printf(", \"steps_before\": %lld, \"steps_before_first\": ", (long long)h->before);
-    if (h->before)
-        printf("%lld, \"steps_before_last\": %lld}", (long long)h->before_first,
-               (long long)h->before_last);
-    else
-        printf("null, \"steps_before_last\": null}");
-    printf(", \"steps\": [");
-    for (size_t i = 0; i < n; i++) {
-        printf("%s\n  {\"step\": %lld, \"peak_allocated_bytes\": %lld, \"peak_event_id\": %lld, "
-               "\"peak_phase\": ",
-               i ? "," : "", (long long)r[i].step, (long long)r[i].peak_allocated,
-               (long long)r[i].peak_event_id);
-        json_string(stdout, r[i].peak_phase);
-        printf(", \"reserved_at_end_bytes\": %lld, \"allocated_at_end_bytes\": %lld, "
-               "\"fragmentation_at_end\": ",
-               (long long)r[i].reserved_at_end, (long long)r[i].allocated_at_end);
-        json_number(stdout, r[i].fragmentation_at_end);
-        printf(", \"trapped_ratio_at_end\": ");
-        if (r[i].trapped_at_end >= 0)
-            json_number(stdout, r[i].trapped_at_end);
-        else
-            printf("null");
-        printf(", \"segments_at_end\": %lld, \"allocs\": %lld, \"frees\": %lld, "
-               "\"growth_bytes\": ",
-               (long long)r[i].segments_at_end, (long long)r[i].allocs, (long long)r[i].frees);
-        if (r[i].growth_known)
-            printf("%lld", (long long)r[i].growth);
-        else
-            printf("null");
-        printf(", \"partial\": %s, \"implicit\": %s, \"anomaly\": ",
-               r[i].partial ? "true" : "false", r[i].implicit ? "true" : "false");
-        if (r[i].anomaly[0])
-            json_string(stdout, r[i].anomaly);
-        else
-            printf("null");
-        printf("}");
-    }
-    printf("\n]}\n");
-}
-
 int run_steps(cli_ctx *c) {
     step_row *rows;
     size_t n;
@@ -127,7 +81,7 @@ int run_steps(cli_ctx *c) {
     if (step_table(c->db, dev, &rows, &n, &h, err, sizeof err) != 0)
         return cli_error("%s: %s", c->input, err);
     if (c->json)
-        print_steps_json(dev, rows, n, &h);
+        step_table_json_write(stdout, dev, rows, n, &h, NULL);
     else
         print_steps_text(c->input, dev, rows, n, &h);
     if (!c->json && !n && !h.before)

@@ -70,6 +70,8 @@ static const cli_command commands[] = {
     {"export", "the recording for other tools: flame graphs, MemoryViz, Perfetto",
      SETUP(run_export, CLI_NEEDS_DEVICE, export_options, "o:w:d:h", export_usage),
      .check = export_check},
+    {"view", "a local interactive viewer in the browser (127.0.0.1, a token, read-only)",
+     SETUP(run_view, CLI_MANY_INPUTS, view_options, "p:b:oh", view_usage), .check = view_check},
     {"symbolize", "name the native frames of a trace recorded on this host",
      SETUP(run_symbolize, CLI_MANY_INPUTS, symbolize_options, "h", symbolize_usage)},
 };

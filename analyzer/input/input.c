@@ -415,6 +415,28 @@ static int find_database(const char *path, const input_options *opt, input_kind 
     return cache_usable(db_path, stale, stale_len) > 0 ? 0 : 1;
 }
 
+int input_sidecar_path(const char *path, const char *db_path, const char *suffix, char *out,
+                       size_t len, char *err, size_t errlen) {
+    input_kind kind;
+    if (input_detect(path, &kind, err, errlen) != 0)
+        return -1;
+    if (kind != INPUT_DATABASE) {
+        snprintf(out, len, "%s%s", db_path, suffix);
+        return 0;
+    }
+    char real[PATH_MAX], dir[PATH_MAX];
+    if (!realpath(db_path, real)) {
+        snprintf(err, errlen, "cannot open %s: %s", db_path, strerror(errno));
+        return -1;
+    }
+    if (cache_dir(dir, sizeof dir, err, errlen) != 0)
+        return -1;
+    uint64_t h = gmt_hash_bytes(GMT_HASH_SEED, real, strlen(real));
+    const char *base = strrchr(real, '/') + 1; /* realpath's answer is absolute */
+    snprintf(out, len, "%s/%.64s-%016llx%s", dir, base, (unsigned long long)h, suffix);
+    return 0;
+}
+
 int input_find_database(const char *path, const input_options *opt, char *db_path, size_t db_len,
                         char *err, size_t errlen) {
     input_kind kind;

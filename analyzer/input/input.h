@@ -71,4 +71,11 @@ int input_change_cache(const char *path, const input_options *opt,
                        int (*change)(const char *db_path, void *ctx, char *err, size_t errlen),
                        void *ctx, char *err, size_t errlen);
 
+/* Where a file made from the database db_path of `path` goes (view's blocks index: `suffix`
+ * ".blocks"): beside it for a cached database (the cache folder), or, for a database the user
+ * gave, in the cache folder under a name of its real path (nothing is written beside a user's
+ * file). 0, or -1 with a one-line message. */
+int input_sidecar_path(const char *path, const char *db_path, const char *suffix, char *out,
+                       size_t len, char *err, size_t errlen);
+
 #endif

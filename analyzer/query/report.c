@@ -201,6 +201,14 @@ int report_open(sqlite3 *db, const report_options *o, report **out, char *err, s
 
 const report_run *report_run_of(const report *r) { return &r->run; }
 
+void report_run_read(sqlite3 *db, const char *input, report_run *out) {
+    memset(out, 0, sizeof *out);
+    out->input = input;
+    out->to = analysis_last_event(db);
+    read_run(db, out);
+    out->devices.bottleneck = -1;
+}
+
 size_t report_device_count(const report *r) { return r->ndevices; }
 
 int report_device_id(const report *r, size_t i) { return r->devices[i]; }

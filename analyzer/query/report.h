@@ -102,6 +102,13 @@ typedef struct report_oom {
     report_oom_verdict verdict;
 } report_oom;
 
+/* The OOMs of `device` with event_id in (from, to], the first REPORT_MAX_OOMS, into out[] with
+ * their verdicts as report judges them (the free splits at them said), *n how many; `ooms` is
+ * how many the window holds (device_summary's count: 0 skips the events). 0, or -1 with a
+ * one-line message in err. */
+int report_window_ooms(sqlite3 *db, int device, int64_t from, int64_t to, int64_t ooms,
+                       report_oom out[REPORT_MAX_OOMS], size_t *n, char *err, size_t errlen);
+
 /* "outside_allocator", "fragmentation", "device_full", or NULL (none). */
 const char *report_oom_verdict_name(report_oom_verdict v);
 
@@ -198,6 +205,10 @@ typedef struct report_options {
 int report_open(sqlite3 *db, const report_options *o, report **out, char *err, size_t errlen);
 
 const report_run *report_run_of(const report *r);
+
+/* The run's facts alone, over the whole run, without the devices compared (devices.bottleneck
+ * -1) and without a report (the viewer's summary): what report_run_of says with no window. */
+void report_run_read(sqlite3 *db, const char *input, report_run *out);
 size_t report_device_count(const report *r);
 int report_device_id(const report *r, size_t i);
 

@@ -8,7 +8,9 @@
 #include "units.h"
 #include "when.h"
 
+#include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TRAPPED_WORTH_SAYING (64 << 20) /* trapped bytes below which no recommendation */
@@ -68,6 +70,38 @@ void report_ooms_judge(report_device *d) {
         else
             o->verdict = OOM_VERDICT_NONE;
     }
+}
+
+int report_window_ooms(sqlite3 *db, int device, int64_t from, int64_t to, int64_t ooms,
+                       report_oom out[REPORT_MAX_OOMS], size_t *n, char *err, size_t errlen) {
+    assert(db && n);
+    report_device *d = calloc(1, sizeof *d);
+    *n = 0;
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    d->s.device = device;
+    d->s.ooms = ooms;
+    report_ooms_read(db, from, to, d);
+    int64_t ids[REPORT_MAX_OOMS];
+    free_split split[REPORT_MAX_OOMS];
+    for (size_t i = 0; i < d->nooms; i++)
+        ids[i] = d->ooms[i].event_id;
+    /* as report: without the splits (a database error) the verdicts go by the other numbers */
+    char ignored[256];
+    int split_ok =
+        d->nooms && free_split_at(db, device, ids, d->nooms, split, ignored, sizeof ignored) == 0;
+    for (size_t i = 0; split_ok && i < d->nooms; i++) {
+        d->ooms[i].have_split = 1;
+        d->ooms[i].releasable = split[i].releasable;
+        d->ooms[i].trapped = split[i].trapped;
+    }
+    report_ooms_judge(d);
+    memcpy(out, d->ooms, d->nooms * sizeof *out);
+    *n = d->nooms;
+    free(d);
+    return 0;
 }
 
 /* The run's allocator settings say expandable_segments was on (meta allocator_settings). */

@@ -1,6 +1,8 @@
 /* timeline_export.c — see timeline_export.h. */
 #include "timeline_export.h"
 
+#include "addr_map.h"
+#include "block_sweep.h"
 #include "category_stream.h"
 #include "db_query.h"
 #include "event_scan.h"
@@ -44,39 +46,6 @@ int64_t timeline_export_earliest(sqlite3 *db) {
                         0);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The ids of the whole-block segments (their alloc events), sorted. */
-static int whole_blocks(sqlite3 *db, int64_t **ids, size_t *n, char *err, size_t errlen) {
-    *ids = NULL;
-    *n = 0;
-    sqlite3_stmt *st = db_statement(db, "SELECT segment_id FROM segments WHERE whole_block = 1 "
-                                        "AND kind = 'device' ORDER BY segment_id");
-    if (!st) {
-        snprintf(err, errlen, "cannot read the segments: %s", sqlite3_errmsg(db));
-        return -1;
-    }
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (gmt_grow((void **)ids, &cap, *n, sizeof **ids) != 0) {
-            sqlite3_finalize(st);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "cannot read the segments: %s", sqlite3_errmsg(db));
-        return -1;
-    }
-    return 0;
-}
-
 static int64_t driver_free_at(sqlite3 *db, int device, int64_t event_id) {
     return db_query_i64(db,
                         "SELECT value FROM counters WHERE device = ?1 AND kind = 'driver_free' "
@@ -113,7 +82,7 @@ typedef struct dev_totals {
  * whole-block segment adds its size to its category, the free or unmap that ends it takes it
  * away (the blocks the database's allocated counts: allocations' rows). 0, or -1 (err). */
 static int count_categories(category_stream *cs, dev_totals *t, const int64_t *const *v, long i,
-                            const int64_t *whole, size_t nwhole, char *err, size_t errlen) {
+                            const addr_map *whole, char *err, size_t errlen) {
     int64_t op = v[C_OP][i], id = v[C_ID][i];
     if (event_value_or(v[C_KIND][i], -1) != TRACE_KIND_DEVICE)
         return 0;
@@ -122,8 +91,7 @@ static int count_categories(category_stream *cs, dev_totals *t, const int64_t *c
     if (op == TRACE_OP_ALLOC || op == TRACE_OP_MAP) {
         int64_t level = event_value_or(v[C_LEVEL][i], -1);
         if (!(level == TRACE_LEVEL_BLOCK && op == TRACE_OP_ALLOC) &&
-            !(level == TRACE_LEVEL_SEGMENT && nwhole &&
-              bsearch(&id, whole, nwhole, sizeof *whole, cmp_i64)))
+            !(level == TRACE_LEVEL_SEGMENT && addr_map_get(whole, 0, (uint64_t)id)))
             return 0;
         size = event_value_or(v[C_SIZE][i], 0);
         if (category_stream_alloc(cs, id, size, &cat, err, errlen) != 0)
@@ -152,17 +120,19 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
                                   EVENT_COL_reserved_bytes,
                                   EVENT_COL_largest_free_bytes,
                                   EVENT_COL_alloc_event_id};
-    int64_t *whole;
-    size_t nwhole;
-    if (whole_blocks(db, &whole, &nwhole, err, errlen) != 0)
+    addr_map whole = {0}; /* the whole-block segments' ids (block_sweep.h) */
+    if (block_sweep_whole_segments(db, &whole) != 0) {
+        snprintf(err, errlen, "cannot read the segments: %s", sqlite3_errmsg(db));
+        addr_map_free(&whole);
         return -1;
+    }
     /* the seed's rows (event_id <= 0) are few: a min over all would read every chunk */
     int64_t first = db_query_int(
         db, "SELECT coalesce((SELECT min(event_id) FROM event_rows WHERE event_id <= 0), 1)", 1);
     int64_t last = db_query_int(db, "SELECT max(event_id) FROM event_rows", 0);
     dev_totals *tot = calloc(GMT_MAX_DEVICES, sizeof *tot);
     if (!tot) {
-        free(whole);
+        addr_map_free(&whole);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -189,7 +159,7 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
             if (dev < 0 || dev >= GMT_MAX_DEVICES)
                 continue;
             dev_totals *t = &tot[dev];
-            if (cs && count_categories(cs, t, v, i, whole, nwhole, err, errlen) != 0) {
+            if (cs && count_categories(cs, t, v, i, &whole, err, errlen) != 0) {
                 rc = -1;
                 break;
             }
@@ -209,8 +179,7 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
             int device_kind = event_value_or(v[C_KIND][i], -1) == TRACE_KIND_DEVICE;
             if (device_kind && e.event_id >= 1 && op == TRACE_OP_ALLOC) {
                 int block = event_value_or(v[C_LEVEL][i], -1) == TRACE_LEVEL_BLOCK;
-                if (block ||
-                    (nwhole && bsearch(&e.event_id, whole, nwhole, sizeof *whole, cmp_i64) != NULL))
+                if (block || addr_map_get(&whole, 0, (uint64_t)e.event_id) != NULL)
                     e.kind = TL_ALLOC;
             } else if (e.event_id >= 1 && op == TRACE_OP_OOM) {
                 e.kind = TL_OOM;
@@ -237,7 +206,7 @@ int timeline_export_events(sqlite3 *db, tl_event_fn fn, void *ctx, char *err, si
     if (s)
         event_scan_close(s);
     category_stream_close(cs);
-    free(whole);
+    addr_map_free(&whole);
     free(tot);
     return rc == 0 ? 0 : -1;
 }

@@ -62,6 +62,7 @@ enum statement {
     ST_STEP,
     ST_DEVICE,
     ST_BUCKET,
+    ST_LEVEL,
     ST_COUNTER,
     ST_FRAME,
     ST_STACK,
@@ -142,6 +143,10 @@ static const char *const statement_sql[ST_COUNT] = {
                   " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
                   " max_requested_bytes, min_largest_free_bytes, end_allocated_bytes,"
                   " end_reserved_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_LEVEL] = "INSERT OR REPLACE INTO timeline_levels (device, bucket_ns, bucket,"
+                 " first_event_id, last_event_id, events, min_allocated_bytes,"
+                 " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
+                 " end_allocated_bytes, end_reserved_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_COUNTER] = "INSERT INTO counters (ts_ns, event_id, device, kind, pool, value)"
                    " VALUES (?,?,?,?,?,?)",
     [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined,"
@@ -793,6 +798,13 @@ int db_writer_bucket(db_writer *w, const db_bucket_row *r) {
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
         row_int(st, i + 1, v[i]);
     return row_done(w, st);
+}
+
+int db_writer_level(db_writer *w, const db_level_row *r) {
+    const int64_t v[] = {r->device,        r->bucket_ns,    r->bucket,        r->first_event_id,
+                         r->last_event_id, r->events,       r->min_allocated, r->max_allocated,
+                         r->min_reserved,  r->max_reserved, r->end_allocated, r->end_reserved};
+    return insert_ints(w, ST_LEVEL, v, 12);
 }
 
 int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,

@@ -64,6 +64,13 @@ typedef struct db_bucket_row {
     int64_t end_allocated, end_reserved; /* after the bucket's last event */
 } db_bucket_row;
 
+/* A row of timeline_levels (schema.sql): one bucket of one level of the timeline's mipmap. */
+typedef struct db_level_row {
+    int64_t device, bucket_ns, bucket, first_event_id, last_event_id, events;
+    int64_t min_allocated, max_allocated, min_reserved, max_reserved;
+    int64_t end_allocated, end_reserved; /* after the bucket's last event */
+} db_level_row;
+
 /* Where the event rows go: a plain table any SQLite client reads (`import -o`), or the event
  * store (analyzer/base/event_store.h: compressed chunks behind a virtual table `event_rows`
  * only memanalyze reads; ~5x smaller and built at the replay's speed: the cache). */
@@ -83,6 +90,7 @@ int db_writer_marker(db_writer *w, const db_marker_row *row);
 int db_writer_step(db_writer *w, const db_step_row *row);
 int db_writer_device(db_writer *w, const db_device_row *row);
 int db_writer_bucket(db_writer *w, const db_bucket_row *row);
+int db_writer_level(db_writer *w, const db_level_row *row);
 int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,
                       const char *kind, int64_t pool, int64_t value);
 /* inlined_into: the frame a native inline-chain entry is inlined into (the

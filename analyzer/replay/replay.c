@@ -292,7 +292,7 @@ static int finish(replay *rp, const trace_reader *r) {
         device_state *d = &rp->dev[i];
         if (!d->present && !d->name)
             continue;
-        if (replay_flush_bucket(rp, i, INT64_MAX) != 0)
+        if (replay_flush_bucket(rp, i, INT64_MAX) != 0 || replay_levels_flush(rp, i) != 0)
             return -1;
         db_device_row row = {i,
                              d->name,
@@ -341,6 +341,7 @@ static int finish(replay *rp, const trace_reader *r) {
         return -1;
     db_writer_meta_int(rp->db, "warnings_total", (int64_t)rp->warnings_total);
     db_writer_meta_int(rp->db, "bucket_ns", rp->bucket_ns);
+    replay_levels_meta(rp);
     db_writer_meta_text(rp->db, "step_rule",
                         rp->opt && rp->opt->step_word ? rp->opt->step_word : "step");
     rp->sum->events = (uint64_t)rp->last_event_id;
@@ -402,6 +403,7 @@ static int start_second_pass(replay *rp, const scan_result *sr) {
     rp->last_ts = 0;
     uint64_t span = sr->last_ts - sr->first_ts; /* last_ts >= first_ts */
     rp->bucket_ns = (int64_t)(span / BUCKETS + 1);
+    replay_levels_setup(rp, span, sr->events, rp->opt && rp->opt->timestamps == 0);
     rp->in_seed = sr->has_seed_end;
     rp->seed_events_total = sr->seed_events;
     int ndev = 0;

@@ -198,6 +198,9 @@ int replay_write_row(replay *rp, db_event_row *row) {
         d->peak_res_id = row->event_id;
     }
     note_bucket(rp, (uint32_t)row->device, row->event_id, row->ts_ns, &t);
+    if (replay_levels_note(rp, (uint32_t)row->device, row->event_id, row->ts_ns, t.allocated,
+                           t.reserved) != 0)
+        return -1;
     return replay_db_ok(rp, db_writer_event(rp->db, row));
 }
 

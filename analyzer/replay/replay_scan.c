@@ -78,6 +78,7 @@ int replay_scan_record(replay *rp, replay_scan *ss, const trace_record *rec) {
     if (!replay_event_ordinary(ev) && replay_event_out_of_range(ev))
         return 0; /* the second pass leaves it out: no id, no time, no range */
     ss->events_before_marker++;
+    sr->events++;
     if (ev->device < GMT_MAX_DEVICES && ev->op == TRACE_OP_PHYS_CREATE)
         rp->dev[ev->device].uses_phys = 1;
     if (ev->device < GMT_MAX_DEVICES && ev->level == TRACE_LEVEL_SEGMENT &&

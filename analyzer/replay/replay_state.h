@@ -32,6 +32,13 @@ typedef struct live_entry {
     uint8_t pending; /* a block whose free was requested, not completed */
 } live_entry;
 
+/* One open bucket of a level of timeline_levels (replay_levels.c). */
+typedef struct level_acc {
+    int64_t index, first_id, last_id, events;
+    int64_t min_a, max_a, min_r, max_r, end_a, end_r;
+} level_acc;
+#define REPLAY_LEVELS_MAX 20
+
 typedef struct bucket_acc {
     int64_t index, first_id, last_id, events;
     int64_t min_alloc, max_alloc, min_res, max_res, max_req, min_free;
@@ -63,7 +70,9 @@ typedef struct device_state {
     char *name;
     int64_t total_bytes;
     bucket_acc bucket;
-    struct heat_rows *heat; /* the heatmap's rows of this device (heat_rows.h) */
+    level_acc levels[REPLAY_LEVELS_MAX]; /* the open bucket of each level (replay_levels.c) */
+    int64_t level_key;                   /* the running max of its rows' place on that axis */
+    struct heat_rows *heat;              /* the heatmap's rows of this device (heat_rows.h) */
 } device_state;
 
 typedef struct replay {
@@ -108,6 +117,7 @@ typedef struct replay {
     /* time and ids */
     uint64_t t0; /* the trace clock's origin: the first event after the seed (replay_ts) */
     int64_t bucket_ns;
+    int level_shift, level_count, level_event_axis; /* timeline_levels (replay_levels.c) */
     uint64_t seed_events_total, seed_seen;
     int in_seed;
     int64_t next_seed_id, last_event_id;
@@ -207,6 +217,16 @@ int replay_write_step_ends(replay *rp, int64_t end_event_id);
 /* Ends the device's current time bucket; `next` is the index of the bucket
  * that follows (INT64_MAX at the end of the trace). */
 int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);
+
+/* ---- replay_levels.c: timeline_levels ---- */
+/* The levels for a trace of `events` events over `span` ns (the event axis: event ids). */
+void replay_levels_setup(replay *rp, uint64_t span, uint64_t events, int event_axis);
+/* A row of the device and its totals after it. 0 or -1. */
+int replay_levels_note(replay *rp, uint32_t device, int64_t event_id, int64_t ts, int64_t allocated,
+                       int64_t reserved);
+/* The end: every level's open bucket written. 0 or -1. */
+int replay_levels_flush(replay *rp, uint32_t device);
+void replay_levels_meta(replay *rp);
 /* Before applying an event at ts on device: closes the device's bucket
  * when the event starts a new one. 0 or -1. */
 int replay_bucket_before(replay *rp, uint32_t device, int64_t ts);
@@ -235,6 +255,7 @@ typedef struct scan_result {
     int any_ts;
     uint64_t first_any_ts;
     uint64_t seed_events;
+    uint64_t events; /* memory events the second pass replays (timeline_levels' density) */
     int has_seed_end;
 } scan_result;
 

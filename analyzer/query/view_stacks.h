@@ -1,0 +1,86 @@
+/* view_stacks.h — `memanalyze view`'s timeline stacked: per bucket of view_timeline.h's grid,
+ * the live block bytes of each of the top series (by site, category, stream or size class) at
+ * the moment of the bucket's highest allocated bytes, so the stack's top is the bucket's max
+ * allocated exactly (Perfetto's counter mipmap keeps the max; a stack sampled anywhere else would
+ * fall short of it at every spike).
+ *
+ * How: one forward pass (base/event_scan.h) over the rows from the first one to the last one
+ * the window holds, keeping the live blocks (as query/block_sweep.c does) and each series' live
+ * bytes; a bucket takes the series at its first row whose allocated_bytes equals the bucket's
+ * max (view_timeline's answer), an empty bucket the state carried into it. The pass starts at
+ * the first row because the live set at the window's start is itself such a pass (layout.h's
+ * cost: the rows before it); the replay's site_buckets are cut on timeline_buckets' grid, not
+ * this one, and hold sites only, so they cannot answer a bucket of this grid exactly.
+ * Cost: ~the rows up to the window's end (not the window's own); beyond VIEW_STACKS_MAX_ROWS
+ * the answer is refused (`refused` set, no series): the page says so and draws the line alone.
+ * Measured on a 1 M-event synth trace (2 shared, loaded cores): the whole run 50-60 ms by size
+ * or stream, ~90 ms by site, ~150 ms by category (block_categories read through SQL beside the
+ * pass, in alloc_id order, as the allocs come); /api/stacks' p95 over 200 random windows
+ * 70-190 ms by site, stream and size, 115-300 ms by category.
+ *
+ * Size classes: < 1 MiB (PyTorch's small pool: its blocks come from 2 MiB segments), 1-16 MiB,
+ * 16-256 MiB and >= 256 MiB (a factor 16 apart: activations and temporaries, layers' weights
+ * and gradients, whole flat buffers and KV caches fall mostly in different ones). */
+#ifndef GMT_VIEW_STACKS_H
+#define GMT_VIEW_STACKS_H
+
+#include "view_timeline.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most series one answer names (then one "other" for the rest). */
+#define VIEW_STACKS_MAX_SERIES 12
+/* The most event rows one answer reads (50-150 ns a row on one core, by category the most: 1-2 s);
+ * a window ending later is refused. */
+#define VIEW_STACKS_MAX_ROWS ((int64_t)16 * 1000 * 1000)
+
+typedef enum view_stack_by {
+    VIEW_STACK_SITE,     /* the allocation stack (labels: stack_names.h's distinct labels) */
+    VIEW_STACK_CATEGORY, /* block_categories (gmt_vocab.h's categories) */
+    VIEW_STACK_STREAM,   /* the allocating stream */
+    VIEW_STACK_SIZE      /* the block's size class (above) */
+} view_stack_by;
+
+/* "site", "category", "stream", "size" → *by: 0, or -1 for another word. */
+int view_stack_by_parse(const char *word, view_stack_by *by);
+const char *view_stack_by_name(view_stack_by by);
+
+typedef struct view_stack_series {
+    int64_t key; /* the stack id, gmt_category, stream or size class; -1: "other" */
+    char label[192];
+    unsigned colour;   /* 0xRRGGBB for a category; 0: the page picks one */
+    int64_t max_bytes; /* its highest value over the answer's buckets */
+} view_stack_series;
+
+typedef struct view_stacks_result {
+    view_timeline_result timeline; /* the grid and each bucket's min/max/last (view_timeline.h) */
+    view_stack_by by;
+    size_t series_count;       /* the top ones by max_bytes, then "other" when any is left */
+    view_stack_series *series; /* series_count */
+    int64_t *values;     /* timeline.n x series_count, bucket after bucket: bytes at its max */
+    int64_t *at_event;   /* per bucket, the event id whose state it shows (0: none known) */
+    int64_t rows_read;   /* event rows decoded */
+    int refused;         /* 1: the window ends more than max_rows rows in: no series, no values */
+    int64_t rows_needed; /* the rows it would have read */
+    size_t others;       /* the series "others" (the last, key -1) sums; 0: no "others" */
+} view_stacks_result;
+
+/* The window [lo, hi) of `device` in at most nbuckets + 1 buckets (view_timeline's grid), its
+ * top max_series series (1..VIEW_STACKS_MAX_SERIES) by `by`, refused above max_rows rows (0:
+ * VIEW_STACKS_MAX_ROWS; the tests ask less). 0, or -1 with a one-line message
+ * (view_timeline's, a database without block categories for VIEW_STACK_CATEGORY, a read error,
+ * out of memory). A refused window is 0 with `refused` set. */
+int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets, view_stack_by by,
+                size_t max_series, int64_t max_rows, view_stacks_result *out, char *err,
+                size_t errlen);
+
+/* Folds the last named series into "others" (made of it when there is none): every bucket's sum
+ * is unchanged, one series fewer named (an answer made to fit a size). 0, or -1 when no named
+ * series is left. */
+int view_stacks_fold_last(view_stacks_result *r);
+
+void view_stacks_free(view_stacks_result *out);
+
+#endif

@@ -1,0 +1,206 @@
+/* view_window.c — the window summary's own facts (view_window.h): the sites of the window's
+ * allocations from one pass over its events, the categories at two moments from one sweep, the
+ * OOMs from report's rules. */
+#include "view_window.h"
+
+#include "addr_map.h"
+#include "block_sweep.h"
+#include "categories.h"
+#include "category_store.h"
+#include "db_query.h"
+#include "event_scan.h"
+#include "trace_format.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ID, DEVICE, OP, LEVEL, KIND, SIZE, STACK, NCOL };
+static const int scan_columns[NCOL] = {EVENT_COL_event_id, EVENT_COL_device, EVENT_COL_op,
+                                       EVENT_COL_level,    EVENT_COL_kind,   EVENT_COL_size,
+                                       EVENT_COL_stack_id};
+
+static int by_bytes(const void *a, const void *b) {
+    const view_window_site *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+/* The window's allocations per stack, the largest VIEW_WINDOW_TOP_SITES kept. */
+static int window_sites(sqlite3 *db, view_window *w, char *err, size_t errlen) {
+    addr_map whole = {0}, index = {0}; /* index: stack id -> slot + 1 in sites */
+    view_window_site *sites = NULL;
+    size_t n = 0, cap = 0;
+    if (block_sweep_whole_segments(db, &whole) != 0) {
+        snprintf(err, errlen, "window: reading the segments: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    event_scan *scan = w->to > w->from ? event_scan_open(db, event_scan_mask(scan_columns, NCOL),
+                                                         w->from + 1, w->to, err, errlen)
+                                       : NULL;
+    int rc = w->to > w->from && !scan ? -1 : 0;
+    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
+    long rows = 0;
+    while (scan && rc == 0 && (rows = event_scan_next(scan, col)) > 0) {
+        event_scan_pick(col, scan_columns, NCOL, v);
+        for (long r = 0; r < rows && rc == 0; r++) {
+            int64_t op = v[OP][r];
+            if (v[DEVICE][r] != w->device || v[KIND][r] != TRACE_KIND_DEVICE ||
+                (op != TRACE_OP_ALLOC && op != TRACE_OP_MAP))
+                continue;
+            if (v[LEVEL][r] != TRACE_LEVEL_BLOCK && !addr_map_get(&whole, 0, (uint64_t)v[ID][r]))
+                continue;
+            int64_t stack = event_value_or(v[STACK][r], 0), size = event_value_or(v[SIZE][r], 0);
+            uint32_t *at = addr_map_get(&index, 0, (uint64_t)stack);
+            if (!at) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    view_window_site *grown = realloc(sites, cap * sizeof *sites);
+                    if (!grown) {
+                        rc = -1;
+                        break;
+                    }
+                    sites = grown;
+                }
+                sites[n++] = (view_window_site){stack, 0, 0};
+                if ((rc = addr_map_put(&index, 0, (uint64_t)stack, (uint32_t)n)) != 0)
+                    break;
+                at = addr_map_get(&index, 0, (uint64_t)stack);
+            }
+            sites[*at - 1].blocks++;
+            sites[*at - 1].bytes += size;
+            w->blocks++;
+            w->bytes += size;
+        }
+    }
+    if (rc == 0 && rows < 0) {
+        snprintf(err, errlen, "window: %s", event_scan_error(scan));
+        rc = -1;
+    } else if (rc && scan) {
+        snprintf(err, errlen, "window: out of memory");
+    }
+    if (rc == 0) {
+        if (n)
+            qsort(sites, n, sizeof *sites, by_bytes);
+        w->sites_total = n;
+        w->nsites = n < VIEW_WINDOW_TOP_SITES ? n : VIEW_WINDOW_TOP_SITES;
+        if (w->nsites)
+            memcpy(w->sites, sites, w->nsites * sizeof *sites);
+    }
+    event_scan_close(scan);
+    addr_map_free(&whole);
+    addr_map_free(&index);
+    free(sites);
+    return rc;
+}
+
+/* The stored categories (block_categories, which `view` adds to a cache that lacks them) of
+ * the blocks live after each of the two moments (a <= b): one pass of block_sweep up to b,
+ * then a point lookup per live block. 0; 1 when a live block has no stored category (then the
+ * sweep decides); -1 on an error. */
+static int stored_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) {
+    block_sweep *sw = block_sweep_open(db, w->device, b);
+    sqlite3_stmt *st =
+        sw ? db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?") : NULL;
+    addr_map live = {0}; /* alloc id -> index + 1 in sizes */
+    int64_t *sizes = NULL;
+    size_t n = 0, cap = 0;
+    int rc = st ? 0 : -1;
+    block_change c;
+    int more = rc == 0 && block_sweep_next(sw, &c);
+    for (int second = 0; rc == 0 && second < 2; second++) {
+        int64_t until = second ? b : a,
+                *bytes = second ? w->categories_at_end : w->categories_at_peak;
+        for (; rc == 0 && more && c.event_id <= until; more = block_sweep_next(sw, &c)) {
+            if (!c.is_alloc) {
+                addr_map_remove(&live, 0, (uint64_t)c.alloc_id);
+                continue;
+            }
+            if (n == cap) {
+                cap = cap ? 2 * cap : 1024;
+                int64_t *grown = realloc(sizes, cap * sizeof *sizes);
+                if (!grown) {
+                    rc = -1;
+                    break;
+                }
+                sizes = grown;
+            }
+            sizes[n++] = c.size;
+            rc = addr_map_put(&live, 0, (uint64_t)c.alloc_id, (uint32_t)n);
+        }
+        for (size_t i = 0; rc == 0 && live.slots && i <= live.mask; i++) {
+            const addr_map_slot *slot = &live.slots[i];
+            if (!slot->used)
+                continue;
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, (int64_t)slot->addr);
+            int step = sqlite3_step(st), k = -1;
+            if (step == SQLITE_ROW) {
+                const char *name = (const char *)sqlite3_column_text(st, 0);
+                k = name ? gmt_category_from_name(name, strlen(name)) : -1;
+            } else if (step != SQLITE_DONE) {
+                rc = -1;
+                break;
+            }
+            if (k < 0 || k >= BLOCK_CATEGORY_COUNT) {
+                rc = 1; /* not stored: the sweep decides */
+                break;
+            }
+            bytes[k] += sizes[slot->value - 1];
+        }
+    }
+    sqlite3_finalize(st);
+    block_sweep_close(sw);
+    addr_map_free(&live);
+    free(sizes);
+    return rc;
+}
+
+/* The categories live at the window's peak and at its end: the stored ones when the database
+ * has every block's, else one sweep; a failure is said, not an error of the window. */
+static void window_categories(sqlite3 *db, view_window *w) {
+    char err[256] = "out of memory";
+    int64_t peak = w->s.peak_allocated.event_id > w->from ? w->s.peak_allocated.event_id : w->from;
+    int64_t ids[2] = {peak < w->to ? peak : w->to, w->to}, bytes[BLOCK_CATEGORY_COUNT * 2];
+    if (category_blocks_stored(db)) {
+        int rc = stored_categories(db, w, ids[0], ids[1]);
+        if (rc == 0) {
+            w->have_categories = 1;
+            return;
+        }
+        memset(w->categories_at_peak, 0, sizeof w->categories_at_peak);
+        memset(w->categories_at_end, 0, sizeof w->categories_at_end);
+    }
+    categorizer *c = categorizer_new(db, NULL, err, sizeof err);
+    if (c && categories_live_at(c, w->device, ids, 2, bytes, err, sizeof err) == 0) {
+        w->have_categories = 1;
+        for (int k = 0; k < BLOCK_CATEGORY_COUNT; k++) {
+            w->categories_at_peak[k] = bytes[k * 2];
+            w->categories_at_end[k] = bytes[k * 2 + 1];
+        }
+    } else {
+        snprintf(w->categories_error, sizeof w->categories_error, "%s", err);
+    }
+    categorizer_free(c);
+}
+
+int view_window_read(sqlite3 *db, int device, int64_t from, int64_t to, view_window *out, char *err,
+                     size_t errlen) {
+    assert(db && out && from <= to);
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    out->from = from;
+    out->to = to;
+    if (analysis_device_summary(db, device, from, to, &out->s) != 0) {
+        snprintf(err, errlen, "window: device %d: %s", device, sqlite3_errmsg(db));
+        return -1;
+    }
+    if (window_sites(db, out, err, errlen) != 0 ||
+        report_window_ooms(db, device, from, to, out->s.ooms, out->ooms, &out->nooms, err,
+                           errlen) != 0)
+        return -1;
+    window_categories(db, out);
+    return 0;
+}

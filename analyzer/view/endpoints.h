@@ -1,0 +1,81 @@
+/* endpoints.h — the viewer's JSON answers, one function each, as server.c's routing table calls
+ * them. Each reads its arguments from the request, asks query/'s facts on the thread's read-only
+ * connection and prints JSON (base/json_out.h) to `out`; none has SQL of its own. */
+#ifndef GMT_VIEW_ENDPOINTS_H
+#define GMT_VIEW_ENDPOINTS_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct view_blocks_index;
+
+/* A request as the endpoints see it (server.c owns it). */
+typedef struct view_request view_request;
+
+/* The query argument `name` (?name=value, decoded), or NULL when absent. */
+const char *view_request_arg(const view_request *rq, const char *name);
+/* The input as the user named it. */
+const char *view_request_input(const view_request *rq);
+/* The worker thread's blocks index (view_blocks.h), opened on its first use; NULL with a
+ * one-line message and the HTTP status to answer (503 while the server still builds it, 500)
+ * when there is none. */
+struct view_blocks_index *view_request_blocks(const view_request *rq, int *status, char *err,
+                                              size_t errlen);
+
+/* The devices with events (at most max), for the answers computed at the start. */
+int view_devices(sqlite3 *db, int *devices, int max);
+
+/* An endpoint: 200 with the JSON written to out, or an HTTP error status (400 a bad argument,
+ * 404 nothing of that name, 500 the database failed) with a one-line message in err, which the
+ * server sends as {"error": "..."}. */
+typedef int (*view_endpoint)(sqlite3 *db, const view_request *rq, FILE *out, char *err,
+                             size_t errlen);
+
+/* /api/summary: the run (report's run keys) and per device its peaks and their moments, the end
+ * state, OOMs, as `report --json` names them. */
+int view_api_summary(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/steps?device=D[&first=K&count=N]: `steps --json`'s document (fact_json.h), with
+ * "step_count" and "first_row", its rows [K, K + N) only when asked. */
+int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/segments?device=D&at=WHEN[&first=K&count=N][&frames=1]: `segments --at WHEN --json`'s
+ * document (fact_json.h), without the frames unless asked (they make most of its bytes), with
+ * "segment_count" and "first_segment", the segments [K, K + N) only when asked. */
+int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/timeline?device=D[&lo=A&hi=B][&n=N]: view_timeline.h's buckets of [lo, hi) (absent: the
+ * whole run, view_timeline_axis), at most n + 1 (n at most 2000; default 1000), as parallel arrays.
+ */
+int view_api_timeline(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/stacks?device=D&by=site|category|stream|size[&lo=A&hi=B][&n=N][&top=S]: view_stacks.h's
+ * series (S at most 12, default 12, then "others"): their labels once, then per bucket of
+ * /api/timeline's grid the bytes of each at the bucket's highest allocated, in "unit" bytes (so
+ * each bucket's sum times unit is its max_allocated), and the event each shows; "refused": true
+ * (no values) for a window that ends too far into a long run; "folded": the
+ * smallest series folded into "others" to keep the answer under the cap (a rare answer of many
+ * buckets and large, odd values). 404: by=category on a database
+ * without block categories. */
+int view_api_stacks(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/allocations?device=D&t0=A&t1=B[&k=K]: view_blocks.h's K largest blocks (K at most 2000;
+ * default 500) live in [t0, t1), and the window's counts. */
+int view_api_allocations(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/marks?device=D[&lo=A&hi=B][&ooms=0]: the steps overlapping the window (the whole run when
+ * absent) as [step, begin, end] on the timeline's axis, at most 2000 (every k-th beyond:
+ * "step_stride"), and the device's OOMs in it (ooms=0: none, and no pass over the events)
+ * (view_marks.h). */
+int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/block?id=ALLOC_ID: one allocation (block_detail.h) with its alloc and free frames. */
+int view_api_block(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+
+/* /api/window?device=D&from=WHEN&to=WHEN (or t0=&t1=, on the timeline's axis: ns since the first
+ * event, event ids for an input without timestamps): the window's diff (`diff --json`'s
+ * document, its 10 largest stacks, without their frames), the sites allocating most in it, the
+ * categories at its peak and end, its steps (`steps --json`'s rows that overlap it, at most 200)
+ * and its OOMs with report's verdicts (endpoints_window.c). */
+int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/search?device=D&q=TEXT: the sites whose frames hold TEXT (function or file,
+ * case-insensitive; at most 50) and a histogram of their allocations over the axis;
+ * /api/search?device=D&addr=0x...: the blocks (at most 100) and segments that held the address
+ * (endpoints_window.c). */
+int view_api_search(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+
+#endif

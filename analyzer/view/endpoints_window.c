@@ -1,0 +1,437 @@
+/* endpoints_window.c — the viewer's window summary and search (endpoints.h: /api/window,
+ * /api/search). The window is the facts the command line has for two WHENs — diff.h's diff of
+ * its ends (printed by fact_json.h as `diff --json` prints it), step_table.h's rows (as `steps
+ * --json`), report's OOM verdicts — and view_window.h's sites and categories; the search is
+ * view_search.h's. The diff's stacks come without their frames (a real stack's frames are
+ * kilobytes). No SQL here (tests/test_layers.py). Caps: 10 diff stacks, 10 sites, 200 steps,
+ * REPORT_MAX_OOMS OOMs, 50 search sites with 8 matched frames each, 512 histogram buckets, 100
+ * blocks and 20 segments for an address: every answer stays far below the server's 256 KiB. */
+#include "endpoints.h"
+
+#include "diff.h"
+#include "fact_json.h"
+#include "json_out.h"
+#include "stack_names.h"
+#include "step_table.h"
+#include "view_search.h"
+#include "view_window.h"
+#include "when.h"
+
+#include "gmt_vocab.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW_DIFF_STACKS 10
+#define WINDOW_MAX_STEPS 200
+#define SEARCH_MATCHED_FRAMES 8
+
+/* ?device=D (a device with events: else 404), or the one with the highest peak (endpoints.c's
+ * rule). */
+static int device_of(sqlite3 *db, const view_request *rq, int *device, char *err, size_t errlen) {
+    const char *text = view_request_arg(rq, "device");
+    if (!text) {
+        *device = when_default_device(db);
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long d = strtol(text, &end, 10);
+    if (end == text || *end || errno || d < 0 || d >= GMT_MAX_DEVICES) {
+        snprintf(err, errlen, "bad device '%.64s': a number from 0 to %d", text,
+                 GMT_MAX_DEVICES - 1);
+        return 400;
+    }
+    if (!when_device_answers(db, (int)d)) {
+        snprintf(err, errlen, "no device %d", (int)d);
+        return 404;
+    }
+    *device = (int)d;
+    return 0;
+}
+
+/* A number argument: decimal, or hex with 0x. 0 and *v, or 400. */
+static int u64_arg(const char *name, const char *text, uint64_t *v, char *err, size_t errlen) {
+    char *end;
+    errno = 0;
+    int hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    unsigned long long n = strtoull(hex ? text + 2 : text, &end, hex ? 16 : 10);
+    if (!*text || end == (hex ? text + 2 : text) || *end || errno || text[0] == '-') {
+        snprintf(err, errlen, "bad %s '%.64s': a number (0x... for hex)", name, text);
+        return 400;
+    }
+    *v = n;
+    return 0;
+}
+
+/* ---- what a worker thread keeps between windows --------------------------------------- */
+
+/* A worker's connection is its own for its life (server.c), and the database never changes:
+ * the step table (a pass over every step's events), which does not depend on the window, is
+ * computed once per thread and freed by the key's destructor when the thread ends. It holds no
+ * statement of the connection (whose own key's destructor may run first). */
+typedef struct window_cache {
+    sqlite3 *db;
+    int steps_device; /* -1: no step table yet */
+    step_row *rows;
+    size_t nrows;
+    step_history history;
+} window_cache;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_clear(window_cache *c) {
+    free(c->rows);
+    *c = (window_cache){.steps_device = -1};
+}
+
+static void cache_free(void *p) {
+    cache_clear(p);
+    free(p);
+}
+
+static void cache_key_make(void) { (void)pthread_key_create(&cache_key, cache_free); }
+
+/* The thread's cache for db (emptied when the thread's connection is another); NULL when out
+ * of memory. */
+static window_cache *cache_of(sqlite3 *db) {
+    pthread_once(&cache_once, cache_key_make);
+    window_cache *c = pthread_getspecific(cache_key);
+    if (!c) {
+        if (!(c = calloc(1, sizeof *c)) || pthread_setspecific(cache_key, c) != 0) {
+            free(c);
+            return NULL;
+        }
+        *c = (window_cache){.steps_device = -1};
+    }
+    if (c->db != db) {
+        cache_clear(c);
+        c->db = db;
+    }
+    return c;
+}
+
+/* ---- /api/window ---------------------------------------------------------------------- */
+
+/* The WHEN of one end: ?from=WHEN, else ?t0=N on the axis (past its end: the end), else dflt. */
+static int window_end(const view_request *rq, const char *when_name, const char *axis_name,
+                      const view_axis *axis, const char *dflt, char *buf, size_t len, char *err,
+                      size_t errlen) {
+    const char *when = view_request_arg(rq, when_name), *at = view_request_arg(rq, axis_name);
+    if (when && at) {
+        snprintf(err, errlen, "%s and %s say the same end: give one", when_name, axis_name);
+        return 400;
+    }
+    if (when) {
+        snprintf(buf, len, "%s", when);
+        return 0;
+    }
+    if (!at) {
+        snprintf(buf, len, "%s", dflt);
+        return 0;
+    }
+    uint64_t v;
+    if (u64_arg(axis_name, at, &v, err, errlen))
+        return 400;
+    if (v >= (uint64_t)axis->end)
+        snprintf(buf, len, "end");
+    else
+        snprintf(buf, len, axis->timed ? "time:%" PRIu64 "ns" : "event:%" PRIu64, v);
+    return 0;
+}
+
+static void window_sites(FILE *out, sqlite3 *db, const view_window *w) {
+    stack_names *names = stack_names_new(db);
+    const named_stack *stacks[VIEW_WINDOW_TOP_SITES];
+    char label_buf[VIEW_WINDOW_TOP_SITES][256];
+    char *labels[VIEW_WINDOW_TOP_SITES];
+    for (size_t i = 0; i < w->nsites; i++) {
+        stacks[i] =
+            names && w->sites[i].stack_id ? stack_names_get(names, w->sites[i].stack_id) : NULL;
+        labels[i] = label_buf[i];
+    }
+    stack_labels_distinct(stacks, w->nsites, labels, sizeof label_buf[0]);
+    fprintf(out,
+            ",\n \"sites\": {\"rule\": \"bytes allocated in the window per allocation stack\", "
+            "\"sites_total\": %zu, \"blocks\": %" PRId64 ", \"bytes\": %" PRId64 ", \"listed\": [",
+            w->sites_total, w->blocks, w->bytes);
+    for (size_t i = 0; i < w->nsites; i++) {
+        fprintf(out, "%s\n  {\"stack_id\": %" PRId64 ", \"site\": ", i ? "," : "",
+                w->sites[i].stack_id);
+        json_string(out, labels[i]);
+        fprintf(out, ", \"blocks\": %" PRId64 ", \"bytes\": %" PRId64 "}", w->sites[i].blocks,
+                w->sites[i].bytes);
+    }
+    fputs("]}", out);
+    stack_names_free(names);
+}
+
+static void category_object(FILE *out, const int64_t *bytes) {
+    for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
+        fprintf(out, "%s\"%s\": %" PRId64, c ? ", " : "{", gmt_category_name((gmt_category)c),
+                bytes[c]);
+    fputc('}', out);
+}
+
+static void window_rest(FILE *out, const view_window *w) {
+    fprintf(out, ",\n \"peak_allocated_bytes\": %" PRId64 ", \"peak_allocated_event_id\": %" PRId64,
+            w->s.peak_allocated.allocated,
+            w->s.peak_allocated.event_id > 0 ? w->s.peak_allocated.event_id : 0);
+    fputs(",\n \"categories\": ", out);
+    if (w->have_categories) {
+        fputs("{\"at_peak\": ", out);
+        category_object(out, w->categories_at_peak);
+        fputs(", \"at_end\": ", out);
+        category_object(out, w->categories_at_end);
+        fputs("}", out);
+    } else {
+        fputs("null, \"categories_error\": ", out);
+        json_string(out, w->categories_error);
+    }
+    fprintf(out, ",\n \"ooms\": {\"count\": %" PRId64 ", \"listed\": %zu, \"oom_events\": [",
+            w->s.ooms, w->nooms);
+    for (size_t i = 0; i < w->nooms; i++) {
+        fputs(i ? ", " : "", out);
+        report_oom_json_write(out, &w->ooms[i]);
+    }
+    fputs("]}", out);
+}
+
+/* The steps that overlap (from, to]: a step holds (begin, end]. */
+static int window_steps(FILE *out, window_cache *c, int device, int64_t from, int64_t to, char *err,
+                        size_t errlen) {
+    if (c->steps_device != device) {
+        free(c->rows);
+        c->rows = NULL;
+        c->steps_device = -1;
+        if (step_table(c->db, device, &c->rows, &c->nrows, &c->history, err, errlen) != 0)
+            return 500;
+        c->steps_device = device;
+    }
+    const step_row *rows = c->rows;
+    size_t n = c->nrows, first = 0, count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].begin_event_id < to && rows[i].end_event_id > from) {
+            if (!count)
+                first = i;
+            count = i - first + 1;
+        }
+    }
+    int more = count > WINDOW_MAX_STEPS;
+    json_slice part = {.first = first, .count = more ? WINDOW_MAX_STEPS : count};
+    fprintf(out, ",\n \"steps_in_window\": %zu, \"steps_listed\": %zu,\n \"steps\": ", count,
+            part.count);
+    step_table_json_write(out, device, rows, n, &c->history, &part);
+    return 0;
+}
+
+int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen) {
+    int device, rc = device_of(db, rq, &device, err, errlen);
+    if (rc)
+        return rc;
+    view_axis axis;
+    view_axis_read(db, &axis);
+    char from[96], to[96];
+    if ((rc = window_end(rq, "from", "t0", &axis, "start", from, sizeof from, err, errlen)) ||
+        (rc = window_end(rq, "to", "t1", &axis, "end", to, sizeof to, err, errlen)))
+        return rc;
+    diff_points d;
+    rc = diff_points_read(db, view_request_input(rq), device, from, to, WINDOW_DIFF_STACKS, 0, &d,
+                          err, errlen);
+    if (rc != DIFF_OK)
+        return rc == DIFF_ERR_WHEN ? 400 : 500;
+    if (d.from.event_id > d.to.event_id) {
+        snprintf(err, errlen, "the window's from (%s) is after its to (%s)", from, to);
+        diff_points_free(&d);
+        return 400;
+    }
+    window_cache *c = cache_of(db);
+    view_window *w = c ? malloc(sizeof *w) : NULL;
+    if (!w || view_window_read(db, d.device, d.from.event_id, d.to.event_id, w, err, errlen)) {
+        if (!w)
+            snprintf(err, errlen, "out of memory");
+        free(w);
+        diff_points_free(&d);
+        return 500;
+    }
+    fprintf(out,
+            "{\"device\": %d, \"axis\": \"%s\", \"from_event_id\": %" PRId64
+            ", \"to_event_id\": %" PRId64,
+            d.device, axis.timed ? "time_ns" : "event_id", d.from.event_id, d.to.event_id);
+    fputs(", \"from\": ", out);
+    json_string(out, from);
+    fputs(", \"to\": ", out);
+    json_string(out, to);
+    fputs(",\n \"diff\": ", out);
+    diff_points_json_write(out, &d, 1); /* frames: /api/search or /api/block */
+    window_sites(out, db, w);
+    window_rest(out, w);
+    rc = window_steps(out, c, d.device, d.from.event_id, d.to.event_id, err, errlen);
+    fputs("}\n", out);
+    free(w);
+    diff_points_free(&d);
+    return rc ? rc : 200;
+}
+
+/* ---- /api/search ---------------------------------------------------------------------- */
+
+/* The frames of a stack that hold the text, PyTorch's frame keys, at most a few. */
+static void matched_frames(FILE *out, const named_stack *s, const char *text) {
+    fputs(", \"matched_frames\": [", out);
+    size_t shown = 0;
+    for (size_t i = 0; s && i < s->frame_count && shown < SEARCH_MATCHED_FRAMES; i++) {
+        const named_frame *f = &s->frames[i];
+        if (!view_search_frame_matches(f->name, f->file, text))
+            continue;
+        fputs(shown++ ? ", {\"name\": " : "{\"name\": ", out);
+        json_string(out, f->name);
+        fputs(", \"filename\": ", out);
+        json_string(out, f->file);
+        fprintf(out, ", \"line\": %" PRId64 ", \"depth\": %zu}", f->line, i);
+    }
+    fputc(']', out);
+}
+
+static void i64_list(FILE *out, const int64_t *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%" PRId64, i ? "," : "[", v[i]);
+    fputs(n ? "]" : "[]", out);
+}
+
+static int search_text(FILE *out, sqlite3 *db, int device, const char *q, char *err,
+                       size_t errlen) {
+    view_search_frames *s = malloc(sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    if (view_search_frames_read(db, device, q, s, err, errlen) != 0) {
+        free(s);
+        return *q && strlen(q) <= VIEW_SEARCH_MAX_TEXT ? 500 : 400;
+    }
+    stack_names *names = stack_names_new(db);
+    const named_stack **stacks = calloc(s->nsites + 1, sizeof *stacks);
+    char *buf = calloc(s->nsites + 1, 256);
+    char **labels = calloc(s->nsites + 1, sizeof *labels);
+    if (!names || !stacks || !buf || !labels) {
+        stack_names_free(names);
+        free(stacks), free(buf), free(labels);
+        view_search_frames_free(s);
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    for (size_t i = 0; i < s->nsites; i++) {
+        stacks[i] = s->sites[i].stack_id ? stack_names_get(names, s->sites[i].stack_id) : NULL;
+        labels[i] = buf + 256 * i;
+    }
+    stack_labels_distinct(stacks, s->nsites, labels, 256);
+    fprintf(out, "{\"device\": %d, \"q\": ", device);
+    json_string(out, q);
+    fprintf(out,
+            ", \"frames_matched\": %" PRId64 ", \"stacks_matched\": %zu, \"sites_total\": %zu, "
+            "\"sites_listed\": %zu, \"blocks\": %" PRId64 ", \"bytes\": %" PRId64
+            ",\n \"sites\": [",
+            s->frames_total, s->stacks_total, s->sites_total, s->nsites, s->blocks, s->bytes);
+    for (size_t i = 0; i < s->nsites; i++) {
+        const view_site *v = &s->sites[i];
+        fprintf(out, "%s\n  {\"stack_id\": %" PRId64 ", \"site\": ", i ? "," : "", v->stack_id);
+        json_string(out, labels[i]);
+        fprintf(out,
+                ", \"blocks\": %" PRId64 ", \"bytes\": %" PRId64 ", \"peak_live_bytes\": %" PRId64,
+                v->blocks, v->bytes, v->peak_live_bytes);
+        matched_frames(out, stacks[i], q);
+        fputc('}', out);
+    }
+    fprintf(out,
+            "],\n \"histogram\": {\"axis\": \"%s\", \"axis_end\": %" PRId64
+            ", \"bucket_width\": %" PRId64 ", \"buckets\": %d,\n  \"blocks\": ",
+            s->axis.timed ? "time_ns" : "event_id", s->axis.end, s->bucket_width,
+            VIEW_SEARCH_BUCKETS);
+    i64_list(out, s->hist_blocks, VIEW_SEARCH_BUCKETS);
+    fputs(",\n  \"bytes\": ", out);
+    i64_list(out, s->hist_bytes, VIEW_SEARCH_BUCKETS);
+    fputs("}}\n", out);
+    stack_names_free(names);
+    free(stacks), free(buf), free(labels);
+    view_search_frames_free(s);
+    free(s);
+    return 200;
+}
+
+static int search_addr(FILE *out, sqlite3 *db, int device, uint64_t addr, char *err,
+                       size_t errlen) {
+    view_search_addr a;
+    if (view_search_addr_read(db, device, addr, &a, err, errlen) != 0)
+        return 500;
+    stack_names *names = stack_names_new(db);
+    if (!names) {
+        view_search_addr_free(&a);
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    fprintf(out,
+            "{\"device\": %d, \"address\": %" PRIu64 ", \"blocks_total\": %zu, \"blocks_listed\": "
+            "%zu,\n \"blocks\": [",
+            device, addr, a.blocks_total, a.nblocks);
+    for (size_t i = 0; i < a.nblocks; i++) {
+        const block_detail *b = &a.blocks[i];
+        fprintf(out,
+                "%s\n  {\"alloc_id\": %" PRId64 ", \"address\": %" PRIu64 ", \"size\": %" PRId64
+                ", \"alloc_ts_ns\": %" PRId64,
+                i ? "," : "", b->alloc_id, b->addr, b->size, b->alloc_ts_ns);
+        if (b->free_event_id)
+            fprintf(out, ", \"free_event_id\": %" PRId64 ", \"free_ts_ns\": %" PRId64,
+                    b->free_event_id, b->free_ts_ns);
+        else
+            fputs(", \"free_event_id\": null, \"free_ts_ns\": null", out);
+        fprintf(out, ", \"stack_id\": %" PRId64 ", \"site\": ", b->alloc_stack_id);
+        const named_stack *s = b->alloc_stack_id ? stack_names_get(names, b->alloc_stack_id) : NULL;
+        json_string(out, s ? s->site : "no stack");
+        fputc('}', out);
+    }
+    fprintf(out, "],\n \"segments_total\": %zu, \"segments\": [", a.segments_total);
+    for (size_t i = 0; i < a.nsegments; i++) {
+        const view_segment_hit *h = &a.segments[i];
+        fprintf(out,
+                "%s{\"segment_id\": %" PRId64 ", \"address\": %" PRIu64 ", \"size\": %" PRId64
+                ", \"alloc_ts_ns\": %" PRId64,
+                i ? ", " : "", h->segment_id, (uint64_t)h->addr, h->size, h->alloc_ts_ns);
+        if (h->free_event_id)
+            fprintf(out, ", \"free_event_id\": %" PRId64 ", \"free_ts_ns\": %" PRId64 "}",
+                    h->free_event_id, h->free_ts_ns);
+        else
+            fputs(", \"free_event_id\": null, \"free_ts_ns\": null}", out);
+    }
+    fputs("]}\n", out);
+    stack_names_free(names);
+    view_search_addr_free(&a);
+    return 200;
+}
+
+int view_api_search(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen) {
+    int device, rc = device_of(db, rq, &device, err, errlen);
+    if (rc)
+        return rc;
+    const char *q = view_request_arg(rq, "q"), *addr = view_request_arg(rq, "addr");
+    if (!q == !addr) {
+        snprintf(err, errlen, "search: give q=TEXT (a function or file) or addr=0x... (one)");
+        return 400;
+    }
+    if (q && (!*q || strlen(q) > VIEW_SEARCH_MAX_TEXT)) {
+        snprintf(err, errlen, "search: q is 1 to %d bytes", VIEW_SEARCH_MAX_TEXT);
+        return 400;
+    }
+    if (q)
+        return search_text(out, db, device, q, err, errlen);
+    uint64_t a;
+    if (u64_arg("addr", addr, &a, err, errlen))
+        return 400;
+    return search_addr(out, db, device, a, err, errlen);
+}

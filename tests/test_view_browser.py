@@ -1,0 +1,506 @@
+#!/usr/bin/env python3
+"""test_view_browser.py — `memanalyze view`'s page in a real browser (issue 31): headless
+Chromium (tests/browser.py, the DevTools protocol over a pipe) on the page served for a synth
+trace (two devices, named tensors) and for a real PyTorch snapshot without timestamps from
+../shared/data/pytorch (when present). For each:
+  - the page loads and says it is drawn (body[data-ready="1"]) with no console error or
+    uncaught exception (browser.errors stays empty through every step below), in how long from
+    starting `view` (printed; at most 5 s asserted, the issue asks 1 s);
+  - the axis: time, or "event order (no timestamps in this input)" for the untimed snapshot;
+  - a wheel zoom over the timeline: the window in location.hash narrows around the cursor, and
+    the page fetched and drew /api/timeline and /api/allocations for exactly that window;
+  - a drag pans (the span kept, the window moved); shift-drag selects a window, and its summary
+    (what grew and was freed, by site) equals `memanalyze diff --from --to --json`'s;
+  - a click on a block rectangle (its place from the page's own state): the detail panel's size,
+    requested size, stream, tensor name and the alloc and free stack frames equal `memanalyze sql`
+    over allocations and stack_frames for that alloc_id;
+  - a click on the timeline puts the cursor: the segment count shown equals
+    `memanalyze segments --at event:N --json` for the event the page says it resolved to;
+  - "stack by" category: /api/stacks drawn under the allocated line, the drawn top of the stack
+    (the page's state) equal to the timeline's max allocated at every bucket, the series' labels
+    in the legend, the choice in location.hash;
+  - the search (search.js): a frame text typed into the search field (and Enter): the sites
+    listed equal /api/search's (fetched by the test itself), their totals `memanalyze sql`'s LIKE
+    over stack_frames joined to allocations; the marks drawn along the timeline are the
+    histogram's non-empty buckets in the window (whole run and zoomed); a click on a site outlines
+    exactly its blocks among those drawn; an address (0x…) from a block the page drew: the blocks
+    listed equal `sql` over allocations with addr <= A < addr + size, and a click on the drawn one
+    opens its detail and puts the cursor at its alloc;
+  - the URL (the state in its hash) opened in a new page shows the same window, block, stack
+    choice, segment count and search (a deep link);
+  - screenshots of each state in the test's build folder (view_screens/), looked at by people.
+Skips (77) without chromium, or with a memanalyze built without libmicrohttpd, saying why.
+
+argv: synth memanalyze shared_pytorch_dir screenshot_dir. Python 3 standard library only.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from urllib.parse import parse_qs, quote, urlparse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser  # noqa: E402
+
+SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
+SHOTS = sys.argv[4] if len(sys.argv) > 4 else os.path.join(os.getcwd(), "view_screens")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+    return cond
+
+
+def cli_json(env, *args):
+    p = subprocess.run([MEM] + list(args), env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (args, p.stderr)
+    return json.loads(p.stdout)
+
+
+def start_view(inp, env):
+    t0 = time.monotonic()
+    p = subprocess.Popen([MEM, "view", inp, "--port", "0"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([p.stdout], [], [], 60)
+    line = p.stdout.readline() if ready else ""
+    if not line.startswith("memanalyze view: http://"):
+        p.kill()
+        raise RuntimeError("view printed no URL: %r %s" % (line, p.stderr.read()))
+    return p, line.split(": ", 1)[1].strip(), t0
+
+
+def stop_view(p):
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    p.stdout.close()
+    p.stderr.close()
+    return rc
+
+
+def hash_state(page):
+    h = page.eval("location.hash").lstrip("#")
+    return {k: v[0] for k, v in parse_qs(h).items()}
+
+
+def canvas_box(page, cid):
+    return page.eval("(() => { const c = document.getElementById(%r); "
+                     "const r = c.getBoundingClientRect(); return {x: r.left + c.clientLeft, "
+                     "y: r.top + c.clientTop, w: c.clientWidth, h: c.clientHeight}; })()" % cid)
+
+
+def settled(page):
+    """Waits until no request is in flight and the fetched window is the window shown."""
+    page.wait_for("gmtView.pending === 0 && gmtView.lastTimeline && "
+                  "gmtView.lastTimeline.lo === gmtView.lo && gmtView.lastTimeline.hi === gmtView.hi"
+                  " && gmtView.lastAllocations.t0 === gmtView.lo", timeout=20)
+
+
+def scroll_to(page, cid):
+    page.eval("document.getElementById(%r).scrollIntoView({block: 'center'}); true" % cid)
+    time.sleep(0.05)
+
+
+def frames_of(env, inp, stack_id):
+    if stack_id is None:
+        return []
+    rows = cli_json(env, "sql", inp, "SELECT name, line FROM stack_frames WHERE stack_id = %d "
+                    "ORDER BY depth" % stack_id, "--json")
+    return [(r["name"] or "", r["line"] or 0) for r in rows]
+
+
+def server_json(url, path):
+    """An endpoint's answer asked by the test itself (the token from the page's URL)."""
+    u = urlparse(url)
+    req = urllib.request.Request("%s://%s%s" % (u.scheme, u.netloc, path),
+                                 headers={"X-Token": parse_qs(u.query)["token"][0]})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def type_search(page, text):
+    """Types into the search field and presses Enter, as a person would."""
+    page.eval("(() => { const q = document.getElementById('search-q'); q.value = ''; q.focus(); "
+              "return true; })()")
+    page.call("Input.insertText", text=text)
+    for kind in ("keyDown", "keyUp"):
+        page.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+                  windowsVirtualKeyCode=13, **({"text": "\r"} if kind == "keyDown" else {}))
+    page.wait_for("gmtView.search && gmtView.searchQ === %s && gmtView.pending === 0" %
+                  json.dumps(text), timeout=60)
+
+
+def marks_wanted(page, h):
+    """The histogram's non-empty buckets that meet the page's window."""
+    lo, hi = page.eval("[gmtView.lo, gmtView.hi]")
+    wd = h["bucket_width"]
+    return [i for i in range(h["buckets"]) if h["blocks"][i] and i * wd < hi and (i + 1) * wd > lo]
+
+
+def check_search(b, page, url, inp, env, label, device, text, untimed):
+    scroll_to(page, "timeline")
+    page.eval("document.getElementById('reset').click(); true")
+    settled(page)
+    type_search(page, text)
+    want = server_json(url, "/api/search?device=%d&q=%s" % (device, quote(text)))
+    rows = page.eval("[...document.querySelectorAll('#search-table tbody tr')].map(tr => "
+                     "[Number(tr.dataset.stackId), tr.children[0].textContent, "
+                     "tr.children[1].textContent, tr.children[2].textContent])")
+    check(want["sites"] and len(rows) == len(want["sites"]),
+          label + ": search %r lists %d sites, /api/search %d" % (text, len(rows),
+                                                                  len(want["sites"])))
+    shown = page.eval("gmtView.search.sites.map(s => [s.stack_id, s.blocks, s.bytes])")
+    check(shown == [[s["stack_id"], s["blocks"], s["bytes"]] for s in want["sites"]] and
+          [r[0] for r in rows] == [s["stack_id"] for s in want["sites"]] and
+          all(r[1] == (s["site"] or "(no stack)") and r[2] == str(s["blocks"])
+              for r, s in zip(rows, want["sites"])),
+          label + ": search %r: the rows %r differ from /api/search's" % (text, rows[:2]))
+    like = text.replace("'", "''")
+    tot = cli_json(env, "sql", inp, "SELECT count(DISTINCT alloc_stack_id) AS sites, count(*) AS n, "
+                   "sum(size) AS b FROM allocations WHERE device = %d AND kind = 'device' AND "
+                   "alloc_id >= 1 AND alloc_stack_id IN (SELECT stack_id FROM stack_frames WHERE "
+                   "name LIKE '%%%s%%' OR file LIKE '%%%s%%')" % (device, like, like), "--json")[0]
+    check((want["sites_total"], want["blocks"], want["bytes"]) == (tot["sites"], tot["n"], tot["b"])
+          and tot["n"] > 0, label + ": search %r: %d sites %d blocks %d bytes, sql %r" % (
+              text, want["sites_total"], want["blocks"], want["bytes"], tot))
+    head = page.eval("document.getElementById('search-head').textContent")
+    check(("%d blocks" % tot["n"]) in head, label + ": the search's head %r" % head)
+    # the marks: the histogram's buckets in view, at the whole run and zoomed in
+    marks = page.eval("gmtView.searchMarks")
+    check(marks and marks == marks_wanted(page, want["histogram"]),
+          label + ": marks %r, the histogram's buckets in view %r" % (
+              (marks or [])[:8], marks_wanted(page, want["histogram"])[:8]))
+    box = canvas_box(page, "timeline")
+    first = marks_wanted(page, want["histogram"])[0] if marks else 0
+    lo, hi = page.eval("[gmtView.lo, gmtView.hi]")
+    x = X_of(box, (first + 0.5) * want["histogram"]["bucket_width"], lo, hi)
+    for _ in range(2):
+        page.wheel(x, box["y"] + box["h"] / 2, -300)
+    settled(page)
+    marks = page.eval("gmtView.searchMarks")
+    check(marks and marks == marks_wanted(page, want["histogram"]) and
+          page.eval("gmtView.hi - gmtView.lo") < hi - lo,
+          label + ": zoomed marks %r, wanted %r" % ((marks or [])[:8],
+                                                    marks_wanted(page, want["histogram"])[:8]))
+    check("q=" + quote(text, safe="") in page.eval("location.hash").replace("+", "%20") or
+          hash_state(page).get("q") == text, label + ": the query not in the URL")
+    page.screenshot(os.path.join(SHOTS, label + "-6-search.png"))
+    # a site chosen: its blocks outlined, exactly those drawn with its stack
+    drawn = set(page.eval("gmtView.rects.map(r => r.stack)"))
+    pick = next((s for s in want["sites"] if s["stack_id"] in drawn), want["sites"][0])
+    page.eval("document.querySelector('#search-table tbody tr[data-stack-id=\"%d\"]').click(); "
+              "true" % pick["stack_id"])
+    got = page.eval("({site: gmtView.searchSite, outlined: gmtView.searchOutlined, ids: "
+                    "gmtView.rects.filter(r => r.stack === %d).map(r => r.id)})" % pick["stack_id"])
+    check(got["site"] == pick["stack_id"] and sorted(got["outlined"]) == sorted(got["ids"]) and
+          hash_state(page).get("site") == str(pick["stack_id"]),
+          label + ": site %d chosen: %r" % (pick["stack_id"], got))
+    if got["outlined"]:
+        ids = ",".join(str(i) for i in got["outlined"])
+        st = cli_json(env, "sql", inp, "SELECT DISTINCT alloc_stack_id AS s FROM allocations "
+                      "WHERE alloc_id IN (%s)" % ids, "--json")
+        check([r["s"] for r in st] == [pick["stack_id"]],
+              label + ": the outlined blocks' stacks %r, the site %d" % (st, pick["stack_id"]))
+    print("%s: search %r: %d sites listed of %d, %d marks in view, site %d: %d blocks "
+          "outlined" % (label, text, len(rows), want["sites_total"], len(marks or []),
+                        pick["stack_id"], len(got["outlined"])))
+    scroll_to(page, "blocks")
+    page.screenshot(os.path.join(SHOTS, label + "-6b-search-site.png"))
+    check(b.errors == [], label + ": errors: %r" % b.errors)
+    return want
+
+
+def check_address(b, page, inp, env, label, device, untimed):
+    rows = page.eval("gmtView.allocs.blocks.slice(0, 5)")
+    if not check(rows, label + ": no block drawn to take an address from"):
+        return
+    row = next((r for r in rows if r[0] >= 1), rows[0])  # one the recording saw allocated
+    bid, addr, size = row[0], row[1], row[2]
+    a = addr + size // 2
+    scroll_to(page, "timeline")
+    type_search(page, "0x%x" % a)
+    listed = page.eval("[...document.querySelectorAll('#search-table tbody tr')]"
+                       ".map(tr => Number(tr.dataset.allocId))")
+    want = cli_json(env, "sql", inp, "SELECT alloc_id, alloc_ts_ns FROM allocations WHERE device = "
+                    "%d AND addr <= %d AND %d < addr + size ORDER BY alloc_id" % (device, a, a),
+                    "--json")
+    check(listed == [r["alloc_id"] for r in want][:100] and bid in listed,
+          label + ": address 0x%x lists %r, sql %r" % (a, listed[:6],
+                                                       [r["alloc_id"] for r in want][:6]))
+    check(hash_state(page).get("q") == "0x%x" % a, label + ": the address not in the URL")
+    marks = page.eval("gmtView.searchMarks")
+    check(bid in (marks or []) or not page.eval("gmtView.lo <= %d && %d < gmtView.hi" % (
+        row[4], row[4])), label + ": block %d's alloc not marked: %r" % (bid, marks))
+    # the drawn block's row: its detail, the cursor at its alloc
+    page.eval("document.querySelector('#search-table tbody tr[data-alloc-id=\"%d\"]').click(); "
+              "true" % bid)
+    page.wait_for("gmtView.detail && gmtView.detail.alloc_id === %d && gmtView.pending === 0 && "
+                  "!document.getElementById('detail').hidden" % bid)
+    t = [r for r in want if r["alloc_id"] == bid][0]
+    t = 0 if bid < 1 else bid if untimed else t["alloc_ts_ns"]  # before the recording: its start
+    got = page.eval("[gmtView.cursor, gmtView.block, gmtView.lo <= gmtView.cursor && "
+                    "gmtView.cursor < gmtView.hi]")
+    check(got == [t, bid, True], label + ": block %d picked: cursor, block, in view %r, want "
+          "cursor %d" % (bid, got, t))
+    check(page.eval("document.getElementById('d-alloc_id').dataset.value") == str(bid),
+          label + ": the detail is not block %d's" % bid)
+    print("%s: address 0x%x: %d blocks held it, block %d picked, cursor %d" % (
+        label, a, len(want), bid, t))
+    page.screenshot(os.path.join(SHOTS, label + "-7-address.png"))
+    check(b.errors == [], label + ": errors: %r" % b.errors)
+
+
+def X_of(box, t, lo, hi):
+    left, right = 78, 14
+    return box["x"] + left + (t - lo) / (hi - lo) * (box["w"] - left - right)
+
+
+def check_page(b, inp, env, label, untimed, text):
+    view, url, t0 = start_view(inp, env)
+    try:
+        page = b.open(url)
+        page.wait_for("document.body.dataset.ready", timeout=30)
+        first = time.monotonic() - t0
+        ready = page.eval("document.body.dataset.ready")
+        check(ready == "1", label + ": the page did not draw: %r %r" % (
+            ready, page.eval("document.getElementById('error').textContent")))
+        print("%s: first screen %.2f s after starting view (the browser already up)" % (
+            label, first))
+        check(first < 5, label + ": first screen took %.1f s" % first)
+        settled(page)
+        check(b.errors == [], label + ": errors on load: %r" % b.errors)
+        page.screenshot(os.path.join(SHOTS, label + "-1-loaded.png"))
+        note = page.eval("document.getElementById('axis-note').textContent")
+        check(("no timestamps" in note) == untimed, label + ": axis note %r" % note)
+        device = page.eval("gmtView.device")
+
+        # wheel zoom around a point 40% across the plot
+        box = canvas_box(page, "timeline")
+        lo0, hi0 = page.eval("gmtView.lo"), page.eval("gmtView.hi")
+        left = 78
+        x = box["x"] + left + 0.4 * (box["w"] - left - 14)
+        t_at = lo0 + 0.4 * (hi0 - lo0)
+        n0 = page.eval("gmtView.fetched.timeline")
+        for _ in range(3):
+            page.wheel(x, box["y"] + box["h"] / 2, -400)
+        settled(page)
+        h = hash_state(page)
+        lo, hi = int(h["lo"]), int(h["hi"])
+        check(hi - lo < 0.5 * (hi0 - lo0) and lo <= t_at <= hi,
+              label + ": the zoom: [%d, %d) -> [%d, %d) around %d" % (lo0, hi0, lo, hi, t_at))
+        check(abs((t_at - lo) / (hi - lo) - 0.4) < 0.03,
+              label + ": the zoom kept the cursor's place: %.3f" % ((t_at - lo) / (hi - lo)))
+        check(page.eval("gmtView.fetched.timeline") > n0 and
+              page.eval("[gmtView.lastTimeline.lo, gmtView.lastTimeline.hi]") == [lo, hi],
+              label + ": no timeline fetched for the zoomed window")
+        page.screenshot(os.path.join(SHOTS, label + "-2-zoomed.png"))
+
+        # drag pans: the span kept
+        y = box["y"] + box["h"] / 2
+        page.mouse("mouseMoved", x, y)
+        page.mouse("mousePressed", x, y)
+        page.mouse("mouseMoved", x - 100, y, buttons=1)
+        page.mouse("mouseReleased", x - 100, y)
+        settled(page)
+        h = hash_state(page)
+        check(int(h["hi"]) - int(h["lo"]) == hi - lo and int(h["lo"]) > lo,
+              label + ": the drag: [%d, %d) -> [%s, %s)" % (lo, hi, h["lo"], h["hi"]))
+        lo, hi = int(h["lo"]), int(h["hi"])
+        # shift-drag over the whole run (from its first pixels to the middle) selects a window
+        page.eval("document.getElementById('reset').click(); true")
+        settled(page)
+        lo, hi = page.eval("gmtView.lo"), page.eval("gmtView.hi")
+        pw = box["w"] - left - 14
+        x = box["x"] + left + 2
+        page.mouse("mousePressed", x, y, modifiers=8)
+        page.mouse("mouseMoved", x + pw / 2, y, buttons=1, modifiers=8)
+        page.mouse("mouseReleased", x + pw / 2, y, modifiers=8)
+        settled(page)
+        h = hash_state(page)
+        want_lo = lo + (x - box["x"] - left) / pw * (hi - lo)
+        check(abs(int(h["lo"]) - want_lo) <= max(2, 0.02 * (hi - lo)) and
+              int(h["hi"]) - int(h["lo"]) < hi - lo,
+              label + ": the brush: [%d, %d) -> [%s, %s), wanted from %d" % (
+                  lo, hi, h["lo"], h["hi"], want_lo))
+        # the brushed window's summary: diff's answer for the same two moments
+        page.wait_for("gmtView.summary_ && gmtView.summary_.lo === gmtView.lo && "
+                      "gmtView.summary_.hi === gmtView.hi && gmtView.pending === 0")
+        doc = page.eval("gmtView.summary_")
+        want = cli_json(env, "diff", inp, "--device", str(device), "--from", doc["from"]["when"],
+                        "--to", doc["to"]["when"], "--top", "10", "--json")
+        check(want["stacks"], label + ": the brushed window changed nothing: a weak check")
+        check(doc["change"] == want["change"] and
+              [(x["site"], x["net_bytes"]) for x in doc["stacks"]] ==
+              [(x["site"], x["net_bytes"]) for x in want["stacks"]],
+              label + ": the window summary differs from diff --json")
+        rows = page.eval("document.querySelectorAll('#summary-stacks tbody tr').length")
+        check(rows == len(want["stacks"]) and hash_state(page).get("summary") == "1",
+              label + ": the summary shows %d sites, diff %d" % (rows, len(want["stacks"])))
+        scroll_to(page, "summary")
+        page.screenshot(os.path.join(SHOTS, label + "-2b-summary.png"))
+        scroll_to(page, "timeline")
+        page.eval("document.getElementById('reset').click(); true")
+        settled(page)
+        for _ in range(2):
+            page.wheel(x, y, -300)
+        settled(page)
+
+        # click the largest block drawn (its rectangle from the page's state)
+        scroll_to(page, "blocks")
+        rects = page.eval("gmtView.rects.filter(r => r.w > 6 && r.h >= 2.5)")
+        check(rects, label + ": no block rectangle big enough to click")
+        if rects:  # the largest with an allocation stack, when there is one
+            r = max(rects, key=lambda r: (r["stack"] >= 0, r["w"] * r["h"]))
+            with_stack = r["stack"] >= 0
+            bb = canvas_box(page, "blocks")
+            page.click(bb["x"] + r["x"] + r["w"] / 2, bb["y"] + r["y"] + r["h"] / 2)
+            page.wait_for("gmtView.detail && gmtView.detail.alloc_id === %d && "
+                          "!document.getElementById('detail').hidden" % r["id"])
+            check(hash_state(page).get("block") == str(r["id"]), label + ": block not in the URL")
+            row = cli_json(env, "sql", inp, "SELECT size, requested_size, stream, tensor_name, "
+                           "alloc_stack_id, free_stack_id FROM allocations WHERE alloc_id = %d" %
+                           r["id"], "--json")[0]
+            shown = page.eval("Object.fromEntries(['size', 'requested_size', 'stream', "
+                              "'tensor_name'].map(k => [k, document.getElementById('d-' + k)"
+                              ".dataset.value]))")
+            for k in ("size", "requested_size", "stream", "tensor_name"):
+                want = "" if row[k] is None else str(row[k])
+                check(shown[k] == want, label + ": block %d %s shown %r, sql %r" % (
+                    r["id"], k, shown[k], want))
+            check(page.eval("document.getElementById('d-size').textContent")
+                  .endswith("(%d bytes)" % row["size"]), label + ": the size's text")
+            for which in ("alloc", "free"):
+                got = page.eval("[...document.querySelectorAll('#d-%s_frames li.frame')]"
+                                ".map(li => [li.dataset.name, Number(li.dataset.line)])" % which)
+                want = frames_of(env, inp, row[which + "_stack_id"])
+                check([tuple(g) for g in got] == want and (which == "free" or want or
+                                                         not with_stack),
+                      label + ": block %d %s frames: %d shown, sql %d" % (
+                          r["id"], which, len(got), len(want)))
+            page.screenshot(os.path.join(SHOTS, label + "-3-block.png"))
+
+        # the cursor: a click on the timeline at 55%; the segment count against the CLI
+        scroll_to(page, "timeline")
+        box = canvas_box(page, "timeline")
+        page.click(box["x"] + left + 0.55 * (box["w"] - left - 14), box["y"] + box["h"] / 2)
+        try:
+            page.wait_for("!!(gmtView.seg && document.getElementById('segment-count'))")
+        except browser.PageError:
+            print(page.eval("[gmtView.at, gmtView.fetched, gmtView.drag, location.hash, "
+                            "document.getElementById('error').textContent]"), b.errors)
+            raise
+        shown = page.eval("(() => { const e = document.getElementById('segment-count'); "
+                          "return [Number(e.dataset.count), Number(e.dataset.eventId)]; })()")
+        at = hash_state(page).get("at", "")
+        check(at.startswith("event:" if untimed else "time:"), label + ": cursor %r" % at)
+        want = cli_json(env, "segments", inp, "--device", str(device), "--at",
+                        "event:%d" % shown[1], "--json")
+        check(shown[0] == len(want["segments"]) and shown[0] > 0,
+              label + ": %d segments shown at event %d, segments --json says %d" % (
+                  shown[0], shown[1], len(want["segments"])))
+        same = cli_json(env, "segments", inp, "--device", str(device), "--at", at, "--json")
+        check(same["event_id"] == shown[1], label + ": the cursor %s is event %d, the page "
+              "says %d" % (at, same["event_id"], shown[1]))
+        scroll_to(page, "segments")
+        sb = canvas_box(page, "segments")
+        page.mouse("mouseMoved", sb["x"] + left + 3, sb["y"] + 10)
+        time.sleep(0.3)
+        page.screenshot(os.path.join(SHOTS, label + "-4-segments.png"))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
+
+        # stack by category: at every bucket the stack drawn reaches the timeline's max there
+        scroll_to(page, "timeline")
+        page.eval("(() => { const s = document.getElementById('stackby'); s.value = 'category';"
+                  " s.dispatchEvent(new Event('change')); return true; })()")
+        page.wait_for("gmtView.pending === 0 && gmtView.stacks && gmtView.stackTop && "
+                      "gmtView.stacks.by === 'category'", timeout=20)
+        settled(page)
+        got = page.eval("(() => { const t = gmtView.tl, top = gmtView.stackTop, bad = []; "
+                        "for (let i = t.first_known; i < t.n; i++) if (top[i] !== "
+                        "t.max_allocated[i]) bad.push([i, top[i], t.max_allocated[i]]); "
+                        "return {bad: bad.slice(0, 3), known: t.n - t.first_known, "
+                        "nonzero: top.filter((v) => v > 0).length, hash: location.hash, "
+                        "labels: gmtView.stacks.series.map((s) => s.label), legend: "
+                        "document.getElementById('stack-legend').textContent}; })()")
+        check(got["known"] > 0 and got["nonzero"] > 0 and not got["bad"],
+              label + ": the stack's top is not the max allocated: %r" % got["bad"])
+        check("stack=category" in got["hash"], label + ": stack not in the hash: %r" % got["hash"])
+        check(got["labels"] and all(x in got["legend"] for x in got["labels"]),
+              label + ": the legend %r lacks the series %r" % (got["legend"], got["labels"]))
+        print("%s: stacked by category, %d buckets, series %r" % (label, got["known"],
+                                                                  got["labels"]))
+        page.screenshot(os.path.join(SHOTS, label + "-4b-stacked.png"))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
+
+        # the search: by frame text, then the deep link below carries it
+        check_search(b, page, url, inp, env, label, device, text, untimed)
+
+        # the deep link: the same state in a new page
+        probe = ("({lo: gmtView.lo, hi: gmtView.hi, block: gmtView.block, "
+                 "count: gmtView.seg.segment_count, stack: gmtView.stackBy, q: gmtView.searchQ, "
+                 "site: gmtView.searchSite, sites: gmtView.search.sites.map(s => s.stack_id), "
+                 "marks: gmtView.searchMarks, outlined: gmtView.searchOutlined, "
+                 "rows: document.querySelectorAll('#search-table tbody tr').length, "
+                 "href: location.href})")
+        state = page.eval(probe)
+        again = b.open(state["href"])
+        again.wait_for("document.body.dataset.ready")
+        again.wait_for("gmtView.seg && (gmtView.block === null || gmtView.detail) && "
+                       "gmtView.stackTop && gmtView.search && gmtView.pending === 0")
+        got = again.eval(probe)
+        check(got == state, label + ": the deep link: %r != %r" % (got, state))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
+        again.screenshot(os.path.join(SHOTS, label + "-5-deep-link.png"))
+
+        # the search by an address a drawn block held
+        check_address(b, again, inp, env, label, device, untimed)
+    finally:
+        rc = stop_view(view)
+    check(rc == 0, label + ": view exit %r" % rc)
+
+
+def main():
+    if not browser.find_chromium():
+        print("SKIP: no chromium on PATH (Debian: apt-get install chromium); the server is "
+              "tested without a browser by test_view_server")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="gmt-view-browser-")
+    env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
+    trace = os.path.join(tmp, "t.zst")
+    subprocess.run([SYNTH, "-o", trace, "--steps", "6", "--devices", "2", "--names"], check=True,
+                   capture_output=True)
+    probe = subprocess.run([MEM, "view", trace, "--bind", "not-an-address"], env=env,
+                           capture_output=True, text=True)
+    if "built without libmicrohttpd" in probe.stderr:
+        print("SKIP: memanalyze was built without libmicrohttpd")
+        return 77
+    os.makedirs(SHOTS, exist_ok=True)
+    with browser.Browser() as b:
+        check_page(b, trace, env, "synth", False, "model.py")
+        snap = os.path.join(SHARED, "pt21-no-timestamps.pickle") if SHARED else ""
+        if snap and os.path.exists(snap):
+            check_page(b, snap, env, "pt21", True, "linear")
+        else:
+            print("note: ../shared/data/pytorch is absent: the real snapshot is not viewed")
+    subprocess.run(["rm", "-rf", tmp])
+    if failures:
+        print("%d failures" % len(failures), file=sys.stderr)
+        return 1
+    print("test_view_browser: ok (screenshots in %s)" % SHOTS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
