@@ -172,13 +172,12 @@ int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
         (rc = int_arg(rq, "count", 0, INT64_MAX, &count, err, errlen)))
         return rc;
     json_slice part = {.first = (size_t)first, .count = (size_t)count};
-    step_row *rows = NULL;
-    size_t n = 0;
-    step_history h;
-    if (step_table(db, device, &rows, &n, &h, err, errlen) != 0)
-        return 500;
-    step_table_json_write(out, device, rows, n, &h, &part);
-    free(rows);
+    const step_row *rows;
+    size_t n;
+    const step_history *h;
+    if ((rc = view_step_table(db, device, &rows, &n, &h, err, errlen)) != 0)
+        return rc;
+    step_table_json_write(out, device, rows, n, h, &part);
     return 200;
 }
 

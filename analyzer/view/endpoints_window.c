@@ -203,17 +203,49 @@ static void window_rest(FILE *out, const view_window *w) {
     fputs("]}", out);
 }
 
+/* The thread's step table of `device` on c's connection, made when it has another's. 0, or
+ * 500 with the message. */
+static int cached_steps(window_cache *c, int device, char *err, size_t errlen) {
+    if (c->steps_device == device)
+        return 0;
+    free(c->rows);
+    c->rows = NULL;
+    c->steps_device = -1;
+    if (step_table(c->db, device, &c->rows, &c->nrows, &c->history, err, errlen) != 0)
+        return 500;
+    c->steps_device = device;
+    return 0;
+}
+
+int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
+                    const step_history **history, char *err, size_t errlen) {
+    window_cache *c = cache_of(db);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    int rc = cached_steps(c, device, err, errlen);
+    if (rc)
+        return rc;
+    *rows = c->rows;
+    *n = c->nrows;
+    *history = &c->history;
+    return 0;
+}
+
+void view_step_table_drop(void) {
+    pthread_once(&cache_once, cache_key_make);
+    window_cache *c = pthread_getspecific(cache_key);
+    if (c)
+        cache_clear(c);
+}
+
 /* The steps that overlap (from, to]: a step holds (begin, end]. */
 static int window_steps(FILE *out, window_cache *c, int device, int64_t from, int64_t to, char *err,
                         size_t errlen) {
-    if (c->steps_device != device) {
-        free(c->rows);
-        c->rows = NULL;
-        c->steps_device = -1;
-        if (step_table(c->db, device, &c->rows, &c->nrows, &c->history, err, errlen) != 0)
-            return 500;
-        c->steps_device = device;
-    }
+    int rc = cached_steps(c, device, err, errlen);
+    if (rc)
+        return rc;
     const step_row *rows = c->rows;
     size_t n = c->nrows, first = 0, count = 0;
     for (size_t i = 0; i < n; i++) {

@@ -571,6 +571,7 @@ static int prepare(view_server *s, char *err, size_t errlen) {
         if (rc == 0)
             rc = add_memo(s, db, view_api_marks, none, err, errlen);
     }
+    view_step_table_drop(); /* the workers keep their own, on their connections */
     db_close(db);
     return rc;
 }
