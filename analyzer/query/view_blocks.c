@@ -3,6 +3,7 @@
  * the window's totals from the running counts, the largest blocks from the ranked runs, tier by
  * tier until K are found, their details decoded last. */
 #include "view_blocks.h"
+#include "gmt_grow.h"
 #include "view_blocks_file.h"
 
 #include "db_query.h"
@@ -259,13 +260,8 @@ static int read_run(const view_blocks_index *ix, const vb_run *r, int64_t q, int
                 break;
             if (!live && at + life < t0)
                 continue;
-            if (out->n == out->cap) {
-                out->cap = out->cap ? 2 * out->cap : 4096;
-                cand *grown = realloc(out->c, out->cap * sizeof *grown);
-                if (!grown)
-                    return -1;
-                out->c = grown;
-            }
+            if (gmt_grow_uninit((void **)&out->c, &out->cap, out->n, sizeof *out->c, 4096) != 0)
+                return -1;
             out->c[out->n++] = (cand){si, live ? INT64_MAX : life, at, ord};
         }
     }

@@ -4,6 +4,7 @@
  * memory (gmt_radix.h) and the packed runs, streamed to a temporary file renamed into place.
  * Its memory is ~170 B per block while it runs (the blocks collected, the sorts' pairs, the
  * shapes' table), the file's ~20 B. */
+#include "gmt_grow.h"
 #include "view_blocks.h"
 #include "view_blocks_file.h"
 
@@ -70,16 +71,11 @@ typedef struct runw {
 static int run_entry(runw *w, int64_t key, int64_t size, uint8_t **p) {
     int first = w->n % w->group == 0;
     if (first) {
-        if (w->ng == w->cap) {
-            w->cap = w->cap ? 2 * w->cap : 64;
-            vb_group *grown = realloc(w->g, w->cap * sizeof *grown);
-            if (!grown) {
-                w->b->failed = 1;
-                w->cap = w->ng = 0;
-                free(w->g);
-                w->g = NULL;
-            } else
-                w->g = grown;
+        if (gmt_grow_uninit((void **)&w->g, &w->cap, w->ng, sizeof *w->g, 64) != 0) {
+            w->b->failed = 1;
+            w->cap = w->ng = 0;
+            free(w->g);
+            w->g = NULL;
         }
         if (w->g)
             w->g[w->ng++] = (vb_group){key, (int64_t)w->n, w->bytes, (uint64_t)w->b->len};
@@ -135,13 +131,8 @@ static blk *find_block(blks *bs, int64_t alloc_id) {
 }
 
 static int push_block(blks *bs, blk v) {
-    if (bs->n == bs->cap) {
-        bs->cap = bs->cap ? 2 * bs->cap : 4096;
-        blk *grown = realloc(bs->b, bs->cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        bs->b = grown;
-    }
+    if (gmt_grow_uninit((void **)&bs->b, &bs->cap, bs->n, sizeof *bs->b, 4096) != 0)
+        return -1;
     bs->b[bs->n++] = v;
     return 0;
 }
@@ -215,14 +206,9 @@ static int collect(sqlite3 *db, int event_axis, blks *bs, char *err, size_t errl
                     a->free_event_id = id;
                     a->hi = event_value_or(v[C_TS][i], -1);
                 } else if (!a) {
-                    if (nlate == late_cap) {
-                        late_cap = late_cap ? 2 * late_cap : 256;
-                        void *grown = realloc(late, late_cap * sizeof *late);
-                        if (!grown) {
-                            rc = -1;
-                            break;
-                        }
-                        late = grown;
+                    if (gmt_grow_uninit((void **)&late, &late_cap, nlate, sizeof *late, 256) != 0) {
+                        rc = -1;
+                        break;
                     }
                     late[nlate][0] = v[C_ALLOC][i];
                     late[nlate][1] = id;

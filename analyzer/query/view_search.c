@@ -3,6 +3,7 @@
  * histogram; an address through the segments' (device, addr) index and one pass for the
  * blocks, each block's detail then a point lookup (block_detail.h). */
 #include "view_search.h"
+#include "gmt_grow.h"
 
 #include "addr_map.h"
 #include "block_sweep.h"
@@ -99,14 +100,9 @@ static int matching_stacks(sqlite3 *db, const char *text, addr_map *stacks, site
     size_t cap = 0;
     int rc = 0;
     while (rc == 0 && db_next_row(st, &failed)) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            site_acc *grown = realloc(*acc, cap * sizeof **acc);
-            if (!grown) {
-                rc = -1;
-                break;
-            }
-            *acc = grown;
+        if (gmt_grow_uninit((void **)acc, &cap, *n, sizeof **acc, 64) != 0) {
+            rc = -1;
+            break;
         }
         int64_t id = sqlite3_column_int64(st, 0);
         (*acc)[*n] = (site_acc){.stack_id = id};

@@ -2,6 +2,7 @@
  * allocations from one pass over its events, the categories at two moments from one sweep, the
  * OOMs from report's rules. */
 #include "view_window.h"
+#include "gmt_grow.h"
 
 #include "addr_map.h"
 #include "block_sweep.h"
@@ -55,14 +56,9 @@ static int window_sites(sqlite3 *db, view_window *w, char *err, size_t errlen) {
             int64_t stack = event_value_or(v[STACK][r], 0), size = event_value_or(v[SIZE][r], 0);
             uint32_t *at = addr_map_get(&index, 0, (uint64_t)stack);
             if (!at) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    view_window_site *grown = realloc(sites, cap * sizeof *sites);
-                    if (!grown) {
-                        rc = -1;
-                        break;
-                    }
-                    sites = grown;
+                if (gmt_grow_uninit((void **)&sites, &cap, n, sizeof *sites, 64) != 0) {
+                    rc = -1;
+                    break;
                 }
                 sites[n++] = (view_window_site){stack, 0, 0};
                 if ((rc = addr_map_put(&index, 0, (uint64_t)stack, (uint32_t)n)) != 0)
@@ -118,14 +114,9 @@ static int stored_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
                 addr_map_remove(&live, 0, (uint64_t)c.alloc_id);
                 continue;
             }
-            if (n == cap) {
-                cap = cap ? 2 * cap : 1024;
-                int64_t *grown = realloc(sizes, cap * sizeof *sizes);
-                if (!grown) {
-                    rc = -1;
-                    break;
-                }
-                sizes = grown;
+            if (gmt_grow_uninit((void **)&sizes, &cap, n, sizeof *sizes, 1024) != 0) {
+                rc = -1;
+                break;
             }
             sizes[n++] = c.size;
             rc = addr_map_put(&live, 0, (uint64_t)c.alloc_id, (uint32_t)n);
