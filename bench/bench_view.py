@@ -30,6 +30,7 @@ Prints lines for bench/README.md and, last, one JSON line ("RESULT {...}") for t
 Python 3 standard library only (the browser over tests/browser.py's pipe).
 """
 import argparse
+import glob
 import http.client
 import json
 import os
@@ -136,7 +137,8 @@ def pick_device(summary):
 
 
 def build_index(mem, inp):
-    """Starts view until /api/allocations answers (the blocks index made or found): seconds."""
+    """Starts view until /api/allocations answers (the blocks index made or found) and the layout
+    index is in the cache: seconds."""
     p, url, t0, _ = start_view(mem, inp)
     try:
         c = Client(url)
@@ -149,6 +151,14 @@ def build_index(mem, inp):
                 break
             if st != 503:
                 raise RuntimeError("/api/allocations: %d" % st)
+            time.sleep(0.1)
+        # then the layout index (layout_index.h), which the same thread builds next: published
+        # under its own name in the cache folder once complete
+        cache = os.environ.get("GMT_CACHE_DIR")
+        deadline = time.monotonic() + 3600
+        while cache and not glob.glob(os.path.join(cache, "**", "*.layouts"), recursive=True):
+            if time.monotonic() > deadline:
+                raise RuntimeError("no layout index after an hour")
             time.sleep(0.1)
         c.close()
         return time.monotonic() - t0

@@ -118,6 +118,36 @@ static long temp_pid(const char *name, const char *base) {
     return 0;
 }
 
+int db_file_write(const char *path, const char *what, db_file_writer write, void *ctx, char *err,
+                  size_t errlen) {
+    char tmp[4096];
+    if (db_file_replaceable(path, err, errlen) != 0)
+        return -1;
+    int fd = db_file_temp(path, "", 0600, tmp, sizeof tmp, err, errlen);
+    if (fd < 0)
+        return -1;
+    int copy = dup(fd); /* stdio's: fd keeps the file's lock until the rename */
+    FILE *f = copy >= 0 ? fdopen(copy, "wb") : NULL;
+    int rc = -1;
+    if (!f) {
+        snprintf(err, errlen, "%s %s: cannot write it", what, tmp);
+        if (copy >= 0)
+            close(copy);
+    } else {
+        rc = write(f, ctx, err, errlen);
+        if (fclose(f) != 0 && rc == 0) {
+            snprintf(err, errlen, "%s %s: cannot write it: %s", what, tmp, strerror(errno));
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = db_file_publish(tmp, path, err, errlen);
+    if (rc != 0)
+        unlink(tmp);
+    close(fd);
+    return rc;
+}
+
 void db_file_sweep(const char *dir, const char *base) {
     DIR *d = opendir(dir);
     if (!d)

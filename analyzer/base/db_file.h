@@ -15,6 +15,7 @@
 #define GMT_DB_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Whether a database may be written at path: 0 when it is a regular file or nothing, -1 with a
  * one-line message (a symbolic link, a device, a FIFO, a directory; or lstat failed). */
@@ -29,6 +30,14 @@ int db_file_temp(const char *path, const char *suffix, int mode, char *name, siz
 /* Renames the finished temporary tmp to path, if path is still a regular file or nothing (its
  * -journal, -wal and -shm removed first). 0, or -1 with a one-line message (tmp is left). */
 int db_file_publish(const char *tmp, const char *path, char *err, size_t errlen);
+
+/* Writes a file at path the same way: under a temporary name (db_file_temp), through stdio, by
+ * write(f, ctx, err, errlen) (0, or -1 with a one-line message), then renamed into place; on a
+ * failure (the writer's, a full disk at the close, path not replaceable) nothing is left and
+ * path is as it was. `what` names the file in the messages ("view index"). 0, or -1. */
+typedef int (*db_file_writer)(FILE *f, void *ctx, char *err, size_t errlen);
+int db_file_write(const char *path, const char *what, db_file_writer write, void *ctx, char *err,
+                  size_t errlen);
 
 /* Removes, in dir, the temporaries of dead processes: those of the database base (a file name),
  * or with base NULL every one (the cache folder, which is memanalyze's alone). Quietly: what

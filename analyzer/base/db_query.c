@@ -90,6 +90,18 @@ const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
     return buf;
 }
 
+void db_meta_identity(sqlite3 *db, const char *tag, char *buf, size_t len) {
+    static const char *const keys[] = {"input_path",      "input_size",      "input_mtime_ns",
+                                       "last_ts_ns",      "recorded_events", "timestamps",
+                                       "analyzer_version"};
+    size_t at = (size_t)snprintf(buf, len, "%s", tag);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && at < len; i++) {
+        char v[200];
+        db_meta_text(db, keys[i], v, sizeof v);
+        at += (size_t)snprintf(buf + at, len - at, " %s=%s", keys[i], v);
+    }
+}
+
 int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t dflt) {
     sqlite3_stmt *st;
     int64_t v = dflt;

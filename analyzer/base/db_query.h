@@ -59,6 +59,12 @@ void db_failures_expected(int expected);
 /* meta's text for `key` in buf ("" when absent or on an error, cut to len - 1 bytes); buf. */
 const char *db_meta_text(sqlite3 *db, const char *key, char *buf, size_t len);
 
+/* What names the database a file made from it was made for (the view's indexes beside a cache:
+ * view_blocks.h, layout_index.h): `tag` (the file's kind and version), then meta's facts of the
+ * input and of the build that replayed it — no pass over the events, so that such a file is
+ * checked at every open. Into buf (cut to len - 1 bytes). */
+void db_meta_identity(sqlite3 *db, const char *tag, char *buf, size_t len);
+
 /* sqlite3_step for a loop over rows: 1 on a row; 0 at the end, and on an error 0 with *failed
  * set (a read that stops early must not pass for the whole answer). */
 static inline int db_next_row(sqlite3_stmt *st, int *failed) {

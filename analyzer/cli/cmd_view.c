@@ -2,9 +2,10 @@
  * served to a browser on this machine (view/server.h): prints the page's URL with its token,
  * serves until Ctrl-C or SIGTERM, then stops the server and exits 0, leaving nothing behind
  * (the database is the input's usual cache, opened read-only; the blocks' categories are added
- * to it first, once, as `sql` adds them). The one file it leaves is the blocks index for
- * /api/allocations (view_blocks.h), made once, in the cache folder (input_sidecar_path: beside
- * the cached database, or named after a database the user gave, never beside the user's).
+ * to it first, once, as `sql` adds them). The files it leaves are the blocks index for
+ * /api/allocations (view_blocks.h) and the layout index for segment maps, windows and stacks
+ * (layout_index.h), made once, in the cache folder (input_sidecar_path: beside the cached
+ * database, or named after a database the user gave, never beside the user's).
  * One input for now: several are refused with a line saying so. */
 #include "category_store.h"
 #include "cli.h"
@@ -110,11 +111,13 @@ int run_view(cli_ctx *ctx) {
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    char blocks[PATH_MAX + 128];
-    if (input_sidecar_path(ctx->input, path, ".blocks", blocks, sizeof blocks, err, sizeof err))
+    char blocks[PATH_MAX + 128], layouts[PATH_MAX + 128];
+    if (input_sidecar_path(ctx->input, path, ".blocks", blocks, sizeof blocks, err, sizeof err) ||
+        input_sidecar_path(ctx->input, path, ".layouts", layouts, sizeof layouts, err, sizeof err))
         return cli_error("%s", err);
     view_config cfg = {.db_path = path,
                        .blocks_path = blocks,
+                       .layouts_path = layouts,
                        .input = ctx->input,
                        .bind = ctx->text[1],
                        .port = (unsigned)ctx->number[0]};

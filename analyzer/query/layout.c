@@ -14,6 +14,8 @@
 #include "event_scan.h"
 #include "gmt_assert.h"
 #include "gmt_grow.h"
+#include "layout_index.h"
+#include "layout_pass.h"
 #include "trace_format.h"
 
 #include <stdarg.h>
@@ -50,20 +52,6 @@ typedef struct seg_row {
     int mapped, whole_block;
     int64_t pool;
 } seg_row;
-
-typedef struct live_block {
-    int64_t alloc_id, stack_id, segment_id; /* segment_id 0: none */
-    uint64_t addr, size, requested, stream;
-    uint32_t next_free; /* free list of the pass, 1-based */
-    uint8_t live, pending;
-} live_block;
-
-typedef struct pass {
-    live_block *blocks;
-    size_t len, cap;
-    uint32_t free_head;
-    addr_map by_addr; /* live block address -> index */
-} pass;
 
 static int load_segments(sqlite3 *db, int device, seg_row **out, size_t *count, char *err,
                          size_t errlen) {
@@ -119,55 +107,23 @@ static const seg_row *find_segment(const seg_row *rows, size_t count, int64_t se
     return lo < count && rows[lo].segment_id == segment_id ? &rows[lo] : NULL;
 }
 
-static void pass_drop(pass *p, uint32_t index) {
-    live_block *b = &p->blocks[index];
-    addr_map_remove(&p->by_addr, 0, b->addr);
-    b->live = 0;
-    b->next_free = p->free_head;
-    p->free_head = index + 1;
-}
-
-static int pass_alloc(pass *p, const live_block *nb) {
-    uint32_t *old = addr_map_get(&p->by_addr, 0, nb->addr);
-    if (old) /* an alloc over a live block: the replay ended the old one */
-        pass_drop(p, *old);
-    uint32_t index;
-    if (p->free_head) {
-        index = p->free_head - 1;
-        p->free_head = p->blocks[index].next_free;
-    } else {
-        if (p->len >= UINT32_MAX - 1 ||
-            gmt_grow((void **)&p->blocks, &p->cap, p->len, sizeof *p->blocks) != 0)
-            return -1;
-        index = (uint32_t)p->len++;
-    }
-    p->blocks[index] = *nb;
-    p->blocks[index].live = 1;
-    return addr_map_put(&p->by_addr, 0, nb->addr, index);
-}
-
-/* The live blocks of the pass, without those whose segment ended by `at`. */
-static live_block *pass_snapshot(const pass *p, const seg_row *segs, size_t nseg, int64_t at,
-                                 size_t *count) {
-    size_t n = 0;
-    for (size_t i = 0; i < p->len; i++)
-        n += p->blocks[i].live;
-    live_block *out = malloc((n ? n : 1) * sizeof *out);
+/* The live blocks of the pass (by alloc_id), without those whose segment ended by `at`. */
+static layout_live_block *pass_snapshot(const layout_pass *p, const seg_row *segs, size_t nseg,
+                                        int64_t at, size_t *count) {
+    size_t n = 0, kept = 0;
+    layout_live_block *out = layout_pass_live(p, &n);
     if (!out)
         return NULL;
-    n = 0;
-    for (size_t i = 0; i < p->len; i++) {
-        const live_block *b = &p->blocks[i];
-        if (!b->live)
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        const layout_live_block *b = &out[i];
         if (b->segment_id) {
             const seg_row *s = find_segment(segs, nseg, b->segment_id);
             if (s && s->free_event_id <= at)
                 continue;
         }
-        out[n++] = *b;
+        out[kept++] = *b;
     }
-    *count = n;
+    *count = kept;
     return out;
 }
 
@@ -195,7 +151,7 @@ uint64_t layout_releasable(const layout *l, const layout_segment *s) {
 /* ---- one layout from the live rows ------------------------------------------ */
 
 static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
-                       const live_block *live, size_t nlive, layout **out, char *err,
+                       const layout_live_block *live, size_t nlive, layout **out, char *err,
                        size_t errlen) {
     layout *l = calloc(1, sizeof *l);
     am_model *m = am_model_new(NULL);
@@ -240,7 +196,7 @@ static int build_point(int device, int64_t at, const seg_row *segs, size_t nseg,
     }
 
     for (size_t i = 0; i < nlive; i++) {
-        const live_block *b = &live[i];
+        const layout_live_block *b = &live[i];
         layout_block lb = {b->addr,
                            b->size,
                            b->requested,
@@ -353,10 +309,10 @@ static int by_event_id(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The points of a pass before event `id`: each the state after all the rows before it. */
+/* The points of a pass, in event order: each the state after every row <= its event id. */
 typedef struct points {
     const point_order *order;
-    size_t count, next;
+    size_t count;
     int device;
     const seg_row *segs;
     size_t nseg;
@@ -364,44 +320,48 @@ typedef struct points {
     void *ctx;
 } points;
 
-static int emit_before(points *pts, pass *p, int64_t id, char *err, size_t errlen) {
-    for (; pts->next < pts->count && pts->order[pts->next].event_id < id; pts->next++) {
-        const point_order *o = &pts->order[pts->next];
-        size_t n;
-        layout *l = NULL;
-        live_block *snap = pass_snapshot(p, pts->segs, pts->nseg, o->event_id, &n);
-        int rc = snap ? build_point(pts->device, o->event_id, pts->segs, pts->nseg, snap, n, &l,
-                                    err, errlen)
-                      : set_err(err, errlen, "out of memory");
-        free(snap);
-        if (rc == 0 && pts->fn(pts->ctx, o->index, l) != 0) /* the callback owns l from here */
-            rc = set_err(err, errlen, "out of memory");
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
+static int emit(const points *pts, const layout_pass *p, const point_order *o, char *err,
+                size_t errlen) {
+    size_t n;
+    layout *l = NULL;
+    layout_live_block *snap = pass_snapshot(p, pts->segs, pts->nseg, o->event_id, &n);
+    int rc =
+        snap ? build_point(pts->device, o->event_id, pts->segs, pts->nseg, snap, n, &l, err, errlen)
+             : set_err(err, errlen, "out of memory");
+    free(snap);
+    if (rc == 0 && pts->fn(pts->ctx, o->index, l) != 0) /* the callback owns l from here */
+        rc = set_err(err, errlen, "out of memory");
+    return rc;
 }
 
-/* The columns the pass reads, in the order of `want` below. */
-enum {
-    C_ID,
-    C_OP,
-    C_ADDR,
-    C_SIZE,
-    C_REQ,
-    C_STREAM,
-    C_STACK,
-    C_SEGMENT,
-    C_ALLOC,
-    C_DEVICE,
-    C_LEVEL,
-    C_KIND,
-    C_COUNT
-};
-static const int pass_columns[C_COUNT] = {
-    EVENT_COL_event_id,       EVENT_COL_op,     EVENT_COL_addr,     EVENT_COL_size,
-    EVENT_COL_requested_size, EVENT_COL_stream, EVENT_COL_stack_id, EVENT_COL_segment_id,
-    EVENT_COL_alloc_event_id, EVENT_COL_device, EVENT_COL_level,    EVENT_COL_kind};
+/* The rows (from, to] of `device` into the pass, a chunk of columns at a time (event_scan.h:
+ * through SQL the pass cost more in SQLite's per-value calls than in its own work). */
+static int advance(sqlite3 *db, layout_pass *p, int device, int64_t from, int64_t to, char *err,
+                   size_t errlen) {
+    uint32_t mask = event_scan_mask(layout_pass_columns, LAYOUT_PASS_NCOLS);
+    event_scan *scan =
+        event_scan_open(db, mask, from == INT64_MIN ? from : from + 1, to, err, errlen);
+    if (!scan)
+        return -1;
+    const int64_t *col[EVENT_STORE_NCOLS], *v[LAYOUT_PASS_NCOLS];
+    long got;
+    int rc = 0;
+    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
+        event_scan_pick(col, layout_pass_columns, LAYOUT_PASS_NCOLS, v);
+        for (long r = 0; rc == 0 && r < got; r++) {
+            int64_t dev;
+            if (layout_pass_takes(v, r, &dev) && dev == device && layout_pass_apply(p, v, r) != 0)
+                rc = set_err(err, errlen, "out of memory");
+        }
+    }
+    if (rc == 0 && got < 0)
+        rc = set_err(err, errlen, "%s", event_scan_error(scan));
+    event_scan_close(scan);
+    return rc;
+}
+
+/* A checkpoint is taken instead of reading on when it spares at least this many rows. */
+#define LAYOUT_JUMP_ROWS 4096
 
 int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t count, layout_fn fn,
                       void *ctx, char *err, size_t errlen) {
@@ -419,60 +379,34 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
     for (size_t i = 0; i < count; i++)
         order[i] = (point_order){event_ids[i], i};
     qsort(order, count, sizeof *order, by_event_id);
-    points pts = {order, count, 0, device, segs, nseg, fn, ctx};
+    points pts = {order, count, device, segs, nseg, fn, ctx};
 
-    /* Every event up to the last point, a chunk of columns at a time (event_scan.h: through
-     * SQL the pass cost more in SQLite's per-value calls than in its own work). */
-    uint32_t mask = event_scan_mask(pass_columns, C_COUNT);
-    pass p = {0};
+    /* Point after point: from the index's checkpoint nearest before it when that spares rows
+     * (layout_index.h), then the rows since. */
+    const layout_index *ix = layout_index_for(db);
+    layout_pass p = {0};
+    int64_t done = INT64_MIN; /* the pass holds the state after every row <= done */
     int rc = 0;
-    event_scan *scan = event_scan_open(db, mask, INT64_MIN, order[count - 1].event_id, err, errlen);
-    if (!scan)
-        rc = -1;
-    const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
-    long got = 0;
-    while (rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        event_scan_pick(col, pass_columns, C_COUNT, v);
-        for (long r = 0; rc == 0 && r < got; r++) {
-            int64_t op = v[C_OP][r];
-            if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||
-                v[C_KIND][r] != TRACE_KIND_DEVICE ||
-                (op != TRACE_OP_ALLOC && op != TRACE_OP_FREE && op != TRACE_OP_FREE_REQUESTED))
-                continue;
-            int64_t id = v[C_ID][r];
-            if ((rc = emit_before(&pts, &p, id, err, errlen)) != 0)
-                break;
-            uint64_t addr = (uint64_t)v[C_ADDR][r];
-            if (op == TRACE_OP_ALLOC) {
-                live_block nb = {0};
-                nb.alloc_id = id;
-                nb.addr = addr;
-                nb.size = (uint64_t)event_value_or(v[C_SIZE][r], 0); /* none */
-                nb.requested = (uint64_t)event_value_or(v[C_REQ][r], (int64_t)nb.size);
-                nb.stream = (uint64_t)event_value_or(v[C_STREAM][r], 0);
-                nb.stack_id = event_value_or(v[C_STACK][r], 0);
-                nb.segment_id = event_value_or(v[C_SEGMENT][r], 0);
-                if (nb.size != 0 && pass_alloc(&p, &nb) != 0)
-                    rc = set_err(err, errlen, "out of memory");
-                continue;
-            }
-            uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
-            if (!index || v[C_ALLOC][r] == EVENT_STORE_NULL ||
-                p.blocks[*index].alloc_id != v[C_ALLOC][r])
-                continue; /* a free the replay could not match: it changed nothing */
-            if (op == TRACE_OP_FREE)
-                pass_drop(&p, *index);
-            else
-                p.blocks[*index].pending = 1;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        int64_t at = order[i].event_id, ck;
+        if (ix && at > done) {
+            int64_t after = done > INT64_MAX - LAYOUT_JUMP_ROWS || done == INT64_MIN
+                                ? done
+                                : done + LAYOUT_JUMP_ROWS;
+            int seeded = layout_index_seed(ix, device, after, at, &p, &ck, err, errlen);
+            if (seeded < 0)
+                rc = -1;
+            else if (seeded)
+                done = ck;
         }
+        if (rc == 0 && at > done) {
+            rc = advance(db, &p, device, done, at, err, errlen);
+            done = at;
+        }
+        if (rc == 0)
+            rc = emit(&pts, &p, &order[i], err, errlen);
     }
-    if (rc == 0 && got < 0)
-        rc = set_err(err, errlen, "%s", event_scan_error(scan));
-    if (rc == 0) /* the points after the last row */
-        rc = emit_before(&pts, &p, INT64_MAX, err, errlen);
-    event_scan_close(scan);
-    free(p.blocks);
-    addr_map_free(&p.by_addr);
+    layout_pass_free(&p);
     free(order);
     free(segs);
     return rc;
@@ -510,7 +444,7 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
         return 0; /* a database from before the list existed */
     seg_row *segs = NULL;
     size_t nseg = 0, n = 0, cap = 0;
-    live_block *live = NULL;
+    layout_live_block *live = NULL;
     *rc = load_segments(db, device, &segs, &nseg, err, errlen);
     sqlite3_bind_int(st, 1, device);
     while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
@@ -518,7 +452,7 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
             *rc = set_err(err, errlen, "out of memory");
             break;
         }
-        live_block *b = &live[n++];
+        layout_live_block *b = &live[n++];
         memset(b, 0, sizeof *b);
         b->alloc_id = sqlite3_column_int64(st, 0);
         b->addr = (uint64_t)sqlite3_column_int64(st, 1);
@@ -538,6 +472,17 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
     return 1;
 }
 
+int layout_blocks_are_sweeps(sqlite3 *db) {
+    sqlite3_stmt *st = NULL;
+    int yes = db_prepare(db,
+                         "SELECT count(*) FROM warnings WHERE code IN ({warning:double_alloc}, "
+                         "{warning:segment_free_in_use})",
+                         &st) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
+    sqlite3_finalize(st);
+    return yes;
+}
+
 /* A moment late in the trace: start from the end (live_at_end) and undo the
  * events after it, newest first — fewer rows than a pass from the start.
  * Not used when the replay had to end blocks without a free row (their
@@ -545,28 +490,20 @@ static int layout_at_end(sqlite3 *db, int device, int64_t at, layout **out, char
 static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, char *err,
                            size_t errlen, int *rc) {
     sqlite3_stmt *st = NULL;
-    if (db_prepare(db,
-                   "SELECT count(*) FROM warnings WHERE code IN ({warning:double_alloc}, "
-                   "{warning:segment_free_in_use})",
-                   &st) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) != 0) {
-        sqlite3_finalize(st);
+    if (!layout_blocks_are_sweeps(db))
         return 0;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
     if (db_prepare(db,
                    "SELECT alloc_id, addr, size, requested_size, stream, stack_id, "
                    "segment_id, pending FROM live_at_end WHERE device = ?",
                    &st) != SQLITE_OK)
         return 0;
-    pass p = {0};
+    layout_pass p = {0};
     seg_row *segs = NULL;
     size_t nseg = 0;
     *rc = load_segments(db, device, &segs, &nseg, err, errlen);
     sqlite3_bind_int(st, 1, device);
     while (*rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        live_block b = {0};
+        layout_live_block b = {0};
         b.alloc_id = sqlite3_column_int64(st, 0);
         b.addr = (uint64_t)sqlite3_column_int64(st, 1);
         b.size = (uint64_t)sqlite3_column_int64(st, 2);
@@ -575,7 +512,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
         b.stack_id = db_column_i64(st, 5, 0);
         b.segment_id = db_column_i64(st, 6, 0);
         b.pending = (uint8_t)sqlite3_column_int(st, 7);
-        if (pass_alloc(&p, &b) != 0)
+        if (layout_pass_alloc(&p, &b) != 0)
             *rc = set_err(err, errlen, "out of memory");
     }
     sqlite3_finalize(st);
@@ -586,40 +523,41 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
      * each for the few blocks that are live then (stack_id -1, pending 2:
      * not known yet) — the scan itself stays a plain primary-key range. */
     /* Back from the end to `at`, a chunk of columns at a time (event_scan.h). */
-    uint32_t mask = event_scan_mask(pass_columns, C_COUNT);
+    uint32_t mask = event_scan_mask(layout_pass_columns, LAYOUT_PASS_NCOLS);
     event_scan *scan =
         *rc == 0 ? event_scan_open_backward(db, mask, at + 1, INT64_MAX, err, errlen) : NULL;
     if (*rc == 0 && !scan)
         *rc = -1;
-    const int64_t *col[EVENT_STORE_NCOLS], *v[C_COUNT];
+    const int64_t *col[EVENT_STORE_NCOLS], *v[LAYOUT_PASS_NCOLS];
     long got = 0;
     while (*rc == 0 && (got = event_scan_next(scan, col)) > 0) {
-        event_scan_pick(col, pass_columns, C_COUNT, v);
+        event_scan_pick(col, layout_pass_columns, LAYOUT_PASS_NCOLS, v);
         for (long r = got - 1; *rc == 0 && r >= 0; r--) { /* newest first */
-            int64_t op = v[C_OP][r], alloc = v[C_ALLOC][r];
-            if (v[C_DEVICE][r] != device || v[C_LEVEL][r] != TRACE_LEVEL_BLOCK ||
-                v[C_KIND][r] != TRACE_KIND_DEVICE ||
+            int64_t op = v[LAYOUT_PASS_OP][r], alloc = v[LAYOUT_PASS_ALLOC][r];
+            if (v[LAYOUT_PASS_DEVICE][r] != device ||
+                v[LAYOUT_PASS_LEVEL][r] != TRACE_LEVEL_BLOCK ||
+                v[LAYOUT_PASS_KIND][r] != TRACE_KIND_DEVICE ||
                 (op != TRACE_OP_ALLOC && op != TRACE_OP_FREE && op != TRACE_OP_FREE_REQUESTED))
                 continue;
-            uint64_t addr = (uint64_t)v[C_ADDR][r];
+            uint64_t addr = (uint64_t)v[LAYOUT_PASS_ADDR][r];
             uint32_t *index = addr_map_get(&p.by_addr, 0, addr);
             if (op == TRACE_OP_ALLOC) {
                 if (index)
-                    pass_drop(&p, *index);
+                    layout_pass_drop(&p, *index);
             } else if (op == TRACE_OP_FREE_REQUESTED) {
                 if (index && alloc != EVENT_STORE_NULL && p.blocks[*index].alloc_id == alloc)
                     p.blocks[*index].pending = 0;
             } else if (alloc != EVENT_STORE_NULL) {
-                live_block b = {0};
+                layout_live_block b = {0};
                 b.alloc_id = alloc;
                 b.addr = addr;
-                b.size = (uint64_t)event_value_or(v[C_SIZE][r], 0);
-                b.requested = (uint64_t)event_value_or(v[C_REQ][r], (int64_t)b.size);
-                b.stream = (uint64_t)event_value_or(v[C_STREAM][r], 0);
-                b.segment_id = event_value_or(v[C_SEGMENT][r], 0);
+                b.size = (uint64_t)event_value_or(v[LAYOUT_PASS_SIZE][r], 0);
+                b.requested = (uint64_t)event_value_or(v[LAYOUT_PASS_REQ][r], (int64_t)b.size);
+                b.stream = (uint64_t)event_value_or(v[LAYOUT_PASS_STREAM][r], 0);
+                b.segment_id = event_value_or(v[LAYOUT_PASS_SEGMENT][r], 0);
                 b.stack_id = -1;
                 b.pending = 2;
-                if (pass_alloc(&p, &b) != 0)
+                if (layout_pass_alloc(&p, &b) != 0)
                     *rc = set_err(err, errlen, "out of memory");
             }
         }
@@ -636,7 +574,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
                     &pend) != SQLITE_OK))
         *rc = set_err(err, errlen, "reading events: %s", sqlite3_errmsg(db));
     for (size_t i = 0; *rc == 0 && i < p.len; i++) {
-        live_block *b = &p.blocks[i];
+        layout_live_block *b = &p.blocks[i];
         if (!b->live)
             continue;
         if (b->stack_id == -1) {
@@ -654,7 +592,7 @@ static int layout_backward(sqlite3 *db, int device, int64_t at, layout **out, ch
     sqlite3_finalize(st);
     sqlite3_finalize(pend);
     size_t n = 0;
-    live_block *snap = *rc == 0 ? pass_snapshot(&p, segs, nseg, at, &n) : NULL;
+    layout_live_block *snap = *rc == 0 ? pass_snapshot(&p, segs, nseg, at, &n) : NULL;
     if (*rc == 0)
         *rc = snap ? build_point(device, at, segs, nseg, snap, n, out, err, errlen)
                    : set_err(err, errlen, "out of memory");
@@ -676,7 +614,7 @@ int layout_build(sqlite3 *db, int device, int64_t event_id, layout **out, char *
     int rc;
     if (event_id >= last && layout_at_end(db, device, event_id, out, err, errlen, &rc))
         return rc;
-    if (event_id > last / 2 && last != INT64_MAX &&
+    if (event_id > last / 2 && last != INT64_MAX && !layout_index_for(db) &&
         layout_backward(db, device, event_id, out, err, errlen, &rc))
         return rc;
     return layout_build_many(db, device, &event_id, 1, out, err, errlen);

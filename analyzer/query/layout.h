@@ -117,6 +117,12 @@ int layout_build_each(sqlite3 *db, int device, const int64_t *event_ids, size_t 
 
 void layout_free(layout *l);
 
+/* 1 when the replay never ended a block itself on this database (no double_alloc and no
+ * segment_free_in_use warning): then a block live in the layouts' pass is one live in
+ * block_sweep.h's and the other way round, every block ending with its own free; a layout's
+ * live blocks (and the pass's, layout_pass.h) may then stand for the sweep's. 0 otherwise. */
+int layout_blocks_are_sweeps(sqlite3 *db);
+
 /* The page an expandable segment maps and unmaps: PyTorch's segment size of
  * its pool, 2 MiB (kSmallBuffer) in the small pool, 20 MiB (kLargeBuffer) in
  * the large one. */

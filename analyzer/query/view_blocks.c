@@ -26,20 +26,6 @@ struct view_blocks_index {
     const vb_device *devs;
 };
 
-/* What names the database a sidecar was made for: meta's facts of the input and of the build
- * that replayed it (no pass over the events: a sidecar is checked at every open). */
-static void identity(sqlite3 *db, char *buf, size_t len) {
-    static const char *const keys[] = {"input_path",      "input_size",      "input_mtime_ns",
-                                       "last_ts_ns",      "recorded_events", "timestamps",
-                                       "analyzer_version"};
-    size_t at = (size_t)snprintf(buf, len, "v%d", SIDECAR_VERSION);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && at < len; i++) {
-        char v[200];
-        db_meta_text(db, keys[i], v, sizeof v);
-        at += (size_t)snprintf(buf + at, len - at, " %s=%s", keys[i], v);
-    }
-}
-
 static int run_ok(const view_blocks_index *ix, const vb_run *r) {
     return r->groups_off <= ix->size &&
            r->ngroups <= (ix->size - r->groups_off) / sizeof(vb_group) && r->end_off <= ix->size &&
@@ -100,7 +86,9 @@ static int open_sidecar(const char *path, const char *ident, view_blocks_index *
 view_blocks_index *view_blocks_index_open(sqlite3 *db, const char *path, int *built, char *err,
                                           size_t errlen) {
     char ident[VB_IDENTITY_LEN];
-    identity(db, ident, sizeof ident);
+    char tag[32];
+    snprintf(tag, sizeof tag, "v%d", SIDECAR_VERSION);
+    db_meta_identity(db, tag, ident, sizeof ident);
     view_blocks_index *ix = calloc(1, sizeof *ix);
     if (!ix) {
         snprintf(err, errlen, "out of memory");
@@ -185,8 +173,8 @@ static void before(const view_blocks_index *ix, const vb_device *d, const vb_run
     int64_t at = g->key;
     uint64_t left = r->n - (uint64_t)g->n_before;
     for (int i = 0; i < VB_GROUP && left-- > 0 && p < end; i++) {
-        at += (int64_t)vb_get(&p, end) * d->quantum;
-        uint64_t si = vb_get(&p, end);
+        at += (int64_t)varint_get(&p, end) * d->quantum;
+        uint64_t si = varint_get(&p, end);
         if (at >= t)
             break;
         (*n)++;
@@ -252,10 +240,10 @@ static int read_run(const view_blocks_index *ix, const vb_run *r, int64_t q, int
         group_bytes(ix, r, gi, &p, &end);
         int64_t at = g[gi].key, ord = 0;
         while (p < end) {
-            at += (int64_t)vb_get(&p, end) * q;
-            int64_t life = live ? 0 : (int64_t)vb_get(&p, end) * q;
-            ord += vb_unzig(vb_get(&p, end));
-            int64_t si = (int64_t)vb_get(&p, end);
+            at += (int64_t)varint_get(&p, end) * q;
+            int64_t life = live ? 0 : (int64_t)varint_get(&p, end) * q;
+            ord += unzigzag(varint_get(&p, end));
+            int64_t si = (int64_t)varint_get(&p, end);
             if (at >= t1)
                 break;
             if (!live && at + life < t0)
@@ -280,8 +268,8 @@ static int entry_at(const view_blocks_index *ix, const vb_run *r, uint64_t i, ui
         v[j] = 0;
     for (uint64_t e = 0; e <= i % group; e++)
         for (int j = 0; j < nf; j++) {
-            uint64_t x = vb_get(&p, end);
-            v[j] = delta >> j & 1 ? v[j] + vb_unzig(x) : (int64_t)x;
+            uint64_t x = varint_get(&p, end);
+            v[j] = delta >> j & 1 ? v[j] + unzigzag(x) : (int64_t)x;
         }
     return 0;
 }
@@ -297,13 +285,13 @@ static view_block details(const view_blocks_index *ix, const vb_device *d, const
     b.alloc_id = v[0];
     b.addr = s[0];
     b.size = c->sidx < d->nsizes ? sizes[c->sidx] : 0;
-    b.requested = s[2] ? b.size - vb_unzig((uint64_t)s[2] - 1) : -1;
+    b.requested = s[2] ? b.size - unzigzag((uint64_t)s[2] - 1) : -1;
     b.alloc_ts = c->lo;
     b.free_ts = c->life == INT64_MAX ? VIEW_BLOCK_LIVE : c->lo + c->life;
-    b.free_event_id = v[1] ? v[0] + vb_unzig((uint64_t)v[1] - 1) : -1;
-    b.stream = vb_unzig((uint64_t)s[3]);
-    b.stack_id = vb_unzig((uint64_t)s[4]);
-    b.segment_id = vb_unzig((uint64_t)s[5]);
+    b.free_event_id = v[1] ? v[0] + unzigzag((uint64_t)v[1] - 1) : -1;
+    b.stream = unzigzag((uint64_t)s[3]);
+    b.stack_id = unzigzag((uint64_t)s[4]);
+    b.segment_id = unzigzag((uint64_t)s[5]);
     return b;
 }
 

@@ -332,12 +332,12 @@ static int write_details(buf *b, const blk *const *d, int64_t n, const int64_t *
         uint8_t *o;
         if (run_entry(&w, 0, 0, &o))
             prev_addr = 0;
-        o = vb_put(o, vb_zig(x->addr - prev_addr));
-        o = vb_put(o, (uint64_t)sidx[i]);
-        o = vb_put(o, x->requested == -1 ? 0 : 1 + vb_zig(x->size - x->requested));
-        o = vb_put(o, vb_zig(x->stream));
-        o = vb_put(o, vb_zig(x->stack_id));
-        o = vb_put(o, vb_zig(x->segment_id));
+        o = varint_put(o, zigzag(x->addr - prev_addr));
+        o = varint_put(o, (uint64_t)sidx[i]);
+        o = varint_put(o, x->requested == -1 ? 0 : 1 + zigzag(x->size - x->requested));
+        o = varint_put(o, zigzag(x->stream));
+        o = varint_put(o, zigzag(x->stack_id));
+        o = varint_put(o, zigzag(x->segment_id));
         run_commit(&w, o);
         prev_addr = x->addr;
     }
@@ -349,9 +349,9 @@ static int write_details(buf *b, const blk *const *d, int64_t n, const int64_t *
         uint8_t *o;
         if (run_entry(&w, 0, 0, &o))
             prev_id = 0;
-        o = vb_put(o, vb_zig(x->alloc_id - prev_id));
-        o = vb_put(o, x->free_event_id == -1 ? 0 : 1 + vb_zig(x->free_event_id - x->alloc_id));
-        o = vb_put(o, (uint64_t)rank[shape[i]]);
+        o = varint_put(o, zigzag(x->alloc_id - prev_id));
+        o = varint_put(o, x->free_event_id == -1 ? 0 : 1 + zigzag(x->free_event_id - x->alloc_id));
+        o = varint_put(o, (uint64_t)rank[shape[i]]);
         run_commit(&w, o);
         prev_id = x->alloc_id;
     }
@@ -372,11 +372,11 @@ static vb_run write_ranked(buf *b, const blk *const *d, const pair *p, int64_t n
         uint8_t *o;
         if (run_entry(&w, x->lo, x->size, &o))
             prev_t = x->lo, prev_o = 0;
-        o = vb_put(o, (uint64_t)((x->lo - prev_t) / q));
+        o = varint_put(o, (uint64_t)((x->lo - prev_t) / q));
         if (!live)
-            o = vb_put(o, (uint64_t)((x->hi - x->lo) / q));
-        o = vb_put(o, vb_zig(ord - prev_o));
-        o = vb_put(o, (uint64_t)sidx[ord]);
+            o = varint_put(o, (uint64_t)((x->hi - x->lo) / q));
+        o = varint_put(o, zigzag(ord - prev_o));
+        o = varint_put(o, (uint64_t)sidx[ord]);
         run_commit(&w, o);
         prev_t = x->lo, prev_o = ord;
     }
@@ -468,8 +468,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
             uint8_t *o;
             if (run_entry(&w, t, d[p[i][1]]->size, &o))
                 prev_t = t;
-            o = vb_put(o, (uint64_t)((t - prev_t) / q));
-            o = vb_put(o, (uint64_t)sidx[p[i][1]]);
+            o = varint_put(o, (uint64_t)((t - prev_t) / q));
+            o = varint_put(o, (uint64_t)sidx[p[i][1]]);
             run_commit(&w, o);
             prev_t = t;
         }
@@ -546,31 +546,18 @@ static int encode(sqlite3 *db, const char *identity, buf *b, char *err, size_t e
     return rc != 0 || b->failed ? -1 : 0;
 }
 
+typedef struct build_ctx {
+    sqlite3 *db;
+    const char *identity;
+} build_ctx;
+
+static int write_sidecar(FILE *f, void *ctx, char *err, size_t errlen) {
+    const build_ctx *c = ctx;
+    buf b = {f, 0, 0, {0}};
+    return encode(c->db, c->identity, &b, err, errlen);
+}
+
 int vb_build(sqlite3 *db, const char *path, const char *identity, char *err, size_t errlen) {
-    char tmp[4096];
-    if (db_file_replaceable(path, err, errlen) != 0)
-        return -1;
-    int fd = db_file_temp(path, "", 0600, tmp, sizeof tmp, err, errlen);
-    if (fd < 0)
-        return -1;
-    int copy = dup(fd); /* stdio's: fd keeps the file's lock until the rename */
-    buf b = {copy >= 0 ? fdopen(copy, "wb") : NULL, 0, 0, {0}};
-    int rc = -1;
-    if (!b.f) {
-        snprintf(err, errlen, "view index %s: cannot write it", tmp);
-        if (copy >= 0)
-            close(copy);
-    } else {
-        rc = encode(db, identity, &b, err, errlen);
-        if (fclose(b.f) != 0 && rc == 0) {
-            snprintf(err, errlen, "view index %s: cannot write it", tmp);
-            rc = -1;
-        }
-    }
-    if (rc == 0)
-        rc = db_file_publish(tmp, path, err, errlen);
-    if (rc != 0)
-        unlink(tmp);
-    close(fd);
-    return rc;
+    build_ctx c = {db, identity};
+    return db_file_write(path, "view index", write_sidecar, &c, err, errlen);
 }

@@ -26,6 +26,8 @@
 #ifndef GMT_VIEW_BLOCKS_FILE_H
 #define GMT_VIEW_BLOCKS_FILE_H
 
+#include "varint.h"
+
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,30 +68,6 @@ typedef struct vb_header {
     uint64_t file_size;
     /* vb_device[ndevices] follow */
 } vb_header;
-
-static inline uint8_t *vb_put(uint8_t *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-/* One varint at *p, not past end (0 past it: the reader checks its runs' bounds at open). */
-static inline uint64_t vb_get(const uint8_t **p, const uint8_t *end) {
-    uint64_t v = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (b < 0x80)
-            break;
-    }
-    return v;
-}
-
-static inline uint64_t vb_zig(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t vb_unzig(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
 /* view_blocks_build.c: the sidecar of `db` written at `path` (a temporary file renamed into
  * place), `identity` in its header. 0, or -1 with a one-line message. */

@@ -11,6 +11,8 @@
 #include "gmt_grow.h"
 #include "gmt_slots.h"
 #include "gmt_vocab.h"
+#include "layout.h"
+#include "layout_index.h"
 #include "stack_names.h"
 #include "trace_format.h"
 
@@ -75,6 +77,16 @@ typedef struct sweep {
     unsigned char *taken;        /* per bucket: its max's row was seen */
 } sweep;
 
+static void sweep_free(sweep *s) {
+    addr_map_free(&s->series_of);
+    addr_map_free(&s->whole);
+    sqlite3_finalize(s->cat_st);
+    addr_map_free(&s->live);
+    gmt_slots_free(&s->blocks);
+    free(s->keys), free(s->cur), free(s->snap), free(s->snap_off), free(s->snap_cnt),
+        free(s->taken);
+}
+
 static int series_index(sweep *s, int64_t key, uint32_t *idx) {
     uint32_t *at = addr_map_get(&s->series_of, 0, (uint64_t)key);
     if (at) {
@@ -118,7 +130,8 @@ static int carry(sweep *s, size_t from, size_t to) {
 
 /* block_categories in alloc_id order beside the pass (whose allocs come in that order too):
  * one step per row, no map of them all. */
-static int open_categories(sqlite3 *db, int64_t last, sqlite3_stmt **st, char *err, size_t errlen) {
+static int open_categories(sqlite3 *db, int64_t after, int64_t last, sqlite3_stmt **st, char *err,
+                           size_t errlen) {
     if (db_query_i64(db, "SELECT count(*) FROM (SELECT 1 FROM block_categories LIMIT 1)", 0, 0,
                      0) <= 0) {
         snprintf(err, errlen,
@@ -127,10 +140,11 @@ static int open_categories(sqlite3 *db, int64_t last, sqlite3_stmt **st, char *e
         return -1;
     }
     *st = db_statement(db, "SELECT alloc_id, category FROM block_categories WHERE alloc_id <= ?1 "
-                           "ORDER BY alloc_id");
+                           "AND alloc_id > ?2 ORDER BY alloc_id");
     if (!*st)
         return -1;
     sqlite3_bind_int64(*st, 1, last);
+    sqlite3_bind_int64(*st, 2, after);
     return 0;
 }
 
@@ -204,7 +218,7 @@ static int apply_row(sweep *s, const int64_t *const *v, long r) {
 
 /* The pass over rows [first, last]: every bucket's copy (view_stacks.h). */
 static int run_sweep(sqlite3 *db, int device, int event_axis, int64_t first, int64_t last,
-                     view_stacks_result *out, sweep *s, char *err, size_t errlen) {
+                     int seeded, view_stacks_result *out, sweep *s, char *err, size_t errlen) {
     const view_timeline_result *t = &out->timeline;
     int64_t end = t->start + (int64_t)t->n * t->width;
     /* only the columns this `by` reads: each one decoded costs ~10 % of the pass */
@@ -219,8 +233,8 @@ static int run_sweep(sqlite3 *db, int device, int event_axis, int64_t first, int
     if (!scan)
         return -1;
     int64_t place = INT64_MIN;
-    long cur_b = -1; /* the last bucket that had a row */
-    int known = 0, rc = 0;
+    long cur_b = -1;            /* the last bucket that had a row */
+    int known = seeded, rc = 0; /* known: a state to carry (rows before, or a seed) */
     const int64_t *cols[EVENT_STORE_NCOLS];
     long got;
     while (rc == 0 && (got = event_scan_next(scan, cols)) > 0) {
@@ -365,6 +379,116 @@ static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_r
     return rc;
 }
 
+/* ---- a start from the layouts' checkpoint ---- */
+
+/* The category of one block, by a point lookup (the seed's blocks: old ones among them, which
+ * the cursor above would reach only by stepping through every block before them). */
+static int64_t category_at(sqlite3_stmt *st, int64_t id, int *failed) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st), c = -1;
+    if (step == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        c = name ? gmt_category_from_name(name, strlen(name)) : -1;
+    } else if (step != SQLITE_DONE) {
+        *failed = 1;
+    }
+    return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
+}
+
+/* One block live at the seed joins its series, as its alloc row would have. */
+static int seed_block(sweep *s, sqlite3_stmt *cat, int64_t id, int64_t size, int64_t stack,
+                      int64_t stream, int *failed) {
+    int64_t key = s->by == VIEW_STACK_SITE     ? stack
+                  : s->by == VIEW_STACK_STREAM ? stream
+                  : s->by == VIEW_STACK_SIZE   ? size_class(size)
+                                               : category_at(cat, id, failed);
+    uint32_t idx;
+    int64_t slot = gmt_slot_take(&s->blocks);
+    if (slot < 0 || series_index(s, key, &idx) != 0)
+        return -1;
+    *(live_block *)gmt_slot_at(&s->blocks, (uint32_t)slot) = (live_block){size, idx};
+    s->cur[idx] += size;
+    return addr_map_put(&s->live, 0, (uint64_t)id, (uint32_t)slot + 1);
+}
+
+/* The sweep's state after row `before` from the layout index's checkpoint nearest before it
+ * (layout_index.h), when the connection has one and the layouts' pass keeps the sweep's blocks
+ * (layout_blocks_are_sweeps): the pass's live blocks and the whole-block segments live then,
+ * in alloc id order. 1 with *ck_at the checkpoint's event id, 0 when there is none, -1 on an
+ * error. */
+static int seed_sweep(sqlite3 *db, int device, int64_t before, sweep *s, int64_t *ck_at, char *err,
+                      size_t errlen) {
+    const layout_index *ix = layout_index_for(db);
+    if (!ix || !layout_blocks_are_sweeps(db))
+        return 0;
+    layout_pass p = {0};
+    int got = layout_index_seed(ix, device, INT64_MIN, before, &p, ck_at, err, errlen);
+    size_t n = 0;
+    layout_live_block *live = got > 0 ? layout_pass_live(&p, &n) : NULL;
+    layout_pass_free(&p);
+    if (got <= 0 || !live) {
+        free(live);
+        return got <= 0 ? got : -1;
+    }
+    sqlite3_stmt *seg = db_statement(
+        db, "SELECT segment_id, size, stack_id, stream FROM segments WHERE device = ?1 AND kind = "
+            "'device' AND whole_block = 1 AND segment_id <= ?2 AND (free_event_id IS NULL OR "
+            "free_event_id > ?2) ORDER BY segment_id");
+    sqlite3_stmt *cat =
+        s->by == VIEW_STACK_CATEGORY
+            ? db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?1")
+            : NULL;
+    int rc = seg && (cat || s->by != VIEW_STACK_CATEGORY) ? 0 : -1, failed = 0;
+    if (rc == 0) {
+        sqlite3_bind_int(seg, 1, device);
+        sqlite3_bind_int64(seg, 2, *ck_at);
+    }
+    int more = rc == 0 && db_next_row(seg, &failed);
+    size_t i = 0;
+    while (rc == 0 && (i < n || more)) { /* the two lists merged by alloc id */
+        int64_t seg_id = more ? sqlite3_column_int64(seg, 0) : INT64_MAX;
+        if (i < n && live[i].alloc_id < seg_id) {
+            const layout_live_block *b = &live[i++];
+            rc = seed_block(s, cat, b->alloc_id, (int64_t)b->size, b->stack_id, (int64_t)b->stream,
+                            &failed);
+        } else {
+            rc = seed_block(s, cat, seg_id, db_column_i64(seg, 1, 0), db_column_i64(seg, 2, 0),
+                            db_column_i64(seg, 3, 0), &failed);
+            more = db_next_row(seg, &failed);
+        }
+    }
+    sqlite3_finalize(seg);
+    sqlite3_finalize(cat);
+    free(live);
+    if (rc == 0 && failed)
+        rc = -1;
+    if (rc != 0 && !*err)
+        snprintf(err, errlen, "stacking the timeline: %s", sqlite3_errmsg(db));
+    return rc == 0 ? 1 : -1;
+}
+
+/* The device's first row placed at or after `start` (the first row of the finest level's
+ * first bucket that begins at or after the bucket holding it): every row before it is placed
+ * before `start`. 0, with *row INT64_MAX when there is none; -1 on an error. */
+static int first_row_from(sqlite3 *db, int device, int64_t start, int64_t *row) {
+    int64_t finest =
+        db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
+    sqlite3_stmt *st = db_statement(db, "SELECT min(first_event_id) FROM timeline_levels WHERE "
+                                        "device = ?1 AND bucket_ns = ?2 AND bucket >= ?3");
+    int failed = 0;
+    *row = INT64_MAX;
+    if (st && finest > 0) {
+        sqlite3_bind_int(st, 1, device);
+        sqlite3_bind_int64(st, 2, finest);
+        sqlite3_bind_int64(st, 3, floor_div(start, finest));
+        if (db_next_row(st, &failed) && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            *row = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return st && finest > 0 && !failed ? 0 : -1;
+}
+
 /* The device's rows the window needs: from its first row to the last one placed before the
  * window's end (the last of the finest level's buckets that begin before it). 0: *first >
  * *last when there is none. */
@@ -417,35 +541,46 @@ int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets
         view_stacks_free(out);
         return -1;
     }
+    sweep s = {.by = by, .blocks = GMT_SLOTS_INIT(live_block), .cat_id = INT64_MIN};
+    /* the rows before the window only build its first state: a checkpoint's state instead */
+    int64_t from_row, ck_at = INT64_MIN;
+    int rc = 0;
+    if (layout_index_for(db) && last >= first &&
+        (rc = first_row_from(db, device, t->start, &from_row)) == 0 && from_row != INT64_MAX &&
+        from_row > first) {
+        rc = seed_sweep(db, device, from_row - 1, &s, &ck_at, err, errlen);
+        if (rc > 0) {
+            first = ck_at + 1;
+            out->seeded_at = ck_at;
+            rc = 0;
+        }
+    }
     out->rows_needed = last >= first ? last - first + 1 : 0;
-    if (out->rows_needed > (max_rows > 0 ? max_rows : VIEW_STACKS_MAX_ROWS)) {
+    if (rc == 0 && out->rows_needed > (max_rows > 0 ? max_rows : VIEW_STACKS_MAX_ROWS)) {
         out->refused = 1;
+        sweep_free(&s);
         return 0;
     }
-    sweep s = {.by = by, .blocks = GMT_SLOTS_INIT(live_block), .cat_id = INT64_MIN};
     out->at_event = calloc(t->n, sizeof *out->at_event);
     s.snap_off = calloc(t->n, sizeof *s.snap_off);
     s.snap_cnt = calloc(t->n, sizeof *s.snap_cnt);
     s.taken = calloc(t->n, 1);
-    int rc = out->at_event && s.snap_off && s.snap_cnt && s.taken ? 0 : -1;
+    if (rc == 0 && !(out->at_event && s.snap_off && s.snap_cnt && s.taken))
+        rc = -1;
     if (rc == 0 && block_sweep_whole_segments(db, &s.whole) != 0)
         rc = -1;
     if (rc == 0 && by == VIEW_STACK_CATEGORY)
-        rc = open_categories(db, last, &s.cat_st, err, errlen);
-    if (rc == 0 && out->rows_needed)
-        rc = run_sweep(db, device, t->event_axis, first, last, out, &s, err, errlen);
+        rc = open_categories(db, ck_at, last, &s.cat_st, err, errlen);
+    if (rc == 0 && (out->rows_needed || ck_at != INT64_MIN))
+        rc = run_sweep(db, device, t->event_axis, first, last, ck_at != INT64_MIN, out, &s, err,
+                       errlen);
     if (rc == 0 && s.cat_failed)
         rc = -1;
     if (rc == 0)
         rc = choose_series(db, &s, max_series, out);
     if (rc != 0 && !*err)
         snprintf(err, errlen, "stacking the timeline: %s", sqlite3_errmsg(db));
-    addr_map_free(&s.series_of);
-    addr_map_free(&s.whole);
-    sqlite3_finalize(s.cat_st);
-    addr_map_free(&s.live);
-    gmt_slots_free(&s.blocks);
-    free(s.keys), free(s.cur), free(s.snap), free(s.snap_off), free(s.snap_cnt), free(s.taken);
+    sweep_free(&s);
     if (rc != 0)
         view_stacks_free(out);
     return rc;

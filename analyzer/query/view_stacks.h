@@ -64,6 +64,8 @@ typedef struct view_stacks_result {
     int64_t rows_read;   /* event rows decoded */
     int refused;         /* 1: the window ends more than max_rows rows in: no series, no values */
     int64_t rows_needed; /* the rows it would have read */
+    int64_t seeded_at;   /* > 0: the pass began after this event, from the layout index's
+                            checkpoint (layout_index.h); 0: from the device's first row */
     size_t others;       /* the series "others" (the last, key -1) sums; 0: no "others" */
 } view_stacks_result;
 

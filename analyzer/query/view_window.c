@@ -10,6 +10,8 @@
 #include "category_store.h"
 #include "db_query.h"
 #include "event_scan.h"
+#include "layout.h"
+#include "layout_index.h"
 #include "trace_format.h"
 
 #include <assert.h>
@@ -149,6 +151,56 @@ static int stored_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
     return rc;
 }
 
+/* The stored categories of the blocks live at the two moments read from their layouts, when the
+ * connection has a layout index (layout_index.h: then each layout costs its checkpoint's blocks
+ * and the rows since, not every row since the first) and the layouts' live blocks are the
+ * sweep's (layout_blocks_are_sweeps; and no layout left a segment out: l->conflicts). 0; 1 when
+ * this way does not apply or a live block has no stored category; -1 on an error. */
+static int layout_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) {
+    if (!layout_index_for(db) || !layout_blocks_are_sweeps(db))
+        return 1;
+    int64_t ids[2] = {a, b};
+    layout *ls[2] = {NULL, NULL};
+    char err[256];
+    if (layout_build_many(db, w->device, ids, 2, ls, err, sizeof err) != 0)
+        return -1;
+    sqlite3_stmt *st = db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?");
+    int rc = st ? 0 : -1;
+    for (int m = 0; rc == 0 && m < 2; m++) {
+        const layout *l = ls[m];
+        int64_t *bytes = m ? w->categories_at_end : w->categories_at_peak;
+        if (l->conflicts) {
+            rc = 1;
+            break;
+        }
+        size_t n = l->block_count + l->outside_count;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            const layout_block *lb =
+                i < l->block_count ? &l->blocks[i] : &l->outside[i - l->block_count];
+            if (lb->state == LAYOUT_INACTIVE)
+                continue;
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, lb->alloc_event_id);
+            int step = sqlite3_step(st), k = -1;
+            if (step == SQLITE_ROW) {
+                const char *name = (const char *)sqlite3_column_text(st, 0);
+                k = name ? gmt_category_from_name(name, strlen(name)) : -1;
+            } else if (step != SQLITE_DONE) {
+                rc = -1;
+                break;
+            }
+            if (k < 0 || k >= BLOCK_CATEGORY_COUNT)
+                rc = 1; /* not stored: the sweep decides */
+            else
+                bytes[k] += (int64_t)lb->size;
+        }
+    }
+    sqlite3_finalize(st);
+    layout_free(ls[0]);
+    layout_free(ls[1]);
+    return rc;
+}
+
 /* The categories live at the window's peak and at its end: the stored ones when the database
  * has every block's, else one sweep; a failure is said, not an error of the window. */
 static void window_categories(sqlite3 *db, view_window *w) {
@@ -156,7 +208,14 @@ static void window_categories(sqlite3 *db, view_window *w) {
     int64_t peak = w->s.peak_allocated.event_id > w->from ? w->s.peak_allocated.event_id : w->from;
     int64_t ids[2] = {peak < w->to ? peak : w->to, w->to}, bytes[BLOCK_CATEGORY_COUNT * 2];
     if (category_blocks_stored(db)) {
-        int rc = stored_categories(db, w, ids[0], ids[1]);
+        int rc = layout_categories(db, w, ids[0], ids[1]);
+        if (rc == 0) {
+            w->have_categories = 1;
+            return;
+        }
+        memset(w->categories_at_peak, 0, sizeof w->categories_at_peak);
+        memset(w->categories_at_end, 0, sizeof w->categories_at_end);
+        rc = stored_categories(db, w, ids[0], ids[1]);
         if (rc == 0) {
             w->have_categories = 1;
             return;

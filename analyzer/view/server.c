@@ -18,6 +18,7 @@
 #include "server.h"
 
 #include "endpoints.h"
+#include "layout_index.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -99,6 +100,7 @@ enum { MAX_MEMOS = 1 + 3 * (1 + GMT_MAX_DEVICES) };
 struct view_server {
     struct MHD_Daemon *daemon;
     char *db_path, *input, *blocks_path; /* copies (blocks_path may be NULL) */
+    char *layouts_path;                  /* a copy, or NULL */
     memo memos[MAX_MEMOS];
     size_t nmemos;
     char bind[64];
@@ -111,8 +113,10 @@ struct view_server {
     pthread_key_t blocks_key; /* the worker's blocks index */
     pthread_t builder;        /* builds the blocks index (when blocks_path) */
     int have_builder;
-    int blocks_state;     /* BLOCKS_*, read and written atomically */
-    char blocks_err[512]; /* why it failed (written before BLOCKS_FAILED is) */
+    int blocks_state;          /* BLOCKS_*, read and written atomically */
+    char blocks_err[512];      /* why it failed (written before BLOCKS_FAILED is) */
+    pthread_key_t layouts_key; /* the worker's layout index, used on its connection */
+    int layouts_state;         /* BLOCKS_*: the layout index, built after the blocks index */
 };
 
 enum { BLOCKS_BUILDING, BLOCKS_READY, BLOCKS_FAILED };
@@ -286,10 +290,30 @@ static int host_allowed(struct MHD_Connection *c, const view_server *s) {
 }
 
 /* The worker thread's connection, opened on its first request. */
+/* Once the builder has made the layout index, the worker's connection uses it (layout_index.h):
+ * its layouts, window categories and stacks start from the checkpoints. Without it (not built
+ * yet, or it failed) they are the same answers, from the first row. */
+static void use_layouts(const view_server *s, sqlite3 *db) {
+    if (!s->layouts_path || pthread_getspecific(s->layouts_key) ||
+        __atomic_load_n(&s->layouts_state, __ATOMIC_ACQUIRE) != BLOCKS_READY)
+        return;
+    char err[256];
+    layout_index *ix = layout_index_open(db, s->layouts_path, NULL, err, sizeof err);
+    if (ix && (pthread_setspecific(s->layouts_key, ix) != 0 || layout_index_use(db, ix) != 0)) {
+        layout_index_use(db, NULL);
+        pthread_setspecific(s->layouts_key, NULL);
+        layout_index_close(ix);
+    }
+}
+
+static void close_thread_layouts(void *ix) { layout_index_close(ix); }
+
 static sqlite3 *thread_db(const view_server *s, char *err, size_t errlen) {
     sqlite3 *db = pthread_getspecific(s->db_key);
-    if (db)
+    if (db) {
+        use_layouts(s, db);
         return db;
+    }
     if (db_open_readonly(s->db_path, &db, err, errlen) != 0)
         return NULL;
     if (pthread_setspecific(s->db_key, db) != 0) {
@@ -337,20 +361,33 @@ struct view_blocks_index *view_request_blocks(const view_request *rq, int *statu
 static void close_thread_blocks(void *ix) { view_blocks_index_close(ix); }
 
 /* The builder thread: the blocks index opened once (built when missing or stale: seconds on a
- * large trace), so that the server answers everything else meanwhile. */
+ * large trace), then the layout index, so that the server answers everything else meanwhile. */
 static void *build_blocks(void *arg) {
     view_server *s = arg;
     sqlite3 *db;
-    int state = BLOCKS_FAILED;
+    int state = BLOCKS_FAILED, layouts = BLOCKS_FAILED;
     if (db_open_readonly(s->db_path, &db, s->blocks_err, sizeof s->blocks_err) == 0) {
         view_blocks_index *ix =
             view_blocks_index_open(db, s->blocks_path, NULL, s->blocks_err, sizeof s->blocks_err);
         if (ix)
             state = BLOCKS_READY;
         view_blocks_index_close(ix);
+        __atomic_store_n(&s->blocks_state, state, __ATOMIC_RELEASE);
+        char err[512];
+        layout_index *li =
+            s->layouts_path ? layout_index_open(db, s->layouts_path, NULL, err, sizeof err) : NULL;
+        if (li)
+            layouts = BLOCKS_READY;
+        else if (s->layouts_path)
+            fprintf(stderr,
+                    "memanalyze view: warning: no layout index (segment maps from the "
+                    "first event): %s\n",
+                    err);
+        layout_index_close(li);
         db_close(db);
     }
     __atomic_store_n(&s->blocks_state, state, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->layouts_state, layouts, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -515,6 +552,7 @@ static void server_free(view_server *s) {
     free(s->db_path);
     free(s->input);
     free(s->blocks_path);
+    free(s->layouts_path);
     free(s);
 }
 
@@ -588,7 +626,9 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
     s->db_path = strdup(cfg->db_path);
     s->input = strdup(cfg->input);
     s->blocks_path = cfg->blocks_path ? strdup(cfg->blocks_path) : NULL;
-    if (!s->db_path || !s->input || (cfg->blocks_path && !s->blocks_path)) {
+    s->layouts_path = cfg->blocks_path && cfg->layouts_path ? strdup(cfg->layouts_path) : NULL;
+    if (!s->db_path || !s->input || (cfg->blocks_path && !s->blocks_path) ||
+        (cfg->blocks_path && cfg->layouts_path && !s->layouts_path)) {
         snprintf(err, errlen, "out of memory");
         server_free(s);
         return -1;
@@ -622,6 +662,14 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
         server_free(s);
         return -1;
     }
+    if (pthread_key_create(&s->layouts_key, close_thread_layouts) != 0) {
+        snprintf(err, errlen, "view: cannot make the threads' keys");
+        close(fd);
+        pthread_key_delete(s->db_key);
+        pthread_key_delete(s->blocks_key);
+        server_free(s);
+        return -1;
+    }
     unsigned threads = cfg->threads ? cfg->threads : 4;
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, on_request, s,
@@ -633,6 +681,7 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
         close(fd);
         pthread_key_delete(s->db_key);
         pthread_key_delete(s->blocks_key);
+        pthread_key_delete(s->layouts_key);
         server_free(s);
         return -1;
     }
@@ -667,6 +716,7 @@ void view_server_stop(view_server *s) {
         pthread_join(s->builder, NULL);
     pthread_key_delete(s->db_key);
     pthread_key_delete(s->blocks_key);
+    pthread_key_delete(s->layouts_key);
     server_free(s);
 }
 

@@ -5,7 +5,8 @@
  * the random token (128 bits) and a Host header naming this server (no DNS rebinding); it serves
  * only its own page (compiled in) and GET/HEAD answers of query/'s facts, each at most
  * VIEW_MAX_RESPONSE bytes; it opens the database read-only, one connection per worker thread,
- * and never writes it; the one file it writes is the blocks index (view_blocks.h), in the cache.
+ * and never writes it; the files it writes are the blocks index (view_blocks.h) and the layout
+ * index (layout_index.h), in the cache.
  * The answers that do not change and take long to compute (the summary, the whole steps table
  * of each device) are computed once at the start and served as bytes. */
 #ifndef GMT_VIEW_SERVER_H
@@ -23,6 +24,10 @@ typedef struct view_config {
     const char *blocks_path; /* the blocks index (view_blocks.h), built when missing by a thread
                                 of its own as the server starts (/api/allocations answers 503
                                 meanwhile); NULL: /api/allocations answers 500 */
+    const char *layouts_path; /* the layout index (layout_index.h), built after the blocks
+                                 index by the same thread; the workers' layouts (segment maps,
+                                 window ends) start from its checkpoints once it is ready; NULL
+                                 (or no blocks_path): from the first row */
     const char *input;       /* as the user named it (the summary says it) */
     const char *bind;        /* a numeric IPv4 or IPv6 address; NULL: 127.0.0.1 */
     unsigned port;           /* 0: any free port */
