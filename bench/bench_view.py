@@ -2,7 +2,8 @@
 """bench_view.py — `memanalyze view` as a user meets it (issue 31), for bench/run_view.sh.
 
     bench_view.py MEMANALYZE INPUT LABEL [--reps N] [--requests N] [--steps N] [--seed S]
-                  [--no-browser] [--memoryviz MemoryViz.js]
+                  [--no-browser] [--memoryviz MemoryViz.js] [--memoryviz-reps N]
+                  [--memoryviz-timeout S]
 
 On INPUT, whose database is already cached (run_view.sh builds it first, untimed):
   0. one `view` started until /api/allocations answers 200 (the blocks index made on first use:
@@ -16,7 +17,9 @@ On INPUT, whose database is already cached (run_view.sh builds it first, untimed
      body[data-ready="1"], with the JS heap then (Runtime.getHeapUsage, after a GC) and a
      segment map in the page (setCursor at the middle → drawn);
   (with --memoryviz) PyTorch's MemoryViz.js on the same input in the same browser (memoryviz()):
-     navigation → its first view painted, and → its segment map ("Allocator State History");
+     navigation → its first view drawn and painted (the pickle's download and unpickle on the
+     way), → its segment map ("Allocator State History") drawn and painted, its JS heap and
+     its tab's renderer memory (resident, at most);
   b. REQUESTS random requests over one keep-alive connection (http.client), timed at the
      client: zoom/pan (a random window at a random zoom, the whole run down to 1/8^7 of it:
      /api/timeline and /api/allocations of it), clicks (/api/block of a block the last
@@ -192,10 +195,10 @@ def first_screen_http(mem, inp, n):
         stop_view(p)
 
 
-def heap(page):
+def heap(page, timeout=30):
     """The JS heap's used bytes after a GC."""
-    page.call("HeapProfiler.collectGarbage")
-    return page.call("Runtime.getHeapUsage")["usedSize"]
+    page.call("HeapProfiler.collectGarbage", timeout=timeout)
+    return page.call("Runtime.getHeapUsage", timeout=timeout)["usedSize"]
 
 
 def first_screen_browser(b, mem, inp):
@@ -215,11 +218,13 @@ def first_screen_browser(b, mem, inp):
                 page.eval("document.getElementById('error').textContent")))
         n = page.eval("Math.max(16, Math.min(2000, Math.round(plotWidth())))")
         h = heap(page)
-        # a segment map, as a click on the timeline asks it: setCursor to the drawn segments
+        # a segment map, as a click on the timeline asks it: setCursor to the drawn segments,
+        # and that frame painted (the next one begins), as for MemoryViz
         t_seg = page.eval("new Promise((done) => { const t = performance.now(), "
                           "k = gmtView.fetched.segments; setCursor(gmtView.end / 2); "
                           "const poll = () => gmtView.fetched.segments > k ? "
-                          "requestAnimationFrame(() => done(performance.now() - t)) : "
+                          "requestAnimationFrame(() => requestAnimationFrame(() => "
+                          "done(performance.now() - t))) : "
                           "setTimeout(poll, 2); poll(); })", timeout=120) / 1e3
         close_page(b, page)
         return {"url": t_url, "navigation": t_nav, "last_answer": t_nav + last / 1e3,
@@ -238,7 +243,26 @@ def close_page(b, page):
 
 
 MEMORYVIZ_PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8">%s</head><body>
+<html><head><meta charset="utf-8"><link rel="icon" href="data:,">%s</head><body>
+<script>
+// before MemoryViz.js runs: its errors (an exception in its fetch's promise chain is an
+// unhandled rejection, nothing else shows it), and a frame watcher: `drawn` is the first frame
+// with a view (an svg) in the DOM, `first` the frame after it, once that one was painted
+window.gmtMviz = {};
+addEventListener("error", (e) => { gmtMviz.error = gmtMviz.error || String(e.message); });
+addEventListener("unhandledrejection", (e) => {
+  gmtMviz.error = gmtMviz.error || String(e.reason && (e.reason.stack || e.reason)); });
+(function watch() {
+  requestAnimationFrame(() => {
+    if (document.querySelector("body > div svg")) {
+      gmtMviz.drawn = performance.now();
+      requestAnimationFrame(() => { gmtMviz.first = performance.now(); });
+    } else if (!gmtMviz.error) {
+      watch();
+    }
+  });
+})();
+</script>
 <script type="module">
 import {add_remote_files} from "./MemoryViz.js";
 add_remote_files([{name: "snapshot.pickle", url: "snapshot.pickle"}]);
@@ -246,14 +270,84 @@ add_remote_files([{name: "snapshot.pickle", url: "snapshot.pickle"}]);
 </body></html>
 """
 
+# the view select set to the segment map, timed to its first frame with it drawn
+# (create_segment_view draws in a frame callback it asks for during the change, before this
+# one's) and to the next frame (that one painted); then what it drew: the segment map's
+# rectangles and the event list's rows
+MEMORYVIZ_SEGMENTS = """new Promise((done) => {
+  const t = performance.now();
+  const v = document.querySelectorAll("select")[1];
+  v.value = "Allocator State History";
+  v.dispatchEvent(new Event("change"));
+  requestAnimationFrame(() => {
+    const drawn = performance.now();
+    requestAnimationFrame(() => {
+      const div = [...document.querySelectorAll("body > div")].filter(
+        (d) => d.style.display !== "none").pop();
+      done({drawn: drawn - t, painted: performance.now() - t,
+            rects: div ? div.querySelectorAll("svg rect").length : 0,
+            rows: div ? div.querySelectorAll("pre").length : 0,
+            error: gmtMviz.error || null});
+    });
+  });
+})"""
 
-def memoryviz(b, js, inp, reps):
+
+def renderer_memory(b):
+    """The largest Chromium renderer's resident and peak resident memory (VmRSS, VmHWM, bytes):
+    the tab's process (the browser's children, by /proc)."""
+    kids, best = {}, (0, 0)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            kids.setdefault(ppid, []).append(int(pid))
+        except (OSError, ValueError, IndexError):
+            continue
+    todo, tree = [b.proc.pid], []
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += kids.get(p, [])
+    for pid in tree:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if b"--type=renderer" not in f.read():
+                    continue
+            with open("/proc/%d/status" % pid) as f:
+                st = dict(line.split(":", 1) for line in f if ":" in line)
+            rss, hwm = (int(st[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM"))
+            best = max(best, (rss, hwm))
+        except (OSError, KeyError, ValueError):
+            continue
+    return best
+
+
+def memoryviz_importmap(path, d):
+    """The import map's text for the page in folder d: its entries that are paths relative to
+    the map's own folder served from there (that folder linked into d as `importmap/`)."""
+    with open(path) as f:
+        m = json.load(f)
+    os.symlink(os.path.dirname(os.path.abspath(path)), os.path.join(d, "importmap"))
+    for k, v in m.get("imports", {}).items():
+        if not v.startswith(("http:", "https:", "/")):
+            m["imports"][k] = "./importmap/" + v[2:] if v.startswith("./") else "./importmap/" + v
+    return json.dumps(m)
+
+
+def memoryviz(b, js, inp, reps, timeout=600):
     """PyTorch's MemoryViz.js on INPUT in the same browser: a page around it in a temporary
     folder served over HTTP (a module script needs it), the snapshot through its URL loader
     (add_remote_files). First screen: navigation start → its first view ("Active Memory
-    Timeline") in the DOM and painted; segment map: the view select set to "Allocator State
-    History" → drawn. MEMORYVIZ_IMPORTMAP (a JSON import map) maps its d3 imports, which name a
-    CDN, to local copies on a machine without the network. A dict, or {"error": why}."""
+    Timeline") in the DOM (a frame with it) and that frame painted (the next one begins), with
+    the snapshot's download (resource timing) and unpickling (its console.log of the result) on
+    the way; segment map: the view select set to "Allocator State History" → drawn, painted.
+    MEMORYVIZ_IMPORTMAP (a JSON import map) maps its d3 imports, which name a CDN, to local
+    copies on a machine without the network (relative paths: from the map's folder). Its main
+    thread is busy for the whole load, so each evaluation here may wait up to `timeout` s. A
+    dict, or {"error": why}."""
     import functools
     import http.server
     import shutil
@@ -264,9 +358,11 @@ def memoryviz(b, js, inp, reps):
         shutil.copy(js, os.path.join(d, "MemoryViz.js"))
         os.symlink(os.path.abspath(inp), os.path.join(d, "snapshot.pickle"))
         imports = os.environ.get("MEMORYVIZ_IMPORTMAP", "")
-        head = ('<script type="importmap">%s</script>' % open(imports).read()) if imports else ""
+        head = ('<script type="importmap">%s</script>' % memoryviz_importmap(imports, d)
+                if imports else "")
         with open(os.path.join(d, "index.html"), "w") as f:
             f.write(MEMORYVIZ_PAGE % head)
+
         class Quiet(http.server.SimpleHTTPRequestHandler):
             def log_message(self, *args):
                 pass
@@ -278,26 +374,54 @@ def memoryviz(b, js, inp, reps):
         runs = []
         for _ in range(reps):
             del b.errors[:]
-            page = b.open(url, timeout=120)
+            t0 = time.monotonic()
+            page = b.open(url, timeout=timeout)
             try:
-                page.wait_for("!!document.querySelector('body > div svg')", timeout=300,
-                              poll=0.02)
-            except browser.PageError:
-                return {"error": "MemoryViz drew nothing in 300 s: %s" % (
-                    "; ".join(b.errors[:3]) or "no error reported")}
-            first = page.eval("new Promise((done) => requestAnimationFrame(() => "
-                              "done(performance.now())))") / 1e3
-            h = heap(page)
-            seg = page.eval("new Promise((done) => { const t = performance.now(); "
-                            "const v = document.querySelectorAll('select')[1]; "
-                            "v.value = 'Allocator State History'; "
-                            "v.dispatchEvent(new Event('change')); "
-                            "requestAnimationFrame(() => done(performance.now() - t)); })",
-                            timeout=300) / 1e3
-            h2 = heap(page)
+                while True:
+                    st = page.eval("[gmtMviz.first || 0, gmtMviz.error || '']", timeout=timeout)
+                    if st[0] or st[1]:
+                        break
+                    if time.monotonic() - t0 > timeout:
+                        st = [0, "nothing drawn in %d s" % timeout]
+                        break
+                    time.sleep(0.05)
+            except browser.PageError as e:  # the tab crashed, or did not answer in time
+                st = [0, "%s (%.0f s after navigation)" % (e, time.monotonic() - t0)]
+            if not st[0]:
+                mem = renderer_memory(b)
+                close_page(b, page)
+                why = (st[1] or "?").splitlines()[0]
+                others = [e.splitlines()[0] for e in b.errors if why not in e][:3]
+                return {"error": "MemoryViz drew nothing: %s; %s; the tab's renderer %.0f MB "
+                        "resident, %.0f MB at most" % (
+                            why, "; ".join(others) or "no other console error",
+                            mem[0] / 1e6, mem[1] / 1e6)}
+            info = page.eval("[performance.timeOrigin, gmtMviz.drawn, gmtMviz.first, "
+                             "Math.max(0, ...performance.getEntriesByType('resource').filter("
+                             "(e) => e.name.endsWith('snapshot.pickle')).map((e) => "
+                             "e.responseEnd))]", timeout=timeout)
+            origin = info[0]
+            logged = [m["params"]["timestamp"] - origin for m in b.events
+                      if m.get("method") == "Runtime.consoleAPICalled"
+                      and m.get("sessionId") == page.session
+                      and m["params"].get("type") == "log"
+                      and m["params"].get("args", [{}])[0].get("type") == "object"]
+            del b.events[:]
+            h = heap(page, timeout)
+            seg = page.eval(MEMORYVIZ_SEGMENTS, timeout=timeout)
+            if seg["error"] or not seg["rects"]:
+                close_page(b, page)
+                return {"error": "MemoryViz's segment map: %s" % (
+                    seg["error"] or "no rectangles drawn")}
+            h2 = heap(page, timeout)
+            mem = renderer_memory(b)
             close_page(b, page)
-            runs.append({"first_screen": first, "segment_map": seg, "heap": h,
-                         "heap_segments": h2})
+            runs.append({"first_drawn": info[1] / 1e3, "first_screen": info[2] / 1e3,
+                         "downloaded": info[3] / 1e3,
+                         "unpickled": logged[0] / 1e3 if logged else None,
+                         "segment_map": seg["drawn"] / 1e3, "segment_painted": seg["painted"] / 1e3,
+                         "segment_rects": seg["rects"], "event_rows": seg["rows"], "heap": h,
+                         "heap_segments": h2, "rss": mem[0], "rss_peak": mem[1]})
         return {"runs": runs}
     finally:
         if server:
@@ -437,6 +561,9 @@ def main():
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--memoryviz", help="PyTorch's MemoryViz.js, timed on the same input")
+    ap.add_argument("--memoryviz-reps", type=int, help="its runs (default --reps)")
+    ap.add_argument("--memoryviz-timeout", type=int, default=600,
+                    help="seconds it may take to draw, and each step after (default 600)")
     a = ap.parse_args()
     res = {"label": a.label}
     print("== %s" % a.label)
@@ -466,18 +593,26 @@ def main():
             print("browser, a segment map (setCursor at the middle → drawn): %s ms" %
                   " / ".join("%.1f" % (r["segment_map"] * 1e3) for r in runs))
         if a.memoryviz and b:
-            mv = memoryviz(b, a.memoryviz, a.input, a.reps)
+            mv = memoryviz(b, a.memoryviz, a.input, a.memoryviz_reps or a.reps,
+                           a.memoryviz_timeout)
             res["memoryviz"] = mv
             if "error" in mv:
                 print("MemoryViz: not measured: " + mv["error"])
             else:
                 r = mv["runs"]
-                print("MemoryViz (%s), navigation → first view painted: %s s; → segment map "
-                      "(Allocator State History) drawn: %s ms; JS heap %s MB, with the segments "
-                      "%s MB" % (a.memoryviz, " / ".join("%.3f" % x["first_screen"] for x in r),
-                                 " / ".join("%.1f" % (x["segment_map"] * 1e3) for x in r),
-                                 " / ".join("%.1f" % (x["heap"] / 1e6) for x in r),
-                                 " / ".join("%.1f" % (x["heap_segments"] / 1e6) for x in r)))
+                j = lambda k, f="%.3f", m=1: " / ".join(  # noqa: E731
+                    "-" if x[k] is None else f % (x[k] * m) for x in r)
+                print("MemoryViz (%s), from navigation: snapshot downloaded %s s, unpickled %s s, "
+                      "first view (Active Memory Timeline) drawn %s s, painted %s s" % (
+                          a.memoryviz, j("downloaded"), j("unpickled"), j("first_drawn"),
+                          j("first_screen")))
+                print("MemoryViz, segment map (Allocator State History: %s rectangles, %s event "
+                      "rows): drawn %s ms, painted %s ms; JS heap %s MB, with the segment map "
+                      "%s MB; the tab's renderer %s MB resident, %s MB at most" % (
+                          j("segment_rects", "%d"), j("event_rows", "%d"),
+                          j("segment_map", "%.0f", 1e3), j("segment_painted", "%.0f", 1e3),
+                          j("heap", "%.0f", 1e-6), j("heap_segments", "%.0f", 1e-6),
+                          j("rss", "%.0f", 1e-6), j("rss_peak", "%.0f", 1e-6)))
         elif a.memoryviz:
             print("MemoryViz: not measured: no browser")
         runs = [first_screen_http(a.mem, a.input, n) for _ in range(a.reps)]

@@ -12,8 +12,11 @@
 #   MEMORYVIZ=/path/to/MemoryViz.js  PyTorch's viewer (torch/utils/viz/MemoryViz.js; not in this
 #       tree, never copied into it), loaded on the same snapshot in the same headless browser
 #       (bench_view.py --memoryviz): its time to first screen and to a segment map. Skipped,
-#       saying why, when not given.
-#   REPS=3 (first-screen runs), REQUESTS=200, STEPS=50, SNAPSHOT=0 / SMALL=0 to leave one out.
+#       saying why, when not given. MEMORYVIZ_IMPORTMAP=map.json: an import map for its d3
+#       imports (CDN URLs → local ES modules; relative paths from the map's folder);
+#       MEMORYVIZ_REPS=N its runs (default REPS; a 1 M-entry load takes ~1 min here).
+#   REPS=3 (first-screen runs), REQUESTS=200, STEPS=50, SNAPSHOT=0 / SMALL=0 / EVENTS=0 to leave
+#   one out, ENTRIES=N the snapshot's history entries (default 1000000).
 set -eu
 B=${1:-build}
 EVENTS=${EVENTS:-10000000}
@@ -42,19 +45,22 @@ if [ "${SMALL:-1}" != 0 ] && [ "$EVENTS" != 1000000 ]; then
   rm -rf "$T/cache" "$T/small.zst"
 fi
 
-/usr/bin/time -f "synth --events $EVENTS: %e s" "$SYNTH" -o "$T/t.zst" --events "$EVENTS" 2>&1 \
-  >/dev/null | tail -1
-one "$T/t.zst" "synth --events $EVENTS"
-rm -rf "$T/cache" "$T/t.zst"
+if [ "$EVENTS" != 0 ]; then
+  /usr/bin/time -f "synth --events $EVENTS: %e s" "$SYNTH" -o "$T/t.zst" --events "$EVENTS" \
+    2>&1 >/dev/null | tail -1
+  one "$T/t.zst" "synth --events $EVENTS"
+  rm -rf "$T/cache" "$T/t.zst"
+fi
 
 if [ "${SNAPSHOT:-1}" != 0 ]; then
-  python3 "$SRC/tests/make_pickles.py" --realistic "$T/r.pickle" --entries 1000000 >/dev/null
+  ENTRIES=${ENTRIES:-1000000}
+  python3 "$SRC/tests/make_pickles.py" --realistic "$T/r.pickle" --entries "$ENTRIES" >/dev/null
   MV=()
   if [ -n "${MEMORYVIZ:-}" ]; then
-    MV=(--memoryviz "$MEMORYVIZ")
+    MV=(--memoryviz "$MEMORYVIZ" --memoryviz-reps "${MEMORYVIZ_REPS:-${REPS:-3}}")
   else
     echo "MemoryViz: skipped (MEMORYVIZ=/path/to/MemoryViz.js not given: PyTorch's" \
       "torch/utils/viz/MemoryViz.js, which this tree does not hold)"
   fi
-  one "$T/r.pickle" "realistic 1 M-entry snapshot" "${MV[@]}"
+  one "$T/r.pickle" "realistic snapshot, --entries $ENTRIES" "${MV[@]}"
 fi

@@ -205,8 +205,9 @@ class Browser:
                 return m
             self._note(m)
 
-    def open(self, url, timeout=30):
-        """A new page at url, its load event awaited."""
+    def open(self, url, timeout=30, init_script=None):
+        """A new page at url, its load event awaited; init_script (JavaScript) runs in it before
+        any of the page's own scripts."""
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         page = Page(self, session)
@@ -214,6 +215,8 @@ class Browser:
             page.call(domain + ".enable")
         page.call("Emulation.setDeviceMetricsOverride", width=self.size[0],
                   height=self.size[1], deviceScaleFactor=1, mobile=False)
+        if init_script:
+            page.call("Page.addScriptToEvaluateOnNewDocument", source=init_script)
         page.call("Page.navigate", url=url)
         self.wait_event("Page.loadEventFired", session, timeout=timeout)
         return page

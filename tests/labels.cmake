@@ -40,7 +40,9 @@ set(GMT_SLOW_TESTS
   test_export_perfetto                 # issue 30: protoc decodes, known answers, categories; ~10-20 s
   test_view_server test_view_browser  # issue 31: the server ~5 s; the page in Chromium ~10 s
   test_view_window                     # issue 31: window and search vs the CLI, 4 inputs; ~30 s
+  test_view_inputs test_view_inputs_browser # issue 31: several inputs: ~2 s; the strip ~5 s
   test_view_stacks                     # issue 31: /api/stacks brute-forced, ~15 s
+  test_view_share                      # issue 31: view --html, 3 inputs, server and Chromium; ~8 s
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

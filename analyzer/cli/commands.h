@@ -39,7 +39,8 @@ int run_compare(cli_ctx *ctx);
 int run_ranks(cli_ctx *ctx);
 int export_check(cli_ctx *ctx); /* a known --to, -o replaceable, --what: before the database */
 int run_export(cli_ctx *ctx);
-int view_check(cli_ctx *ctx); /* one input, --port and --bind parsed, the server built in */
+int view_check(
+    cli_ctx *ctx); /* at most VIEW_MAX_INPUTS, --port and --bind parsed, the server built in */
 int run_view(cli_ctx *ctx);
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */

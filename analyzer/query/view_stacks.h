@@ -7,12 +7,16 @@
  * How: one forward pass (base/event_scan.h) over the rows from the first one to the last one
  * the window holds, keeping the live blocks (as query/block_sweep.c does) and each series' live
  * bytes; a bucket takes the series at its first row whose allocated_bytes equals the bucket's
- * max (view_timeline's answer), an empty bucket the state carried into it. The pass starts at
- * the first row because the live set at the window's start is itself such a pass (layout.h's
- * cost: the rows before it); the replay's site_buckets are cut on timeline_buckets' grid, not
- * this one, and hold sites only, so they cannot answer a bucket of this grid exactly.
- * Cost: ~the rows up to the window's end (not the window's own); beyond VIEW_STACKS_MAX_ROWS
- * the answer is refused (`refused` set, no series): the page says so and draws the line alone.
+ * max (view_timeline's answer), an empty bucket the state carried into it. The live set at the
+ * window's start is itself such a pass (layout.h's cost: the rows before it), unless the
+ * connection has a layout index (layout_index.h): then the pass starts from the checkpoint's
+ * live blocks nearest before the window's first row (and the whole-block segments live then),
+ * where the layouts' live blocks are the sweep's (layout_blocks_are_sweeps); `seeded_at` says
+ * so. The replay's site_buckets are cut on timeline_buckets' grid, not this one, and hold sites
+ * only, so they cannot answer a bucket of this grid exactly.
+ * Cost: ~the rows up to the window's end, or with the index the window's own rows and the
+ * checkpoint's blocks; beyond VIEW_STACKS_MAX_ROWS rows the answer is refused (`refused` set,
+ * no series): the page says so and draws the line alone.
  * Measured on a 1 M-event synth trace (2 shared, loaded cores): the whole run 50-60 ms by size
  * or stream, ~90 ms by site, ~150 ms by category (block_categories read through SQL beside the
  * pass, in alloc_id order, as the allocs come); /api/stacks' p95 over 200 random windows

@@ -11,8 +11,10 @@
  *
  * The sites are one pass over the window's events only (event_scan.h); the categories the
  * stored ones (block_categories, as `view` makes sure the cache has them) of the blocks live at
- * the two moments, one pass over the events up to the window's end, else the categorizer's sweep
- * (categories.h: a block's category needs its whole life, so that is a pass over every event). */
+ * the two moments: read from their two layouts when the connection has a layout index
+ * (layout_index.h: a checkpoint's blocks and the rows since), else one pass over the events up
+ * to the window's end, else the categorizer's sweep (categories.h: a block's category needs its
+ * whole life, so that is a pass over every event). */
 #ifndef GMT_VIEW_WINDOW_H
 #define GMT_VIEW_WINDOW_H
 

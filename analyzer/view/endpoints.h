@@ -17,8 +17,12 @@ typedef struct view_request view_request;
 
 /* The query argument `name` (?name=value, decoded), or NULL when absent. */
 const char *view_request_arg(const view_request *rq, const char *name);
-/* The input as the user named it. */
+/* The request's input (input=I) as the user named it. */
 const char *view_request_input(const view_request *rq);
+/* The server's inputs: how many, and each one's name and database (for /api/inputs). */
+size_t view_request_input_count(const view_request *rq);
+const char *view_request_input_name(const view_request *rq, size_t i);
+const char *view_request_input_db_path(const view_request *rq, size_t i);
 /* The worker thread's blocks index (view_blocks.h), opened on its first use; NULL with a
  * one-line message and the HTTP status to answer (503 while the server still builds it, 500)
  * when there is none. */
@@ -65,6 +69,11 @@ int view_api_allocations(sqlite3 *db, const view_request *rq, FILE *out, char *e
  * "step_stride"), and the device's OOMs in it (ooms=0: none, and no pass over the events)
  * (view_marks.h). */
 int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/inputs: every input's facts (view_inputs.h) in the order given: its label, rank and
+ * where it came from, devices, events, span, axis, peaks and their moments, OOMs, steps, with
+ * `ranks --json`'s key names; whether they are ranks of one job or runs and why, one clock or
+ * each its own (endpoints_inputs.c). The db argument is unused: it opens each database itself. */
+int view_api_inputs(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/block?id=ALLOC_ID: one allocation (block_detail.h) with its alloc and free frames. */
 int view_api_block(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 

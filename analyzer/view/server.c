@@ -11,16 +11,19 @@
  * nothing by itself (no file serving to lock down: every byte sent is one we chose), and it takes
  * a listening socket we made (MHD_OPTION_LISTEN_SOCKET), so a port in use is our one-line error.
  *
- * Each worker keeps its connection in thread-specific data (pthread_key_create), opened on its
- * first request with db_open_readonly and closed by the key's destructor when MHD_stop_daemon
- * ends the thread. Without libmicrohttpd (GMT_HAVE_MHD undefined) the server cannot start and
- * says why; the rest of memanalyze builds the same. */
+ * Each worker keeps its connections in thread-specific data (pthread_key_create): one per
+ * input, each opened on the thread's first request for it with db_open_readonly, all closed by
+ * the key's destructor when MHD_stop_daemon ends the thread (so do its blocks indexes). Without
+ * libmicrohttpd (GMT_HAVE_MHD undefined) the server cannot start and says why; the rest of
+ * memanalyze builds the same. */
 #include "server.h"
 
 #include "endpoints.h"
 #include "layout_index.h"
+#include "request.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +66,20 @@ unsigned view_server_port(const view_server *s) {
 
 void view_server_stop(view_server *s) { (void)s; }
 
+/* Never called: without the library there is no network request and no server. */
+const char *view_server_conn_arg(void *conn, const char *name) {
+    (void)conn, (void)name;
+    return NULL;
+}
+
+struct view_blocks_index *view_server_blocks(const struct view_server *s, int *status, char *err,
+                                             size_t errlen) {
+    (void)s;
+    *status = 500;
+    snprintf(err, errlen, "no server");
+    return NULL;
+}
+
 #else
 
 #include "db_open.h"
@@ -82,7 +99,7 @@ void view_server_stop(view_server *s) { (void)s; }
 
 /* The page's files (view/assets/, embedded by cmake/embed_text.cmake). */
 extern const char view_asset_index_html[], view_asset_viewer_js[], view_asset_search_js[],
-    view_asset_viewer_css[];
+    view_asset_inputs_js[], view_asset_viewer_css[];
 
 enum { MAX_HOSTS = 4, HOST_LEN = 80 };
 
@@ -97,11 +114,30 @@ typedef struct memo {
 
 enum { MAX_MEMOS = 1 + 3 * (1 + GMT_MAX_DEVICES) };
 
+enum { BLOCKS_BUILDING, BLOCKS_READY, BLOCKS_FAILED };
+
+/* One input: copies of its paths and name, and its blocks index's state. */
+typedef struct source {
+    char *db_path, *input, *blocks_path; /* blocks_path may be NULL */
+    int blocks_state;                    /* BLOCKS_*, read and written atomically */
+    char blocks_err[512];                /* why it failed (written before BLOCKS_FAILED is) */
+    char *layouts_path;                  /* NULL: no layout index */
+    int layouts_state;                   /* BLOCKS_*: the layout index, read atomically */
+} source;
+
+/* A worker's connections and blocks indexes, one of each per input (NULL: not opened yet). */
+typedef struct thread_conns {
+    size_t n;
+    sqlite3 **db;
+    view_blocks_index **blocks;
+    layout_index **layouts; /* used by db[i] (layout_index_use) once opened */
+} thread_conns;
+
 struct view_server {
     struct MHD_Daemon *daemon;
-    char *db_path, *input, *blocks_path; /* copies (blocks_path may be NULL) */
-    char *layouts_path;                  /* a copy, or NULL */
-    memo memos[MAX_MEMOS];
+    source *src;
+    size_t nsrc;
+    memo memos[MAX_MEMOS]; /* input 0's */
     size_t nmemos;
     char bind[64];
     unsigned port;
@@ -109,34 +145,18 @@ struct view_server {
     char cookie_name[32];            /* gmt_token_PORT: two viewers on one host keep their own */
     char hosts[MAX_HOSTS][HOST_LEN]; /* the Host headers accepted */
     size_t nhosts;
-    pthread_key_t db_key;     /* the worker's connection */
-    pthread_key_t blocks_key; /* the worker's blocks index */
-    pthread_t builder;        /* builds the blocks index (when blocks_path) */
+    pthread_key_t conns_key; /* the worker's thread_conns */
+    pthread_t builder;       /* builds the blocks indexes, the inputs in order */
     int have_builder;
-    int blocks_state;          /* BLOCKS_*, read and written atomically */
-    char blocks_err[512];      /* why it failed (written before BLOCKS_FAILED is) */
-    pthread_key_t layouts_key; /* the worker's layout index, used on its connection */
-    int layouts_state;         /* BLOCKS_*: the layout index, built after the blocks index */
+    pthread_mutex_t inputs_lock; /* /api/inputs, computed at its first request */
+    char *inputs_body;
+    size_t inputs_len;
 };
 
-enum { BLOCKS_BUILDING, BLOCKS_READY, BLOCKS_FAILED };
-
-/* A request: from the network (c), or made at the start for a memo (c NULL: its arguments are
- * `args`, name and value in turn, NULL-ended). */
-struct view_request {
-    struct MHD_Connection *c;
-    const view_server *s;
-    const char *const *args;
-};
-
-const char *view_request_arg(const view_request *rq, const char *name) {
-    if (!rq->c) {
-        for (const char *const *a = rq->args; a && a[0]; a += 2)
-            if (!strcmp(a[0], name))
-                return a[1];
-        return NULL;
-    }
-    return MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, name);
+/* A request (request.h): from the network (conn, an MHD_Connection), or made at the start for a
+ * memo (conn NULL: its arguments are `args`, name and value in turn, NULL-ended). */
+const char *view_server_conn_arg(void *conn, const char *name) {
+    return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* The arguments a memo is kept under, as one string; 0, or -1 when one is too long to be a
@@ -155,7 +175,17 @@ static int memo_key(const view_request *rq, char *key, size_t len) {
     return 0;
 }
 
-const char *view_request_input(const view_request *rq) { return rq->s->input; }
+size_t view_server_input_count(const view_server *s) { return s->nsrc; }
+
+const char *view_server_input_name(const view_server *s, size_t i) {
+    assert(i < s->nsrc);
+    return s->src[i].input;
+}
+
+const char *view_server_input_db_path(const view_server *s, size_t i) {
+    assert(i < s->nsrc);
+    return s->src[i].db_path;
+}
 
 int view_server_available(void) { return 1; }
 
@@ -180,6 +210,7 @@ static const route routes[] = {
     {"/index.html", view_asset_index_html, "text/html; charset=utf-8", NULL},
     {"/viewer.js", view_asset_viewer_js, "text/javascript; charset=utf-8", NULL},
     {"/search.js", view_asset_search_js, "text/javascript; charset=utf-8", NULL},
+    {"/inputs.js", view_asset_inputs_js, "text/javascript; charset=utf-8", NULL},
     {"/viewer.css", view_asset_viewer_css, "text/css; charset=utf-8", NULL},
     {"/favicon.svg", favicon_svg, "image/svg+xml", NULL},
     {"/favicon.ico", favicon_svg, "image/svg+xml", NULL},
@@ -193,6 +224,7 @@ static const route routes[] = {
     {"/api/marks", NULL, "application/json", view_api_marks},
     {"/api/window", NULL, "application/json", view_api_window},
     {"/api/search", NULL, "application/json", view_api_search},
+    {"/api/inputs", NULL, "application/json", view_api_inputs},
 };
 
 static const route *route_of(const char *url) {
@@ -289,113 +321,158 @@ static int host_allowed(struct MHD_Connection *c, const view_server *s) {
     return 0;
 }
 
-/* The worker thread's connection, opened on its first request. */
-/* Once the builder has made the layout index, the worker's connection uses it (layout_index.h):
- * its layouts, window categories and stacks start from the checkpoints. Without it (not built
- * yet, or it failed) they are the same answers, from the first row. */
-static void use_layouts(const view_server *s, sqlite3 *db) {
-    if (!s->layouts_path || pthread_getspecific(s->layouts_key) ||
-        __atomic_load_n(&s->layouts_state, __ATOMIC_ACQUIRE) != BLOCKS_READY)
-        return;
-    char err[256];
-    layout_index *ix = layout_index_open(db, s->layouts_path, NULL, err, sizeof err);
-    if (ix && (pthread_setspecific(s->layouts_key, ix) != 0 || layout_index_use(db, ix) != 0)) {
-        layout_index_use(db, NULL);
-        pthread_setspecific(s->layouts_key, NULL);
-        layout_index_close(ix);
+/* The worker thread's connections, made on its first request. */
+static thread_conns *thread_conns_of(const view_server *s, char *err, size_t errlen) {
+    thread_conns *t = pthread_getspecific(s->conns_key);
+    if (t)
+        return t;
+    t = calloc(1, sizeof *t);
+    if (t) {
+        t->n = s->nsrc;
+        t->db = calloc(s->nsrc, sizeof *t->db);
+        t->blocks = calloc(s->nsrc, sizeof *t->blocks);
+        t->layouts = calloc(s->nsrc, sizeof *t->layouts);
     }
-}
-
-static void close_thread_layouts(void *ix) { layout_index_close(ix); }
-
-static sqlite3 *thread_db(const view_server *s, char *err, size_t errlen) {
-    sqlite3 *db = pthread_getspecific(s->db_key);
-    if (db) {
-        use_layouts(s, db);
-        return db;
-    }
-    if (db_open_readonly(s->db_path, &db, err, errlen) != 0)
-        return NULL;
-    if (pthread_setspecific(s->db_key, db) != 0) {
-        db_close(db);
+    if (!t || !t->db || !t->blocks || !t->layouts || pthread_setspecific(s->conns_key, t) != 0) {
+        if (t) {
+            free(t->db);
+            free(t->blocks);
+            free(t->layouts);
+        }
+        free(t);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    return db;
+    return t;
 }
 
-static void close_thread_db(void *db) { db_close(db); }
+static void close_thread_conns(void *arg) {
+    thread_conns *t = arg;
+    for (size_t i = 0; i < t->n; i++) {
+        view_blocks_index_close(t->blocks[i]);
+        if (t->db[i])
+            layout_index_use(t->db[i], NULL);
+        layout_index_close(t->layouts[i]);
+        db_close(t->db[i]);
+    }
+    free(t->db);
+    free(t->blocks);
+    free(t->layouts);
+    free(t);
+}
 
-struct view_blocks_index *view_request_blocks(const view_request *rq, int *status, char *err,
-                                              size_t errlen) {
-    const view_server *s = rq->s;
-    view_blocks_index *ix = pthread_getspecific(s->blocks_key);
+/* Once the builder has made input i's layout index, the worker's connection to it uses it
+ * (layout_index.h): its layouts, windows' categories and stacks start from the checkpoints.
+ * Without it (not built yet, or it failed) they are the same answers, from the first row. */
+static void use_layouts(const view_server *s, thread_conns *t, size_t i) {
+    if (t->layouts[i] || !s->src[i].layouts_path ||
+        __atomic_load_n(&s->src[i].layouts_state, __ATOMIC_ACQUIRE) != BLOCKS_READY)
+        return;
+    char err[256];
+    layout_index *ix = layout_index_open(t->db[i], s->src[i].layouts_path, NULL, err, sizeof err);
+    if (ix && layout_index_use(t->db[i], ix) != 0) {
+        layout_index_close(ix);
+        ix = NULL;
+    }
+    t->layouts[i] = ix;
+}
+
+/* The worker thread's connection to input i, opened on its first request for it. */
+static sqlite3 *thread_db(const view_server *s, size_t i, char *err, size_t errlen) {
+    thread_conns *t = thread_conns_of(s, err, errlen);
+    if (!t)
+        return NULL;
+    if (!t->db[i] && db_open_readonly(s->src[i].db_path, &t->db[i], err, errlen) != 0)
+        t->db[i] = NULL;
+    if (t->db[i])
+        use_layouts(s, t, i);
+    return t->db[i];
+}
+
+struct view_blocks_index *view_server_blocks(const view_server *s, size_t input, int *status,
+                                             char *err, size_t errlen) {
+    const source *src = &s->src[input];
     *status = 500;
-    if (ix)
-        return ix;
-    if (!s->blocks_path) {
+    thread_conns *t = thread_conns_of(s, err, errlen);
+    if (!t)
+        return NULL;
+    if (t->blocks[input])
+        return t->blocks[input];
+    if (!src->blocks_path) {
         snprintf(err, errlen, "this server has no blocks index");
         return NULL;
     }
-    int state = __atomic_load_n(&s->blocks_state, __ATOMIC_ACQUIRE);
+    int state = __atomic_load_n(&src->blocks_state, __ATOMIC_ACQUIRE);
     if (state == BLOCKS_BUILDING) {
         *status = 503;
         snprintf(err, errlen, "the blocks index is being built: ask again in a moment");
         return NULL;
     }
     if (state == BLOCKS_FAILED) {
-        snprintf(err, errlen, "%s", s->blocks_err);
+        snprintf(err, errlen, "%s", src->blocks_err);
         return NULL;
     }
-    sqlite3 *db = thread_db(s, err, errlen);
-    if (!db || !(ix = view_blocks_index_open(db, s->blocks_path, NULL, err, errlen)))
+    sqlite3 *db = thread_db(s, input, err, errlen);
+    if (!db)
         return NULL;
-    if (pthread_setspecific(s->blocks_key, ix) != 0) {
-        view_blocks_index_close(ix);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    return ix;
+    t->blocks[input] = view_blocks_index_open(db, src->blocks_path, NULL, err, errlen);
+    return t->blocks[input];
 }
 
-static void close_thread_blocks(void *ix) { view_blocks_index_close(ix); }
-
-/* The builder thread: the blocks index opened once (built when missing or stale: seconds on a
- * large trace), then the layout index, so that the server answers everything else meanwhile. */
+/* The builder thread: each input's blocks index opened once, input 0 first (built when missing
+ * or stale: seconds on a large trace), then each one's layout index, so that the server answers
+ * everything else meanwhile. */
 static void *build_blocks(void *arg) {
     view_server *s = arg;
-    sqlite3 *db;
-    int state = BLOCKS_FAILED, layouts = BLOCKS_FAILED;
-    if (db_open_readonly(s->db_path, &db, s->blocks_err, sizeof s->blocks_err) == 0) {
-        view_blocks_index *ix =
-            view_blocks_index_open(db, s->blocks_path, NULL, s->blocks_err, sizeof s->blocks_err);
+    for (size_t i = 0; i < s->nsrc; i++) {
+        source *src = &s->src[i];
+        if (!src->blocks_path)
+            continue;
+        sqlite3 *db;
+        int state = BLOCKS_FAILED;
+        if (db_open_readonly(src->db_path, &db, src->blocks_err, sizeof src->blocks_err) == 0) {
+            view_blocks_index *ix = view_blocks_index_open(db, src->blocks_path, NULL,
+                                                           src->blocks_err, sizeof src->blocks_err);
+            if (ix)
+                state = BLOCKS_READY;
+            view_blocks_index_close(ix);
+            db_close(db);
+        }
+        __atomic_store_n(&src->blocks_state, state, __ATOMIC_RELEASE);
+    }
+    for (size_t i = 0; i < s->nsrc; i++) {
+        source *src = &s->src[i];
+        if (!src->layouts_path)
+            continue;
+        sqlite3 *db;
+        char err[512];
+        int state = BLOCKS_FAILED;
+        layout_index *ix = NULL;
+        if (db_open_readonly(src->db_path, &db, err, sizeof err) == 0) {
+            ix = layout_index_open(db, src->layouts_path, NULL, err, sizeof err);
+            db_close(db);
+        }
         if (ix)
             state = BLOCKS_READY;
-        view_blocks_index_close(ix);
-        __atomic_store_n(&s->blocks_state, state, __ATOMIC_RELEASE);
-        char err[512];
-        layout_index *li =
-            s->layouts_path ? layout_index_open(db, s->layouts_path, NULL, err, sizeof err) : NULL;
-        if (li)
-            layouts = BLOCKS_READY;
-        else if (s->layouts_path)
+        else
             fprintf(stderr,
-                    "memanalyze view: warning: no layout index (segment maps from the "
-                    "first event): %s\n",
-                    err);
-        layout_index_close(li);
-        db_close(db);
+                    "memanalyze view: warning: %s: no layout index (segment maps from the first "
+                    "event): %s\n",
+                    src->input, err);
+        layout_index_close(ix);
+        __atomic_store_n(&src->layouts_state, state, __ATOMIC_RELEASE);
     }
-    __atomic_store_n(&s->blocks_state, state, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->layouts_state, layouts, __ATOMIC_RELEASE);
     return NULL;
 }
 
 /* The memo answering this request, or NULL: the summary (it takes no argument) always, the
  * steps and marks when asked with the arguments of a memo. */
-static const memo *memo_of(struct MHD_Connection *c, const view_server *s, const route *rt) {
-    view_request rq = {.c = c, .s = s};
+static const memo *memo_of(struct MHD_Connection *c, const view_server *s, const route *rt,
+                           size_t input) {
+    view_request rq = {.conn = c, .s = s, .input = s->src[input].input, .input_index = input};
     char key[96];
+    if (input != 0) /* the memos are input 0's */
+        return NULL;
     if (rt->api != view_api_summary && memo_key(&rq, key, sizeof key) != 0)
         return NULL;
     for (size_t i = 0; i < s->nmemos; i++)
@@ -405,12 +482,71 @@ static const memo *memo_of(struct MHD_Connection *c, const view_server *s, const
     return NULL;
 }
 
-static enum MHD_Result answer_api(struct MHD_Connection *c, const view_server *s, const route *rt) {
-    const memo *m = memo_of(c, s, rt);
+/* ?input=I: 0 (absent: 0), or -1 with the message when it names no input. */
+static int input_arg(struct MHD_Connection *c, const view_server *s, size_t *input, char *err,
+                     size_t errlen) {
+    const char *text = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "input");
+    *input = 0;
+    if (!text)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end || errno || v >= s->nsrc) {
+        snprintf(err, errlen, "bad input '%.64s': a number from 0 to %zu", text, s->nsrc - 1);
+        return -1;
+    }
+    *input = (size_t)v;
+    return 0;
+}
+
+/* /api/inputs: computed at the first request that asks (under the lock: once), then kept.
+ * 200 with the body in *body (the server's), or an error status with the message. */
+static int inputs_answer(view_server *s, struct MHD_Connection *c, const char **body, size_t *len,
+                         char *err, size_t errlen) {
+    int status = MHD_HTTP_OK;
+    pthread_mutex_lock(&s->inputs_lock);
+    if (!s->inputs_body) {
+        FILE *out = open_memstream(&s->inputs_body, &s->inputs_len);
+        view_request rq = {.conn = c, .s = s, .input = s->src[0].input};
+        status = out ? view_api_inputs(NULL, &rq, out, err, errlen) : 500;
+        if (!out || fclose(out) != 0) {
+            status = 500;
+            snprintf(err, errlen, "out of memory");
+        }
+        if (status != MHD_HTTP_OK || s->inputs_len > VIEW_MAX_RESPONSE) {
+            if (status == MHD_HTTP_OK) {
+                status = 500;
+                snprintf(err, errlen, "the inputs' answer is over the %d bytes a response may have",
+                         VIEW_MAX_RESPONSE);
+            }
+            free(s->inputs_body);
+            s->inputs_body = NULL;
+        }
+    }
+    *body = s->inputs_body;
+    *len = s->inputs_len;
+    pthread_mutex_unlock(&s->inputs_lock);
+    return status;
+}
+
+static enum MHD_Result answer_api(struct MHD_Connection *c, view_server *s, const route *rt) {
+    char err[512] = "";
+    size_t input;
+    if (input_arg(c, s, &input, err, sizeof err) != 0)
+        return send_error(c, MHD_HTTP_BAD_REQUEST, err);
+    if (rt->api == view_api_inputs) {
+        const char *kept;
+        size_t kept_len;
+        int st = inputs_answer(s, c, &kept, &kept_len, err, sizeof err);
+        return st == MHD_HTTP_OK
+                   ? respond(c, MHD_HTTP_OK, rt->type, (char *)kept, kept_len, 0, NULL)
+                   : send_error(c, (unsigned)st, err[0] ? err : "failed");
+    }
+    const memo *m = memo_of(c, s, rt, input);
     if (m)
         return respond(c, MHD_HTTP_OK, rt->type, m->body, m->len, 0, NULL);
-    char err[512] = "";
-    sqlite3 *db = thread_db(s, err, sizeof err);
+    sqlite3 *db = thread_db(s, input, err, sizeof err);
     if (!db)
         return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
     char *body = NULL;
@@ -418,7 +554,7 @@ static enum MHD_Result answer_api(struct MHD_Connection *c, const view_server *s
     FILE *out = open_memstream(&body, &len);
     if (!out)
         return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    view_request rq = {.c = c, .s = s};
+    view_request rq = {.conn = c, .s = s, .input = s->src[input].input, .input_index = input};
     int status = rt->api(db, &rq, out, err, sizeof err);
     if (fclose(out) != 0) {
         free(body);
@@ -445,7 +581,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *upload_data_size, void **con_cls) {
     (void)version;
     (void)upload_data;
-    const view_server *s = cls;
+    view_server *s = cls;
     static char refused, accepted; /* what the first call decided (*con_cls points at one) */
     if (*con_cls == &refused || *upload_data_size) { /* a body: never read, dropped */
         *upload_data_size = 0;
@@ -549,10 +685,15 @@ static int make_token(char *hex, char *err, size_t errlen) {
 static void server_free(view_server *s) {
     for (size_t i = 0; i < s->nmemos; i++)
         free(s->memos[i].body);
-    free(s->db_path);
-    free(s->input);
-    free(s->blocks_path);
-    free(s->layouts_path);
+    for (size_t i = 0; s->src && i < s->nsrc; i++) {
+        free(s->src[i].db_path);
+        free(s->src[i].input);
+        free(s->src[i].blocks_path);
+        free(s->src[i].layouts_path);
+    }
+    free(s->src);
+    free(s->inputs_body);
+    pthread_mutex_destroy(&s->inputs_lock);
     free(s);
 }
 
@@ -562,7 +703,7 @@ static int add_memo(view_server *s, sqlite3 *db, view_endpoint api, const char *
                     char *err, size_t errlen) {
     assert(s->nmemos < MAX_MEMOS);
     memo *m = &s->memos[s->nmemos];
-    view_request rq = {.c = NULL, .s = s, .args = args};
+    view_request rq = {.conn = NULL, .s = s, .args = args, .input = s->src[0].input};
     if (memo_key(&rq, m->key, sizeof m->key) != 0)
         return 0;
     m->api = api;
@@ -583,10 +724,16 @@ static int add_memo(view_server *s, sqlite3 *db, view_endpoint api, const char *
     return 0;
 }
 
-/* What the server computes before it listens: the memos. 0, or -1 with a one-line message. */
+/* What the server computes before it listens: input 0's memos (the others' databases are only
+ * checked to open). 0, or -1 with a one-line message. */
 static int prepare(view_server *s, char *err, size_t errlen) {
     sqlite3 *db;
-    if (db_open_readonly(s->db_path, &db, err, errlen) != 0)
+    for (size_t i = 1; i < s->nsrc; i++) {
+        if (db_open_readonly(s->src[i].db_path, &db, err, errlen) != 0)
+            return -1;
+        db_close(db);
+    }
+    if (db_open_readonly(s->src[0].db_path, &db, err, errlen) != 0)
         return -1;
     int rc = 0;
     int devices[GMT_MAX_DEVICES];
@@ -621,14 +768,26 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    pthread_mutex_init(&s->inputs_lock, NULL);
     const char *bind_addr = cfg->bind ? cfg->bind : "127.0.0.1";
     snprintf(s->bind, sizeof s->bind, "%s", bind_addr);
-    s->db_path = strdup(cfg->db_path);
-    s->input = strdup(cfg->input);
-    s->blocks_path = cfg->blocks_path ? strdup(cfg->blocks_path) : NULL;
-    s->layouts_path = cfg->blocks_path && cfg->layouts_path ? strdup(cfg->layouts_path) : NULL;
-    if (!s->db_path || !s->input || (cfg->blocks_path && !s->blocks_path) ||
-        (cfg->blocks_path && cfg->layouts_path && !s->layouts_path)) {
+    if (cfg->ninputs < 1 || cfg->ninputs > VIEW_MAX_INPUTS) {
+        snprintf(err, errlen, "view: %zu inputs (from 1 to %d)", cfg->ninputs, VIEW_MAX_INPUTS);
+        server_free(s);
+        return -1;
+    }
+    int oom = !(s->src = calloc(cfg->ninputs, sizeof *s->src));
+    for (size_t i = 0; !oom && i < cfg->ninputs; i++) {
+        const view_source *in = &cfg->inputs[i];
+        source *src = &s->src[s->nsrc++];
+        src->db_path = strdup(in->db_path);
+        src->input = strdup(in->input);
+        src->blocks_path = in->blocks_path ? strdup(in->blocks_path) : NULL;
+        src->layouts_path = in->blocks_path && in->layouts_path ? strdup(in->layouts_path) : NULL;
+        oom = !src->db_path || !src->input || (in->blocks_path && !src->blocks_path) ||
+              (in->blocks_path && in->layouts_path && !src->layouts_path);
+    }
+    if (oom) {
         snprintf(err, errlen, "out of memory");
         server_free(s);
         return -1;
@@ -649,24 +808,9 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
     if (strcmp(bind_addr, "127.0.0.1") && strcmp(bind_addr, "::1"))
         snprintf(s->hosts[s->nhosts++], HOST_LEN, strchr(bind_addr, ':') ? "[%s]:%u" : "%s:%u",
                  bind_addr, s->port);
-    if (pthread_key_create(&s->db_key, close_thread_db) != 0) {
+    if (pthread_key_create(&s->conns_key, close_thread_conns) != 0) {
         snprintf(err, errlen, "view: cannot make the threads' keys");
         close(fd);
-        server_free(s);
-        return -1;
-    }
-    if (pthread_key_create(&s->blocks_key, close_thread_blocks) != 0) {
-        snprintf(err, errlen, "view: cannot make the threads' keys");
-        close(fd);
-        pthread_key_delete(s->db_key);
-        server_free(s);
-        return -1;
-    }
-    if (pthread_key_create(&s->layouts_key, close_thread_layouts) != 0) {
-        snprintf(err, errlen, "view: cannot make the threads' keys");
-        close(fd);
-        pthread_key_delete(s->db_key);
-        pthread_key_delete(s->blocks_key);
         server_free(s);
         return -1;
     }
@@ -679,17 +823,18 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
     if (!s->daemon) {
         snprintf(err, errlen, "view: cannot start the HTTP server on %s:%u", bind_addr, s->port);
         close(fd);
-        pthread_key_delete(s->db_key);
-        pthread_key_delete(s->blocks_key);
-        pthread_key_delete(s->layouts_key);
+        pthread_key_delete(s->conns_key);
         server_free(s);
         return -1;
     }
-    if (s->blocks_path && pthread_create(&s->builder, NULL, build_blocks, s) == 0)
+    if (pthread_create(&s->builder, NULL, build_blocks, s) == 0) {
         s->have_builder = 1;
-    else if (s->blocks_path) {
-        snprintf(s->blocks_err, sizeof s->blocks_err, "view: cannot start the index's thread");
-        s->blocks_state = BLOCKS_FAILED;
+    } else {
+        for (size_t i = 0; i < s->nsrc; i++) {
+            snprintf(s->src[i].blocks_err, sizeof s->src[i].blocks_err,
+                     "view: cannot start the index's thread");
+            __atomic_store_n(&s->src[i].blocks_state, BLOCKS_FAILED, __ATOMIC_RELEASE);
+        }
     }
     *out = s;
     return 0;
@@ -714,9 +859,7 @@ void view_server_stop(view_server *s) {
     MHD_stop_daemon(s->daemon); /* joins the workers: each closes its database on exit */
     if (s->have_builder) /* a build under way finishes first (a kill leaves no partial file) */
         pthread_join(s->builder, NULL);
-    pthread_key_delete(s->db_key);
-    pthread_key_delete(s->blocks_key);
-    pthread_key_delete(s->layouts_key);
+    pthread_key_delete(s->conns_key);
     server_free(s);
 }
 

@@ -16,9 +16,13 @@
 //     trapped (in a segment that holds blocks) or releasable (a segment wholly free);
 //   - the window summary (/api/window: `diff` from the window's start to its end, by site; the
 //     steps and OOMs in it from /api/marks), for a brushed window or on asking;
-//   - the search (search.js: /api/search, its marks on the timeline and outlines on the blocks).
-// The state (device, window, cursor, block, summary, stack by, search) lives in location.hash and
-// is read back on load.
+//   - the search (search.js: /api/search, its marks on the timeline and outlines on the blocks);
+//   - with several inputs, the strip of them (inputs.js: /api/inputs), every request above for
+//     the input shown (input=I).
+// The state (input, device, window, cursor, block, summary, stack by, search) lives in
+// location.hash and is read back on load.
+// In a share file (memanalyze view --html: no server) share.js sets window.gmtShare and
+// api() asks it instead of the server; what the file lacks is said in a note.
 // The page keeps only what one window needs: its memory does not grow with the trace. Text goes
 // in through textContent only, never as HTML. window.gmtView exposes the state for the tests.
 "use strict";
@@ -47,14 +51,19 @@ const S = {
   stackBy: "", stacks: null, stackTop: null, // stackTop: the drawn top of each bucket's stack
   lastTimeline: null, lastAllocations: null, pending: 0, ready: false,
   searchQ: "", search: null, searchSite: null, searchMarks: null, searchOutlined: [], // search.js
+  input: inputsFromHash(), inputs: null, // inputs.js
 };
 window.gmtView = S;
 
 // ---- helpers ----------------------------------------------------------------------------
 
-// GET an endpoint's JSON; throws with the server's {"error"} text.
+// GET an endpoint's JSON (of the input shown, unless params name one); throws with the
+// server's {"error"} text. In a share file: share.js's embedded answers (the server's own,
+// for the arguments share_file.c asked them with).
 async function api(path, params) {
+  if (window.gmtShare) return window.gmtShare.answer(path, params);
   const url = new URL(path, location.origin);
+  if (S.input) url.searchParams.set("input", S.input);
   for (const [k, v] of Object.entries(params || {})) url.searchParams.set(k, v);
   const headers = token ? { "X-Token": token } : {};
   S.pending++;
@@ -99,6 +108,11 @@ function cell(tr, text, num) {
 }
 
 function showError(e) {
+  if (e && e.share && window.gmtShare) { // not in the share file: said, not a failure
+    window.gmtShare.note(String(e.message));
+    console.warn(e);
+    return;
+  }
   const p = document.getElementById("error");
   p.textContent = String(e.message || e);
   p.hidden = false;
@@ -145,6 +159,7 @@ function T(x) { return S.lo + (x - M.left) / plotWidth() * (S.hi - S.lo); }
 
 function writeHash() {
   const p = new URLSearchParams();
+  inputsHash(p);
   p.set("device", S.device);
   p.set("lo", Math.round(S.lo));
   p.set("hi", Math.round(S.hi));
@@ -205,7 +220,7 @@ async function fetchWindow() {
   fetchStacks(seq, device, lo, hi, n);
   const [tl, allocs, marks] = await Promise.all([
     api("/api/timeline", { device, lo, hi, n }),
-    api("/api/allocations", { device, t0: lo, t1: hi, k: 300 })
+    api("/api/allocations", { device, t0: lo, t1: hi, k: 300 }) // share_file.c embeds k=300
       .catch((e) => (e.status === 503 ? null : Promise.reject(e))), // the index is being built
     whole.step_stride > 1 ? api("/api/marks", { device, lo, hi, ooms: 0 }) : whole,
   ]);
@@ -507,7 +522,7 @@ function drawBlocks() {
   const note = document.getElementById("blocks-note");
   const a = S.allocs;
   if (!a) return;
-  note.textContent = "(the " + a.blocks.length + " largest of " + a.window_blocks +
+  note.textContent = a.share || "(the " + a.blocks.length + " largest of " + a.window_blocks +
     " blocks live in the window, " + bytes(a.window_bytes) + "; " + a.rest_blocks +
     " smaller ones not drawn, " + bytes(a.rest_bytes) + ")";
   const clusters = addressClusters(a.blocks);
@@ -612,7 +627,10 @@ async function selectBlock(id) {
     document.getElementById("detail").hidden = true;
     return;
   }
-  const b = await api("/api/block", { id });
+  const b = await api("/api/block", { id }).catch((e) => {
+    document.getElementById("detail").hidden = true; // not another block's facts
+    throw e;
+  });
   if (S.block !== id) return;
   S.detail = b;
   S.fetched.block++;
@@ -945,16 +963,20 @@ async function switchDevice(device, state) {
   S.lo = lo; S.hi = hi;
   S.tl = lo === 0 && hi === S.end ? whole : null;
   S.stacks = null;
-  const at = state && state.at ? state.at : null;
+  // a share file opens on the segments at the peak (the moment it holds them for)
+  const at = state && state.at ? state.at : window.gmtShare ? "peak" : null;
   S.at = at; S.cursor = null;
   if (at) {
-    const m = /^(event|time):(\d+)(ns)?$/.exec(at);
+    const m = /^(event|time):(\d+)(ns)?$/.exec(at), d = deviceSummary();
     if (m) S.cursor = Number(m[2]);
+    else if (at === "peak" && d)
+      S.cursor = S.axis === "event" ? d.peak_allocated_event_id : d.peak_allocated_ts_ns;
   }
   setWindow(lo, hi);
   await fetchWindow();
-  if (S.at) await fetchSegments();
-  if (S.block !== null) await selectBlock(S.block);
+  // a moment or a block the page cannot show (a share file lacks it) is said, the page drawn
+  if (S.at) await fetchSegments().catch(showError);
+  if (S.block !== null) await selectBlock(S.block).catch(showError);
   if (state && state.summary) await summarize();
   const q = state ? state.q : S.searchQ; // a device of its own: the same search asked again
   if (q) await runSearch(q, state ? state.site : null);
@@ -962,10 +984,12 @@ async function switchDevice(device, state) {
 
 async function main() {
   bindInput();
-  const summary = await api("/api/summary");
+  const [summary] = await Promise.all([api("/api/summary"), inputsInit()]);
   S.summary = summary;
   const run = summary.run;
   document.getElementById("input").textContent =
+    (S.inputs && S.inputs.count > 1 ?
+      "input " + (S.input + 1) + " of " + S.inputs.count + ": " : "") +
     summary.input + " — " + (run.input_format || "input") + ", " + run.events + " events, " +
     run.steps + " steps" + (summary.timestamps ? "" : " (untimed: event order)");
   fillDevices(summary);
