@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,6 +147,22 @@ int db_file_write(const char *path, const char *what, db_file_writer write, void
         unlink(tmp);
     close(fd);
     return rc;
+}
+
+int db_file_map(const char *path, const void **map, size_t *size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    *map = m;
+    *size = (size_t)st.st_size;
+    return 0;
 }
 
 void db_file_sweep(const char *dir, const char *base) {

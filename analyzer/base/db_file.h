@@ -39,6 +39,11 @@ typedef int (*db_file_writer)(FILE *f, void *ctx, char *err, size_t errlen);
 int db_file_write(const char *path, const char *what, db_file_writer write, void *ctx, char *err,
                   size_t errlen);
 
+/* Maps the regular, non-empty file at path read-only (the indexes beside a cache: view_blocks.h,
+ * layout_index.h): 0 with *map and *size (munmap them), or -1 when it is missing, not a regular
+ * file, empty or cannot be mapped. */
+int db_file_map(const char *path, const void **map, size_t *size);
+
 /* Removes, in dir, the temporaries of dead processes: those of the database base (a file name),
  * or with base NULL every one (the cache folder, which is memanalyze's alone). Quietly: what
  * cannot be removed stays. */

@@ -71,17 +71,6 @@ static const char *growth_text(int64_t v, char *buf) {
     return buf;
 }
 
-static const char *base_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-static const char *rank_from_word(const rank_entry *e) {
-    return e->rank_from == RANK_FROM_TRACE  ? "trace"
-           : e->rank_from == RANK_FROM_NAME ? "file name"
-                                            : "order";
-}
-
 /* "first to run out: rank 5 (trace.5.zst), out of memory [on device 1] at step 7, 3.20 s into
  * its trace (2 OOMs)": the input's first OOM, on any of its devices, and its OOMs in all */
 static void print_ran_out(FILE *out, const rank_stats *st) {
@@ -89,7 +78,7 @@ static void print_ran_out(FILE *out, const rank_stats *st) {
     for (size_t i = 0; i < st->nran_out; i++) {
         const rank_entry *e = &st->ranks[st->ran_out[i]];
         fprintf(out, "  %s: rank %lld (%s), out of memory", i ? "then ran out" : "first to run out",
-                (long long)e->rank, base_name(e->input));
+                (long long)e->rank, rank_input_name(e->input));
         if (e->devices.ndevices > 1)
             fprintf(out, " on device %d", e->first_oom_device);
         if (e->first_oom_step >= 0)
@@ -106,7 +95,7 @@ static void print_ran_out(FILE *out, const rank_stats *st) {
         const rank_entry *f = &st->ranks[st->forecast[0]];
         fprintf(out, "  %s: rank %lld (%s), its growth (%s) reaches its device at step %lld",
                 st->nran_out ? "growth forecast" : "first to run out", (long long)f->rank,
-                base_name(f->input), growth_text(f->s.growth_per_step, b[0]),
+                rank_input_name(f->input), growth_text(f->s.growth_per_step, b[0]),
                 (long long)f->s.limit_step);
         if (st->nforecast > 1)
             fprintf(out,
@@ -124,7 +113,7 @@ static void print_ran_out(FILE *out, const rank_stats *st) {
 static void print_devices(FILE *out, const rank_entry *e) {
     if (e->devices.bottleneck < 0)
         return;
-    fprintf(out, "  rank %lld (%s): ", (long long)e->rank, base_name(e->input));
+    fprintf(out, "  rank %lld (%s): ", (long long)e->rank, rank_input_name(e->input));
     run_print_devices_text(out, &e->devices);
     fputc('\n', out);
 }
@@ -153,7 +142,7 @@ static void print_text(FILE *out, const rank_stats *st) {
                 run_print_bytes_at_step(s->peak_allocated, s->peak_allocated_step, b[0], 64),
                 run_print_bytes_at_step(s->peak_reserved, s->peak_reserved_step, b[1], 64),
                 s->frag_at_peak, s->steps ? growth_text(s->growth_per_step, b[2]) : "-",
-                (long long)e->input_ooms, limit, base_name(e->input),
+                (long long)e->input_ooms, limit, rank_input_name(e->input),
                 e->leaking ? "  LEAKING" : "");
     }
     if (st->numbered)

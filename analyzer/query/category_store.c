@@ -276,3 +276,20 @@ int category_blocks_add(const char *path, void *ctx, char *err, size_t errlen) {
     static const category_blocks with_pages = CATEGORY_BLOCKS_PAGES;
     return category_store_file(path, (void *)&with_pages, err, errlen);
 }
+
+sqlite3_stmt *category_stored_statement(sqlite3 *db) {
+    return db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?");
+}
+
+int category_stored_of(sqlite3_stmt *st, int64_t alloc_id) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, alloc_id);
+    int step = sqlite3_step(st), k = -1;
+    if (step == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        k = name ? gmt_category_from_name(name, strlen(name)) : -1;
+    } else if (step != SQLITE_DONE) {
+        return -2;
+    }
+    return k >= 0 && k < BLOCK_CATEGORY_COUNT ? k : -1;
+}

@@ -38,4 +38,10 @@ int category_peaks_read(sqlite3 *db, int64_t device, int64_t bytes[BLOCK_CATEGOR
 /* Whether block_categories is filled (meta categories_blocks). */
 int category_blocks_stored(sqlite3 *db);
 
+/* One block's stored category, for a caller that looks up many: the statement (finalize it;
+ * NULL on an error), then the category of the block alloc `alloc_id` made: a gmt_category
+ * below BLOCK_CATEGORY_COUNT, -1 when none is stored, -2 on a read error. */
+sqlite3_stmt *category_stored_statement(sqlite3 *db);
+int category_stored_of(sqlite3_stmt *st, int64_t alloc_id);
+
 #endif

@@ -17,13 +17,10 @@
 #include "gmt_grow.h"
 #include "varint.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define LI_MAGIC "GMTLIVE1"
 #define LI_TAG "layout-index-1"
@@ -265,20 +262,12 @@ static int check_file(layout_index *ix) {
 
 /* Maps the file; 1 when it is missing, of another database or not an index. */
 static int map_file(const char *path, const char *ident, layout_index *ix) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 1;
-    struct stat st;
-    void *m = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
+    const void *m;
+    if (db_file_map(path, &m, &ix->size) != 0)
         return 1;
     ix->map = m;
-    ix->size = (size_t)st.st_size;
     if (check_file(ix) != 0 || strncmp(ix->h->identity, ident, LI_IDENTITY_LEN) != 0) {
-        munmap(m, ix->size);
+        munmap((void *)ix->map, ix->size);
         ix->map = NULL;
         return 1;
     }

@@ -245,6 +245,17 @@ static int is_ending(const char *p, size_t n) {
     return 0;
 }
 
+const char *rank_input_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+const char *rank_from_word(const rank_entry *e) {
+    return e->rank_from == RANK_FROM_TRACE  ? "trace"
+           : e->rank_from == RANK_FROM_NAME ? "file name"
+                                            : "order";
+}
+
 int64_t rank_of_name(const char *path) {
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     for (const char *p = base; *p; p++) {

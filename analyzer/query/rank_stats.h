@@ -66,6 +66,13 @@ int rank_entry_load(rank_entry *e, const char *input, const char *db_path, int d
 int64_t rank_of_name(const char *path);
 void rank_entry_release(rank_entry *e);
 
+/* The file name part of an input's path (after its last '/'): how `ranks` and the viewer name an
+ * input beside its rank. */
+const char *rank_input_name(const char *path);
+/* Where an entry's rank came from, as `ranks --json` and /api/inputs say it: "trace",
+ * "file name" or "order". */
+const char *rank_from_word(const rank_entry *e);
+
 typedef struct rank_excess {
     const char *site, *key;
     int64_t bytes, median_bytes;

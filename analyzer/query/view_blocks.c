@@ -6,16 +6,14 @@
 #include "gmt_grow.h"
 #include "view_blocks_file.h"
 
+#include "db_file.h"
 #include "db_query.h"
 
 #include <assert.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define SIDECAR_VERSION 5
 
@@ -63,20 +61,12 @@ static int check_file(view_blocks_index *ix) {
 
 /* Maps a published sidecar; 1 when it was made for another database (or is not one). */
 static int open_sidecar(const char *path, const char *ident, view_blocks_index *ix) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 1;
-    struct stat st;
-    void *m = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
+    const void *m;
+    if (db_file_map(path, &m, &ix->size) != 0)
         return 1;
     ix->map = m;
-    ix->size = (size_t)st.st_size;
     if (check_file(ix) != 0 || strncmp(ix->h->identity, ident, VB_IDENTITY_LEN) != 0) {
-        munmap(m, ix->size);
+        munmap((void *)ix->map, ix->size);
         ix->map = NULL;
         return 1;
     }

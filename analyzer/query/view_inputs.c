@@ -38,11 +38,6 @@ static void read_run(view_input *v, sqlite3 *db, int device) {
     }
 }
 
-static const char *base_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* Ranks of one job or runs, and the clock, with the reason in v->why. */
 static void decide(view_inputs *v) {
     const rank_stats *st = &v->st;
@@ -55,14 +50,14 @@ static void decide(view_inputs *v) {
         const rank_entry *e = v->inputs[i].e;
         if (e->failed) {
             snprintf(v->why, sizeof v->why, "runs side by side: %.200s could not be read",
-                     base_name(e->input));
+                     rank_input_name(e->input));
             return;
         }
         if (e->rank_from == RANK_FROM_ORDER) {
             snprintf(v->why, sizeof v->why,
                      "runs side by side (as compare): %.200s names no rank (none in the trace, "
                      "none in its file name)",
-                     base_name(e->input));
+                     rank_input_name(e->input));
             return;
         }
     }
@@ -79,7 +74,7 @@ static void decide(view_inputs *v) {
             snprintf(v->why, sizeof v->why,
                      "ranks of one job (each names its own rank); %.200s has no wall clock: "
                      "each drawn over its own duration",
-                     base_name(in->input));
+                     rank_input_name(in->input));
             return;
         }
         if (in->e->t0_unix_ns < t0)

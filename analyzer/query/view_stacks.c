@@ -6,6 +6,7 @@
 
 #include "addr_map.h"
 #include "block_sweep.h"
+#include "category_store.h"
 #include "db_query.h"
 #include "event_scan.h"
 #include "gmt_grow.h"
@@ -384,15 +385,8 @@ static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_r
 /* The category of one block, by a point lookup (the seed's blocks: old ones among them, which
  * the cursor above would reach only by stepping through every block before them). */
 static int64_t category_at(sqlite3_stmt *st, int64_t id, int *failed) {
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, id);
-    int step = sqlite3_step(st), c = -1;
-    if (step == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        c = name ? gmt_category_from_name(name, strlen(name)) : -1;
-    } else if (step != SQLITE_DONE) {
-        *failed = 1;
-    }
+    int c = category_stored_of(st, id);
+    *failed |= c == -2;
     return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
 }
 
@@ -435,10 +429,7 @@ static int seed_sweep(sqlite3 *db, int device, int64_t before, sweep *s, int64_t
         db, "SELECT segment_id, size, stack_id, stream FROM segments WHERE device = ?1 AND kind = "
             "'device' AND whole_block = 1 AND segment_id <= ?2 AND (free_event_id IS NULL OR "
             "free_event_id > ?2) ORDER BY segment_id");
-    sqlite3_stmt *cat =
-        s->by == VIEW_STACK_CATEGORY
-            ? db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?1")
-            : NULL;
+    sqlite3_stmt *cat = s->by == VIEW_STACK_CATEGORY ? category_stored_statement(db) : NULL;
     int rc = seg && (cat || s->by != VIEW_STACK_CATEGORY) ? 0 : -1, failed = 0;
     if (rc == 0) {
         sqlite3_bind_int(seg, 1, device);

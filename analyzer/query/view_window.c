@@ -100,8 +100,7 @@ static int window_sites(sqlite3 *db, view_window *w, char *err, size_t errlen) {
  * sweep decides); -1 on an error. */
 static int stored_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) {
     block_sweep *sw = block_sweep_open(db, w->device, b);
-    sqlite3_stmt *st =
-        sw ? db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?") : NULL;
+    sqlite3_stmt *st = sw ? category_stored_statement(db) : NULL;
     addr_map live = {0}; /* alloc id -> index + 1 in sizes */
     int64_t *sizes = NULL;
     size_t n = 0, cap = 0;
@@ -127,18 +126,9 @@ static int stored_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
             const addr_map_slot *slot = &live.slots[i];
             if (!slot->used)
                 continue;
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, (int64_t)slot->addr);
-            int step = sqlite3_step(st), k = -1;
-            if (step == SQLITE_ROW) {
-                const char *name = (const char *)sqlite3_column_text(st, 0);
-                k = name ? gmt_category_from_name(name, strlen(name)) : -1;
-            } else if (step != SQLITE_DONE) {
-                rc = -1;
-                break;
-            }
-            if (k < 0 || k >= BLOCK_CATEGORY_COUNT) {
-                rc = 1; /* not stored: the sweep decides */
+            int k = category_stored_of(st, (int64_t)slot->addr);
+            if (k < 0) {
+                rc = k == -2 ? -1 : 1; /* not stored: the sweep decides */
                 break;
             }
             bytes[k] += sizes[slot->value - 1];
@@ -164,7 +154,7 @@ static int layout_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
     char err[256];
     if (layout_build_many(db, w->device, ids, 2, ls, err, sizeof err) != 0)
         return -1;
-    sqlite3_stmt *st = db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?");
+    sqlite3_stmt *st = category_stored_statement(db);
     int rc = st ? 0 : -1;
     for (int m = 0; rc == 0 && m < 2; m++) {
         const layout *l = ls[m];
@@ -179,18 +169,9 @@ static int layout_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
                 i < l->block_count ? &l->blocks[i] : &l->outside[i - l->block_count];
             if (lb->state == LAYOUT_INACTIVE)
                 continue;
-            sqlite3_reset(st);
-            sqlite3_bind_int64(st, 1, lb->alloc_event_id);
-            int step = sqlite3_step(st), k = -1;
-            if (step == SQLITE_ROW) {
-                const char *name = (const char *)sqlite3_column_text(st, 0);
-                k = name ? gmt_category_from_name(name, strlen(name)) : -1;
-            } else if (step != SQLITE_DONE) {
-                rc = -1;
-                break;
-            }
-            if (k < 0 || k >= BLOCK_CATEGORY_COUNT)
-                rc = 1; /* not stored: the sweep decides */
+            int k = category_stored_of(st, lb->alloc_event_id);
+            if (k < 0)
+                rc = k == -2 ? -1 : 1; /* not stored: the sweep decides */
             else
                 bytes[k] += (int64_t)lb->size;
         }

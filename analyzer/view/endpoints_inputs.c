@@ -21,17 +21,6 @@ static void i64_or_null(FILE *out, const char *key, int64_t v, int known) {
         fprintf(out, ", \"%s\": null", key);
 }
 
-static const char *base_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-static const char *rank_from_word(const rank_entry *e) {
-    return e->rank_from == RANK_FROM_TRACE  ? "trace"
-           : e->rank_from == RANK_FROM_NAME ? "file name"
-                                            : "order";
-}
-
 /* One input: its label ("rank 3 · trace.3.zst" when it names its rank, else its file name). */
 static void input_json(FILE *out, const view_input *v, size_t index) {
     const rank_entry *e = v->e;
@@ -39,9 +28,9 @@ static void input_json(FILE *out, const view_input *v, size_t index) {
     char label[512];
     if (!e->failed && e->rank_from != RANK_FROM_ORDER)
         snprintf(label, sizeof label, "rank %lld \xc2\xb7 %s", (long long)e->rank,
-                 base_name(v->input));
+                 rank_input_name(v->input));
     else
-        snprintf(label, sizeof label, "%s", base_name(v->input));
+        snprintf(label, sizeof label, "%s", rank_input_name(v->input));
     fprintf(out, "%s\n  {\"index\": %zu, \"input\": ", index ? "," : "", index);
     json_string(out, v->input);
     fputs(", \"label\": ", out);
