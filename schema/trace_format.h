@@ -392,6 +392,13 @@ trace_reader *trace_reader_open(const char *path, char *err, size_t errlen);
  * reader skips a corrupt frame, records a warning and goes on. */
 int trace_reader_next(trace_reader *r, trace_record *rec);
 
+/* Follows a file that is still being written (memanalyze watch): from now on the end of the
+ * data is where the file ends at the moment; trace_reader_next returns 0 there, or before a
+ * frame not yet complete, without the truncation warning, and a later call reads on from
+ * that frame's start (the frames appended since). A reader whose first frame was incomplete
+ * at open stays at its end: open it again. */
+void trace_reader_follow(trace_reader *r);
+
 const trace_reader_stats *trace_reader_get_stats(const trace_reader *r);
 /* Bytes of the file consumed so far (for progress reports). */
 uint64_t trace_reader_position(const trace_reader *r);

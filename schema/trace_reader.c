@@ -52,6 +52,8 @@ struct trace_reader {
     uint32_t version;
     int in_damage; /* inside a corrupt region: one warning per region */
     int finished;
+    int follow;          /* trace_reader_follow: the end is where the file ends now */
+    uint64_t resume_off; /* where the last decode_frame that found no frame stopped */
 
     char *scratch; /* NUL-terminated copies of the current record's strings */
     size_t scratch_len, scratch_cap;
@@ -175,9 +177,10 @@ static int decode_frame(trace_reader *r) {
         if (input_ensure(r, 4) < 0)
             return -1;
         size_t avail = r->in_len - r->in_pos;
+        uint64_t off = r->in_off + r->in_pos;
+        r->resume_off = off;
         if (avail == 0)
             return 0;
-        uint64_t off = r->in_off + r->in_pos;
         if (avail < 4 || memcmp(r->in + r->in_pos, TRACE_WIRE_ZSTD_MAGIC, 4) != 0) {
             if (avail < 4 && memcmp(r->in + r->in_pos, TRACE_WIRE_ZSTD_MAGIC, avail) == 0) {
                 r->stats.truncated = 1;
@@ -186,6 +189,10 @@ static int decode_frame(trace_reader *r) {
             }
             damage(r, off, "no zstd frame starts here");
             int found = input_find_magic(r, off + 1);
+            if (found == 0) { /* damage to the end: a magic may still come after it */
+                uint64_t end = r->in_off + r->in_pos;
+                r->resume_off = end > off + 4 ? end - 3 : off + 1;
+            }
             if (found <= 0)
                 return found;
             continue;
@@ -542,6 +549,11 @@ int trace_reader_next(trace_reader *r, trace_record *rec) {
             int rc = decode_frame(r);
             if (rc < 0)
                 return -1;
+            if (rc == 0 && r->follow) { /* a frame still being written: tried again next call */
+                input_seek(r, r->resume_off);
+                r->stats.truncated = 0;
+                return 0;
+            }
             if (rc == 0) {
                 r->finished = 1;
                 if (r->stats.truncated)
@@ -677,6 +689,15 @@ void trace_reader_close(trace_reader *r) {
     for (size_t i = 0; i < r->warning_count && i < TRACE_READER_MAX_WARNINGS; i++)
         free(r->warnings[i]);
     free(r);
+}
+
+void trace_reader_follow(trace_reader *r) {
+    r->follow = 1;
+    if (r->finished && r->stats.frames > 0) { /* opened at the end of its first frame */
+        r->finished = 0;
+        r->stats.truncated = 0;
+        input_seek(r, r->resume_off);
+    }
 }
 
 const trace_reader_stats *trace_reader_get_stats(const trace_reader *r) { return &r->stats; }

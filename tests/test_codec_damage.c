@@ -7,6 +7,9 @@
  *  - a single byte flipped at EVERY offset loses at most the frame holding
  *    it: the events read are the original ones minus whole frames, in order,
  *    and any loss comes with a warning carrying the frame's byte offset;
+ *  - a reader that follows a growing file (trace_reader_follow), the file appended to in pieces
+ *    of 1 to 300 bytes (cut anywhere, inside a frame's magic too), reads after each piece
+ *    exactly the events of the complete frames so far, then the rest, with no warning;
  *  - random multi-byte damage never crashes (this test also runs under
  *    ASan/UBSan in `make test`);
  *  - `zstd -t` accepts what the writer makes. */
@@ -190,6 +193,49 @@ static void test_cut_at_every_byte(void) {
     CHECK_EQ_U64(bad, 0);
 }
 
+static void test_follow_growing(void) {
+    write_bytes(cut_path, file_data, frame_start[1]);
+    char err[256];
+    trace_reader *r = trace_reader_open(cut_path, err, sizeof err);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    trace_reader_follow(r);
+    size_t have = frame_start[1], events = 0, bad = 0;
+    int in_order = 1;
+    trace_record rec;
+    for (;;) {
+        int got;
+        while ((got = trace_reader_next(r, &rec)) == 1)
+            if (rec.kind == TRACE_REC_EVENT &&
+                !(events < original_count && event_eq(&rec.u.event, &original[events++])))
+                in_order = 0;
+        CHECK(got == 0);
+        size_t k = 0; /* complete frames in the file now */
+        while (k < frame_count && frame_start[k + 1] <= have)
+            k++;
+        if (events != frame_events_before[k] && bad++ < 5)
+            fprintf(stderr, "following, at %zu bytes: %zu events, want %zu\n", have, events,
+                    frame_events_before[k]);
+        if (have == file_len)
+            break;
+        size_t n = 1 + rnd() % 300;
+        if (n > file_len - have)
+            n = file_len - have;
+        FILE *f = fopen(cut_path, "ab");
+        CHECK(f && fwrite(file_data + have, 1, n, f) == n);
+        if (f)
+            fclose(f);
+        have += n;
+    }
+    CHECK(in_order);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(events, original_count);
+    CHECK_EQ_U64(trace_reader_warning_count(r), 0);
+    CHECK(!trace_reader_get_stats(r)->truncated);
+    trace_reader_close(r);
+}
+
 static void test_flip_every_byte(void) {
     uint8_t *copy = malloc(file_len);
     size_t bad = 0, lossy = 0;
@@ -266,6 +312,7 @@ int main(void) {
     make_trace();
     test_frame_layout();
     test_cut_at_every_byte();
+    test_follow_growing();
     test_flip_every_byte();
     test_random_damage();
     test_zstd_cli_accepts();

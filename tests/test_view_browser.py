@@ -35,59 +35,27 @@ argv: synth memanalyze shared_pytorch_dir screenshot_dir. Python 3 standard libr
 """
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from urllib.parse import parse_qs, quote, urlparse
+from urllib.parse import parse_qs, quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
+import view_client  # noqa: E402
 
 SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
 SHOTS = sys.argv[4] if len(sys.argv) > 4 else os.path.join(os.getcwd(), "view_screens")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
+checks = view_client.Checks()
+check = checks.check
 
 
 def cli_json(env, *args):
     p = subprocess.run([MEM] + list(args), env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, (args, p.stderr)
     return json.loads(p.stdout)
-
-
-def start_view(inp, env):
-    t0 = time.monotonic()
-    p = subprocess.Popen([MEM, "view", inp, "--port", "0"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([p.stdout], [], [], 60)
-    line = p.stdout.readline() if ready else ""
-    if not line.startswith("memanalyze view: http://"):
-        p.kill()
-        raise RuntimeError("view printed no URL: %r %s" % (line, p.stderr.read()))
-    return p, line.split(": ", 1)[1].strip(), t0
-
-
-def stop_view(p):
-    p.send_signal(signal.SIGINT)
-    try:
-        rc = p.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = None
-    p.stdout.close()
-    p.stderr.close()
-    return rc
 
 
 def hash_state(page):
@@ -121,15 +89,6 @@ def frames_of(env, inp, stack_id):
     return [(r["name"] or "", r["line"] or 0) for r in rows]
 
 
-def server_json(url, path):
-    """An endpoint's answer asked by the test itself (the token from the page's URL)."""
-    u = urlparse(url)
-    req = urllib.request.Request("%s://%s%s" % (u.scheme, u.netloc, path),
-                                 headers={"X-Token": parse_qs(u.query)["token"][0]})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
-
-
 def type_search(page, text):
     """Types into the search field and presses Enter, as a person would."""
     page.eval("(() => { const q = document.getElementById('search-q'); q.value = ''; q.focus(); "
@@ -149,12 +108,12 @@ def marks_wanted(page, h):
     return [i for i in range(h["buckets"]) if h["blocks"][i] and i * wd < hi and (i + 1) * wd > lo]
 
 
-def check_search(b, page, url, inp, env, label, device, text, untimed):
+def check_search(b, page, view, inp, env, label, device, text, untimed):
     scroll_to(page, "timeline")
     page.eval("document.getElementById('reset').click(); true")
     settled(page)
     type_search(page, text)
-    want = server_json(url, "/api/search?device=%d&q=%s" % (device, quote(text)))
+    want = view.api("/api/search?device=%d&q=%s" % (device, quote(text)))
     rows = page.eval("[...document.querySelectorAll('#search-table tbody tr')].map(tr => "
                      "[Number(tr.dataset.stackId), tr.children[0].textContent, "
                      "tr.children[1].textContent, tr.children[2].textContent])")
@@ -268,11 +227,12 @@ def X_of(box, t, lo, hi):
 
 
 def check_page(b, inp, env, label, untimed, text):
-    view, url, t0 = start_view(inp, env)
+    view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
+    url = view.url
     try:
         page = b.open(url)
         page.wait_for("document.body.dataset.ready", timeout=30)
-        first = time.monotonic() - t0
+        first = time.monotonic() - view.started
         ready = page.eval("document.body.dataset.ready")
         check(ready == "1", label + ": the page did not draw: %r %r" % (
             ready, page.eval("document.getElementById('error').textContent")))
@@ -445,7 +405,7 @@ def check_page(b, inp, env, label, untimed, text):
         check(b.errors == [], label + ": errors: %r" % b.errors)
 
         # the search: by frame text, then the deep link below carries it
-        check_search(b, page, url, inp, env, label, device, text, untimed)
+        check_search(b, page, view, inp, env, label, device, text, untimed)
 
         # the deep link: the same state in a new page
         probe = ("({lo: gmtView.lo, hi: gmtView.hi, block: gmtView.block, "
@@ -467,7 +427,7 @@ def check_page(b, inp, env, label, untimed, text):
         # the search by an address a drawn block held
         check_address(b, again, inp, env, label, device, untimed)
     finally:
-        rc = stop_view(view)
+        rc = view.stop()[0]
     check(rc == 0, label + ": view exit %r" % rc)
 
 
@@ -481,9 +441,7 @@ def main():
     trace = os.path.join(tmp, "t.zst")
     subprocess.run([SYNTH, "-o", trace, "--steps", "6", "--devices", "2", "--names"], check=True,
                    capture_output=True)
-    probe = subprocess.run([MEM, "view", trace, "--bind", "not-an-address"], env=env,
-                           capture_output=True, text=True)
-    if "built without libmicrohttpd" in probe.stderr:
+    if view_client.built_without_server(MEM, env, trace):
         print("SKIP: memanalyze was built without libmicrohttpd")
         return 77
     os.makedirs(SHOTS, exist_ok=True)
@@ -495,11 +453,7 @@ def main():
         else:
             print("note: ../shared/data/pytorch is absent: the real snapshot is not viewed")
     subprocess.run(["rm", "-rf", tmp])
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("test_view_browser: ok (screenshots in %s)" % SHOTS)
-    return 0
+    return checks.finish("test_view_browser: ok (screenshots in %s)" % SHOTS)
 
 
 if __name__ == "__main__":

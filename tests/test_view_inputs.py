@@ -25,20 +25,20 @@ Skips (77) when memanalyze was built without libmicrohttpd.
 
 argv: synth memanalyze [shared_pytorch_dir]. Python 3 standard library only.
 """
-import http.client
 import json
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import view_client  # noqa: E402
 
 SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
-failures = []
+checks = view_client.Checks()
+check = checks.check
 
 # the keys /api/inputs shares with `ranks --json` (each input's entry) and `compare --json`
 RANK_KEYS = ["device", "rank", "rank_from", "host", "steps", "peak_allocated_bytes",
@@ -50,75 +50,26 @@ COMPARE_KEYS = ["device", "host", "steps", "peak_allocated_bytes", "peak_allocat
                 "device_memory_bytes", "growth_bytes_per_step", "limit_step", "input"]
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
-
-
 def cli_json(env, *args):
     p = subprocess.run([MEM] + list(args), env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (args, p.stderr)
     return json.loads(p.stdout)
 
 
-class Viewer:
-    def __init__(self, inputs, env, cwd):
-        self.t0 = time.monotonic()
-        self.p = subprocess.Popen([MEM, "view"] + inputs + ["--port", "0"], env=env, cwd=cwd,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.p.stdout], [], [], 120)
-        line = self.p.stdout.readline() if ready else ""
-        self.took = time.monotonic() - self.t0
-        if not line:
-            self.p.kill()
-            raise RuntimeError("view printed no URL: " + self.p.stderr.read())
-        prefix = "memanalyze view: http://127.0.0.1:"
-        assert line.startswith(prefix), line
-        port, self.token = line[len(prefix):].strip().split("/?token=")
-        self.port = int(port)
-        self.host = "127.0.0.1:%d" % self.port
+def start(inputs, env, cwd):
+    """`view INPUTS --port 0` (tests/view_client.py); .took: seconds to the URL line."""
+    return view_client.ViewServer(MEM, inputs, env, cwd, stop_wait_s=10)
 
-    def request(self, path, token=True, host=None):
-        h = {"Host": host or self.host}
-        if token is True:
-            h["X-Token"] = self.token
-        elif token:
-            h["X-Token"] = token
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        c.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
-        for k, v in h.items():
-            c.putheader(k, v)
-        c.endheaders()
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data
 
-    def raw(self, path):
-        """The body of a 200 answer (503 while the blocks index is built: asked again)."""
-        for _ in range(400):
-            status, data = self.request(path)
-            if status != 503:
-                break
-            time.sleep(0.05)
-        check(status == 200, "%s: %d %s" % (path, status, data[:200]))
-        return data
+def raw(v, path):
+    """The body of a 200 answer (503 while the blocks index is built: asked again)."""
+    status, _, data = v.get(path, wait_built=True)
+    check(status == 200, "%s: %d %s" % (path, status, data[:200]))
+    return data
 
-    def api(self, path):
-        return json.loads(self.raw(path))
 
-    def stop(self):
-        self.p.send_signal(signal.SIGINT)
-        try:
-            rc = self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = None
-        self.p.stdout.close()
-        self.p.stderr.close()
-        return rc
+def api(v, path):
+    return json.loads(raw(v, path))
 
 
 def with_input(path, i):
@@ -128,7 +79,7 @@ def with_input(path, i):
 
 
 def check_facts(v, names, env, label):
-    doc = v.api("/api/inputs")
+    doc = api(v, "/api/inputs")
     check(doc["count"] == len(names) and len(doc["inputs"]) == len(names),
           label + ": %d inputs answered" % len(doc["inputs"]))
     ranks = {r["input"]: r for r in cli_json(env, "ranks", "--json", *names)["ranks"]}
@@ -151,7 +102,7 @@ def check_facts(v, names, env, label):
         check(got["label"] == ("rank %d · %s" % (want["rank"], base)
                                if want["rank_from"] != "order" else base),
               label + ": label %r" % got["label"])
-        summary = v.api(with_input("/api/summary", i))
+        summary = api(v, with_input("/api/summary", i))
         report = cli_json(env, "report", "--json", name)
         for k in ("events", "span_ns"):
             check(got[k] == summary["run"][k] == report["run"][k],
@@ -172,9 +123,9 @@ def check_security(v, n, label):
     for i in range(n):
         for path in ("/api/summary", "/api/timeline", "/api/inputs"):
             p = with_input(path, i)
-            check(v.request(p, token=None)[0] == 401, "%s: %s without the token" % (label, p))
-            check(v.request(p, token=wrong)[0] == 403, "%s: %s with a wrong token" % (label, p))
-            check(v.request(p, host="evil.example:%d" % v.port)[0] == 421,
+            check(v.get(p, token=None)[0] == 401, "%s: %s without the token" % (label, p))
+            check(v.get(p, token=wrong)[0] == 403, "%s: %s with a wrong token" % (label, p))
+            check(v.get(p, host="evil.example:%d" % v.port)[0] == 421,
                   "%s: %s from a foreign Host" % (label, p))
 
 
@@ -183,7 +134,7 @@ def check_bad_input(v, n, label):
         for path in ("/api/summary", "/api/timeline", "/api/allocations?t0=0&t1=1",
                      "/api/inputs"):
             p = path + ("&" if "?" in path else "?") + "input=" + bad
-            status, data = v.request(p)
+            status, _, data = v.get(p)
             ok = status == 400
             try:
                 body = json.loads(data)
@@ -196,10 +147,10 @@ def check_bad_input(v, n, label):
 
 def same_as_alone(v, alone, i, label):
     """Every endpoint of input i equals what a server of that input alone answers."""
-    whole = alone.api("/api/timeline?n=64")
+    whole = api(alone, "/api/timeline?n=64")
     end = whole["axis_end"]
-    steps = alone.api("/api/steps")
-    summary = alone.api("/api/summary")
+    steps = api(alone, "/api/steps")
+    summary = api(alone, "/api/summary")
     dev = summary["devices"][0]["device"]
     paths = ["/api/summary", "/api/steps", "/api/steps?first=0&count=200", "/api/marks",
              "/api/marks?device=%d" % dev, "/api/timeline", "/api/timeline?n=64",
@@ -211,14 +162,14 @@ def same_as_alone(v, alone, i, label):
              "/api/stacks?by=site&n=64", "/api/stacks?by=size&n=64",
              "/api/window?from=event:1&to=end",
              "/api/search?q=py", "/api/search?addr=0x7f0000000000"]
-    blocks = alone.api("/api/allocations?t0=0&t1=%d&k=3" % end)["blocks"]
+    blocks = api(alone, "/api/allocations?t0=0&t1=%d&k=3" % end)["blocks"]
     for b in blocks[:2]:
         paths.append("/api/block?id=%d" % b[0])  # columns: alloc_id first
     if steps.get("step_count"):
         paths.append("/api/steps?first=1&count=2")
     for p in paths:
-        want = alone.raw(p)
-        got = v.raw(with_input(p, i))
+        want = raw(alone, p)
+        got = raw(v, with_input(p, i))
         check(got == want, "%s: %s?input=%d differs from a server of that input alone:\n%r\n%r"
               % (label, p, i, got[:300], want[:300]))
 
@@ -227,9 +178,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gmt-view-inputs-")
     cache = os.path.join(tmp, "cache")
     env = dict(os.environ, GMT_CACHE_DIR=cache)
-    probe = subprocess.run([MEM, "view", "x", "--bind", "not-an-address"], env=env,
-                           capture_output=True, text=True)
-    if "built without libmicrohttpd" in probe.stderr:
+    if view_client.built_without_server(MEM, env):
         print("SKIP: memanalyze was built without libmicrohttpd")
         return 77
 
@@ -250,7 +199,7 @@ def main():
 
     # three inputs: ranks and a run without one
     names = [r0, r1, snap]
-    v = Viewer(names, env, tmp)
+    v = start(names, env, tmp)
     try:
         doc = check_facts(v, names, env, "three")
         check(doc["kind"] == "runs" and os.path.basename(snap) in doc["why"] and
@@ -259,23 +208,23 @@ def main():
         check_bad_input(v, 3, "three")
         check_security(v, 3, "three")
         for i, name in enumerate(names[1:], 1):
-            alone = Viewer([name], env, tmp)
+            alone = start([name], env, tmp)
             try:
                 same_as_alone(v, alone, i, "three")
             finally:
-                check(alone.stop() == 0, "alone: exit")
+                check(alone.stop()[0] == 0, "alone: exit")
         # input 0 and no input: one answer
         for p in ("/api/summary", "/api/timeline?n=64", "/api/marks"):
-            check(v.raw(p) == v.raw(p + ("&" if "?" in p else "?") + "input=0"),
+            check(raw(v, p) == raw(v, p + ("&" if "?" in p else "?") + "input=0"),
                   "three: %s with input=0" % p)
     finally:
-        check(v.stop() == 0, "three: exit")
+        check(v.stop()[0] == 0, "three: exit")
     blocks = [f for f in os.listdir(os.path.join(cache)) if f.endswith(".blocks")] \
         if os.path.isdir(cache) else []
     check(len(blocks) >= 3, "a blocks index per input in the cache folder: %r" % blocks)
 
     # the two ranks of one job: one clock
-    v = Viewer([r0, r1], env, tmp)
+    v = start([r0, r1], env, tmp)
     try:
         doc = check_facts(v, [r0, r1], env, "ranks")
         check(doc["kind"] == "ranks" and doc["shared_clock"], "ranks: %r" % doc["why"])
@@ -290,24 +239,24 @@ def main():
         check(doc["bottleneck_input"] == max(range(2), key=lambda i: doc["inputs"][i][
             "peak_allocated_bytes"]), "ranks: bottleneck_input")
     finally:
-        check(v.stop() == 0, "ranks: exit")
+        check(v.stop()[0] == 0, "ranks: exit")
 
     # the same rank twice: runs, saying which
-    v = Viewer([r0, r0b], env, tmp)
+    v = start([r0, r0b], env, tmp)
     try:
-        doc = v.api("/api/inputs")
+        doc = api(v, "/api/inputs")
         check(doc["kind"] == "runs" and "rank 0" in doc["why"] and not doc["shared_clock"],
               "rank twice: %r %r" % (doc["kind"], doc["why"]))
         check([d["input"] for d in doc["inputs"]] == [r0, r0b], "rank twice: order")
     finally:
-        check(v.stop() == 0, "rank twice: exit")
+        check(v.stop()[0] == 0, "rank twice: exit")
 
     # the time to the URL: one input, four
     took = []
     for inputs in ([r0], [r0, r1, r0b, plain]):
         best = None
         for _ in range(3):
-            v = Viewer(inputs, env, tmp)
+            v = start(inputs, env, tmp)
             best = v.took if best is None else min(best, v.took)
             v.stop()
         took.append(best)
@@ -316,11 +265,7 @@ def main():
     check(took[1] < took[0] + 3, "4 inputs: %.2f s to the URL" % took[1])
 
     shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("test_view_inputs: ok")
-    return 0
+    return checks.finish("test_view_inputs: ok")
 
 
 if __name__ == "__main__":

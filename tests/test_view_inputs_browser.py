@@ -15,63 +15,27 @@ Skips (77) without chromium or libmicrohttpd, saying why.
 
 argv: synth memanalyze shared_pytorch_dir screenshot_dir. Python 3 standard library only.
 """
-import json
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from urllib.parse import parse_qs, urlparse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
+import view_client  # noqa: E402
 
 SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
 SHOTS = sys.argv[4] if len(sys.argv) > 4 else os.path.join(os.getcwd(), "view_screens")
-failures = []
+checks = view_client.Checks()
+check = checks.check
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
-
-
-def start_view(inputs, env):
-    p = subprocess.Popen([MEM, "view"] + inputs + ["--port", "0"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([p.stdout], [], [], 120)
-    line = p.stdout.readline() if ready else ""
-    if not line.startswith("memanalyze view: http://"):
-        p.kill()
-        raise RuntimeError("view printed no URL: %r %s" % (line, p.stderr.read()))
-    return p, line.split(": ", 1)[1].strip()
-
-
-def stop_view(p):
-    p.send_signal(signal.SIGINT)
-    try:
-        rc = p.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = None
-    p.stdout.close()
-    p.stderr.close()
-    return rc
-
-
-def server_json(url, path):
-    u = urlparse(url)
-    req = urllib.request.Request("%s://%s%s" % (u.scheme, u.netloc, path),
-                                 headers={"X-Token": parse_qs(u.query)["token"][0]})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
+def start(inputs, env):
+    """`view INPUTS --port 0` (tests/view_client.py): api() asserts 200 at once."""
+    return view_client.ViewServer(MEM, inputs, env, wait_built=False)
 
 
 def ready(page):
@@ -95,7 +59,7 @@ def page_bytes(page, n):
     return page.eval("bytes(%d)" % n)
 
 
-def shown_state(page, url, doc, i, label):
+def shown_state(page, view, doc, i, label):
     """The page shows input i: hash, title, line, devices table, strip, timeline."""
     d = doc["inputs"][i]
     h = page.eval("location.hash")
@@ -113,7 +77,7 @@ def shown_state(page, url, doc, i, label):
           label + ": the current row %r" % [r["current"] for r in rows])
     check(peak in rows[i]["peak"], label + ": row %d says %r, want %s" % (i, rows[i]["peak"],
                                                                          peak))
-    tl = server_json(url, "/api/timeline?input=%d&device=%d&n=16" % (i, page.eval(
+    tl = view.api("/api/timeline?input=%d&device=%d&n=16" % (i, page.eval(
         "gmtView.device")))
     check(page.eval("gmtView.end") == max(tl["axis_end"], 2),
           label + ": the timeline's end %r, input %d's %r" % (page.eval("gmtView.end"), i,
@@ -129,9 +93,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="gmt-view-inputs-browser-")
     env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
-    probe = subprocess.run([MEM, "view", "x", "--bind", "not-an-address"], env=env,
-                           capture_output=True, text=True)
-    if "built without libmicrohttpd" in probe.stderr:
+    if view_client.built_without_server(MEM, env):
         print("SKIP: memanalyze was built without libmicrohttpd")
         return 77
 
@@ -149,9 +111,10 @@ def main():
         third = synth("plain.zst", "--seed", "4", "--layers", "20")
     os.makedirs(SHOTS, exist_ok=True)
     with browser.Browser() as b:
-        view, url = start_view([r0, r1, third], env)
+        view = start([r0, r1, third], env)
+        url = view.url
         try:
-            doc = server_json(url, "/api/inputs")
+            doc = view.api("/api/inputs")
             page = b.open(url)
             ready(page)
             rows = strip(page)
@@ -168,7 +131,7 @@ def main():
                                                                         r["inked"]))
             note = page.eval("document.getElementById('inputs-note').textContent")
             check("runs" in note and "own duration" in note, "the note %r" % note)
-            shown_state(page, url, doc, 0, "input 0")
+            shown_state(page, view, doc, 0, "input 0")
             page.screenshot(os.path.join(SHOTS, "inputs-1-strip.png"))
 
             # a click on row 2, as a person would
@@ -182,20 +145,21 @@ def main():
             page.click(box["x"], box["y"])
             b.wait_event("Page.loadEventFired", page.session, timeout=30)
             ready(page)
-            shown_state(page, url, doc, 1, "after the click")
+            shown_state(page, view, doc, 1, "after the click")
             page.screenshot(os.path.join(SHOTS, "inputs-2-rank1.png"))
             page.call("Page.reload")
             b.wait_event("Page.loadEventFired", page.session, timeout=30)
             ready(page)
-            shown_state(page, url, doc, 1, "after a reload")
+            shown_state(page, view, doc, 1, "after a reload")
             deep = b.open(url + "#input=2")
             ready(deep)
-            shown_state(deep, url, doc, 2, "a deep link")
+            shown_state(deep, view, doc, 2, "a deep link")
             check(b.errors == [], "errors: %r" % b.errors)
         finally:
-            check(stop_view(view) == 0, "three: exit")
+            check(view.stop()[0] == 0, "three: exit")
 
-        view, url = start_view([r0, r1], env)
+        view = start([r0, r1], env)
+        url = view.url
         try:
             page = b.open(url)
             ready(page)
@@ -204,9 +168,10 @@ def main():
             check(len(strip(page)) == 2, "ranks: rows")
             page.screenshot(os.path.join(SHOTS, "inputs-3-ranks.png"))
         finally:
-            check(stop_view(view) == 0, "ranks: exit")
+            check(view.stop()[0] == 0, "ranks: exit")
 
-        view, url = start_view([r0], env)
+        view = start([r0], env)
+        url = view.url
         try:
             page = b.open(url)
             ready(page)
@@ -214,14 +179,10 @@ def main():
                   "one input: a strip shown")
             check(page.eval("document.title") == "memanalyze view", "one input: the title")
         finally:
-            check(stop_view(view) == 0, "one: exit")
+            check(view.stop()[0] == 0, "one: exit")
         check(b.errors == [], "errors: %r" % b.errors)
     shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("test_view_inputs_browser: ok (screenshots in %s)" % SHOTS)
-    return 0
+    return checks.finish("test_view_inputs_browser: ok (screenshots in %s)" % SHOTS)
 
 
 if __name__ == "__main__":

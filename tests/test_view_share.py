@@ -32,12 +32,10 @@ skip (saying so) without chromium, the server comparisons without libmicrohttpd.
 
 argv: synth memanalyze shared_pytorch_dir. Python 3 standard library only.
 """
-import http.client
 import json
 import os
 import re
 import resource
-import select
 import signal
 import subprocess
 import sys
@@ -46,19 +44,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
+import view_client  # noqa: E402
 
 SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
 BOUND = 8 * 1024 * 1024
 MISSING = "not in this share file"
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
+checks = view_client.Checks()
+check = checks.check
 
 
 def run(args, env, **kw):
@@ -81,47 +74,14 @@ def answers(doc, path, **args):
             all(e["args"].get(k) == str(v) for k, v in args.items())]
 
 
-class Server:
-    """`memanalyze view INPUT --port 0`, for the answers to compare."""
-
-    def __init__(self, inp, env):
-        self.p = subprocess.Popen([MEM, "view", inp, "--port", "0"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.p.stdout], [], [], 120)
-        line = self.p.stdout.readline() if ready else ""
-        if not line.startswith("memanalyze view: http://127.0.0.1:"):
-            err = self.p.stderr.read() if self.p.poll() is not None else "(no line)"
-            self.p.kill()
-            self.p.wait()
-            raise RuntimeError(err.strip())
-        port, self.token = line.split("http://127.0.0.1:", 1)[1].strip().split("/?token=")
-        self.port = int(port)
-
-    def api(self, path, any_status=False):
-        for _ in range(400):  # the blocks index may still be in the making: 503
-            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-            c.request("GET", path, headers={"Host": "127.0.0.1:%d" % self.port,
-                                            "X-Token": self.token})
-            r = c.getresponse()
-            data = r.read()
-            c.close()
-            if r.status != 503:
-                break
-            time.sleep(0.05)
-        if any_status:
-            return r.status, json.loads(data)
-        check(r.status == 200, "server %s: %d" % (path, r.status))
-        return json.loads(data)
-
-    def stop(self):
-        self.p.send_signal(signal.SIGINT)
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-        self.p.stdout.close()
-        self.p.stderr.close()
+def server_api(srv, path, any_status=False):
+    """The server's answer to compare (tests/view_client.py; 503 while the blocks index is made:
+    asked again); any_status: (status, JSON) of whatever it answers."""
+    status, _, data = srv.get(path, wait_built=True)
+    if any_status:
+        return status, json.loads(data)
+    check(status == 200, "server %s: %d" % (path, status))
+    return json.loads(data)
 
 
 def query(args):
@@ -175,13 +135,13 @@ def check_file(out, label, res):
 
 def compare_server(doc, inp, env, label):
     try:
-        srv = Server(inp, env)
-    except RuntimeError as e:
-        print("%s: the server comparisons skipped: %s" % (label, e))
+        srv = view_client.ViewServer(MEM, [inp], env, stop_wait_s=10)
+    except view_client.ViewStartError as e:
+        print("%s: the server comparisons skipped: %s" % (label, e.stderr.strip()))
         return
     try:
         e = answers(doc, "/api/summary")[0]
-        check(e["body"] == srv.api("/api/summary"), label + ": /api/summary differs")
+        check(e["body"] == server_api(srv, "/api/summary"), label + ": /api/summary differs")
         for path, keys in (("/api/timeline", ("device", "n")), ("/api/marks", ("device",)),
                            ("/api/steps", ("device", "first", "count")),
                            ("/api/allocations", ("device", "t0", "t1", "k")),
@@ -191,7 +151,7 @@ def compare_server(doc, inp, env, label):
             check(whole, label + ": no whole-run %s" % path)
             for x in whole:
                 check(sorted(x["args"]) == sorted(keys), label + ": %s args %r" % (path, x["args"]))
-                status, got = srv.api(path + "?" + query(x["args"]), any_status=True)
+                status, got = server_api(srv, path + "?" + query(x["args"]), any_status=True)
                 # an answer over the response cap: the server refuses it, the file says so too
                 check(x.get("body") == got if status == 200 else
                       x.get("status") == status and got["error"].startswith(x["error"]),
@@ -201,12 +161,12 @@ def compare_server(doc, inp, env, label):
         for path in ("/api/timeline", "/api/allocations"):
             deep = [x for x in doc["answers"] if x["path"] == path and x["depth"] == doc["depth"]]
             x = deep[len(deep) // 2]
-            check(x["body"] == srv.api(path + "?" + query(x["args"])),
+            check(x["body"] == server_api(srv, path + "?" + query(x["args"])),
                   label + ": the tile %s?%s differs" % (path, query(x["args"])))
         blocks = answers(doc, "/api/block")
         if check(blocks, label + ": no block embedded"):
             x = blocks[len(blocks) // 2]
-            check(x["body"] == srv.api("/api/block?id=" + x["args"]["id"]),
+            check(x["body"] == server_api(srv, "/api/block?id=" + x["args"]["id"]),
                   label + ": /api/block?id=%s differs" % x["args"]["id"])
         print("%s: the embedded answers equal the server's" % label)
     finally:
@@ -381,11 +341,7 @@ def main():
                 check_browser(b, out, doc, label)
     except browser.BrowserMissing as e:
         print("the browser checks skipped:", e)
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("ok: %d inputs" % len(inputs))
-    return 0
+    return checks.finish("ok: %d inputs" % len(inputs))
 
 
 if __name__ == "__main__":

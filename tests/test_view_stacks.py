@@ -24,58 +24,34 @@ Skips (77) when memanalyze was built without libmicrohttpd.
 argv: synth memanalyze [shared_pytorch_dir]. Python 3 standard library only.
 """
 import bisect
-import http.client
 import json
 import os
 import random
-import select
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import view_client  # noqa: E402
+
 SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
 CAP = 256 * 1024
 MIB = 1 << 20
-failures = []
+checks = view_client.Checks()
+check = checks.check
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+def start(inp, env):
+    """`view INP --port 0` (tests/view_client.py): api() asserts 200 at once (no 503 waited)."""
+    return view_client.ViewServer(MEM, [inp], env, stop_wait_s=10, wait_built=False)
 
 
-class Viewer:
-    def __init__(self, inp, env):
-        self.p = subprocess.Popen([MEM, "view", inp, "--port", "0"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.p.stdout], [], [], 120)
-        line = self.p.stdout.readline() if ready else ""
-        if not line:
-            self.p.kill()
-            raise RuntimeError("view printed no URL: " + self.p.stderr.read())
-        rest = line.strip().split("http://127.0.0.1:")[1]
-        port, self.token = rest.split("/?token=")
-        self.port = int(port)
-
-    def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        c.request("GET", path, headers={"X-Token": self.token})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data
-
-    def api(self, path):
-        status, data = self.get(path)
-        assert status == 200, (path, status, data[:300])
-        return json.loads(data)
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=10)
+def stop(v):
+    rc, _, err = v.stop(signal.SIGTERM)
+    assert rc is not None, "view did not end in 10 s of SIGTERM: " + err
 
 
 def sql(inp, query, env):
@@ -127,7 +103,7 @@ def check_answer(v, truth, label, device, by, lo, hi, n, brute):
     q = "device=%d&n=%d" % (device, n) + ("&lo=%d&hi=%d" % (lo, hi) if lo is not None else "")
     t = v.api("/api/timeline?" + q)
     what = "%s dev %d by %s [%s, %s) n=%d" % (label, device, by, lo, hi, n)
-    status, data = v.get("/api/stacks?%s&by=%s" % (q, by))
+    status, _, data = v.get("/api/stacks?%s&by=%s" % (q, by))
     if by == "category" and status == 404:  # a database given without block categories
         check("no block categories" in json.loads(data)["error"] and not sql(
             truth.inp, "SELECT 1 FROM block_categories LIMIT 1", truth.env), what + ": 404")
@@ -178,7 +154,7 @@ def check_answer(v, truth, label, device, by, lo, hi, n, brute):
 
 
 def one_input(inp, env, label, rnd, brute=True):
-    v = Viewer(inp, env)
+    v = start(inp, env)
     try:
         devices = [d["device"] for d in v.api("/api/summary")["devices"]]
         truths = {d: Truth(inp, d, env) for d in devices}
@@ -194,7 +170,7 @@ def one_input(inp, env, label, rnd, brute=True):
                                  brute)
         return v
     except BaseException:
-        v.stop()
+        stop(v)
         raise
 
 
@@ -204,28 +180,27 @@ def main():
     trace = os.path.join(tmp, "t.zst")
     subprocess.run([SYNTH, "-o", trace, "--steps", "6", "--devices", "2", "--names",
                     "--streams", "3"], check=True, capture_output=True)
-    probe = subprocess.run([MEM, "view", trace, "--port", "0", "--bind", "not-an-address"],
-                           env=env, capture_output=True, text=True, timeout=120)
-    if "built without libmicrohttpd" in probe.stderr:
-        print("SKIP: memanalyze was built without libmicrohttpd:", probe.stderr.strip())
+    without = view_client.built_without_server(MEM, env, trace)
+    if without:
+        print("SKIP: memanalyze was built without libmicrohttpd:", without)
         return 77
     rnd = random.Random(31)
     v = one_input(trace, env, "synth", rnd)
     for path, code in (("/api/stacks?device=0", 400), ("/api/stacks?device=0&by=colour", 400),
                        ("/api/stacks?device=0&by=site&top=13", 400),
                        ("/api/stacks?device=9&by=site", 404)):
-        status, data = v.get(path)
+        status, _, data = v.get(path)
         check(status == code and "error" in json.loads(data), "%s: %d %r" % (path, status, data))
-    v.stop()
+    stop(v)
     # a database the user gave (`import -o`: event_rows a plain table)
     db = os.path.join(tmp, "t.db")
     subprocess.run([MEM, "import", trace, "-o", db], env=env, check=True, capture_output=True)
-    one_input(db, env, "import -o", rnd).stop()
+    stop(one_input(db, env, "import -o", rnd))
     if SHARED and os.path.exists(os.path.join(SHARED, "train-step-m512.pickle")):
         for name in ("lm-small-forward.pickle", "pt21-no-timestamps.pickle",
                      "train-step-m512.pickle", "cache-mostly-free.pickle"):
             if os.path.exists(os.path.join(SHARED, name)):
-                one_input(os.path.join(SHARED, name), env, name, rnd).stop()
+                stop(one_input(os.path.join(SHARED, name), env, name, rnd))
     else:
         print("note: ../shared/data/pytorch is absent: the real snapshots are not served")
 
@@ -233,11 +208,11 @@ def main():
     big = os.path.join(tmp, "big.zst")
     subprocess.run([SYNTH, "-o", big, "--events", "200000", "--names", "--streams", "4",
                     "--fragment"], check=True, capture_output=True)
-    v = Viewer(big, env)
+    v = start(big, env)
     whole = v.api("/api/timeline?device=0&n=50")
     a, b = whole["lo"], whole["hi"]
     for by in ("site", "category", "stream", "size"):
-        status, data = v.get("/api/stacks?device=0&by=%s&n=2000" % by)
+        status, _, data = v.get("/api/stacks?device=0&by=%s&n=2000" % by)
         doc = json.loads(data)
         check(status == 200 and len(data) <= CAP and doc["n"] > 1000,
               "n=2000 by %s: %d, %d bytes" % (by, status, len(data)))
@@ -247,19 +222,15 @@ def main():
         lo = rnd.randrange(a, b)
         hi = lo + max(1, int((b - lo) * rnd.random()))
         t0 = time.perf_counter()
-        status, _ = v.get("/api/stacks?device=0&by=%s&lo=%d&hi=%d&n=1000" % (
+        status, _, _ = v.get("/api/stacks?device=0&by=%s&lo=%d&hi=%d&n=1000" % (
             ("site", "category", "stream", "size")[i % 4], lo, hi))
         times.append(time.perf_counter() - t0)
         check(status == 200, "a random window: %d" % status)
     times.sort()
     print("/api/stacks on 200 random windows of 200 k events: p50 %.1f ms, p95 %.1f ms" % (
         times[100] * 1e3, times[189] * 1e3))
-    v.stop()
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    stop(v)
+    return checks.finish("ok")
 
 
 if __name__ == "__main__":

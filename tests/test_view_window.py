@@ -4,7 +4,8 @@ command line's answers, without a browser.
 
 On synth traces (two devices with a leak and named tensors; one that OOMs) and on real PyTorch
 snapshots from ../shared/data/pytorch (one timed, one without timestamps, when present),
-`view INPUT --port 0` is started (test_view_server.py's Viewer), and then:
+`view INPUT --port 0` is started (tests/view_client.py, every answer held to 256 KiB), and
+then:
   - /api/window?device=D&from=event:A&to=event:B: "diff" equal to `diff INPUT --device D --from
     event:A --to event:B --top 10 --json` (without the stacks' frames, which it leaves out); "steps" the `steps --json` rows of the steps that
     overlap (A, B] (their events from `sql` over steps); "ooms" equal to `report --from event:A
@@ -34,18 +35,14 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_view_server as tvs  # noqa: E402  (Viewer; it reads the same argv)
+import view_client  # noqa: E402
 
-SYNTH, MEM = tvs.SYNTH, tvs.MEM
-SHARED = tvs.SHARED
-failures = []
+SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
+checks = view_client.Checks()
+check = checks.check
+sizes = view_client.SizeCap(check)  # every answer at most 256 KiB
 timings = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
 
 
 def cli(args, env):
@@ -60,7 +57,7 @@ def sql(inp, env, query):
 
 def get(v, path):
     t = time.monotonic()
-    status, _, data = v.request(path)
+    status, _, data = v.get(path)
     timings.append(time.monotonic() - t)
     return status, json.loads(data) if data else None
 
@@ -238,7 +235,8 @@ def one_input(inp, env, label, texts):
                                         "event_id > 0 ORDER BY 1")]
     last = sql(inp, env, "SELECT max(event_id) AS m FROM event_rows")[0]["m"] or 0
     timed = sql(inp, env, "SELECT value FROM meta WHERE key = 'timestamps'")
-    v = tvs.Viewer([inp, "--port", "0"], env, os.getcwd())
+    v = view_client.ViewServer(MEM, [inp], env, os.getcwd(), url_wait_s=60, timeout=30,
+                               on_response=sizes)
     try:
         for device in devices[:2]:
             for a, b in [(0, last), (last // 4, last // 2), (last // 3, last // 3 + 1),
@@ -269,13 +267,12 @@ def one_input(inp, env, label, texts):
         rc, _, err = v.stop()
         check(rc == 0, "%s: view exited %s: %s" % (label, rc, err))
     finally:
-        if v.p.poll() is None:
-            v.p.kill()
+        if v.process.poll() is None:
+            v.process.kill()
 
 
 def main():
-    probe = subprocess.run([MEM, "view", "--help"], capture_output=True, text=True)
-    if "without libmicrohttpd" in probe.stdout + probe.stderr:
+    if view_client.built_without_server(MEM, dict(os.environ)):
         print("skip: memanalyze was built without libmicrohttpd")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
@@ -295,17 +292,12 @@ def main():
                 one_input(path, env, name, ["forward", "linear"])
             else:
                 print("note: %s not found under %r: not checked" % (name, SHARED))
-    failures.extend(tvs.failures)
     if timings:
         t = sorted(timings)
         print("%d requests: p50 %.1f ms, p95 %.1f ms, max %.1f ms; largest answer %d bytes (%s)" %
               (len(t), 1000 * t[len(t) // 2], 1000 * t[int(len(t) * 0.95)], 1000 * t[-1],
-               tvs.largest[0], tvs.largest[1]))
-    if failures:
-        print("%d failures" % len(failures), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+               sizes.size, sizes.path))
+    return checks.finish("ok")
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@
 extern const cli_option steps_options[], stages_options[], leaks_options[], tensors_options[],
     segments_options[], info_options[], symbolize_options[], import_options[], sql_options[],
     report_options_table[], picture_options[], diff_options[], simulate_options[],
-    compare_options[], ranks_options[], export_options[], view_options[];
+    compare_options[], ranks_options[], export_options[], view_options[], watch_options[];
 extern const char steps_usage[], stages_usage[], leaks_usage[], tensors_usage[], segments_usage[],
     info_usage[], symbolize_usage[], import_usage[], sql_usage[], report_usage[], timeline_usage[],
     heatmap_usage[], fragmentation_usage[], diff_usage[], simulate_usage[], compare_usage[],
-    ranks_usage[], export_usage[], view_usage[];
+    ranks_usage[], export_usage[], view_usage[], watch_usage[];
 int run_steps(cli_ctx *ctx);
 int run_stages(cli_ctx *ctx);
 int run_leaks(cli_ctx *ctx);
@@ -42,6 +42,7 @@ int run_export(cli_ctx *ctx);
 int view_check(
     cli_ctx *ctx); /* at most VIEW_MAX_INPUTS, --port and --bind parsed, the server built in */
 int run_view(cli_ctx *ctx);
+int run_watch(cli_ctx *ctx); /* follows a growing trace: exit 0, 2, or 3 (stale) */
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
 #include <sqlite3.h>

@@ -61,6 +61,8 @@ static const cli_command commands[] = {
      .check = compare_check},
     {"ranks", "the ranks of a job: imbalance, the bottleneck and why, one-rank leaks",
      SETUP(run_ranks, CLI_MANY_INPUTS | CLI_TAKES_JSON, ranks_options, "j:d:n:o:h", ranks_usage)},
+    {"watch", "a trace while it is written: memory, peak, growth, forecast per device",
+     SETUP(run_watch, CLI_TAKES_JSON, watch_options, "i:js:h", watch_usage)},
     {"info", "record counts, devices, time span, steps, damage of a trace",
      SETUP(run_info, 0, info_options, "h", info_usage)},
     {"import", "replay a trace or snapshot into an SQLite database file",

@@ -628,6 +628,15 @@ static int label_of(sqlite3 *db, int64_t stack_id, int difference, char *buf, si
     return rc;
 }
 
+void stack_site_label(const named_frame *frames, size_t n, char *buf, size_t len) {
+    if (!len)
+        return;
+    if (!n)
+        snprintf(buf, len, "unknown stack");
+    else
+        frame_label(&frames[site_frame(frames, n)], buf, len);
+}
+
 int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len) {
     return label_of(db, stack_id, 0, buf, len);
 }

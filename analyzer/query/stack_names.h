@@ -50,6 +50,9 @@ const char *stack_names_keep(stack_names *cache, const char *text);
  * "no stack" for stack id 0, "unknown stack" when the id has no rows.
  * Returns 0, or -1 when the stack is unknown or absent (buf is set anyway). */
 int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
+/* The same label from frames at hand (innermost first; n 0: "unknown stack"): memanalyze
+ * watch's, from the live replay's stacks. */
+void stack_site_label(const named_frame *frames, size_t n, char *buf, size_t len);
 
 /* stack_label, followed by what tells apart two stacks with the same site: " via " the
  * innermost frame inside it that is not allocator plumbing (an optimizer's exp_avg and

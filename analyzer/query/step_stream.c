@@ -216,9 +216,38 @@ static int headroom_of(sqlite3 *db, int device, int64_t from, int64_t to, int64_
     if (d->steps < 3)
         return 0;
     *growth = median;
-    if (*growth > 0 && total_bytes > d->last.at_end.allocated)
-        *limit_step = d->last.step + (total_bytes - d->last.at_end.allocated) / *growth;
+    *limit_step =
+        headroom_limit_step(*growth, d->steps, d->last.step, d->last.at_end.allocated, total_bytes);
     return 0;
+}
+
+int64_t headroom_limit_step(int64_t growth, size_t steps, int64_t last_step, int64_t last_allocated,
+                            int64_t total_bytes) {
+    if (steps < 3 || growth <= 0 || total_bytes <= last_allocated)
+        return -1;
+    return last_step + (total_bytes - last_allocated) / growth;
+}
+
+double headroom_limit_seconds(int64_t limit_step, int64_t last_step, int64_t last_ts_ns,
+                              int64_t step_ns) {
+    if (limit_step < 0)
+        return -1;
+    return ((double)last_ts_ns + (double)(limit_step - last_step) * (double)step_ns) / 1e9;
+}
+
+const char *headroom_risk(int64_t total_bytes, int64_t peak_reserved, int64_t ooms,
+                          int64_t limit_step, size_t steps, int64_t last_step) {
+    double used = total_bytes > 0 ? (double)peak_reserved / (double)total_bytes : -1;
+    int64_t left = limit_step >= 0 && steps ? limit_step - last_step : -1;
+    if (total_bytes <= 0 && !ooms)
+        return "unknown";
+    if (ooms > 0 || used >= 0.95 || (left >= 0 && left <= 100))
+        return "critical";
+    if (used >= 0.85 || (left >= 0 && left <= 1000))
+        return "high";
+    if (used >= 0.70 || left >= 0)
+        return "medium";
+    return "low";
 }
 
 int analysis_headroom(sqlite3 *db, int device, int64_t from, int64_t to, int64_t total_bytes,
@@ -281,22 +310,10 @@ int analysis_forecast(sqlite3 *db, const device_summary *s, int64_t from, int64_
         /* the median duration of these steps, from the last one's end */
         int64_t step_ns;
         if (median_step_ns(db, &trend, &step_ns))
-            out->limit_seconds = ((double)trend.last.at_end.ts_ns +
-                                  (double)(out->limit_step - trend.last.step) * (double)step_ns) /
-                                 1e9;
+            out->limit_seconds = headroom_limit_seconds(out->limit_step, trend.last.step,
+                                                        trend.last.at_end.ts_ns, step_ns);
     }
-    double used =
-        s->total_bytes > 0 ? (double)s->peak_reserved.reserved / (double)s->total_bytes : -1;
-    int64_t left = out->limit_step >= 0 && n ? out->limit_step - trend.last.step : -1;
-    if (s->total_bytes <= 0 && !s->ooms)
-        out->risk = "unknown";
-    else if (s->ooms > 0 || used >= 0.95 || (left >= 0 && left <= 100))
-        out->risk = "critical";
-    else if (used >= 0.85 || (left >= 0 && left <= 1000))
-        out->risk = "high";
-    else if (used >= 0.70 || left >= 0)
-        out->risk = "medium";
-    else
-        out->risk = "low";
+    out->risk = headroom_risk(s->total_bytes, s->peak_reserved.reserved, s->ooms, out->limit_step,
+                              n, trend.last.step);
     return rc;
 }

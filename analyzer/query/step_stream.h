@@ -71,6 +71,20 @@ typedef struct headroom_forecast {
     const char *risk;
 } headroom_forecast;
 
+/* The rules above on plain numbers, the one copy analysis_forecast and memanalyze watch (its
+ * live trend, replay/replay_live.h) use. The step at which `growth` per step reaches
+ * total_bytes from the last step end (last_step, last_allocated), -1 when it does not grow,
+ * the device's size is unknown or fewer than 3 step ends make the trend: */
+int64_t headroom_limit_step(int64_t growth, size_t steps, int64_t last_step, int64_t last_allocated,
+                            int64_t total_bytes);
+/* That step's time (s since the origin) at step_ns a step from the last step end's time; < 0
+ * when not reached. */
+double headroom_limit_seconds(int64_t limit_step, int64_t last_step, int64_t last_ts_ns,
+                              int64_t step_ns);
+/* The risk level: peak_reserved of total_bytes, the OOMs, the steps left to limit_step. */
+const char *headroom_risk(int64_t total_bytes, int64_t peak_reserved, int64_t ooms,
+                          int64_t limit_step, size_t steps, int64_t last_step);
+
 /* The forecast for s's device over the window, and the overview of its steps into *overview
  * (when not NULL) from the same pass. 0, or -1 (SQL, out of memory: the forecast then says no
  * growth, the overview no steps). */

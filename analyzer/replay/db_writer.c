@@ -205,6 +205,7 @@ struct db_writer {
     int stopping, thread_failed;
     int rows_lost; /* a row could not be queued (out of memory): finish fails, callers that
                       went on regardless lose nothing silently */
+    int discard;   /* db_writer_open_discard: every row taken and dropped */
 };
 
 static int fail(db_writer *w, const char *fmt, ...) {
@@ -368,6 +369,17 @@ static int open_fresh(const char *path, sqlite3 **db, char *err, size_t errlen) 
     return -1;
 }
 
+db_writer *db_writer_open_discard(void) {
+    db_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    pthread_mutex_init(&w->queue_lock, NULL);
+    pthread_cond_init(&w->queue_changed, NULL);
+    w->tmp_fd = w->staging_fd = -1;
+    w->discard = 1;
+    return w;
+}
+
 db_writer *db_writer_open(const char *path, db_writer_events events, char *err, size_t errlen) {
     return db_writer_open_mode(path, events, 0666, err, errlen);
 }
@@ -493,6 +505,8 @@ static int hand_over(db_writer *w);
 /* The other rows: the caller fills a pending_row (begin, row_int/row_text),
  * row_done queues it with the batch. */
 static pending_row *begin(db_writer *w, enum statement which) {
+    if (w->discard)
+        return NULL;
     event_batch *b = w->filling;
     if (b->others_len == b->others_cap) {
         size_t cap = b->others_cap ? b->others_cap * 2 : 64;
@@ -527,6 +541,8 @@ static void row_text(pending_row *r, int i, const char *s) {
 }
 
 static int row_done(db_writer *w, pending_row *r) {
+    if (w->discard)
+        return 0;
     if (r && r->lost) { /* not queued: its copies go now */
         for (int p = 0; p <= r->n; p++)
             free(r->s[p]);
@@ -628,6 +644,8 @@ static int hand_over(db_writer *w) {
 }
 
 int db_writer_event(db_writer *w, const db_event_row *r) {
+    if (w->discard)
+        return 0;
     w->filling->rows[w->filling->len++] = *r;
     if (w->filling->len == BATCH_ROWS)
         return hand_over(w);
@@ -956,6 +974,10 @@ void db_writer_before_rename(db_writer *w,
 void db_writer_abort(db_writer *w) {
     if (!w)
         return;
+    if (w->discard) {
+        free_writer(w);
+        return;
+    }
     close_db(w);
     drop_temp(w->tmp_path, &w->tmp_fd);
     drop_temp(w->staging_path, &w->staging_fd);

@@ -83,6 +83,10 @@ db_writer *db_writer_open(const char *path, db_writer_events events, char *err, 
 db_writer *db_writer_open_mode(const char *path, db_writer_events events, int mode, char *err,
                                size_t errlen);
 
+/* A writer that takes every row and keeps none (no file, no thread): the replay run for its
+ * state alone (replay_live.h). Freed by db_writer_abort; NULL: out of memory. */
+db_writer *db_writer_open_discard(void);
+
 /* Each returns 0, or -1 with the message in db_writer_error(). */
 int db_writer_event(db_writer *w, const db_event_row *row);
 int db_writer_segment(db_writer *w, const db_segment_row *row);

@@ -106,6 +106,8 @@ static int on_marker(replay *rp, const trace_marker *m) {
         return replay_fail(rp, "out of memory");
     if (ended && write_step(rp, steps_closed(rp->steps)) != 0)
         return -1;
+    if (ended && rp->step_end_hook)
+        rp->step_end_hook(rp->hook_ctx, steps_closed(rp->steps));
     if (ended && site_stats_step_end(rp->sites, rp->last_event_id, rp->db) != 0)
         return replay_fail(rp, "%s", db_writer_error(rp->db));
     if (ended &&
@@ -369,8 +371,8 @@ static void cleanup(replay *rp) {
 
 /* ---- the two passes ---------------------------------------------------------- */
 
-static replay *replay_new(db_writer *db, const replay_options *opt, replay_summary *summary,
-                          char *err, size_t errlen) {
+replay *replay_state_new(db_writer *db, const replay_options *opt, replay_summary *summary,
+                         char *err, size_t errlen) {
     replay *rp = calloc(1, sizeof *rp);
     if (!rp) {
         snprintf(err, errlen, "out of memory");
@@ -390,13 +392,12 @@ static replay *replay_new(db_writer *db, const replay_options *opt, replay_summa
     return rp;
 }
 
-static void replay_free(replay *rp) {
+void replay_state_free(replay *rp) {
     cleanup(rp);
     free(rp);
 }
 
-/* Between the passes: what the first found sets up the second. 0 or -1. */
-static int start_second_pass(replay *rp, const scan_result *sr) {
+int replay_state_start(replay *rp, const scan_result *sr) {
     int rc = 0;
     choose_settings(rp);
     rp->t0 = sr->first_ts;
@@ -423,8 +424,7 @@ static int start_second_pass(replay *rp, const scan_result *sr) {
     return rc;
 }
 
-/* One record of the second pass. 0 or -1. */
-static int second_pass_record(replay *rp, const trace_record *rec) {
+int replay_state_record(replay *rp, const trace_record *rec) {
     if (rec->kind == TRACE_REC_EVENT && rec->u.event.device < GMT_MAX_DEVICES &&
         !rp->dev[rec->u.event.device].model) {
         rp->dev[rec->u.event.device].present = 1; /* not seen by the first pass: damage */
@@ -459,21 +459,21 @@ static int scan_file(replay *rp, const char *path, scan_result *sr) {
 
 int replay_trace(const char *trace_path, db_writer *db, const replay_options *opt,
                  replay_summary *summary, char *err, size_t errlen) {
-    replay *rp = replay_new(db, opt, summary, err, errlen);
+    replay *rp = replay_state_new(db, opt, summary, err, errlen);
     if (!rp)
         return -1;
     scan_result sr;
     int rc = rp->failed ? -1 : scan_file(rp, trace_path, &sr);
     trace_reader *r = NULL;
     if (rc == 0)
-        rc = start_second_pass(rp, &sr);
+        rc = replay_state_start(rp, &sr);
     if (rc == 0 && !(r = trace_reader_open(trace_path, err, errlen)))
         rc = -1;
     trace_record rec;
     int more = 0;
     uint64_t records = 0;
     while (rc == 0 && (more = trace_reader_next(r, &rec)) == 1) {
-        rc = second_pass_record(rp, &rec);
+        rc = replay_state_record(rp, &rec);
         if (opt && opt->progress && (++records & 0xffff) == 0)
             opt->progress(opt->progress_ctx, trace_reader_position(r),
                           trace_reader_get_stats(r)->file_bytes);
@@ -483,7 +483,7 @@ int replay_trace(const char *trace_path, db_writer *db, const replay_options *op
     if (rc == 0)
         rc = finish(rp, r);
     trace_reader_close(r);
-    replay_free(rp);
+    replay_state_free(rp);
     return rc;
 }
 
@@ -505,12 +505,12 @@ static int second_pass_sink(void *ctx, const trace_record *rec) {
     const replay_options *opt = sp->rp->opt;
     if (opt && opt->progress && (++sp->records & 0xffff) == 0)
         opt->progress(opt->progress_ctx, sp->records, sp->total);
-    return second_pass_record(sp->rp, rec);
+    return replay_state_record(sp->rp, rec);
 }
 
 int replay_records(replay_source source, void *source_ctx, db_writer *db, const replay_options *opt,
                    replay_summary *summary, char *err, size_t errlen) {
-    replay *rp = replay_new(db, opt, summary, err, errlen);
+    replay *rp = replay_state_new(db, opt, summary, err, errlen);
     if (!rp)
         return -1;
     source_pass sp = {.rp = rp};
@@ -520,7 +520,7 @@ int replay_records(replay_source source, void *source_ctx, db_writer *db, const 
     char why[512] = "";
     int rc = rp->failed ? -1 : source(source_ctx, first_pass_sink, &sp, why, sizeof why);
     if (rc == 0)
-        rc = start_second_pass(rp, replay_scan_end(&sp.scan));
+        rc = replay_state_start(rp, replay_scan_end(&sp.scan));
     sp.total = sp.records;
     sp.records = 0;
     if (rc == 0)
@@ -529,6 +529,6 @@ int replay_records(replay_source source, void *source_ctx, db_writer *db, const 
         replay_fail(rp, "%s", why[0] ? why : "the input could not be read");
     if (rc == 0)
         rc = finish(rp, NULL);
-    replay_free(rp);
+    replay_state_free(rp);
     return rc;
 }

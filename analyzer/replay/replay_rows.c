@@ -16,11 +16,9 @@
 
 /* ---- totals, seed rows, buckets ------------------------------------------ */
 
-typedef struct totals {
-    int64_t allocated, requested, reserved, segments, largest_free;
-} totals;
+typedef replay_totals totals;
 
-static totals device_totals(const device_state *d) {
+totals replay_device_totals(const device_state *d) {
     am_stats_info st = am_stats(d->model);
     totals t;
     t.allocated = (int64_t)(st.allocated_bytes + d->orphan_allocated);
@@ -33,7 +31,7 @@ static totals device_totals(const device_state *d) {
     return t;
 }
 
-static split_now split_of(const device_state *d) {
+split_now replay_split_of(const device_state *d) {
     am_stats_info st = am_stats(d->model);
     return (split_now){(int64_t)st.reserved_bytes, (int64_t)st.allocated_bytes,
                        (int64_t)st.releasable_bytes};
@@ -45,7 +43,7 @@ static int write_split(replay *rp, uint32_t device, int64_t event_id, split_now 
 }
 
 int replay_write_split(replay *rp, uint32_t device, int64_t event_id) {
-    return write_split(rp, device, event_id, split_of(&rp->dev[device]));
+    return write_split(rp, device, event_id, replay_split_of(&rp->dev[device]));
 }
 
 int replay_write_splits(replay *rp) {
@@ -75,7 +73,7 @@ int replay_write_step_ends(replay *rp, int64_t end_event_id) {
         device_state *d = &rp->dev[i];
         if (!d->present || !d->model || d->peak_alloc_id == DB_NULL)
             continue; /* no row yet: the device has no state at this end */
-        totals t = device_totals(d);
+        totals t = replay_device_totals(d);
         if (replay_db_ok(rp, db_writer_step_end(rp->db, i, end_event_id, d->last_event_id,
                                                 d->last_row_ts, t.allocated, t.requested,
                                                 t.reserved, t.largest_free)) != 0)
@@ -161,7 +159,7 @@ static void note_bucket(replay *rp, uint32_t device, int64_t event_id, int64_t t
 /* Fills the totals of a row, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row) {
     device_state *d = &rp->dev[row->device];
-    totals t = device_totals(d);
+    totals t = replay_device_totals(d);
     row->allocated_bytes = t.allocated;
     row->requested_bytes = t.requested;
     row->reserved_bytes = t.reserved;
@@ -177,7 +175,7 @@ int replay_write_row(replay *rp, db_event_row *row) {
     if (state && (t.allocated > d->peak_alloc || d->peak_alloc_id == DB_NULL)) {
         d->peak_alloc = t.allocated;
         d->peak_alloc_id = row->event_id;
-        d->peak_split = split_of(d);
+        d->peak_split = replay_split_of(d);
         site_stats_new_peak(rp->sites, (uint32_t)row->device);
     }
     if (state && t.segments > d->peak_segments)

@@ -155,7 +155,23 @@ typedef struct replay {
     uint64_t warnings_total;
     int saw_end; /* the trace's end record was read (else meta clean_shutdown = 0) */
     replay_summary *sum;
+    /* called as each step ends, after its steps row (replay_live.c keeps the step ends) */
+    void (*step_end_hook)(void *ctx, const step_interval *step);
+    void *hook_ctx;
 } replay;
+
+/* ---- the driver (replay.c), also run record by record by replay_live.c ---- */
+
+struct scan_result;
+
+/* A replay writing to db (its first error into err); NULL: out of memory (err says so). */
+replay *replay_state_new(db_writer *db, const replay_options *opt, replay_summary *summary,
+                         char *err, size_t errlen);
+/* Between the passes: what the first found (sr) sets up the second. 0 or -1. */
+int replay_state_start(replay *rp, const struct scan_result *sr);
+/* One record of the second pass. 0 or -1. */
+int replay_state_record(replay *rp, const trace_record *rec);
+void replay_state_free(replay *rp);
 
 /* ---- services every replay file uses (replay_services.c) ---- */
 
@@ -198,6 +214,15 @@ void replay_check_invariants(replay *rp, uint32_t device, int64_t event_id);
 /* The model's self-check of every device (after the seed, at the end): a warning per device
  * whose layout is broken. O(n log n). */
 void replay_check_layouts(replay *rp, const char *when);
+
+/* A device's running totals as its rows carry them (allocated and requested with the blocks
+ * outside every segment, reserved of physical memory when it has cuMemCreate). */
+typedef struct replay_totals {
+    int64_t allocated, requested, reserved, segments, largest_free;
+} replay_totals;
+replay_totals replay_device_totals(const device_state *d);
+/* The free part of the device's segments now (free_splits). */
+split_now replay_split_of(const device_state *d);
 
 /* Fills a row's totals from its device, tracks peaks and buckets, writes it. */
 int replay_write_row(replay *rp, db_event_row *row);

@@ -23,6 +23,7 @@ typedef struct site {
     int touched;        /* in the touched list (step ends) */
     int bucket_touched; /* in the bucket_touched list (bucket ends) */
     int64_t never_freed_count, never_freed_bytes;
+    int64_t base_live; /* live bytes at the first step end (0: born after it) */
 } site;
 
 typedef struct big_alloc {
@@ -162,6 +163,8 @@ int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db) {
         x->touched = 0;
         int64_t delta = x->live_bytes - x->step_live;
         x->step_live = x->live_bytes;
+        if (first)
+            x->base_live = x->live_bytes;
         x->stepped = 1;
         if (delta == 0 && !first)
             continue;
@@ -194,6 +197,23 @@ int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int
     s->bucket_len = kept;
     s->group_started[device] = 0;
     return 0;
+}
+
+int site_stats_top_growth(const site_stats *s, uint32_t device, int64_t *stack, int64_t *growth,
+                          int64_t *live) {
+    const site *best = NULL;
+    for (size_t i = 0; s->steps_seen && i < s->len; i++) {
+        const site *x = &s->sites[i];
+        if (x->device == device && x->live_bytes - x->base_live > 0 &&
+            (!best || x->live_bytes - x->base_live > best->live_bytes - best->base_live))
+            best = x;
+    }
+    if (!best)
+        return 0;
+    *stack = best->stack;
+    *growth = best->live_bytes - best->base_live;
+    *live = best->live_bytes;
+    return 1;
 }
 
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested) {

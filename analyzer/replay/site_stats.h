@@ -50,6 +50,12 @@ int site_stats_step_end(site_stats *s, int64_t event_id, db_writer *db);
 int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int64_t bucket,
                           db_writer *db);
 
+/* The site of `device` whose live bytes grew most since the first step end (a site born after
+ * it from 0): its stack, that growth and its live bytes now. 1, or 0 when none grew (or no
+ * step has ended). O(sites): memanalyze watch asks once a refresh. */
+int site_stats_top_growth(const site_stats *s, uint32_t device, int64_t *stack, int64_t *growth,
+                          int64_t *live);
+
 /* A block allocated during the recording is still live at the end. */
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested);
 

@@ -206,6 +206,18 @@ static int by_begin(const void *a, const void *b) {
     return x->begin_event_id < y->begin_event_id ? -1 : x->begin_event_id > y->begin_event_id;
 }
 
+int steps_current(const step_tracker *t, int64_t *step) {
+    const step_interval *latest = NULL;
+    for (size_t i = 0; i < t->slots_len; i++) {
+        const step_interval *s = &t->slots[i];
+        if (s->end_ts == INT64_MAX && (!latest || s->begin_ts >= latest->begin_ts))
+            latest = s;
+    }
+    if (latest)
+        *step = latest->step;
+    return latest != NULL;
+}
+
 const step_interval *steps_finish(step_tracker *t, int64_t last_ts, int64_t last_event_id,
                                   size_t *count) {
     size_t out = 0;

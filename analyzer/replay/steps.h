@@ -46,6 +46,9 @@ int steps_marker(step_tracker *t, unsigned kind, uint32_t tid, uint64_t range_id
  * one is). Valid until the next call. */
 const step_interval *steps_closed(const step_tracker *t);
 
+/* The step open now that began last (its number in *step): 1, or 0 when none is open. */
+int steps_current(const step_tracker *t, int64_t *step);
+
 /* Closes what is still open at the end (end_ts = last_ts, end_event_id =
  * last_event_id, open = 1, so step:N of an unfinished step is the trace's
  * end) and returns those intervals sorted by begin; the tracker keeps

@@ -1,0 +1,338 @@
+/* cmd_watch.c — `memanalyze watch TRACE`: the memory of a running job, live.
+ *
+ * Every --interval seconds it polls the trace (input/live_trace.h, replay/replay_live.h: only the
+ * complete frames appended since the last poll are read and replayed; no database) and prints, per
+ * device, the state now, the peak so far, the trapped share of reserved memory, the headroom trend
+ * (growth per step and per minute, the forecast and its risk by query/step_stream.h's rules,
+ * the same as report's headroom) and the site growing fastest. Plain lines, or with --json one
+ * object a refresh. It ends when the trace's END record comes (exit 0), when the file stops
+ * growing for --stale seconds without one (exit 3: the writer was killed, or hangs), on
+ * SIGINT/SIGTERM (exit 0), after one refresh with --once (exit 0), or on an error (exit 2). */
+#include "cli.h"
+#include "commands.h"
+#include "json_out.h"
+#include "live_trace.h"
+#include "stack_names.h"
+#include "step_stream.h"
+#include "units.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WATCH_DEFAULT_INTERVAL 2.0
+#define WATCH_DEFAULT_STALE 30.0
+#define WATCH_EXIT_STALE 3
+
+const char watch_usage[] =
+    "usage: memanalyze watch TRACE [--interval S] [--once] [--json] [--stale S]\n"
+    "Follows a trace while it is written (memrec writes a complete frame at the start\n"
+    "and after every writer round): every S seconds the new frames are replayed and\n"
+    "each device's allocated, reserved, peak so far (its step), trapped share, growth\n"
+    "per step and per minute, fastest-growing site and forecast (when allocated would\n"
+    "reach the device at that growth, and report's risk level) are printed, a line\n"
+    "per device, or one JSON object per refresh with --json. No database is written.\n"
+    "Exit status: 0 the run ended (its end record), --once, or Ctrl-C; 2 an error\n"
+    "(not a trace, a read error); 3 the file stopped growing for --stale seconds\n"
+    "without an end record (the writer was killed, or hangs).\n";
+
+const cli_option watch_options[] = {
+    {"interval", 'i', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
+     "  --interval S  seconds between refreshes (default 2; fractions allowed)\n", NULL},
+    {"once", 0, CLI_FLAG, offsetof(cli_ctx, flag[0]), 0, NULL,
+     "  --once        print the state once and exit 0\n", NULL},
+    {"stale", 0, CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
+     "  --stale S     no new frame and no end record for S seconds: exit 3 (default 30)\n", NULL},
+    CLI_OPT_JSON,
+    CLI_OPT_STEP_RULE,
+    CLI_OPT_END};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int parse_seconds(const char *name, const char *text, double def, double *out) {
+    *out = def;
+    if (!text)
+        return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v <= 0 || v > 86400)
+        return cli_error("bad --%s %s: seconds, more than 0 and at most 86400", name, text);
+    *out = v;
+    return 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleeps `s` seconds, or less when a signal asks to stop. */
+static void nap(double s) {
+    double until = now_s() + s;
+    while (!stop_requested) {
+        double left = until - now_s();
+        if (left <= 0)
+            return;
+        if (left > 0.05)
+            left = 0.05;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- what a refresh says of a device ------------------------------------------------------ */
+
+typedef struct device_view {
+    const live_device *d;
+    double trapped_ratio;  /* trapped / the segments' reserved; 0 without reserved */
+    double growth_per_min; /* bytes; NAN: no step time */
+    int64_t limit_step;    /* -1: not reached */
+    double limit_seconds;  /* since the origin; < 0: not reached or no step time */
+    const char *risk;
+    char site[512];           /* the fastest-growing site's label; "" none */
+    int64_t site_growth_step; /* its growth per step since the first step end */
+} device_view;
+
+static void view_of(live_trace *lv, const live_facts *f, const live_device *d, device_view *v) {
+    memset(v, 0, sizeof *v);
+    v->d = d;
+    v->trapped_ratio =
+        d->split_reserved > 0 ? (double)d->trapped_bytes / (double)d->split_reserved : 0;
+    v->growth_per_min =
+        d->median_step_ns > 0 ? (double)d->growth_per_step * 60e9 / (double)d->median_step_ns : NAN;
+    v->limit_step = headroom_limit_step(d->growth_per_step, d->trend_steps, d->last_step,
+                                        d->last_step_allocated, d->total_bytes);
+    v->limit_seconds = d->median_step_ns >= 0 && d->trend_steps
+                           ? headroom_limit_seconds(v->limit_step, d->last_step, d->last_step_ts_ns,
+                                                    d->median_step_ns)
+                           : -1;
+    v->risk = headroom_risk(d->total_bytes, d->peak_reserved, d->ooms, v->limit_step,
+                            d->trend_steps, d->last_step);
+    if (d->top_site_stack) {
+        live_frame lf[256];
+        named_frame nf[256];
+        size_t n = live_trace_stack(lv, d->top_site_stack, lf, 256);
+        for (size_t i = 0; i < n; i++)
+            nf[i] = (named_frame){lf[i].name, lf[i].file, lf[i].module, lf[i].line, lf[i].ip};
+        stack_site_label(nf, n, v->site, sizeof v->site);
+        int64_t steps = f->steps_ended > 1 ? f->steps_ended - 1 : 1;
+        v->site_growth_step = d->top_site_growth / steps;
+    }
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+static void print_text(live_trace *lv, const live_facts *f) {
+    char t[32], b[6][32];
+    printf("[%s] %" PRId64 " events, ",
+           units_duration((uint64_t)(f->last_ts_ns > 0 ? f->last_ts_ns : 0), t, sizeof t),
+           f->events);
+    if (f->current_step >= 0)
+        printf("step %" PRId64 "\n", f->current_step);
+    else
+        printf("no step open (%" PRId64 " ended)\n", f->steps_ended);
+    if (!f->started)
+        printf("  waiting for the first event\n");
+    for (size_t i = 0; i < f->ndevices; i++) {
+        device_view v;
+        view_of(lv, f, &f->devices[i], &v);
+        const live_device *d = v.d;
+        printf("  device %d: allocated %s, reserved %s, peak %s", d->device,
+               units_bytes_i64(d->allocated, b[0]), units_bytes_i64(d->reserved, b[1]),
+               units_bytes_i64(d->peak_allocated, b[2]));
+        if (d->peak_allocated_step >= 0)
+            printf(" (step %" PRId64 ")", d->peak_allocated_step);
+        printf(", trapped %.1f%%", 100 * v.trapped_ratio);
+        if (d->ooms)
+            printf(", %" PRId64 " OOM%s", d->ooms, d->ooms == 1 ? "" : "s");
+        printf("\n    growth %s/step", units_bytes_signed(d->growth_per_step, b[3]));
+        if (!isnan(v.growth_per_min))
+            printf(" (%s/min)", units_bytes_signed((int64_t)llround(v.growth_per_min), b[4]));
+        printf(" over %zu step ends", d->trend_steps);
+        if (v.limit_step >= 0) {
+            printf(", reaches %s at step %" PRId64, units_bytes_i64(d->total_bytes, b[5]),
+                   v.limit_step);
+            if (v.limit_seconds >= 0)
+                printf(" (%s)", units_duration((uint64_t)(v.limit_seconds * 1e9), t, sizeof t));
+        }
+        printf(", risk %s\n", v.risk);
+        if (v.site[0])
+            printf("    fastest-growing site: %s %s/step (%s live)\n", v.site,
+                   units_bytes_signed(v.site_growth_step, b[0]),
+                   units_bytes_i64(d->top_site_live, b[1]));
+    }
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static void json_int_or_null(const char *key, int64_t v, int null) {
+    printf(", \"%s\": ", key);
+    if (null)
+        printf("null");
+    else
+        printf("%" PRId64, v);
+}
+
+static void print_json(live_trace *lv, const live_facts *f, const char *path, const char *state) {
+    printf("{\"trace\": ");
+    json_string(stdout, path);
+    printf(", \"state\": \"%s\", \"started\": %s, \"bytes_read\": %" PRIu64 ", \"events\": %" PRId64
+           ", \"last_ts_ns\": %" PRId64,
+           state, f->started ? "true" : "false", f->bytes_read, f->events, f->last_ts_ns);
+    json_int_or_null("step", f->current_step, f->current_step < 0);
+    printf(", \"steps_ended\": %" PRId64 ", \"ended\": %s", f->steps_ended,
+           f->ended ? "true" : "false");
+    printf(", \"clean_end\": %s", !f->ended ? "null" : f->clean_end ? "true" : "false");
+    json_int_or_null("dropped_events", (int64_t)f->dropped_events, !f->ended);
+    printf(", \"replay_warnings\": %" PRIu64 ", \"devices\": [", f->warnings);
+    for (size_t i = 0; i < f->ndevices; i++) {
+        device_view v;
+        view_of(lv, f, &f->devices[i], &v);
+        const live_device *d = v.d;
+        printf("%s{\"device\": %d, \"name\": ", i ? ", " : "", d->device);
+        json_string(stdout, d->name);
+        json_int_or_null("total_bytes", d->total_bytes, d->total_bytes <= 0);
+        printf(", \"allocated_bytes\": %" PRId64 ", \"requested_bytes\": %" PRId64
+               ", \"reserved_bytes\": %" PRId64 ", \"segments\": %" PRId64,
+               d->allocated, d->requested, d->reserved, d->segments);
+        printf(", \"peak_allocated_bytes\": %" PRId64 ", \"peak_allocated_event_id\": %" PRId64
+               ", \"peak_allocated_ts_ns\": %" PRId64,
+               d->peak_allocated, d->peak_allocated_event_id, d->peak_allocated_ts_ns);
+        json_int_or_null("peak_allocated_step", d->peak_allocated_step, d->peak_allocated_step < 0);
+        printf(", \"peak_reserved_bytes\": %" PRId64 ", \"peak_reserved_event_id\": %" PRId64,
+               d->peak_reserved, d->peak_reserved_event_id);
+        printf(", \"trapped_bytes\": %" PRId64 ", \"releasable_bytes\": %" PRId64
+               ", \"trapped_ratio\": ",
+               d->trapped_bytes, d->releasable_bytes);
+        json_number(stdout, v.trapped_ratio);
+        printf(", \"ooms\": %" PRId64 ", \"alloc_failed\": %" PRId64, d->ooms, d->alloc_failed);
+        printf(", \"trend_steps\": %zu, \"growth_bytes_per_step\": %" PRId64
+               ", \"growth_bytes_per_min\": ",
+               d->trend_steps, d->growth_per_step);
+        if (isnan(v.growth_per_min))
+            printf("null");
+        else
+            json_number(stdout, v.growth_per_min);
+        printf(", \"forecast\": {\"limit_step\": ");
+        if (v.limit_step < 0)
+            printf("null");
+        else
+            printf("%" PRId64, v.limit_step);
+        printf(", \"limit_seconds\": ");
+        if (v.limit_seconds < 0)
+            printf("null");
+        else
+            json_number(stdout, v.limit_seconds);
+        printf(", \"risk\": \"%s\"}, \"top_site\": ", v.risk);
+        if (!v.site[0]) {
+            printf("null}");
+            continue;
+        }
+        printf("{\"stack_id\": %" PRId64 ", \"site\": ", d->top_site_stack);
+        json_string(stdout, v.site);
+        printf(", \"growth_bytes\": %" PRId64 ", \"growth_bytes_per_step\": %" PRId64
+               ", \"live_bytes\": %" PRId64 "}}",
+               d->top_site_growth, v.site_growth_step, d->top_site_live);
+    }
+    printf("]}\n");
+}
+
+/* ---- the loop -------------------------------------------------------------------------------- */
+
+static void refresh(cli_ctx *ctx, live_trace *lv, const char *state) {
+    live_facts *f = malloc(sizeof *f);
+    if (!f)
+        return;
+    live_trace_facts(lv, f);
+    if (ctx->json)
+        print_json(lv, f, ctx->input, state);
+    else
+        print_text(lv, f);
+    free(f);
+    fflush(NULL); /* the quoting stream and the real stdout */
+}
+
+int run_watch(cli_ctx *ctx) {
+    double interval, stale;
+    if (parse_seconds("interval", ctx->text[0], WATCH_DEFAULT_INTERVAL, &interval) != 0 ||
+        parse_seconds("stale", ctx->text[1], WATCH_DEFAULT_STALE, &stale) != 0)
+        return 2;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    char err[600];
+    int not_yet;
+    double last_growth = now_s();
+    live_trace *lv;
+    while (!(lv = live_trace_open(ctx->input, &ctx->io, &not_yet, err, sizeof err))) {
+        if (!not_yet || ctx->flag[0])
+            return cli_error("watch: %s", err);
+        if (now_s() - last_growth >= stale) {
+            fprintf(stderr, "memanalyze: watch: %s: no complete frame after %g s\n", ctx->input,
+                    stale);
+            return WATCH_EXIT_STALE;
+        }
+        nap(interval);
+        if (stop_requested)
+            return 0;
+    }
+    int rc = 0;
+    for (;;) {
+        int64_t got = live_trace_poll(lv, err, sizeof err);
+        if (got < 0) {
+            rc = cli_error("watch: %s: %s", ctx->input, err);
+            break;
+        }
+        double now = now_s();
+        if (got > 0)
+            last_growth = now;
+        live_facts *f = malloc(sizeof *f);
+        if (!f) {
+            rc = cli_error("watch: out of memory");
+            break;
+        }
+        live_trace_facts(lv, f);
+        int ended = f->ended, clean = f->clean_end;
+        uint64_t dropped = f->dropped_events;
+        free(f);
+        int is_stale = !ended && now - last_growth >= stale;
+        refresh(ctx, lv, ended ? "ended" : is_stale ? "stale" : "running");
+        if (ended) {
+            if (!ctx->json)
+                printf("the run ended: %s end record%s\n",
+                       clean ? "an orderly shutdown's" : "an unclean shutdown's",
+                       dropped ? " (events were dropped)" : "");
+            break;
+        }
+        if (is_stale) {
+            fflush(NULL);
+            fprintf(
+                stderr,
+                "memanalyze: watch: %s: the writer stopped without an end record (killed?): no new "
+                "frame for %g s\n",
+                ctx->input, stale);
+            rc = WATCH_EXIT_STALE;
+            break;
+        }
+        if (ctx->flag[0] || stop_requested)
+            break;
+        nap(interval);
+        if (stop_requested)
+            break;
+    }
+    live_trace_close(lv);
+    return rc;
+}

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""test_watch.py — `memanalyze watch` follows a trace while it is written (issue 32).
+
+A synth trace is copied into a growing file in pieces of random size (frames split anywhere,
+so watch sees incomplete frames at the end) with pauses, while `watch --json --interval 0.2`
+reads it. Each refresh says how many bytes of complete frames it has read (bytes_read): the
+trace cut there is replayed by `report --json`, and the refresh's figures must equal the
+report's (peaks and their event ids, end allocated/reserved/trapped, OOMs, the headroom trend
+and its risk). The last refresh equals report --json of the whole trace. Then: --once on a
+finished trace (text and JSON), a planted OOM (synth's small device), a writer killed mid-frame
+(the stale message, exit 3), SIGINT (exit 0), and files that are no trace (exit 2, one line).
+
+argv: synth memanalyze. Python 3 standard library only.
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SYNTH, MEMANALYZE = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="gmt-watch-")
+ENV = dict(os.environ, GMT_CACHE_DIR=os.path.join(TMP, "cache"))
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def synth(name, *args):
+    path = os.path.join(TMP, name)
+    subprocess.run([SYNTH, "-o", path, "--chunk-bytes", "8192", *args], check=True,
+                   capture_output=True)
+    return path
+
+
+def report(path):
+    out = subprocess.run([MEMANALYZE, "report", "--json", path], env=ENV, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def watch(*args, **kw):
+    return subprocess.run([MEMANALYZE, "watch", *args], env=ENV, capture_output=True,
+                          text=True, timeout=kw.get("timeout", 120))
+
+
+def compare(refresh, rep, what):
+    """A refresh's per-device figures against report --json of the same bytes."""
+    check(refresh["events"] == rep["run"]["events"],
+          "%s: events %s, report %s" % (what, refresh["events"], rep["run"]["events"]))
+    devs = {d["device"]: d for d in rep["devices"] if d.get("peak_allocated_bytes") is not None}
+    got = {d["device"]: d for d in refresh["devices"]}
+    check(sorted(got) == sorted(devs), "%s: devices %s, report %s" % (what, sorted(got),
+                                                                       sorted(devs)))
+    pairs = [("peak_allocated_bytes", "peak_allocated_bytes"),
+             ("peak_allocated_event_id", "peak_allocated_event_id"),
+             ("peak_allocated_ts_ns", "peak_allocated_ts_ns"),
+             ("peak_reserved_bytes", "peak_reserved_bytes"),
+             ("peak_reserved_event_id", "peak_reserved_event_id"),
+             ("allocated_bytes", "end_allocated_bytes"),
+             ("reserved_bytes", "end_reserved_bytes"),
+             ("trapped_bytes", "end_trapped_bytes"),
+             ("ooms", "ooms"), ("alloc_failed", "alloc_failed")]
+    for dev, r in devs.items():
+        w = got.get(dev)
+        if not w:
+            continue
+        for wk, rk in pairs:
+            check(w[wk] == r[rk], "%s: device %d %s %s, report's %s %s" % (what, dev, wk, w[wk],
+                                                                         rk, r[rk]))
+        h = r["headroom"]
+        check(w["growth_bytes_per_step"] == h["growth_bytes_per_step"],
+              "%s: device %d growth %s, report %s" % (what, dev, w["growth_bytes_per_step"],
+                                                      h["growth_bytes_per_step"]))
+        rl = h["limit_step"] if h["limit_step"] is not None and h["limit_step"] >= 0 else None
+        check(w["forecast"]["limit_step"] == rl,
+              "%s: device %d limit_step %s, report %s" % (what, dev, w["forecast"]["limit_step"],
+                                                          h["limit_step"]))
+        ls, rs = w["forecast"]["limit_seconds"], h["limit_seconds"]
+        check((ls is None and (rs is None or rs < 0)) or (ls is not None and abs(ls - rs) <= 1e-5 * abs(rs) + 1e-6),
+              "%s: device %d limit_seconds %s, report %s" % (what, dev, ls, rs))
+        check(w["forecast"]["risk"] == h["risk"],
+              "%s: device %d risk %s, report %s" % (what, dev, w["forecast"]["risk"], h["risk"]))
+        check(w["trend_steps"] == r["steps"],
+              "%s: device %d trend over %s steps, report %s" % (what, dev, w["trend_steps"],
+                                                                r["steps"]))
+
+
+def follow(name, src, seed, piece=6000):
+    """watch --json on a growing copy of src: every refresh against report of its cut."""
+    rng = random.Random(seed)
+    dst = os.path.join(TMP, name)
+    data = open(src, "rb").read()
+    f = open(dst, "wb")
+    f.write(data[:40])  # the magic and a little: no complete frame yet, watch waits
+    f.flush()
+    proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale",
+                             "20", dst], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+    def writer():
+        pos = 40
+        time.sleep(0.3)
+        while pos < len(data):
+            n = min(len(data) - pos, rng.randint(1, piece))
+            f.write(data[pos:pos + n])
+            f.flush()
+            pos += n
+            time.sleep(rng.uniform(0.02, 0.12))
+        f.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    out, err = proc.communicate(timeout=180)
+    t.join()
+    check(proc.returncode == 0, "%s: exit %s (%s)" % (name, proc.returncode, err.strip()))
+    refreshes = [json.loads(line) for line in out.splitlines() if line.strip()]
+    check(len(refreshes) >= 3, "%s: %d refreshes" % (name, len(refreshes)))
+    if not refreshes:
+        return None
+    last = refreshes[-1]
+    check(last["state"] == "ended" and last["ended"] and last["clean_end"] is True,
+          "%s: the last refresh says %s" % (name, last["state"]))
+    check(last["bytes_read"] == len(data), "%s: read %s of %s bytes" % (name, last["bytes_read"],
+                                                                        len(data)))
+    cuts = sorted({r["bytes_read"] for r in refreshes if r["started"]})
+    check(len(cuts) >= 3, "%s: only %d distinct cuts" % (name, len(cuts)))
+    by_cut = {}
+    for r in refreshes:
+        by_cut[r["bytes_read"]] = r  # the last refresh of each cut
+    sample = cuts if len(cuts) <= 8 else [cuts[i * (len(cuts) - 1) // 7] for i in range(8)]
+    for cut in sample:
+        path = os.path.join(TMP, "%s.cut%d.zst" % (name, cut))
+        with open(path, "wb") as c:
+            c.write(data[:cut])
+        compare(by_cut[cut], report(path), "%s cut at %d bytes" % (name, cut))
+    compare(last, report(src), "%s whole" % name)
+    print("%s: %d refreshes, %d cuts, %d compared with report" % (name, len(refreshes), len(cuts),
+                                                                 len(sample) + 1))
+    return refreshes
+
+
+def main():
+    leak = synth("leak.zst", "--steps", "30", "--leak", "1000000", "--devices", "2",
+                 "--seed", "3")
+    follow("leak-grow.zst", leak, 1)
+
+    # --once on a finished trace: the end state, the run's end said
+    r = watch("--once", "--json", leak)
+    check(r.returncode == 0, "--once --json: exit %d %s" % (r.returncode, r.stderr))
+    once = json.loads(r.stdout)
+    compare(once, report(leak), "--once")
+    top = once["devices"][0]["top_site"]
+    check(top and top["site"] == "train.py:88 train_step" and
+          top["growth_bytes_per_step"] == 1000448,
+          "the fastest-growing site is the planted leak: %s" % top)
+    r = watch("--once", leak)
+    check(r.returncode == 0 and "device 1: allocated" in r.stdout and
+          "the run ended: an orderly shutdown's end record" in r.stdout and
+          "fastest-growing site: train.py:88 train_step" in r.stdout,
+          "--once text: %d %r" % (r.returncode, r.stdout))
+
+    # a planted OOM: synth's device too small for its leak
+    oom = synth("oom.zst", "--steps", "20", "--leak", "20000000", "--device-memory",
+                "2600000000")
+    refreshes = follow("oom-grow.zst", oom, 2, piece=2500)
+    if refreshes:
+        last = refreshes[-1]["devices"][0]
+        check(last["ooms"] > 0 and last["forecast"]["risk"] == "critical",
+              "the planted OOM: %s OOMs, risk %s" % (last["ooms"], last["forecast"]["risk"]))
+        counts = [x["devices"][0]["ooms"] for x in refreshes if x["started"] and x["devices"]]
+        check(counts == sorted(counts) and len(set(counts)) >= 2,
+              "OOMs counted as they come: %s" % counts)
+
+    # a writer killed mid-frame: no end record, the stale message, exit 3
+    data = open(leak, "rb").read()
+    stale = os.path.join(TMP, "killed.zst")
+    with open(stale, "wb") as f:
+        f.write(data[:len(data) // 2])
+    t0 = time.monotonic()
+    r = watch("--json", "--interval", "0.2", "--stale", "1", stale)
+    took = time.monotonic() - t0
+    check(r.returncode == 3, "killed writer: exit %d" % r.returncode)
+    check("the writer stopped without an end record (killed?)" in r.stderr and
+          len(r.stderr.strip().splitlines()) == 1, "killed writer: %r" % r.stderr)
+    check(0.9 <= took < 10, "killed writer: said after %.1f s (--stale 1)" % took)
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    check(lines and lines[-1]["state"] == "stale" and not lines[-1]["ended"],
+          "killed writer: last refresh %s" % (lines[-1]["state"] if lines else None))
+
+    # SIGINT: a clean exit 0
+    p = subprocess.Popen([MEMANALYZE, "watch", "--interval", "0.1", "--stale", "60", stale],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.6)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    check(p.returncode == 0 and "device 0: allocated" in out and not err,
+          "SIGINT: exit %s, %r" % (p.returncode, err))
+
+    # not traces: one line, exit 2
+    bad = {"garbage": os.urandom(5000), "empty": b"", "first-frame-cut": data[:60]}
+    for name, content in bad.items():
+        path = os.path.join(TMP, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        r = watch("--once", path)
+        check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+              "watch: " in r.stderr,
+              "%s: exit %d %r" % (name, r.returncode, r.stderr))
+    r = watch("--once", os.path.join(TMP, "missing.zst"))
+    check(r.returncode == 2 and "cannot open" in r.stderr, "missing file: %r" % r.stderr)
+    r = watch("--interval", "0", leak)
+    check(r.returncode == 2 and "bad --interval" in r.stderr, "--interval 0: %r" % r.stderr)
+
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("ok")
+
+
+main()
