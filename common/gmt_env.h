@@ -20,6 +20,7 @@
 #define GMT_ENV_SQL_PROFILE "GMT_SQL_PROFILE"         /* bench: each statement's time on stderr */
 #define GMT_ENV_TEST_KILL_AT "GMT_TEST_KILL_AT"       /* test: SIGKILL at a named point */
 #define GMT_ENV_VIEW_SHARE_MAX_BYTES "GMT_VIEW_SHARE_MAX_BYTES" /* test: view --html's bound */
+#define GMT_ENV_CHUNK_COUNT "GMT_CHUNK_COUNT"         /* test: `view`'s chunks decoded */
 
 /* ---- memrec launcher -> libmemrec.so (recorder/) ------------------------------------------- */
 #define GMT_ENV_MEMREC_LIB "MEMREC_LIB"                 /* user: the library memrec injects */

@@ -725,6 +725,11 @@ INSERT INTO warning_kinds (code, description) VALUES
 CREATE INDEX event_rows_alloc_event ON event_rows (alloc_event_id) WHERE alloc_event_id IS NOT NULL;
 -- step of a timestamp (allocations.alloc_step / free_step)
 CREATE INDEX steps_begin ON steps (begin_ts_ns);
+-- the steps in the step table's order (step_table.h: by end, then number), covering: the
+-- viewer's first rows and the table's row count without a sort of every step
+CREATE INDEX steps_end ON steps (end_event_id, step, begin_event_id);
+-- the step an event is in (when.h: "step N" of a moment, the summary's peaks), covering
+CREATE INDEX steps_begin_event ON steps (begin_event_id, end_event_id, step);
 CREATE INDEX markers_ts ON markers (ts_ns);
 CREATE INDEX markers_begin ON markers (begin_marker_id) WHERE begin_marker_id IS NOT NULL;
 CREATE INDEX counters_device_ts ON counters (device, ts_ns);

@@ -86,15 +86,18 @@ static event_scan *scan_open(sqlite3 *db, uint32_t columns, int64_t first, int64
         }
     int rc;
     if (s->store) {
-        /* The chunks that may hold ids in range: the first whose last id is >= first, on. */
-        rc = sqlite3_prepare_v2(db,
-                                backward ? "SELECT data, raw_bytes FROM event_chunks WHERE "
-                                           "last_event_id >= ?1 AND first_event_id <= ?2 ORDER BY "
-                                           "chunk DESC"
-                                         : "SELECT data, raw_bytes FROM event_chunks WHERE "
-                                           "last_event_id >= ?1 AND first_event_id <= ?2 ORDER BY "
-                                           "chunk",
-                                -1, &s->st, NULL);
+        /* The chunks that may hold ids in range: the first whose last id is >= first, on. The
+         * lowest and highest such chunk come from the store's covering index (a chunk's own row
+         * is a page of blob: filtering the table reads one per chunk), the rows between them
+         * by rowid, filtered the same way. */
+#define CHUNKS_IN_RANGE                                                                            \
+    "SELECT data, raw_bytes FROM event_chunks WHERE chunk BETWEEN (SELECT min(chunk) FROM "        \
+    "event_chunks WHERE last_event_id >= ?1 AND first_event_id <= ?2) AND (SELECT max(chunk) "     \
+    "FROM event_chunks WHERE last_event_id >= ?1 AND first_event_id <= ?2) AND last_event_id >= "  \
+    "?1 AND first_event_id <= ?2 ORDER BY chunk"
+        rc = sqlite3_prepare_v2(db, backward ? CHUNKS_IN_RANGE " DESC" : CHUNKS_IN_RANGE, -1,
+                                &s->st, NULL);
+#undef CHUNKS_IN_RANGE
         s->dctx = ZSTD_createDCtx();
     } else {
         char sql[1024] = "SELECT ";

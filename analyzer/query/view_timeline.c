@@ -3,6 +3,7 @@
  * the finest level's width, else the window's events, decoded through base/event_scan.h. */
 #include "view_timeline.h"
 
+#include "analysis.h"
 #include "db_query.h"
 #include "event_scan.h"
 
@@ -255,7 +256,7 @@ int view_timeline_axis(sqlite3 *db, int *event_axis, int64_t *end, char *err, si
         return -1;
     *event_axis = li.event_axis;
     *end = li.event_axis
-               ? db_query_i64(db, "SELECT max(event_id) FROM event_rows", 0, 0, 0)
+               ? analysis_last_event(db) /* not max(): a walk over every row */
                : db_query_i64(db, "SELECT value FROM meta WHERE key = 'last_ts_ns'", 0, 0, 0);
     *end = (*end > 0 ? *end : 0) + 1;
     return 0;

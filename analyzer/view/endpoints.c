@@ -151,7 +151,7 @@ int view_api_summary(sqlite3 *db, const view_request *rq, FILE *out, char *err, 
     fputs(",\n \"devices\": [", out);
     for (int i = 0; i < n; i++) {
         device_summary s;
-        if (analysis_device_summary(db, devices[i], run.from, run.to, &s) != 0) {
+        if (analysis_device_summary_brief(db, devices[i], run.from, run.to, &s) != 0) {
             snprintf(err, errlen, "device %d: its summary could not be read", devices[i]);
             return 500;
         }
@@ -175,7 +175,23 @@ int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
     const step_row *rows;
     size_t n;
     const step_history *h;
-    if ((rc = view_step_table(db, device, &rows, &n, &h, err, errlen)) != 0)
+    int sliced = view_request_arg(rq, "first") || view_request_arg(rq, "count"), held = 0;
+    if (sliced && !(held = view_step_table_held(db, device, &rows, &n, &h))) {
+        step_row *some; /* only the rows asked for: no pass over the whole run */
+        size_t got, total;
+        step_history history;
+        int part_rc = step_table_part(db, device, part.first, part.count, &some, &got, &total,
+                                      &history, err, errlen);
+        if (part_rc < 0)
+            return 500;
+        if (part_rc == 0) {
+            step_table_json_write_rows(out, device, some, got, total,
+                                       part.first < total ? part.first : total, &history, 1);
+            free(some);
+            return 200;
+        } /* implicit steps: the whole table, kept by the thread */
+    }
+    if (!held && (rc = view_step_table(db, device, &rows, &n, &h, err, errlen)) != 0)
         return rc;
     step_table_json_write(out, device, rows, n, h, &part);
     return 200;
@@ -225,6 +241,8 @@ enum { VIEW_API_MAX_BLOCKS = 2000, VIEW_API_MAX_BUCKETS = 2000 };
 enum { VIEW_API_MAX_STEP_MARKS = 2000 };
 
 int view_devices(sqlite3 *db, int *devices, int max) { return analysis_devices(db, devices, max); }
+
+int view_default_device(sqlite3 *db) { return when_default_device(db); }
 
 /* A list of one column of the buckets: `, "NAME": [v, v, ...]`. */
 static void bucket_column(FILE *out, const char *name, const view_timeline_result *t,

@@ -31,6 +31,9 @@ struct view_blocks_index *view_request_blocks(const view_request *rq, int *statu
 
 /* The devices with events (at most max), for the answers computed at the start. */
 int view_devices(sqlite3 *db, int *devices, int max);
+/* The device an endpoint answers for without a device argument (the one with the highest
+ * peak), for the start's answers to such requests. */
+int view_default_device(sqlite3 *db);
 
 /* An endpoint: 200 with the JSON written to out, or an HTTP error status (400 a bad argument,
  * 404 nothing of that name, 500 the database failed) with a one-line message in err, which the
@@ -42,7 +45,8 @@ typedef int (*view_endpoint)(sqlite3 *db, const view_request *rq, FILE *out, cha
  * state, OOMs, as `report --json` names them. */
 int view_api_summary(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/steps?device=D[&first=K&count=N]: `steps --json`'s document (fact_json.h), with
- * "step_count" and "first_row", its rows [K, K + N) only when asked. */
+ * "step_count" and "first_row", its rows [K, K + N) only when asked (then from
+ * step_table_part: a pass over those steps' events, not the run's). */
 int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/segments?device=D&at=WHEN[&first=K&count=N][&frames=1]: `segments --at WHEN --json`'s
  * document (fact_json.h), without the frames unless asked (they make most of its bytes), with
@@ -90,12 +94,17 @@ int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
 int view_api_search(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 
 /* The step table of `device` (step_table.h), kept by the calling thread for its connection db
- * until it asks another device's or another connection's: the steps endpoints, the start's
- * memos (the whole table, its first rows, for the default device and each one) and the window
- * summary read it once, not at each answer (a pass over the events: 0.48 s at 10 M events).
+ * until it asks another device's or another connection's: the whole table's /api/steps and the
+ * window summary read it once, not at each answer (a pass over the events: 0.48 s at 10 M
+ * events). A part (first=&count=, as the page asks) is step_table_part's when the thread holds
+ * no table: the start's memos make no pass over the run.
  * 0, or 500 with the message. */
 int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
                     const step_history **history, char *err, size_t errlen);
+/* 1 with the calling thread's table when it holds the one of `device` on db (nothing made),
+ * else 0: /api/steps then answers a part with step_table_part. */
+int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
+                         const step_history **history);
 /* Frees the calling thread's table (the start's, before its connection closes). */
 void view_step_table_drop(void);
 

@@ -233,6 +233,17 @@ int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
     return 0;
 }
 
+int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
+                         const step_history **history) {
+    window_cache *c = cache_of(db);
+    if (!c || c->steps_device != device)
+        return 0;
+    *rows = c->rows;
+    *n = c->nrows;
+    *history = &c->history;
+    return 1;
+}
+
 void view_step_table_drop(void) {
     pthread_once(&cache_once, cache_key_make);
     window_cache *c = pthread_getspecific(cache_key);

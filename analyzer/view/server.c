@@ -112,7 +112,7 @@ typedef struct memo {
     size_t len;
 } memo;
 
-enum { MAX_MEMOS = 1 + 3 * (1 + GMT_MAX_DEVICES) };
+enum { MAX_MEMOS = 1 + 2 * (1 + GMT_MAX_DEVICES) };
 
 enum { BLOCKS_BUILDING, BLOCKS_READY, BLOCKS_FAILED };
 
@@ -724,6 +724,36 @@ static int add_memo(view_server *s, sqlite3 *db, view_endpoint api, const char *
     return 0;
 }
 
+/* The memo of api asked with `args`, kept again for `as` (the same answer asked otherwise); none
+ * when there is none to copy. 0, or -1 with a message when out of memory. */
+static int copy_memo(view_server *s, view_endpoint api, const char *const *args,
+                     const char *const *as, char *err, size_t errlen) {
+    char key[96];
+    view_request rq = {.conn = NULL, .s = s, .args = args, .input = s->src[0].input};
+    if (memo_key(&rq, key, sizeof key) != 0)
+        return 0;
+    for (size_t i = 0; i < s->nmemos; i++) {
+        const memo *from = &s->memos[i];
+        if (from->api != api || strcmp(from->key, key))
+            continue;
+        assert(s->nmemos < MAX_MEMOS);
+        memo *m = &s->memos[s->nmemos];
+        view_request to = {.conn = NULL, .s = s, .args = as, .input = s->src[0].input};
+        if (memo_key(&to, m->key, sizeof m->key) != 0)
+            return 0;
+        if (!(m->body = malloc(from->len ? from->len : 1))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memcpy(m->body, from->body, from->len);
+        m->len = from->len;
+        m->api = api;
+        s->nmemos++;
+        return 0;
+    }
+    return 0;
+}
+
 /* What the server computes before it listens: input 0's memos (the others' databases are only
  * checked to open). 0, or -1 with a one-line message. */
 static int prepare(view_server *s, char *err, size_t errlen) {
@@ -740,21 +770,25 @@ static int prepare(view_server *s, char *err, size_t errlen) {
     int n = view_devices(db, devices, GMT_MAX_DEVICES);
     if (rc == 0)
         rc = add_memo(s, db, view_api_summary, NULL, err, errlen);
-    /* per device (and without one: the default device): the whole steps table, its first rows
-     * as the page asks for them, the marks of the whole run */
-    for (int i = -1; rc == 0 && i < n; i++) {
+    /* per device, then without one (the default device's, copied): the steps table's first
+     * rows as the page asks for them (step_table_part: those steps' events read, not the run's;
+     * the whole table, a pass over the events, is left to whoever asks for it), the marks of
+     * the whole run */
+    int dflt = view_default_device(db);
+    for (int i = 0; rc == 0 && i <= n; i++) {
         char d[16];
-        snprintf(d, sizeof d, "%d", i < 0 ? 0 : devices[i]);
-        const char *dev = i < 0 ? NULL : d;
-        const char *const whole[] = {"device", dev, NULL};
-        const char *const head[] = {"device", dev, "first", "0", "count", VIEW_PAGE_STEPS, NULL};
-        const char *const *none = whole + (dev ? 0 : 2); /* no device argument at all */
-        const char *const *first_rows = dev ? head : head + 2;
-        rc = add_memo(s, db, view_api_steps, none, err, errlen);
-        if (rc == 0)
-            rc = add_memo(s, db, view_api_steps, first_rows, err, errlen);
-        if (rc == 0)
-            rc = add_memo(s, db, view_api_marks, none, err, errlen);
+        snprintf(d, sizeof d, "%d", i < n ? devices[i] : dflt);
+        const char *const whole[] = {"device", d, NULL};
+        const char *const head[] = {"device", d, "first", "0", "count", VIEW_PAGE_STEPS, NULL};
+        if (i < n) {
+            rc = add_memo(s, db, view_api_steps, head, err, errlen);
+            if (rc == 0)
+                rc = add_memo(s, db, view_api_marks, whole, err, errlen);
+        } else { /* no device argument at all: the default device's answers */
+            rc = copy_memo(s, view_api_steps, head, head + 2, err, errlen);
+            if (rc == 0)
+                rc = copy_memo(s, view_api_marks, whole, whole + 2, err, errlen);
+        }
     }
     view_step_table_drop(); /* the workers keep their own, on their connections */
     db_close(db);

@@ -1,0 +1,27 @@
+/* step_table_internal.h — what step_table.c and step_table_part.c share (no other file
+ * includes it): the pass over a set of steps' events and the anomalies over a part of the
+ * table, so that a part is measured exactly as the whole. */
+#ifndef GMT_STEP_TABLE_INTERNAL_H
+#define GMT_STEP_TABLE_INTERNAL_H
+
+#include "step_table.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Steps on each side an anomaly is measured against. */
+#define NEIGHBOURS 5
+
+/* The peak inside each of rows[0, n) (the first event at the highest allocated), its stack's
+ * phase, the allocations and frees: one pass over the device's events from the earliest begin
+ * to the latest end among them. 0, or -1 (SQL, out of memory). */
+int step_table_insides(sqlite3 *db, int device, step_row *rows, size_t n);
+
+/* The anomalies of rows [from, to) of a table of n rows. rows holds [0, to + NEIGHBOURS) at
+ * least (n where shorter): the end states of all of them, the peaks, counts and growth of
+ * [from - NEIGHBOURS, to + NEIGHBOURS) (what the rows' neighbours are). scratch: room for
+ * 2 * NEIGHBOURS + 2 values. */
+void step_table_anomalies(step_row *rows, size_t n, size_t from, size_t to, int64_t *scratch);
+
+#endif

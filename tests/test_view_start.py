@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""test_view_start.py — `memanalyze view`'s start and first screen read a few chunks of the event
+store, not the run (issue 31: the first screen in a time independent of the run's length), and
+the shortcut that makes it so answers what the whole computation answers.
+
+  - /api/steps?device=D&first=K&count=N (step_table_part: the rows asked for, from the summary
+    tables and those steps' events) equal to the rows [K, K + N) of `steps --device D --json`,
+    with "step_count" its length and "first_row" K (or the length, past the end): the page's
+    first 200, one row, the second and third, a few from the fourth, 50 in the middle, the last
+    ones, none past the end; on a synth trace of two devices with a planted spike (an anomaly in
+    the first page) and ~4 700 steps, on a history that begins mid-run (make_pickles.py
+    --mid-run: steps cut before it, one partial) and on the shared PyTorch snapshots (implicit
+    steps: the whole table, cut) when present; the synth device's first page holds the spike's
+    anomaly, the mid-run input cut steps and a partial one (what the parts must get right);
+  - on the synth trace (~730 chunks of 4096 events), with its blocks index made first:
+    GMT_CHUNK_COUNT=1 `view`, then the page's load requests in its order (viewer.js main →
+    switchDevice → fetchWindow: /api/summary; the whole run's /api/timeline, /api/marks and the
+    first 200 steps; the window's /api/timeline, /api/allocations and, when the marks are
+    strided, its /api/marks), then SIGINT: the chunks decoded before the URL and in all are at
+    most twice per device those that hold the events of the first 205 steps (the page's rows
+    and the 5 after them that their anomalies compare with: scanned, and read again for their
+    end states' segments) and a few more, and under a quarter of the store;
+    a pass over the run (the whole steps table at the start, as before) decodes all of them.
+Skips (77) when memanalyze was built without libmicrohttpd.
+
+argv: synth memanalyze [shared_pytorch_dir]. Python 3 standard library only.
+"""
+import http.client
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from urllib.parse import urlencode
+
+SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAGE_STEPS = 200  # viewer.js's PAGE_STEPS
+NEIGHBOURS = 5  # step_table.c: the anomalies compare a step with 5 on each side
+CHUNK_ROWS = 4096  # event_store.h
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(args, env):
+    p = subprocess.run([MEM] + args, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("memanalyze %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
+    return p.stdout
+
+
+class Viewer:
+    def __init__(self, inp, env):
+        self.p = subprocess.Popen([MEM, "view", inp, "--port", "0"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.p.stdout], [], [], 120)
+        line = self.p.stdout.readline() if ready else ""
+        m = re.match(r"memanalyze view: http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]+)$",
+                     line.strip())
+        if not m:
+            self.p.kill()
+            raise RuntimeError("view printed no URL: %r %s" % (line, self.p.stderr.read()))
+        self.port, self.token = int(m.group(1)), m.group(2)
+
+    def get(self, path, params=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        c.request("GET", path + ("?" + urlencode(params) if params else ""),
+                  headers={"X-Token": self.token})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, body
+
+    def api(self, path, params=None):
+        status, body = self.get(path, params)
+        if status != 200:
+            raise RuntimeError("%s %r: %d %s" % (path, params, status, body[:200]))
+        return json.loads(body)
+
+    def stop(self):
+        """SIGINT; its stderr."""
+        self.p.send_signal(signal.SIGINT)
+        _, err = self.p.communicate(timeout=30)
+        return err
+
+
+def check_parts(inp, env, label):
+    """/api/steps' parts against `steps --json`, every device."""
+    v = Viewer(inp, env)
+    try:
+        summary = v.api("/api/summary")["devices"]
+        cut = False  # a device's history begins mid-run: steps cut before it, one partial
+        for dev in [d["device"] for d in summary] or [0]:
+            want = json.loads(run(["steps", inp, "--device", str(dev), "--json"], env))
+            n = len(want["steps"])
+            if label == "synth":  # what the parts must get right is there
+                check(any(r["anomaly"] for r in want["steps"][:PAGE_STEPS]),
+                      "synth device %d: no anomaly in the first page (the spike)" % dev)
+            cut |= want["history"]["steps_before"] > 0 and any(r["partial"] for r in want["steps"])
+            for first, count in [(0, PAGE_STEPS), (0, 1), (1, 2), (3, 7), (n // 2, 50),
+                                 (max(n - 3, 0), 10), (n, 5), (n + 10, 5)]:
+                got = v.api("/api/steps", {"device": dev, "first": first, "count": count})
+                what = "%s device %d: /api/steps first=%d count=%d" % (label, dev, first, count)
+                check(got.pop("step_count") == n, what + ": step_count")
+                check(got.pop("first_row") == min(first, n), what + ": first_row")
+                exp = dict(want, steps=want["steps"][first:first + count])
+                check(got == exp, what + " differs from steps --json: %r" % (next(
+                    (("row", a, b) for a, b in zip(got["steps"], exp["steps"]) if a != b),
+                    ("history", got["history"], exp["history"], len(got["steps"]))),))
+        check(cut or label != "mid-run", "mid-run: no steps cut before the history")
+        return summary
+    finally:
+        v.stop()
+
+
+def first_screen(v, device):
+    """The page's load requests, in its order."""
+    v.api("/api/summary")
+    n = 1251  # the timeline's buckets at a 1400 px wide page
+    whole = v.api("/api/timeline", {"device": device, "n": n})
+    marks = v.api("/api/marks", {"device": device})
+    v.api("/api/steps", {"device": device, "first": 0, "count": PAGE_STEPS})
+    end = max(whole["axis_end"], 2)
+    v.api("/api/timeline", {"device": device, "lo": 0, "hi": end, "n": n})
+    status, _ = v.get("/api/allocations", {"device": device, "t0": 0, "t1": end, "k": 300})
+    check(status == 200, "/api/allocations after the index was made: %d" % status)
+    if marks["step_stride"] > 1:
+        v.api("/api/marks", {"device": device, "lo": 0, "hi": end, "ooms": 0})
+    return marks
+
+
+def check_chunks(inp, env, device, ndevices):
+    # the blocks index first (made on the first view's first use): the run's events, once
+    v = Viewer(inp, env)
+    try:
+        for _ in range(600):
+            status, _ = v.get("/api/allocations", {"device": device, "t0": 0, "t1": 1, "k": 1})
+            if status != 503:
+                break
+            time.sleep(0.1)
+        check(status == 200, "the blocks index: /api/allocations %d" % status)
+    finally:
+        v.stop()
+    total = json.loads(run(["sql", inp, "SELECT count(*) AS n FROM event_chunks", "--json"],
+                           env))[0]["n"]
+    last = json.loads(run(["sql", inp, "SELECT max(end_event_id) AS e FROM (SELECT end_event_id "
+                           "FROM steps ORDER BY end_event_id, step LIMIT %d)" %
+                           (PAGE_STEPS + NEIGHBOURS), "--json"], env))[0]["e"]
+    needed = last // CHUNK_ROWS + 1  # the chunks that hold events 1 .. last
+    v = Viewer(inp, dict(env, GMT_CHUNK_COUNT="1"))
+    try:
+        marks = first_screen(v, device)
+    finally:
+        err = v.stop()
+    start = re.search(r"(\d+) event chunks decoded before the URL", err)
+    end = re.search(r"(\d+) event chunks decoded in all", err)
+    check(start and end, "GMT_CHUNK_COUNT: no counts on stderr: %r" % err)
+    if not (start and end):
+        return
+    at_url, in_all = int(start.group(1)), int(end.group(1))
+    print("chunks decoded: %d before the URL, %d after the first screen; the first %d steps' "
+          "events are in %d chunks, the store has %d (%d steps)" %
+          (at_url, in_all, PAGE_STEPS + NEIGHBOURS, needed, total, marks["steps_total"]))
+    check(total >= 700, "the synth trace has only %d chunks: too few to tell" % total)
+    # per device at the start: those chunks scanned (the steps' peaks and counts) and read
+    # again through event_rows (their end states' segments)
+    bound = 2 * ndevices * needed + 16
+    check(at_url <= in_all <= bound, "the first screen decoded %d chunks (%d before the URL): "
+          "more than %d, twice the %d that hold the first steps' events per device and a few" %
+          (in_all, at_url, bound, needed))
+    check(in_all * 4 < total, "the first screen decoded %d of %d chunks" % (in_all, total))
+
+
+def main():
+    if not os.access(MEM, os.X_OK):
+        print("SKIP: no memanalyze at", MEM)
+        return 77
+    tmp = tempfile.mkdtemp(prefix="gmt-view-start-")
+    try:
+        return checks(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(tmp):
+    env = dict(os.environ, GMT_CACHE_DIR=os.path.join(tmp, "cache"))
+    env.pop("GMT_CHUNK_COUNT", None)
+    trace = os.path.join(tmp, "t.zst")
+    subprocess.run([SYNTH, "-o", trace, "--events", "3000000", "--devices", "2", "--spike",
+                    "7:4000000000"], check=True, capture_output=True)
+    probe = subprocess.run([MEM, "view", trace, "--port", "0", "--bind", "not-an-address"],
+                           env=env, capture_output=True, text=True)
+    if "built without libmicrohttpd" in probe.stderr:
+        print("SKIP: memanalyze was built without libmicrohttpd:", probe.stderr.strip())
+        return 77
+    devices = check_parts(trace, env, "synth")
+    check(len(devices) == 2, "synth --devices 2: %d devices" % len(devices))
+    # the device the page opens on: the highest peak
+    device = max(devices, key=lambda d: d["peak_allocated_bytes"])["device"]
+    check_chunks(trace, env, device, len(devices))
+    mid = os.path.join(tmp, "mid.pickle")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_pickles.py"), "--mid-run", mid],
+                   check=True, capture_output=True)
+    check_parts(mid, env, "mid-run")
+    if SHARED and os.path.isdir(SHARED):
+        for name in ("train-step-m512.pickle", "lm-small-forward.pickle"):
+            if os.path.exists(os.path.join(SHARED, name)):
+                check_parts(os.path.join(SHARED, name), env, name)
+    else:
+        print("note: no shared PyTorch snapshots (%r): the implicit steps not checked" % SHARED)
+    if failures:
+        print("%d failure(s)" % len(failures), file=sys.stderr)
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
