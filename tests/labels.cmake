@@ -43,6 +43,7 @@ set(GMT_SLOW_TESTS
   test_view_inputs test_view_inputs_browser # issue 31: several inputs: ~2 s; the strip ~5 s
   test_view_stacks                     # issue 31: /api/stacks brute-forced, ~15 s
   test_view_share                      # issue 31: view --html, 3 inputs, server and Chromium; ~8 s
+  test_layout_index                    # issue 31: every moment of synth runs and four real snapshots from checkpoints; ~15 s
   test_view_start                      # issue 31: the first screen's chunks, parts of steps; ~12 s
   gpu_package)                         # the GPU package, checked here: no GPU needed
 

@@ -5,7 +5,8 @@
  * The file: a header (magic, the identity of the database, its size, where the device table
  * is), the checkpoints' records, then per device its checkpoints (event id, offset, blocks,
  * bytes), then the device table. A checkpoint's records are its live blocks by alloc id, each
- * seven varints: (alloc id - the previous one) << 1 | pending, then zigzagged deltas of the
+ * seven varints: zigzag(alloc id - the previous one) << 1 | pending (the ids of seed rows are
+ * below 0), then zigzagged deltas of the
  * address, the stream and the stack from the previous record's, the size, size - requested and
  * alloc id - segment id zigzagged. */
 #include "layout_index.h"
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define LI_MAGIC "GMTLIVE1"
+#define LI_MAGIC "GMTLIVE2"
 #define LI_TAG "layout-index-1"
 #define LI_IDENTITY_LEN 2048
 #define LI_RECORD_VARINTS 7
@@ -114,8 +115,9 @@ static int write_checkpoint(build *b, dev_build *d, int64_t at) {
     int64_t stack = 0;
     for (size_t i = 0; i < n; i++) {
         const layout_live_block *x = &live[i];
-        (void)GMT_ALWAYS(x->alloc_id >= alloc); /* layout_pass_live sorts them */
-        q = varint_put(q, (uint64_t)(x->alloc_id - alloc) << 1 | (x->pending != 0));
+        /* sorted (layout_pass_live), but the first may be below 0: a seed row's id */
+        (void)GMT_ALWAYS(i == 0 || x->alloc_id >= alloc);
+        q = varint_put(q, zigzag(x->alloc_id - alloc) << 1 | (x->pending != 0));
         q = varint_put(q, zigzag((int64_t)(x->addr - addr)));
         q = varint_put(q, x->size);
         q = varint_put(q, zigzag((int64_t)(x->size - x->requested)));
@@ -350,7 +352,7 @@ int layout_index_seed(const layout_index *ix, int device, int64_t after, int64_t
     for (uint64_t i = 0; i < ck->nblocks; i++) {
         layout_live_block b = {0};
         uint64_t first = varint_get(&q, end);
-        b.alloc_id = alloc + (int64_t)(first >> 1);
+        b.alloc_id = alloc + unzigzag(first >> 1);
         b.pending = (uint8_t)(first & 1);
         b.addr = addr + (uint64_t)unzigzag(varint_get(&q, end));
         b.size = varint_get(&q, end);
