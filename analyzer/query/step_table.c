@@ -20,6 +20,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+void step_row_read(sqlite3_stmt *st, step_row *r) {
+    memset(r, 0, sizeof *r);
+    r->step = sqlite3_column_int64(st, 0);
+    r->begin_event_id = sqlite3_column_int64(st, 1);
+    r->end_event_id = sqlite3_column_int64(st, 2);
+    r->allocated_at_end = sqlite3_column_int64(st, 3);
+    r->reserved_at_end = sqlite3_column_int64(st, 4);
+    r->open = sqlite3_column_int(st, 8);
+    r->fragmentation_at_end =
+        r->reserved_at_end > 0
+            ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
+            : 0;
+    int64_t split_reserved = db_column_i64(st, 7, 0);
+    r->trapped_at_end = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1
+                        : split_reserved > 0
+                            ? (double)sqlite3_column_int64(st, 6) / (double)split_reserved
+                            : 0;
+}
+
 #define PEAK_RATIO 1.2                 /* a peak this far above its neighbours' median */
 #define ANOMALY_MIN_BYTES (16LL << 20) /* and at least this much */
 #define JUMP_RATIO 1.1                 /* reserved first grows this much at a step's end */
@@ -48,23 +67,8 @@ static int read_ends(sqlite3 *db, int device, step_row **rows, size_t *count) {
             break;
         }
         step_row *r = &out[n++];
-        memset(r, 0, sizeof *r);
-        r->step = sqlite3_column_int64(st, 0);
-        r->begin_event_id = sqlite3_column_int64(st, 1);
-        r->end_event_id = sqlite3_column_int64(st, 2);
-        r->allocated_at_end = sqlite3_column_int64(st, 3);
-        r->reserved_at_end = sqlite3_column_int64(st, 4);
+        step_row_read(st, r);
         r->segments_at_end = db_column_i64(st, 5, 0);
-        r->open = sqlite3_column_int(st, 8);
-        r->fragmentation_at_end =
-            r->reserved_at_end > 0
-                ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
-                : 0;
-        int64_t split_reserved = db_column_i64(st, 7, 0);
-        r->trapped_at_end = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1
-                            : split_reserved > 0
-                                ? (double)sqlite3_column_int64(st, 6) / (double)split_reserved
-                                : 0;
     }
     sqlite3_finalize(st);
     *rows = out;

@@ -13,6 +13,11 @@
 /* Steps on each side an anomaly is measured against. */
 #define NEIGHBOURS 5
 
+/* A step's end state from a row of the table's query (columns: step, begin_event_id,
+ * end_event_id, allocated and reserved at its end, column 5 left to the caller, the trapped
+ * free bytes and the split's reserved bytes (NULL: not known), open). *r is cleared first. */
+void step_row_read(sqlite3_stmt *st, step_row *r);
+
 /* The peak inside each of rows[0, n) (the first event at the highest allocated), its stack's
  * phase, the allocations and frees: one pass over the device's events from the earliest begin
  * to the latest end among them. 0, or -1 (SQL, out of memory). */

@@ -78,24 +78,8 @@ static int read_ends_part(sqlite3 *db, int device, size_t skip, size_t limit, st
     size_t n = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < limit) {
-        step_row *r = &rows[n];
-        memset(r, 0, sizeof *r);
-        r->step = sqlite3_column_int64(st, 0);
-        r->begin_event_id = sqlite3_column_int64(st, 1);
-        r->end_event_id = sqlite3_column_int64(st, 2);
-        r->allocated_at_end = sqlite3_column_int64(st, 3);
-        r->reserved_at_end = sqlite3_column_int64(st, 4);
+        step_row_read(st, &rows[n]);
         at[n] = sqlite3_column_int64(st, 5);
-        r->open = sqlite3_column_int(st, 8);
-        r->fragmentation_at_end =
-            r->reserved_at_end > 0
-                ? (double)(r->reserved_at_end - r->allocated_at_end) / (double)r->reserved_at_end
-                : 0;
-        int64_t split_reserved = db_column_i64(st, 7, 0);
-        r->trapped_at_end = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1
-                            : split_reserved > 0
-                                ? (double)sqlite3_column_int64(st, 6) / (double)split_reserved
-                                : 0;
         n++;
     }
     sqlite3_finalize(st);

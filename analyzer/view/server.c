@@ -72,11 +72,26 @@ const char *view_server_conn_arg(void *conn, const char *name) {
     return NULL;
 }
 
-struct view_blocks_index *view_server_blocks(const struct view_server *s, int *status, char *err,
-                                             size_t errlen) {
-    (void)s;
+struct view_blocks_index *view_server_blocks(const struct view_server *s, size_t input, int *status,
+                                             char *err, size_t errlen) {
+    (void)s, (void)input;
     *status = 500;
     snprintf(err, errlen, "no server");
+    return NULL;
+}
+
+size_t view_server_input_count(const view_server *s) {
+    (void)s;
+    return 0;
+}
+
+const char *view_server_input_name(const view_server *s, size_t i) {
+    (void)s, (void)i;
+    return NULL;
+}
+
+const char *view_server_input_db_path(const view_server *s, size_t i) {
+    (void)s, (void)i;
     return NULL;
 }
 
