@@ -148,6 +148,118 @@ def follow(name, src, seed, piece=6000):
     return refreshes
 
 
+def grow(name, src, seed, args, piece=2500):
+    """watch --json ARGS on a growing copy of src: (exit status, refreshes, file size)."""
+    rng = random.Random(seed)
+    dst = os.path.join(TMP, name)
+    data = open(src, "rb").read()
+    f = open(dst, "wb")
+    f.write(data[:40])
+    f.flush()
+    proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale", "20",
+                             *args, dst], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    done = threading.Event()
+
+    def writer():
+        pos = 40
+        while pos < len(data) and not done.is_set():
+            n = min(len(data) - pos, rng.randint(1, piece))
+            f.write(data[pos:pos + n])
+            f.flush()
+            pos += n
+            time.sleep(rng.uniform(0.02, 0.12))
+        f.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    out, err = proc.communicate(timeout=180)
+    written_then = os.path.getsize(dst)
+    done.set()
+    t.join()
+    return proc.returncode, [json.loads(x) for x in out.splitlines() if x.strip()], \
+        written_then, len(data), err
+
+
+def alerts_of(r, rule):
+    return {a["device"]: a["state"] for a in r["alerts"] if a["rule"] == rule}
+
+
+def test_alerts(leak, oom):
+    # leak>RATE/step: starts at the first refresh whose growth (report's, of the cut) exceeds it
+    rule = "leak>500KiB/step"
+    rc, rs, _, _, err = grow("alert-leak.zst", leak, 5, ["--alert", rule])
+    check(rc == 0, "alert leak: exit %s %s" % (rc, err))
+    first = [i for i, r in enumerate(rs) if alerts_of(r, rule).get(0) == "start"]
+    check(len(first) == 1, "alert leak: one start on device 0, %d" % len(first))
+    if first:
+        i = first[0]
+        check(rs[i]["devices"][0]["growth_bytes_per_step"] > 500 * 1024 and
+              all(r["devices"][0]["growth_bytes_per_step"] <= 500 * 1024
+                  for r in rs[:i] if r["devices"]),
+              "alert leak: starts where growth first exceeds the rate")
+        cut = os.path.join(TMP, "alert-leak.cut.zst")
+        with open(cut, "wb") as c:
+            c.write(open(leak, "rb").read()[:rs[i]["bytes_read"]])
+        compare(rs[i], report(cut), "alert leak at its start")
+    # oom: holds at a refresh with new OOMs, stops at one without: both said, consistently
+    rc, rs, _, _, err = grow("alert-oom.zst", oom, 6, ["--alert", "oom"])
+    check(rc == 0, "alert oom: exit %s %s" % (rc, err))
+    prev, was, states = 0, False, []
+    for r in rs:
+        if not r["devices"]:
+            continue
+        n = r["devices"][0]["ooms"]
+        now = n > prev
+        want = "start" if now and not was else "holding" if now else "stop" if was else None
+        got = alerts_of(r, "oom").get(0)
+        check(got == want, "alert oom: %s at %d OOMs (before %d), want %s" % (got, n, prev, want))
+        states.append(got)
+        prev, was = n, now
+    check("start" in states and "stop" in states, "alert oom: start and stop: %s" % states)
+    # --exit-on oom: exit 4 at the first OOM, while the writer still writes
+    rc, rs, at, size, err = grow("exit-oom.zst", oom, 7, ["--exit-on", "oom"], piece=1500)
+    check(rc == 4 and "--exit-on rule" in err, "exit-on oom: exit %s %r" % (rc, err))
+    check(at < size, "exit-on oom: exit before the writer finished (%d of %d)" % (at, size))
+    check(rs and rs[-1]["devices"][0]["ooms"] > 0 and
+          all(r["devices"][0]["ooms"] == 0 for r in rs[:-1] if r["devices"]),
+          "exit-on oom: at the first refresh with an OOM")
+    # text lines
+    r = watch("--once", "--alert", "oom", "--alert", "reserved>50%", oom)
+    check(r.returncode == 0 and "ALERT device 0: oom (" in r.stdout and
+          "ALERT device 0: reserved>50% (reserved " in r.stdout, "alert text: %r" % r.stdout)
+    # bad rules: one line, exit 2
+    for bad in ["foo>1", "reserved>", "risk>=dire", "leak>1MiB/hour", "trapped>1GiB", "oom>1"]:
+        r = watch("--once", "--alert", bad, oom)
+        check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+              "bad rule" in r.stderr, "bad rule %s: %d %r" % (bad, r.returncode, r.stderr))
+
+
+def test_screen(leak):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(MEMANALYZE, [MEMANALYZE, "watch", "--once", leak], ENV)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode("utf-8", "replace")
+    rep = report(leak)["devices"][0]
+    from_once = watch("--once", leak).stdout
+    alloc = [x for x in from_once.splitlines() if "device 0: allocated" in x]
+    check(os.WEXITSTATUS(status) == 0 and "\x1b[H\x1b[2J" in text and
+          "memanalyze watch" in text and alloc and alloc[0].strip() in text and
+          rep["end_allocated_bytes"] is not None,
+          "terminal screen: %r" % text[:300])
+
+
 def main():
     leak = synth("leak.zst", "--steps", "30", "--leak", "1000000", "--devices", "2",
                  "--seed", "3")
@@ -179,6 +291,9 @@ def main():
         counts = [x["devices"][0]["ooms"] for x in refreshes if x["started"] and x["devices"]]
         check(counts == sorted(counts) and len(set(counts)) >= 2,
               "OOMs counted as they come: %s" % counts)
+
+    test_alerts(leak, oom)
+    test_screen(leak)
 
     # a writer killed mid-frame: no end record, the stale message, exit 3
     data = open(leak, "rb").read()

@@ -7,7 +7,10 @@
  * the same as report's headroom) and the site growing fastest. Plain lines, or with --json one
  * object a refresh. It ends when the trace's END record comes (exit 0), when the file stops
  * growing for --stale seconds without one (exit 3: the writer was killed, or hangs), on
- * SIGINT/SIGTERM (exit 0), after one refresh with --once (exit 0), or on an error (exit 2). */
+ * SIGINT/SIGTERM (exit 0), after one refresh with --once (exit 0), or on an error (exit 2).
+ * --alert rules (watch_alerts.h) print ALERT/CLEAR lines (JSON: "alerts") when they start and
+ * stop holding per device; an --exit-on rule that starts holding ends it (exit 4). On a terminal
+ * (not --json) each refresh clears the screen and redraws it under a header line. */
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
@@ -15,7 +18,9 @@
 #include "stack_names.h"
 #include "step_stream.h"
 #include "units.h"
+#include "watch_alerts.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -24,13 +29,40 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WATCH_DEFAULT_INTERVAL 2.0
 #define WATCH_DEFAULT_STALE 30.0
 #define WATCH_EXIT_STALE 3
+#define WATCH_EXIT_RULE 4
+#define WATCH_MAX_RULES 16
+
+static watch_rule rules[WATCH_MAX_RULES];
+static size_t nrules;
+static unsigned char held[WATCH_MAX_RULES][GMT_MAX_DEVICES];
+static int64_t seen_ooms[GMT_MAX_DEVICES];
+
+static int take_rule(const char *arg, int exit_on) {
+    char err[300];
+    if (nrules >= WATCH_MAX_RULES)
+        return cli_error("watch: at most %d rules", WATCH_MAX_RULES);
+    if (watch_rule_parse(arg, &rules[nrules], err, sizeof err) != 0)
+        return cli_error("watch: %s", err);
+    rules[nrules++].exit_on = exit_on;
+    return 0;
+}
+static int take_alert(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
+    return take_rule(arg, 0);
+}
+static int take_exit_on(cli_ctx *ctx, const char *arg) {
+    (void)ctx;
+    return take_rule(arg, 1);
+}
 
 const char watch_usage[] =
     "usage: memanalyze watch TRACE [--interval S] [--once] [--json] [--stale S]\n"
+    "                        [--alert RULE]... [--exit-on RULE]...\n"
     "Follows a trace while it is written (memrec writes a complete frame at the start\n"
     "and after every writer round): every S seconds the new frames are replayed and\n"
     "each device's allocated, reserved, peak so far (its step), trapped share, growth\n"
@@ -39,7 +71,8 @@ const char watch_usage[] =
     "per device, or one JSON object per refresh with --json. No database is written.\n"
     "Exit status: 0 the run ended (its end record), --once, or Ctrl-C; 2 an error\n"
     "(not a trace, a read error); 3 the file stopped growing for --stale seconds\n"
-    "without an end record (the writer was killed, or hangs).\n";
+    "without an end record (the writer was killed, or hangs); 4 an --exit-on rule\n"
+    "started to hold. On a terminal (not --json) the screen is redrawn each refresh.\n";
 
 const cli_option watch_options[] = {
     {"interval", 'i', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
@@ -48,6 +81,14 @@ const cli_option watch_options[] = {
      "  --once        print the state once and exit 0\n", NULL},
     {"stale", 0, CLI_TEXT, offsetof(cli_ctx, text[1]), 0, NULL,
      "  --stale S     no new frame and no end record for S seconds: exit 3 (default 30)\n", NULL},
+    {"alert", 0, CLI_CALL, 0, 0, NULL,
+     "  --alert RULE  say when RULE starts and stops holding on a device (repeatable):\n"
+     "                reserved>90% or >40GiB, allocated>..., risk>=high, leak>10MiB/min\n"
+     "                or /step, trapped>30%, oom (an OOM since the last refresh)\n",
+     take_alert},
+    {"exit-on", 0, CLI_CALL, 0, 0, NULL,
+     "  --exit-on RULE an alert that, when it starts holding, ends watch with exit 4\n",
+     take_exit_on},
     CLI_OPT_JSON,
     CLI_OPT_STEP_RULE,
     CLI_OPT_END};
@@ -246,22 +287,121 @@ static void print_json(live_trace *lv, const live_facts *f, const char *path, co
                ", \"live_bytes\": %" PRId64 "}}",
                d->top_site_growth, v.site_growth_step, d->top_site_live);
     }
-    printf("]}\n");
+    printf("]");
+}
+
+/* ---- alerts -------------------------------------------------------------------------------- */
+
+typedef struct alert_event {
+    size_t rule;
+    int device;
+    const char *state; /* start, stop, holding */
+    char why[160];
+} alert_event;
+
+/* Evaluates every rule on every device: the events into ev (at most max), their count; *fire
+ * set when an --exit-on rule started holding. */
+static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, size_t max,
+                       int *fire) {
+    size_t n = 0;
+    for (size_t i = 0; i < f->ndevices; i++) {
+        device_view v;
+        view_of(lv, f, &f->devices[i], &v);
+        const live_device *d = v.d;
+        int slot = d->device;
+        assert(slot >= 0 && slot < GMT_MAX_DEVICES); /* the replay keeps no other device */
+        watch_figures fig = {d->total_bytes,
+                             d->allocated,
+                             d->reserved,
+                             d->growth_per_step,
+                             d->ooms - seen_ooms[slot],
+                             v.growth_per_min,
+                             v.trapped_ratio,
+                             v.risk};
+        for (size_t r = 0; r < nrules; r++) {
+            char why[160];
+            int now = watch_rule_holds(&rules[r], &fig, why, sizeof why);
+            int was = held[r][slot];
+            held[r][slot] = (unsigned char)now;
+            if (!now && !was)
+                continue;
+            assert(n < max); /* max: a rule on every device */
+            (void)max;
+            ev[n] = (alert_event){r, d->device,
+                                  now && !was ? "start"
+                                  : now       ? "holding"
+                                              : "stop",
+                                  ""};
+            snprintf(ev[n].why, sizeof ev[n].why, "%s", why);
+            n++;
+            if (now && !was && rules[r].exit_on)
+                *fire = 1;
+        }
+        seen_ooms[slot] = d->ooms;
+    }
+    return n;
+}
+
+static void print_alerts_text(const alert_event *ev, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ev[i].state, "holding") != 0)
+            printf("%s device %d: %s (%s)\n",
+                   ev[i].state[1] == 't' && ev[i].state[2] == 'a' ? "ALERT" : "CLEAR", ev[i].device,
+                   rules[ev[i].rule].text, ev[i].why);
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
 
-static void refresh(cli_ctx *ctx, live_trace *lv, const char *state) {
+/* The terminal screen: cleared and redrawn from the top, a header line above the devices. */
+static void screen_header(const char *path, const char *state) {
+    time_t t = time(NULL);
+    char when[32];
+    strftime(when, sizeof when, "%H:%M:%S", localtime(&t));
+    /* the clear sequence straight to the terminal: stdout quotes control characters
+     * (text_out.h), and the rest of the screen, from the trace, stays quoted */
+    fflush(NULL);
+    static const char clear[] = "\033[H\033[2J";
+    if (write(STDOUT_FILENO, clear, sizeof clear - 1) < 0)
+        return;
+    printf("memanalyze watch %s  [%s]  %s\n", path, state, when);
+}
+
+/* One refresh; returns 1 when an --exit-on rule started holding. */
+static int refresh(cli_ctx *ctx, live_trace *lv, const char *state, int screen) {
     live_facts *f = malloc(sizeof *f);
     if (!f)
-        return;
+        return 0;
     live_trace_facts(lv, f);
-    if (ctx->json)
+    size_t max = nrules * f->ndevices;
+    alert_event *ev = max ? calloc(max, sizeof *ev) : NULL;
+    if (max && !ev) {
+        free(f);
+        return 0;
+    }
+    int fire = 0;
+    size_t n = evaluate(lv, f, ev, max, &fire);
+    if (ctx->json) {
         print_json(lv, f, ctx->input, state);
-    else
+        printf(", \"alerts\": [");
+        for (size_t i = 0; i < n; i++) {
+            printf("%s{\"rule\": ", i ? ", " : "");
+            json_string(stdout, rules[ev[i].rule].text);
+            printf(", \"device\": %d, \"state\": \"%s\", \"exit_on\": %s, \"detail\": ",
+                   ev[i].device, ev[i].state, rules[ev[i].rule].exit_on ? "true" : "false");
+            json_string(stdout, ev[i].why);
+            printf("}");
+        }
+        printf("]}\n");
+    } else {
+        if (screen)
+            screen_header(ctx->input, state);
         print_text(lv, f);
+        print_alerts_text(ev, n);
+    }
+    free(ev);
     free(f);
     fflush(NULL); /* the quoting stream and the real stdout */
+    return fire;
 }
 
 int run_watch(cli_ctx *ctx) {
@@ -290,6 +430,7 @@ int run_watch(cli_ctx *ctx) {
             return 0;
     }
     int rc = 0;
+    int screen = !ctx->json && isatty(STDOUT_FILENO);
     for (;;) {
         int64_t got = live_trace_poll(lv, err, sizeof err);
         if (got < 0) {
@@ -309,7 +450,13 @@ int run_watch(cli_ctx *ctx) {
         uint64_t dropped = f->dropped_events;
         free(f);
         int is_stale = !ended && now - last_growth >= stale;
-        refresh(ctx, lv, ended ? "ended" : is_stale ? "stale" : "running");
+        if (refresh(ctx, lv, ended ? "ended" : is_stale ? "stale" : "running", screen)) {
+            fflush(NULL);
+            fprintf(stderr, "memanalyze: watch: %s: an --exit-on rule started to hold\n",
+                    ctx->input);
+            rc = WATCH_EXIT_RULE;
+            break;
+        }
         if (ended) {
             if (!ctx->json)
                 printf("the run ended: %s end record%s\n",

@@ -42,7 +42,7 @@ int run_export(cli_ctx *ctx);
 int view_check(
     cli_ctx *ctx); /* at most VIEW_MAX_INPUTS, --port and --bind parsed, the server built in */
 int run_view(cli_ctx *ctx);
-int run_watch(cli_ctx *ctx); /* follows a growing trace: exit 0, 2, or 3 (stale) */
+int run_watch(cli_ctx *ctx); /* follows a growing trace: exit 0, 2, 3 (stale) or 4 (--exit-on) */
 
 /* report --plots DIR: the four pictures of one device as DIR/NAME-deviceN.png. */
 #include <sqlite3.h>

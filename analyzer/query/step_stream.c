@@ -235,19 +235,29 @@ double headroom_limit_seconds(int64_t limit_step, int64_t last_step, int64_t las
     return ((double)last_ts_ns + (double)(limit_step - last_step) * (double)step_ns) / 1e9;
 }
 
+/* The levels, least urgent first: the one list (headroom_risk_level orders by it). */
+static const char *const risk_levels[] = {"unknown", "low", "medium", "high", "critical"};
+
+int headroom_risk_level(const char *word) {
+    for (int i = 0; i < (int)(sizeof risk_levels / sizeof *risk_levels); i++)
+        if (word && strcmp(word, risk_levels[i]) == 0)
+            return i;
+    return -1;
+}
+
 const char *headroom_risk(int64_t total_bytes, int64_t peak_reserved, int64_t ooms,
                           int64_t limit_step, size_t steps, int64_t last_step) {
     double used = total_bytes > 0 ? (double)peak_reserved / (double)total_bytes : -1;
     int64_t left = limit_step >= 0 && steps ? limit_step - last_step : -1;
     if (total_bytes <= 0 && !ooms)
-        return "unknown";
+        return risk_levels[0];
     if (ooms > 0 || used >= 0.95 || (left >= 0 && left <= 100))
-        return "critical";
+        return risk_levels[4];
     if (used >= 0.85 || (left >= 0 && left <= 1000))
-        return "high";
+        return risk_levels[3];
     if (used >= 0.70 || left >= 0)
-        return "medium";
-    return "low";
+        return risk_levels[2];
+    return risk_levels[1];
 }
 
 int analysis_headroom(sqlite3 *db, int device, int64_t from, int64_t to, int64_t total_bytes,

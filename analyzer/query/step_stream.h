@@ -84,6 +84,9 @@ double headroom_limit_seconds(int64_t limit_step, int64_t last_step, int64_t las
 /* The risk level: peak_reserved of total_bytes, the OOMs, the steps left to limit_step. */
 const char *headroom_risk(int64_t total_bytes, int64_t peak_reserved, int64_t ooms,
                           int64_t limit_step, size_t steps, int64_t last_step);
+/* A level's rank, 0 "unknown" to 4 "critical" in the order above (watch --alert risk>=high);
+ * -1: no level. */
+int headroom_risk_level(const char *word);
 
 /* The forecast for s's device over the window, and the overview of its steps into *overview
  * (when not NULL) from the same pass. 0, or -1 (SQL, out of memory: the forecast then says no
