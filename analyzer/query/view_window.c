@@ -224,7 +224,7 @@ int view_window_read(sqlite3 *db, int device, int64_t from, int64_t to, view_win
     out->device = device;
     out->from = from;
     out->to = to;
-    if (analysis_device_summary(db, device, from, to, &out->s) != 0) {
+    if (analysis_device_summary_brief(db, device, from, to, &out->s) != 0) {
         snprintf(err, errlen, "window: device %d: %s", device, sqlite3_errmsg(db));
         return -1;
     }

@@ -34,7 +34,7 @@ typedef struct view_window_site {
 typedef struct view_window {
     int device;
     int64_t from, to; /* event ids: the window holds the events in (from, to] */
-    device_summary s; /* analysis_device_summary over [from, to]: its peak, its OOM count */
+    device_summary s; /* analysis_device_summary_brief over [from, to]: its peak, its OOM count */
     view_window_site sites[VIEW_WINDOW_TOP_SITES];
     size_t nsites, sites_total;
     int64_t blocks, bytes; /* every site's */
