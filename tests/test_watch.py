@@ -94,6 +94,20 @@ def compare(refresh, rep, what):
                                                                 r["steps"]))
 
 
+def write_slowly(f, data, rng, piece, done=None, delay=0.0):
+    """The writer of a growing trace: data after its first 40 bytes into f, in random pieces of
+    at most `piece` bytes 20-120 ms apart (memrec's writer rounds), until done is set."""
+    pos = 40
+    time.sleep(delay)
+    while pos < len(data) and not (done and done.is_set()):
+        n = min(len(data) - pos, rng.randint(1, piece))
+        f.write(data[pos:pos + n])
+        f.flush()
+        pos += n
+        time.sleep(rng.uniform(0.02, 0.12))
+    f.close()
+
+
 def follow(name, src, seed, piece=6000):
     """watch --json on a growing copy of src: every refresh against report of its cut."""
     rng = random.Random(seed)
@@ -106,18 +120,7 @@ def follow(name, src, seed, piece=6000):
                              "20", dst], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
-    def writer():
-        pos = 40
-        time.sleep(0.3)
-        while pos < len(data):
-            n = min(len(data) - pos, rng.randint(1, piece))
-            f.write(data[pos:pos + n])
-            f.flush()
-            pos += n
-            time.sleep(rng.uniform(0.02, 0.12))
-        f.close()
-
-    t = threading.Thread(target=writer)
+    t = threading.Thread(target=write_slowly, args=(f, data, rng, piece, None, 0.3))
     t.start()
     out, err = proc.communicate(timeout=180)
     t.join()
@@ -160,18 +163,7 @@ def grow(name, src, seed, args, piece=2500):
                              *args, dst], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     done = threading.Event()
-
-    def writer():
-        pos = 40
-        while pos < len(data) and not done.is_set():
-            n = min(len(data) - pos, rng.randint(1, piece))
-            f.write(data[pos:pos + n])
-            f.flush()
-            pos += n
-            time.sleep(rng.uniform(0.02, 0.12))
-        f.close()
-
-    t = threading.Thread(target=writer)
+    t = threading.Thread(target=write_slowly, args=(f, data, rng, piece, done))
     t.start()
     out, err = proc.communicate(timeout=180)
     written_then = os.path.getsize(dst)
