@@ -292,10 +292,15 @@ static void print_json(live_trace *lv, const live_facts *f, const char *path, co
 
 /* ---- alerts -------------------------------------------------------------------------------- */
 
+enum { ALERT_START, ALERT_HOLDING, ALERT_STOP };
+static const char *const alert_state_names[] = {"start", "holding", "stop"}; /* JSON's words */
+_Static_assert(sizeof alert_state_names / sizeof *alert_state_names == ALERT_STOP + 1,
+               "a word per alert state");
+
 typedef struct alert_event {
     size_t rule;
     int device;
-    const char *state; /* start, stop, holding */
+    int state; /* ALERT_* */
     char why[160];
 } alert_event;
 
@@ -328,9 +333,9 @@ static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, siz
             assert(n < max); /* max: a rule on every device */
             (void)max;
             ev[n] = (alert_event){r, d->device,
-                                  now && !was ? "start"
-                                  : now       ? "holding"
-                                              : "stop",
+                                  now && !was ? ALERT_START
+                                  : now       ? ALERT_HOLDING
+                                              : ALERT_STOP,
                                   ""};
             snprintf(ev[n].why, sizeof ev[n].why, "%s", why);
             n++;
@@ -344,10 +349,9 @@ static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, siz
 
 static void print_alerts_text(const alert_event *ev, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(ev[i].state, "holding") != 0)
-            printf("%s device %d: %s (%s)\n",
-                   ev[i].state[1] == 't' && ev[i].state[2] == 'a' ? "ALERT" : "CLEAR", ev[i].device,
-                   rules[ev[i].rule].text, ev[i].why);
+        if (ev[i].state != ALERT_HOLDING)
+            printf("%s device %d: %s (%s)\n", ev[i].state == ALERT_START ? "ALERT" : "CLEAR",
+                   ev[i].device, rules[ev[i].rule].text, ev[i].why);
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
@@ -386,8 +390,9 @@ static int refresh(cli_ctx *ctx, live_trace *lv, const char *state, int screen) 
         for (size_t i = 0; i < n; i++) {
             printf("%s{\"rule\": ", i ? ", " : "");
             json_string(stdout, rules[ev[i].rule].text);
-            printf(", \"device\": %d, \"state\": \"%s\", \"exit_on\": %s, \"detail\": ",
-                   ev[i].device, ev[i].state, rules[ev[i].rule].exit_on ? "true" : "false");
+            printf(
+                ", \"device\": %d, \"state\": \"%s\", \"exit_on\": %s, \"detail\": ", ev[i].device,
+                alert_state_names[ev[i].state], rules[ev[i].rule].exit_on ? "true" : "false");
             json_string(stdout, ev[i].why);
             printf("}");
         }
@@ -451,7 +456,6 @@ int run_watch(cli_ctx *ctx) {
         free(f);
         int is_stale = !ended && now - last_growth >= stale;
         if (refresh(ctx, lv, ended ? "ended" : is_stale ? "stale" : "running", screen)) {
-            fflush(NULL);
             fprintf(stderr, "memanalyze: watch: %s: an --exit-on rule started to hold\n",
                     ctx->input);
             rc = WATCH_EXIT_RULE;
