@@ -101,7 +101,8 @@ PRAGMA user_version = 1;
 --   ts_ns only keep the order), history (1: the input has a history of events; 0: a snapshot
 --   without trace entries, i.e. its final state alone), timeline_level_ns,
 --   timeline_levels and timeline_level_axis (the levels of timeline_levels: the finest
---   width, how many, and 'time' or 'event').
+--   width, how many, and 'time' or 'event'), site_level_events and site_levels (the levels
+--   of site_levels: the finest width in event ids, how many).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
   value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
@@ -502,11 +503,31 @@ CREATE TABLE timeline_levels (
   events              INTEGER NOT NULL, -- number of this device's event_rows rows in the bucket
   min_allocated_bytes INTEGER NOT NULL, -- lowest allocated_bytes after any of them, bytes
   max_allocated_bytes INTEGER NOT NULL, -- highest allocated_bytes, bytes
+  max_allocated_event_id INTEGER NOT NULL, -- the first of its events at max_allocated_bytes
+  ooms                INTEGER NOT NULL, -- how many of its events are 'oom' events
   min_reserved_bytes  INTEGER NOT NULL, -- lowest reserved_bytes, bytes
   max_reserved_bytes  INTEGER NOT NULL, -- highest reserved_bytes, bytes
   end_allocated_bytes INTEGER NOT NULL, -- allocated_bytes after the bucket's last event, bytes
   end_reserved_bytes  INTEGER NOT NULL, -- reserved_bytes after the bucket's last event, bytes
   PRIMARY KEY (device, bucket_ns, bucket)
+) WITHOUT ROWID;
+
+-- site_levels: the blocks each allocation stack allocated, per chunk of event ids, behind
+-- `memanalyze view`'s window summary (its sites): a window of any width adds up the rows of a
+-- few whole chunks and reads only the events of its two ragged ends. The blocks are those of
+-- the `allocations` view of kind 'device' (allocator blocks and whole-block segments) counted
+-- at their alloc_id. Chunk widths are powers of two, each 8x the one below, aligned to 0 (meta
+-- 'site_level_events' the finest, 'site_levels' how many): a chunk of one level is exactly 8 of
+-- the level below. A stack that allocated nothing in a chunk has no row there (or one of 0
+-- blocks, where a segment first counted as one block was later found to hold blocks).
+CREATE TABLE site_levels (
+  device   INTEGER NOT NULL, -- device ordinal
+  width    INTEGER NOT NULL, -- chunk width in event ids, a power of two
+  chunk    INTEGER NOT NULL, -- chunk index: the chunk holds event ids [chunk * width, (chunk + 1) * width)
+  stack_id INTEGER NOT NULL, -- the allocation stack (stacks.stack_id; 0: none recorded)
+  blocks   INTEGER NOT NULL, -- blocks allocated in the chunk with this stack
+  bytes    INTEGER NOT NULL, -- their bytes (allocations.size)
+  PRIMARY KEY (device, width, chunk, stack_id)
 ) WITHOUT ROWID;
 
 -- site_stats: one row per (device, allocation site) that held device memory at the device's

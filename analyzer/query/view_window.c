@@ -1,6 +1,6 @@
-/* view_window.c — the window summary's own facts (view_window.h): the sites of the window's
- * allocations from one pass over its events, the categories at two moments from one sweep, the
- * OOMs from report's rules. */
+/* view_window.c — the window summary's own facts (view_window.h): the peak and the sites of
+ * the window from the replay's levels (window_levels.h), the categories at two moments from
+ * their layouts or one sweep, the OOMs from report's rules. */
 #include "view_window.h"
 #include "gmt_grow.h"
 
@@ -8,21 +8,13 @@
 #include "block_sweep.h"
 #include "categories.h"
 #include "category_store.h"
-#include "db_query.h"
-#include "event_scan.h"
 #include "layout.h"
 #include "layout_index.h"
-#include "trace_format.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { ID, DEVICE, OP, LEVEL, KIND, SIZE, STACK, NCOL };
-static const int scan_columns[NCOL] = {EVENT_COL_event_id, EVENT_COL_device, EVENT_COL_op,
-                                       EVENT_COL_level,    EVENT_COL_kind,   EVENT_COL_size,
-                                       EVENT_COL_stack_id};
 
 static int by_bytes(const void *a, const void *b) {
     const view_window_site *x = a, *y = b;
@@ -31,67 +23,54 @@ static int by_bytes(const void *a, const void *b) {
     return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
 }
 
-/* The window's allocations per stack, the largest VIEW_WINDOW_TOP_SITES kept. */
-static int window_sites(sqlite3 *db, view_window *w, char *err, size_t errlen) {
-    addr_map whole = {0}, index = {0}; /* index: stack id -> slot + 1 in sites */
-    view_window_site *sites = NULL;
-    size_t n = 0, cap = 0;
-    if (block_sweep_whole_segments(db, &whole) != 0) {
-        snprintf(err, errlen, "window: reading the segments: %s", sqlite3_errmsg(db));
+/* The window's allocations per stack (window_levels.h), the largest VIEW_WINDOW_TOP_SITES
+ * kept. */
+static int top_sites(sqlite3 *db, view_window *w, char *err, size_t errlen) {
+    window_sites all;
+    if (window_levels_sites(db, w->device, w->from, w->to, &all, err, errlen) != 0)
+        return -1;
+    if (all.n)
+        qsort(all.sites, all.n, sizeof *all.sites, by_bytes);
+    w->sites_total = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        if (all.sites[i].blocks == 0)
+            continue; /* counted and taken back (site_levels): not a site of the window */
+        if (w->nsites < VIEW_WINDOW_TOP_SITES)
+            w->sites[w->nsites++] = all.sites[i];
+        w->sites_total++;
+    }
+    w->blocks = all.blocks;
+    w->bytes = all.bytes;
+    window_sites_free(&all);
+    return 0;
+}
+
+/* The window's peak of allocated bytes and its OOM count: from the levels (window_levels.h),
+ * or report's pass over the window when the database has none. */
+static int window_peak_of(sqlite3 *db, view_window *w, char *err, size_t errlen) {
+    window_peak p;
+    int rc = window_levels_peak(db, w->device, w->from, w->to, &p, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        device_summary s;
+        if (analysis_device_summary_brief(db, w->device, w->from, w->to, &s) != 0) {
+            snprintf(err, errlen, "window: device %d: %s", w->device, sqlite3_errmsg(db));
+            return -1;
+        }
+        w->peak_allocated = s.peak_allocated;
+        w->oom_count = s.ooms;
+        return 0;
+    }
+    /* as report's pass: the moment of `from`, unless an event of the window goes above it */
+    if (analysis_moment(db, w->device, w->from, &w->peak_allocated) != 0 ||
+        (p.events && p.max_allocated > w->peak_allocated.allocated &&
+         analysis_moment(db, w->device, p.max_event_id, &w->peak_allocated) != 0)) {
+        snprintf(err, errlen, "window: device %d: %s", w->device, sqlite3_errmsg(db));
         return -1;
     }
-    event_scan *scan = w->to > w->from ? event_scan_open(db, event_scan_mask(scan_columns, NCOL),
-                                                         w->from + 1, w->to, err, errlen)
-                                       : NULL;
-    int rc = w->to > w->from && !scan ? -1 : 0;
-    const int64_t *col[EVENT_STORE_NCOLS], *v[NCOL];
-    long rows = 0;
-    while (scan && rc == 0 && (rows = event_scan_next(scan, col)) > 0) {
-        event_scan_pick(col, scan_columns, NCOL, v);
-        for (long r = 0; r < rows && rc == 0; r++) {
-            int64_t op = v[OP][r];
-            if (v[DEVICE][r] != w->device || v[KIND][r] != TRACE_KIND_DEVICE ||
-                (op != TRACE_OP_ALLOC && op != TRACE_OP_MAP))
-                continue;
-            if (v[LEVEL][r] != TRACE_LEVEL_BLOCK && !addr_map_get(&whole, 0, (uint64_t)v[ID][r]))
-                continue;
-            int64_t stack = event_value_or(v[STACK][r], 0), size = event_value_or(v[SIZE][r], 0);
-            uint32_t *at = addr_map_get(&index, 0, (uint64_t)stack);
-            if (!at) {
-                if (gmt_grow_uninit((void **)&sites, &cap, n, sizeof *sites, 64) != 0) {
-                    rc = -1;
-                    break;
-                }
-                sites[n++] = (view_window_site){stack, 0, 0};
-                if ((rc = addr_map_put(&index, 0, (uint64_t)stack, (uint32_t)n)) != 0)
-                    break;
-                at = addr_map_get(&index, 0, (uint64_t)stack);
-            }
-            sites[*at - 1].blocks++;
-            sites[*at - 1].bytes += size;
-            w->blocks++;
-            w->bytes += size;
-        }
-    }
-    if (rc == 0 && rows < 0) {
-        snprintf(err, errlen, "window: %s", event_scan_error(scan));
-        rc = -1;
-    } else if (rc && scan) {
-        snprintf(err, errlen, "window: out of memory");
-    }
-    if (rc == 0) {
-        if (n)
-            qsort(sites, n, sizeof *sites, by_bytes);
-        w->sites_total = n;
-        w->nsites = n < VIEW_WINDOW_TOP_SITES ? n : VIEW_WINDOW_TOP_SITES;
-        if (w->nsites)
-            memcpy(w->sites, sites, w->nsites * sizeof *sites);
-    }
-    event_scan_close(scan);
-    addr_map_free(&whole);
-    addr_map_free(&index);
-    free(sites);
-    return rc;
+    w->oom_count = p.ooms;
+    return 0;
 }
 
 /* The stored categories (block_categories, which `view` adds to a cache that lacks them) of
@@ -186,7 +165,7 @@ static int layout_categories(sqlite3 *db, view_window *w, int64_t a, int64_t b) 
  * has every block's, else one sweep; a failure is said, not an error of the window. */
 static void window_categories(sqlite3 *db, view_window *w) {
     char err[256] = "out of memory";
-    int64_t peak = w->s.peak_allocated.event_id > w->from ? w->s.peak_allocated.event_id : w->from;
+    int64_t peak = w->peak_allocated.event_id > w->from ? w->peak_allocated.event_id : w->from;
     int64_t ids[2] = {peak < w->to ? peak : w->to, w->to}, bytes[BLOCK_CATEGORY_COUNT * 2];
     if (category_blocks_stored(db)) {
         int rc = layout_categories(db, w, ids[0], ids[1]);
@@ -224,12 +203,8 @@ int view_window_read(sqlite3 *db, int device, int64_t from, int64_t to, view_win
     out->device = device;
     out->from = from;
     out->to = to;
-    if (analysis_device_summary_brief(db, device, from, to, &out->s) != 0) {
-        snprintf(err, errlen, "window: device %d: %s", device, sqlite3_errmsg(db));
-        return -1;
-    }
-    if (window_sites(db, out, err, errlen) != 0 ||
-        report_window_ooms(db, device, from, to, out->s.ooms, out->ooms, &out->nooms, err,
+    if (window_peak_of(db, out, err, errlen) != 0 || top_sites(db, out, err, errlen) != 0 ||
+        report_window_ooms(db, device, from, to, out->oom_count, out->ooms, &out->nooms, err,
                            errlen) != 0)
         return -1;
     window_categories(db, out);

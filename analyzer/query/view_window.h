@@ -9,7 +9,9 @@
  *               peak of allocated bytes (the window's, as report --from --to finds it)
  *   ooms        the OOMs in it with report's verdicts (report_window_ooms)
  *
- * The sites are one pass over the window's events only (event_scan.h); the categories the
+ * The peak, the OOM count and the sites come from the replay's levels of detail and the
+ * window's ragged ends (window_levels.h: the same answers as a pass over the window's events,
+ * in milliseconds for a window of any width); the categories the
  * stored ones (block_categories, as `view` makes sure the cache has them) of the blocks live at
  * the two moments: read from their two layouts when the connection has a layout index
  * (layout_index.h: a checkpoint's blocks and the rows since), else one pass over the events up
@@ -20,6 +22,7 @@
 
 #include "analysis.h"
 #include "report.h"
+#include "window_levels.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -27,14 +30,14 @@
 
 #define VIEW_WINDOW_TOP_SITES 10
 
-typedef struct view_window_site {
-    int64_t stack_id, blocks, bytes;
-} view_window_site;
+typedef window_site view_window_site;
 
 typedef struct view_window {
     int device;
-    int64_t from, to; /* event ids: the window holds the events in (from, to] */
-    device_summary s; /* analysis_device_summary_brief over [from, to]: its peak, its OOM count */
+    int64_t from, to;      /* event ids: the window holds the events in (from, to] */
+    moment peak_allocated; /* the first of its events at its highest allocated bytes (the
+                              moment of `from` when none is above it), as report --from --to */
+    int64_t oom_count;     /* the OOM events in it (ooms: the first of them) */
     view_window_site sites[VIEW_WINDOW_TOP_SITES];
     size_t nsites, sites_total;
     int64_t blocks, bytes; /* every site's */

@@ -73,6 +73,7 @@ enum statement {
     ST_SITE_STEP,
     ST_LARGEST,
     ST_SITE_BUCKET,
+    ST_SITE_LEVEL,
     ST_HEAT_ROW,
     ST_LIVE_END,
     ST_FREE_SPLIT,
@@ -121,6 +122,11 @@ static const char *const statement_sql[ST_COUNT] = {
                 " VALUES (?,?,?,?,?,?,?,?)",
     [ST_SITE_STEP] = "INSERT OR REPLACE INTO site_steps (device, stack_id, end_event_id,"
                      " delta_bytes, live_bytes) VALUES (?,?,?,?,?)",
+    /* a chunk's row, or a correction added to one written before (site_levels.h) */
+    [ST_SITE_LEVEL] = "INSERT INTO site_levels (device, width, chunk, stack_id, blocks, bytes)"
+                      " VALUES (?,?,?,?,?,?) ON CONFLICT (device, width, chunk, stack_id) DO"
+                      " UPDATE SET blocks = blocks + excluded.blocks,"
+                      " bytes = bytes + excluded.bytes",
     [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
                        " live_bytes, peak_live_bytes) VALUES (?,?,?,?,?,?)",
     [ST_HEAT_ROW] = "INSERT OR REPLACE INTO heatmap_rows (device, bucket_ns, bucket, fractions)"
@@ -145,8 +151,9 @@ static const char *const statement_sql[ST_COUNT] = {
                   " end_reserved_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_LEVEL] = "INSERT OR REPLACE INTO timeline_levels (device, bucket_ns, bucket,"
                  " first_event_id, last_event_id, events, min_allocated_bytes,"
-                 " max_allocated_bytes, min_reserved_bytes, max_reserved_bytes,"
-                 " end_allocated_bytes, end_reserved_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                 " max_allocated_bytes, max_allocated_event_id, ooms, min_reserved_bytes,"
+                 " max_reserved_bytes, end_allocated_bytes, end_reserved_bytes)"
+                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_COUNTER] = "INSERT INTO counters (ts_ns, event_id, device, kind, pool, value)"
                    " VALUES (?,?,?,?,?,?)",
     [ST_FRAME] = "INSERT OR REPLACE INTO frames (frame_id, name, file, line, module, ip, inlined,"
@@ -760,6 +767,12 @@ int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64
     return insert_ints(w, ST_SITE_BUCKET, v, 6);
 }
 
+int db_writer_site_level(db_writer *w, int64_t device, int64_t width, int64_t chunk,
+                         int64_t stack_id, int64_t blocks, int64_t bytes) {
+    const int64_t v[] = {device, width, chunk, stack_id, blocks, bytes};
+    return insert_ints(w, ST_SITE_LEVEL, v, 6);
+}
+
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
                        const float *fractions, size_t n) {
     pending_row *st = begin(w, ST_HEAT_ROW);
@@ -819,10 +832,12 @@ int db_writer_bucket(db_writer *w, const db_bucket_row *r) {
 }
 
 int db_writer_level(db_writer *w, const db_level_row *r) {
-    const int64_t v[] = {r->device,        r->bucket_ns,    r->bucket,        r->first_event_id,
-                         r->last_event_id, r->events,       r->min_allocated, r->max_allocated,
-                         r->min_reserved,  r->max_reserved, r->end_allocated, r->end_reserved};
-    return insert_ints(w, ST_LEVEL, v, 12);
+    const int64_t v[] = {r->device,         r->bucket_ns,     r->bucket,
+                         r->first_event_id, r->last_event_id, r->events,
+                         r->min_allocated,  r->max_allocated, r->max_allocated_event_id,
+                         r->ooms,           r->min_reserved,  r->max_reserved,
+                         r->end_allocated,  r->end_reserved};
+    return insert_ints(w, ST_LEVEL, v, 14);
 }
 
 int db_writer_counter(db_writer *w, int64_t ts_ns, int64_t event_id, int64_t device,

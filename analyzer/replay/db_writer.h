@@ -67,7 +67,8 @@ typedef struct db_bucket_row {
 /* A row of timeline_levels (schema.sql): one bucket of one level of the timeline's mipmap. */
 typedef struct db_level_row {
     int64_t device, bucket_ns, bucket, first_event_id, last_event_id, events;
-    int64_t min_allocated, max_allocated, min_reserved, max_reserved;
+    int64_t min_allocated, max_allocated, max_allocated_event_id, ooms;
+    int64_t min_reserved, max_reserved;
     int64_t end_allocated, end_reserved; /* after the bucket's last event */
 } db_level_row;
 
@@ -111,6 +112,10 @@ int db_writer_site_step(db_writer *w, int64_t device, int64_t stack_id, int64_t 
                         int64_t delta_bytes, int64_t live_bytes);
 int db_writer_site_bucket(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
                           int64_t stack_id, int64_t live_bytes, int64_t peak_live_bytes);
+/* A row of site_levels, added to the row of the same (device, width, chunk, stack_id) when
+ * there is one (a correction: site_levels.h). */
+int db_writer_site_level(db_writer *w, int64_t device, int64_t width, int64_t chunk,
+                         int64_t stack_id, int64_t blocks, int64_t bytes);
 /* A heatmap row: `n` floats, stored as a little-endian float32 blob. */
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
                        const float *fractions, size_t n);

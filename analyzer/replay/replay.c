@@ -272,7 +272,7 @@ static int finish(replay *rp, const trace_reader *r) {
                                    (int64_t)e->requested) != 0)
             return replay_fail(rp, "out of memory");
     }
-    if (site_stats_finish(rp->sites, rp->db) != 0)
+    if (site_stats_finish(rp->sites, rp->db) != 0 || site_levels_finish(rp->site_levels, rp->db))
         return replay_fail(rp, "%s", db_writer_error(rp->db));
     /* live segments: their rows, with no end */
     for (size_t i = 0; i < rp->entries_len; i++) {
@@ -365,6 +365,7 @@ static void cleanup(replay *rp) {
     addr_map_free(&rp->torch_segments);
     steps_free(rp->steps);
     site_stats_free(rp->sites);
+    site_levels_free(rp->site_levels);
     free(rp->open_markers);
     free(rp->pieces);
 }
@@ -386,8 +387,9 @@ replay *replay_state_new(db_writer *db, const replay_options *opt, replay_summar
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
+    rp->site_levels = site_levels_new();
     rp->strings = replay_strings_new(0, 0);
-    if (!rp->steps || !rp->sites || !rp->strings)
+    if (!rp->steps || !rp->sites || !rp->site_levels || !rp->strings)
         replay_fail(rp, "out of memory");
     return rp;
 }

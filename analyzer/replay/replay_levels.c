@@ -36,8 +36,9 @@ static int64_t level_width(const replay *rp, int k) {
 }
 
 static int write_level(replay *rp, uint32_t device, int k, const level_acc *a) {
-    db_level_row row = {device,   level_width(rp, k), a->index, a->first_id, a->last_id, a->events,
-                        a->min_a, a->max_a,           a->min_r, a->max_r,    a->end_a,   a->end_r};
+    db_level_row row = {device,    level_width(rp, k), a->index, a->first_id, a->last_id,
+                        a->events, a->min_a,           a->max_a, a->max_a_id, a->ooms,
+                        a->min_r,  a->max_r,           a->end_a, a->end_r};
     return replay_db_ok(rp, db_writer_level(rp->db, &row));
 }
 
@@ -62,7 +63,11 @@ static int fold(replay *rp, uint32_t device, int k, int64_t index, const level_a
     a->last_id = src->last_id;
     a->events += src->events;
     a->min_a = src->min_a < a->min_a ? src->min_a : a->min_a;
-    a->max_a = src->max_a > a->max_a ? src->max_a : a->max_a;
+    if (src->max_a > a->max_a) { /* the first event at the max: src's events are later */
+        a->max_a = src->max_a;
+        a->max_a_id = src->max_a_id;
+    }
+    a->ooms += src->ooms;
     a->min_r = src->min_r < a->min_r ? src->min_r : a->min_r;
     a->max_r = src->max_r > a->max_r ? src->max_r : a->max_r;
     a->end_a = src->end_a;
@@ -71,14 +76,14 @@ static int fold(replay *rp, uint32_t device, int k, int64_t index, const level_a
 }
 
 int replay_levels_note(replay *rp, uint32_t device, int64_t event_id, int64_t ts, int64_t allocated,
-                       int64_t reserved) {
+                       int64_t reserved, int oom) {
     device_state *d = &rp->dev[device];
     int64_t key = rp->level_event_axis ? event_id : ts;
     if (key < d->level_key)
         key = d->level_key; /* the running max: threads' records interleave */
     d->level_key = key > 0 ? key : 0;
-    level_acc one = {0,         event_id, event_id, 1,         allocated,
-                     allocated, reserved, reserved, allocated, reserved};
+    level_acc one = {0,        event_id, event_id,  1,        allocated, allocated,
+                     reserved, reserved, allocated, reserved, event_id,  oom != 0};
     return fold(rp, device, 0, d->level_key >> rp->level_shift, &one);
 }
 

@@ -40,6 +40,16 @@ int replay_write_segment_row(replay *rp, const live_entry *e, int64_t free_ts,
     return replay_db_ok(rp, db_writer_segment(rp->db, &row));
 }
 
+/* A block (or a whole-block segment) counts in site_levels at its alloc (+1), or a segment
+ * counted so is taken back (-1). */
+static void site_levels_block(replay *rp, const live_entry *e, int sign) {
+    int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
+    if (site_levels_count(rp->site_levels, rp->db, e->device, e->event_id, stack, (int64_t)e->size,
+                          sign) != 0)
+        replay_fail(rp, "%s",
+                    db_writer_error(rp->db)[0] ? db_writer_error(rp->db) : "out of memory");
+}
+
 /* A block of device memory (or a whole-block segment) begins (+1) or ends
  * (-1) its life: its site's live bytes move. `counted`: the event is a
  * recorded alloc or free (not the seed, not a correction of the replay). */
@@ -50,8 +60,10 @@ static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
     int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
     if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
         replay_fail(rp, "out of memory");
-    if (sign > 0)
+    if (sign > 0) {
         site_stats_alloc(rp->sites, e->device, e->event_id, (int64_t)e->size, stack);
+        site_levels_block(rp, e, +1);
+    }
     if (counted && sign > 0)
         rp->dev[e->device].allocs++;
     else if (counted)
@@ -71,6 +83,15 @@ static void block_ends(replay *rp, device_state *d, live_entry *e, int counted) 
     live_drop(rp, e);
 }
 
+/* A segment counted as one whole block is not one: an allocator sub-allocates it. */
+static void whole_block_taken_back(replay *rp, device_state *d, live_entry *s) {
+    am_block_release(d->model, s->addr);
+    site_life(rp, s, -1, 0);
+    site_levels_block(rp, s, -1);
+    s->whole_block = 0;
+    d->whole_blocks--;
+}
+
 /* A block lands in a segment that was counted as one whole block: from now
  * on an allocator sub-allocates it, so the whole block goes away. */
 static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
@@ -82,12 +103,8 @@ static void end_whole_block(replay *rp, device_state *d, uint64_t addr) {
         GMT_NEVER(seg.tag > rp->entries_len))
         return;
     live_entry *s = &rp->entries[seg.tag - 1];
-    if (s->whole_block) {
-        am_block_release(d->model, s->addr);
-        site_life(rp, s, -1, 0);
-        s->whole_block = 0;
-        d->whole_blocks--;
-    }
+    if (s->whole_block)
+        whole_block_taken_back(rp, d, s);
 }
 
 static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) {
@@ -99,13 +116,9 @@ static void segment_alloc(replay *rp, const trace_event *ev, db_event_row *row) 
         /* The other source's report of the same memory: one segment. */
         e->sources |= bit;
         row->segment_id = e->event_id;
-        if (torch) {              /* PyTorch's stack (with Python frames) leads */
-            if (e->whole_block) { /* out of the site that had it */
-                am_block_release(d->model, e->addr);
-                site_life(rp, e, -1, 0);
-                e->whole_block = 0;
-                d->whole_blocks--;
-            }
+        if (torch) {            /* PyTorch's stack (with Python frames) leads */
+            if (e->whole_block) /* out of the site that had it */
+                whole_block_taken_back(rp, d, e);
             e->driver_stack_id = e->stack_id;
             e->stack_id = row->stack_id;
         } else {

@@ -197,7 +197,7 @@ int replay_write_row(replay *rp, db_event_row *row) {
     }
     note_bucket(rp, (uint32_t)row->device, row->event_id, row->ts_ns, &t);
     if (replay_levels_note(rp, (uint32_t)row->device, row->event_id, row->ts_ns, t.allocated,
-                           t.reserved) != 0)
+                           t.reserved, row->op == TRACE_OP_OOM) != 0)
         return -1;
     return replay_db_ok(rp, db_writer_event(rp->db, row));
 }

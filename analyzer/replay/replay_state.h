@@ -13,6 +13,7 @@
 
 #include "addr_map.h"
 #include "alloc_model.h"
+#include "site_levels.h"
 #include "site_stats.h"
 #include "steps.h"
 #include "trace_format.h"
@@ -36,6 +37,8 @@ typedef struct live_entry {
 typedef struct level_acc {
     int64_t index, first_id, last_id, events;
     int64_t min_a, max_a, min_r, max_r, end_a, end_r;
+    int64_t max_a_id; /* the first event at max_a */
+    int64_t ooms;
 } level_acc;
 #define REPLAY_LEVELS_MAX 20
 
@@ -141,6 +144,7 @@ typedef struct replay {
 
     step_tracker *steps;
     site_stats *sites;
+    site_levels *site_levels; /* the blocks per stack per chunk of event ids */
     struct open_marker {
         uint64_t key; /* tid of a push, range id of a start */
         int64_t marker_id;
@@ -246,9 +250,9 @@ int replay_flush_bucket(replay *rp, uint32_t device, int64_t next);
 /* ---- replay_levels.c: timeline_levels ---- */
 /* The levels for a trace of `events` events over `span` ns (the event axis: event ids). */
 void replay_levels_setup(replay *rp, uint64_t span, uint64_t events, int event_axis);
-/* A row of the device and its totals after it. 0 or -1. */
+/* A row of the device and its totals after it (oom: the row is an 'oom' event). 0 or -1. */
 int replay_levels_note(replay *rp, uint32_t device, int64_t event_id, int64_t ts, int64_t allocated,
-                       int64_t reserved);
+                       int64_t reserved, int oom);
 /* The end: every level's open bucket written. 0 or -1. */
 int replay_levels_flush(replay *rp, uint32_t device);
 void replay_levels_meta(replay *rp);

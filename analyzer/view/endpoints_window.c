@@ -146,7 +146,7 @@ static int window_end(const view_request *rq, const char *when_name, const char 
     return 0;
 }
 
-static void window_sites(FILE *out, sqlite3 *db, const view_window *w) {
+static void print_sites(FILE *out, sqlite3 *db, const view_window *w) {
     stack_names *names = stack_names_new(db);
     const named_stack *stacks[VIEW_WINDOW_TOP_SITES];
     char label_buf[VIEW_WINDOW_TOP_SITES][256];
@@ -181,8 +181,8 @@ static void category_object(FILE *out, const int64_t *bytes) {
 
 static void window_rest(FILE *out, const view_window *w) {
     fprintf(out, ",\n \"peak_allocated_bytes\": %" PRId64 ", \"peak_allocated_event_id\": %" PRId64,
-            w->s.peak_allocated.allocated,
-            w->s.peak_allocated.event_id > 0 ? w->s.peak_allocated.event_id : 0);
+            w->peak_allocated.allocated,
+            w->peak_allocated.event_id > 0 ? w->peak_allocated.event_id : 0);
     fputs(",\n \"categories\": ", out);
     if (w->have_categories) {
         fputs("{\"at_peak\": ", out);
@@ -195,7 +195,7 @@ static void window_rest(FILE *out, const view_window *w) {
         json_string(out, w->categories_error);
     }
     fprintf(out, ",\n \"ooms\": {\"count\": %" PRId64 ", \"listed\": %zu, \"oom_events\": [",
-            w->s.ooms, w->nooms);
+            w->oom_count, w->nooms);
     for (size_t i = 0; i < w->nooms; i++) {
         fputs(i ? ", " : "", out);
         report_oom_json_write(out, &w->ooms[i]);
@@ -313,7 +313,7 @@ int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
     json_string(out, to);
     fputs(",\n \"diff\": ", out);
     diff_points_json_write(out, &d, 1); /* frames: /api/search or /api/block */
-    window_sites(out, db, w);
+    print_sites(out, db, w);
     window_rest(out, w);
     rc = window_steps(out, c, d.device, d.from.event_id, d.to.event_id, err, errlen);
     fputs("}\n", out);
