@@ -21,6 +21,8 @@ then:
     segments to the same over segments, for a block's first and last byte, the byte after it, a
     segment's start and an address nothing held;
   - bad arguments: 400 with {"error"}; a device that is not there: 404;
+  - six windows asked at once by six threads, first thing: the same answer (one step table made
+    and shared, the other threads waiting for it);
   - every response at most 256 KiB; 200 requests timed (p95 printed, nothing asserted).
 Skips (77) when memanalyze was built without libmicrohttpd.
 
@@ -31,6 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -238,6 +241,21 @@ def one_input(inp, env, label, texts):
     v = view_client.ViewServer(MEM, [inp], env, os.getcwd(), url_wait_s=60, timeout=30,
                                on_response=sizes)
     try:
+        # the first windows asked at once, from several threads: one of them makes the step
+        # table they share (endpoints_window.c), the others wait for it; the same answers
+        q = "/api/window?from=event:%d&to=event:%d" % (last // 5, last - last // 5)
+        answers = [None] * 6
+        def ask(i):
+            answers[i] = v.get(q)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(answers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(all(a and a[0] == 200 and a[2] == answers[0][2] for a in answers),
+              "%s: %d windows asked at once: statuses %s, %d different answers" %
+              (label, len(answers), [a and a[0] for a in answers],
+               len(set(a[2] for a in answers if a))))
         for device in devices[:2]:
             for a, b in [(0, last), (last // 4, last // 2), (last // 3, last // 3 + 1),
                          (last // 2, last // 2)]:

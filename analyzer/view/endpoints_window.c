@@ -17,6 +17,8 @@
 #include "view_window.h"
 #include "when.h"
 
+#include "gmt_assert.h"
+#include "gmt_grow.h"
 #include "gmt_vocab.h"
 
 #include <errno.h>
@@ -69,52 +71,129 @@ static int u64_arg(const char *name, const char *text, uint64_t *v, char *err, s
     return 0;
 }
 
-/* ---- what a worker thread keeps between windows --------------------------------------- */
+/* ---- the step tables, shared by the worker threads ---------------------------------------- */
 
-/* A worker's connection is its own for its life (server.c), and the database never changes:
- * the step table (a pass over every step's events), which does not depend on the window, is
- * computed once per thread and freed by the key's destructor when the thread ends. It holds no
- * statement of the connection (whose own key's destructor may run first). */
-typedef struct window_cache {
-    sqlite3 *db;
-    int steps_device; /* -1: no step table yet */
+/* The database never changes while the server runs, and a step table (a pass over every step's
+ * events: 0.34 s at 10 M events) does not depend on the window: each (database file, device)'s
+ * is made once, by the first thread that asks, outside the lock (the threads that ask for the
+ * same table meanwhile wait for it; a part of /api/steps does not: it reads its rows itself),
+ * and kept for every thread until view_step_table_drop. Its rows are plain data (a row's phase
+ * word is a static string), nothing of the connection that made them. */
+typedef struct shared_steps {
+    char *path; /* sqlite3_db_filename's */
+    int device;
+    int ready; /* 0: being made */
     step_row *rows;
     size_t nrows;
     step_history history;
-} window_cache;
+} shared_steps;
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t steps_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t steps_made = PTHREAD_COND_INITIALIZER;
+static shared_steps **tables; /* pointers: a table stays where it is while others are added */
+static size_t ntables, tables_cap;
 
-static void cache_clear(window_cache *c) {
-    free(c->rows);
-    *c = (window_cache){.steps_device = -1};
+static const char *path_of(sqlite3 *db) {
+    const char *p = sqlite3_db_filename(db, "main");
+    return p ? p : "";
 }
 
-static void cache_free(void *p) {
-    cache_clear(p);
-    free(p);
-}
-
-static void cache_key_make(void) { (void)pthread_key_create(&cache_key, cache_free); }
-
-/* The thread's cache for db (emptied when the thread's connection is another); NULL when out
- * of memory. */
-static window_cache *cache_of(sqlite3 *db) {
-    pthread_once(&cache_once, cache_key_make);
-    window_cache *c = pthread_getspecific(cache_key);
-    if (!c) {
-        if (!(c = calloc(1, sizeof *c)) || pthread_setspecific(cache_key, c) != 0) {
-            free(c);
-            return NULL;
+/* The entry of (db's file, device), ready or being made; under steps_lock. */
+static shared_steps *entry_of(sqlite3 *db, int device, size_t *at) {
+    const char *path = path_of(db);
+    for (size_t i = 0; i < ntables; i++)
+        if (tables[i]->device == device && strcmp(tables[i]->path, path) == 0) {
+            if (at)
+                *at = i;
+            return tables[i];
         }
-        *c = (window_cache){.steps_device = -1};
+    return NULL;
+}
+
+static void entry_free(shared_steps *t) {
+    if (t) {
+        free(t->rows);
+        free(t->path);
     }
-    if (c->db != db) {
-        cache_clear(c);
-        c->db = db;
+    free(t);
+}
+
+/* The table of `device` on db's file: kept, made by another thread (waited for), or made now.
+ * 0, or 500 with the message. */
+static int shared_table(sqlite3 *db, int device, const shared_steps **out, char *err,
+                        size_t errlen) {
+    pthread_mutex_lock(&steps_lock);
+    shared_steps *t;
+    while ((t = entry_of(db, device, NULL)) && !t->ready)
+        pthread_cond_wait(&steps_made, &steps_lock);
+    if (t) {
+        pthread_mutex_unlock(&steps_lock);
+        *out = t;
+        return 0;
     }
-    return c;
+    /* this thread makes it: an entry that says so, then the pass without the lock */
+    t = gmt_grow((void **)&tables, &tables_cap, ntables, sizeof *tables) == 0 ? calloc(1, sizeof *t)
+                                                                              : NULL;
+    if (!t || !(t->path = strdup(path_of(db)))) {
+        pthread_mutex_unlock(&steps_lock);
+        entry_free(t);
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    t->device = device;
+    tables[ntables++] = t;
+    pthread_mutex_unlock(&steps_lock);
+    int rc = step_table(db, device, &t->rows, &t->nrows, &t->history, err, errlen);
+    pthread_mutex_lock(&steps_lock);
+    if (rc == 0) {
+        t->ready = 1;
+    } else { /* out of the list: the next thread that asks tries again */
+        size_t at = 0;
+        if (GMT_ALWAYS(entry_of(db, device, &at) == t))
+            tables[at] = tables[--ntables];
+        entry_free(t);
+        t = NULL;
+    }
+    pthread_cond_broadcast(&steps_made);
+    pthread_mutex_unlock(&steps_lock);
+    *out = t;
+    return rc ? 500 : 0;
+}
+
+int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
+                    const step_history **history, char *err, size_t errlen) {
+    const shared_steps *t;
+    int rc = shared_table(db, device, &t, err, errlen);
+    if (rc)
+        return rc;
+    *rows = t->rows;
+    *n = t->nrows;
+    *history = &t->history;
+    return 0;
+}
+
+int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
+                         const step_history **history) {
+    pthread_mutex_lock(&steps_lock);
+    const shared_steps *t = entry_of(db, device, NULL);
+    int ready = t && t->ready;
+    pthread_mutex_unlock(&steps_lock);
+    if (!ready)
+        return 0;
+    *rows = t->rows;
+    *n = t->nrows;
+    *history = &t->history;
+    return 1;
+}
+
+void view_step_table_drop(void) {
+    pthread_mutex_lock(&steps_lock);
+    for (size_t i = 0; i < ntables; i++)
+        entry_free(tables[i]);
+    free(tables);
+    tables = NULL;
+    ntables = tables_cap = 0;
+    pthread_mutex_unlock(&steps_lock);
 }
 
 /* ---- /api/window ---------------------------------------------------------------------- */
@@ -203,62 +282,15 @@ static void window_rest(FILE *out, const view_window *w) {
     fputs("]}", out);
 }
 
-/* The thread's step table of `device` on c's connection, made when it has another's. 0, or
- * 500 with the message. */
-static int cached_steps(window_cache *c, int device, char *err, size_t errlen) {
-    if (c->steps_device == device)
-        return 0;
-    free(c->rows);
-    c->rows = NULL;
-    c->steps_device = -1;
-    if (step_table(c->db, device, &c->rows, &c->nrows, &c->history, err, errlen) != 0)
-        return 500;
-    c->steps_device = device;
-    return 0;
-}
-
-int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
-                    const step_history **history, char *err, size_t errlen) {
-    window_cache *c = cache_of(db);
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    int rc = cached_steps(c, device, err, errlen);
-    if (rc)
-        return rc;
-    *rows = c->rows;
-    *n = c->nrows;
-    *history = &c->history;
-    return 0;
-}
-
-int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
-                         const step_history **history) {
-    window_cache *c = cache_of(db);
-    if (!c || c->steps_device != device)
-        return 0;
-    *rows = c->rows;
-    *n = c->nrows;
-    *history = &c->history;
-    return 1;
-}
-
-void view_step_table_drop(void) {
-    pthread_once(&cache_once, cache_key_make);
-    window_cache *c = pthread_getspecific(cache_key);
-    if (c)
-        cache_clear(c);
-}
-
 /* The steps that overlap (from, to]: a step holds (begin, end]. */
-static int window_steps(FILE *out, window_cache *c, int device, int64_t from, int64_t to, char *err,
+static int window_steps(FILE *out, sqlite3 *db, int device, int64_t from, int64_t to, char *err,
                         size_t errlen) {
-    int rc = cached_steps(c, device, err, errlen);
+    const step_row *rows;
+    const step_history *history;
+    size_t n, first = 0, count = 0;
+    int rc = view_step_table(db, device, &rows, &n, &history, err, errlen);
     if (rc)
         return rc;
-    const step_row *rows = c->rows;
-    size_t n = c->nrows, first = 0, count = 0;
     for (size_t i = 0; i < n; i++) {
         if (rows[i].begin_event_id < to && rows[i].end_event_id > from) {
             if (!count)
@@ -270,7 +302,7 @@ static int window_steps(FILE *out, window_cache *c, int device, int64_t from, in
     json_slice part = {.first = first, .count = more ? WINDOW_MAX_STEPS : count};
     fprintf(out, ",\n \"steps_in_window\": %zu, \"steps_listed\": %zu,\n \"steps\": ", count,
             part.count);
-    step_table_json_write(out, device, rows, n, &c->history, &part);
+    step_table_json_write(out, device, rows, n, history, &part);
     return 0;
 }
 
@@ -294,8 +326,7 @@ int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
         diff_points_free(&d);
         return 400;
     }
-    window_cache *c = cache_of(db);
-    view_window *w = c ? malloc(sizeof *w) : NULL;
+    view_window *w = malloc(sizeof *w);
     if (!w || view_window_read(db, d.device, d.from.event_id, d.to.event_id, w, err, errlen)) {
         if (!w)
             snprintf(err, errlen, "out of memory");
@@ -315,7 +346,7 @@ int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
     diff_points_json_write(out, &d, 1); /* frames: /api/search or /api/block */
     print_sites(out, db, w);
     window_rest(out, w);
-    rc = window_steps(out, c, d.device, d.from.event_id, d.to.event_id, err, errlen);
+    rc = window_steps(out, db, d.device, d.from.event_id, d.to.event_id, err, errlen);
     fputs("}\n", out);
     free(w);
     diff_points_free(&d);

@@ -315,7 +315,7 @@ static int prepare(view_server *s, char *err, size_t errlen) {
                 rc = copy_memo(s, view_api_marks, whole, whole + 2, err, errlen);
         }
     }
-    view_step_table_drop(); /* the workers keep their own, on their connections */
+    view_step_table_drop(); /* the memos made none: nothing is kept from here */
     db_close(db);
     return rc;
 }
@@ -418,6 +418,7 @@ void view_server_stop(view_server *s) {
     MHD_stop_daemon(s->daemon); /* joins the workers: each closes its database on exit */
     if (s->have_builder) /* a build under way finishes first (a kill leaves no partial file) */
         pthread_join(s->builder, NULL);
+    view_step_table_drop(); /* no thread reads one now */
     pthread_key_delete(s->conns_key);
     server_free(s);
 }
