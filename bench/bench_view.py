@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import browser  # noqa: E402
 
 PAGE_STEPS = 200  # viewer.js's PAGE_STEPS
-K_BLOCKS = 300  # viewer.js asks /api/allocations with k=300
+K_BLOCKS = 300  # timeline.js asks /api/allocations with k=300
 
 
 def start_view(mem, inp):
@@ -533,7 +533,7 @@ def zoom_pan_heap(b, mem, inp, steps, seed):
                 page.mouse("mouseReleased", x + dx, y)
             else:  # the wheel zooms, in more often than out (as one explores)
                 page.wheel(x, y, rng.choice([-1, -1, 1]) * rng.uniform(200, 900))
-            time.sleep(0.04)  # past viewer.js's 30 ms fetch timer
+            time.sleep(0.04)  # past timeline.js's 30 ms fetch timer
             settled(page)
             times.append(time.monotonic() - t)
             top = max(top, page.call("Runtime.getHeapUsage")["usedSize"])

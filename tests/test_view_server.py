@@ -6,7 +6,8 @@ On a synth trace (two devices, named tensors) and on a real PyTorch snapshot fro
 ../shared/data/pytorch (when present), `view INPUT --port 0` is started and the URL it prints is
 parsed; then:
   - the page with the token: 200, text/html, the Content-Security-Policy, nosniff, the cookie
-    (HttpOnly, SameSite=Strict); viewer.js, search.js and viewer.css the same way; HEAD answers
+    (HttpOnly, SameSite=Strict); each script (state.js, timeline.js, blocks.js, viewer.js,
+    search.js, inputs.js) and viewer.css the same way, each named by the page; HEAD answers
     without a body;
   - no token: 401; a wrong one (or one of another length): 403; the token as ?token=, X-Token,
     Authorization: Bearer and the page's cookie all accepted;
@@ -128,10 +129,11 @@ def check_security(v, label):
     cookie = h.get("set-cookie", "")
     check(cookie.startswith("gmt_token_%d=%s;" % (v.port, v.token)) and "HttpOnly" in cookie
           and "SameSite=Strict" in cookie, label + ": cookie " + cookie)
-    check(b"viewer.js" in data and b"search.js" in data and b"<script>" not in data,
-          label + ": page without inline JS")
-    for path, kind in (("/viewer.js", "text/javascript"), ("/search.js", "text/javascript"),
-                       ("/viewer.css", "text/css")):
+    scripts = ("state.js", "timeline.js", "blocks.js", "viewer.js", "search.js", "inputs.js")
+    check(all(('<script src="%s" defer>' % s).encode() in data for s in scripts)
+          and b"<script>" not in data, label + ": page without inline JS")
+    for path, kind in tuple(("/" + s, "text/javascript") for s in scripts) + (
+            ("/viewer.css", "text/css"),):
         status, h, data = v.get(path)
         check(status == 200 and h.get("content-type", "").startswith(kind) and data,
               label + ": " + path)

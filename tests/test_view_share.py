@@ -105,7 +105,8 @@ def check_file(out, label, res):
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"', text)
     check(csp and "default-src 'none'" in csp.group(1) and "connect-src" not in csp.group(1),
           label + ": no CSP of default-src 'none'")
-    check(text.count("<script") == 5 and "<style>" in text and 'rel="stylesheet"' not in text,
+    # the answers' JSON block and the page's seven scripts (share_file.c scripts[])
+    check(text.count("<script") == 8 and "<style>" in text and 'rel="stylesheet"' not in text,
           label + ": the scripts and the style not inline")
     check(doc["format"] == "memanalyze-share" and doc["answers"], label + ": the document")
     # the tiles: every device's windows at each depth, half a window apart, the last at the end

@@ -18,8 +18,9 @@
 #include <strings.h>
 
 /* The page's files (view/assets/, embedded by cmake/embed_text.cmake). */
-extern const char view_asset_index_html[], view_asset_viewer_js[], view_asset_search_js[],
-    view_asset_inputs_js[], view_asset_viewer_css[];
+extern const char view_asset_index_html[], view_asset_state_js[], view_asset_timeline_js[],
+    view_asset_blocks_js[], view_asset_viewer_js[], view_asset_search_js[], view_asset_inputs_js[],
+    view_asset_viewer_css[];
 
 /* A request (request.h): from the network (conn, an MHD_Connection), or made at the start for a
  * memo (conn NULL: its arguments are `args`, name and value in turn, NULL-ended). */
@@ -46,6 +47,9 @@ static const char favicon_svg[] =
 static const route routes[] = {
     {"/", view_asset_index_html, "text/html; charset=utf-8", NULL},
     {"/index.html", view_asset_index_html, "text/html; charset=utf-8", NULL},
+    {"/state.js", view_asset_state_js, "text/javascript; charset=utf-8", NULL},
+    {"/timeline.js", view_asset_timeline_js, "text/javascript; charset=utf-8", NULL},
+    {"/blocks.js", view_asset_blocks_js, "text/javascript; charset=utf-8", NULL},
     {"/viewer.js", view_asset_viewer_js, "text/javascript; charset=utf-8", NULL},
     {"/search.js", view_asset_search_js, "text/javascript; charset=utf-8", NULL},
     {"/inputs.js", view_asset_inputs_js, "text/javascript; charset=utf-8", NULL},

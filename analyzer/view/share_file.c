@@ -33,12 +33,13 @@
 #include <unistd.h>
 
 /* The page's files (view/assets/, embedded by cmake/embed_text.cmake). */
-extern const char view_asset_index_html[], view_asset_viewer_js[], view_asset_search_js[],
-    view_asset_inputs_js[], view_asset_viewer_css[], view_asset_share_js[];
+extern const char view_asset_index_html[], view_asset_state_js[], view_asset_timeline_js[],
+    view_asset_blocks_js[], view_asset_viewer_js[], view_asset_search_js[], view_asset_inputs_js[],
+    view_asset_viewer_css[], view_asset_share_js[];
 
-/* What the page asks for (viewer.js): its K blocks (k: 300), its segments (count: 400); the
- * buckets of each embedded timeline and stack; the deepest zoom tried; the bytes kept for the
- * document's last keys. */
+/* What the page asks for: its K blocks (k: 300, timeline.js), its segments (count: 400,
+ * blocks.js); the buckets of each embedded timeline and stack; the deepest zoom tried; the bytes
+ * kept for the document's last keys. */
 enum {
     SHARE_BUCKETS = 1000,
     SHARE_BLOCKS = 300,
@@ -401,8 +402,9 @@ static int ends_inline(const char *text, const char *tag) {
  * 0, or -1 with the message. */
 static int page_parts(const char *input, char **head, size_t *hlen, char **tail, size_t *tlen,
                       char *err, size_t errlen) {
-    /* in index.html's order, share.js before viewer.js (which asks it) */
-    const char *scripts[] = {view_asset_search_js, view_asset_inputs_js, view_asset_share_js,
+    /* in index.html's order, share.js before state.js (whose api() asks it) */
+    const char *scripts[] = {view_asset_search_js, view_asset_inputs_js,   view_asset_share_js,
+                             view_asset_state_js,  view_asset_timeline_js, view_asset_blocks_js,
                              view_asset_viewer_js};
     const size_t nscripts = sizeof scripts / sizeof scripts[0];
     for (size_t i = 0; i < nscripts; i++)
@@ -435,6 +437,9 @@ static int page_parts(const char *input, char **head, size_t *hlen, char **tail,
            : splice(h, &p, "<link rel=\"icon\" href=\"favicon.svg\" type=\"image/svg+xml\">\n", "");
     rc = rc ? rc : splice(h, &p, "<script src=\"search.js\" defer></script>\n", "");
     rc = rc ? rc : splice(h, &p, "<script src=\"inputs.js\" defer></script>\n", "");
+    rc = rc ? rc : splice(h, &p, "<script src=\"state.js\" defer></script>\n", "");
+    rc = rc ? rc : splice(h, &p, "<script src=\"timeline.js\" defer></script>\n", "");
+    rc = rc ? rc : splice(h, &p, "<script src=\"blocks.js\" defer></script>\n", "");
     rc = rc ? rc : splice(h, &p, "<script src=\"viewer.js\" defer></script>\n", "");
     const char *body_end = rc ? NULL : strstr(p, "</body>");
     if (body_end) {

@@ -1,8 +1,8 @@
 /* share_file.h — `memanalyze view INPUT --html FILE`: the viewer as one self-contained file to
  * share (issue 31), opened from disk in a browser with no server and no network.
  *
- * The file is the page (view/assets/: index.html with viewer.css, search.js, share.js and
- * viewer.js inlined, a Content-Security-Policy that lets it fetch nothing) and, in a
+ * The file is the page (view/assets/: index.html with viewer.css and its scripts, share.js too,
+ * inlined, a Content-Security-Policy that lets it fetch nothing) and, in a
  * <script type="application/json" id="gmt-share"> block, the answers the page asks for first
  * and for coarse zooming, each computed by the server's own endpoint function (endpoints.h) on
  * the arguments the page sends, so a share file says exactly what the server says:

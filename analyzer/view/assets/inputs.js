@@ -8,9 +8,10 @@
 // highlighted; a click on a row (or Enter on it) opens that input: input=I in location.hash,
 // the rest of the state dropped (another input has its own axis), the page loaded again so that
 // every view (timeline, allocations, segments, window, search) asks for it. With one input the
-// strip stays hidden. Loaded before viewer.js, only functions here: they use viewer.js's
-// globals (S, api, bytes, place, context) when called; viewer.js calls inputsInit and
-// inputsHash. Text goes in through textContent only.
+// strip stays hidden. Loaded before the page's other scripts, only functions here: they use
+// state.js's globals (S, api, bytes, place, context, COLORS) when called; state.js calls
+// inputsFromHash (making S) and inputsHash, viewer.js inputsInit. Text goes in through
+// textContent only.
 "use strict";
 
 const INPUTS_SPARK = { width: 320, height: 26, buckets: 64 };

@@ -10,9 +10,11 @@
 //     the same strip; a click on one selects it as a click on its rectangle does (/api/block) and
 //     puts the cursor at its alloc (the window moved there when it is outside).
 // The query (and the chosen site) lives in location.hash with the rest of the state. Loaded
-// before viewer.js and only functions here: they use viewer.js's globals (S, api, bytes, place,
-// X, cell, setCursor, setWindow, selectBlock, writeHash, drawTimeline, drawBlocks) when called,
-// and viewer.js calls them (searchBind, searchHash, searchDrawTimeline, searchDrawBlocks, runSearch).
+// before the page's other scripts and only functions here: they use those scripts' globals
+// (state.js's S, api, bytes, place, X, cell, showError, writeHash; timeline.js's setWindow,
+// drawTimeline; blocks.js's setCursor, selectBlock, drawBlocks) when called, and those call them
+// (searchHash from state.js, searchDrawTimeline and searchLegend from timeline.js,
+// searchDrawBlocks from blocks.js, searchBind and runSearch from viewer.js).
 // Text goes in through textContent only.
 "use strict";
 

@@ -1,8 +1,8 @@
 // share.js — memanalyze view's page opened from a share file (`memanalyze view INPUT --html FILE`,
 // analyzer/view/share_file.c), with no server behind it. Compiled into memanalyze with the page;
-// only a share file includes it (inline, before viewer.js), and it does nothing unless the page
+// only a share file includes it (inline, before state.js), and it does nothing unless the page
 // holds the share file's answers (the JSON script element of id gmt-share).
-// Then it sets window.gmtShare, whose answer(path, params) viewer.js's api() calls instead of
+// Then it sets window.gmtShare, whose answer(path, params) state.js's api() calls instead of
 // fetch(), answering from the embedded answers, each the server's own for those arguments:
 //   - /api/timeline and /api/allocations: the finest embedded tile whose window holds the window
 //     asked (the whole run's when none does), the tile's blocks those live in the window asked;
@@ -12,7 +12,7 @@
 //     embedded answer for those arguments;
 //   - anything else (another block, another moment, another window, the search): rejected with
 //     "not in this share file: run memanalyze view on the trace", shown in the page (a note at the
-//     bottom, viewer.js's showError), never thrown at the page.
+//     bottom, state.js's showError), never thrown at the page.
 // It adds a line under the title saying what the file holds. Text goes in through textContent.
 "use strict";
 

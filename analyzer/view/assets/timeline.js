@@ -1,0 +1,326 @@
+// timeline.js — memanalyze view's timeline (compiled into memanalyze, served at /timeline.js):
+//   - the window: setWindow (zoom, pan; the window summary dropped when it was of another
+//     window), its fetch 30 ms after the last change (/api/timeline, one bucket per pixel, and
+//     /api/allocations for blocks.js; a window's steps asked again from /api/marks when there are
+//     too many to send at once);
+//   - the drawing, on a canvas: allocated and reserved of one device over the window, each
+//     bucket's min–max as a band and its last value as a line, the steps along the top and the
+//     OOMs (/api/marks), the peak and the device limit (/api/summary), the cursor and the brush;
+//   - "stack by" (site, category, stream, size class): the allocated bytes at each bucket's max
+//     stacked by series under the allocated line (/api/stacks, the timeline's own grid: the
+//     stack's top is the bucket's max allocated exactly), a legend of the series.
+// Only declarations here (state.js's S and helpers used when called); viewer.js binds the
+// wheel, drag and shift-drag to setWindow.
+"use strict";
+
+// ---- the window: zoom, pan, fetch ---------------------------------------------------------
+
+function minSpan() { return S.axis === "event" ? 8 : 1000; }
+
+function setWindow(lo, hi) {
+  let span = Math.min(Math.max(hi - lo, minSpan()), S.end * 1.05 + minSpan());
+  let a = Math.round(lo);
+  a = Math.max(Math.min(a, Math.round(S.end - span * 0.05)), Math.round(-span * 0.05));
+  S.lo = a;
+  S.hi = a + Math.max(2, Math.round(span));
+  if (S.summaryOn && S.summary_ && (S.summary_.lo !== S.lo || S.summary_.hi !== S.hi)) {
+    S.summaryOn = false; // it was of another window
+    document.getElementById("summary").hidden = true;
+  }
+  writeHash();
+  describeWindow();
+  drawTimeline();
+  drawBlocks();
+  scheduleFetch();
+}
+
+let fetchTimer = 0, fetchSeq = 0;
+function scheduleFetch() {
+  clearTimeout(fetchTimer);
+  fetchTimer = setTimeout(fetchWindow, 30);
+}
+
+async function fetchWindow() {
+  const seq = ++fetchSeq, lo = S.lo, hi = S.hi, device = S.device;
+  const n = Math.max(16, Math.min(2000, Math.round(plotWidth())));
+  const whole = S.marks;
+  fetchStacks(seq, device, lo, hi, n);
+  const [tl, allocs, marks] = await Promise.all([
+    api("/api/timeline", { device, lo, hi, n }),
+    api("/api/allocations", { device, t0: lo, t1: hi, k: 300 }) // share_file.c embeds k=300
+      .catch((e) => (e.status === 503 ? null : Promise.reject(e))), // the index is being built
+    whole.step_stride > 1 ? api("/api/marks", { device, lo, hi, ooms: 0 }) : whole,
+  ]);
+  if (seq !== fetchSeq) return; // a newer window was asked for
+  S.stepMarks = { steps: marks.steps, stride: marks.step_stride };
+  S.tl = tl;
+  S.fetched.timeline++;
+  S.lastTimeline = { lo: tl.lo, hi: tl.hi, n: tl.n, width: tl.width };
+  if (allocs) {
+    S.allocs = allocs;
+    S.fetched.allocations++;
+    S.lastAllocations = { t0: allocs.t0, t1: allocs.t1, n: allocs.blocks.length };
+  } else {
+    S.allocs = null;
+    document.getElementById("blocks-note").textContent =
+      "(the server is building its index of the blocks' lifetimes: a moment)";
+    setTimeout(scheduleFetch, 500);
+  }
+  drawTimeline();
+  drawBlocks();
+}
+
+// The window's stacks, apart from the timeline (a pass over the events: slower), drawn when they
+// come if the window is still the one shown; until then the previous ones are drawn only where
+// their buckets are the timeline's (drawStacks).
+async function fetchStacks(seq, device, lo, hi, n) {
+  const by = S.stackBy;
+  if (!by) { S.stacks = null; return; }
+  const st = await api("/api/stacks", { device, lo, hi, n, by })
+    .catch((e) => ({ error: e.message, by }));
+  if (seq !== fetchSeq || by !== S.stackBy) return;
+  S.stacks = st;
+  if (!st.error) S.fetched.stacks++;
+  drawTimeline();
+}
+
+function deviceSummary() {
+  return S.summary.devices.find((d) => d.device === S.device) || null;
+}
+
+// ---- the timeline ----------------------------------------------------------------------------
+
+function drawTimeline() {
+  const canvas = document.getElementById("timeline");
+  const { g, w, h, pw } = context(canvas);
+  const top = M.top, bottom = h - M.bottom, ph = bottom - top;
+  const tl = S.tl, d = S.summary ? deviceSummary() : null;
+  let ymax = 1;
+  if (tl) for (let i = tl.first_known; i < tl.n; i++) ymax = Math.max(ymax, tl.max_reserved[i]);
+  const limit = d && d.total_bytes ? d.total_bytes : null;
+  if (limit && limit <= ymax * 1.3) ymax = Math.max(ymax, limit);
+  ymax *= 1.08;
+  const Y = (v) => bottom - v / ymax * ph;
+
+  // the grid and the byte axis
+  const unit = ymax >= 2 ** 30 ? 2 ** 30 : ymax >= 2 ** 20 ? 2 ** 20 : ymax >= 2 ** 10 ? 2 ** 10 : 1;
+  const step = niceStep(ymax / unit, 5) * unit;
+  g.textAlign = "right";
+  g.textBaseline = "middle";
+  for (let v = 0; v <= ymax; v += step) {
+    g.strokeStyle = COLORS.grid;
+    g.beginPath(); g.moveTo(M.left, Y(v)); g.lineTo(w - M.right, Y(v)); g.stroke();
+    g.fillStyle = COLORS.text;
+    g.fillText(bytes(v), M.left - 6, Y(v));
+  }
+  // the steps along the top
+  g.save();
+  g.beginPath(); g.rect(M.left, 0, pw, h); g.clip();
+  const steps = S.stepMarks;
+  if (steps && steps.stride === 1) { // every step of the window: bands
+    g.textAlign = "center";
+    let labelEnd = -1e9; // labels never overlap: one that would is left out
+    for (const [step, begin, end] of steps.steps) {
+      const x0 = X(begin), x1 = X(end === null ? S.end : end);
+      if (x1 < M.left || x0 > w - M.right) continue;
+      g.fillStyle = step % 2 ? "rgba(128,128,128,0.10)" : "rgba(128,128,128,0.22)";
+      g.fillRect(x0, 2, x1 - x0, M.top - 6);
+      g.fillStyle = step % 2 ? "rgba(128,128,128,0.035)" : "rgba(128,128,128,0.07)";
+      g.fillRect(x0, top, x1 - x0, ph);
+      g.fillStyle = COLORS.text;
+      const label = x1 - x0 > 60 ? "step " + step : x1 - x0 > 18 ? String(step) : "";
+      const mid = (Math.max(x0, M.left) + Math.min(x1, w - M.right)) / 2;
+      const half = g.measureText(label).width / 2;
+      if (label && mid - half > labelEnd + 4 && mid - half >= M.left && mid + half <= w - M.right) {
+        g.fillText(label, mid, 11);
+        labelEnd = mid + half;
+      }
+    }
+  } else if (steps) { // too many to tell apart: every k-th step's start as a tick
+    g.textAlign = "left";
+    let lastLabel = -1e9, lastTick = -1e9;
+    for (const [step, begin] of steps.steps) {
+      const x = X(begin);
+      if (x - lastTick >= 4) { // ticks closer than that would make a grey bar
+        g.fillStyle = "rgba(128,128,128,0.5)";
+        g.fillRect(x, 2, 1, 6);
+        lastTick = x;
+      }
+      if (x - lastLabel > 70) {
+        g.fillStyle = COLORS.text;
+        g.fillText("step " + step, x + 3, 14);
+        lastLabel = x;
+      }
+    }
+  }
+  searchDrawTimeline(g, top);
+  drawStacks(g, X, Y);
+  // reserved and allocated: each bucket's min–max band, the last value as a line
+  if (tl) {
+    for (const [band, line, lo, hi, last] of [
+      [COLORS.reservedBand, COLORS.reserved, tl.min_reserved, tl.max_reserved, tl.last_reserved],
+      [COLORS.allocatedBand, COLORS.allocated, tl.min_allocated, tl.max_allocated,
+        tl.last_allocated]]) {
+      g.fillStyle = band;
+      for (let i = tl.first_known; i < tl.n; i++) {
+        const x0 = X(tl.start + i * tl.width), x1 = X(tl.start + (i + 1) * tl.width);
+        g.fillRect(x0, Y(hi[i]), Math.max(1, x1 - x0), Math.max(1, Y(lo[i]) - Y(hi[i])));
+      }
+      g.strokeStyle = line;
+      g.lineWidth = 1.5;
+      g.beginPath();
+      for (let i = tl.first_known; i < tl.n; i++) {
+        const x0 = X(tl.start + i * tl.width), x1 = X(tl.start + (i + 1) * tl.width);
+        if (i === tl.first_known) g.moveTo(x0, Y(last[i])); else g.lineTo(x0, Y(last[i]));
+        g.lineTo(x1, Y(last[i]));
+      }
+      g.stroke();
+      g.lineWidth = 1;
+    }
+  }
+  // the device limit, the peak, the OOMs, the cursor, the brush
+  g.setLineDash([5, 4]);
+  if (limit && Y(limit) > top) {
+    g.strokeStyle = COLORS.limit;
+    g.beginPath(); g.moveTo(M.left, Y(limit)); g.lineTo(w - M.right, Y(limit)); g.stroke();
+    g.fillStyle = COLORS.limit; g.textAlign = "left"; g.textBaseline = "bottom";
+    g.fillText("device limit " + bytes(limit), M.left + 4, Y(limit) - 2);
+  }
+  if (d && d.peak_allocated_bytes > 0) {
+    const t = S.axis === "event" ? d.peak_allocated_event_id : d.peak_allocated_ts_ns;
+    const x = X(t);
+    g.strokeStyle = COLORS.peak;
+    g.beginPath(); g.moveTo(x, top); g.lineTo(x, bottom); g.stroke();
+    g.fillStyle = COLORS.peak; g.textBaseline = "top";
+    const label = "peak " + bytes(d.peak_allocated_bytes);
+    g.textAlign = x > w - 140 ? "right" : "left";
+    g.fillText(label, x + (x > w - 140 ? -4 : 4), top + 2);
+  }
+  g.setLineDash([]);
+  if (S.marks) {
+    g.fillStyle = COLORS.oom;
+    for (const o of S.marks.ooms) {
+      const x = X(o.at);
+      g.fillRect(x - 0.5, top, 1.5, ph);
+      g.beginPath(); g.moveTo(x - 5, top); g.lineTo(x + 5, top); g.lineTo(x, top + 8);
+      g.fill();
+    }
+  }
+  if (S.cursor !== null) {
+    g.strokeStyle = COLORS.cursor;
+    g.lineWidth = 1.5;
+    g.beginPath(); g.moveTo(X(S.cursor), top); g.lineTo(X(S.cursor), bottom); g.stroke();
+    g.lineWidth = 1;
+  }
+  if (S.brush) {
+    g.fillStyle = "rgba(47, 111, 214, 0.15)";
+    g.fillRect(Math.min(S.brush[0], S.brush[1]), top, Math.abs(S.brush[1] - S.brush[0]), ph);
+  }
+  g.restore();
+  // the time axis
+  g.strokeStyle = COLORS.grid;
+  g.strokeRect(M.left, top, pw, ph);
+  g.fillStyle = COLORS.text;
+  g.textAlign = "center";
+  g.textBaseline = "top";
+  const ts = niceStep(S.hi - S.lo, Math.max(2, Math.floor(pw / 120)));
+  for (let t = Math.ceil(S.lo / ts) * ts; t <= S.hi; t += ts) {
+    const x = X(t);
+    g.fillRect(x, bottom, 1, 4);
+    g.fillText(S.axis === "event" ? String(Math.round(t)) : place(t), x, bottom + 6);
+  }
+  g.textAlign = "left";
+  g.fillText(S.axis === "event" ? "event" : "time", 6, bottom + 6);
+  drawLegend(d);
+  drawStackLegend();
+}
+
+function drawLegend(d) {
+  const p = document.getElementById("legend");
+  p.textContent = "";
+  const key = (color, text) => {
+    const k = document.createElement("span");
+    k.className = "key";
+    k.style.background = color;
+    p.appendChild(k);
+    p.appendChild(document.createTextNode(text));
+  };
+  key(COLORS.allocated, "allocated (band: min–max in a pixel, line: last)");
+  key(COLORS.reserved, "reserved");
+  key(COLORS.peak, "peak allocated");
+  if (d && d.total_bytes) key(COLORS.limit, "device limit " + bytes(d.total_bytes));
+  const ooms = S.marks ? S.marks.ooms_total : 0;
+  key(COLORS.oom, ooms + " OOM" + (ooms === 1 ? "" : "s"));
+  searchLegend(key);
+  if (S.tl) {
+    p.appendChild(document.createTextNode(" · buckets of " + (S.axis === "event" ?
+      S.tl.width + " events" : place(S.tl.width)) + (S.tl.level_width ? "" : " (read from the events)")));
+  }
+}
+
+// The series' colour: a category's own, a site's as everywhere else, the others grey.
+function seriesColor(s, k) {
+  if (s.key === -1) return "#9aa0a8";
+  if (s.colour) return s.colour;
+  if (S.stacks.by === "site") return stackColor(s.key);
+  return SERIES_COLORS[k % SERIES_COLORS.length];
+}
+
+// The stacked series under the allocated line, when the answer is of the timeline's grid; each
+// bucket's top kept in S.stackTop (bytes), for the tests.
+function drawStacks(g, X, Y) {
+  const tl = S.tl, st = S.stacks;
+  S.stackTop = null;
+  if (!tl || !st || st.error || st.refused || st.start !== tl.start || st.width !== tl.width ||
+      st.n !== tl.n)
+    return;
+  // each series one polygon (its top edge forwards, its bottom edge back): no seams between
+  // the buckets' pixels
+  const top = new Array(st.n).fill(0);
+  g.globalAlpha = 0.8;
+  for (let k = 0; k < st.series.length; k++) {
+    const below = top.slice();
+    g.fillStyle = seriesColor(st.series[k], k);
+    g.beginPath();
+    for (let i = st.first_known; i < st.n; i++) {
+      top[i] += st.values[i][k] * st.unit;
+      const x0 = X(st.start + i * st.width), x1 = X(st.start + (i + 1) * st.width);
+      if (i === st.first_known) g.moveTo(x0, Y(top[i])); else g.lineTo(x0, Y(top[i]));
+      g.lineTo(x1, Y(top[i]));
+    }
+    for (let i = st.n - 1; i >= st.first_known; i--) {
+      g.lineTo(X(st.start + (i + 1) * st.width), Y(below[i]));
+      g.lineTo(X(st.start + i * st.width), Y(below[i]));
+    }
+    g.closePath();
+    g.fill();
+  }
+  g.globalAlpha = 1;
+  S.stackTop = top;
+}
+
+function drawStackLegend() {
+  const p = document.getElementById("stack-legend");
+  const st = S.stacks;
+  p.textContent = "";
+  p.hidden = !S.stackBy;
+  if (!S.stackBy) return;
+  if (!st) { p.textContent = "stacked by " + S.stackBy + ": loading…"; return; }
+  if (st.error) { p.textContent = "stacked by " + S.stackBy + ": " + st.error; return; }
+  if (st.refused) {
+    p.textContent = "stacked by " + S.stackBy + ": not for this window: it ends " +
+      st.rows_needed + " events into the run, more than the " + st.rows_limit +
+      " a stack reads (zoom into an earlier part)";
+    return;
+  }
+  p.appendChild(document.createTextNode("stacked by " + (st.by === "size" ? "size class" : st.by) +
+    " at each bucket's highest allocated:"));
+  st.series.forEach((s, k) => {
+    const key = document.createElement("span");
+    key.className = "key";
+    key.style.background = seriesColor(s, k);
+    p.appendChild(key);
+    p.appendChild(document.createTextNode(s.label + " (" + bytes(s.max_bytes) + ")"));
+  });
+  if (!st.series.length) p.appendChild(document.createTextNode(" nothing live"));
+}
