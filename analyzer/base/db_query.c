@@ -119,6 +119,11 @@ long long db_query_int(sqlite3 *db, const char *sql, long long dflt) {
     return db_query_i64(db, sql, 0, 0, dflt);
 }
 
+const char *db_file_name(sqlite3 *db) {
+    const char *p = sqlite3_db_filename(db, "main");
+    return p ? p : "";
+}
+
 int db_has_table(sqlite3 *db, const char *name) {
     sqlite3_stmt *st = NULL;
     int found = 0;

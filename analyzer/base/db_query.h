@@ -38,6 +38,10 @@ int64_t db_query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t
  * stderr (bench/: where a command's time goes). */
 void db_profile_if_asked(sqlite3 *db);
 
+/* The file of the connection's main database ("" for a database in memory or a temporary one):
+ * what tells two connections to the same file apart from two files. */
+const char *db_file_name(sqlite3 *db);
+
 /* Whether the database has a table or view of that name (a database of an older memanalyze
  * lacks the newer ones). */
 int db_has_table(sqlite3 *db, const char *name);

@@ -8,6 +8,7 @@
  * blocks and 20 segments for an address: every answer stays far below the server's 256 KiB. */
 #include "endpoints.h"
 
+#include "db_query.h"
 #include "diff.h"
 #include "fact_json.h"
 #include "json_out.h"
@@ -80,7 +81,7 @@ static int u64_arg(const char *name, const char *text, uint64_t *v, char *err, s
  * and kept for every thread until view_step_table_drop. Its rows are plain data (a row's phase
  * word is a static string), nothing of the connection that made them. */
 typedef struct shared_steps {
-    char *path; /* sqlite3_db_filename's */
+    char *path; /* db_file_name's */
     int device;
     int ready; /* 0: being made */
     step_row *rows;
@@ -93,14 +94,9 @@ static pthread_cond_t steps_made = PTHREAD_COND_INITIALIZER;
 static shared_steps **tables; /* pointers: a table stays where it is while others are added */
 static size_t ntables, tables_cap;
 
-static const char *path_of(sqlite3 *db) {
-    const char *p = sqlite3_db_filename(db, "main");
-    return p ? p : "";
-}
-
 /* The entry of (db's file, device), ready or being made; under steps_lock. */
 static shared_steps *entry_of(sqlite3 *db, int device, size_t *at) {
-    const char *path = path_of(db);
+    const char *path = db_file_name(db);
     for (size_t i = 0; i < ntables; i++)
         if (tables[i]->device == device && strcmp(tables[i]->path, path) == 0) {
             if (at)
@@ -134,7 +130,7 @@ static int shared_table(sqlite3 *db, int device, const shared_steps **out, char 
     /* this thread makes it: an entry that says so, then the pass without the lock */
     t = gmt_grow((void **)&tables, &tables_cap, ntables, sizeof *tables) == 0 ? calloc(1, sizeof *t)
                                                                               : NULL;
-    if (!t || !(t->path = strdup(path_of(db)))) {
+    if (!t || !(t->path = strdup(db_file_name(db)))) {
         pthread_mutex_unlock(&steps_lock);
         entry_free(t);
         snprintf(err, errlen, "out of memory");
