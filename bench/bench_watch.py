@@ -8,7 +8,11 @@ the refresh's line arrived minus the time the last byte it had read (bytes_read,
 complete frame) was written. Prints the latency (median, p95, max), watch's CPU time per second
 of the run and its peak RSS.
 
-argv: memanalyze TRACE [RATE=50000] [INTERVAL=0.05]. Python 3 standard library only.
+With RANKS > 1 the same bytes are written into RANKS files of one directory at RATE events per
+second each (trace.R.zst: the ranks of a job) while `watch --json DIR` follows them all; a
+latency per rank and refresh whose frames are new.
+
+argv: memanalyze TRACE [RATE=50000] [INTERVAL=0.05] [RANKS=1]. Python 3 standard library only.
 """
 import bisect
 import json
@@ -23,21 +27,27 @@ import time
 MEMANALYZE, TRACE = sys.argv[1], sys.argv[2]
 RATE = float(sys.argv[3]) if len(sys.argv) > 3 else 50000.0
 INTERVAL = sys.argv[4] if len(sys.argv) > 4 else "0.05"
+RANKS = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 
 info = subprocess.run([MEMANALYZE, "watch", "--once", "--json", TRACE], capture_output=True,
                       text=True, check=True)
 events = json.loads(info.stdout)["events"]
 data = open(TRACE, "rb").read()
 bytes_per_s = len(data) / events * RATE
-dst = os.path.join(tempfile.mkdtemp(prefix="gmt-bench-watch-"), "growing.zst")
-written = []  # (position after the write, time)
-f = open(dst, "wb")
+folder = tempfile.mkdtemp(prefix="gmt-bench-watch-")
+# one rank: a growing file; several: a directory of them, trace.R.zst (the rank in the name)
+paths = [os.path.join(folder, "growing.zst" if RANKS == 1 else "trace.%d.zst" % r)
+         for r in range(RANKS)]
+written = [[] for _ in paths]  # per file: (position after the write, time)
 first = data.find(b"\x28\xb5\x2f\xfd", 4)  # the first frame, at once: watch starts on it
-f.write(data[:first])
-f.flush()
-written.append((first, time.monotonic()))
+files = [open(p, "wb") for p in paths]
+for i, f in enumerate(files):
+    f.write(data[:first])
+    f.flush()
+    written[i].append((first, time.monotonic()))
 proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", INTERVAL, "--stale", "30",
-                         dst], stdout=subprocess.PIPE, text=True, bufsize=1)
+                         paths[0] if RANKS == 1 else folder], stdout=subprocess.PIPE, text=True,
+                        bufsize=1)
 arrivals = []
 
 
@@ -55,25 +65,30 @@ while pos < len(data):
     target = first + int((time.monotonic() - start) * bytes_per_s)
     end = min(len(data), max(target, pos))
     if end > pos:
-        f.write(data[pos:end])
-        f.flush()
+        for i, f in enumerate(files):  # every rank at the same pace
+            f.write(data[pos:end])
+            f.flush()
+            written[i].append((end, time.monotonic()))
         pos = end
-        written.append((pos, time.monotonic()))
-f.close()
+for f in files:
+    f.close()
 run_s = time.monotonic() - start
 proc.wait()
 t.join()
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-positions = [p for p, _ in written]
 lat = []
-seen = set()
+seen = [set() for _ in paths]
 for when, doc in arrivals:
-    b = doc["bytes_read"]
-    if b in seen or b <= first:
-        continue  # a refresh with nothing new
-    seen.add(b)
-    i = bisect.bisect_left(positions, b)
-    lat.append(when - written[i][1])
+    traces = [doc] if RANKS == 1 else doc["ranks"]
+    for r in traces:
+        i = paths.index(r["trace"]) if RANKS > 1 else 0
+        b = r.get("bytes_read", 0)
+        if b in seen[i] or b <= first:
+            continue  # a refresh with nothing new of this rank
+        seen[i].add(b)
+        positions = [p for p, _ in written[i]]
+        k = bisect.bisect_left(positions, b)
+        lat.append(when - written[i][k][1])
 lat.sort()
 
 
@@ -81,8 +96,8 @@ def pct(p):
     return lat[min(len(lat) - 1, int(p * len(lat)))] * 1e3 if lat else float("nan")
 
 
-print("%d events at %.0f ev/s (%.1f s), --interval %s: %d refreshes with new frames" % (
-    events, RATE, run_s, INTERVAL, len(lat)))
+print("%d rank%s x %d events at %.0f ev/s each (%.1f s), --interval %s: %d rank refreshes with "
+      "new frames" % (RANKS, "" if RANKS == 1 else "s", events, RATE, run_s, INTERVAL, len(lat)))
 print("latency ms: median %.1f, p95 %.1f, max %.1f" % (pct(0.5), pct(0.95), pct(1.0)))
 cpu = usage.ru_utime + usage.ru_stime - 0  # the --once run above is in it too: small
 print("watch CPU: %.1f%% of a core (incl. the --once probe), peak RSS %.1f MiB" % (

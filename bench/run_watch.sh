@@ -3,7 +3,8 @@
 # finished trace of 1, 4 and 8 M events (`watch --once`: every frame new at once; synth, a steady
 # training loop, no leak) with watch's peak RSS against the trace's length; (b) with
 # bench/bench_watch.py, the latency of a refresh after the frame that changed it and watch's
-# CPU, following one trace written at 50 k events/s (--interval 0.05). Not part of `make test`.
+# CPU, following one trace written at 50 k events/s (--interval 0.05), then (c) 8 ranks of a job
+# written at 50 k events/s each into one directory, `watch DIR`. Not part of `make test`.
 # Prints figures for bench/README.md.
 set -eu
 B=${1:-build}
@@ -19,3 +20,4 @@ for n in 1000000 4000000 8000000; do
 done
 "$SY" -o "$T/paced.zst" --events 500000 --chunk-bytes 16384 >/dev/null
 python3 "$SRC/bench/bench_watch.py" "$MA" "$T/paced.zst" 50000 0.05
+python3 "$SRC/bench/bench_watch.py" "$MA" "$T/paced.zst" 50000 0.05 8

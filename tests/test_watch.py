@@ -9,6 +9,9 @@ report's (peaks and their event ids, end allocated/reserved/trapped, OOMs, the h
 and its risk). The last refresh equals report --json of the whole trace. Then: --once on a
 finished trace (text and JSON), a planted OOM (synth's small device), a writer killed mid-frame
 (the stale message, exit 3), SIGINT (exit 0), and files that are no trace (exit 2, one line).
+A directory of ranks (watch DIR): written at once, one rank starting later (picked up), the
+job's figures at the end equal to `ranks --json`'s and each rank's to report's; a rank killed
+mid-run among ended ones (exit 3); a file that is no trace among them (exit 2).
 
 argv: synth memanalyze. Python 3 standard library only.
 """
@@ -252,6 +255,106 @@ def test_screen(leak):
           "terminal screen: %r" % text[:300])
 
 
+def test_ranks():
+    """watch DIR: ranks written at once, one starting later; the job's figures at the end
+    equal `ranks --json` of the finished traces, each rank's report --json's; a rank that stops
+    without its end record (exit 3) and a file that is no trace (exit 2) among good ones."""
+    srcs = [synth("rank%d-src.zst" % r, "--rank", str(r), "--seed", str(r + 5), "--steps", "40",
+                  "--layers", "2", *(["--leak", "8000000"] if r == 1 else [])) for r in range(3)]
+    job = os.path.join(TMP, "job")
+    os.mkdir(job)
+    proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale", "20",
+                             job], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    threads, first = [], ""
+    for r, src in enumerate(srcs):
+        data = open(src, "rb").read()
+        if r == 2:  # rank 2 starts once watch has refreshed without it: picked up then
+            first = proc.stdout.readline()
+        f = open(os.path.join(job, "trace.%d.zst" % r), "wb")
+        f.write(data[:40])
+        f.flush()
+        t = threading.Thread(target=write_slowly, args=(f, data, random.Random(r), 3000))
+        t.start()
+        threads.append(t)
+    out, err = proc.communicate(timeout=180)
+    out = first + out
+    for t in threads:
+        t.join()
+    check(proc.returncode == 0, "watch DIR: exit %s (%s)" % (proc.returncode, err.strip()))
+    refreshes = [json.loads(x) for x in out.splitlines() if x.strip()]
+    counts = [r["job"]["traces"] for r in refreshes]
+    check(counts and counts[0] <= 2 and counts[-1] == 3 and counts == sorted(counts),
+          "watch DIR: the traces seen per refresh %s (rank 2 picked up as it starts)" % counts)
+    if not refreshes:
+        return
+    last = refreshes[-1]
+    check(last["job"]["ended"] == 3, "watch DIR: the last refresh %s" % last["job"])
+    want = json.loads(subprocess.run([MEMANALYZE, "ranks", "--json", job], env=ENV, check=True,
+                                     capture_output=True, text=True).stdout)
+    got = last["job"]
+    check(abs(got["imbalance"] - want["imbalance"]) < 1e-4 and
+          got["spread_bytes"] == want["spread_bytes"] and
+          got["mean_peak_allocated_bytes"] == want["mean_peak_allocated_bytes"],
+          "watch DIR: imbalance %s, ranks %s" % (got["imbalance"], want["imbalance"]))
+    check(got["bottleneck"]["rank"] == want["bottleneck_rank"] == 1,
+          "watch DIR: bottleneck %s, ranks %s" % (got["bottleneck"], want["bottleneck_rank"]))
+    check(got["bottleneck"]["sites_over_median"] == want["bottleneck_sites"][:3] and
+          got["bottleneck"]["sites_over_median"][0]["site"] == "train.py:88 train_step",
+          "watch DIR: the bottleneck's sites %s, ranks %s" %
+          (got["bottleneck"]["sites_over_median"], want["bottleneck_sites"][:3]))
+    check(got["leaking_ranks"] == want["leaking_ranks"] == [1] and
+          got["first_to_run_out"]["rank"] == want["first_to_run_out"] and
+          got["median_growth_bytes_per_step"] == want["median_growth_bytes_per_step"],
+          "watch DIR: leaking %s first %s, ranks %s %s" %
+          (got["leaking_ranks"], got["first_to_run_out"], want["leaking_ranks"],
+           want["first_to_run_out"]))
+    ranks = {r["rank"]: r for r in last["ranks"]}
+    check(sorted(ranks) == [0, 1, 2] and all(r["rank_from"] == "trace" for r in ranks.values()),
+          "watch DIR: the ranks %s" % [(r["rank"], r["rank_from"]) for r in last["ranks"]])
+    for r, src in enumerate(srcs):
+        if r in ranks:
+            compare(ranks[r], report(src), "watch DIR: rank %d" % r)
+    print("watch DIR: %d refreshes, traces seen %s" % (len(refreshes), sorted(set(counts))))
+
+    # the alerts say the rank: only rank 1 leaks
+    r = watch("--once", "--alert", "leak>4MiB/step", job)
+    alerts = [x for x in r.stdout.splitlines() if x.startswith("ALERT")]
+    check(r.returncode == 0 and len(alerts) == 1 and
+          alerts[0].startswith("ALERT rank 1 device 0: leak>4MiB/step"),
+          "watch DIR --alert: exit %d %s" % (r.returncode, alerts))
+
+    # a rank killed mid-run among finished ones: exit 3 once the others have ended
+    killed = os.path.join(TMP, "job-killed")
+    os.mkdir(killed)
+    data = open(srcs[0], "rb").read()
+    with open(os.path.join(killed, "trace.0.zst"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(killed, "trace.1.zst"), "wb") as f:
+        f.write(open(srcs[1], "rb").read()[:len(data) // 2])
+    r = watch("--json", "--interval", "0.2", "--stale", "1", killed)
+    check(r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and
+          "1 of 2 traces stopped without an end record" in r.stderr,
+          "a killed rank: exit %d %r" % (r.returncode, r.stderr))
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    check(lines and lines[-1]["job"]["stale"] == 1 and lines[-1]["job"]["ended"] == 1,
+          "a killed rank: the last refresh %s" % (lines[-1]["job"] if lines else None))
+
+    # a file that is no trace among two traces: said per refresh, exit 2 at the end
+    bad = os.path.join(TMP, "job-bad")
+    os.mkdir(bad)
+    for i in range(2):
+        with open(os.path.join(bad, "trace.%d.zst" % i), "wb") as f:
+            f.write(open(srcs[i], "rb").read())
+    with open(os.path.join(bad, "notes.zst"), "wb") as f:
+        f.write(b"not a trace at all" * 100)
+    r = watch("--once", bad)
+    check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+          "1 of 3 traces could not be read" in r.stderr and "[failed]" in r.stdout and
+          "bottleneck rank 1" in r.stdout,
+          "a file that is no trace: exit %d %r %r" % (r.returncode, r.stderr, r.stdout[-300:]))
+
+
 def main():
     leak = synth("leak.zst", "--steps", "30", "--leak", "1000000", "--devices", "2",
                  "--seed", "3")
@@ -286,6 +389,7 @@ def main():
 
     test_alerts(leak, oom)
     test_screen(leak)
+    test_ranks()
 
     # a writer killed mid-frame: no end record, the stale message, exit 3
     data = open(leak, "rb").read()

@@ -11,14 +11,13 @@
  * --alert rules (watch_alerts.h) print ALERT/CLEAR lines (JSON: "alerts") when they start and
  * stop holding per device; an --exit-on rule that starts holding ends it (exit 4). On a terminal
  * (not --json) each refresh clears the screen and redraws it under a header line. */
-#include "cli.h"
+#include "watch_private.h"
+
 #include "commands.h"
 #include "json_out.h"
-#include "live_trace.h"
 #include "stack_names.h"
 #include "step_stream.h"
 #include "units.h"
-#include "watch_alerts.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,27 +27,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define WATCH_DEFAULT_INTERVAL 2.0
 #define WATCH_DEFAULT_STALE 30.0
-#define WATCH_EXIT_STALE 3
-#define WATCH_EXIT_RULE 4
-#define WATCH_MAX_RULES 16
 
-static watch_rule rules[WATCH_MAX_RULES];
-static size_t nrules;
-static unsigned char held[WATCH_MAX_RULES][GMT_MAX_DEVICES];
-static int64_t seen_ooms[GMT_MAX_DEVICES];
+watch_rule watch_rules[WATCH_MAX_RULES];
+size_t watch_nrules;
 
 static int take_rule(const char *arg, int exit_on) {
     char err[300];
-    if (nrules >= WATCH_MAX_RULES)
+    if (watch_nrules >= WATCH_MAX_RULES)
         return cli_error("watch: at most %d rules", WATCH_MAX_RULES);
-    if (watch_rule_parse(arg, &rules[nrules], err, sizeof err) != 0)
+    if (watch_rule_parse(arg, &watch_rules[watch_nrules], err, sizeof err) != 0)
         return cli_error("watch: %s", err);
-    rules[nrules++].exit_on = exit_on;
+    watch_rules[watch_nrules++].exit_on = exit_on;
     return 0;
 }
 static int take_alert(cli_ctx *ctx, const char *arg) {
@@ -61,7 +56,7 @@ static int take_exit_on(cli_ctx *ctx, const char *arg) {
 }
 
 const char watch_usage[] =
-    "usage: memanalyze watch TRACE [--interval S] [--once] [--json] [--stale S]\n"
+    "usage: memanalyze watch TRACE|DIR... [--interval S] [--once] [--json] [--stale S]\n"
     "                        [--alert RULE]... [--exit-on RULE]...\n"
     "Follows a trace while it is written (memrec writes a complete frame at the start\n"
     "and after every writer round): every S seconds the new frames are replayed and\n"
@@ -72,7 +67,13 @@ const char watch_usage[] =
     "Exit status: 0 the run ended (its end record), --once, or Ctrl-C; 2 an error\n"
     "(not a trace, a read error); 3 the file stopped growing for --stale seconds\n"
     "without an end record (the writer was killed, or hangs); 4 an --exit-on rule\n"
-    "started to hold. On a terminal (not --json) the screen is redrawn each refresh.\n";
+    "started to hold. On a terminal (not --json) the screen is redrawn each refresh.\n"
+    "Several traces, or a directory of them (*.zst, looked at again each refresh, so\n"
+    "a rank that starts later is picked up): the ranks of a job, each as above, and\n"
+    "across them what `ranks` says: the imbalance of peak allocated, the bottleneck\n"
+    "rank and its sites above the median rank's, the first to run out, the ranks\n"
+    "that leak alone (JSON: {\"job\": ..., \"ranks\": [...]}). It ends when every trace\n"
+    "has ended (0), or has ended or gone stale (3).\n";
 
 const cli_option watch_options[] = {
     {"interval", 'i', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
@@ -93,11 +94,11 @@ const cli_option watch_options[] = {
     CLI_OPT_STEP_RULE,
     CLI_OPT_END};
 
-static volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t watch_stop_requested;
 
 static void on_signal(int sig) {
     (void)sig;
-    stop_requested = 1;
+    watch_stop_requested = 1;
 }
 
 static int parse_seconds(const char *name, const char *text, double def, double *out) {
@@ -113,17 +114,16 @@ static int parse_seconds(const char *name, const char *text, double def, double 
     return 0;
 }
 
-static double now_s(void) {
+double watch_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Sleeps `s` seconds, or less when a signal asks to stop. */
-static void nap(double s) {
-    double until = now_s() + s;
-    while (!stop_requested) {
-        double left = until - now_s();
+void watch_nap(double s) {
+    double until = watch_now() + s;
+    while (!watch_stop_requested) {
+        double left = until - watch_now();
         if (left <= 0)
             return;
         if (left > 0.05)
@@ -135,18 +135,7 @@ static void nap(double s) {
 
 /* ---- what a refresh says of a device ------------------------------------------------------ */
 
-typedef struct device_view {
-    const live_device *d;
-    double trapped_ratio;  /* trapped / the segments' reserved; 0 without reserved */
-    double growth_per_min; /* bytes; NAN: no step time */
-    int64_t limit_step;    /* -1: not reached */
-    double limit_seconds;  /* since the origin; < 0: not reached or no step time */
-    const char *risk;
-    char site[512];           /* the fastest-growing site's label; "" none */
-    int64_t site_growth_step; /* its growth per step since the first step end */
-} device_view;
-
-static void view_of(live_trace *lv, const live_facts *f, const live_device *d, device_view *v) {
+void watch_view_of(live_trace *lv, const live_facts *f, const live_device *d, device_view *v) {
     memset(v, 0, sizeof *v);
     v->d = d;
     v->trapped_ratio =
@@ -175,7 +164,7 @@ static void view_of(live_trace *lv, const live_facts *f, const live_device *d, d
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
-static void print_text(live_trace *lv, const live_facts *f) {
+void watch_print_text(live_trace *lv, const live_facts *f) {
     char t[32], b[6][32];
     printf("[%s] %" PRId64 " events, ",
            units_duration((uint64_t)(f->last_ts_ns > 0 ? f->last_ts_ns : 0), t, sizeof t),
@@ -188,7 +177,7 @@ static void print_text(live_trace *lv, const live_facts *f) {
         printf("  waiting for the first event\n");
     for (size_t i = 0; i < f->ndevices; i++) {
         device_view v;
-        view_of(lv, f, &f->devices[i], &v);
+        watch_view_of(lv, f, &f->devices[i], &v);
         const live_device *d = v.d;
         printf("  device %d: allocated %s, reserved %s, peak %s", d->device,
                units_bytes_i64(d->allocated, b[0]), units_bytes_i64(d->reserved, b[1]),
@@ -226,7 +215,7 @@ static void json_int_or_null(const char *key, int64_t v, int null) {
         printf("%" PRId64, v);
 }
 
-static void print_json(live_trace *lv, const live_facts *f, const char *path, const char *state) {
+void watch_print_json(live_trace *lv, const live_facts *f, const char *path, const char *state) {
     printf("{\"trace\": ");
     json_string(stdout, path);
     printf(", \"state\": \"%s\", \"started\": %s, \"bytes_read\": %" PRIu64 ", \"events\": %" PRId64
@@ -240,7 +229,7 @@ static void print_json(live_trace *lv, const live_facts *f, const char *path, co
     printf(", \"replay_warnings\": %" PRIu64 ", \"devices\": [", f->warnings);
     for (size_t i = 0; i < f->ndevices; i++) {
         device_view v;
-        view_of(lv, f, &f->devices[i], &v);
+        watch_view_of(lv, f, &f->devices[i], &v);
         const live_device *d = v.d;
         printf("%s{\"device\": %d, \"name\": ", i ? ", " : "", d->device);
         json_string(stdout, d->name);
@@ -292,26 +281,16 @@ static void print_json(live_trace *lv, const live_facts *f, const char *path, co
 
 /* ---- alerts -------------------------------------------------------------------------------- */
 
-enum { ALERT_START, ALERT_HOLDING, ALERT_STOP };
 static const char *const alert_state_names[] = {"start", "holding", "stop"}; /* JSON's words */
 _Static_assert(sizeof alert_state_names / sizeof *alert_state_names == ALERT_STOP + 1,
                "a word per alert state");
 
-typedef struct alert_event {
-    size_t rule;
-    int device;
-    int state; /* ALERT_* */
-    char why[160];
-} alert_event;
-
-/* Evaluates every rule on every device: the events into ev (at most max), their count; *fire
- * set when an --exit-on rule started holding. */
-static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, size_t max,
-                       int *fire) {
+size_t watch_evaluate(live_trace *lv, const live_facts *f, watch_held *h, alert_event *ev,
+                      size_t max, int *fire) {
     size_t n = 0;
     for (size_t i = 0; i < f->ndevices; i++) {
         device_view v;
-        view_of(lv, f, &f->devices[i], &v);
+        watch_view_of(lv, f, &f->devices[i], &v);
         const live_device *d = v.d;
         int slot = d->device;
         assert(slot >= 0 && slot < GMT_MAX_DEVICES); /* the replay keeps no other device */
@@ -319,15 +298,15 @@ static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, siz
                              d->allocated,
                              d->reserved,
                              d->growth_per_step,
-                             d->ooms - seen_ooms[slot],
+                             d->ooms - h->seen_ooms[slot],
                              v.growth_per_min,
                              v.trapped_ratio,
                              v.risk};
-        for (size_t r = 0; r < nrules; r++) {
+        for (size_t r = 0; r < watch_nrules; r++) {
             char why[160];
-            int now = watch_rule_holds(&rules[r], &fig, why, sizeof why);
-            int was = held[r][slot];
-            held[r][slot] = (unsigned char)now;
+            int now = watch_rule_holds(&watch_rules[r], &fig, why, sizeof why);
+            int was = h->held[r][slot];
+            h->held[r][slot] = (unsigned char)now;
             if (!now && !was)
                 continue;
             assert(n < max); /* max: a rule on every device */
@@ -339,25 +318,39 @@ static size_t evaluate(live_trace *lv, const live_facts *f, alert_event *ev, siz
                                   ""};
             snprintf(ev[n].why, sizeof ev[n].why, "%s", why);
             n++;
-            if (now && !was && rules[r].exit_on)
+            if (now && !was && watch_rules[r].exit_on)
                 *fire = 1;
         }
-        seen_ooms[slot] = d->ooms;
+        h->seen_ooms[slot] = d->ooms;
     }
     return n;
 }
 
-static void print_alerts_text(const alert_event *ev, size_t n) {
+void watch_print_alerts_text(const alert_event *ev, size_t n, const char *rank) {
     for (size_t i = 0; i < n; i++)
         if (ev[i].state != ALERT_HOLDING)
-            printf("%s device %d: %s (%s)\n", ev[i].state == ALERT_START ? "ALERT" : "CLEAR",
-                   ev[i].device, rules[ev[i].rule].text, ev[i].why);
+            printf("%s %s%sdevice %d: %s (%s)\n", ev[i].state == ALERT_START ? "ALERT" : "CLEAR",
+                   rank ? rank : "", rank ? " " : "", ev[i].device, watch_rules[ev[i].rule].text,
+                   ev[i].why);
+}
+
+void watch_print_alerts_json(const alert_event *ev, size_t n, int64_t rank, int first) {
+    for (size_t i = 0; i < n; i++) {
+        printf("%s{\"rule\": ", first && !i ? "" : ", ");
+        json_string(stdout, watch_rules[ev[i].rule].text);
+        if (rank >= 0)
+            printf(", \"rank\": %" PRId64, rank);
+        printf(", \"device\": %d, \"state\": \"%s\", \"exit_on\": %s, \"detail\": ", ev[i].device,
+               alert_state_names[ev[i].state], watch_rules[ev[i].rule].exit_on ? "true" : "false");
+        json_string(stdout, ev[i].why);
+        printf("}");
+    }
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
 
 /* The terminal screen: cleared and redrawn from the top, a header line above the devices. */
-static void screen_header(const char *path, const char *state) {
+void watch_screen_header(const char *what, const char *state) {
     time_t t = time(NULL);
     char when[32];
     strftime(when, sizeof when, "%H:%M:%S", localtime(&t));
@@ -367,41 +360,33 @@ static void screen_header(const char *path, const char *state) {
     static const char clear[] = "\033[H\033[2J";
     if (write(STDOUT_FILENO, clear, sizeof clear - 1) < 0)
         return;
-    printf("memanalyze watch %s  [%s]  %s\n", path, state, when);
+    printf("memanalyze watch %s  [%s]  %s\n", what, state, when);
 }
 
 /* One refresh; returns 1 when an --exit-on rule started holding. */
-static int refresh(cli_ctx *ctx, live_trace *lv, const char *state, int screen) {
+static int refresh(cli_ctx *ctx, live_trace *lv, watch_held *h, const char *state, int screen) {
     live_facts *f = malloc(sizeof *f);
     if (!f)
         return 0;
     live_trace_facts(lv, f);
-    size_t max = nrules * f->ndevices;
+    size_t max = watch_nrules * f->ndevices;
     alert_event *ev = max ? calloc(max, sizeof *ev) : NULL;
     if (max && !ev) {
         free(f);
         return 0;
     }
     int fire = 0;
-    size_t n = evaluate(lv, f, ev, max, &fire);
+    size_t n = watch_evaluate(lv, f, h, ev, max, &fire);
     if (ctx->json) {
-        print_json(lv, f, ctx->input, state);
+        watch_print_json(lv, f, ctx->input, state);
         printf(", \"alerts\": [");
-        for (size_t i = 0; i < n; i++) {
-            printf("%s{\"rule\": ", i ? ", " : "");
-            json_string(stdout, rules[ev[i].rule].text);
-            printf(
-                ", \"device\": %d, \"state\": \"%s\", \"exit_on\": %s, \"detail\": ", ev[i].device,
-                alert_state_names[ev[i].state], rules[ev[i].rule].exit_on ? "true" : "false");
-            json_string(stdout, ev[i].why);
-            printf("}");
-        }
+        watch_print_alerts_json(ev, n, -1, 1);
         printf("]}\n");
     } else {
         if (screen)
-            screen_header(ctx->input, state);
-        print_text(lv, f);
-        print_alerts_text(ev, n);
+            watch_screen_header(ctx->input, state);
+        watch_print_text(lv, f);
+        watch_print_alerts_text(ev, n, NULL);
     }
     free(ev);
     free(f);
@@ -418,20 +403,24 @@ int run_watch(cli_ctx *ctx) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    struct stat st;
+    if (ctx->ninputs > 1 || (stat(ctx->input, &st) == 0 && S_ISDIR(st.st_mode)))
+        return watch_job(ctx, interval, stale); /* the ranks of a job */
+    static watch_held held;
     char err[600];
     int not_yet;
-    double last_growth = now_s();
+    double last_growth = watch_now();
     live_trace *lv;
     while (!(lv = live_trace_open(ctx->input, &ctx->io, &not_yet, err, sizeof err))) {
         if (!not_yet || ctx->flag[0])
             return cli_error("watch: %s", err);
-        if (now_s() - last_growth >= stale) {
+        if (watch_now() - last_growth >= stale) {
             fprintf(stderr, "memanalyze: watch: %s: no complete frame after %g s\n", ctx->input,
                     stale);
             return WATCH_EXIT_STALE;
         }
-        nap(interval);
-        if (stop_requested)
+        watch_nap(interval);
+        if (watch_stop_requested)
             return 0;
     }
     int rc = 0;
@@ -442,7 +431,7 @@ int run_watch(cli_ctx *ctx) {
             rc = cli_error("watch: %s: %s", ctx->input, err);
             break;
         }
-        double now = now_s();
+        double now = watch_now();
         if (got > 0)
             last_growth = now;
         live_facts *f = malloc(sizeof *f);
@@ -455,7 +444,7 @@ int run_watch(cli_ctx *ctx) {
         uint64_t dropped = f->dropped_events;
         free(f);
         int is_stale = !ended && now - last_growth >= stale;
-        if (refresh(ctx, lv, ended ? "ended" : is_stale ? "stale" : "running", screen)) {
+        if (refresh(ctx, lv, &held, ended ? "ended" : is_stale ? "stale" : "running", screen)) {
             fprintf(stderr, "memanalyze: watch: %s: an --exit-on rule started to hold\n",
                     ctx->input);
             rc = WATCH_EXIT_RULE;
@@ -478,10 +467,10 @@ int run_watch(cli_ctx *ctx) {
             rc = WATCH_EXIT_STALE;
             break;
         }
-        if (ctx->flag[0] || stop_requested)
+        if (ctx->flag[0] || watch_stop_requested)
             break;
-        nap(interval);
-        if (stop_requested)
+        watch_nap(interval);
+        if (watch_stop_requested)
             break;
     }
     live_trace_close(lv);

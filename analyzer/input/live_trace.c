@@ -42,6 +42,10 @@ size_t live_trace_stack(live_trace *t, int64_t stack_id, live_frame *out, size_t
     return replay_live_stack(t->lv, stack_id, out, max);
 }
 
+size_t live_trace_sites_at_peak(live_trace *t, int device, live_site *out, size_t max) {
+    return replay_live_sites_at_peak(t->lv, device, out, max);
+}
+
 void live_trace_close(live_trace *t) {
     if (!t)
         return;

@@ -27,6 +27,8 @@ int64_t live_trace_poll(live_trace *t, char *err, size_t errlen);
 void live_trace_facts(live_trace *t, live_facts *out);
 /* A stack's frames, innermost first (replay_live_stack). */
 size_t live_trace_stack(live_trace *t, int64_t stack_id, live_frame *out, size_t max);
+/* The sites of `device` at its peak so far, the most bytes first (replay_live_sites_at_peak). */
+size_t live_trace_sites_at_peak(live_trace *t, int device, live_site *out, size_t max);
 void live_trace_close(live_trace *t);
 
 #endif

@@ -101,6 +101,19 @@ static const char *key_file(const named_frame *f) {
     return f->file ? base_name(f->file) : f->module ? base_name(f->module) : "";
 }
 
+char *stack_key_of(const named_frame *frames, size_t n) {
+    size_t klen = 16;
+    for (size_t i = 0; i < n; i++)
+        klen += (frames[i].name ? strlen(frames[i].name) : 1) + strlen(key_file(&frames[i])) + 2;
+    char *key = malloc(klen), *k = key;
+    for (size_t i = 0; key && i < n; i++)
+        k +=
+            sprintf(k, "%s\x1f%s\x1e", frames[i].name ? frames[i].name : "?", key_file(&frames[i]));
+    if (key)
+        *k = 0;
+    return key;
+}
+
 /* A C++ function name without its return type: "void at::meta::f<T>(int)" and
  * "at::TensorBase at::detail::g(...)" are matched and shown from "at::"
  * on. The return type ends at the last space, outside template arguments,
@@ -339,28 +352,9 @@ static int stack_load(sqlite3_stmt *st, int64_t stack_id, named_stack *s) {
     else
         frame_label(&s->frames[site_frame(s->frames, s->frame_count)], label, sizeof label);
     s->site = strdup(label);
-    /* the key: (function, file name) per frame, innermost first */
-    size_t klen = 16;
-    for (size_t i = 0; i < s->frame_count; i++) {
-        const named_frame *f = &s->frames[i];
-        klen += (f->name ? strlen(f->name) : 1) + strlen(key_file(f)) + 2;
-    }
-    char *key = malloc(klen);
-    if (key) {
-        if (stack_id == 0)
-            strcpy(key, "-");
-        else if (!s->known)
-            strcpy(key, "?");
-        else {
-            char *k = key;
-            for (size_t i = 0; i < s->frame_count; i++) {
-                const named_frame *f = &s->frames[i];
-                k += sprintf(k, "%s\x1f%s\x1e", f->name ? f->name : "?", key_file(f));
-            }
-            *k = 0;
-        }
-    }
-    s->key = key;
+    s->key = stack_id == 0 ? strdup("-")
+             : !s->known   ? strdup("?")
+                           : stack_key_of(s->frames, s->frame_count);
     if (oom || !s->site || !s->key) {
         db_note_failure("out of memory naming a stack");
         stack_release(s);

@@ -54,6 +54,11 @@ int stack_label(sqlite3 *db, int64_t stack_id, char *buf, size_t len);
  * watch's, from the live replay's stacks. */
 void stack_site_label(const named_frame *frames, size_t n, char *buf, size_t len);
 
+/* The key of frames at hand (innermost first), as named_stack.key: (function, file name) per
+ * frame; memanalyze watch matches the live replays' sites of several ranks by it. malloc'd;
+ * NULL when out of memory. */
+char *stack_key_of(const named_frame *frames, size_t n);
+
 /* stack_label, followed by what tells apart two stacks with the same site: " via " the
  * innermost frame inside it that is not allocator plumbing (an optimizer's exp_avg and
  * exp_avg_sq, both made at the loop's optimizer.step()), else " from " the next user frame

@@ -169,8 +169,10 @@ static int on_record(replay *rp, const trace_record *rec) {
     case TRACE_REC_PROCESS: {
         const trace_process *p = &rec->u.process;
         db_writer_meta_int(rp->db, "pid", p->pid);
-        if (p->rank >= 0)
+        if (p->rank >= 0) {
+            rp->process_rank = p->rank;
             db_writer_meta_int(rp->db, "rank", p->rank);
+        }
         db_writer_meta_text(rp->db, "host", p->host.ptr);
         db_writer_meta_text(rp->db, "command_line", p->cmdline.ptr);
         db_writer_meta_text(rp->db, "clock_source", p->clock_source.ptr);
@@ -387,6 +389,7 @@ replay *replay_state_new(db_writer *db, const replay_options *opt, replay_summar
     memset(rp->sum, 0, sizeof *rp->sum);
     rp->steps = steps_new(opt ? opt->step_word : NULL);
     rp->sites = site_stats_new();
+    rp->process_rank = -1;
     rp->site_levels = site_levels_new();
     rp->strings = replay_strings_new(0, 0);
     if (!rp->steps || !rp->sites || !rp->site_levels || !rp->strings)

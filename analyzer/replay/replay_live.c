@@ -309,6 +309,7 @@ void replay_live_facts(replay_live *lv, live_facts *out) {
     out->dropped_events = lv->dropped;
     out->bytes_read = trace_reader_position(lv->apply);
     out->warnings = rp->warnings_total;
+    out->rank = rp->process_rank;
     for (uint32_t i = 0; out->started && i < GMT_MAX_DEVICES; i++) {
         device_state *d = &rp->dev[i];
         if (!d->present || !d->model)
@@ -340,6 +341,18 @@ void replay_live_facts(replay_live *lv, live_facts *out) {
                                    &o->top_site_live))
             o->top_site_stack = o->top_site_growth = o->top_site_live = 0;
     }
+}
+
+size_t replay_live_sites_at_peak(replay_live *lv, int device, live_site *out, size_t max) {
+    int64_t stacks[256], bytes[256];
+    if (max > 256)
+        max = 256;
+    size_t n = device >= 0 && device < GMT_MAX_DEVICES
+                   ? site_stats_at_peak(lv->rp->sites, (uint32_t)device, stacks, bytes, max)
+                   : 0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (live_site){stacks[i], bytes[i]};
+    return n;
 }
 
 /* ---- stacks ------------------------------------------------------------------------------ */

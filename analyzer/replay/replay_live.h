@@ -72,6 +72,7 @@ typedef struct live_facts {
     uint64_t dropped_events; /* the END record's count of events the recorder could not keep */
     uint64_t bytes_read;     /* of the file: where the complete frames read so far end */
     uint64_t warnings;       /* the replay's anomalies so far */
+    int64_t rank;            /* the trace's process's rank (RANK, as meta 'rank'); -1: unknown */
     size_t ndevices;
     live_device devices[GMT_MAX_DEVICES];
 } live_facts;
@@ -100,6 +101,16 @@ typedef struct live_frame {
 /* The frames of trace stack `stack_id` (inline chains expanded) into out, at most max (256);
  * their count (0: an unknown stack). The strings are copies, valid until the next call. */
 size_t replay_live_stack(replay_live *lv, int64_t stack_id, live_frame *out, size_t max);
+
+/* A site's live bytes at its device's peak of allocated bytes (site_stats' lazy snapshot). */
+typedef struct live_site {
+    int64_t stack_id, bytes;
+} live_site;
+
+/* The sites of `device` with live bytes at its peak so far, the most bytes first, at most max
+ * (`ranks` compares them across ranks: the bottleneck's sites over the median rank's); their
+ * count. */
+size_t replay_live_sites_at_peak(replay_live *lv, int device, live_site *out, size_t max);
 
 void replay_live_close(replay_live *lv);
 

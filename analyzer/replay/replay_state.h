@@ -144,6 +144,7 @@ typedef struct replay {
 
     step_tracker *steps;
     site_stats *sites;
+    int64_t process_rank;     /* the trace's PROCESS record's rank (RANK); -1: none or unknown */
     site_levels *site_levels; /* the blocks per stack per chunk of event ids */
     struct open_marker {
         uint64_t key; /* tid of a push, range id of a start */

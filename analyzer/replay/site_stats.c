@@ -216,6 +216,30 @@ int site_stats_top_growth(const site_stats *s, uint32_t device, int64_t *stack, 
     return 1;
 }
 
+size_t site_stats_at_peak(const site_stats *s, uint32_t device, int64_t *stacks, int64_t *bytes,
+                          size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; max && i < s->len; i++) {
+        const site *x = &s->sites[i];
+        int64_t pb, pk;
+        if (x->device != device)
+            continue;
+        at_peak(s, x, &pb, &pk);
+        if (pb <= 0 ||
+            (n == max && (pb < bytes[n - 1] || (pb == bytes[n - 1] && x->stack > stacks[n - 1]))))
+            continue;
+        size_t k = n < max ? n++ : n - 1; /* kept sorted: insert, the last one out when full */
+        while (k > 0 && (bytes[k - 1] < pb || (bytes[k - 1] == pb && stacks[k - 1] > x->stack))) {
+            bytes[k] = bytes[k - 1];
+            stacks[k] = stacks[k - 1];
+            k--;
+        }
+        bytes[k] = pb;
+        stacks[k] = x->stack;
+    }
+    return n;
+}
+
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested) {
     site *x = device < GMT_MAX_DEVICES ? site_of(s, device, stack) : NULL;
     if (!x)

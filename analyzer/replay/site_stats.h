@@ -56,6 +56,11 @@ int site_stats_bucket_end(site_stats *s, uint32_t device, int64_t bucket_ns, int
 int site_stats_top_growth(const site_stats *s, uint32_t device, int64_t *stack, int64_t *growth,
                           int64_t *live);
 
+/* The sites of `device` with live bytes at its last peak: their stacks and bytes, the most
+ * bytes first (equal bytes: the lower stack first), at most max; their count. O(sites x max). */
+size_t site_stats_at_peak(const site_stats *s, uint32_t device, int64_t *stacks, int64_t *bytes,
+                          size_t max);
+
 /* A block allocated during the recording is still live at the end. */
 int site_stats_never_freed(site_stats *s, uint32_t device, int64_t stack, int64_t requested);
 
