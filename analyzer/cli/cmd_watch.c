@@ -120,6 +120,13 @@ double watch_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int watch_stops(const cli_ctx *ctx, double interval) {
+    if (ctx->flag[0] || watch_stop_requested)
+        return 1;
+    watch_nap(interval);
+    return watch_stop_requested != 0;
+}
+
 void watch_nap(double s) {
     double until = watch_now() + s;
     while (!watch_stop_requested) {
@@ -467,10 +474,7 @@ int run_watch(cli_ctx *ctx) {
             rc = WATCH_EXIT_STALE;
             break;
         }
-        if (ctx->flag[0] || watch_stop_requested)
-            break;
-        watch_nap(interval);
-        if (watch_stop_requested)
+        if (watch_stops(ctx, interval))
             break;
     }
     live_trace_close(lv);

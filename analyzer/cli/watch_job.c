@@ -510,10 +510,7 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
             }
             break;
         }
-        if (ctx->flag[0] || watch_stop_requested)
-            break;
-        watch_nap(interval);
-        if (watch_stop_requested)
+        if (watch_stops(ctx, interval))
             break;
     }
     for (size_t i = 0; i < j.n; i++) {

@@ -24,6 +24,9 @@ extern volatile sig_atomic_t watch_stop_requested; /* SIGINT, SIGTERM */
 double watch_now(void); /* seconds, monotonic */
 /* Sleeps `s` seconds, or less when a signal asks to stop. */
 void watch_nap(double s);
+/* After a refresh: 1 when watch stops here (--once, or a signal came before or during the
+ * interval's nap), else 0 once the nap is over. */
+int watch_stops(const cli_ctx *ctx, double interval);
 
 /* What a refresh says of a device, beside its live_device. */
 typedef struct device_view {
