@@ -31,7 +31,8 @@ static void read_run(view_input *v, sqlite3 *db, int device) {
     for (int i = 0; i < n; i++)
         v->device_ids[v->ndevices++] = devices[i];
     device_summary s;
-    if (device >= 0 && analysis_device_summary(db, device, run.from, run.to, &s) == 0) {
+    /* the peaks alone: not the worst fragmentation (a query per step end) nor untracked */
+    if (device >= 0 && analysis_device_summary_brief(db, device, run.from, run.to, &s) == 0) {
         v->peak_allocated_ts_ns =
             v->event_axis ? s.peak_allocated.event_id : s.peak_allocated.ts_ns;
         v->peak_reserved_ts_ns = v->event_axis ? s.peak_reserved.event_id : s.peak_reserved.ts_ns;

@@ -88,8 +88,9 @@ static void moment_fields(FILE *out, const char *prefix, const moment *m) {
             m->event_id > 0 ? m->event_id : 0, prefix, m->ts_ns);
 }
 
-static void summary_run(FILE *out, const report_run *r, int64_t last_event) {
+static void summary_run(FILE *out, const report_run *r, int64_t last_event, size_t inputs) {
     jstr(out, "{\"input\": ", r->input);
+    fprintf(out, ", \"inputs\": %zu", inputs); /* the page asks /api/inputs only for several */
     fprintf(out,
             ", \"timestamps\": %s, \"allocator_settings\": %s, \"replay_warnings_total\": %lld",
             truth(r->timestamps), r->settings_json, r->warnings_total);
@@ -147,7 +148,7 @@ int view_api_summary(sqlite3 *db, const view_request *rq, FILE *out, char *err, 
     report_run_read(db, view_request_input(rq), &run);
     int devices[GMT_MAX_DEVICES];
     int n = analysis_devices(db, devices, GMT_MAX_DEVICES);
-    summary_run(out, &run, run.to);
+    summary_run(out, &run, run.to, view_request_input_count(rq));
     fputs(",\n \"devices\": [", out);
     for (int i = 0; i < n; i++) {
         device_summary s;

@@ -233,12 +233,13 @@ async function switchDevice(device, state) {
 
 async function main() {
   bindInput();
-  const [summary] = await Promise.all([api("/api/summary"), inputsInit()]);
+  // the strip of inputs only with several: its facts cost a pass over each input's steps
+  const summary = await api("/api/summary");
+  if (summary.inputs > 1) await inputsInit();
   S.summary = summary;
   const run = summary.run;
   document.getElementById("input").textContent =
-    (S.inputs && S.inputs.count > 1 ?
-      "input " + (S.input + 1) + " of " + S.inputs.count + ": " : "") +
+    (summary.inputs > 1 ? "input " + (S.input + 1) + " of " + summary.inputs + ": " : "") +
     summary.input + " — " + (run.input_format || "input") + ", " + run.events + " events, " +
     run.steps + " steps" + (summary.timestamps ? "" : " (untimed: event order)");
   fillDevices(summary);
