@@ -263,7 +263,8 @@ def test_ranks():
                   "--layers", "2", *(["--leak", "8000000"] if r == 1 else [])) for r in range(3)]
     job = os.path.join(TMP, "job")
     os.mkdir(job)
-    proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale", "20",
+    # --stale 4: in a folder the end waits that long for a rank that starts late
+    proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale", "4",
                              job], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     threads, first = [], ""
@@ -277,11 +278,15 @@ def test_ranks():
         t = threading.Thread(target=write_slowly, args=(f, data, random.Random(r), 3000))
         t.start()
         threads.append(t)
-    out, err = proc.communicate(timeout=180)
-    out = first + out
     for t in threads:
         t.join()
+    written = time.monotonic()
+    out, err = proc.communicate(timeout=180)
+    waited = time.monotonic() - written
+    out = first + out
     check(proc.returncode == 0, "watch DIR: exit %s (%s)" % (proc.returncode, err.strip()))
+    check(waited >= 3, "watch DIR: ended %.1f s after the last write (--stale 4: a late rank's "
+          "grace)" % waited)
     refreshes = [json.loads(x) for x in out.splitlines() if x.strip()]
     counts = [r["job"]["traces"] for r in refreshes]
     check(counts and counts[0] <= 2 and counts[-1] == 3 and counts == sorted(counts),
@@ -323,6 +328,21 @@ def test_ranks():
     check(r.returncode == 0 and len(alerts) == 1 and
           alerts[0].startswith("ALERT rank 1 device 0: leak>4MiB/step"),
           "watch DIR --alert: exit %d %s" % (r.returncode, alerts))
+
+    # a folder that is not there yet (named with its '/'): looked at again until it is
+    later = os.path.join(TMP, "job-later")
+    p = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.1", "--stale", "3",
+                          later + "/"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.5)
+    os.mkdir(later)
+    with open(os.path.join(later, "trace.0.zst"), "wb") as f:
+        f.write(open(srcs[0], "rb").read())
+    out, err = p.communicate(timeout=60)
+    lines = [json.loads(x) for x in out.splitlines() if x.strip()]
+    check(p.returncode == 0 and lines and lines[-1]["job"]["ended"] == 1,
+          "a folder made later: exit %s %r, last %s" % (p.returncode, err,
+                                                        lines[-1]["job"] if lines else None))
 
     # a rank killed mid-run among finished ones: exit 3 once the others have ended
     killed = os.path.join(TMP, "job-killed")

@@ -73,7 +73,8 @@ const char watch_usage[] =
     "across them what `ranks` says: the imbalance of peak allocated, the bottleneck\n"
     "rank and its sites above the median rank's, the first to run out, the ranks\n"
     "that leak alone (JSON: {\"job\": ..., \"ranks\": [...]}). It ends when every trace\n"
-    "has ended (0), or has ended or gone stale (3).\n";
+    "has ended (0), or has ended or gone stale (3); with a directory, once no new\n"
+    "trace has come for --stale seconds too. A directory not made yet: DIR/.\n";
 
 const cli_option watch_options[] = {
     {"interval", 'i', CLI_TEXT, offsetof(cli_ctx, text[0]), 0, NULL,
@@ -411,7 +412,9 @@ int run_watch(cli_ctx *ctx) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     struct stat st;
-    if (ctx->ninputs > 1 || (stat(ctx->input, &st) == 0 && S_ISDIR(st.st_mode)))
+    size_t len = strlen(ctx->input);
+    if (ctx->ninputs > 1 || (stat(ctx->input, &st) == 0 && S_ISDIR(st.st_mode)) ||
+        (len && ctx->input[len - 1] == '/')) /* a folder, maybe not made yet */
         return watch_job(ctx, interval, stale); /* the ranks of a job */
     static watch_held held;
     char err[600];

@@ -7,8 +7,11 @@
  * bottleneck rank and the sites that make it so (its sites at its peak above the median rank's
  * bytes of the same code, matched by frames), the first to run out, the ranks that leak alone.
  * A rank's entry is its device with the highest peak, its sites the WATCH_JOB_SITES largest at
- * that peak. It ends when every trace has ended (exit 0), when every one has ended or gone stale
- * with one stale (exit 3), on an --exit-on rule (exit 4), with --once, or on SIGINT/SIGTERM. */
+ * that peak (a trace that failed is left out of the job's figures). An input not there yet (the
+ * job makes its folder or files later) is looked at again each refresh, for --stale seconds.
+ * It ends when every trace has ended (exit 0), when every one has ended or gone stale with one
+ * stale (exit 3), or could not be read (exit 2) — with a folder, once no new trace has come for
+ * --stale seconds too —, on an --exit-on rule (exit 4), with --once, or on SIGINT/SIGTERM. */
 #include "watch_private.h"
 
 #include "json_out.h"
@@ -39,6 +42,7 @@ typedef struct watched {
     trace_state state;
     char why[600]; /* T_FAILED: the error */
     live_facts *facts;
+    int have_facts; /* facts holds a poll's (lv open and polled once at least) */
     watch_held held;
     run_site *sites; /* this refresh's, for its rank entry: keys and labels malloc'd */
     size_t nsites;
@@ -48,15 +52,18 @@ typedef struct job {
     cli_ctx *ctx;
     const char **dirs;
     size_t ndirs;
+    const char **pending; /* inputs not there yet (a job makes its folder or files later) */
+    size_t npending;
     watched *t;
     size_t n, cap;
+    double added; /* when the last trace was found */
 } job;
 
 /* ---- the traces ---------------------------------------------------------------------------- */
 
 static int add_trace(job *j, const char *path, double now) {
     char real[PATH_MAX];
-    if (!realpath(path, real))
+    if (!realpath(path, real)) /* gone again, or missing past --stale: the path then */
         snprintf(real, sizeof real, "%s", path);
     for (size_t i = 0; i < j->n; i++)
         if (!strcmp(j->t[i].real, real))
@@ -75,13 +82,35 @@ static int add_trace(job *j, const char *path, double now) {
     memset(w, 0, sizeof *w);
     w->path = strdup(path);
     w->real = strdup(real);
-    w->facts = malloc(sizeof *w->facts);
+    w->facts = calloc(1, sizeof *w->facts);
     if (!w->path || !w->real || !w->facts) {
         free(w->path), free(w->real), free(w->facts);
         return -1;
     }
     w->last_growth = now;
     j->n++;
+    j->added = now;
+    return 0;
+}
+
+/* The inputs not there yet, looked at again: a folder now is watched as one, a file as a trace;
+ * after `stale` seconds one still missing is a trace that could not be read. */
+static int resolve_pending(job *j, double now, double start, double stale) {
+    size_t kept = 0;
+    for (size_t i = 0; i < j->npending; i++) {
+        const char *p = j->pending[i];
+        struct stat st;
+        int there = stat(p, &st) == 0;
+        if (there && S_ISDIR(st.st_mode)) {
+            j->dirs[j->ndirs++] = p;
+        } else if (there || now - start >= stale) {
+            if (add_trace(j, p, now) != 0)
+                return -1;
+        } else {
+            j->pending[kept++] = p;
+        }
+    }
+    j->npending = kept;
     return 0;
 }
 
@@ -160,6 +189,7 @@ static void follow(job *j, watched *w, double now, double stale) {
     if (got > 0)
         w->last_growth = now;
     live_trace_facts(w->lv, w->facts);
+    w->have_facts = 1;
     w->state = w->facts->ended ? T_ENDED : now - w->last_growth >= stale ? T_STALE : T_RUNNING;
 }
 
@@ -182,7 +212,7 @@ static int by_key(const void *a, const void *b) {
 /* The trace's device with the highest peak; NULL: none yet. */
 static const live_device *peak_device(const watched *w) {
     const live_device *best = NULL;
-    for (size_t i = 0; w->lv && w->facts->started && i < w->facts->ndevices; i++)
+    for (size_t i = 0; w->have_facts && w->facts->started && i < w->facts->ndevices; i++)
         if (!best || w->facts->devices[i].peak_allocated > best->peak_allocated)
             best = &w->facts->devices[i];
     return best;
@@ -241,11 +271,10 @@ static int entries_of(job *j, rank_entry *e) {
         e[i].devices.bottleneck = -1;
         int64_t named = rank_of_name(w->path);
         const live_device *d = peak_device(w);
-        e[i].rank = w->lv && w->facts->rank >= 0 ? w->facts->rank : named;
-        e[i].rank_from = w->lv && w->facts->rank >= 0 ? RANK_FROM_TRACE
-                         : named >= 0                 ? RANK_FROM_NAME
-                                                      : RANK_FROM_ORDER;
-        if (!d) {
+        int traced = w->have_facts && w->facts->rank >= 0;
+        e[i].rank = traced ? w->facts->rank : named;
+        e[i].rank_from = traced ? RANK_FROM_TRACE : named >= 0 ? RANK_FROM_NAME : RANK_FROM_ORDER;
+        if (!d || w->state == T_FAILED) { /* a failed one's last figures are not the job's */
             e[i].failed = w->state == T_FAILED ? w->why : "no event yet";
             continue;
         }
@@ -403,6 +432,7 @@ static int refresh(job *j, int screen) {
         print_json_job(j, &st);
     else
         print_job_text(j, &st);
+    size_t printed = 0;
     if (ctx->json)
         printf(", \"ranks\": [");
     for (size_t r = 0; r < j->n; r++) { /* in rank_stats' order: by rank, the unread last */
@@ -413,12 +443,12 @@ static int refresh(job *j, int screen) {
         if (!w)
             continue;
         size_t n = 0;
-        if (w->lv && w->facts->started)
+        if (w->have_facts && w->facts->started)
             n = watch_evaluate(w->lv, w->facts, &w->held, ev, watch_nrules * GMT_MAX_DEVICES,
                                &fire);
         if (ctx->json) {
-            printf("%s", r ? ", " : "");
-            if (w->lv) {
+            printf("%s", printed++ ? ", " : "");
+            if (w->have_facts) {
                 watch_print_json(w->lv, w->facts, w->path, state_words[w->state]);
             } else {
                 printf("{\"trace\": ");
@@ -443,7 +473,7 @@ static int refresh(job *j, int screen) {
             if (w->state == T_FAILED)
                 printf(": %s", w->why);
             printf("\n");
-            if (w->lv && w->facts->started)
+            if (w->have_facts && w->facts->started)
                 watch_print_text(w->lv, w->facts);
             watch_print_alerts_text(ev, n, name);
         }
@@ -462,13 +492,18 @@ static int refresh(job *j, int screen) {
 int watch_job(cli_ctx *ctx, double interval, double stale) {
     job j = {.ctx = ctx};
     j.dirs = calloc((size_t)ctx->ninputs, sizeof *j.dirs);
-    if (!j.dirs)
+    j.pending = calloc((size_t)ctx->ninputs, sizeof *j.pending);
+    if (!j.dirs || !j.pending) {
+        free(j.dirs), free(j.pending);
         return cli_error("watch: out of memory");
+    }
     double start = watch_now();
     int rc = 0;
     for (int i = 0; rc == 0 && i < ctx->ninputs; i++) {
         struct stat st;
-        if (stat(ctx->inputs[i], &st) == 0 && S_ISDIR(st.st_mode))
+        if (stat(ctx->inputs[i], &st) != 0)
+            j.pending[j.npending++] = ctx->inputs[i]; /* not there yet */
+        else if (S_ISDIR(st.st_mode))
             j.dirs[j.ndirs++] = ctx->inputs[i];
         else if (add_trace(&j, ctx->inputs[i], start) != 0)
             rc = cli_error("watch: out of memory");
@@ -476,7 +511,7 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
     int screen = !ctx->json && isatty(STDOUT_FILENO);
     while (rc == 0) {
         double now = watch_now();
-        if (scan_dirs(&j, now) != 0) {
+        if (resolve_pending(&j, now, start, stale) != 0 || scan_dirs(&j, now) != 0) {
             rc = cli_error("watch: out of memory");
             break;
         }
@@ -496,7 +531,11 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
         }
         size_t ended = count_in(&j, T_ENDED), stale_n = count_in(&j, T_STALE),
                failed = count_in(&j, T_FAILED);
-        if (j.n && ended + stale_n + failed == j.n) {
+        /* every trace done; with a folder, and none found for --stale seconds (a rank that
+         * starts late is one of the job's) */
+        int done = j.n && ended + stale_n + failed == j.n && !j.npending &&
+                   (!j.ndirs || now - j.added >= stale || ctx->flag[0]);
+        if (done) {
             if (stale_n) {
                 fprintf(stderr,
                         "memanalyze: watch: %zu of %zu traces stopped without an end record "
@@ -520,5 +559,6 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
     }
     free(j.t);
     free(j.dirs);
+    free(j.pending);
     return rc;
 }

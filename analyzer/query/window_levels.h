@@ -14,8 +14,8 @@
  *          ends (less than one finest chunk each, 16384 event ids) from their events.
  *
  * Each answer equals a pass over the window's events, which is also what a database without
- * the levels (an older memanalyze's) gets: tests/test_view_facts.c holds the two to each
- * other on random windows. */
+ * the levels (an older memanalyze's) gets: tests/test_window_levels.c holds both to brute force
+ * on random windows. */
 #ifndef GMT_WINDOW_LEVELS_H
 #define GMT_WINDOW_LEVELS_H
 

@@ -81,7 +81,7 @@ static int u64_arg(const char *name, const char *text, uint64_t *v, char *err, s
  * and kept for every thread until view_step_table_drop. Its rows are plain data (a row's phase
  * word is a static string), nothing of the connection that made them. */
 typedef struct shared_steps {
-    char *path; /* db_file_name's */
+    char *path; /* db_file_name's, or "connection ADDRESS" for one without a file */
     int device;
     int ready; /* 0: being made */
     step_row *rows;
@@ -94,9 +94,20 @@ static pthread_cond_t steps_made = PTHREAD_COND_INITIALIZER;
 static shared_steps **tables; /* pointers: a table stays where it is while others are added */
 static size_t ntables, tables_cap;
 
+/* What a table is kept under: the database's file, so every connection to it shares one; a
+ * database without a file (in memory, temporary) its connection's own. */
+static const char *table_key(sqlite3 *db, char key[64]) {
+    const char *path = db_file_name(db);
+    if (*path)
+        return path;
+    snprintf(key, 64, "connection %p", (void *)db);
+    return key;
+}
+
 /* The entry of (db's file, device), ready or being made; under steps_lock. */
 static shared_steps *entry_of(sqlite3 *db, int device, size_t *at) {
-    const char *path = db_file_name(db);
+    char key[64];
+    const char *path = table_key(db, key);
     for (size_t i = 0; i < ntables; i++)
         if (tables[i]->device == device && strcmp(tables[i]->path, path) == 0) {
             if (at)
@@ -130,7 +141,8 @@ static int shared_table(sqlite3 *db, int device, const shared_steps **out, char 
     /* this thread makes it: an entry that says so, then the pass without the lock */
     t = gmt_grow((void **)&tables, &tables_cap, ntables, sizeof *tables) == 0 ? calloc(1, sizeof *t)
                                                                               : NULL;
-    if (!t || !(t->path = strdup(db_file_name(db)))) {
+    char key[64];
+    if (!t || !(t->path = strdup(table_key(db, key)))) {
         pthread_mutex_unlock(&steps_lock);
         entry_free(t);
         snprintf(err, errlen, "out of memory");
