@@ -256,6 +256,24 @@ def one_input(inp, env, label, texts):
               "%s: %d windows asked at once: statuses %s, %d different answers" %
               (label, len(answers), [a and a[0] for a in answers],
                len(set(a[2] for a in answers if a))))
+        # the steps of random windows: steps --json's rows from the first that overlaps the
+        # window to the last
+        bounds = {r["step"]: (r["begin_event_id"], r["end_event_id"])
+                  for r in sql(inp, env, "SELECT step, begin_event_id, end_event_id FROM steps")}
+        for device in devices[:2]:
+            rows = cli(["steps", inp, "--device", str(device), "--json"], env)["steps"]
+            for k in range(12 if bounds else 0):
+                a = (k * 7919 + 13) % (last + 1)
+                b = min(last, a + (k * 104729) % (last // 3 + 2))
+                w = api(v, "/api/window?device=%d&from=event:%d&to=event:%d" % (device, a, b))
+                inside = [i for i, r in enumerate(rows) if r["step"] in bounds and
+                          bounds[r["step"]][0] < b and bounds[r["step"]][1] > a]
+                want = rows[inside[0]:inside[-1] + 1][:200] if inside else []
+                check(w and w["steps"]["steps"] == want and
+                      w["steps_in_window"] == (inside[-1] - inside[0] + 1 if inside else 0),
+                      "%s: steps of (%d, %d] on device %d: %s, steps --json %s" %
+                      (label, a, b, device, [r["step"] for r in w["steps"]["steps"]][:5] if w
+                       else None, [r["step"] for r in want][:5]))
         for device in devices[:2]:
             for a, b in [(0, last), (last // 4, last // 2), (last // 3, last // 3 + 1),
                          (last // 2, last // 2)]:
