@@ -233,9 +233,10 @@ async function switchDevice(device, state) {
 
 async function main() {
   bindInput();
-  // the strip of inputs only with several: its facts cost a pass over each input's steps
+  // the strip of inputs only with several (its facts cost passes over each input's steps: made
+  // beside the first screen, not before it; the page is ready when both are drawn)
   const summary = await api("/api/summary");
-  if (summary.inputs > 1) await inputsInit();
+  const strip = summary.inputs > 1 ? inputsInit() : null;
   S.summary = summary;
   const run = summary.run;
   document.getElementById("input").textContent =
@@ -261,6 +262,7 @@ async function main() {
     device = state.device;
   sel.value = device;
   await switchDevice(device, state);
+  if (strip) await strip;
   S.ready = true;
   document.body.dataset.ready = "1";
 }
