@@ -115,12 +115,6 @@ static int parse_seconds(const char *name, const char *text, double def, double 
     return 0;
 }
 
-double watch_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int watch_stops(const cli_ctx *ctx, double interval) {
     if (ctx->flag[0] || watch_stop_requested)
         return 1;
@@ -129,9 +123,9 @@ int watch_stops(const cli_ctx *ctx, double interval) {
 }
 
 void watch_nap(double s) {
-    double until = watch_now() + s;
+    double until = gmt_seconds() + s;
     while (!watch_stop_requested) {
-        double left = until - watch_now();
+        double left = until - gmt_seconds();
         if (left <= 0)
             return;
         if (left > 0.05)
@@ -142,6 +136,14 @@ void watch_nap(double s) {
 }
 
 /* ---- what a refresh says of a device ------------------------------------------------------ */
+
+size_t watch_stack_frames(live_trace *lv, int64_t stack_id, named_frame *out) {
+    live_frame lf[WATCH_FRAMES];
+    size_t n = live_trace_stack(lv, stack_id, lf, WATCH_FRAMES);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (named_frame){lf[i].name, lf[i].file, lf[i].module, lf[i].line, lf[i].ip};
+    return n;
+}
 
 void watch_view_of(live_trace *lv, const live_facts *f, const live_device *d, device_view *v) {
     memset(v, 0, sizeof *v);
@@ -159,11 +161,8 @@ void watch_view_of(live_trace *lv, const live_facts *f, const live_device *d, de
     v->risk = headroom_risk(d->total_bytes, d->peak_reserved, d->ooms, v->limit_step,
                             d->trend_steps, d->last_step);
     if (d->top_site_stack) {
-        live_frame lf[256];
-        named_frame nf[256];
-        size_t n = live_trace_stack(lv, d->top_site_stack, lf, 256);
-        for (size_t i = 0; i < n; i++)
-            nf[i] = (named_frame){lf[i].name, lf[i].file, lf[i].module, lf[i].line, lf[i].ip};
+        named_frame nf[WATCH_FRAMES];
+        size_t n = watch_stack_frames(lv, d->top_site_stack, nf);
         stack_site_label(nf, n, v->site, sizeof v->site);
         int64_t steps = f->steps_ended > 1 ? f->steps_ended - 1 : 1;
         v->site_growth_step = d->top_site_growth / steps;
@@ -414,17 +413,17 @@ int run_watch(cli_ctx *ctx) {
     struct stat st;
     size_t len = strlen(ctx->input);
     if (ctx->ninputs > 1 || (stat(ctx->input, &st) == 0 && S_ISDIR(st.st_mode)) ||
-        (len && ctx->input[len - 1] == '/')) /* a folder, maybe not made yet */
+        (len && ctx->input[len - 1] == '/'))    /* a folder, maybe not made yet */
         return watch_job(ctx, interval, stale); /* the ranks of a job */
     static watch_held held;
     char err[600];
     int not_yet;
-    double last_growth = watch_now();
+    double last_growth = gmt_seconds();
     live_trace *lv;
     while (!(lv = live_trace_open(ctx->input, &ctx->io, &not_yet, err, sizeof err))) {
         if (!not_yet || ctx->flag[0])
             return cli_error("watch: %s", err);
-        if (watch_now() - last_growth >= stale) {
+        if (gmt_seconds() - last_growth >= stale) {
             fprintf(stderr, "memanalyze: watch: %s: no complete frame after %g s\n", ctx->input,
                     stale);
             return WATCH_EXIT_STALE;
@@ -441,7 +440,7 @@ int run_watch(cli_ctx *ctx) {
             rc = cli_error("watch: %s: %s", ctx->input, err);
             break;
         }
-        double now = watch_now();
+        double now = gmt_seconds();
         if (got > 0)
             last_growth = now;
         live_facts *f = malloc(sizeof *f);

@@ -226,11 +226,8 @@ static int sites_of(watched *w, const live_device *d) {
     if (!w->sites)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        live_frame lf[256];
-        named_frame nf[256];
-        size_t k = ls[i].stack_id ? live_trace_stack(w->lv, ls[i].stack_id, lf, 256) : 0;
-        for (size_t f = 0; f < k; f++)
-            nf[f] = (named_frame){lf[f].name, lf[f].file, lf[f].module, lf[f].line, lf[f].ip};
+        named_frame nf[WATCH_FRAMES];
+        size_t k = ls[i].stack_id ? watch_stack_frames(w->lv, ls[i].stack_id, nf) : 0;
         char label[512];
         if (ls[i].stack_id)
             stack_site_label(nf, k, label, sizeof label);
@@ -497,7 +494,7 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
         free(j.dirs), free(j.pending);
         return cli_error("watch: out of memory");
     }
-    double start = watch_now();
+    double start = gmt_seconds();
     int rc = 0;
     for (int i = 0; rc == 0 && i < ctx->ninputs; i++) {
         struct stat st;
@@ -510,7 +507,7 @@ int watch_job(cli_ctx *ctx, double interval, double stale) {
     }
     int screen = !ctx->json && isatty(STDOUT_FILENO);
     while (rc == 0) {
-        double now = watch_now();
+        double now = gmt_seconds();
         if (resolve_pending(&j, now, start, stale) != 0 || scan_dirs(&j, now) != 0) {
             rc = cli_error("watch: out of memory");
             break;

@@ -5,8 +5,10 @@
 #define GMT_WATCH_PRIVATE_H
 
 #include "cli.h"
+#include "gmt_clock.h"
 #include "gmt_vocab.h"
 #include "live_trace.h"
+#include "stack_names.h"
 #include "watch_alerts.h"
 
 #include <signal.h>
@@ -21,7 +23,6 @@ extern watch_rule watch_rules[WATCH_MAX_RULES]; /* --alert and --exit-on, in ord
 extern size_t watch_nrules;
 extern volatile sig_atomic_t watch_stop_requested; /* SIGINT, SIGTERM */
 
-double watch_now(void); /* seconds, monotonic */
 /* Sleeps `s` seconds, or less when a signal asks to stop. */
 void watch_nap(double s);
 /* After a refresh: 1 when watch stops here (--once, or a signal came before or during the
@@ -39,6 +40,11 @@ typedef struct device_view {
     char site[512];           /* the fastest-growing site's label; "" none */
     int64_t site_growth_step; /* its growth per step since the first step end */
 } device_view;
+
+/* A live stack's frames as stack_names.h's, innermost first, at most WATCH_FRAMES: their count
+ * (0: an unknown stack). The strings are the live replay's, valid until its next stack. */
+#define WATCH_FRAMES 256
+size_t watch_stack_frames(live_trace *lv, int64_t stack_id, named_frame *out);
 
 void watch_view_of(live_trace *lv, const live_facts *f, const live_device *d, device_view *v);
 

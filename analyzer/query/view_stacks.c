@@ -45,11 +45,6 @@ static int64_t size_class(int64_t bytes) {
     return bytes < MIB ? 0 : bytes < 16 * MIB ? 1 : bytes < 256 * MIB ? 2 : 3;
 }
 
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
 typedef struct live_block {
     int64_t size;
     uint32_t series;
@@ -463,8 +458,10 @@ static int seed_sweep(sqlite3 *db, int device, int64_t before, sweep *s, int64_t
  * first bucket that begins at or after the bucket holding it): every row before it is placed
  * before `start`. 0, with *row INT64_MAX when there is none; -1 on an error. */
 static int first_row_from(sqlite3 *db, int device, int64_t start, int64_t *row) {
-    int64_t finest =
-        db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
+    int64_t finest;
+    int levels;
+    if (view_timeline_grid(db, &finest, &levels) != 0)
+        finest = 0;
     sqlite3_stmt *st = db_statement(db, "SELECT min(first_event_id) FROM timeline_levels WHERE "
                                         "device = ?1 AND bucket_ns = ?2 AND bucket >= ?3");
     int failed = 0;
@@ -472,7 +469,7 @@ static int first_row_from(sqlite3 *db, int device, int64_t start, int64_t *row) 
     if (st && finest > 0) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int64(st, 2, finest);
-        sqlite3_bind_int64(st, 3, floor_div(start, finest));
+        sqlite3_bind_int64(st, 3, view_floor_div(start, finest));
         if (db_next_row(st, &failed) && sqlite3_column_type(st, 0) != SQLITE_NULL)
             *row = sqlite3_column_int64(st, 0);
     }
@@ -484,11 +481,11 @@ static int first_row_from(sqlite3 *db, int device, int64_t start, int64_t *row) 
  * window's end (the last of the finest level's buckets that begin before it). 0: *first >
  * *last when there is none. */
 static int window_rows(sqlite3 *db, int device, int64_t end, int64_t *first, int64_t *last) {
-    int64_t finest =
-        db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
-    int levels =
-        (int)db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_levels'", 0, 0, 0);
-    assert(finest > 0 && levels > 0); /* view_timeline answered */
+    int64_t finest;
+    int levels;
+    int grid = view_timeline_grid(db, &finest, &levels);
+    assert(grid == 0 && finest > 0 && levels > 0); /* view_timeline answered */
+    (void)grid;
     int64_t coarsest = finest << (3 * (levels - 1));
     sqlite3_stmt *st = db_statement(db, "SELECT min(first_event_id) FROM timeline_levels WHERE "
                                         "device = ?1 AND bucket_ns = ?2");
@@ -504,7 +501,7 @@ static int window_rows(sqlite3 *db, int device, int64_t end, int64_t *first, int
             *first = sqlite3_column_int64(st, 0);
         sqlite3_bind_int(lt, 1, device);
         sqlite3_bind_int64(lt, 2, finest);
-        sqlite3_bind_int64(lt, 3, floor_div(end - 1, finest));
+        sqlite3_bind_int64(lt, 3, view_floor_div(end - 1, finest));
         if (!failed && db_next_row(lt, &failed))
             *last = sqlite3_column_int64(lt, 0);
     }

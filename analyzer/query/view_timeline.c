@@ -18,15 +18,17 @@ typedef struct levels_info {
     int event_axis;
 } levels_info;
 
+int view_timeline_grid(sqlite3 *db, int64_t *finest, int *count) {
+    *finest = db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
+    *count = (int)db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_levels'", 0, 0, 0);
+    return *finest > 0 && *count > 0 && db_has_table(db, "timeline_levels") ? 0 : -1;
+}
+
 static int read_levels(sqlite3 *db, levels_info *li, char *err, size_t errlen) {
     char axis[16];
-    li->finest =
-        db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
-    li->count =
-        (int)db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_levels'", 0, 0, 0);
     db_meta_text(db, "timeline_level_axis", axis, sizeof axis);
     li->event_axis = strcmp(axis, "event") == 0;
-    if (li->finest <= 0 || li->count <= 0 || !db_has_table(db, "timeline_levels")) {
+    if (view_timeline_grid(db, &li->finest, &li->count) != 0) {
         snprintf(err, errlen, "the database has no timeline levels (an older memanalyze made it)");
         return -1;
     }
@@ -35,11 +37,6 @@ static int read_levels(sqlite3 *db, levels_info *li, char *err, size_t errlen) {
 
 /* |lo| and |hi| at most: the grid's arithmetic (start + n * width) stays in range. */
 #define VIEW_TIMELINE_LIMIT ((int64_t)1 << 60)
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
-}
 
 /* Folds one event's (or one level row's) values into bucket b. */
 static void add(view_bucket *b, int64_t events, int64_t amin, int64_t amax, int64_t aend,
@@ -87,8 +84,8 @@ static int carried_in(sqlite3 *db, int device, int64_t width, int64_t before, ca
 /* The buckets from the rows of level `width` (a divisor of out->width). */
 static int from_level(sqlite3 *db, int device, int64_t width, view_timeline_result *out,
                       carried *c) {
-    int64_t b_lo = floor_div(out->start, width);
-    int64_t b_hi = floor_div(out->start + (int64_t)out->n * out->width, width) - 1;
+    int64_t b_lo = view_floor_div(out->start, width);
+    int64_t b_hi = view_floor_div(out->start + (int64_t)out->n * out->width, width) - 1;
     if (carried_in(db, device, width, b_lo, c) != 0)
         return -1;
     sqlite3_stmt *st = db_statement(
@@ -120,7 +117,8 @@ static int from_level(sqlite3 *db, int device, int64_t width, view_timeline_resu
 static int from_events(sqlite3 *db, int device, const levels_info *li, view_timeline_result *out,
                        carried *c, char *err, size_t errlen) {
     int64_t end = out->start + (int64_t)out->n * out->width;
-    int64_t f_lo = floor_div(out->start, li->finest), f_hi = floor_div(end - 1, li->finest);
+    int64_t f_lo = view_floor_div(out->start, li->finest),
+            f_hi = view_floor_div(end - 1, li->finest);
     if (carried_in(db, device, li->finest, f_lo, c) != 0)
         return -1;
     sqlite3_stmt *st = db_statement(db, "SELECT min(first_event_id), max(last_event_id) FROM "
@@ -204,7 +202,7 @@ int view_timeline(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbucke
         width <<= 1;
     out->event_axis = li.event_axis;
     out->width = width;
-    out->start = floor_div(lo, width) * width;
+    out->start = view_floor_div(lo, width) * width;
     out->n =
         (size_t)(((uint64_t)hi - (uint64_t)out->start + (uint64_t)width - 1) / (uint64_t)width);
     assert(out->n >= 1 && out->n <= nbuckets + 1);

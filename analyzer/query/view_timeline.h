@@ -56,4 +56,15 @@ int view_timeline_axis(sqlite3 *db, int *event_axis, int64_t *end, char *err, si
 
 void view_timeline_free(view_timeline_result *out);
 
+/* The replay's grid of timeline_levels (meta 'timeline_level_ns' and 'timeline_levels'): the
+ * finest width and how many levels, each 8x the one below. 0, or -1 when the database has none
+ * (an older memanalyze made it). */
+int view_timeline_grid(sqlite3 *db, int64_t *finest, int *count);
+
+/* a / b rounded down (b > 0): the grid's bucket of a place, places below 0 included. */
+static inline int64_t view_floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
 #endif

@@ -10,16 +10,12 @@
 #include "gmt_assert.h"
 #include "gmt_grow.h"
 #include "trace_format.h"
+#include "view_timeline.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
-}
 
 /* The levels' widths (finest << 3 k, k < count) are powers of two below 2^62: meta's values
  * are what a replay wrote, not something to shift blindly. */
@@ -133,12 +129,10 @@ int window_levels_peak(sqlite3 *db, int device, int64_t from, int64_t to, window
                        char *err, size_t errlen) {
     assert(db && out && from <= to);
     memset(out, 0, sizeof *out);
-    int64_t finest =
-        db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_level_ns'", 0, 0, 0);
-    int count =
-        (int)db_query_i64(db, "SELECT value FROM meta WHERE key = 'timeline_levels'", 0, 0, 0);
+    int64_t finest;
+    int count;
     /* an older memanalyze's levels have no peaks (asked so: a failed prepare would be noted) */
-    if (!level_widths_fit(finest, count) ||
+    if (view_timeline_grid(db, &finest, &count) != 0 || !level_widths_fit(finest, count) ||
         db_query_int(db,
                      "SELECT count(*) FROM pragma_table_info('timeline_levels') WHERE name IN "
                      "('max_allocated_event_id', 'ooms')",
@@ -257,7 +251,7 @@ static int sites_of_chunks(site_walk *w, int64_t width, int64_t c_lo, int64_t c_
  * their events. Chunk 0 of a level (which holds the seed's ids, all <= 0) is never taken: the
  * ids below the finest width are read from their events. */
 static int sites_of_range(site_walk *w, int64_t finest, int levels, int64_t a, int64_t b) {
-    int64_t lo = floor_div(a + finest - 1, finest), hi = floor_div(b + 1, finest);
+    int64_t lo = view_floor_div(a + finest - 1, finest), hi = view_floor_div(b + 1, finest);
     lo = (lo > 1 ? lo : 1) * finest;
     hi *= finest;
     if (lo >= hi)
