@@ -23,6 +23,7 @@
 #define GMT_VOCAB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- limits --------------------------------------------------------------- */
 
@@ -224,5 +225,35 @@ typedef enum gmt_category {
 const char *gmt_category_name(gmt_category c);
 unsigned gmt_category_colour(gmt_category c);
 int gmt_category_from_name(const char *name, size_t len);
+
+/* X(ID, "word"): what `memanalyze view`'s timeline is stacked by, in this order (the index is
+ * series_levels.series_by, schema.sql). */
+#define STACK_BY_LIST(X) X(SITE, "site") X(CATEGORY, "category") X(STREAM, "stream") X(SIZE, "size")
+#define STACK_BY_ENUM(id, word) STACK_BY_##id,
+typedef enum gmt_stack_by { STACK_BY_LIST(STACK_BY_ENUM) STACK_BY_COUNT } gmt_stack_by;
+#undef STACK_BY_ENUM
+
+/* X(ID, "label", below): a block's size class, below `below` bytes (the last: all the rest). 1 MiB:
+ * PyTorch's small pool (its blocks come from 2 MiB segments); then a factor 16 apart:
+ * activations and temporaries, layers' weights and gradients, whole flat buffers and KV caches
+ * fall mostly in different ones. */
+#define SIZE_CLASS_LIST(X)                                                                         \
+    X(SMALL, "< 1 MiB", (int64_t)1 << 20)                                                          \
+    X(MEDIUM, "1-16 MiB", (int64_t)16 << 20)                                                       \
+    X(LARGE, "16-256 MiB", (int64_t)256 << 20)                                                     \
+    X(HUGE, ">= 256 MiB", INT64_MAX)
+#define SIZE_CLASS_ENUM(id, label, below) SIZE_CLASS_##id,
+typedef enum gmt_size_class { SIZE_CLASS_LIST(SIZE_CLASS_ENUM) SIZE_CLASS_COUNT } gmt_size_class;
+#undef SIZE_CLASS_ENUM
+
+/* The size class of a block of `bytes`. */
+static inline gmt_size_class gmt_size_class_of(int64_t bytes) {
+#define SIZE_CLASS_TEST(id, label, below)                                                          \
+    if (bytes < (below))                                                                           \
+        return SIZE_CLASS_##id;
+    SIZE_CLASS_LIST(SIZE_CLASS_TEST)
+#undef SIZE_CLASS_TEST
+    return SIZE_CLASS_HUGE;
+}
 
 #endif

@@ -102,7 +102,9 @@ PRAGMA user_version = 1;
 --   without trace entries, i.e. its final state alone), timeline_level_ns,
 --   timeline_levels and timeline_level_axis (the levels of timeline_levels: the finest
 --   width, how many, and 'time' or 'event'), site_level_events and site_levels (the levels
---   of site_levels: the finest width in event ids, how many).
+--   of site_levels: the finest width in event ids, how many), series_level_ns and
+--   series_level_top (series_levels' bucket width on the timeline's axis and the series a
+--   vector names), series_level_categories (1: series_levels has the category rows).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
   value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
@@ -528,6 +530,30 @@ CREATE TABLE site_levels (
   blocks   INTEGER NOT NULL, -- blocks allocated in the chunk with this stack
   bytes    INTEGER NOT NULL, -- their bytes (allocations.size)
   PRIMARY KEY (device, width, chunk, stack_id)
+) WITHOUT ROWID;
+
+-- series_levels: the stacked timeline's series at the highest moment of every bucket of one
+-- timeline_levels level (meta 'series_level_ns', ~4096 events a bucket), behind `memanalyze
+-- view`'s stacks of wide windows: a bucket of the answer made of whole buckets of that level
+-- shows the vector at its max_allocated_event_id, one of these, without a pass over its events.
+-- A vector is the state after event_id: at a bucket's max_allocated_event_id, or after its
+-- last event where the next bucket of that level holds no event of the device or it is the
+-- last (what an empty bucket carries). It names the largest series (meta 'series_level_top';
+-- equal bytes: the lower key first), ranks 0, 1, ...; the next rank is the rest (key NULL,
+-- always there). Series: the live blocks of kind 'device' (allocator blocks and whole-block
+-- segments) by what series_by says, gmt_vocab.h's STACK_BY_LIST in order: 0 the allocation
+-- stack, 1 the category (block_categories', written after the replay), 2 the allocating
+-- stream, 3 the size class (gmt_vocab.h's SIZE_CLASS_LIST, in order). Sites, streams and size
+-- classes follow the replay as it went: a segment counted as a whole block counts until a
+-- block lands in it, as allocated_bytes does, so a vector sums to allocated_bytes at event_id.
+CREATE TABLE series_levels (
+  device    INTEGER NOT NULL, -- device ordinal
+  series_by INTEGER NOT NULL, -- 0 site, 1 category, 2 stream, 3 size class
+  event_id  INTEGER NOT NULL, -- the state after this event
+  rank      INTEGER NOT NULL, -- 0: the series with the most bytes; the last rank: the rest
+  key       INTEGER,          -- stack_id, category (gmt_vocab.h's order), stream or size class; NULL: the rest
+  bytes     INTEGER NOT NULL, -- live block bytes of the series (the rest: of all the others)
+  PRIMARY KEY (device, series_by, event_id, rank)
 ) WITHOUT ROWID;
 
 -- site_stats: one row per (device, allocation site) that held device memory at the device's

@@ -196,17 +196,18 @@ static void test_synthetic(void) {
             t_hi = q("SELECT max(ts_ns) FROM event_rows");
     int seeded = 0, windows = 0;
     for (int device = 0; device < 2; device++)
-        for (int by = VIEW_STACK_SITE; by <= VIEW_STACK_SIZE; by++)
+        for (int by = STACK_BY_SITE; by <= STACK_BY_SIZE; by++)
             for (int k = 0; k < 8; k++) {
                 int64_t span = t_hi - t_lo, lo = t_lo + span * k / 8,
                         hi = lo + span / (k % 3 + 2) + 1;
                 view_stacks_result plain, fast;
+                /* the pass (wide windows would come from series_levels, no pass at all) */
                 CHECK(layout_index_use(db, NULL) == 0);
-                CHECK(view_stacks(db, device, lo, hi, 200, (view_stack_by)by, 6, 0, &plain, err,
-                                  sizeof err) == 0);
+                CHECK(view_stacks_by_pass(db, device, lo, hi, 200, (view_stack_by)by, 6, 0, &plain,
+                                          err, sizeof err) == 0);
                 CHECK(layout_index_use(db, dense) == 0);
-                CHECK(view_stacks(db, device, lo, hi, 200, (view_stack_by)by, 6, 0, &fast, err,
-                                  sizeof err) == 0);
+                CHECK(view_stacks_by_pass(db, device, lo, hi, 200, (view_stack_by)by, 6, 0, &fast,
+                                          err, sizeof err) == 0);
                 seeded += fast.seeded_at > 0;
                 windows++;
                 CHECK(plain.seeded_at == 0 && !plain.refused && !fast.refused);

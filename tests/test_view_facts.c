@@ -31,12 +31,12 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 typedef struct dev_rows {
     size_t n;
-    int64_t *place, *alloc, *res;
+    int64_t *place, *alloc, *res, *id;
 } dev_rows;
 
 /* The device's rows in event_id order, each placed by view_timeline.h's rule. */
 static dev_rows load_rows(sqlite3 *db, int device, int event_axis) {
-    dev_rows d = {0, NULL, NULL, NULL};
+    dev_rows d = {0, NULL, NULL, NULL, NULL};
     size_t cap = 0;
     sqlite3_stmt *st = NULL;
     CHECK(sqlite3_prepare_v2(db,
@@ -51,6 +51,7 @@ static dev_rows load_rows(sqlite3 *db, int device, int event_axis) {
             d.place = realloc(d.place, cap * sizeof *d.place);
             d.alloc = realloc(d.alloc, cap * sizeof *d.alloc);
             d.res = realloc(d.res, cap * sizeof *d.res);
+            d.id = realloc(d.id, cap * sizeof *d.id);
         }
         int64_t key = sqlite3_column_int64(st, event_axis ? 0 : 1);
         key = key > 0 ? key : 0;
@@ -58,13 +59,14 @@ static dev_rows load_rows(sqlite3 *db, int device, int event_axis) {
         d.place[d.n] = place;
         d.alloc[d.n] = sqlite3_column_int64(st, 2);
         d.res[d.n] = sqlite3_column_int64(st, 3);
+        d.id[d.n] = sqlite3_column_int64(st, 0);
         d.n++;
     }
     sqlite3_finalize(st);
     return d;
 }
 
-static void free_rows(dev_rows *d) { free(d->place), free(d->alloc), free(d->res); }
+static void free_rows(dev_rows *d) { free(d->place), free(d->alloc), free(d->res), free(d->id); }
 
 static int windows_checked, from_levels, from_events;
 
@@ -92,12 +94,12 @@ static void check_window(sqlite3 *db, int device, const dev_rows *d, int64_t lo,
     CHECK(r.width == 1 || (hi - lo + r.width / 2 - 1) / (r.width / 2) > (int64_t)want_nb);
     view_bucket *want = calloc(r.n, sizeof *want);
     int known = 0;
-    int64_t ca = 0, cr = 0;
+    int64_t ca = 0, cr = 0, cid = 0;
     int64_t end = r.start + (int64_t)r.n * r.width;
     for (size_t i = 0; i < d->n; i++) {
         int64_t p = d->place[i];
         if (p < r.start) {
-            known = 1, ca = d->alloc[i], cr = d->res[i];
+            known = 1, ca = d->alloc[i], cr = d->res[i], cid = d->id[i];
             continue;
         }
         if (p >= end)
@@ -106,12 +108,14 @@ static void check_window(sqlite3 *db, int device, const dev_rows *d, int64_t lo,
         if (!b->events) {
             b->min_allocated = b->max_allocated = d->alloc[i];
             b->min_reserved = b->max_reserved = d->res[i];
+            b->max_event_id = d->id[i];
         }
         b->events++;
+        b->last_event_id = d->id[i];
         if (d->alloc[i] < b->min_allocated)
             b->min_allocated = d->alloc[i];
         if (d->alloc[i] > b->max_allocated)
-            b->max_allocated = d->alloc[i];
+            b->max_allocated = d->alloc[i], b->max_event_id = d->id[i]; /* the first at it */
         if (d->res[i] < b->min_reserved)
             b->min_reserved = d->res[i];
         if (d->res[i] > b->max_reserved)
@@ -125,10 +129,11 @@ static void check_window(sqlite3 *db, int device, const dev_rows *d, int64_t lo,
     for (size_t i = 0; i < r.n; i++) {
         view_bucket *b = &want[i];
         if (b->events) {
-            known = 1, ca = b->last_allocated, cr = b->last_reserved;
+            known = 1, ca = b->last_allocated, cr = b->last_reserved, cid = b->last_event_id;
         } else if (known) {
             b->min_allocated = b->max_allocated = b->last_allocated = ca;
             b->min_reserved = b->max_reserved = b->last_reserved = cr;
+            b->max_event_id = b->last_event_id = cid;
         }
         if (known && first_known == r.n)
             first_known = i;
@@ -211,7 +216,7 @@ static void check_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t
     view_timeline_result t;
     CHECK(view_timeline(db, device, lo, hi, nb, &t, err, sizeof err) == 0);
     int rc = view_stacks(db, device, lo, hi, nb, by, 12, 0, &s, err, sizeof err);
-    if (by == VIEW_STACK_CATEGORY && rc != 0) { /* built without categories */
+    if (by == STACK_BY_CATEGORY && rc != 0) { /* built without categories */
         CHECK(strstr(err, "no block categories") != NULL);
         view_timeline_free(&t);
         return;
@@ -264,7 +269,7 @@ static void stacks_windows(sqlite3 *db, int device) {
     int event_axis;
     int64_t end;
     CHECK(view_timeline_axis(db, &event_axis, &end, err, sizeof err) == 0);
-    for (int by = VIEW_STACK_SITE; by <= VIEW_STACK_SIZE; by++) {
+    for (int by = STACK_BY_SITE; by <= STACK_BY_SIZE; by++) {
         check_stacks(db, device, 0, end, 1000, (view_stack_by)by);
         for (int k = 0; k < 6; k++) {
             int64_t w = end >> (3 * (check_random(&rng) % 5));

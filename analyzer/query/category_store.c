@@ -3,6 +3,7 @@
 
 #include "btree_write.h"
 #include "categories.h"
+#include "category_levels.h"
 #include "db_query.h"
 #include "event_store.h"
 #include "gmt_clock.h"
@@ -25,7 +26,8 @@ typedef struct store {
     int64_t (*at_peak)[BLOCK_CATEGORY_COUNT]; /* [device][category] */
     sorted_pairs *pages; /* (alloc_id, category) for block_categories' pages; NULL: peaks only */
     char pages_error[160];
-    sqlite3_stmt *named; /* tensor_peaks */
+    sqlite3_stmt *named;     /* tensor_peaks */
+    category_levels *levels; /* series_levels' category rows; NULL: the database has none */
 } store;
 
 static int step_done(sqlite3_stmt *st) {
@@ -42,6 +44,9 @@ static int keep(void *ctx, const classified_block *b) {
     int at_peak = b->alloc_id <= peak && b->free_event_id > peak;
     if (at_peak)
         s->at_peak[b->device][b->category] += b->size;
+    if (s->levels)
+        category_levels_add(s->levels, b->device, b->alloc_id, b->free_event_id, b->size,
+                            b->category);
     if (at_peak && b->has_name) {
         sqlite3_bind_int64(s->named, 1, b->device);
         sqlite3_bind_int64(s->named, 2, b->alloc_id);
@@ -103,6 +108,8 @@ static int sweep_and_store(sqlite3 *db, sorted_pairs *pages, char *err, size_t e
     int rc = c && s.at_peak && s.named && read_peaks(db, &s) == 0 ? 0 : -1;
     if (rc != 0 && !err[0])
         snprintf(err, errlen, "%s", s.at_peak ? sqlite3_errmsg(db) : "out of memory");
+    if (rc == 0 && category_levels_open(db, &s.levels, err, errlen) < 0)
+        rc = -1;
     if (rc == 0) { /* one pass over the events for every device */
         rc = categorizer_sweep_all(c, keep, &s, err, errlen);
         if (rc != 0 && (rc > 0 || !err[0]))
@@ -114,6 +121,18 @@ static int sweep_and_store(sqlite3 *db, sorted_pairs *pages, char *err, size_t e
         snprintf(err, errlen, "writing category_peaks: %s", sqlite3_errmsg(db));
         rc = -1;
     }
+    if (rc == 0 && s.levels) { /* a second sweep (block_categories added) writes them anew */
+        char del[96];
+        snprintf(del, sizeof del, "DELETE FROM series_levels WHERE series_by = %d",
+                 (int)STACK_BY_CATEGORY);
+        if (sqlite3_exec(db, del, NULL, NULL, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+            rc = -1;
+        } else {
+            rc = category_levels_write(s.levels, db, err, errlen);
+        }
+    }
+    category_levels_free(s.levels);
     sqlite3_finalize(s.named);
     free(s.at_peak);
     categorizer_free(c);

@@ -3,6 +3,7 @@
  * each live block's series and bytes, each bucket's series taken at its highest allocated row
  * (a sparse copy of the series that hold bytes then), the top series chosen after the pass. */
 #include "view_stacks.h"
+#include "view_stacks_internal.h"
 
 #include "addr_map.h"
 #include "block_sweep.h"
@@ -23,55 +24,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define STACK_BY_WORD(id, word) word,
+static const char *const by_words[] = {STACK_BY_LIST(STACK_BY_WORD)};
+#undef STACK_BY_WORD
+#define SIZE_CLASS_LABEL(id, label, below) label,
+static const char *const size_class_labels[] = {SIZE_CLASS_LIST(SIZE_CLASS_LABEL)};
+#undef SIZE_CLASS_LABEL
+
 int view_stack_by_parse(const char *word, view_stack_by *by) {
-    static const char *const names[] = {"site", "category", "stream", "size"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(word, names[i]) == 0) {
+    for (int i = 0; i < STACK_BY_COUNT; i++)
+        if (strcmp(word, by_words[i]) == 0) {
             *by = (view_stack_by)i;
             return 0;
         }
     return -1;
 }
 
-const char *view_stack_by_name(view_stack_by by) {
-    static const char *const names[] = {"site", "category", "stream", "size"};
-    return names[by];
-}
-
-#define MIB ((int64_t)1 << 20)
-static const char *const size_class_labels[] = {"< 1 MiB", "1-16 MiB", "16-256 MiB", ">= 256 MiB"};
-
-static int64_t size_class(int64_t bytes) {
-    return bytes < MIB ? 0 : bytes < 16 * MIB ? 1 : bytes < 256 * MIB ? 2 : 3;
-}
-
-typedef struct live_block {
-    int64_t size;
-    uint32_t series;
-} live_block;
-
-typedef struct snap_entry {
-    uint32_t series;
-    int64_t bytes;
-} snap_entry;
-
-/* The pass's state: the series seen (dense, by first appearance), the live blocks, the copies. */
-typedef struct sweep {
-    view_stack_by by;
-    addr_map series_of;  /* key -> index + 1 */
-    int64_t *keys, *cur; /* per series: its key, its live bytes now */
-    size_t nseries, cap_keys, cap_cur;
-    addr_map whole;       /* whole-block segments (block_sweep_whole_segments) */
-    sqlite3_stmt *cat_st; /* block_categories from cat_id on (VIEW_STACK_CATEGORY) */
-    int64_t cat_id, cat;
-    int cat_failed;
-    addr_map live;    /* alloc id -> slot + 1 in blocks */
-    gmt_slots blocks; /* live_block */
-    snap_entry *snap;
-    size_t snap_len, snap_cap;
-    size_t *snap_off, *snap_cnt; /* per bucket */
-    unsigned char *taken;        /* per bucket: its max's row was seen */
-} sweep;
+const char *view_stack_by_name(view_stack_by by) { return by_words[by]; }
 
 static void sweep_free(sweep *s) {
     addr_map_free(&s->series_of);
@@ -80,10 +49,10 @@ static void sweep_free(sweep *s) {
     addr_map_free(&s->live);
     gmt_slots_free(&s->blocks);
     free(s->keys), free(s->cur), free(s->snap), free(s->snap_off), free(s->snap_cnt),
-        free(s->taken);
+        free(s->taken), free(s->floor_bytes);
 }
 
-static int series_index(sweep *s, int64_t key, uint32_t *idx) {
+int view_stacks_series_index(sweep *s, int64_t key, uint32_t *idx) {
     uint32_t *at = addr_map_get(&s->series_of, 0, (uint64_t)key);
     if (at) {
         *idx = *at - 1;
@@ -113,14 +82,15 @@ static int snapshot(sweep *s, size_t *off, size_t *cnt) {
 }
 
 /* Buckets [from, to) take the state now (carried: no row of theirs). */
-static int carry(sweep *s, size_t from, size_t to) {
+static int carry(sweep *s, view_stacks_result *out, size_t from, size_t to) {
     if (from >= to)
         return 0;
     size_t off, cnt;
     if (snapshot(s, &off, &cnt) != 0)
         return -1;
-    for (size_t b = from; b < to; b++)
-        s->snap_off[b] = off, s->snap_cnt[b] = cnt;
+    for (size_t b = from; b < to; b++) /* the timeline knows the row: the last before it */
+        s->snap_off[b] = off, s->snap_cnt[b] = cnt,
+        out->at_event[b] = out->timeline.buckets[b].last_event_id;
     return 0;
 }
 
@@ -170,14 +140,16 @@ static const int columns[NCOL] = {
 
 static int64_t series_key(sweep *s, const int64_t *const *v, long r) {
     switch (s->by) {
-    case VIEW_STACK_SITE:
+    case STACK_BY_SITE:
         return event_value_or(v[STACK][r], 0);
-    case VIEW_STACK_STREAM:
+    case STACK_BY_STREAM:
         return event_value_or(v[STREAM][r], 0);
-    case VIEW_STACK_SIZE:
-        return size_class(event_value_or(v[SIZE][r], 0));
-    case VIEW_STACK_CATEGORY:
+    case STACK_BY_SIZE:
+        return gmt_size_class_of(event_value_or(v[SIZE][r], 0));
+    case STACK_BY_CATEGORY:
         return category_of(s, v[ID][r]);
+    case STACK_BY_COUNT:
+        break;
     }
     return 0;
 }
@@ -192,7 +164,7 @@ static int apply_row(sweep *s, const int64_t *const *v, long r) {
             return 0;
         uint32_t idx;
         int64_t slot = gmt_slot_take(&s->blocks);
-        if (slot < 0 || series_index(s, series_key(s, v, r), &idx) != 0)
+        if (slot < 0 || view_stacks_series_index(s, series_key(s, v, r), &idx) != 0)
             return -1;
         int64_t size = event_value_or(v[SIZE][r], 0);
         *(live_block *)gmt_slot_at(&s->blocks, (uint32_t)slot) = (live_block){size, idx};
@@ -219,9 +191,9 @@ static int run_sweep(sqlite3 *db, int device, int event_axis, int64_t first, int
     int64_t end = t->start + (int64_t)t->n * t->width;
     /* only the columns this `by` reads: each one decoded costs ~10 % of the pass */
     uint32_t mask = event_scan_mask(columns, NCOL);
-    if (s->by != VIEW_STACK_SITE)
+    if (s->by != STACK_BY_SITE)
         mask &= ~EVENT_SCAN_COLUMN(stack_id);
-    if (s->by != VIEW_STACK_STREAM)
+    if (s->by != STACK_BY_STREAM)
         mask &= ~EVENT_SCAN_COLUMN(stream);
     if (event_axis)
         mask &= ~EVENT_SCAN_COLUMN(ts_ns);
@@ -247,7 +219,7 @@ static int run_sweep(sqlite3 *db, int device, int event_axis, int64_t first, int
                      : place < end    ? (long)((place - t->start) / t->width)
                                       : (long)t->n;
             if (b > cur_b + 1 && known)
-                rc = carry(s, (size_t)(cur_b + 1), (size_t)b);
+                rc = carry(s, out, (size_t)(cur_b + 1), (size_t)b);
             if (b > cur_b)
                 cur_b = b;
             if (rc == 0)
@@ -267,7 +239,7 @@ static int run_sweep(sqlite3 *db, int device, int event_axis, int64_t first, int
     }
     event_scan_close(scan);
     if (rc == 0 && known && cur_b + 1 < (long)t->n)
-        rc = carry(s, (size_t)(cur_b + 1), t->n);
+        rc = carry(s, out, (size_t)(cur_b + 1), t->n);
     if (rc != 0 && !*err)
         snprintf(err, errlen, "out of memory");
     return rc;
@@ -288,20 +260,23 @@ static int by_max_desc(const void *a, const void *b) {
 
 static void series_label(sqlite3 *db, view_stack_by by, view_stack_series *se) {
     switch (by) {
-    case VIEW_STACK_SITE:
+    case STACK_BY_SITE:
         break; /* all at once: stack_labels_of */
-    case VIEW_STACK_CATEGORY:
+    case STACK_BY_CATEGORY:
         snprintf(se->label, sizeof se->label, "%s", gmt_category_name((gmt_category)se->key));
         se->colour = gmt_category_colour((gmt_category)se->key);
         break;
-    case VIEW_STACK_STREAM:
+    case STACK_BY_STREAM:
         if (se->key >= 0 && se->key < 65536)
             snprintf(se->label, sizeof se->label, "stream %" PRId64, se->key);
         else
             snprintf(se->label, sizeof se->label, "stream 0x%" PRIx64, (uint64_t)se->key);
         break;
-    case VIEW_STACK_SIZE:
-        snprintf(se->label, sizeof se->label, "%s", size_class_labels[se->key & 3]);
+    case STACK_BY_SIZE:
+        snprintf(se->label, sizeof se->label, "%s",
+                 size_class_labels[(uint64_t)se->key < SIZE_CLASS_COUNT ? se->key : 0]);
+        break;
+    case STACK_BY_COUNT:
         break;
     }
     (void)db;
@@ -309,7 +284,7 @@ static void series_label(sqlite3 *db, view_stack_by by, view_stack_series *se) {
 
 /* After the pass: the series ranked by their highest value, the top ones kept, the rest one
  * "other"; each bucket's copy spread into its row of out->values. */
-static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_result *out) {
+int view_stacks_choose(sqlite3 *db, sweep *s, size_t max_series, view_stacks_result *out) {
     const view_timeline_result *t = &out->timeline;
     /* s->cur now holds each series' max over the buckets (the live values are spent) */
     if (s->nseries) /* s->cur is NULL when no series was seen */
@@ -327,11 +302,13 @@ static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_r
     }
     size_t live = 0;
     for (size_t i = 0; i < s->nseries; i++)
-        if (s->cur[i] > 0)
+        if (s->cur[i] > 0 && i != s->rest_series)
             order[live++] = (ranked){s->cur[i], s->keys[i], (uint32_t)i};
     if (live)
         qsort(order, live, sizeof *order, by_max_desc);
-    size_t top = live < max_series ? live : max_series, other = live > top;
+    /* a stored vector's rest (view_stacks_levels.c) is never named: always "others" */
+    int rest = s->rest_series != VIEW_STACKS_NO_REST && s->cur[s->rest_series] > 0;
+    size_t top = live < max_series ? live : max_series, other = live > top || rest;
     out->series_count = top + other;
     out->series = calloc(out->series_count + 1, sizeof *out->series);
     out->values = calloc(t->n * (out->series_count ? out->series_count : 1), sizeof *out->values);
@@ -348,9 +325,10 @@ static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_r
         series_label(db, out->by, &out->series[r]);
     }
     if (other) {
-        out->others = live - top;
+        out->others = live - top + rest;
         out->series[top].key = -1;
-        snprintf(out->series[top].label, sizeof out->series[top].label, "others (%zu)", live - top);
+        snprintf(out->series[top].label, sizeof out->series[top].label,
+                 rest ? "others (%zu or more)" : "others (%zu)", out->others);
     }
     for (size_t b = 0; b < t->n; b++) {
         int64_t *row = out->values + b * out->series_count;
@@ -362,7 +340,7 @@ static int choose_series(sqlite3 *db, sweep *s, size_t max_series, view_stacks_r
             out->series[top].max_bytes = row[top];
     }
     free(order), free(col);
-    if (out->by != VIEW_STACK_SITE || !top)
+    if (out->by != STACK_BY_SITE || !top)
         return 0;
     int64_t *ids = malloc(top * sizeof *ids);
     char **labels = malloc(top * sizeof *labels);
@@ -388,13 +366,13 @@ static int64_t category_at(sqlite3_stmt *st, int64_t id, int *failed) {
 /* One block live at the seed joins its series, as its alloc row would have. */
 static int seed_block(sweep *s, sqlite3_stmt *cat, int64_t id, int64_t size, int64_t stack,
                       int64_t stream, int *failed) {
-    int64_t key = s->by == VIEW_STACK_SITE     ? stack
-                  : s->by == VIEW_STACK_STREAM ? stream
-                  : s->by == VIEW_STACK_SIZE   ? size_class(size)
-                                               : category_at(cat, id, failed);
+    int64_t key = s->by == STACK_BY_SITE     ? stack
+                  : s->by == STACK_BY_STREAM ? stream
+                  : s->by == STACK_BY_SIZE   ? gmt_size_class_of(size)
+                                             : category_at(cat, id, failed);
     uint32_t idx;
     int64_t slot = gmt_slot_take(&s->blocks);
-    if (slot < 0 || series_index(s, key, &idx) != 0)
+    if (slot < 0 || view_stacks_series_index(s, key, &idx) != 0)
         return -1;
     *(live_block *)gmt_slot_at(&s->blocks, (uint32_t)slot) = (live_block){size, idx};
     s->cur[idx] += size;
@@ -424,8 +402,8 @@ static int seed_sweep(sqlite3 *db, int device, int64_t before, sweep *s, int64_t
         db, "SELECT segment_id, size, stack_id, stream FROM segments WHERE device = ?1 AND kind = "
             "'device' AND whole_block = 1 AND segment_id <= ?2 AND (free_event_id IS NULL OR "
             "free_event_id > ?2) ORDER BY segment_id");
-    sqlite3_stmt *cat = s->by == VIEW_STACK_CATEGORY ? category_stored_statement(db) : NULL;
-    int rc = seg && (cat || s->by != VIEW_STACK_CATEGORY) ? 0 : -1, failed = 0;
+    sqlite3_stmt *cat = s->by == STACK_BY_CATEGORY ? category_stored_statement(db) : NULL;
+    int rc = seg && (cat || s->by != STACK_BY_CATEGORY) ? 0 : -1, failed = 0;
     if (rc == 0) {
         sqlite3_bind_int(seg, 1, device);
         sqlite3_bind_int64(seg, 2, *ck_at);
@@ -510,9 +488,9 @@ static int window_rows(sqlite3 *db, int device, int64_t end, int64_t *first, int
     return st && lt && !failed ? 0 : -1;
 }
 
-int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets, view_stack_by by,
-                size_t max_series, int64_t max_rows, view_stacks_result *out, char *err,
-                size_t errlen) {
+static int stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets,
+                  view_stack_by by, size_t max_series, int64_t max_rows, int use_levels,
+                  view_stacks_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     *err = 0;
     out->by = by;
@@ -523,13 +501,30 @@ int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets
     if (max_series > VIEW_STACKS_MAX_SERIES)
         max_series = VIEW_STACKS_MAX_SERIES;
     const view_timeline_result *t = &out->timeline;
+    sweep s = {.by = by,
+               .blocks = GMT_SLOTS_INIT(live_block),
+               .cat_id = INT64_MIN,
+               .rest_series = VIEW_STACKS_NO_REST};
+    int got = use_levels ? view_stacks_from_levels(db, device, &s, out, err, errlen) : 0;
+    if (got != 0) { /* the stored vectors: no pass */
+        if (got > 0 && view_stacks_choose(db, &s, max_series, out) == 0)
+            view_stacks_levels_bound(&s, out);
+        else if (got > 0)
+            got = -1;
+        if (got < 0 && !*err)
+            snprintf(err, errlen, "stacking the timeline: %s", sqlite3_errmsg(db));
+        sweep_free(&s);
+        if (got < 0)
+            view_stacks_free(out);
+        return got < 0 ? -1 : 0;
+    }
     int64_t first, last;
     if (window_rows(db, device, t->start + (int64_t)t->n * t->width, &first, &last) != 0) {
         snprintf(err, errlen, "reading timeline_levels: %s", sqlite3_errmsg(db));
+        sweep_free(&s);
         view_stacks_free(out);
         return -1;
     }
-    sweep s = {.by = by, .blocks = GMT_SLOTS_INIT(live_block), .cat_id = INT64_MIN};
     /* the rows before the window only build its first state: a checkpoint's state instead */
     int64_t from_row, ck_at = INT64_MIN;
     int rc = 0;
@@ -557,7 +552,7 @@ int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets
         rc = -1;
     if (rc == 0 && block_sweep_whole_segments(db, &s.whole) != 0)
         rc = -1;
-    if (rc == 0 && by == VIEW_STACK_CATEGORY)
+    if (rc == 0 && by == STACK_BY_CATEGORY)
         rc = open_categories(db, ck_at, last, &s.cat_st, err, errlen);
     if (rc == 0 && (out->rows_needed || ck_at != INT64_MIN))
         rc = run_sweep(db, device, t->event_axis, first, last, ck_at != INT64_MIN, out, &s, err,
@@ -565,13 +560,25 @@ int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets
     if (rc == 0 && s.cat_failed)
         rc = -1;
     if (rc == 0)
-        rc = choose_series(db, &s, max_series, out);
+        rc = view_stacks_choose(db, &s, max_series, out);
     if (rc != 0 && !*err)
         snprintf(err, errlen, "stacking the timeline: %s", sqlite3_errmsg(db));
     sweep_free(&s);
     if (rc != 0)
         view_stacks_free(out);
     return rc;
+}
+
+int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets, view_stack_by by,
+                size_t max_series, int64_t max_rows, view_stacks_result *out, char *err,
+                size_t errlen) {
+    return stacks(db, device, lo, hi, nbuckets, by, max_series, max_rows, 1, out, err, errlen);
+}
+
+int view_stacks_by_pass(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets,
+                        view_stack_by by, size_t max_series, int64_t max_rows,
+                        view_stacks_result *out, char *err, size_t errlen) {
+    return stacks(db, device, lo, hi, nbuckets, by, max_series, max_rows, 0, out, err, errlen);
 }
 
 int view_stacks_fold_last(view_stacks_result *r) {

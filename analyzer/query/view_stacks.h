@@ -22,12 +22,21 @@
  * pass, in alloc_id order, as the allocs come); /api/stacks' p95 over 200 random windows
  * 70-190 ms by site, stream and size, 115-300 ms by category.
  *
- * Size classes: < 1 MiB (PyTorch's small pool: its blocks come from 2 MiB segments), 1-16 MiB,
- * 16-256 MiB and >= 256 MiB (a factor 16 apart: activations and temporaries, layers' weights
- * and gradients, whole flat buffers and KV caches fall mostly in different ones). */
+ * Wide windows (every bucket a whole number of series_levels' buckets, ~4096 events each) are
+ * answered from the replay's stored vectors instead (schema.sql: series_levels): each bucket
+ * shows the vector at its max_allocated_event_id (an empty one the vector after the last row
+ * before it), ~ nbuckets point reads, no pass; `from_levels` says so. A vector names its 64
+ * largest series and sums the rest, so a series named in the answer but below the 64th of a
+ * bucket is counted in "others" there: at most `inexact_bytes` (0: every value exact); the sum
+ * of a bucket is exact either way. Sites, streams and size classes then follow the replay as it
+ * went (a segment counted as one block until a block lands in it, as allocated_bytes does),
+ * where the pass counts such a segment never.
+ *
+ * Size classes: gmt_vocab.h's SIZE_CLASS_LIST. */
 #ifndef GMT_VIEW_STACKS_H
 #define GMT_VIEW_STACKS_H
 
+#include "gmt_vocab.h"
 #include "view_timeline.h"
 
 #include <sqlite3.h>
@@ -40,12 +49,10 @@
  * a window ending later is refused. */
 #define VIEW_STACKS_MAX_ROWS ((int64_t)16 * 1000 * 1000)
 
-typedef enum view_stack_by {
-    VIEW_STACK_SITE,     /* the allocation stack (labels: stack_names.h's distinct labels) */
-    VIEW_STACK_CATEGORY, /* block_categories (gmt_vocab.h's categories) */
-    VIEW_STACK_STREAM,   /* the allocating stream */
-    VIEW_STACK_SIZE      /* the block's size class (above) */
-} view_stack_by;
+/* What the series are (gmt_vocab.h's STACK_BY_LIST): STACK_BY_SITE the allocation stack (labels:
+ * stack_names.h's distinct labels), STACK_BY_CATEGORY block_categories (gmt_vocab.h's
+ * categories), STACK_BY_STREAM the allocating stream, STACK_BY_SIZE the block's size class. */
+typedef gmt_stack_by view_stack_by;
 
 /* "site", "category", "stream", "size" → *by: 0, or -1 for another word. */
 int view_stack_by_parse(const char *word, view_stack_by *by);
@@ -63,24 +70,33 @@ typedef struct view_stacks_result {
     view_stack_by by;
     size_t series_count;       /* the top ones by max_bytes, then "other" when any is left */
     view_stack_series *series; /* series_count */
-    int64_t *values;     /* timeline.n x series_count, bucket after bucket: bytes at its max */
-    int64_t *at_event;   /* per bucket, the event id whose state it shows (0: none known) */
-    int64_t rows_read;   /* event rows decoded */
-    int refused;         /* 1: the window ends more than max_rows rows in: no series, no values */
-    int64_t rows_needed; /* the rows it would have read */
-    int64_t seeded_at;   /* > 0: the pass began after this event, from the layout index's
-                            checkpoint (layout_index.h); 0: from the device's first row */
-    size_t others;       /* the series "others" (the last, key -1) sums; 0: no "others" */
+    int64_t *values;       /* timeline.n x series_count, bucket after bucket: bytes at its max */
+    int64_t *at_event;     /* per bucket, the event id whose state it shows (0: none known) */
+    int64_t rows_read;     /* event rows decoded */
+    int refused;           /* 1: the window ends more than max_rows rows in: no series, no values */
+    int64_t rows_needed;   /* the rows it would have read */
+    int64_t seeded_at;     /* > 0: the pass began after this event, from the layout index's
+                              checkpoint (layout_index.h); 0: from the device's first row */
+    size_t others;         /* the series "others" (the last, key -1) sums; 0: no "others" */
+    int from_levels;       /* 1: answered from series_levels, no pass (rows_read 0) */
+    int64_t inexact_bytes; /* from the levels: the most a named series' value may be short of
+                              its bytes in a bucket (counted in "others"); 0: exact */
 } view_stacks_result;
 
 /* The window [lo, hi) of `device` in at most nbuckets + 1 buckets (view_timeline's grid), its
  * top max_series series (1..VIEW_STACKS_MAX_SERIES) by `by`, refused above max_rows rows (0:
  * VIEW_STACKS_MAX_ROWS; the tests ask less). 0, or -1 with a one-line message
- * (view_timeline's, a database without block categories for VIEW_STACK_CATEGORY, a read error,
+ * (view_timeline's, a database without block categories for STACK_BY_CATEGORY, a read error,
  * out of memory). A refused window is 0 with `refused` set. */
 int view_stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets, view_stack_by by,
                 size_t max_series, int64_t max_rows, view_stacks_result *out, char *err,
                 size_t errlen);
+
+/* view_stacks by the pass over the events alone, never the stored vectors (the tests hold the
+ * two answers to each other). */
+int view_stacks_by_pass(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbuckets,
+                        view_stack_by by, size_t max_series, int64_t max_rows,
+                        view_stacks_result *out, char *err, size_t errlen);
 
 /* Folds the last named series into "others" (made of it when there is none): every bucket's sum
  * is unchanged, one series fewer named (an answer made to fit a size). 0, or -1 when no named

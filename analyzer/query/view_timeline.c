@@ -40,7 +40,10 @@ static int read_levels(sqlite3 *db, levels_info *li, char *err, size_t errlen) {
 
 /* Folds one event's (or one level row's) values into bucket b. */
 static void add(view_bucket *b, int64_t events, int64_t amin, int64_t amax, int64_t aend,
-                int64_t rmin, int64_t rmax, int64_t rend) {
+                int64_t rmin, int64_t rmax, int64_t rend, int64_t max_id, int64_t last_id) {
+    if (!b->events || amax > b->max_allocated) /* the first row at the max: later ones come later */
+        b->max_event_id = max_id;
+    b->last_event_id = last_id;
     if (!b->events) {
         b->min_allocated = amin, b->max_allocated = amax;
         b->min_reserved = rmin, b->max_reserved = rmax;
@@ -58,11 +61,13 @@ static void add(view_bucket *b, int64_t events, int64_t amin, int64_t amax, int6
 typedef struct carried {
     int known;
     int64_t allocated, reserved;
+    int64_t event_id; /* the row whose state it is */
 } carried;
 
 /* The state after the device's last row of level `width` before bucket `before`. */
 static int carried_in(sqlite3 *db, int device, int64_t width, int64_t before, carried *c) {
-    sqlite3_stmt *st = db_statement(db, "SELECT end_allocated_bytes, end_reserved_bytes FROM "
+    sqlite3_stmt *st = db_statement(db, "SELECT end_allocated_bytes, end_reserved_bytes, "
+                                        "last_event_id FROM "
                                         "timeline_levels WHERE device = ?1 AND bucket_ns = ?2 "
                                         "AND bucket < ?3 ORDER BY bucket DESC LIMIT 1");
     if (!st)
@@ -76,6 +81,7 @@ static int carried_in(sqlite3 *db, int device, int64_t width, int64_t before, ca
         c->known = 1;
         c->allocated = sqlite3_column_int64(st, 0);
         c->reserved = sqlite3_column_int64(st, 1);
+        c->event_id = sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
     return failed ? -1 : 0;
@@ -90,8 +96,9 @@ static int from_level(sqlite3 *db, int device, int64_t width, view_timeline_resu
         return -1;
     sqlite3_stmt *st = db_statement(
         db, "SELECT bucket, events, min_allocated_bytes, max_allocated_bytes, "
-            "end_allocated_bytes, min_reserved_bytes, max_reserved_bytes, end_reserved_bytes "
-            "FROM timeline_levels WHERE device = ?1 AND bucket_ns = ?2 AND bucket BETWEEN ?3 AND "
+            "end_allocated_bytes, min_reserved_bytes, max_reserved_bytes, end_reserved_bytes, "
+            "max_allocated_event_id, last_event_id FROM timeline_levels WHERE device = ?1 AND "
+            "bucket_ns = ?2 AND bucket BETWEEN ?3 AND "
             "?4 ORDER BY bucket");
     if (!st)
         return -1;
@@ -103,10 +110,10 @@ static int from_level(sqlite3 *db, int device, int64_t width, view_timeline_resu
     while (db_next_row(st, &failed)) {
         int64_t i = (sqlite3_column_int64(st, 0) * width - out->start) / out->width;
         assert(i >= 0 && (size_t)i < out->n);
-        int64_t v[7];
-        for (int k = 0; k < 7; k++)
+        int64_t v[9];
+        for (int k = 0; k < 9; k++)
             v[k] = sqlite3_column_int64(st, k + 1);
-        add(&out->buckets[i], v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+        add(&out->buckets[i], v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
     }
     sqlite3_finalize(st);
     out->level_width = width;
@@ -164,9 +171,10 @@ static int from_events(sqlite3 *db, int device, const levels_info *li, view_time
             place = key > place ? key : place;
             int64_t a = v[3][r], res = v[4][r];
             if (place < out->start) {
-                c->known = 1, c->allocated = a, c->reserved = res;
+                c->known = 1, c->allocated = a, c->reserved = res, c->event_id = v[0][r];
             } else if (place < end) {
-                add(&out->buckets[(place - out->start) / out->width], 1, a, a, a, res, res, res);
+                add(&out->buckets[(place - out->start) / out->width], 1, a, a, a, res, res, res,
+                    v[0][r], v[0][r]);
             }
         }
     }
@@ -211,7 +219,7 @@ int view_timeline(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbucke
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    carried c = {0, 0, 0};
+    carried c = {0, 0, 0, 0};
     int rc;
     if (width < li.finest) {
         rc = from_events(db, device, &li, out, &c, err, errlen);
@@ -232,9 +240,11 @@ int view_timeline(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbucke
         view_bucket *b = &out->buckets[i];
         if (b->events) {
             c.known = 1, c.allocated = b->last_allocated, c.reserved = b->last_reserved;
+            c.event_id = b->last_event_id;
         } else if (c.known) {
             b->min_allocated = b->max_allocated = b->last_allocated = c.allocated;
             b->min_reserved = b->max_reserved = b->last_reserved = c.reserved;
+            b->max_event_id = b->last_event_id = c.event_id;
         }
         if (!c.known)
             continue;

@@ -31,6 +31,9 @@ typedef struct view_bucket {
     int64_t events; /* the device's rows placed in it; 0: the values are the state carried in */
     int64_t min_allocated, max_allocated, last_allocated; /* bytes */
     int64_t min_reserved, max_reserved, last_reserved;    /* bytes */
+    /* where the state is known (first_known on): the first of its rows at max_allocated, and
+     * its last row (carried in: both the last row before it) */
+    int64_t max_event_id, last_event_id;
 } view_bucket;
 
 typedef struct view_timeline_result {

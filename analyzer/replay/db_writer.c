@@ -72,6 +72,7 @@ enum statement {
     ST_SITE,
     ST_SITE_STEP,
     ST_LARGEST,
+    ST_SERIES_LEVEL,
     ST_SITE_BUCKET,
     ST_SITE_LEVEL,
     ST_HEAT_ROW,
@@ -127,6 +128,8 @@ static const char *const statement_sql[ST_COUNT] = {
                       " VALUES (?,?,?,?,?,?) ON CONFLICT (device, width, chunk, stack_id) DO"
                       " UPDATE SET blocks = blocks + excluded.blocks,"
                       " bytes = bytes + excluded.bytes",
+    [ST_SERIES_LEVEL] = "INSERT INTO series_levels (device, series_by, event_id, rank, key, bytes)"
+                        " VALUES (?,?,?,?,?,?)",
     [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
                        " live_bytes, peak_live_bytes) VALUES (?,?,?,?,?,?)",
     [ST_HEAT_ROW] = "INSERT OR REPLACE INTO heatmap_rows (device, bucket_ns, bucket, fractions)"
@@ -771,6 +774,12 @@ int db_writer_site_level(db_writer *w, int64_t device, int64_t width, int64_t ch
                          int64_t stack_id, int64_t blocks, int64_t bytes) {
     const int64_t v[] = {device, width, chunk, stack_id, blocks, bytes};
     return insert_ints(w, ST_SITE_LEVEL, v, 6);
+}
+
+int db_writer_series_level(db_writer *w, int64_t device, int64_t by, int64_t event_id, int64_t rank,
+                           int64_t key, int64_t bytes) {
+    const int64_t v[] = {device, by, event_id, rank, key, bytes};
+    return insert_ints(w, ST_SERIES_LEVEL, v, 6);
 }
 
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,

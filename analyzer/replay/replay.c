@@ -298,6 +298,9 @@ static int finish(replay *rp, const trace_reader *r) {
             continue;
         if (replay_flush_bucket(rp, i, INT64_MAX) != 0 || replay_levels_flush(rp, i) != 0)
             return -1;
+        if (rp->series && series_levels_flush(rp->series, rp->db, i) != 0)
+            return replay_fail(
+                rp, "%s", db_writer_error(rp->db)[0] ? db_writer_error(rp->db) : "out of memory");
         db_device_row row = {i,
                              d->name,
                              d->total_bytes ? d->total_bytes : DB_NULL,
@@ -346,6 +349,8 @@ static int finish(replay *rp, const trace_reader *r) {
     db_writer_meta_int(rp->db, "warnings_total", (int64_t)rp->warnings_total);
     db_writer_meta_int(rp->db, "bucket_ns", rp->bucket_ns);
     replay_levels_meta(rp);
+    if (rp->series)
+        series_levels_meta(rp->series, rp->db);
     db_writer_meta_text(rp->db, "step_rule",
                         rp->opt && rp->opt->step_word ? rp->opt->step_word : "step");
     rp->sum->events = (uint64_t)rp->last_event_id;
@@ -368,6 +373,7 @@ static void cleanup(replay *rp) {
     steps_free(rp->steps);
     site_stats_free(rp->sites);
     site_levels_free(rp->site_levels);
+    series_levels_free(rp->series);
     free(rp->open_markers);
     free(rp->pieces);
 }
@@ -410,6 +416,9 @@ int replay_state_start(replay *rp, const scan_result *sr) {
     uint64_t span = sr->last_ts - sr->first_ts; /* last_ts >= first_ts */
     rp->bucket_ns = (int64_t)(span / BUCKETS + 1);
     replay_levels_setup(rp, span, sr->events, rp->opt && rp->opt->timestamps == 0);
+    if (rp->level_count > SERIES_LEVELS_LEVEL &&
+        !(rp->series = series_levels_new(rp->level_shift + 3 * SERIES_LEVELS_LEVEL)))
+        return replay_fail(rp, "out of memory");
     rp->in_seed = sr->has_seed_end;
     rp->seed_events_total = sr->seed_events;
     int ndev = 0;

@@ -58,7 +58,9 @@ static void site_life(replay *rp, const live_entry *e, int sign, int counted) {
         return;
     heat_rows_change(rp->dev[e->device].heat, e->addr, e->size, 0, sign);
     int64_t stack = e->stack_id == DB_NULL ? 0 : e->stack_id;
-    if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0)
+    if (site_stats_change(rp->sites, e->device, stack, sign * (int64_t)e->size, sign) != 0 ||
+        (rp->series && series_levels_change(rp->series, e->device, stack, (int64_t)e->stream,
+                                            (int64_t)e->size, sign) != 0))
         replay_fail(rp, "out of memory");
     if (sign > 0) {
         site_stats_alloc(rp->sites, e->device, e->event_id, (int64_t)e->size, stack);

@@ -199,6 +199,10 @@ int replay_write_row(replay *rp, db_event_row *row) {
     if (replay_levels_note(rp, (uint32_t)row->device, row->event_id, row->ts_ns, t.allocated,
                            t.reserved, row->op == TRACE_OP_OOM) != 0)
         return -1;
+    if (rp->series && series_levels_row(rp->series, rp->db, (uint32_t)row->device, row->event_id,
+                                        d->level_key, t.allocated) != 0)
+        return replay_fail(rp, "%s",
+                           db_writer_error(rp->db)[0] ? db_writer_error(rp->db) : "out of memory");
     return replay_db_ok(rp, db_writer_event(rp->db, row));
 }
 

@@ -13,6 +13,7 @@
 
 #include "addr_map.h"
 #include "alloc_model.h"
+#include "series_levels.h"
 #include "site_levels.h"
 #include "site_stats.h"
 #include "steps.h"
@@ -146,6 +147,7 @@ typedef struct replay {
     site_stats *sites;
     int64_t process_rank;     /* the trace's PROCESS record's rank (RANK); -1: none or unknown */
     site_levels *site_levels; /* the blocks per stack per chunk of event ids */
+    series_levels *series;    /* the series at each level bucket's max; NULL: too few levels */
     struct open_marker {
         uint64_t key; /* tid of a push, range id of a start */
         int64_t marker_id;

@@ -362,7 +362,7 @@ int view_api_stacks(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
     }
     view_stacks_result r;
     if (view_stacks(db, device, lo, hi, (size_t)n, by, (size_t)top, 0, &r, err, errlen) != 0)
-        return by == VIEW_STACK_CATEGORY && strstr(err, "no block categories") ? 404 : 500;
+        return by == STACK_BY_CATEGORY && strstr(err, "no block categories") ? 404 : 500;
     const view_timeline_result *t = &r.timeline;
     /* the values in `unit` bytes (their greatest common divisor: 512 for PyTorch's blocks), so
      * 2001 buckets of 13 series stay well under the response cap */
@@ -379,15 +379,16 @@ int view_api_stacks(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
             ", \"hi\": %" PRId64 ",\n \"start\": %" PRId64 ", \"width\": %" PRId64
             ", \"n\": %zu, \"first_known\": %zu, \"refused\": %s, \"rows_needed\": %" PRId64
             ", \"rows_limit\": %" PRId64 ", \"rows_read\": %" PRId64 ", \"unit\": %" PRId64
-            ", \"folded\": %zu,\n \"series\": [",
+            ", \"folded\": %zu, \"source\": \"%s\", \"inexact_bytes\": %" PRId64
+            ",\n \"series\": [",
             device, view_stack_by_name(by), t->event_axis ? "event" : "time", lo, hi, t->start,
             t->width, t->n, t->first_known, truth(r.refused), r.rows_needed, VIEW_STACKS_MAX_ROWS,
-            r.rows_read, unit, folded);
+            r.rows_read, unit, folded, r.from_levels ? "levels" : "events", r.inexact_bytes);
     for (size_t k = 0; k < r.series_count; k++) {
         const view_stack_series *se = &r.series[k];
         fprintf(out, "%s\n  {\"key\": %" PRId64, k ? "," : "", se->key);
         jstr(out, ", \"label\": ", se->label);
-        if (se->colour || by == VIEW_STACK_CATEGORY)
+        if (se->colour || by == STACK_BY_CATEGORY)
             fprintf(out, ", \"colour\": \"#%06x\"", se->colour);
         fprintf(out, ", \"max_bytes\": %" PRId64 "}", se->max_bytes);
     }
