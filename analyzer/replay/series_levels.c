@@ -128,12 +128,20 @@ static int move(series_set *set, const device_levels *d, int64_t key, int64_t by
     return 0;
 }
 
+/* The device's state, made at its first use; NULL out of memory (the replay's ordinals are
+ * below GMT_MAX_DEVICES: its own arrays are that long). */
+static device_levels *device_of(series_levels *s, uint32_t device) {
+    if (GMT_NEVER(device >= GMT_MAX_DEVICES))
+        return NULL;
+    if (!s->dev[device])
+        s->dev[device] = calloc(1, sizeof *s->dev[device]);
+    return s->dev[device];
+}
+
 int series_levels_change(series_levels *s, uint32_t device, int64_t stack, int64_t stream,
                          int64_t size, int sign) {
-    if (GMT_NEVER(device >= GMT_MAX_DEVICES))
-        return 0;
-    device_levels *d = s->dev[device];
-    if (!d && !(d = s->dev[device] = calloc(1, sizeof *d)))
+    device_levels *d = device_of(s, device);
+    if (!d)
         return -1;
     int64_t bytes = sign * size;
     if (move(&d->sets[SET_SITE], d, stack, bytes) != 0 ||
@@ -234,10 +242,8 @@ static void prune(device_levels *d) {
 
 int series_levels_row(series_levels *s, db_writer *db, uint32_t device, int64_t event_id,
                       int64_t place, int64_t allocated) {
-    if (GMT_NEVER(device >= GMT_MAX_DEVICES))
-        return 0;
-    device_levels *d = s->dev[device];
-    if (!d && !(d = s->dev[device] = calloc(1, sizeof *d)))
+    device_levels *d = device_of(s, device);
+    if (!d)
         return -1;
     int64_t index = place >> s->shift;
     if (d->open && GMT_NEVER(index < d->index)) /* places only grow (a running max) */
