@@ -604,7 +604,9 @@ int view_stacks_fold_last(view_stacks_result *r) {
     r->series[named - 1] = r->series[sc - 1];
     r->series_count = sc - 1;
     r->others++;
-    snprintf(r->series[sc - 2].label, sizeof r->series[sc - 2].label, "others (%zu)", r->others);
+    int more = strstr(r->series[sc - 2].label, "or more") != NULL; /* a stored vector's rest */
+    snprintf(r->series[sc - 2].label, sizeof r->series[sc - 2].label,
+             more ? "others (%zu or more)" : "others (%zu)", r->others);
     return 0;
 }
 

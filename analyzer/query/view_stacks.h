@@ -28,9 +28,10 @@
  * before it), ~ nbuckets point reads, no pass; `from_levels` says so. A vector names its 64
  * largest series and sums the rest, so a series named in the answer but below the 64th of a
  * bucket is counted in "others" there: at most `inexact_bytes` (0: every value exact); the sum
- * of a bucket is exact either way. Sites, streams and size classes then follow the replay as it
- * went (a segment counted as one block until a block lands in it, as allocated_bytes does),
- * where the pass counts such a segment never.
+ * of a bucket is exact either way (by category: but for a segment counted as one block and
+ * later found to hold blocks, which the categories never count, as category_levels.h says). Sites,
+ * streams and size classes then follow the replay as it went (a segment counted as one block until
+ * a block lands in it, as allocated_bytes does), where the pass counts such a segment never.
  *
  * Size classes: gmt_vocab.h's SIZE_CLASS_LIST. */
 #ifndef GMT_VIEW_STACKS_H

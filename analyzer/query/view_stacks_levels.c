@@ -2,6 +2,7 @@
  * (schema.sql: series_levels; view_stacks.h says when and what): per bucket one point read of
  * the vector at its highest moment, as the copies the pass would have made; the rest of a
  * vector is a series of its own that is never named. */
+#include "category_store.h"
 #include "db_query.h"
 #include "gmt_grow.h"
 #include "view_stacks_internal.h"
@@ -10,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One stored vector into s's copies; 0 with *found 0 when there is none for `event_id`. */
+/* One stored vector into s's copies; 0 with *found 0 when there is none for `event_id`, -1 a
+ * read error, -2 out of memory. */
 static int read_vector(sqlite3_stmt *st, int64_t event_id, sweep *s, int64_t *floor_bytes,
                        int *found) {
     sqlite3_reset(st);
@@ -26,19 +28,19 @@ static int read_vector(sqlite3_stmt *st, int64_t event_id, sweep *s, int64_t *fl
         if (sqlite3_column_type(st, 0) == SQLITE_NULL) { /* the rest: the last row */
             if (s->rest_series == VIEW_STACKS_NO_REST) {
                 if (view_stacks_series_index(s, INT64_MIN, &s->rest_series) != 0)
-                    return -1;
+                    return -2;
             }
             idx = s->rest_series;
             *floor_bytes = bytes > 0 ? smallest : 0;
         } else {
             if (view_stacks_series_index(s, sqlite3_column_int64(st, 0), &idx) != 0)
-                return -1;
+                return -2;
             smallest = bytes;
         }
         if (!bytes)
             continue;
         if (gmt_grow_uninit((void **)&s->snap, &s->snap_cap, s->snap_len, sizeof *s->snap, 1024))
-            return -1;
+            return -2;
         s->snap[s->snap_len++] = (snap_entry){idx, bytes};
     }
     return failed ? -1 : 0;
@@ -48,9 +50,11 @@ static int read_vector(sqlite3_stmt *st, int64_t event_id, sweep *s, int64_t *fl
 static int64_t stored_width(sqlite3 *db, view_stack_by by) {
     if (!db_has_table(db, "series_levels"))
         return 0;
+    /* categories as the pass has them: with block_categories (else both say there are none) */
     if (by == STACK_BY_CATEGORY &&
-        db_query_i64(db, "SELECT value FROM meta WHERE key = 'series_level_categories'", 0, 0, 0) !=
-            1)
+        (db_query_i64(db, "SELECT value FROM meta WHERE key = 'series_level_categories'", 0, 0,
+                      0) != 1 ||
+         !category_blocks_stored(db)))
         return 0;
     return db_query_i64(db, "SELECT value FROM meta WHERE key = 'series_level_ns'", 0, 0, 0);
 }
@@ -68,7 +72,8 @@ int view_stacks_from_levels(sqlite3 *db, int device, sweep *s, view_stacks_resul
     s->snap_off = calloc(t->n, sizeof *s->snap_off);
     s->snap_cnt = calloc(t->n, sizeof *s->snap_cnt);
     s->floor_bytes = calloc(t->n, sizeof *s->floor_bytes);
-    int rc = st && out->at_event && s->snap_off && s->snap_cnt && s->floor_bytes ? 0 : -1;
+    int oom = !(out->at_event && s->snap_off && s->snap_cnt && s->floor_bytes);
+    int rc = st && !oom ? 0 : -1;
     if (rc == 0) {
         sqlite3_bind_int(st, 1, device);
         sqlite3_bind_int(st, 2, (int)s->by);
@@ -87,10 +92,14 @@ int view_stacks_from_levels(sqlite3 *db, int device, sweep *s, view_stacks_resul
         int found;
         s->snap_off[b] = s->snap_len;
         rc = read_vector(st, event, s, &s->floor_bytes[b], &found);
+        oom |= rc == -2;
         s->snap_cnt[b] = s->snap_len - s->snap_off[b];
         if (rc == 0 && !found)
             rc = 1; /* not stored (a database made otherwise): the pass answers */
     }
+    if (rc < 0)
+        snprintf(err, errlen, "reading series_levels: %s",
+                 oom ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
     if (rc != 0) {
         free(out->at_event), free(s->floor_bytes);
@@ -100,9 +109,6 @@ int view_stacks_from_levels(sqlite3 *db, int device, sweep *s, view_stacks_resul
         s->snap_len = 0, s->nseries = 0, s->rest_series = VIEW_STACKS_NO_REST;
         addr_map_free(&s->series_of);
         memset(&s->series_of, 0, sizeof s->series_of);
-        if (rc < 0)
-            snprintf(err, errlen, "reading series_levels: %s",
-                     st ? sqlite3_errmsg(db) : "out of memory");
         return rc < 0 ? -1 : 0;
     }
     out->from_levels = 1;

@@ -142,7 +142,7 @@ int series_levels_change(series_levels *s, uint32_t device, int64_t stack, int64
                          int64_t size, int sign) {
     device_levels *d = device_of(s, device);
     if (!d)
-        return -1;
+        return device < GMT_MAX_DEVICES ? -1 : 0;
     int64_t bytes = sign * size;
     if (move(&d->sets[SET_SITE], d, stack, bytes) != 0 ||
         move(&d->sets[SET_STREAM], d, stream, bytes) != 0 ||
@@ -244,7 +244,7 @@ int series_levels_row(series_levels *s, db_writer *db, uint32_t device, int64_t 
                       int64_t place, int64_t allocated) {
     device_levels *d = device_of(s, device);
     if (!d)
-        return -1;
+        return device < GMT_MAX_DEVICES ? -1 : 0;
     int64_t index = place >> s->shift;
     if (d->open && GMT_NEVER(index < d->index)) /* places only grow (a running max) */
         index = d->index;
