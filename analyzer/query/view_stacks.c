@@ -42,6 +42,13 @@ int view_stack_by_parse(const char *word, view_stack_by *by) {
 
 const char *view_stack_by_name(view_stack_by by) { return by_words[by]; }
 
+static sweep sweep_new(view_stack_by by) {
+    return (sweep){.by = by,
+                   .blocks = GMT_SLOTS_INIT(live_block),
+                   .cat_id = INT64_MIN,
+                   .rest_series = VIEW_STACKS_NO_REST};
+}
+
 static void sweep_free(sweep *s) {
     addr_map_free(&s->series_of);
     addr_map_free(&s->whole);
@@ -501,10 +508,7 @@ static int stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbucke
     if (max_series > VIEW_STACKS_MAX_SERIES)
         max_series = VIEW_STACKS_MAX_SERIES;
     const view_timeline_result *t = &out->timeline;
-    sweep s = {.by = by,
-               .blocks = GMT_SLOTS_INIT(live_block),
-               .cat_id = INT64_MIN,
-               .rest_series = VIEW_STACKS_NO_REST};
+    sweep s = sweep_new(by);
     int got = use_levels ? view_stacks_from_levels(db, device, &s, out, err, errlen) : 0;
     if (got != 0) { /* the stored vectors: no pass */
         if (got > 0 && view_stacks_choose(db, &s, max_series, out) == 0)
@@ -517,6 +521,12 @@ static int stacks(sqlite3 *db, int device, int64_t lo, int64_t hi, size_t nbucke
         if (got < 0)
             view_stacks_free(out);
         return got < 0 ? -1 : 0;
+    }
+    if (use_levels) { /* what a partial read of the levels made: the pass starts afresh */
+        sweep_free(&s);
+        s = sweep_new(by);
+        free(out->at_event);
+        out->at_event = NULL;
     }
     int64_t first, last;
     if (window_rows(db, device, t->start + (int64_t)t->n * t->width, &first, &last) != 0) {

@@ -55,7 +55,8 @@ int view_stacks_choose(sqlite3 *db, sweep *s, size_t max_series, view_stacks_res
 
 /* The answer from series_levels (view_stacks.h) into s's copies: 1, 0 when the database cannot
  * give it (no rows for this `by`, buckets finer than the level's, a vector missing: the pass
- * answers), -1 with a message. */
+ * answers), -1 with a message. On 0 and -1, s and out->at_event may hold a part: the caller
+ * frees them (sweep's free, view_stacks_free). */
 int view_stacks_from_levels(sqlite3 *db, int device, sweep *s, view_stacks_result *out, char *err,
                             size_t errlen);
 

@@ -101,16 +101,8 @@ int view_stacks_from_levels(sqlite3 *db, int device, sweep *s, view_stacks_resul
         snprintf(err, errlen, "reading series_levels: %s",
                  oom ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    if (rc != 0) {
-        free(out->at_event), free(s->floor_bytes);
-        out->at_event = NULL, s->floor_bytes = NULL;
-        free(s->snap_off), free(s->snap_cnt);
-        s->snap_off = s->snap_cnt = NULL;
-        s->snap_len = 0, s->nseries = 0, s->rest_series = VIEW_STACKS_NO_REST;
-        addr_map_free(&s->series_of);
-        memset(&s->series_of, 0, sizeof s->series_of);
+    if (rc != 0) /* the caller frees what was made (and starts the pass afresh) */
         return rc < 0 ? -1 : 0;
-    }
     out->from_levels = 1;
     return 1;
 }
