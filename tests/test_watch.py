@@ -97,16 +97,21 @@ def compare(refresh, rep, what):
                                                                 r["steps"]))
 
 
-def write_slowly(f, data, rng, piece, done=None, delay=0.0):
+def write_slowly(f, data, rng, piece, done=None, delay=0.0, pauses=(), wait=None):
     """The writer of a growing trace: data after its first 40 bytes into f, in random pieces of
-    at most `piece` bytes 20-120 ms apart (memrec's writer rounds), until done is set."""
+    at most `piece` bytes 20-120 ms apart (memrec's writer rounds), until done is set; past each
+    offset in `pauses`, wait() (the reader has caught up) before going on."""
     pos = 40
+    pauses = sorted(pauses)
     time.sleep(delay)
     while pos < len(data) and not (done and done.is_set()):
         n = min(len(data) - pos, rng.randint(1, piece))
         f.write(data[pos:pos + n])
         f.flush()
         pos += n
+        while pauses and pos >= pauses[0]:
+            pauses.pop(0)
+            wait()
         time.sleep(rng.uniform(0.02, 0.12))
     f.close()
 
@@ -154,26 +159,56 @@ def follow(name, src, seed, piece=6000):
     return refreshes
 
 
-def grow(name, src, seed, args, piece=2500):
-    """watch --json ARGS on a growing copy of src: (exit status, refreshes, file size)."""
+def grow(name, src, seed, args, piece=2500, pauses=()):
+    """watch --json ARGS on a growing copy of src: (exit status, refreshes, file size, its
+    length, stderr). `pauses`: fractions of the file where the writer waits until watch has
+    refreshed twice on what is there (a refresh that reads nothing new, whatever the machine's
+    load: how fast watch refreshes against the writer is not what is tested)."""
     rng = random.Random(seed)
     dst = os.path.join(TMP, name)
     data = open(src, "rb").read()
     f = open(dst, "wb")
     f.write(data[:40])
     f.flush()
+    err_file = open(os.path.join(TMP, name + ".stderr"), "w+")
     proc = subprocess.Popen([MEMANALYZE, "watch", "--json", "--interval", "0.2", "--stale", "20",
-                             *args, dst], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             *args, dst], env=ENV, stdout=subprocess.PIPE, stderr=err_file,
+                            text=True)
+    lines, arrived = [], threading.Condition()
+
+    def read_refreshes():
+        for line in proc.stdout:
+            if line.strip():
+                with arrived:
+                    lines.append(json.loads(line))
+                    arrived.notify_all()
+
+    def caught_up():
+        deadline = time.time() + 120
+        with arrived:
+            first = len(lines)
+            while time.time() < deadline and proc.poll() is None:
+                seen = lines[first:]
+                if len(seen) >= 2 and seen[-1]["bytes_read"] == seen[-2]["bytes_read"]:
+                    return
+                arrived.wait(timeout=0.5)
+
+    reader = threading.Thread(target=read_refreshes)
+    reader.start()
     done = threading.Event()
-    t = threading.Thread(target=write_slowly, args=(f, data, rng, piece, done))
+    t = threading.Thread(target=write_slowly,
+                         args=(f, data, rng, piece, done, 0.0,
+                               [int(p * len(data)) for p in pauses], caught_up))
     t.start()
-    out, err = proc.communicate(timeout=180)
+    proc.wait(timeout=300)
     written_then = os.path.getsize(dst)
     done.set()
     t.join()
-    return proc.returncode, [json.loads(x) for x in out.splitlines() if x.strip()], \
-        written_then, len(data), err
+    reader.join()
+    err_file.seek(0)
+    err = err_file.read()
+    err_file.close()
+    return proc.returncode, lines, written_then, len(data), err
 
 
 def alerts_of(r, rule):
@@ -198,7 +233,8 @@ def test_alerts(leak, oom):
             c.write(open(leak, "rb").read()[:rs[i]["bytes_read"]])
         compare(rs[i], report(cut), "alert leak at its start")
     # oom: holds at a refresh with new OOMs, stops at one without: both said, consistently
-    rc, rs, _, _, err = grow("alert-oom.zst", oom, 6, ["--alert", "oom"])
+    # (the writer waits for watch at 3/5 and 4/5 of the file, where OOMs have begun)
+    rc, rs, _, _, err = grow("alert-oom.zst", oom, 6, ["--alert", "oom"], pauses=(0.6, 0.8))
     check(rc == 0, "alert oom: exit %s %s" % (rc, err))
     prev, was, states = 0, False, []
     for r in rs:
