@@ -233,6 +233,10 @@ int gmt_category_from_name(const char *name, size_t len);
 typedef enum gmt_stack_by { STACK_BY_LIST(STACK_BY_ENUM) STACK_BY_COUNT } gmt_stack_by;
 #undef STACK_BY_ENUM
 
+/* The series a stored vector of series_levels and series_deltas names (schema.sql; meta
+ * series_level_top); the rest is one row. */
+#define SERIES_VECTOR_TOP 64
+
 /* X(ID, "label", below): a block's size class, below `below` bytes (the last: all the rest). 1 MiB:
  * PyTorch's small pool (its blocks come from 2 MiB segments); then a factor 16 apart:
  * activations and temporaries, layers' weights and gradients, whole flat buffers and KV caches

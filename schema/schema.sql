@@ -104,7 +104,8 @@ PRAGMA user_version = 1;
 --   width, how many, and 'time' or 'event'), site_level_events and site_levels (the levels
 --   of site_levels: the finest width in event ids, how many), series_level_ns and
 --   series_level_top (series_levels' bucket width on the timeline's axis and the series a
---   vector names), series_level_categories (1: series_levels has the category rows).
+--   vector names), series_delta_ns (series_deltas' bucket width), series_level_categories
+--   (1: series_levels and series_deltas have the category rows).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL, -- name of the fact, lower_snake_case; see the list above
   value                            -- its value, stored as given (no type affinity): INTEGER for counts, ids and ns, TEXT otherwise
@@ -554,6 +555,28 @@ CREATE TABLE series_levels (
   key       INTEGER,          -- stack_id, category (gmt_vocab.h's order), stream or size class; NULL: the rest
   bytes     INTEGER NOT NULL, -- live block bytes of the series (the rest: of all the others)
   PRIMARY KEY (device, series_by, event_id, rank)
+) WITHOUT ROWID;
+
+-- series_deltas: the same vectors at every bucket of the timeline_levels level below (meta
+-- 'series_delta_ns', ~512 events a bucket), as a chain: each the changes from the one before
+-- it of its (device, series_by) in event_id order, so that a window whose buckets are whole
+-- buckets of that level (but finer than series_levels') is its vectors without a pass. The
+-- chain holds a vector at every bucket's max_allocated_event_id and after its last event
+-- where the next bucket is empty or it is the last, each vector chosen as in series_levels;
+-- every series_levels vector is one of the chain's (a coarse bucket's highest moment is one of
+-- its fine buckets'), so a vector is the series_levels one at or before it and the deltas
+-- after that up to it. A vector's rows: entry 0 the rest (key NULL, always there, so each
+-- vector of the chain has a row), then the named series whose bytes differ from the previous
+-- vector's or that are newly named (key, bytes), then those named before and no longer
+-- (key, bytes 0).
+CREATE TABLE series_deltas (
+  device    INTEGER NOT NULL, -- device ordinal
+  series_by INTEGER NOT NULL, -- as series_levels'
+  event_id  INTEGER NOT NULL, -- the vector is the state after this event
+  entry     INTEGER NOT NULL, -- 0: the rest; 1, 2, ...: a named series' change
+  key       INTEGER,          -- as series_levels'; NULL: the rest
+  bytes     INTEGER NOT NULL, -- its live block bytes now (0: no longer named)
+  PRIMARY KEY (device, series_by, event_id, entry)
 ) WITHOUT ROWID;
 
 -- site_stats: one row per (device, allocation site) that held device memory at the device's

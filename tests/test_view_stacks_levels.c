@@ -1,13 +1,17 @@
 /* test_view_stacks_levels.c — the stacked timeline of wide windows from the replay's stored
- * vectors (series_levels; query/view_stacks.h) against the pass over the events
- * (view_stacks_by_pass) on the same windows, by site, category, stream and size class:
+ * vectors (series_levels' whole ones, series_deltas' chain; query/view_stacks.h) against the
+ * pass over the events (view_stacks_by_pass) on the same windows, by site, category, stream and
+ * size class:
  *   - every bucket's sum is the timeline's value there (its max, or the state carried into an
  *     empty bucket), and the pass's sum;
  *   - where the answer says it is exact (inexact_bytes 0), the same series, labels' keys,
  *     max_bytes and values as the pass, to the byte; else each named value within
  *     inexact_bytes of the pass's, and "others" the difference;
- *   - a window finer than the stored buckets, or a database without series_levels (an older
- *     memanalyze's), is answered by the pass, the same as view_stacks_by_pass.
+ *   - a window whose buckets are whole chain buckets but finer than series_levels' reads the
+ *     chain (from_levels 2), from the whole vector before it;
+ *   - a window finer than the stored buckets, or a database without series_levels or without
+ *     series_deltas (an older memanalyze's), is answered by the pass or the whole vectors, the
+ *     same as view_stacks_by_pass.
  * Inputs: a hand-built trace of 160 sites, ~90 of them live at once (more than the 64 a vector
  * names: some answers inexact, bounded), a synthetic training run of two devices, and
  * the real snapshots of ../shared/data/pytorch when present. All built as memanalyze builds
@@ -33,7 +37,7 @@ static uint64_t next_random(void) {
 }
 static int64_t below(int64_t n) { return n > 0 ? (int64_t)(next_random() % (uint64_t)n) : 0; }
 
-static int answers, from_levels, exact, inexact, by_pass_only, carried_from_levels;
+static int answers, from_levels, from_chain, exact, inexact, by_pass_only, carried_from_levels;
 
 static int64_t meta(sqlite3 *d, const char *key) {
     sqlite3_stmt *st = NULL;
@@ -76,7 +80,8 @@ static void check_one(sqlite3 *d, int device, int64_t lo, int64_t hi, size_t n, 
                 expect_levels);
         CHECK(0);
     }
-    from_levels += a.from_levels;
+    from_levels += a.from_levels > 0;
+    from_chain += a.from_levels == 2;
     for (size_t b = t->first_known; a.from_levels && b < t->n; b++)
         carried_from_levels += !t->buckets[b].events;
     by_pass_only += !a.from_levels;
@@ -129,10 +134,14 @@ static void check_one(sqlite3 *d, int device, int64_t lo, int64_t hi, size_t n, 
     view_stacks_free(&p);
 }
 
-/* Random wide windows (of whole stored buckets), a few finer ones, the whole run. */
+/* Random wide windows (of whole stored buckets: series_levels', the chain's), a few finer ones,
+ * the whole run. `stored`: 0 none, 1 whole vectors only, 2 both. */
 static void check_windows(sqlite3 *d, int stored, int count, const char *what) {
-    int64_t width = meta(d, "series_level_ns");
+    int64_t width = meta(d, "series_level_ns"), fine = meta(d, "series_delta_ns");
     CHECK(!stored || width > 0);
+    CHECK(stored < 2 || fine * 8 == width);
+    if (stored == 1) /* no chain stored: its windows, answered by the pass */
+        fine = width / 8;
     int event_axis;
     int64_t end;
     char err[256];
@@ -149,23 +158,27 @@ static void check_windows(sqlite3 *d, int stored, int count, const char *what) {
             view_stack_by by = (view_stack_by)(i % STACK_BY_COUNT);
             size_t n = (size_t)(2 + below(40));
             int64_t lo, hi;
-            int wide = stored && i % 5 != 4;
+            /* i % 5: 0, 1, 3 wide, 2 of chain buckets, 4 finer */
+            int wide = stored && i % 5 != 4 && i % 5 != 2;
+            int chain = stored && i % 5 == 2;
+            int expect = 0;
             if (i < STACK_BY_COUNT) { /* the whole run, each by */
                 lo = 0, hi = end, n = 200;
-            } else if (wide) { /* a bucket of the answer: one to three stored ones */
-                int64_t most = end / width / 3;
+                expect = -1; /* the whole run of a short input may be finer than stored buckets */
+            } else if (wide || chain) { /* a bucket of the answer: one to three stored ones */
+                int64_t unit = wide ? width : fine;
+                int64_t most = end / unit / 3;
                 n = (size_t)(2 + below(most > 40 ? 38 : most > 3 ? most - 2 : 1));
-                int64_t span = width * (int64_t)n * (1 + below(3));
+                int64_t span = unit * (int64_t)n * (1 + below(3)); /* buckets of 1, 2 or 4 units */
                 lo = below(end > span ? end - span : 1), hi = lo + span;
                 if (i % 7 == 3) /* past the end: empty buckets carry the last vector */
                     lo = end - span / 2 > 0 ? end - span / 2 : 0, hi = lo + span;
+                expect = wide ? 1 : stored == 2 ? 2 : 0;
             } else { /* finer: the pass */
                 n = (size_t)(50 + below(100));
-                int64_t span = (width > 0 ? width : 1 << 20) * (int64_t)n / 64 + 1;
+                int64_t span = (fine > 0 ? fine : 1 << 20) * (int64_t)n / 16 + 1;
                 lo = below(end), hi = lo + span;
             }
-            /* the whole run of a short input may be finer than the stored buckets */
-            int expect = !stored ? 0 : i < STACK_BY_COUNT ? -1 : wide;
             check_one(d, device, lo, hi, n, by, expect, what);
         }
     }
@@ -226,7 +239,7 @@ static void test_many_sites(void) {
     CHECK(trace_writer_close(w, NULL, err, sizeof err) == 0);
     sqlite3 *d = build(trace_path, "many");
     int before = inexact;
-    check_windows(d, 1, 60, "many sites");
+    check_windows(d, 2, 60, "many sites");
     fprintf(stderr, "many sites: %d answers inexact (bounded)\n", inexact - before);
     CHECK(inexact > before); /* more live sites than a vector names: the bound was needed */
     db_close(d);
@@ -248,11 +261,21 @@ static void test_synthetic(void) {
     char path[400];
     snprintf(path, sizeof path, "%s", trace_path);
     sqlite3 *d = build(path, "synth");
-    check_windows(d, 1, 40, "synthetic");
+    check_windows(d, 2, 40, "synthetic");
     db_close(d);
 
-    /* an older memanalyze's database: no series_levels, the pass answers every window */
+    /* an older memanalyze's database: no series_deltas, the whole vectors or the pass answer */
     snprintf(path, sizeof path, "%s/synth.db", tmpdir);
+    CHECK(sqlite3_open(path, &d) == SQLITE_OK);
+    CHECK(sqlite3_exec(d,
+                       "DELETE FROM meta WHERE key = 'series_delta_ns'; DROP TABLE series_deltas",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(d);
+    CHECK(db_open_readonly(path, &d, err, sizeof err) == 0);
+    check_windows(d, 1, 20, "synthetic (no series_deltas)");
+    db_close(d);
+
+    /* older still: no series_levels, the pass answers every window */
     CHECK(sqlite3_open(path, &d) == SQLITE_OK);
     CHECK(sqlite3_exec(d,
                        "DELETE FROM meta WHERE key LIKE 'series_level%'; DROP TABLE series_levels",
@@ -274,7 +297,7 @@ static void test_snapshots(const char *source_dir) {
             continue;
         found++;
         sqlite3 *d = build(input, names[i]);
-        check_windows(d, meta(d, "series_level_ns") > 0, 20, names[i]);
+        check_windows(d, meta(d, "series_level_ns") > 0 ? 2 : 0, 20, names[i]);
         db_close(d);
     }
     if (!found)
@@ -291,10 +314,13 @@ int main(int argc, char **argv) {
     test_many_sites();
     test_synthetic();
     test_snapshots(argc > 1 ? argv[1] : ".");
-    fprintf(stderr, "%d answers: %d from the levels (%d exact, %d bounded), %d by the pass\n",
-            answers, from_levels, exact, inexact, by_pass_only);
+    fprintf(stderr,
+            "%d answers: %d from the levels (%d of them the chain; %d exact, %d bounded), %d by "
+            "the pass\n",
+            answers, from_levels, from_chain, exact, inexact, by_pass_only);
     /* the hand-built and synthetic inputs alone (a clone without ../shared) */
-    CHECK(answers >= 150 && from_levels >= 90 && exact >= 60 && by_pass_only >= 40);
+    CHECK(answers >= 170 && from_levels >= 100 && from_chain >= 30 && exact >= 60 &&
+          by_pass_only >= 30);
     fprintf(stderr, "%d empty buckets answered from the levels\n", carried_from_levels);
     CHECK(carried_from_levels > 20); /* the vectors after a bucket's last event */
     return tmpdir_finish("test_view_stacks_levels");

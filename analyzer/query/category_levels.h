@@ -1,13 +1,15 @@
-/* category_levels.h — the category rows of series_levels (schema.sql): each category's live
- * block bytes at the events the replay wrote site vectors for, added after the replay (the
- * categories are known only then) from category_store's one sweep over the blocks.
+/* category_levels.h — the category rows of series_levels and series_deltas (schema.sql): each
+ * category's live block bytes at the events the replay wrote site vectors for, added after the
+ * replay (the categories are known only then) from category_store's one sweep over the blocks.
  *
- * How: the events of each device's vectors in order (their rest rows), and per block two
- * binary searches: it is live at the vectors from the first at or after its alloc to the last
- * before its free, a difference array of (vectors + 1) x categories; prefix sums at the end.
- * O(blocks x log vectors), memory ~72 bytes a vector (~3.5 MB at 100 M events). Blocks are
- * the categorizer's (the `allocations` view's): a segment later found to hold blocks is not
- * one of them, where the replay's site rows counted it until then. */
+ * How: the events of each device's vectors in order (their rest rows; an event may hold a whole
+ * vector and one of the chain), and per block two binary searches: it is live at the vectors
+ * from the first at or after its alloc to the last before its free, a difference array of
+ * (vectors + 1) x categories; prefix sums at the end, the chain's rows the categories that
+ * moved since its previous vector. O(blocks x log vectors), memory ~73 bytes a vector (~16 MB
+ * at 100 M events). Blocks are the categorizer's (the `allocations` view's): a segment later
+ * found to hold blocks is not one of them, where the replay's site rows counted it until
+ * then. */
 #ifndef GMT_CATEGORY_LEVELS_H
 #define GMT_CATEGORY_LEVELS_H
 

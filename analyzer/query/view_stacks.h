@@ -22,10 +22,12 @@
  * pass, in alloc_id order, as the allocs come); /api/stacks' p95 over 200 random windows
  * 70-190 ms by site, stream and size, 115-300 ms by category.
  *
- * Wide windows (every bucket a whole number of series_levels' buckets, ~4096 events each) are
- * answered from the replay's stored vectors instead (schema.sql: series_levels): each bucket
- * shows the vector at its max_allocated_event_id (an empty one the vector after the last row
- * before it), ~ nbuckets point reads, no pass; `from_levels` says so. A vector names its 64
+ * Wide windows (every bucket a whole number of series_deltas' buckets, ~512 events each) are
+ * answered from the replay's stored vectors instead (schema.sql: series_levels, series_deltas):
+ * each bucket shows the vector at its max_allocated_event_id (an empty one the vector after the
+ * last row before it) — where the buckets are whole series_levels' ones (~4096 events) one point
+ * read each, else the chain of deltas read from the whole vector at or before the first bucket
+ * (~ nbuckets range reads of a few rows) — no pass; `from_levels` says which. A vector names its 64
  * largest series and sums the rest, so a series named in the answer but below the 64th of a
  * bucket is counted in "others" there: at most `inexact_bytes` (0: every value exact); the sum
  * of a bucket is exact either way (by category: but for a segment counted as one block and
@@ -71,15 +73,15 @@ typedef struct view_stacks_result {
     view_stack_by by;
     size_t series_count;       /* the top ones by max_bytes, then "other" when any is left */
     view_stack_series *series; /* series_count */
-    int64_t *values;       /* timeline.n x series_count, bucket after bucket: bytes at its max */
-    int64_t *at_event;     /* per bucket, the event id whose state it shows (0: none known) */
-    int64_t rows_read;     /* event rows decoded */
-    int refused;           /* 1: the window ends more than max_rows rows in: no series, no values */
-    int64_t rows_needed;   /* the rows it would have read */
-    int64_t seeded_at;     /* > 0: the pass began after this event, from the layout index's
-                              checkpoint (layout_index.h); 0: from the device's first row */
-    size_t others;         /* the series "others" (the last, key -1) sums; 0: no "others" */
-    int from_levels;       /* 1: answered from series_levels, no pass (rows_read 0) */
+    int64_t *values;     /* timeline.n x series_count, bucket after bucket: bytes at its max */
+    int64_t *at_event;   /* per bucket, the event id whose state it shows (0: none known) */
+    int64_t rows_read;   /* event rows decoded */
+    int refused;         /* 1: the window ends more than max_rows rows in: no series, no values */
+    int64_t rows_needed; /* the rows it would have read */
+    int64_t seeded_at;   /* > 0: the pass began after this event, from the layout index's
+                            checkpoint (layout_index.h); 0: from the device's first row */
+    size_t others;       /* the series "others" (the last, key -1) sums; 0: no "others" */
+    int from_levels;     /* no pass (rows_read 0): 1 from series_levels, 2 from series_deltas; 0 */
     int64_t inexact_bytes; /* from the levels: the most a named series' value may be short of
                               its bytes in a bucket (counted in "others"); 0: exact */
 } view_stacks_result;

@@ -73,6 +73,7 @@ enum statement {
     ST_SITE_STEP,
     ST_LARGEST,
     ST_SERIES_LEVEL,
+    ST_SERIES_DELTA,
     ST_SITE_BUCKET,
     ST_SITE_LEVEL,
     ST_HEAT_ROW,
@@ -129,6 +130,8 @@ static const char *const statement_sql[ST_COUNT] = {
                       " UPDATE SET blocks = blocks + excluded.blocks,"
                       " bytes = bytes + excluded.bytes",
     [ST_SERIES_LEVEL] = "INSERT INTO series_levels (device, series_by, event_id, rank, key, bytes)"
+                        " VALUES (?,?,?,?,?,?)",
+    [ST_SERIES_DELTA] = "INSERT INTO series_deltas (device, series_by, event_id, entry, key, bytes)"
                         " VALUES (?,?,?,?,?,?)",
     [ST_SITE_BUCKET] = "INSERT OR REPLACE INTO site_buckets (device, bucket_ns, bucket, stack_id,"
                        " live_bytes, peak_live_bytes) VALUES (?,?,?,?,?,?)",
@@ -780,6 +783,12 @@ int db_writer_series_level(db_writer *w, int64_t device, int64_t by, int64_t eve
                            int64_t key, int64_t bytes) {
     const int64_t v[] = {device, by, event_id, rank, key, bytes};
     return insert_ints(w, ST_SERIES_LEVEL, v, 6);
+}
+
+int db_writer_series_delta(db_writer *w, int64_t device, int64_t by, int64_t event_id,
+                           int64_t entry, int64_t key, int64_t bytes) {
+    const int64_t v[] = {device, by, event_id, entry, key, bytes};
+    return insert_ints(w, ST_SERIES_DELTA, v, 6);
 }
 
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,

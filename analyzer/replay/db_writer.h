@@ -119,6 +119,9 @@ int db_writer_site_level(db_writer *w, int64_t device, int64_t width, int64_t ch
 /* A row of series_levels (series_levels.h); key DB_NULL: the rest. */
 int db_writer_series_level(db_writer *w, int64_t device, int64_t by, int64_t event_id, int64_t rank,
                            int64_t key, int64_t bytes);
+/* A row of series_deltas (series_levels.h); key DB_NULL: the rest (entry 0). */
+int db_writer_series_delta(db_writer *w, int64_t device, int64_t by, int64_t event_id,
+                           int64_t entry, int64_t key, int64_t bytes);
 /* A heatmap row: `n` floats, stored as a little-endian float32 blob. */
 int db_writer_heat_row(db_writer *w, int64_t device, int64_t bucket_ns, int64_t bucket,
                        const float *fractions, size_t n);

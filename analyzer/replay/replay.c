@@ -417,7 +417,7 @@ int replay_state_start(replay *rp, const scan_result *sr) {
     rp->bucket_ns = (int64_t)(span / BUCKETS + 1);
     replay_levels_setup(rp, span, sr->events, rp->opt && rp->opt->timestamps == 0);
     if (rp->level_count > SERIES_LEVELS_LEVEL &&
-        !(rp->series = series_levels_new(rp->level_shift + 3 * SERIES_LEVELS_LEVEL)))
+        !(rp->series = series_levels_new(rp->level_shift + 3 * SERIES_DELTAS_LEVEL)))
         return replay_fail(rp, "out of memory");
     rp->in_seed = sr->has_seed_end;
     rp->seed_events_total = sr->seed_events;

@@ -383,7 +383,11 @@ int view_api_stacks(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
             ",\n \"series\": [",
             device, view_stack_by_name(by), t->event_axis ? "event" : "time", lo, hi, t->start,
             t->width, t->n, t->first_known, truth(r.refused), r.rows_needed, VIEW_STACKS_MAX_ROWS,
-            r.rows_read, unit, folded, r.from_levels ? "levels" : "events", r.inexact_bytes);
+            r.rows_read, unit, folded,
+            r.from_levels == 2 ? "deltas"
+            : r.from_levels    ? "levels"
+                               : "events",
+            r.inexact_bytes);
     for (size_t k = 0; k < r.series_count; k++) {
         const view_stack_series *se = &r.series[k];
         fprintf(out, "%s\n  {\"key\": %" PRId64, k ? "," : "", se->key);
