@@ -6,7 +6,8 @@
  *     empty bucket), and the pass's sum;
  *   - where the answer says it is exact (inexact_bytes 0), the same series, labels' keys,
  *     max_bytes and values as the pass, to the byte; else each named value within
- *     inexact_bytes of the pass's, and "others" the difference;
+ *     inexact_bytes of the pass's, and by site of the blocks' own (every block live after the
+ *     bucket's event, from the allocations view: also where the pass names other sites);
  *   - a window whose buckets are whole chain buckets but finer than series_levels' reads the
  *     chain (from_levels 2), from the whole vector before it;
  *   - a window finer than the stored buckets, or a database without series_levels or without
@@ -50,6 +51,59 @@ static int64_t meta(sqlite3 *d, const char *key) {
     }
     sqlite3_finalize(st);
     return v;
+}
+
+/* The blocks of one device of one database, for a site's live bytes at a moment where the pass
+ * names other series (the brute force: every block live after the event, by its stack). */
+typedef struct block_life {
+    int64_t alloc, free, size, stack;
+} block_life;
+static block_life *blocks;
+static size_t nblocks;
+static sqlite3 *blocks_db;
+static int blocks_device = -1, truth_checks, unnamed_by_pass;
+static int64_t first_block_alloc;
+
+static void load_blocks(sqlite3 *d, int device) {
+    if (blocks_db == d && blocks_device == device)
+        return;
+    free(blocks);
+    blocks = NULL, nblocks = 0, blocks_db = d, blocks_device = device;
+    first_block_alloc = INT64_MAX;
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(d,
+                             "SELECT alloc_id, coalesce(free_event_id, 9223372036854775807), "
+                             "size, coalesce(alloc_stack_id, 0) FROM allocations WHERE device = "
+                             "?1 AND kind = 'device'",
+                             -1, &st, NULL) == SQLITE_OK);
+    sqlite3_bind_int(st, 1, device);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (nblocks == cap) {
+            cap = cap ? 2 * cap : 4096;
+            blocks = realloc(blocks, cap * sizeof *blocks);
+            CHECK(blocks != NULL);
+        }
+        block_life *x = &blocks[nblocks++];
+        *x = (block_life){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                          sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+        if (x->alloc < first_block_alloc)
+            first_block_alloc = x->alloc;
+    }
+    sqlite3_finalize(st);
+}
+
+/* A site's live block bytes after `event`; -1 before the device's first block (a segment then
+ * counts as one block in the replay's accounting, which the blocks do not show). */
+static int64_t site_bytes_at(sqlite3 *d, int device, int64_t key, int64_t event) {
+    load_blocks(d, device);
+    if (event < first_block_alloc)
+        return -1;
+    int64_t sum = 0;
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].stack == key && blocks[i].alloc <= event && blocks[i].free > event)
+            sum += blocks[i].size;
+    return sum;
 }
 
 static int64_t row_sum(const view_stacks_result *r, size_t b) {
@@ -110,7 +164,8 @@ static void check_one(sqlite3 *d, int device, int64_t lo, int64_t hi, size_t n, 
                    (a.series[k].key != -1 && strcmp(a.series[k].label, p.series[k].label) != 0);
         for (size_t i = 0; !bad && i < t->n * a.series_count; i++)
             bad |= a.values[i] != p.values[i];
-    } else { /* each named series of the stored answer: within the bound of the pass's */
+    } else { /* each named series of the stored answer: within the bound of the pass's, and a
+                site of the blocks' (one the pass does not name too) */
         for (size_t k = 0; k < a.series_count && !bad; k++) {
             if (a.series[k].key == -1)
                 continue;
@@ -119,6 +174,18 @@ static void check_one(sqlite3 *d, int device, int64_t lo, int64_t hi, size_t n, 
                 j++;
             for (size_t b = 0; b < t->n && !bad; b++) {
                 int64_t them = j < p.series_count ? p.values[b * p.series_count + j] : -1;
+                if (by == STACK_BY_SITE && b >= t->first_known) { /* the blocks say too */
+                    int64_t truth = site_bytes_at(d, device, a.series[k].key, a.at_event[b]);
+                    if (truth >= 0 && them >= 0 && truth != them) {
+                        fprintf(stderr, "%s: bucket %zu site %lld: the pass %lld, blocks %lld\n",
+                                what, b, (long long)a.series[k].key, (long long)them,
+                                (long long)truth);
+                        bad = 1;
+                    }
+                    truth_checks += truth >= 0;
+                    unnamed_by_pass += truth >= 0 && them < 0;
+                    them = truth >= 0 ? truth : them;
+                }
                 int64_t mine = a.values[b * a.series_count + k];
                 if (them >= 0 && (mine > them || them - mine > a.inexact_bytes))
                     bad = 1;
@@ -137,6 +204,7 @@ static void check_one(sqlite3 *d, int device, int64_t lo, int64_t hi, size_t n, 
 /* Random wide windows (of whole stored buckets: series_levels', the chain's), a few finer ones,
  * the whole run. `stored`: 0 none, 1 whole vectors only, 2 both. */
 static void check_windows(sqlite3 *d, int stored, int count, const char *what) {
+    blocks_db = NULL; /* one database per call: the blocks are read again */
     int64_t width = meta(d, "series_level_ns"), fine = meta(d, "series_delta_ns");
     CHECK(!stored || width > 0);
     CHECK(stored < 2 || fine * 8 == width);
@@ -321,6 +389,12 @@ int main(int argc, char **argv) {
     /* the hand-built and synthetic inputs alone (a clone without ../shared) */
     CHECK(answers >= 170 && from_levels >= 100 && from_chain >= 30 && exact >= 60 &&
           by_pass_only >= 30);
+    fprintf(stderr,
+            "%d values of inexact answers checked against the blocks (%d of sites the pass does "
+            "not name)\n",
+            truth_checks, unnamed_by_pass);
+    CHECK(truth_checks > 100); /* the many sites' inexact answers */
+    free(blocks);
     fprintf(stderr, "%d empty buckets answered from the levels\n", carried_from_levels);
     CHECK(carried_from_levels > 20); /* the vectors after a bucket's last event */
     return tmpdir_finish("test_view_stacks_levels");
