@@ -44,7 +44,7 @@ set(GMT_SLOW_TESTS
   test_view_stacks                     # issue 31: /api/stacks brute-forced, ~15 s
   test_view_share                      # issue 31: view --html, 3 inputs, server and Chromium; ~8 s
   test_layout_index                    # issue 31: every moment of synth runs and four real snapshots from checkpoints; ~15 s
-  test_view_start                      # issue 31: the first screen's chunks, parts of steps; ~12 s
+  test_view_start                      # issue 31: the first screen's chunks, parts of steps, windows' steps; ~20 s
   gpu_package)                         # the GPU package, checked here: no GPU needed
 
 set(GMT_GPU_TESTS

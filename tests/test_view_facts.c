@@ -8,13 +8,21 @@
  * The stacks: each bucket's series sum to view_timeline's max there (before the first known
  * bucket: nothing), by site, stream and size (category: refused without block categories), and
  * a window ending past the row limit refused with nothing in it (tests/test_view_stacks.py
- * holds each series to the blocks live then).
+ * holds each series to the blocks live then). The steps (query/step_table.h): step_table_part's
+ * rows [K, K + N) the same as step_table's whole answer, field by field, at offsets around the
+ * anomalies' neighbourhood and the warm-up, and step_table_overlap's range of a window the one
+ * step_table's rows give (the first row that overlaps it to the last); on every input, and on a
+ * copy of a synthetic one whose steps were made to nest and overlap (a step holding many, ones
+ * inside one, one ending with another, a NULL begin, negative numbers), with reserved jumps
+ * planted at the second row and further on (only the first one counts) and open steps at the
+ * end.
  *
  * argv: SOURCE_DIR SYNTH */
 #include "check.h"
 #include "db_open.h"
 #include "event_store.h"
 #include "input.h"
+#include "step_table.h"
 #include "view_blocks.h"
 #include "view_stacks.h"
 #include "view_timeline.h"
@@ -316,6 +324,259 @@ static int devices_of(sqlite3 *db, int *devs, int max) {
     return n;
 }
 
+/* ---- the steps: parts and window ranges against the whole table ---------------------------- */
+
+static int step_parts_checked, step_windows_checked;
+
+static int same_text(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int same_step(const step_row *a, const step_row *b) {
+    return a->step == b->step && a->begin_event_id == b->begin_event_id &&
+           a->end_event_id == b->end_event_id && a->peak_allocated == b->peak_allocated &&
+           a->peak_event_id == b->peak_event_id && same_text(a->peak_phase, b->peak_phase) &&
+           a->allocated_at_end == b->allocated_at_end && a->reserved_at_end == b->reserved_at_end &&
+           a->segments_at_end == b->segments_at_end &&
+           a->fragmentation_at_end == b->fragmentation_at_end &&
+           a->trapped_at_end == b->trapped_at_end && a->allocs == b->allocs &&
+           a->frees == b->frees && a->growth == b->growth && a->growth_known == b->growth_known &&
+           strcmp(a->anomaly, b->anomaly) == 0 && a->open == b->open && a->partial == b->partial &&
+           a->implicit == b->implicit;
+}
+
+static int same_history(const step_history *a, const step_history *b) {
+    return a->mid_run == b->mid_run && a->first_event == b->first_event &&
+           a->first_step == b->first_step && a->before == b->before &&
+           (!a->before || (a->before_first == b->before_first && a->before_last == b->before_last));
+}
+
+static void check_step_window(sqlite3 *db, int device, const step_row *all, size_t n, int implicit,
+                              int64_t a, int64_t b) {
+    size_t want_first = 0, want_count = 0; /* the viewer's rule over the whole table */
+    for (size_t i = 0; i < n; i++)
+        if (all[i].begin_event_id < b && all[i].end_event_id > a) {
+            if (!want_count)
+                want_first = i;
+            want_count = i - want_first + 1;
+        }
+    size_t first = 7, count = 7;
+    char err[256];
+    int rc = step_table_overlap(db, device, a, b, &first, &count, err, sizeof err);
+    step_windows_checked++;
+    if (implicit) {
+        CHECK(rc == 1);
+        return;
+    }
+    if (rc != 0 || first != want_first || count != want_count) {
+        fprintf(stderr,
+                "device %d window (%" PRId64 ", %" PRId64 "]: rc %d, rows %zu + %zu, the "
+                "table's %zu + %zu (%s)\n",
+                device, a, b, rc, first, count, want_first, want_count, rc ? err : "");
+        CHECK(!"step_table_overlap's range is the whole table's");
+    }
+}
+
+static void check_step_part(sqlite3 *db, int device, const step_row *all, size_t n,
+                            const step_history *h, int implicit, size_t first, size_t count) {
+    step_row *some = NULL;
+    size_t got = 0, total = 0;
+    step_history ph;
+    char err[256];
+    int rc = step_table_part(db, device, first, count, &some, &got, &total, &ph, err, sizeof err);
+    step_parts_checked++;
+    if (implicit) {
+        CHECK(rc == 1);
+        free(some);
+        return;
+    }
+    size_t from = first < n ? first : n, want = count < n - from ? count : n - from;
+    int same = rc == 0 && got == want && total == n && same_history(&ph, h);
+    for (size_t i = 0; same && i < got; i++)
+        if (!same_step(&some[i], &all[from + i])) {
+            fprintf(stderr, "device %d part %zu + %zu: row %zu (step %" PRId64 ") differs%s%s\n",
+                    device, first, count, from + i, all[from + i].step,
+                    some[i].anomaly[0] || all[from + i].anomaly[0] ? ": anomaly " : "",
+                    some[i].anomaly[0] || all[from + i].anomaly[0] ? some[i].anomaly : "");
+            same = 0;
+        }
+    if (!same) {
+        fprintf(stderr, "device %d part %zu + %zu: rc %d, %zu rows of %zu (want %zu of %zu) %s\n",
+                device, first, count, rc, got, total, want, n, rc ? err : "");
+        CHECK(!"step_table_part's rows are the whole table's");
+    }
+    free(some);
+}
+
+/* Parts and windows of the device's steps against step_table's whole answer. */
+static void step_checks(sqlite3 *db, int device) {
+    step_row *all = NULL;
+    size_t n = 0;
+    step_history h;
+    char err[256];
+    if (step_table(db, device, &all, &n, &h, err, sizeof err) != 0) {
+        fprintf(stderr, "device %d: step_table: %s\n", device, err);
+        CHECK(!"step_table answers");
+        return;
+    }
+    int implicit = n && all[0].implicit;
+    size_t anomalies = 0;
+    for (size_t i = 0; i < n; i++)
+        anomalies += all[i].anomaly[0] != 0;
+    const size_t firsts[] = {0,
+                             1,
+                             2,
+                             3,
+                             5,
+                             6,
+                             7,
+                             8,
+                             11,
+                             12,
+                             13,
+                             17,
+                             25,
+                             33,
+                             n / 3,
+                             n / 2,
+                             n > 7 ? n - 7 : 0,
+                             n ? n - 1 : 0,
+                             n,
+                             n + 4};
+    const size_t counts[] = {0, 1, 2, 9, 200};
+    for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++)
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+            check_step_part(db, device, all, n, &h, implicit, firsts[i], counts[k]);
+    for (size_t i = 0; i < n; i++) /* the part at each anomaly and around it */
+        if (all[i].anomaly[0])
+            for (size_t d = 0; d < 3; d++)
+                check_step_part(db, device, all, n, &h, implicit, i > 6 * d ? i - 6 * d : 0, 3);
+    int64_t last = 0;
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT max(event_id) FROM event_rows", -1, &st, NULL) ==
+          SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        last = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    const int64_t fixed[][2] = {{0, last},
+                                {0, 0},
+                                {0, 1},
+                                {last, last},
+                                {last - 1, last},
+                                {last / 2, last / 2},
+                                {last / 3, 2 * last / 3}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_step_window(db, device, all, n, implicit, fixed[i][0], fixed[i][1]);
+    size_t stride = n > 40 ? n / 40 : 1;
+    for (size_t i = 0; i < n; i += stride) { /* at each end of a step, inside it, around it */
+        int64_t b = all[i].begin_event_id, e = all[i].end_event_id;
+        const int64_t w[][2] = {{b, e},     {b + 1, e - 1}, {e - 1, e + 1}, {e, e},
+                                {b - 4, b}, {e, e + 3},     {b, b + 1},     {e - 1, e}};
+        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+            if (w[k][0] <= w[k][1])
+                check_step_window(db, device, all, n, implicit, w[k][0], w[k][1]);
+    }
+    for (int k = 0; k < 40; k++) {
+        int64_t a = rand_in(0, last), b = rand_in(a, a + rand_in(0, last / 4 + 1));
+        check_step_window(db, device, all, n, implicit, a, b > last ? last : b);
+    }
+    fprintf(stderr, "  device %d: %zu steps (%zu anomalies%s), %d parts and %d windows so far\n",
+            device, n, anomalies, implicit ? ", implicit" : "", step_parts_checked,
+            step_windows_checked);
+    free(all);
+}
+
+static void exec_sql(sqlite3 *db, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
+        CHECK(!"the statement runs");
+    }
+    sqlite3_free(msg);
+}
+
+/* A copy of a synthetic input's database whose steps nest and overlap (each added step ends
+ * where one of the run's ends, so the devices' step_ends rows are its too), with reserved jumps
+ * planted and open steps at the end; then step_checks on each device. */
+static void nested_steps(const char *synth_bin) {
+    char path[512], db_path[600], cmd[2048];
+    snprintf(path, sizeof path, "%s/nested.zst", dir);
+    snprintf(cmd, sizeof cmd, "%s -o %s --steps 48 --layers 2 --hidden 256 --devices 2 >/dev/null",
+             synth_bin, path);
+    CHECK(system(cmd) == 0);
+    snprintf(db_path, sizeof db_path, "%s/nested.sqlite", dir);
+    if (build(path, db_path, 0) != 0) {
+        CHECK(!"the input builds");
+        return;
+    }
+    unlink(path);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    /* run_steps: the run's steps by end, row k + 1 the k-th, before any is added */
+    exec_sql(db, "BEGIN; CREATE TEMP TABLE run_steps AS SELECT * FROM steps ORDER BY "
+                 "end_event_id, step");
+    static const struct {
+        int num;
+        const char *begin; /* from the begin_k-th step's row, b */
+        int begin_k, end_k;
+    } added[] = {
+        {1000, "b.begin_event_id", 3, 40},      /* holds steps 3 to 40 */
+        {1001, "b.begin_event_id + 3", 20, 23}, /* from inside step 20 to the end of 23 */
+        {1002, "b.end_event_id - 2", 30, 30},   /* inside one, ending with it: after it */
+        {-5, "b.begin_event_id + 1", 31, 31},   /* the same, before it (a lower number) */
+        {-7, "b.end_event_id - 1", 12, 12},     /* a late begin, before its neighbour */
+        {1003, "b.end_event_id", 15, 15},       /* empty: begins where it ends */
+        {1004, "NULL", 9, 9},                   /* a NULL begin: read as 0 */
+        {1005, "b.begin_event_id", 26, 26},     /* the same as a step of the run */
+        {1006, "b.begin_event_id", 1, 47},      /* a long one, ending with the run */
+    };
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "INSERT INTO steps (step, name, begin_ts_ns, end_ts_ns, begin_event_id, "
+                 "end_event_id) SELECT %d, 'step %d', b.begin_ts_ns, e.end_ts_ns, %s, "
+                 "e.end_event_id FROM run_steps b, run_steps e WHERE b.rowid = %d AND "
+                 "e.rowid = %d",
+                 added[i].num, added[i].num, added[i].begin, added[i].begin_k + 1,
+                 added[i].end_k + 1);
+        exec_sql(db, cmd);
+    }
+    /* reserved jumps: at the run's second end (warm-up: none), then two (the first counts) */
+    static const struct { int gib, at_k; } jumps[] = {{4, 1}, {4, 14}, {16, 33}};
+    for (size_t i = 0; i < sizeof jumps / sizeof jumps[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "UPDATE step_ends SET reserved_bytes = reserved_bytes + (%d << 30) WHERE "
+                 "end_event_id >= (SELECT end_event_id FROM run_steps WHERE rowid = %d)",
+                 jumps[i].gib, jumps[i].at_k + 1);
+        exec_sql(db, cmd);
+    }
+    /* open at the end: the steps that end with the run's last one */
+    exec_sql(db, "UPDATE steps SET end_ts_ns = NULL WHERE end_event_id = (SELECT "
+                 "max(end_event_id) FROM steps); COMMIT");
+    CHECK(sqlite3_close(db) == SQLITE_OK);
+    db = open_db(db_path);
+    CHECK(db != NULL);
+    if (!db)
+        return;
+    int64_t inverted = 0; /* begins out of the table's order: what the ranges must get right */
+    sqlite3_stmt *st = NULL;
+    CHECK(
+        sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM (SELECT begin_event_id AS b, lag(begin_event_id) "
+                           "OVER (ORDER BY end_event_id, step) AS p FROM steps) WHERE b < p",
+                           -1, &st, NULL) == SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        inverted = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    CHECK(inverted >= 4);
+    fprintf(stderr, "nested steps: %" PRId64 " begins out of the table's order\n", inverted);
+    int devs[8];
+    int n = devices_of(db, devs, 8);
+    CHECK(n == 2);
+    for (int i = 0; i < n; i++)
+        step_checks(db, devs[i]);
+    db_close(db);
+}
+
 typedef struct all_blocks {
     size_t n;
     view_block *b;
@@ -504,6 +765,7 @@ static void check_input(const char *input, int plain, int expect_event_axis) {
         timeline_windows(db, devs[i], expect_event_axis);
         blocks_windows(db, db_path, devs[i]);
         stacks_windows(db, devs[i]);
+        step_checks(db, devs[i]);
     }
     db_close(db);
     fprintf(stderr,
@@ -539,6 +801,7 @@ int main(int argc, char **argv) {
           0);
     synth(sy, "plain", "--events 20000 --layers 2 --hidden 256", 1);
     synth(sy, "big", "--events 300000 --devices 2 --seed 7", 0);
+    nested_steps(sy);
     char path[1024];
     static const char *const snaps[] = {
         "train-step-m512", "lm-ctx512-forward", "pt21-no-timestamps", "cache-mostly-free",
@@ -560,7 +823,8 @@ int main(int argc, char **argv) {
      * stack windows each: 882 and 147), the snapshots add theirs; a clone without ../shared
      * runs the synthetic ones only */
     CHECK(from_levels > 100 && from_events > 100 && block_windows_checked > (found ? 1000 : 800) &&
-          stack_windows_checked > (found ? 200 : 140));
+          stack_windows_checked > (found ? 200 : 140) && step_parts_checked > 1000 &&
+          step_windows_checked > 1000);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

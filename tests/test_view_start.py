@@ -20,14 +20,30 @@ the shortcut that makes it so answers what the whole computation answers.
     most twice per device those that hold the events of the first 205 steps (the page's rows
     and the 5 after them that their anomalies compare with: scanned, and read again for their
     end states' segments) and a few more, and under a quarter of the store;
-    a pass over the run (the whole steps table at the start, as before) decodes all of them.
+    a pass over the run (the whole steps table at the start, as before) decodes all of them;
+  - /api/window's steps (step_table_overlap's range, then step_table_part's rows of it) against
+    `steps --json` filtered here by overlap with the window (a step holds (begin, end], its ends
+    from `sql`; the rows from the first that overlaps to the last): "steps_in_window",
+    "steps_listed", the rows, "first_row", "step_count" and the history, for the whole run, its
+    start and end, windows inside a step, on its ends, between steps, empty ones and random
+    ones, on every device of the synth trace, of the mid-run input (before its history too), of
+    a snapshot whose steps nest and overlap (a range holding several, one inside another, one
+    across three: begins out of the table's order) and of the shared snapshots (implicit steps:
+    the whole table, as before);
+  - GMT_CHUNK_COUNT=1 on the synth trace (its blocks and layout indexes made first): a fresh
+    server's first /api/window of the whole run, then one in the middle, decode under a quarter
+    of the store (no pass over every step's events: the whole table, 2 x 733 chunks and more,
+    before this change).
 Skips (77) when memanalyze was built without libmicrohttpd.
 
 argv: synth memanalyze [shared_pytorch_dir]. Python 3 standard library only.
 """
+import glob
 import http.client
 import json
 import os
+import pickle
+import random
 import re
 import select
 import shutil
@@ -42,6 +58,7 @@ SYNTH, MEM = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 SHARED = sys.argv[3] if len(sys.argv) > 3 else ""
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE_STEPS = 200  # viewer.js's PAGE_STEPS
+WINDOW_STEPS = 200  # endpoints_window.c's WINDOW_MAX_STEPS
 NEIGHBOURS = 5  # step_table.c: the anomalies compare a step with 5 on each side
 CHUNK_ROWS = 4096  # event_store.h
 failures = []
@@ -182,6 +199,152 @@ def check_chunks(inp, env, device, ndevices):
     check(in_all * 4 < total, "the first screen decoded %d of %d chunks" % (in_all, total))
 
 
+def step_windows(bounds, last):
+    """Windows (a, b] of event ids to ask: the whole run, its start and end, empty ones, and at a
+    sample of the steps (in end order) the step itself, inside it, across its end, its end
+    alone, just before its begin, just after its end; the gaps between consecutive steps; a few
+    random ones. Clipped to [0, last]."""
+    steps = sorted(bounds.values(), key=lambda be: (be[1], be[0]))
+    w = [(0, last), (0, 0), (0, 1), (0, 2), (last, last), (last - 1, last), (last // 2, last // 2),
+         (last // 3, 2 * last // 3), (last // 2, last)]
+    pick = steps[:4] + steps[len(steps) // 2 - 2:len(steps) // 2 + 2] + steps[-4:]
+    pick += steps[::max(1, len(steps) // 12)]
+    for b, e in pick:
+        w += [(b, e), (b + 1, e - 1), (e - 1, e + 1), (e, e), (b - 3, b), (e, e + 2), (b, b + 1)]
+    for (_, e), (b, _) in zip(steps, steps[1:]):
+        if b > e:
+            w.append((e, b))
+    rnd = random.Random(31)
+    for _ in range(12):
+        a = rnd.randrange(0, last + 1)
+        w.append((a, min(last, a + rnd.randrange(0, last // 4 + 2))))
+    return sorted({(max(0, a), min(last, b)) for a, b in w if max(0, a) <= min(last, b)})
+
+
+def check_windows(inp, env, label, nested=False):
+    """/api/window's steps against `steps --json` filtered here by overlap, every device;
+    nested: the input's steps overlap (begins out of the table's order), checked first."""
+    bounds = {r["step"]: (r["b"], r["e"]) for r in json.loads(run(
+        ["sql", inp, "SELECT step, ifnull(begin_event_id, 0) AS b, end_event_id AS e FROM steps",
+         "--json"], env))}
+    by_end = sorted(bounds.items(), key=lambda kv: (kv[1][1], kv[0]))
+    inverted = sum(1 for (_, x), (_, y) in zip(by_end, by_end[1:]) if y[0] < x[0])
+    check(not nested or inverted >= 3, "%s: %d begins out of the table's order" % (label, inverted))
+    last = json.loads(run(["sql", inp, "SELECT max(event_id) AS m FROM event_rows", "--json"],
+                          env))[0]["m"] or 0
+    v = Viewer(inp, env)
+    asked = 0
+    try:
+        summary = v.api("/api/summary")["devices"]
+        for dev in [d["device"] for d in summary] or [0]:
+            want_doc = json.loads(run(["steps", inp, "--device", str(dev), "--json"], env))
+            rows = want_doc["steps"]
+            implicit = any(r["implicit"] for r in rows)
+            for a, b in step_windows(bounds, last) if bounds else [(0, last), (0, last // 2)]:
+                got = v.api("/api/window", {"device": dev, "from": "event:%d" % a,
+                                            "to": "event:%d" % b})
+                asked += 1
+                what = "%s device %d: /api/window (%d, %d]" % (label, dev, a, b)
+                if implicit:  # no bounds in steps: the whole table's rows, as before
+                    check(got["steps"]["steps"] == rows[got["steps"]["first_row"]:][
+                        :len(got["steps"]["steps"])], what + ": implicit rows")
+                    continue
+                inside = [i for i, r in enumerate(rows)
+                          if bounds[r["step"]][0] < b and bounds[r["step"]][1] > a]
+                count = inside[-1] - inside[0] + 1 if inside else 0
+                want = rows[inside[0]:inside[-1] + 1][:WINDOW_STEPS] if inside else []
+                st = got["steps"]
+                check(got["steps_in_window"] == count, what + ": steps_in_window %d, want %d" %
+                      (got["steps_in_window"], count))
+                check(got["steps_listed"] == len(want), what + ": steps_listed %d, want %d" %
+                      (got["steps_listed"], len(want)))
+                check(st["steps"] == want, what + ": steps %s, want %s" % (
+                    [r["step"] for r in st["steps"]][:8], [r["step"] for r in want][:8]))
+                check(st["first_row"] == (inside[0] if inside else 0) and
+                      st["step_count"] == len(rows), what + ": first_row %d step_count %d" %
+                      (st["first_row"], st["step_count"]))
+                check(st["history"] == want_doc["history"], what + ": history")
+    finally:
+        v.stop()
+    print("%s: %d windows' steps checked (%d steps, %d begins out of the table's order)" %
+          (label, asked, len(bounds), inverted))
+    return asked
+
+
+def nested_snapshot(path):
+    """make_pickles.py's realistic training loop (ProfilerStep#0..#N) with more step ranges that
+    nest and overlap the loop's: #900 from the middle of step 1 to the middle of step 6 (holds
+    2..5), #901 from the middle of step 9 to just after step 12 ends, #902 inside step 15, #903
+    from step 3's begin to the middle of the last step."""
+    sys.path.insert(0, HERE)
+    import make_pickles  # noqa: E402
+    snap = make_pickles.realistic_snapshot(24000, seed=6)
+    ann = snap["external_annotations"]
+    start = {a["name"]: a["time_us"] for a in ann if a["stage"] == "START"}
+    end = {a["name"]: a["time_us"] for a in ann if a["stage"] == "END"}
+    n = len(start)
+    assert n >= 20, n
+
+    def at(k, f):  # a moment inside step k, f of the way
+        s, e = start["ProfilerStep#%d" % k], end["ProfilerStep#%d" % k]
+        return s + int((e - s) * f)
+
+    for num, t0, t1 in [(900, at(1, .5), at(6, .5)), (901, at(9, .5), end["ProfilerStep#12"] + 1),
+                        (902, at(15, .3), at(15, .6)), (903, at(3, 0), at(n - 1, .5))]:
+        ann += [{"device": 0, "stage": "START", "name": "ProfilerStep#%d" % num, "time_us": t0},
+                {"device": 0, "stage": "END", "name": "ProfilerStep#%d" % num, "time_us": t1}]
+    ann.sort(key=lambda a: a["time_us"])
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+
+
+def layouts_made(inp, env):
+    """Whether the input's layout index is in the cache (the builder thread makes it after the
+    blocks index): waited for under a server of its own when it is not yet."""
+    pattern = os.path.join(env["GMT_CACHE_DIR"], os.path.basename(inp) + "-*.db.layouts")
+    if glob.glob(pattern):
+        return True
+    v = Viewer(inp, env)
+    try:
+        for _ in range(1200):
+            if glob.glob(pattern):
+                return True
+            time.sleep(0.1)
+    finally:
+        v.stop()
+    return False
+
+
+def check_window_chunks(inp, env):
+    """A fresh server's first /api/window (the whole run, then the middle): few chunks."""
+    check(layouts_made(inp, env), "no layout index made for %s" % inp)
+    total = json.loads(run(["sql", inp, "SELECT count(*) AS n FROM event_chunks", "--json"],
+                           env))[0]["n"]
+    last = json.loads(run(["sql", inp, "SELECT max(event_id) AS m FROM event_rows", "--json"],
+                          env))[0]["m"]
+    v = Viewer(inp, dict(env, GMT_CHUNK_COUNT="1"))
+    try:
+        whole = v.api("/api/window", {"from": "start", "to": "end"})
+        mid = v.api("/api/window", {"from": "event:%d" % (last // 2),
+                                    "to": "event:%d" % (last // 2 + 100000)})
+    finally:
+        err = v.stop()
+    start = re.search(r"(\d+) event chunks decoded before the URL", err)
+    end = re.search(r"(\d+) event chunks decoded in all", err)
+    check(start and end, "GMT_CHUNK_COUNT: no counts on stderr: %r" % err)
+    if not (start and end):
+        return
+    at_url, in_all = int(start.group(1)), int(end.group(1))
+    print("the first two windows (%d and %d steps in them, %d and %d listed) decoded %d chunks "
+          "(%d before the URL) of %d" % (whole["steps_in_window"], mid["steps_in_window"],
+                                          whole["steps_listed"], mid["steps_listed"],
+                                          in_all - at_url, at_url, total))
+    check(whole["steps_in_window"] > WINDOW_STEPS and mid["steps_in_window"] > 0,
+          "the windows hold %d and %d steps" % (whole["steps_in_window"], mid["steps_in_window"]))
+    check((in_all - at_url) * 4 < total, "the first /api/window decoded %d of %d chunks: a pass "
+          "over the run" % (in_all - at_url, total))
+
+
 def main():
     if not os.access(MEM, os.X_OK):
         print("SKIP: no memanalyze at", MEM)
@@ -209,14 +372,22 @@ def checks(tmp):
     # the device the page opens on: the highest peak
     device = max(devices, key=lambda d: d["peak_allocated_bytes"])["device"]
     check_chunks(trace, env, device, len(devices))
+    check_windows(trace, env, "synth")
+    check_window_chunks(trace, env)
     mid = os.path.join(tmp, "mid.pickle")
     subprocess.run([sys.executable, os.path.join(HERE, "make_pickles.py"), "--mid-run", mid],
                    check=True, capture_output=True)
     check_parts(mid, env, "mid-run")
+    check_windows(mid, env, "mid-run")
+    nested = os.path.join(tmp, "nested.pickle")
+    nested_snapshot(nested)
+    check_parts(nested, env, "nested")
+    check_windows(nested, env, "nested", nested=True)
     if SHARED and os.path.isdir(SHARED):
         for name in ("train-step-m512.pickle", "lm-small-forward.pickle"):
             if os.path.exists(os.path.join(SHARED, name)):
                 check_parts(os.path.join(SHARED, name), env, name)
+                check_windows(os.path.join(SHARED, name), env, name)
     else:
         print("note: no shared PyTorch snapshots (%r): the implicit steps not checked" % SHARED)
     if failures:

@@ -170,43 +170,47 @@ int step_table_insides(sqlite3 *db, int device, step_row *rows, size_t n) {
     return rc;
 }
 
-/* The median of rows[lo..hi) but i, of peak (which = 0) or growth (1); a partial step's peak
- * and an unknown growth are no neighbour's. */
-static int64_t neighbours_median(const step_row *rows, size_t n, size_t i, int which,
+/* The median of rows [lo, hi) but i (rows[k] is row base + k), of peak (which = 0) or growth
+ * (1); a partial step's peak and an unknown growth are no neighbour's. */
+static int64_t neighbours_median(const step_row *rows, size_t base, size_t n, size_t i, int which,
                                  int64_t *scratch) {
     size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 0,
            hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
     size_t k = 0;
-    for (size_t j = lo; j < hi; j++)
-        if (j != i && !(which == 1 && (j == 0 || !rows[j].growth_known)) &&
-            !(which == 0 && rows[j].partial))
-            scratch[k++] = which ? rows[j].growth : rows[j].peak_allocated;
-    return k ? median_i64(scratch, k) : (which ? rows[i].growth : rows[i].peak_allocated);
+    for (size_t j = lo; j < hi; j++) {
+        const step_row *x = &rows[j - base];
+        if (j != i && !(which == 1 && (j == 0 || !x->growth_known)) && !(which == 0 && x->partial))
+            scratch[k++] = which ? x->growth : x->peak_allocated;
+    }
+    const step_row *r = &rows[i - base];
+    return k ? median_i64(scratch, k) : (which ? r->growth : r->peak_allocated);
 }
 
-/* The reserved jump of step i (see step_table.h), or 0. */
-static int64_t reserved_jump(const step_row *rows, size_t i) {
-    if (i < 2 || rows[i].open)
+int64_t step_table_reserved_jump(int64_t reserved_before, const step_row *r, size_t i) {
+    if (i < 2 || r->open)
         return 0;
-    int64_t before = rows[i - 1].reserved_at_end, now = rows[i].reserved_at_end;
+    int64_t before = reserved_before, now = r->reserved_at_end;
     return now - before >= JUMP_MIN_BYTES && (double)now >= JUMP_RATIO * (double)before
                ? now - before
                : 0;
 }
 
-void step_table_anomalies(step_row *rows, size_t n, size_t from, size_t to, int64_t *scratch) {
+void step_table_anomalies(step_row *rows, size_t base, size_t n, size_t from, size_t to, int jumped,
+                          int64_t *scratch) {
     char b1[32], b2[32];
-    int jumped = 0;
-    assert(from <= to && to <= n);
-    for (size_t i = 0; i < to; i++) {
-        step_row *r = &rows[i];
+    assert(base <= from && from <= to && to <= n && (base == 0 || base < from));
+    /* rows [2, base] were looked at for the reserved jump (jumped: one of them is it) */
+    for (size_t i = base ? base + 1 : 0; i < to; i++) {
+        step_row *r = &rows[i - base];
         if (r->open)
             continue;
-        int64_t jump = jumped ? 0 : reserved_jump(rows, i);
+        int64_t jump = jumped || i < 2
+                           ? 0
+                           : step_table_reserved_jump(rows[i - 1 - base].reserved_at_end, r, i);
         jumped |= jump > 0;
         if (i < from)
             continue; /* only the first reserved jump is one: the rows before say whether */
-        int64_t peak_median = neighbours_median(rows, n, i, 0, scratch);
+        int64_t peak_median = neighbours_median(rows, base, n, i, 0, scratch);
         if (n > 2 && !r->partial && r->peak_allocated - peak_median >= ANOMALY_MIN_BYTES &&
             (double)r->peak_allocated >= PEAK_RATIO * (double)peak_median) {
             snprintf(r->anomaly, sizeof r->anomaly, "peak %s above its neighbours",
@@ -214,13 +218,15 @@ void step_table_anomalies(step_row *rows, size_t n, size_t from, size_t to, int6
             continue;
         }
         if (i > 0 && n > 3 && r->growth_known) {
-            int64_t g = neighbours_median(rows, n, i, 1, scratch);
+            int64_t g = neighbours_median(rows, base, n, i, 1, scratch);
             size_t k = 0; /* the neighbours' deviation from their median */
             size_t lo = i > NEIGHBOURS ? i - NEIGHBOURS : 1;
             size_t hi = i + NEIGHBOURS + 1 < n ? i + NEIGHBOURS + 1 : n;
-            for (size_t j = lo; j < hi; j++)
-                if (j != i && rows[j].growth_known)
-                    scratch[k++] = rows[j].growth > g ? rows[j].growth - g : g - rows[j].growth;
+            for (size_t j = lo; j < hi; j++) {
+                const step_row *x = &rows[j - base];
+                if (j != i && x->growth_known)
+                    scratch[k++] = x->growth > g ? x->growth - g : g - x->growth;
+            }
             int64_t mad = k ? median_i64(scratch, k) : 0;
             int64_t d = r->growth - g; /* upward only: a step that frees more is no alarm */
             if (d > GROWTH_DEVIATIONS * mad && d >= ANOMALY_MIN_BYTES) {
@@ -515,7 +521,7 @@ int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_his
     }
     int64_t *scratch = malloc((2 * NEIGHBOURS + 2) * sizeof *scratch);
     if (scratch)
-        step_table_anomalies(*rows, *count, 0, *count, scratch);
+        step_table_anomalies(*rows, 0, *count, 0, *count, 0, scratch);
     free(scratch);
     return 0;
 }

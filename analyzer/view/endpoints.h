@@ -84,8 +84,10 @@ int view_api_block(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
 /* /api/window?device=D&from=WHEN&to=WHEN (or t0=&t1=, on the timeline's axis: ns since the first
  * event, event ids for an input without timestamps): the window's diff (`diff --json`'s
  * document, its 10 largest stacks, without their frames), the sites allocating most in it, the
- * categories at its peak and end, its steps (`steps --json`'s rows that overlap it, at most 200)
- * and its OOMs with report's verdicts (endpoints_window.c). */
+ * categories at its peak and end, its steps (`steps --json`'s rows from the first that overlaps
+ * it to the last, at most 200: step_table_overlap's range and step_table_part's rows, those
+ * steps' events, not the run's; the kept table when there is one; implicit steps: the whole
+ * table, kept) and its OOMs with report's verdicts (endpoints_window.c). */
 int view_api_window(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/search?device=D&q=TEXT: the sites whose frames hold TEXT (function or file,
  * case-insensitive; at most 50) and a histogram of their allocations over the axis;
@@ -95,14 +97,14 @@ int view_api_search(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
 
 /* The step table of `device` (step_table.h) on db's file, made by the first thread that asks and
  * kept for all of them (the others wait while it is made): the whole table's /api/steps and the
- * window summary read it once, not at each answer (a pass over the events: 0.34 s at 10 M
- * events, once for the server, not once per worker thread). A part (first=&count=, as the page
- * asks) is step_table_part's while none is kept: the start's memos make no pass over the run. 0, or
- * 500 with the message. */
+ * window summary of implicit steps read it once, not at each answer (a pass over the events:
+ * 0.34 s at 10 M events, once for the server, not once per worker thread). A part (first=&count=,
+ * as the page asks) and a window's steps are step_table_part's while none is kept: the start's
+ * memos and the first brush make no pass over the run. 0, or 500 with the message. */
 int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
                     const step_history **history, char *err, size_t errlen);
 /* 1 with the kept table of `device` on db's file (nothing made), else 0: /api/steps then
- * answers a part with step_table_part. */
+ * answers a part, and /api/window its steps, with step_table_part. */
 int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
                          const step_history **history);
 /* Frees every kept table: only while no thread may still read one (before the workers start,

@@ -1,7 +1,8 @@
 /* endpoints_window.c — the viewer's window summary and search (endpoints.h: /api/window,
  * /api/search). The window is the facts the command line has for two WHENs — diff.h's diff of
  * its ends (printed by fact_json.h as `diff --json` prints it), step_table.h's rows (as `steps
- * --json`), report's OOM verdicts — and view_window.h's sites and categories; the search is
+ * --json`: the range step_table_overlap says, read by step_table_part), report's OOM verdicts —
+ * and view_window.h's sites and categories; the search is
  * view_search.h's. The diff's stacks come without their frames (a real stack's frames are
  * kilobytes). No SQL here (tests/test_layers.py). Caps: 10 diff stacks, 10 sites, 200 steps,
  * REPORT_MAX_OOMS OOMs, 50 search sites with 8 matched frames each, 512 histogram buckets, 100
@@ -76,10 +77,12 @@ static int u64_arg(const char *name, const char *text, uint64_t *v, char *err, s
 
 /* The database never changes while the server runs, and a step table (a pass over every step's
  * events: 0.34 s at 10 M events) does not depend on the window: each (database file, device)'s
- * is made once, by the first thread that asks, outside the lock (the threads that ask for the
- * same table meanwhile wait for it; a part of /api/steps does not: it reads its rows itself),
- * and kept for every thread until view_step_table_drop. Its rows are plain data (a row's phase
- * word is a static string), nothing of the connection that made them. */
+ * is made once, by the first thread that asks (the whole /api/steps; a window of implicit
+ * steps), outside the lock (the threads that ask for the same table meanwhile wait for it; a
+ * part of /api/steps and a window's steps do not: they read their rows themselves, or use the
+ * table when it is kept), and kept for every thread until view_step_table_drop. Its rows are
+ * plain data (a row's phase word is a static string), nothing of the connection that made
+ * them. */
 typedef struct shared_steps {
     char *path; /* db_file_name's, or "connection ADDRESS" for one without a file */
     int device;
@@ -290,15 +293,45 @@ static void window_rest(FILE *out, const view_window *w) {
     fputs("]}", out);
 }
 
-/* The steps that overlap (from, to]: a step holds (begin, end]. */
+/* The steps that overlap (from, to]: a step holds (begin, end]; from the first that does to the
+ * last in the table's order, at most WINDOW_MAX_STEPS of them listed. The rows of a kept table,
+ * else step_table_overlap's range and step_table_part's rows of it (those steps' events, not
+ * the run's); implicit steps: the whole table, kept. */
 static int window_steps(FILE *out, sqlite3 *db, int device, int64_t from, int64_t to, char *err,
                         size_t errlen) {
     const step_row *rows;
     const step_history *history;
     size_t n, first = 0, count = 0;
-    int rc = view_step_table(db, device, &rows, &n, &history, err, errlen);
-    if (rc)
-        return rc;
+    int held = view_step_table_held(db, device, &rows, &n, &history);
+    if (!held) {
+        int rc = step_table_overlap(db, device, from, to, &first, &count, err, errlen);
+        if (rc < 0)
+            return 500;
+        size_t listed = count > WINDOW_MAX_STEPS ? WINDOW_MAX_STEPS : count, got, total;
+        step_row *some;
+        step_history h;
+        if (rc == 0 && (rc = step_table_part(db, device, first, listed, &some, &got, &total, &h,
+                                             err, errlen)) < 0)
+            return 500;
+        if (rc == 0) {
+            if (GMT_NEVER(got != listed || first + count > total)) { /* the two read apart */
+                free(some);
+                snprintf(err, errlen, "the window's steps: rows %zu + %zu of %zu", first, count,
+                         total);
+                return 500;
+            }
+            fprintf(out,
+                    ",\n \"steps_in_window\": %zu, \"steps_listed\": %zu,\n \"steps\": ", count,
+                    listed);
+            step_table_json_write_rows(out, device, some, got, total, count ? first : 0, &h, 1);
+            free(some);
+            return 0;
+        } /* implicit steps */
+        int vrc = view_step_table(db, device, &rows, &n, &history, err, errlen);
+        if (vrc)
+            return vrc;
+    }
+    first = count = 0;
     for (size_t i = 0; i < n; i++) {
         if (rows[i].begin_event_id < to && rows[i].end_event_id > from) {
             if (!count)
