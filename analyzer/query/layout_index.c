@@ -304,6 +304,17 @@ layout_index *layout_index_open(sqlite3 *db, const char *path, int *built, char 
     return ix;
 }
 
+layout_index *layout_index_open_made(sqlite3 *db, const char *path) {
+    char ident[LI_IDENTITY_LEN];
+    db_meta_identity(db, LI_TAG, ident, sizeof ident);
+    layout_index *ix = calloc(1, sizeof *ix);
+    if (ix && map_file(path, ident, ix) != 0) {
+        free(ix);
+        ix = NULL;
+    }
+    return ix;
+}
+
 void layout_index_close(layout_index *ix) {
     if (!ix)
         return;

@@ -41,6 +41,9 @@ typedef struct layout_index layout_index;
  * or damaged). `built` (may be NULL): 1 when built now. NULL with a one-line message. */
 layout_index *layout_index_open(sqlite3 *db, const char *path, int *built, char *err,
                                 size_t errlen);
+/* The index at `path` when it is there and made for `db` (the file is written whole, then
+ * renamed: db_file.h), else NULL; never builds. */
+layout_index *layout_index_open_made(sqlite3 *db, const char *path);
 void layout_index_close(layout_index *ix);
 
 /* Writes the index of db at path with a checkpoint whenever max(min_rows, ratio x live blocks)

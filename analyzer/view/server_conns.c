@@ -52,15 +52,22 @@ void view_server_close_thread_conns(void *arg) {
     free(t);
 }
 
-/* Once the builder has made input i's layout index, the worker's connection to it uses it
- * (layout_index.h): its layouts, windows' categories and stacks start from the checkpoints.
- * Without it (not built yet, or it failed) they are the same answers, from the first row. */
+/* Once input i's layout index is there, the worker's connection to it uses it (layout_index.h):
+ * its layouts, windows' categories and stacks start from the checkpoints. Without it (not
+ * built yet, or it failed) they are the same answers, from the first row. While the builder
+ * has not said, a file already made (a cached one: the builder is still on the blocks index)
+ * is used at once, so that a first request does not race the builder into a pass. */
 static void use_layouts(const view_server *s, thread_conns *t, size_t i) {
-    if (t->layouts[i] || !s->src[i].layouts_path ||
-        __atomic_load_n(&s->src[i].layouts_state, __ATOMIC_ACQUIRE) != BLOCKS_READY)
+    if (t->layouts[i] || !s->src[i].layouts_path)
+        return;
+    int state = __atomic_load_n(&s->src[i].layouts_state, __ATOMIC_ACQUIRE);
+    if (state == BLOCKS_FAILED)
         return;
     char err[256];
-    layout_index *ix = layout_index_open(t->db[i], s->src[i].layouts_path, NULL, err, sizeof err);
+    layout_index *ix =
+        state == BLOCKS_READY
+            ? layout_index_open(t->db[i], s->src[i].layouts_path, NULL, err, sizeof err)
+            : layout_index_open_made(t->db[i], s->src[i].layouts_path);
     if (ix && layout_index_use(t->db[i], ix) != 0) {
         layout_index_close(ix);
         ix = NULL;
