@@ -157,6 +157,14 @@ def first_screen(v, device):
     return marks
 
 
+def chunk_counts(err):
+    """GMT_CHUNK_COUNT's two counts on a stopped server's stderr: (before the URL, in all)."""
+    start = re.search(r"(\d+) event chunks decoded before the URL", err)
+    end = re.search(r"(\d+) event chunks decoded in all", err)
+    check(start and end, "GMT_CHUNK_COUNT: no counts on stderr: %r" % err)
+    return (int(start.group(1)), int(end.group(1))) if start and end else None
+
+
 def check_chunks(inp, env, device, ndevices):
     # the blocks index first (made on the first view's first use): the run's events, once
     v = Viewer(inp, env)
@@ -180,12 +188,10 @@ def check_chunks(inp, env, device, ndevices):
         marks = first_screen(v, device)
     finally:
         err = v.stop()
-    start = re.search(r"(\d+) event chunks decoded before the URL", err)
-    end = re.search(r"(\d+) event chunks decoded in all", err)
-    check(start and end, "GMT_CHUNK_COUNT: no counts on stderr: %r" % err)
-    if not (start and end):
+    counts = chunk_counts(err)
+    if not counts:
         return
-    at_url, in_all = int(start.group(1)), int(end.group(1))
+    at_url, in_all = counts
     print("chunks decoded: %d before the URL, %d after the first screen; the first %d steps' "
           "events are in %d chunks, the store has %d (%d steps)" %
           (at_url, in_all, PAGE_STEPS + NEIGHBOURS, needed, total, marks["steps_total"]))
@@ -329,12 +335,10 @@ def check_window_chunks(inp, env):
                                     "to": "event:%d" % (last // 2 + 100000)})
     finally:
         err = v.stop()
-    start = re.search(r"(\d+) event chunks decoded before the URL", err)
-    end = re.search(r"(\d+) event chunks decoded in all", err)
-    check(start and end, "GMT_CHUNK_COUNT: no counts on stderr: %r" % err)
-    if not (start and end):
+    counts = chunk_counts(err)
+    if not counts:
         return
-    at_url, in_all = int(start.group(1)), int(end.group(1))
+    at_url, in_all = counts
     print("the first two windows (%d and %d steps in them, %d and %d listed) decoded %d chunks "
           "(%d before the URL) of %d" % (whole["steps_in_window"], mid["steps_in_window"],
                                           whole["steps_listed"], mid["steps_listed"],
