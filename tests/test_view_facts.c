@@ -820,11 +820,11 @@ int main(int argc, char **argv) {
     if (!found)
         fprintf(stderr, "no ../shared/data/pytorch snapshots here: only the synthetic traces\n");
     /* enough windows checked: the synthetic traces alone make 7 devices' worth (126 block and 21
-     * stack windows each: 882 and 147), the snapshots add theirs; a clone without ../shared
-     * runs the synthetic ones only */
+     * stack windows each: 882 and 147; 906 step parts), the snapshots add theirs; a clone
+     * without ../shared runs the synthetic ones only */
     CHECK(from_levels > 100 && from_events > 100 && block_windows_checked > (found ? 1000 : 800) &&
-          stack_windows_checked > (found ? 200 : 140) && step_parts_checked > 1000 &&
-          step_windows_checked > 1000);
+          stack_windows_checked > (found ? 200 : 140) &&
+          step_parts_checked > (found ? 1000 : 850) && step_windows_checked > 1000);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
