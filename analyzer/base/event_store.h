@@ -62,9 +62,12 @@ extern const char *const event_store_column_names[EVENT_STORE_NCOLS];
 /* Events per chunk: the unit of compression and of decoding. */
 #define EVENT_STORE_CHUNK_ROWS 4096
 
-/* Chunks decompressed by this process so far, all threads (a relaxed counter): what a test
- * reads to tell a few chunks from a pass over the run (GMT_CHUNK_COUNT, `view`). */
+/* Chunks decompressed by this process so far, all threads but those that said
+ * event_store_chunks_uncounted (a relaxed counter): what a test reads to tell a few chunks from
+ * a pass over the run (GMT_CHUNK_COUNT, `view`: its requests', not its builder's background
+ * work). */
 uint64_t event_store_chunks_unpacked(void);
+void event_store_chunks_uncounted(void); /* the calling thread's chunks count no more */
 
 /* A value equal to this is stored and read back as SQL NULL (db_writer's DB_NULL). */
 #define EVENT_STORE_NULL INT64_MIN

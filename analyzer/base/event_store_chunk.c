@@ -94,14 +94,18 @@ int chunk_parse(const uint8_t *raw, size_t len, chunk_columns *out) {
 }
 
 static uint64_t chunks_unpacked;
+static _Thread_local int thread_uncounted;
 
 uint64_t event_store_chunks_unpacked(void) {
     return __atomic_load_n(&chunks_unpacked, __ATOMIC_RELAXED);
 }
 
+void event_store_chunks_uncounted(void) { thread_uncounted = 1; }
+
 int chunk_unpack(ZSTD_DCtx *dctx, const void *packed, size_t packed_len, size_t raw_len,
                  uint8_t **raw, size_t *cap, chunk_columns *out) {
-    __atomic_fetch_add(&chunks_unpacked, 1, __ATOMIC_RELAXED);
+    if (!thread_uncounted)
+        __atomic_fetch_add(&chunks_unpacked, 1, __ATOMIC_RELAXED);
     if (raw_len > chunk_encoded_bound(EVENT_STORE_CHUNK_ROWS))
         return -2; /* no chunk is that large: a damaged size, not a reason to allocate it */
     if (raw_len > *cap) {
