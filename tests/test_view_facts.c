@@ -352,7 +352,7 @@ static int same_history(const step_history *a, const step_history *b) {
 }
 
 static void check_step_window(sqlite3 *db, int device, const step_row *all, size_t n, int implicit,
-                              int64_t a, int64_t b) {
+                              const step_order *order, int64_t a, int64_t b) {
     size_t want_first = 0, want_count = 0; /* the viewer's rule over the whole table */
     for (size_t i = 0; i < n; i++)
         if (all[i].begin_event_id < b && all[i].end_event_id > a) {
@@ -362,7 +362,7 @@ static void check_step_window(sqlite3 *db, int device, const step_row *all, size
         }
     size_t first = 7, count = 7;
     char err[256];
-    int rc = step_table_overlap(db, device, a, b, &first, &count, err, sizeof err);
+    int rc = step_table_overlap(db, device, a, b, order, &first, &count, err, sizeof err);
     step_windows_checked++;
     if (implicit) {
         CHECK(rc == 1);
@@ -370,20 +370,23 @@ static void check_step_window(sqlite3 *db, int device, const step_row *all, size
     }
     if (rc != 0 || first != want_first || count != want_count) {
         fprintf(stderr,
-                "device %d window (%" PRId64 ", %" PRId64 "]: rc %d, rows %zu + %zu, the "
+                "device %d window (%" PRId64 ", %" PRId64 "]%s: rc %d, rows %zu + %zu, the "
                 "table's %zu + %zu (%s)\n",
-                device, a, b, rc, first, count, want_first, want_count, rc ? err : "");
+                device, a, b, order ? " (the order kept)" : "", rc, first, count, want_first,
+                want_count, rc ? err : "");
         CHECK(!"step_table_overlap's range is the whole table's");
     }
 }
 
 static void check_step_part(sqlite3 *db, int device, const step_row *all, size_t n,
-                            const step_history *h, int implicit, size_t first, size_t count) {
+                            const step_history *h, int implicit, step_order *order, size_t first,
+                            size_t count) {
     step_row *some = NULL;
     size_t got = 0, total = 0;
     step_history ph;
     char err[256];
-    int rc = step_table_part(db, device, first, count, &some, &got, &total, &ph, err, sizeof err);
+    int rc =
+        step_table_part(db, device, first, count, order, &some, &got, &total, &ph, err, sizeof err);
     step_parts_checked++;
     if (implicit) {
         CHECK(rc == 1);
@@ -394,8 +397,9 @@ static void check_step_part(sqlite3 *db, int device, const step_row *all, size_t
     int same = rc == 0 && got == want && total == n && same_history(&ph, h);
     for (size_t i = 0; same && i < got; i++)
         if (!same_step(&some[i], &all[from + i])) {
-            fprintf(stderr, "device %d part %zu + %zu: row %zu (step %" PRId64 ") differs%s%s\n",
-                    device, first, count, from + i, all[from + i].step,
+            fprintf(stderr, "device %d part %zu + %zu%s: row %zu (step %" PRId64 ") differs%s%s\n",
+                    device, first, count, order ? " (the order kept)" : "", from + i,
+                    all[from + i].step,
                     some[i].anomaly[0] || all[from + i].anomaly[0] ? ": anomaly " : "",
                     some[i].anomaly[0] || all[from + i].anomaly[0] ? some[i].anomaly : "");
             same = 0;
@@ -420,37 +424,14 @@ static void step_checks(sqlite3 *db, int device) {
         return;
     }
     int implicit = n && all[0].implicit;
-    size_t anomalies = 0;
-    for (size_t i = 0; i < n; i++)
+    size_t anomalies = 0, jump = SIZE_MAX; /* the first reserved jump's row */
+    for (size_t i = 0; i < n; i++) {
         anomalies += all[i].anomaly[0] != 0;
-    const size_t firsts[] = {0,
-                             1,
-                             2,
-                             3,
-                             5,
-                             6,
-                             7,
-                             8,
-                             11,
-                             12,
-                             13,
-                             17,
-                             25,
-                             33,
-                             n / 3,
-                             n / 2,
-                             n > 7 ? n - 7 : 0,
-                             n ? n - 1 : 0,
-                             n,
-                             n + 4};
-    const size_t counts[] = {0, 1, 2, 9, 200};
-    for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++)
-        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
-            check_step_part(db, device, all, n, &h, implicit, firsts[i], counts[k]);
-    for (size_t i = 0; i < n; i++) /* the part at each anomaly and around it */
-        if (all[i].anomaly[0])
-            for (size_t d = 0; d < 3; d++)
-                check_step_part(db, device, all, n, &h, implicit, i > 6 * d ? i - 6 * d : 0, 3);
+        if (jump == SIZE_MAX && strncmp(all[i].anomaly, "reserved first jumps", 20) == 0)
+            jump = i;
+    }
+    step_order kept; /* as the viewer keeps it: made once, the jump added by the first part */
+    CHECK(step_table_order(db, device, &kept, err, sizeof err) == 0 && !kept.jump_known);
     int64_t last = 0;
     sqlite3_stmt *st = NULL;
     CHECK(sqlite3_prepare_v2(db, "SELECT max(event_id) FROM event_rows", -1, &st, NULL) ==
@@ -458,31 +439,67 @@ static void step_checks(sqlite3 *db, int device) {
     if (sqlite3_step(st) == SQLITE_ROW)
         last = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    const int64_t fixed[][2] = {{0, last},
-                                {0, 0},
-                                {0, 1},
-                                {last, last},
-                                {last - 1, last},
-                                {last / 2, last / 2},
-                                {last / 3, 2 * last / 3}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        check_step_window(db, device, all, n, implicit, fixed[i][0], fixed[i][1]);
-    size_t stride = n > 40 ? n / 40 : 1;
-    for (size_t i = 0; i < n; i += stride) { /* at each end of a step, inside it, around it */
-        int64_t b = all[i].begin_event_id, e = all[i].end_event_id;
-        const int64_t w[][2] = {{b, e},     {b + 1, e - 1}, {e - 1, e + 1}, {e, e},
-                                {b - 4, b}, {e, e + 3},     {b, b + 1},     {e - 1, e}};
-        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
-            if (w[k][0] <= w[k][1])
-                check_step_window(db, device, all, n, implicit, w[k][0], w[k][1]);
+    for (int mode = 0; mode < 2; mode++) { /* without an order, then with the kept one */
+        step_order *order = mode ? &kept : NULL;
+        const size_t firsts[] = {0,
+                                 1,
+                                 2,
+                                 3,
+                                 5,
+                                 6,
+                                 7,
+                                 8,
+                                 11,
+                                 12,
+                                 13,
+                                 17,
+                                 25,
+                                 33,
+                                 n / 3,
+                                 n / 2,
+                                 n > 7 ? n - 7 : 0,
+                                 n ? n - 1 : 0,
+                                 n,
+                                 n + 4};
+        const size_t counts[] = {0, 1, 2, 9, 200};
+        for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++)
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+                check_step_part(db, device, all, n, &h, implicit, order, firsts[i], counts[k]);
+        for (size_t i = 0; i < n; i++) /* the part at each anomaly and around it */
+            if (all[i].anomaly[0])
+                for (size_t d = 0; d < 3; d++)
+                    check_step_part(db, device, all, n, &h, implicit, order,
+                                    i > 6 * d ? i - 6 * d : 0, 3);
+        const int64_t fixed[][2] = {{0, last},
+                                    {0, 0},
+                                    {0, 1},
+                                    {last, last},
+                                    {last - 1, last},
+                                    {last / 2, last / 2},
+                                    {last / 3, 2 * last / 3}};
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            check_step_window(db, device, all, n, implicit, order, fixed[i][0], fixed[i][1]);
+        size_t stride = n > 40 ? n / 40 : 1;
+        for (size_t i = 0; i < n; i += stride) { /* at each end of a step, inside, around it */
+            int64_t b = all[i].begin_event_id, e = all[i].end_event_id;
+            const int64_t w[][2] = {{b, e},     {b + 1, e - 1}, {e - 1, e + 1}, {e, e},
+                                    {b - 4, b}, {e, e + 3},     {b, b + 1},     {e - 1, e}};
+            for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+                if (w[k][0] <= w[k][1])
+                    check_step_window(db, device, all, n, implicit, order, w[k][0], w[k][1]);
+        }
+        for (int k = 0; k < 40; k++) {
+            int64_t a = rand_in(0, last), b = rand_in(a, a + rand_in(0, last / 4 + 1));
+            check_step_window(db, device, all, n, implicit, order, a, b > last ? last : b);
+        }
     }
-    for (int k = 0; k < 40; k++) {
-        int64_t a = rand_in(0, last), b = rand_in(a, a + rand_in(0, last / 4 + 1));
-        check_step_window(db, device, all, n, implicit, a, b > last ? last : b);
-    }
-    fprintf(stderr, "  device %d: %zu steps (%zu anomalies%s), %d parts and %d windows so far\n",
-            device, n, anomalies, implicit ? ", implicit" : "", step_parts_checked,
-            step_windows_checked);
+    /* the kept order: the jump where the whole table says it (a row with another anomaly does
+     * not), once a part needed it */
+    CHECK(implicit || !kept.jump_known || jump == SIZE_MAX || kept.first_jump == jump);
+    CHECK(implicit || n < 8 || kept.jump_known);
+    fprintf(stderr, "  device %d: %zu steps (%zu anomalies%s%s), %d parts and %d windows so far\n",
+            device, n, anomalies, implicit ? ", implicit" : "",
+            kept.begins_sorted ? "" : ", not sorted", step_parts_checked, step_windows_checked);
     free(all);
 }
 
@@ -495,16 +512,44 @@ static void exec_sql(sqlite3 *db, const char *sql) {
     sqlite3_free(msg);
 }
 
-/* A copy of a synthetic input's database whose steps nest and overlap (each added step ends
- * where one of the run's ends, so the devices' step_ends rows are its too), with reserved jumps
- * planted and open steps at the end; then step_checks on each device. */
-static void nested_steps(const char *synth_bin) {
+typedef struct added_step {
+    int num;
+    const char *begin; /* from the begin_k-th step's row, b */
+    int begin_k, end_k;
+} added_step;
+
+/* Steps that nest and overlap the run's: begins out of the table's order. */
+static const added_step nesting[] = {
+    {1000, "b.begin_event_id", 3, 40},      /* holds steps 3 to 40 */
+    {1001, "b.begin_event_id + 3", 20, 23}, /* from inside step 20 to the end of 23 */
+    {1002, "b.end_event_id - 2", 30, 30},   /* inside one, ending with it: after it */
+    {-5, "b.begin_event_id + 1", 31, 31},   /* the same, before it (a lower number) */
+    {-7, "b.end_event_id - 1", 12, 12},     /* a late begin, before its neighbour */
+    {1003, "b.end_event_id", 15, 15},       /* empty: begins where it ends */
+    {1004, "NULL", 9, 9},                   /* a NULL begin: read as 0 */
+    {1005, "b.begin_event_id", 26, 26},     /* the same as a step of the run */
+    {1006, "b.begin_event_id", 1, 47},      /* a long one, ending with the run */
+};
+/* Steps that tie with the run's and keep the begins in order (the seeks' ties). */
+static const added_step ties[] = {
+    {1005, "b.begin_event_id", 26, 26}, /* the same as a step of the run: after it */
+    {-3, "b.begin_event_id", 26, 26},   /* and before it */
+    {1007, "b.begin_event_id", 10, 10}, /* three of one step */
+    {1008, "b.begin_event_id", 10, 10},
+    {1009, "b.end_event_id", 47, 47}, /* empty, at the run's end, after its last */
+};
+
+/* A copy of a synthetic input's database with steps added (each ends where one of the run's
+ * ends, so the devices' step_ends rows are its too), reserved jumps planted and open steps at
+ * the end; then step_checks on each device. sorted: what step_table_order must say. */
+static void added_steps(const char *synth_bin, const char *name, const added_step *added,
+                        size_t nadded, int sorted) {
     char path[512], db_path[600], cmd[2048];
-    snprintf(path, sizeof path, "%s/nested.zst", dir);
+    snprintf(path, sizeof path, "%s/%s.zst", dir, name);
     snprintf(cmd, sizeof cmd, "%s -o %s --steps 48 --layers 2 --hidden 256 --devices 2 >/dev/null",
              synth_bin, path);
     CHECK(system(cmd) == 0);
-    snprintf(db_path, sizeof db_path, "%s/nested.sqlite", dir);
+    snprintf(db_path, sizeof db_path, "%s/%s.sqlite", dir, name);
     if (build(path, db_path, 0) != 0) {
         CHECK(!"the input builds");
         return;
@@ -515,22 +560,7 @@ static void nested_steps(const char *synth_bin) {
     /* run_steps: the run's steps by end, row k + 1 the k-th, before any is added */
     exec_sql(db, "BEGIN; CREATE TEMP TABLE run_steps AS SELECT * FROM steps ORDER BY "
                  "end_event_id, step");
-    static const struct {
-        int num;
-        const char *begin; /* from the begin_k-th step's row, b */
-        int begin_k, end_k;
-    } added[] = {
-        {1000, "b.begin_event_id", 3, 40},      /* holds steps 3 to 40 */
-        {1001, "b.begin_event_id + 3", 20, 23}, /* from inside step 20 to the end of 23 */
-        {1002, "b.end_event_id - 2", 30, 30},   /* inside one, ending with it: after it */
-        {-5, "b.begin_event_id + 1", 31, 31},   /* the same, before it (a lower number) */
-        {-7, "b.end_event_id - 1", 12, 12},     /* a late begin, before its neighbour */
-        {1003, "b.end_event_id", 15, 15},       /* empty: begins where it ends */
-        {1004, "NULL", 9, 9},                   /* a NULL begin: read as 0 */
-        {1005, "b.begin_event_id", 26, 26},     /* the same as a step of the run */
-        {1006, "b.begin_event_id", 1, 47},      /* a long one, ending with the run */
-    };
-    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
+    for (size_t i = 0; i < nadded; i++) {
         snprintf(cmd, sizeof cmd,
                  "INSERT INTO steps (step, name, begin_ts_ns, end_ts_ns, begin_event_id, "
                  "end_event_id) SELECT %d, 'step %d', b.begin_ts_ns, e.end_ts_ns, %s, "
@@ -567,8 +597,11 @@ static void nested_steps(const char *synth_bin) {
     if (sqlite3_step(st) == SQLITE_ROW)
         inverted = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    CHECK(inverted >= 4);
-    fprintf(stderr, "nested steps: %" PRId64 " begins out of the table's order\n", inverted);
+    CHECK(sorted ? inverted == 0 : inverted >= 4);
+    fprintf(stderr, "%s: %" PRId64 " begins out of the table's order\n", name, inverted);
+    step_order o;
+    char err[256];
+    CHECK(step_table_order(db, 0, &o, err, sizeof err) == 0 && o.begins_sorted == sorted);
     int devs[8];
     int n = devices_of(db, devs, 8);
     CHECK(n == 2);
@@ -801,7 +834,8 @@ int main(int argc, char **argv) {
           0);
     synth(sy, "plain", "--events 20000 --layers 2 --hidden 256", 1);
     synth(sy, "big", "--events 300000 --devices 2 --seed 7", 0);
-    nested_steps(sy);
+    added_steps(sy, "nested", nesting, sizeof nesting / sizeof nesting[0], 0);
+    added_steps(sy, "ties", ties, sizeof ties / sizeof ties[0], 1);
     char path[1024];
     static const char *const snaps[] = {
         "train-step-m512", "lm-ctx512-forward", "pt21-no-timestamps", "cache-mostly-free",

@@ -87,32 +87,48 @@ const char *step_table_phase_at(sqlite3 *db, int device, int64_t event_id);
 int step_table(sqlite3 *db, int device, step_row **rows, size_t *count, step_history *history,
                char *err, size_t errlen);
 
+/* What the parts of a device's table share, found once and kept by whoever asks for many
+ * (the viewer: per database file and device; the database does not change under it). */
+typedef struct step_order {
+    int begins_sorted; /* each step begins where or after the one before it in the table's
+                          order begins, none with a NULL begin: a window's ends are seeks */
+    int jump_known;    /* first_jump said (step_table_part says it the first time it is needed) */
+    size_t first_jump; /* the row of the table's first reserved jump; SIZE_MAX: none */
+} step_order;
+
+/* *o of `device`'s table, the jump not known yet: a walk of steps_end's entries (~60 ms per
+ * 300 k steps; stopped at the first begin out of order). 0, or -1 with a one-line message in
+ * err. */
+int step_table_order(sqlite3 *db, int device, step_order *o, char *err, size_t errlen);
+
 /* Rows [first, first + count) of step_table's answer (fewer at its end), each the same to the
  * byte, in the time of those rows, not of the run: the rows and their neighbours (the anomalies
  * compare with up to 5 on each side) come from the summary tables through the steps_end index,
- * from the row before the first neighbour on (a seek: an OFFSET walk over the index's entries),
- * and only their events are read; of the rows before them only whether the first reserved jump
- * is among them is looked for (the reserved at each one's end: the steps_end entries walked
- * beside the device's step_ends rows, ~0.2-0.5 µs a row, stopped at the jump). The table's row
- * count in *total. *rows malloc'ed (*n of them); *history (may be NULL) as step_table's. 0; 1
- * when the input has implicit steps (no summary rows: only step_table's pass makes them;
- * nothing made); or -1 with a one-line message in err. */
-int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_row **rows, size_t *n,
-                    size_t *total, step_history *history, char *err, size_t errlen);
+ * from the row before the first neighbour on (a seek: an OFFSET walk over the index's entries,
+ * ~20 ns each), and only their events are read. Of the rows before them only whether the first
+ * reserved jump is among them matters: order's first_jump when known; else found (the steps_end
+ * entries walked beside the device's step_ends rows, ~0.3 µs a row, stopped at the jump) up to
+ * them (order NULL) or to the table's end and kept in *order. The table's row count in *total.
+ * *rows malloc'ed (*n of them); *history (may be NULL) as step_table's. 0; 1 when the input has
+ * implicit steps (no summary rows: only step_table's pass makes them; nothing made); or -1 with
+ * a one-line message in err. */
+int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_order *order,
+                    step_row **rows, size_t *n, size_t *total, step_history *history, char *err,
+                    size_t errlen);
 
 /* Which rows of step_table's answer a window (from, to] of event ids has (the viewer's window
  * summary, then step_table_part for those rows): [*first, *first + *count), from the first row
  * of a step that overlaps it (ends after from, begins before to: a step holds (begin, end]) to
  * the last, the rows between included whether they overlap or not (steps may overlap, so a
- * row's begin is not monotone in the table's order: both ends are looked for); *count 0 (and
- * *first 0) when none does. Read from the steps_end index's entries alone, no row of steps and
- * no event: from the first step that ends after from, forward to the first that begins before
- * to (one entry where one overlaps and none holds another; every later one where none
- * overlaps), from the table's end back to the last that begins before to (the steps after the
- * window), and a count of the entries before and between the two (~1 ms per 30 k steps in all
- * at worst). 0; 1 when the input has implicit steps (nothing said: only step_table's pass makes
- * them); or -1 with a one-line message in err. */
-int step_table_overlap(sqlite3 *db, int device, int64_t from, int64_t to, size_t *first,
-                       size_t *count, char *err, size_t errlen);
+ * row's begin need not rise with the table's order: both ends are looked for); *count 0 (and
+ * *first 0) when none does. From the steps_end and steps_begin_event indexes' entries alone, no
+ * row of steps and no event: with order's begins_sorted, a seek for each end; else (order NULL,
+ * or steps that nest) walks: from the first step that ends after from, forward to the first that
+ * begins before to, and from the table's end back to the last that does (up to ~2 ms per 30 k
+ * steps). Then a count of the entries before the first and between the two (~20 ns each). 0; 1
+ * when the input has implicit steps (nothing said: only step_table's pass makes them); or -1
+ * with a one-line message in err. */
+int step_table_overlap(sqlite3 *db, int device, int64_t from, int64_t to, const step_order *order,
+                       size_t *first, size_t *count, char *err, size_t errlen);
 
 #endif

@@ -2,8 +2,9 @@
  * asked for from the summary tables in the table's order (the steps_end index), the peaks and
  * counts of those rows and of their neighbours from their events alone, the same figures as
  * step_table's whole answer (step_table_internal.h: what the two share). The viewer's first
- * page in the time of its rows, not of the run; and which rows a window's steps are
- * (step_table_overlap), from the steps_end index alone. */
+ * page in the time of its rows, not of the run; which rows a window's steps are
+ * (step_table_overlap) and what the parts of a table share (step_table_order), from the steps'
+ * indexes alone. */
 #include "step_table.h"
 #include "step_table_internal.h"
 
@@ -80,14 +81,15 @@ static int row_key(sqlite3 *db, int64_t rows_from, size_t index, int64_t *end, i
     return rc;
 }
 
-/* Whether one of rows [2, last] of the table's order (from rows_from) is a reserved jump
- * (step_table.h: the first is the only one), as step_table_anomalies looks for it, from what it
- * reads of them: whether each is open, and its reserved at its end. The steps_end entries and
- * the device's step_ends rows walked side by side (both in end order; a step_ends row is every
- * step's that ends at its end), no join per row: ~0.2 µs a row, stopped at the first jump.
- * 0, or -1 (SQL). */
-static int prefix_jumped(sqlite3 *db, int device, int64_t rows_from, size_t last, int *jumped) {
-    *jumped = 0;
+/* The first of rows [2, last] of the table's order (from rows_from; last SIZE_MAX: to its end)
+ * that is a reserved jump (step_table.h: the first is the only one), as step_table_anomalies
+ * finds it, from what it reads of them: whether each is open, and its reserved at its end, in
+ * *row (SIZE_MAX: none). The steps_end entries and the device's step_ends rows walked side by
+ * side (both in end order; a step_ends row is every step's that ends at its end, and some are
+ * no step's: a piece of a step that ended before the step did, the run's end), no join per
+ * row: ~0.3 µs a row, stopped at the jump. 0, or -1 (SQL). */
+static int first_jump_in(sqlite3 *db, int device, int64_t rows_from, size_t last, size_t *row) {
+    *row = SIZE_MAX;
     /* an open step ends at the trace's last event (schema.sql), the latest end of all: the
      * others' open-ness is not read (steps_end covers the walk) */
     sqlite3_stmt *st = db_statement(
@@ -100,12 +102,12 @@ static int prefix_jumped(sqlite3 *db, int device, int64_t rows_from, size_t last
     int rc = st && ends ? 0 : -1, got = SQLITE_DONE;
     if (rc == 0) {
         sqlite3_bind_int64(st, 1, rows_from);
-        sqlite3_bind_int64(st, 2, (int64_t)last + 1);
+        sqlite3_bind_int64(st, 2, last == SIZE_MAX ? -1 : (int64_t)last + 1);
         sqlite3_bind_int(ends, 1, device);
         sqlite3_bind_int64(ends, 2, rows_from);
     }
     int64_t at = INT64_MIN, reserved = 0, before = 0;
-    for (size_t i = 0; rc == 0 && !*jumped && (got = sqlite3_step(st)) == SQLITE_ROW; i++) {
+    for (size_t i = 0; rc == 0 && *row == SIZE_MAX && (got = sqlite3_step(st)) == SQLITE_ROW; i++) {
         int64_t end = sqlite3_column_int64(st, 0);
         while (rc == 0 && at < end) { /* the device's state at this end */
             if (sqlite3_step(ends) != SQLITE_ROW) {
@@ -118,8 +120,8 @@ static int prefix_jumped(sqlite3 *db, int device, int64_t rows_from, size_t last
         if (rc == 0 && GMT_NEVER(at != end)) /* a row without its step_ends row: part_bounds */
             rc = -1;
         step_row r = {.reserved_at_end = reserved, .open = sqlite3_column_int(st, 1)};
-        if (rc == 0 && !r.open && i >= 2)
-            *jumped = step_table_reserved_jump(before, &r, i) > 0;
+        if (rc == 0 && !r.open && i >= 2 && step_table_reserved_jump(before, &r, i) > 0)
+            *row = i;
         before = reserved;
     }
     if (rc == 0 && got != SQLITE_ROW && got != SQLITE_DONE)
@@ -178,8 +180,9 @@ static int read_segments(sqlite3 *db, step_row *rows, const int64_t *at, size_t 
     return rc;
 }
 
-int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_row **rows, size_t *n,
-                    size_t *total, step_history *history, char *err, size_t errlen) {
+int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_order *order,
+                    step_row **rows, size_t *n, size_t *total, step_history *history, char *err,
+                    size_t errlen) {
     step_history h = {.first_step = -1};
     *rows = NULL;
     *n = *total = 0;
@@ -194,7 +197,8 @@ int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_ro
         db_query_i64(db, "SELECT count(*) FROM steps", 0, 0, 0) == 0)
         return 1; /* implicit steps: no summary rows to take a part of */
     /* rows [lo, hi) measured, [base, hi) read (lo - 1: the growth of lo is from its end);
-     * before base, whether the first reserved jump is among them (prefix_jumped) */
+     * before base, whether the first reserved jump is among them (first_jump_in: up to base, or
+     * to the table's end once for the order kept) */
     size_t from = first < all ? first : all, to = count < all - from ? from + count : all;
     size_t lo = from > NEIGHBOURS ? from - NEIGHBOURS : 0;
     size_t hi = all - to > NEIGHBOURS ? to + NEIGHBOURS : all;
@@ -203,12 +207,21 @@ int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_ro
     int64_t *at = malloc((m ? m : 1) * sizeof *at);
     int64_t *scratch = malloc((2 * NEIGHBOURS + 2) * sizeof *scratch);
     size_t got = 0;
-    int jumped = 0;
+    size_t jump = SIZE_MAX;
     int64_t key_end = from_end, key_step = INT64_MIN, first_end, first_step = -1;
     int rc = r && at && scratch ? 0 : -1;
+    if (rc == 0 && base > 0) {
+        if (order && order->jump_known)
+            jump = order->first_jump;
+        else if (first_jump_in(db, device, from_end, order ? SIZE_MAX : base, &jump) != 0)
+            rc = -1;
+        else if (order) {
+            order->jump_known = 1;
+            order->first_jump = jump;
+        }
+    }
     if (rc == 0 && base > 0 &&
-        (prefix_jumped(db, device, from_end, base, &jumped) != 0 ||
-         row_key(db, from_end, base, &key_end, &key_step) != 1 ||
+        (row_key(db, from_end, base, &key_end, &key_step) != 1 ||
          row_key(db, from_end, 0, &first_end, &first_step) != 1))
         rc = -1;
     if (rc == 0 && (read_ends_part(db, device, key_end, key_step, m, r, at, &got) != 0 ||
@@ -240,7 +253,7 @@ int step_table_part(sqlite3 *db, int device, size_t first, size_t count, step_ro
             x->growth = x->growth_known ? x->allocated_at_end - before : 0;
             before = x->allocated_at_end;
         }
-        step_table_anomalies(r, base, all, from, to, jumped, scratch);
+        step_table_anomalies(r, base, all, from, to, jump <= base, scratch);
         if (all)
             h.first_step = base ? first_step : r[0].step;
         memmove(r, r + (from - base), (to - from) * sizeof *r);
@@ -282,17 +295,20 @@ static int overlap_side(sqlite3 *db, int64_t lo, int64_t to, int last, int64_t *
     return rc;
 }
 
-/* The steps in the table's order from (e1, s1) (excluded: ?1 = INT64_MIN counts from the
- * first) to (e2, s2) (excluded) that end at or after lo: a count of steps_end's entries between
- * the two. -1 (SQL). */
+/* The steps in the table's order after (e1, s1) and before (e2, s2), both excluded, that end at
+ * or after lo (e1 below lo: from the first; e2 at or above lo): a count of steps_end's entries
+ * between the two ends (a plain range: ~20 ns an entry; a row value's would be ~110) and of those
+ * at each end. -1 (SQL). */
 static int64_t rows_between(sqlite3 *db, int64_t lo, int64_t e1, int64_t s1, int64_t e2,
                             int64_t s2) {
-    sqlite3_stmt *st = db_statement(db, "SELECT count(*) FROM steps WHERE end_event_id >= ?1 AND "
-                                        "(end_event_id, step) > (?2, ?3) AND (end_event_id, step) "
-                                        "< (?4, ?5)");
+    sqlite3_stmt *st = db_statement(
+        db, "SELECT (SELECT count(*) FROM steps WHERE end_event_id >= ?1 AND end_event_id < ?4) + "
+            "(SELECT count(*) FROM steps WHERE end_event_id = ?2 AND step > ?3 AND (?2 < ?4 OR "
+            "step < ?5)) + (SELECT count(*) FROM steps WHERE end_event_id = ?4 AND step < ?5 AND "
+            "?2 < ?4)");
     if (!st)
         return -1;
-    const int64_t v[] = {lo, e1, s1, e2, s2};
+    const int64_t v[] = {e1 < lo ? lo : e1 + 1, e1, s1, e2, s2}; /* the ends between: one range */
     for (int i = 0; i < 5; i++)
         sqlite3_bind_int64(st, i + 1, v[i]);
     int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
@@ -300,9 +316,66 @@ static int64_t rows_between(sqlite3 *db, int64_t lo, int64_t e1, int64_t s1, int
     return n;
 }
 
+/* The first row of the table's order that ends at or after lo, when begins are sorted: its end,
+ * number and begin. 1, 0 (none), -1 (SQL). */
+static int sorted_first(sqlite3 *db, int64_t lo, int64_t *end, int64_t *step, int64_t *begin) {
+    sqlite3_stmt *st = db_statement(db, "SELECT end_event_id, step, begin_event_id FROM steps "
+                                        "WHERE end_event_id >= ?1 ORDER BY end_event_id, step "
+                                        "LIMIT 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, lo);
+    int got = sqlite3_step(st), rc = got == SQLITE_ROW ? 1 : got == SQLITE_DONE ? 0 : -1;
+    if (rc == 1) {
+        *end = sqlite3_column_int64(st, 0);
+        *step = sqlite3_column_int64(st, 1);
+        *begin = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The last step in the table's order that begins before `to`, when begins are sorted (then it is
+ * the last by begin, then end and number: a seek of steps_begin_event). 1, 0, -1 (SQL). */
+static int sorted_last(sqlite3 *db, int64_t to, int64_t *end, int64_t *step) {
+    sqlite3_stmt *st = db_statement(db, "SELECT end_event_id, step FROM steps WHERE "
+                                        "begin_event_id < ?1 ORDER BY begin_event_id DESC, "
+                                        "end_event_id DESC, step DESC LIMIT 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, to);
+    int got = sqlite3_step(st), rc = got == SQLITE_ROW ? 1 : got == SQLITE_DONE ? 0 : -1;
+    if (rc == 1) {
+        *end = sqlite3_column_int64(st, 0);
+        *step = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int step_table_order(sqlite3 *db, int device, step_order *o, char *err, size_t errlen) {
+    (void)device; /* the order of the steps is every device's; the jump is looked for later */
+    *o = (step_order){.begins_sorted = 1, .jump_known = 0, .first_jump = SIZE_MAX};
+    sqlite3_stmt *st = db_statement(db, "SELECT begin_event_id FROM steps ORDER BY end_event_id, "
+                                        "step");
+    int got = st ? SQLITE_DONE : SQLITE_ERROR;
+    int64_t before = INT64_MIN;
+    while (st && o->begins_sorted && (got = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t b = sqlite3_column_int64(st, 0);
+        o->begins_sorted = sqlite3_column_type(st, 0) != SQLITE_NULL && b >= before;
+        before = b;
+    }
+    sqlite3_finalize(st);
+    if (got != SQLITE_ROW && got != SQLITE_DONE) {
+        snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    return 0;
+}
+
 /* step_table_overlap's answer: 0, 1 (implicit steps) or -1 (SQL). */
-static int overlap_rows(sqlite3 *db, int device, int64_t from, int64_t to, size_t *first,
-                        size_t *count) {
+static int overlap_rows(sqlite3 *db, int device, int64_t from, int64_t to, const step_order *order,
+                        size_t *first, size_t *count) {
     int mid_run;
     int64_t first_event;
     if (step_history_begin(db, device, &mid_run, &first_event) != 0)
@@ -325,12 +398,20 @@ static int overlap_rows(sqlite3 *db, int device, int64_t from, int64_t to, size_
      * (ranges on several threads, pieces of one step merged, nested names): a begin is not
      * monotone in the table's order, so both ends are looked for, not one end and a count. */
     int64_t lo = from < INT64_MAX && from + 1 > rows_from ? from + 1 : rows_from;
-    int64_t e1, s1, e2, s2;
-    int rc = overlap_side(db, lo, to, 0, &e1, &s1);
-    if (rc <= 0)
-        return rc;
-    if (overlap_side(db, lo, to, 1, &e2, &s2) != 1)
-        return -1;
+    int64_t e1, s1, e2, s2, b1;
+    if (order && order->begins_sorted) { /* the rows that begin before to: the first ones */
+        int rc = sorted_first(db, lo, &e1, &s1, &b1);
+        if (rc <= 0 || b1 >= to)
+            return rc < 0 ? -1 : 0;
+        if (sorted_last(db, to, &e2, &s2) != 1)
+            return -1;
+    } else {
+        int rc = overlap_side(db, lo, to, 0, &e1, &s1);
+        if (rc <= 0)
+            return rc;
+        if (overlap_side(db, lo, to, 1, &e2, &s2) != 1)
+            return -1;
+    }
     int64_t before = rows_between(db, rows_from, INT64_MIN, INT64_MIN, e1, s1);
     int64_t inside = rows_between(db, e1, e1, s1, e2, s2);
     if (before < 0 || inside < 0)
@@ -340,10 +421,10 @@ static int overlap_rows(sqlite3 *db, int device, int64_t from, int64_t to, size_
     return 0;
 }
 
-int step_table_overlap(sqlite3 *db, int device, int64_t from, int64_t to, size_t *first,
-                       size_t *count, char *err, size_t errlen) {
+int step_table_overlap(sqlite3 *db, int device, int64_t from, int64_t to, const step_order *order,
+                       size_t *first, size_t *count, char *err, size_t errlen) {
     *first = *count = 0;
-    int rc = overlap_rows(db, device, from, to, first, count);
+    int rc = overlap_rows(db, device, from, to, order, first, count);
     if (rc < 0) {
         *first = *count = 0;
         snprintf(err, errlen, "reading the steps: %s", sqlite3_errmsg(db));

@@ -181,10 +181,16 @@ int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
         step_row *some; /* only the rows asked for: no pass over the whole run */
         size_t got, total;
         step_history history;
-        int part_rc = step_table_part(db, device, part.first, part.count, &some, &got, &total,
-                                      &history, err, errlen);
+        step_order order; /* the first page's rows need none of it (the start's memos) */
+        if (part.first > 0 && (rc = view_step_order(db, device, &order, err, errlen)) != 0)
+            return rc;
+        int part_rc =
+            step_table_part(db, device, part.first, part.count, part.first > 0 ? &order : NULL,
+                            &some, &got, &total, &history, err, errlen);
         if (part_rc < 0)
             return 500;
+        if (part.first > 0)
+            view_step_order_keep(db, device, &order);
         if (part_rc == 0) {
             step_table_json_write_rows(out, device, some, got, total,
                                        part.first < total ? part.first : total, &history, 1);

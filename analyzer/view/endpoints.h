@@ -107,8 +107,16 @@ int view_step_table(sqlite3 *db, int device, const step_row **rows, size_t *n,
  * answers a part, and /api/window its steps, with step_table_part. */
 int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t *n,
                          const step_history **history);
-/* Frees every kept table: only while no thread may still read one (before the workers start,
- * after they and the builder are joined). */
+/* A copy of the step order of `device` on db's file (step_table.h: what its parts share), made
+ * by the first thread that asks (a walk of the steps' index: ~60 ms per 300 k steps) and kept:
+ * the window's steps are then a seek at each end, and a part's first reserved jump is looked
+ * for once. 0, or 500 with the message. */
+int view_step_order(sqlite3 *db, int device, step_order *o, char *err, size_t errlen);
+/* What a part learnt of the order (the first reserved jump, step_table_part), kept for the next
+ * ones. */
+void view_step_order_keep(sqlite3 *db, int device, const step_order *o);
+/* Frees every kept table and order: only while no thread may still read one (before the workers
+ * start, after they and the builder are joined). */
 void view_step_table_drop(void);
 
 #endif

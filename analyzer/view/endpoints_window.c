@@ -197,6 +197,62 @@ int view_step_table_held(sqlite3 *db, int device, const step_row **rows, size_t 
     return 1;
 }
 
+/* The step orders (step_table.h's step_order: what the parts of a table share), kept as the
+ * tables are (under steps_lock, until view_step_table_drop), by value: a walk of the steps'
+ * index made by whichever thread asks first (two at once both make it: the same answer), the
+ * first reserved jump added by the first part that needs it. */
+typedef struct shared_order {
+    char *path;
+    int device;
+    step_order order;
+} shared_order;
+
+static shared_order *orders;
+static size_t norders, orders_cap;
+
+/* The kept order of (db's file, device), or NULL; under steps_lock. */
+static shared_order *order_of(sqlite3 *db, int device) {
+    char key[64];
+    const char *path = table_key(db, key);
+    for (size_t i = 0; i < norders; i++)
+        if (orders[i].device == device && strcmp(orders[i].path, path) == 0)
+            return &orders[i];
+    return NULL;
+}
+
+int view_step_order(sqlite3 *db, int device, step_order *o, char *err, size_t errlen) {
+    pthread_mutex_lock(&steps_lock);
+    const shared_order *kept = order_of(db, device);
+    if (kept)
+        *o = kept->order;
+    pthread_mutex_unlock(&steps_lock);
+    if (kept)
+        return 0;
+    if (step_table_order(db, device, o, err, errlen) != 0)
+        return 500;
+    char key[64];
+    char *path = strdup(table_key(db, key));
+    pthread_mutex_lock(&steps_lock);
+    if (path && !order_of(db, device) &&
+        gmt_grow((void **)&orders, &orders_cap, norders, sizeof *orders) == 0) {
+        orders[norders++] = (shared_order){.path = path, .device = device, .order = *o};
+        path = NULL;
+    }
+    pthread_mutex_unlock(&steps_lock);
+    free(path); /* not kept (out of memory, or another thread's is): asked again next time */
+    return 0;
+}
+
+void view_step_order_keep(sqlite3 *db, int device, const step_order *o) {
+    pthread_mutex_lock(&steps_lock);
+    shared_order *kept = order_of(db, device);
+    if (kept && o->jump_known && !kept->order.jump_known) {
+        kept->order.jump_known = 1;
+        kept->order.first_jump = o->first_jump;
+    }
+    pthread_mutex_unlock(&steps_lock);
+}
+
 void view_step_table_drop(void) {
     pthread_mutex_lock(&steps_lock);
     for (size_t i = 0; i < ntables; i++)
@@ -204,6 +260,11 @@ void view_step_table_drop(void) {
     free(tables);
     tables = NULL;
     ntables = tables_cap = 0;
+    for (size_t i = 0; i < norders; i++)
+        free(orders[i].path);
+    free(orders);
+    orders = NULL;
+    norders = orders_cap = 0;
     pthread_mutex_unlock(&steps_lock);
 }
 
@@ -296,7 +357,7 @@ static void window_rest(FILE *out, const view_window *w) {
 /* The steps that overlap (from, to]: a step holds (begin, end]; from the first that does to the
  * last in the table's order, at most WINDOW_MAX_STEPS of them listed. The rows of a kept table,
  * else step_table_overlap's range and step_table_part's rows of it (those steps' events, not
- * the run's); implicit steps: the whole table, kept. */
+ * the run's), with the device's kept step order; implicit steps: the whole table, kept. */
 static int window_steps(FILE *out, sqlite3 *db, int device, int64_t from, int64_t to, char *err,
                         size_t errlen) {
     const step_row *rows;
@@ -304,15 +365,20 @@ static int window_steps(FILE *out, sqlite3 *db, int device, int64_t from, int64_
     size_t n, first = 0, count = 0;
     int held = view_step_table_held(db, device, &rows, &n, &history);
     if (!held) {
-        int rc = step_table_overlap(db, device, from, to, &first, &count, err, errlen);
-        if (rc < 0)
+        step_order order;
+        int rc = view_step_order(db, device, &order, err, errlen);
+        if (rc)
+            return rc;
+        if ((rc = step_table_overlap(db, device, from, to, &order, &first, &count, err, errlen)) <
+            0)
             return 500;
         size_t listed = count > WINDOW_MAX_STEPS ? WINDOW_MAX_STEPS : count, got, total;
         step_row *some;
         step_history h;
-        if (rc == 0 && (rc = step_table_part(db, device, first, listed, &some, &got, &total, &h,
-                                             err, errlen)) < 0)
+        if (rc == 0 && (rc = step_table_part(db, device, first, listed, &order, &some, &got, &total,
+                                             &h, err, errlen)) < 0)
             return 500;
+        view_step_order_keep(db, device, &order);
         if (rc == 0) {
             if (GMT_NEVER(got != listed || first + count > total)) { /* the two read apart */
                 free(some);
