@@ -3,6 +3,7 @@
 #include "category_levels.h"
 
 #include "db_query.h"
+#include "gmt_assert.h"
 #include "gmt_grow.h"
 
 #include <stdio.h>
@@ -166,7 +167,7 @@ static int write_vector(sqlite3_stmt *full, sqlite3_stmt *delta, int64_t device,
             rc = put_row(full, device, event_id, (int64_t)k, k < n ? r[k].key : 0, k < n,
                          k < n ? r[k].bytes : 0);
     }
-    if (rc == 0 && (kinds & AT_CHAIN)) {
+    if (rc == 0 && (kinds & AT_CHAIN) && !GMT_NEVER(!delta)) { /* open saw the table too */
         int64_t entry = 0;
         rc = put_row(delta, device, event_id, entry++, 0, 0, 0);
         for (int c = 0; rc == 0 && c < BLOCK_CATEGORY_COUNT; c++) {
@@ -180,6 +181,16 @@ static int write_vector(sqlite3_stmt *full, sqlite3_stmt *delta, int64_t device,
 
 int category_levels_write(category_levels *cl, sqlite3 *db, char *err, size_t errlen) {
     int chain = db_has_table(db, "series_deltas");
+    char del[160]; /* the rows of an earlier sweep (without block_categories then) */
+    int len = snprintf(del, sizeof del, "DELETE FROM series_levels WHERE series_by = %d",
+                       (int)STACK_BY_CATEGORY);
+    if (chain)
+        snprintf(del + len, sizeof del - (size_t)len,
+                 "; DELETE FROM series_deltas WHERE series_by = %d", (int)STACK_BY_CATEGORY);
+    if (sqlite3_exec(db, del, NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "writing series_levels' categories: %s", sqlite3_errmsg(db));
+        return -1;
+    }
     sqlite3_stmt *st = db_statement(db, "INSERT INTO series_levels (device, series_by, event_id, "
                                         "rank, key, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     sqlite3_stmt *dt = chain ? db_statement(db, "INSERT INTO series_deltas (device, series_by, "
@@ -193,8 +204,7 @@ int category_levels_write(category_levels *cl, sqlite3 *db, char *err, size_t er
         for (size_t e = 0; rc == 0 && v && e < v->n; e++) {
             for (int c = 0; c < BLOCK_CATEGORY_COUNT; c++)
                 live[c] += v->diff[e][c];
-            rc = write_vector(st, dt, d, v->events[e], v->kinds[e] & (chain ? 3 : AT_FULL), live,
-                              chain_prev);
+            rc = write_vector(st, dt, d, v->events[e], v->kinds[e], live, chain_prev);
         }
     }
     sqlite3_finalize(st);

@@ -29,8 +29,8 @@ int category_levels_open(sqlite3 *db, category_levels **out, char *err, size_t e
 void category_levels_add(category_levels *cl, int64_t device, int64_t alloc_id,
                          int64_t free_event_id, int64_t size, gmt_category category);
 
-/* The rows (and meta series_level_categories = 1), in the caller's transaction. 0, or -1 with
- * a message. */
+/* The rows (those of an earlier sweep deleted first; and meta series_level_categories = 1), in
+ * the caller's transaction. 0, or -1 with a message. */
 int category_levels_write(category_levels *cl, sqlite3 *db, char *err, size_t errlen);
 
 void category_levels_free(category_levels *cl);

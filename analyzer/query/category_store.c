@@ -122,17 +122,7 @@ static int sweep_and_store(sqlite3 *db, sorted_pairs *pages, char *err, size_t e
         rc = -1;
     }
     if (rc == 0 && s.levels) { /* a second sweep (block_categories added) writes them anew */
-        char del[160];
-        snprintf(del, sizeof del,
-                 "DELETE FROM series_levels WHERE series_by = %d; DELETE FROM series_deltas "
-                 "WHERE series_by = %d",
-                 (int)STACK_BY_CATEGORY, (int)STACK_BY_CATEGORY);
-        if (sqlite3_exec(db, del, NULL, NULL, NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-            rc = -1;
-        } else {
-            rc = category_levels_write(s.levels, db, err, errlen);
-        }
+        rc = category_levels_write(s.levels, db, err, errlen);
     }
     category_levels_free(s.levels);
     sqlite3_finalize(s.named);
