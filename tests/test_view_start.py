@@ -35,6 +35,11 @@ the shortcut that makes it so answers what the whole computation answers.
     the middle, decode under a quarter
     of the store (no pass over every step's events: the whole table, 2 x 733 chunks and more,
     before this change).
+  - SIGINT at once after the URL on a fresh cache (the builder at the start of the synth
+    trace's blocks index, seconds of work): view exits 0 saying it stopped before its 2 indexes
+    (blocks, layouts) were made, and the cache folder holds the database alone (no index, no
+    temporary: the build was given up, not finished first); the next view makes them (the checks
+    above).
 Skips (77) when memanalyze was built without libmicrohttpd.
 
 argv: synth memanalyze [shared_pytorch_dir]. Python 3 standard library only.
@@ -111,6 +116,18 @@ class Viewer:
         self.p.send_signal(signal.SIGINT)
         _, err = self.p.communicate(timeout=30)
         return err
+
+
+def check_stop_mid_build(inp, env):
+    """SIGINT while the builder makes the first index: given up, nothing of it left."""
+    v = Viewer(inp, env)
+    err = v.stop()
+    check(v.p.returncode == 0, "view stopped mid-build: exit %s %r" % (v.p.returncode, err))
+    check("stopped (SIGINT) before 2 of its indexes were made" in err,
+          "view stopped mid-build does not say it gave its indexes up: %r" % err)
+    left = sorted(os.listdir(env["GMT_CACHE_DIR"]))
+    check(len(left) == 1 and left[0].endswith(".db"),
+          "view stopped mid-build left more than its database: %s" % left)
 
 
 def check_parts(inp, env, label):
@@ -381,6 +398,7 @@ def checks(tmp):
     if "built without libmicrohttpd" in probe.stderr:
         print("SKIP: memanalyze was built without libmicrohttpd:", probe.stderr.strip())
         return 77
+    check_stop_mid_build(trace, env)
     devices = check_parts(trace, env, "synth")
     check(len(devices) == 2, "synth --devices 2: %d devices" % len(devices))
     # the device the page opens on: the highest peak

@@ -204,8 +204,20 @@ static long next_rows(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]) {
     return n;
 }
 
+static __thread const int *thread_stop;
+
+void event_scan_stop_when(const int *flag) { thread_stop = flag; }
+
+int event_scan_stop_asked(void) {
+    return thread_stop && __atomic_load_n(thread_stop, __ATOMIC_RELAXED);
+}
+
 long event_scan_next(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]) {
     if (s->done)
         return 0;
+    if (event_scan_stop_asked()) {
+        snprintf(s->error, sizeof s->error, "stopped");
+        return -1;
+    }
     return s->store ? next_chunk(s, cols) : next_rows(s, cols);
 }

@@ -36,6 +36,16 @@ long event_scan_next(event_scan *s, const int64_t *cols[EVENT_STORE_NCOLS]);
 
 const char *event_scan_error(const event_scan *s);
 
+/* From now on the calling thread's scans end, at their next batch, with an error ("stopped")
+ * once *flag is nonzero (read atomically); NULL: they never stop early. For a thread that builds
+ * something long while others may ask it to stop (the viewer's builder: a 100 M-event pass is a
+ * minute, and a Ctrl-C must not wait for it). Other threads' scans are not affected. */
+void event_scan_stop_when(const int *flag);
+
+/* Whether the calling thread was asked to stop (its flag above is set): for the stages of such
+ * a build that come after its scan (the blocks index's sorts: half of its minute at 100 M). */
+int event_scan_stop_asked(void);
+
 /* A scanned value, or `dflt` where the column is NULL: SQL's coalesce(column, dflt). */
 static inline int64_t event_value_or(int64_t v, int64_t dflt) {
     return v == EVENT_STORE_NULL ? dflt : v;

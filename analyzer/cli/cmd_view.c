@@ -166,13 +166,19 @@ static int serve(cli_ctx *ctx, const view_source *sources, size_t n, char *err, 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;
-    view_server_stop(s);
+    int given_up = view_server_stop(s);
     if (count_chunks)
         fprintf(stderr, "memanalyze view: %llu event chunks decoded in all\n",
                 (unsigned long long)event_store_chunks_unpacked());
     if (browser > 0)
         waitpid(browser, NULL, WNOHANG);
-    fprintf(stderr, "memanalyze view: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (given_up) /* what the next start will spend again */
+        fprintf(stderr,
+                "memanalyze view: stopped (%s) before %d of its indexes were made; the next view "
+                "makes them\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", given_up);
+    else
+        fprintf(stderr, "memanalyze view: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     return 0;
 }
 

@@ -398,6 +398,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
         key[i] = -d[i]->size;
     in_order(p, n);
     sort_by(p, spare, n, key);
+    if (event_scan_stop_asked()) /* between the sorts: seconds each at 100 M */
+        goto done;
     int64_t ns = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t size = d[p[i][1]]->size;
@@ -427,6 +429,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
                               : sidx[i];
         sort_by(p, spare, n, key);
     }
+    if (event_scan_stop_asked())
+        goto done;
     for (int64_t i = 0; i < n; i++)
         tier[p[i][1]] = tier_of(i);
     dev->ntiers = n ? tier_of(n - 1) + 1 : 0;
@@ -435,6 +439,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
     for (int64_t i = 0; i < n; i++)
         key[i] = d[i]->lo;
     sort_by(p, spare, n, key);
+    if (event_scan_stop_asked())
+        goto done;
     for (int64_t i = 0; i < n; i++) {
         int64_t lo = d[i]->lo, hi = d[i]->hi;
         int l = levels;
@@ -444,6 +450,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
         key[i] = tier[i] * (levels + 1) + l;
     }
     sort_by(p, spare, n, key);
+    if (event_scan_stop_asked())
+        goto done;
     size_t nruns = (size_t)dev->ntiers * (size_t)(levels + 1);
     if (!(runs = calloc(nruns ? nruns : 1, sizeof *runs)))
         goto done;
@@ -461,6 +469,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
                 key[i] = pass ? d[i]->hi : d[i]->lo;
             }
         sort_by(p, spare, k, key);
+        if (event_scan_stop_asked())
+            goto done;
         runw w = {b, NULL, 0, 0, VB_GROUP, 0, 0};
         int64_t prev_t = 0;
         for (int64_t i = 0; i < k; i++) {
@@ -476,6 +486,8 @@ static int write_device(buf *b, const blk *const *d, int64_t n, int shift, int l
         *(pass ? &dev->frees : &dev->allocs) = run_end(&w);
     }
     dev->nblocks = n;
+    if (event_scan_stop_asked())
+        goto done;
     rc = write_details(b, d, n, sidx, p, spare, key, dev);
 done:
     free(p), free(spare), free(key), free(sidx), free(sizes), free(runs);
@@ -539,7 +551,10 @@ static int encode(sqlite3 *db, const char *identity, buf *b, char *err, size_t e
          (ndev && fwrite(devs, sizeof *devs, (size_t)ndev, b->f) != (size_t)ndev)))
         b->failed = 1;
     if (rc != 0 || b->failed)
-        snprintf(err, errlen, "view index: %s", rc != 0 ? "out of memory" : "cannot write it");
+        snprintf(err, errlen, "view index: %s",
+                 rc == 0                   ? "cannot write it"
+                 : event_scan_stop_asked() ? "stopped"
+                                           : "out of memory");
     free(devs);
     free(order);
     free(bs.b);

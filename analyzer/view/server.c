@@ -66,7 +66,10 @@ unsigned view_server_port(const view_server *s) {
     return 0;
 }
 
-void view_server_stop(view_server *s) { (void)s; }
+int view_server_stop(view_server *s) {
+    (void)s;
+    return 0;
+}
 
 /* Never called: without the library there is no network request and no server. */
 const char *view_server_conn_arg(void *conn, const char *name) {
@@ -412,15 +415,20 @@ void view_server_url(const view_server *s, char *buf, size_t len) {
 
 unsigned view_server_port(const view_server *s) { return s->port; }
 
-void view_server_stop(view_server *s) {
+int view_server_stop(view_server *s) {
     if (!s)
-        return;
+        return 0;
+    /* A build under way ends at its scan's next batch (milliseconds) and removes its temporary
+     * file; what it had built before is kept. */
+    __atomic_store_n(&s->stopping, 1, __ATOMIC_RELAXED);
     MHD_stop_daemon(s->daemon); /* joins the workers: each closes its database on exit */
-    if (s->have_builder) /* a build under way finishes first (a kill leaves no partial file) */
+    if (s->have_builder)
         pthread_join(s->builder, NULL);
     view_step_table_drop(); /* no thread reads one now */
     pthread_key_delete(s->conns_key);
+    int given_up = s->given_up;
     server_free(s);
+    return given_up;
 }
 
 #endif

@@ -27,15 +27,15 @@
 
 /* One input. */
 typedef struct view_source {
-    const char *db_path;     /* its database, opened read-only by each worker thread */
-    const char *blocks_path; /* its blocks index (view_blocks.h), built when missing by a thread
-                                of the server's own as it starts, the inputs in order
-                                (/api/allocations answers 503 meanwhile); NULL: 500 */
+    const char *db_path;      /* its database, opened read-only by each worker thread */
+    const char *blocks_path;  /* its blocks index (view_blocks.h), built when missing by a thread
+                                 of the server's own as it starts, the inputs in order
+                                 (/api/allocations answers 503 meanwhile); NULL: 500 */
     const char *layouts_path; /* its layout index (layout_index.h), built by the same thread
                                  once every blocks index is; then the workers' layouts (segment
                                  maps, windows' ends, stacks) start from its checkpoints. NULL
                                  (or no blocks_path): from the first row, the same answers */
-    const char *input;       /* as the user named it (the summary says it) */
+    const char *input;        /* as the user named it (the summary says it) */
 } view_source;
 
 typedef struct view_config {
@@ -63,7 +63,9 @@ int view_server_start(const view_config *cfg, view_server **out, char *err, size
 void view_server_url(const view_server *s, char *buf, size_t len);
 unsigned view_server_port(const view_server *s);
 
-/* Stops accepting, ends the connections, joins the threads (each closes its database), frees. */
-void view_server_stop(view_server *s);
+/* Stops accepting, ends the connections, joins the threads (each closes its database), frees.
+ * An index the builder was still making is given up at once (nothing of it is left; the next
+ * start makes it again): returns how many were, 0 when every one was done. */
+int view_server_stop(view_server *s);
 
 #endif

@@ -8,6 +8,7 @@
 #include "server_private.h"
 
 #include "db_open.h"
+#include "event_scan.h"
 #include "event_store.h"
 
 #include <stdio.h>
@@ -118,16 +119,21 @@ struct view_blocks_index *view_server_blocks(const view_server *s, size_t input,
     return t->blocks[input];
 }
 
+static int stopped(const view_server *s) { return __atomic_load_n(&s->stopping, __ATOMIC_RELAXED); }
+
 /* The builder thread: each input's blocks index opened once, input 0 first (built when missing
  * or stale: seconds on a large trace), then each one's layout index, then each device's whole
  * step table (endpoints.h: view_step_table, kept for every thread), so that the server answers
  * everything else meanwhile. A window summary lists its steps from the kept table (~1 ms) once
  * it is there, and reads its own steps' rows until then (step_table_part: 70-200 ms a window at
- * 100 M events, 315 k steps, where the table takes ~3.5 s once). */
+ * 100 M events, 315 k steps, where the table takes ~3.5 s once). A stop (view_server_stop)
+ * ends the build under way at its scan's next batch: its temporary file is removed (db_file.h),
+ * and it counts in s->given_up with those not begun. */
 void *view_server_build_blocks(void *arg) {
     view_server *s = arg;
-    event_store_chunks_uncounted(); /* GMT_CHUNK_COUNT counts what the requests read */
-    for (size_t i = 0; i < s->nsrc; i++) {
+    event_store_chunks_uncounted();     /* GMT_CHUNK_COUNT counts what the requests read */
+    event_scan_stop_when(&s->stopping); /* a Ctrl-C ends a build at its next batch */
+    for (size_t i = 0; i < s->nsrc && !stopped(s); i++) {
         source *src = &s->src[i];
         if (!src->blocks_path)
             continue;
@@ -138,12 +144,14 @@ void *view_server_build_blocks(void *arg) {
                                                            src->blocks_err, sizeof src->blocks_err);
             if (ix)
                 state = BLOCKS_READY;
+            else if (stopped(s))
+                s->given_up++;
             view_blocks_index_close(ix);
             db_close(db);
         }
         __atomic_store_n(&src->blocks_state, state, __ATOMIC_RELEASE);
     }
-    for (size_t i = 0; i < s->nsrc; i++) {
+    for (size_t i = 0; i < s->nsrc && !stopped(s); i++) {
         source *src = &s->src[i];
         if (!src->layouts_path)
             continue;
@@ -157,6 +165,8 @@ void *view_server_build_blocks(void *arg) {
         }
         if (ix)
             state = BLOCKS_READY;
+        else if (stopped(s))
+            s->given_up++;
         else
             fprintf(stderr,
                     "memanalyze view: warning: %s: no layout index (segment maps from the first "
@@ -165,14 +175,14 @@ void *view_server_build_blocks(void *arg) {
         layout_index_close(ix);
         __atomic_store_n(&src->layouts_state, state, __ATOMIC_RELEASE);
     }
-    for (size_t i = 0; i < s->nsrc; i++) {
+    for (size_t i = 0; i < s->nsrc && !stopped(s); i++) {
         sqlite3 *db;
         char err[512];
         if (db_open_readonly(s->src[i].db_path, &db, err, sizeof err) != 0)
             continue; /* the requests say why */
         int devices[GMT_MAX_DEVICES];
         int n = view_devices(db, devices, GMT_MAX_DEVICES);
-        for (int d = 0; d < n; d++) {
+        for (int d = 0; d < n && !stopped(s); d++) {
             const step_row *rows;
             const step_history *history;
             size_t nrows;
@@ -180,6 +190,9 @@ void *view_server_build_blocks(void *arg) {
         }
         db_close(db);
     }
+    for (size_t i = 0; i < s->nsrc; i++) /* those the stop came before */
+        s->given_up += (s->src[i].blocks_path && s->src[i].blocks_state == BLOCKS_BUILDING) +
+                       (s->src[i].layouts_path && s->src[i].layouts_state == BLOCKS_BUILDING);
     return NULL;
 }
 

@@ -65,6 +65,8 @@ struct view_server {
     pthread_key_t conns_key; /* the worker's thread_conns */
     pthread_t builder;       /* builds the blocks indexes, the inputs in order */
     int have_builder;
+    int stopping; /* set by view_server_stop: the builder's scans end (event_scan_stop_when) */
+    int given_up; /* the index files the builder gave up when stopped (read after the join) */
     pthread_mutex_t inputs_lock; /* /api/inputs, computed at its first request */
     char *inputs_body;
     size_t inputs_len;
