@@ -564,6 +564,23 @@ def main():
     p = run(["view", os.path.join(tmp, "missing.zst")], env)
     r = run(["report", os.path.join(tmp, "missing.zst")], env)
     check(p.returncode == 2 and p.stderr == r.stderr, "a missing input: %r" % p.stderr)
+    # random bytes, text, a directory: report's one line each; a bad second input too
+    bad = {"random.zst": os.urandom(4096), "text.zst": b"not a trace\n", "folder.zst": None}
+    for name, data in bad.items():
+        path = os.path.join(tmp, name)
+        if data is None:
+            os.mkdir(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        p = run(["view", path, "--port", "0"], env)
+        r = run(["report", path], env)
+        check(r.returncode == 2 and p.returncode == 2 and p.stderr == r.stderr and
+              p.stderr.count("\n") == 1 and name in p.stderr and p.stdout == "",
+              "%s: view exit %d %r, report %r" % (name, p.returncode, p.stderr, r.stderr))
+        p = run(["view", trace, path, "--port", "0"], env)
+        check(p.returncode == 2 and p.stderr == r.stderr and p.stdout == "",
+              "a good input then %s: exit %d %r" % (name, p.returncode, p.stderr))
     # --bind wider warns; SIGTERM ends it too
     v = start(trace, env, tmp, "--bind", "0.0.0.0")
     check(v.get("/api/summary")[0] == 200, "--bind 0.0.0.0: loopback refused")
