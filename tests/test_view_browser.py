@@ -10,7 +10,13 @@ trace (two devices, named tensors) and for a real PyTorch snapshot without times
   - a wheel zoom over the timeline: the window in location.hash narrows around the cursor, and
     the page fetched and drew /api/timeline and /api/allocations for exactly that window;
   - a drag pans (the span kept, the window moved); shift-drag selects a window, and its summary
-    (what grew and was freed, by site) equals `memanalyze diff --from --to --json`'s;
+    (what grew and was freed, by site) equals `memanalyze diff --from --to --json`'s, and the
+    rest of the summary equals /api/window's for the same two WHENs and the command line's: the
+    top sites (their labels, blocks and bytes; sql's per stack over the window's allocations),
+    the categories (report's at the window's peak), the steps listed and their count (`steps
+    --json`'s that overlap the window), the OOM lines (report's, with their verdicts; a synth
+    trace that OOMs and has more steps than the summary lists, opened with summary=1 in the URL,
+    the whole run summarized);
   - a click on a block rectangle (its place from the page's own state): the detail panel's size,
     requested size, stream, tensor name and the alloc and free stack frames equal `memanalyze sql`
     over allocations and stack_frames for that alloc_id;
@@ -221,6 +227,137 @@ def check_address(b, page, inp, env, label, device, untimed):
     check(b.errors == [], label + ": errors: %r" % b.errors)
 
 
+def check_summary(b, page, view, inp, env, label, device):
+    """The window summary shown (diff's stacks, the top sites, the categories, the steps, the
+    OOMs) against /api/window for the same two WHENs and against the command line: diff, sql
+    over allocations for the sites, report for the categories and the OOMs, steps (with sql's
+    step bounds) for the steps. Returns the window's answer."""
+    doc = page.eval("gmtView.summary_")
+    fr, to = doc["from"]["when"], doc["to"]["when"]
+    win = view.api("/api/window", {"device": device, "from": fr, "to": to})
+    check(all(win["diff"][k] == doc[k] for k in win["diff"]),
+          label + ": the page's diff is not /api/window's for %s .. %s" % (fr, to))
+    a, z = win["from_event_id"], win["to_event_id"]
+    fmt = lambda values: page.eval("%s.map(bytes)" % json.dumps(values))  # noqa: E731
+    # the top sites: /api/window's, and sql's bytes allocated in (a, z] per stack
+    rows = page.eval("[...document.querySelectorAll('#summary-sites tbody tr')].map(tr => "
+                     "[Number(tr.dataset.stackId), Number(tr.dataset.bytes), "
+                     "...[...tr.children].map(td => td.textContent)])")
+    listed = win["sites"]["listed"]
+    check(len(rows) == len(listed) and
+          [(r[0], r[1], r[3], r[4]) for r in rows] ==
+          [(s["stack_id"], s["bytes"], str(s["blocks"]), s["site"] or "(no stack)")
+           for s in listed] and [r[2] for r in rows] == fmt([s["bytes"] for s in listed]),
+          label + ": the summary's sites %r, /api/window's %r" % (rows[:2], listed[:2]))
+    byst = cli_json(env, "sql", inp, "SELECT coalesce(alloc_stack_id, 0) AS s, count(*) AS n, "
+                    "sum(size) AS b FROM allocations WHERE device = %d AND kind = 'device' AND "
+                    "alloc_id > %d AND alloc_id <= %d GROUP BY 1 ORDER BY 3 DESC, 1" %
+                    (device, a, z), "--json")
+    check([(s["stack_id"], s["blocks"], s["bytes"]) for s in listed] ==
+          [(r["s"], r["n"], r["b"]) for r in byst[:10]] and
+          win["sites"]["sites_total"] == len(byst),
+          label + ": the window's sites %r, sql %r" % (listed[:2], byst[:2]))
+    note = page.eval("document.getElementById('summary-sites-note').textContent")
+    check(not byst or ("%d site" % len(byst)) in note, label + ": the sites' note %r" % note)
+    # the categories: those with bytes at the window's peak or end, report's at the peak
+    rep = cli_json(env, "report", inp, "--device", str(device), "--from", fr, "--to", to,
+                   "--json")
+    rdev = [d for d in rep["devices"] if d["device"] == device][0]
+    cats = win["categories"]
+    shown = cat_rows = page.eval("[...document.querySelectorAll('#summary-categories tbody tr')]"
+                                 ".map(tr => [tr.dataset.category, ...[...tr.children]"
+                                 ".map(td => td.textContent)])")
+    if cats is None:
+        check(shown == [], label + ": categories shown without the answer's")
+    else:
+        want = [k for k in cats["at_peak"] if cats["at_peak"][k] or cats["at_end"][k]]
+        check([r[0] for r in shown] == want and
+              [r[1] for r in shown] == [k.replace("_", " ") for k in want] and
+              [r[2] for r in shown] == fmt([cats["at_peak"][k] for k in want]) and
+              [r[3] for r in shown] == fmt([cats["at_end"][k] for k in want]),
+              label + ": the categories shown %r, /api/window's %r" % (shown, cats))
+        check(rdev.get("categories_at_peak") is None or
+              cats["at_peak"] == rdev["categories_at_peak"],
+              label + ": the window's categories at the peak %r, report's %r" % (
+                  cats["at_peak"], rdev.get("categories_at_peak")))
+        check(sum(cats["at_end"].values()) == win["diff"]["to"]["allocated_bytes"],
+              label + ": the categories at the end do not add up to allocated")
+    # the steps: /api/window's, steps --json's rows that overlap (a, z]
+    shown = page.eval("[...document.querySelectorAll('#summary-steps tbody tr')].map(tr => "
+                      "[Number(tr.dataset.step), ...[...tr.children].map(td => td.textContent)])")
+    steps = win["steps"]["steps"]
+    check([r[0] for r in shown] == [r["step"] for r in steps] and
+          [r[4] for r in shown] == fmt([r["allocated_at_end_bytes"] for r in steps]) and
+          [r[5] for r in shown] == fmt([r["reserved_at_end_bytes"] for r in steps]),
+          label + ": the steps shown %r, /api/window's %r" % ([r[0] for r in shown],
+                                                             [r["step"] for r in steps]))
+    whole = cli_json(env, "steps", inp, "--device", str(device), "--json")
+    bounds = {r["step"]: (r["begin_event_id"], r["end_event_id"]) for r in cli_json(
+        env, "sql", inp, "SELECT step, begin_event_id, end_event_id FROM steps", "--json")}
+    inside = [i for i, r in enumerate(whole["steps"]) if r["step"] in bounds and
+              bounds[r["step"]][0] < z and bounds[r["step"]][1] > a]
+    if bounds:
+        want = whole["steps"][inside[0]:inside[-1] + 1] if inside else []
+    else:  # implicit steps (no steps table to bound them): a run of steps --json's rows
+        at = [i for i, r in enumerate(whole["steps"]) if steps and r == steps[0]]
+        want = whole["steps"][at[0]:at[0] + win["steps_in_window"]] if at else []
+    count = len(want)
+    check(steps == want[:200] and win["steps_in_window"] == count and
+          win["steps_listed"] == len(steps),
+          label + ": the window's steps %r (%d), steps --json's %r" % (
+              [r["step"] for r in steps][:6], win["steps_in_window"],
+              [r["step"] for r in want][:6]))
+    note = page.eval("document.getElementById('summary-steps-note').textContent")
+    check(("no step" in note) if not count else
+          ("%d of %d listed" % (len(steps), count) in note) if len(steps) < count else
+          ("%d step" % count) in note, label + ": the steps' note %r (%d in the window)" % (
+              note, count))
+    # the OOMs: report's over the same window, each line with its verdict
+    ooms = win["ooms"]
+    check(ooms["oom_events"] == rdev["oom_events"] and ooms["count"] == rdev["ooms"],
+          label + ": the window's OOMs %r, report's %r" % (ooms["oom_events"][:2],
+                                                          rdev["oom_events"][:2]))
+    lines = page.eval("[...document.querySelectorAll('#summary-ooms li')].map(li => "
+                      "[Number(li.dataset.eventId), li.dataset.verdict, li.textContent])")
+    head = page.eval("document.getElementById('summary-ooms-note').textContent")
+    check(len(lines) == len(ooms["oom_events"]) and
+          all(l[0] == o["event_id"] and l[1] == (o["verdict"] or "") and o["when"] in l[2] and
+              "[%s]" % (o["verdict"] or "no verdict") in l[2]
+              for l, o in zip(lines, ooms["oom_events"])) and
+          (head == "no OOM" if not ooms["count"] else head.startswith("%d OOM" % ooms["count"])),
+          label + ": the OOM lines %r (%r), /api/window's %r" % (lines[:2], head,
+                                                               ooms["oom_events"][:2]))
+    print("%s: summary of %s .. %s: %d diff sites, %d top sites of %d, %d categories, %d steps "
+          "of %d, %d OOMs %r" % (label, fr, to, len(doc["stacks"]), len(rows),
+                                 win["sites"]["sites_total"], len(cat_rows), len(steps), count,
+                                 ooms["count"], sorted({l[1] for l in lines})))
+    check(b.errors == [], label + ": errors: %r" % b.errors)
+    return win
+
+
+def check_oom_summary(b, inp, env, label):
+    """A deep link with summary=1 on a trace that OOMs, with more steps than a window lists: the
+    whole run's summary, its OOM lines report's with their verdicts, its steps "N of M listed"."""
+    view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
+    try:
+        page = b.open(view.url + "#summary=1")
+        page.wait_for("document.body.dataset.ready", timeout=30)
+        check(page.eval("document.body.dataset.ready") == "1", label + ": the page did not draw")
+        page.wait_for("gmtView.summary_ && gmtView.pending === 0 && "
+                      "!document.getElementById('summary').hidden", timeout=30)
+        win = check_summary(b, page, view, inp, env, label, page.eval("gmtView.device"))
+        check(win["ooms"]["count"] > 0 and all(o["verdict"] for o in win["ooms"]["oom_events"]),
+              label + ": no OOM with a verdict in the whole run: a weak check")
+        check(win["steps_listed"] < win["steps_in_window"],
+              label + ": all %d steps listed: the \"N of M listed\" note not checked" %
+              win["steps_in_window"])
+        scroll_to(page, "summary")
+        page.screenshot(os.path.join(SHOTS, label + "-summary.png"))
+    finally:
+        rc = view.stop()[0]
+    check(rc == 0, label + ": view exit %r" % rc)
+
+
 def X_of(box, t, lo, hi):
     left, right = 78, 14
     return box["x"] + left + (t - lo) / (hi - lo) * (box["w"] - left - right)
@@ -308,6 +445,7 @@ def check_page(b, inp, env, label, untimed, text):
         rows = page.eval("document.querySelectorAll('#summary-stacks tbody tr').length")
         check(rows == len(want["stacks"]) and hash_state(page).get("summary") == "1",
               label + ": the summary shows %d sites, diff %d" % (rows, len(want["stacks"])))
+        check_summary(b, page, view, inp, env, label, device)
         scroll_to(page, "summary")
         page.screenshot(os.path.join(SHOTS, label + "-2b-summary.png"))
         scroll_to(page, "timeline")
@@ -447,6 +585,10 @@ def main():
     os.makedirs(SHOTS, exist_ok=True)
     with browser.Browser() as b:
         check_page(b, trace, env, "synth", False, "model.py")
+        oom = os.path.join(tmp, "oom.zst")
+        subprocess.run([SYNTH, "-o", oom, "--steps", "210", "--device-memory", "2500000000"],
+                       check=True, capture_output=True)
+        check_oom_summary(b, oom, env, "synth-oom")
         snap = os.path.join(SHARED, "pt21-no-timestamps.pickle") if SHARED else ""
         if snap and os.path.exists(snap):
             check_page(b, snap, env, "pt21", True, "linear")

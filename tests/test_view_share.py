@@ -26,7 +26,9 @@ On a synth trace (two devices, named tensors) and on real PyTorch snapshots from
     counted by a script run before the page's); the segments at the peak drawn; a wheel zoom
     answered from a tile (gmtShare.last.depth > 0) and redrawn; a click on a block with embedded
     facts shows them (its size and frames those of the embedded /api/block), one on a block
-    without says "not in this share file"; a search says it too; the load time printed.
+    without says "not in this share file"; the whole run's window summary drawn from the
+    embedded /api/window (its diff, sites, categories, steps and OOM lines, nothing missed); a
+    search says it too; the load time printed.
 Never skips as a whole: the file checks need neither a browser nor a server; the browser checks
 skip (saying so) without chromium, the server comparisons without libmicrohttpd.
 
@@ -276,6 +278,41 @@ def check_browser(b, out, doc, label):
     page.eval("document.getElementById('reset').click(); true")
     page.wait_for("gmtShare.last && gmtShare.last.depth === 0 && gmtView.allocs && "
                   "gmtView.allocs.t0 === 0")
+    # the whole run's window summary: drawn from the embedded /api/window, nothing missed
+    device = page.eval("gmtView.device")
+    win = answers(doc, "/api/window", device=device)
+    missed = page.eval("gmtShare.missed")
+    page.eval("document.getElementById('summarize').click(); true")
+    page.wait_for("gmtView.summary_ && gmtView.summary_.lo === gmtView.lo && "
+                  "!document.getElementById('summary').hidden", timeout=20)
+    shown = page.eval("({stacks: document.querySelectorAll('#summary-stacks tbody tr').length, "
+                      "sites: [...document.querySelectorAll('#summary-sites tbody tr')].map(tr => "
+                      "Number(tr.dataset.stackId)), cats: [...document.querySelectorAll("
+                      "'#summary-categories tbody tr')].map(tr => tr.dataset.category), "
+                      "steps: [...document.querySelectorAll('#summary-steps tbody tr')].map(tr => "
+                      "Number(tr.dataset.step)), ooms: [...document.querySelectorAll("
+                      "'#summary-ooms li')].map(li => li.dataset.verdict), "
+                      "head: document.getElementById('summary-ooms-note').textContent, "
+                      "missed: gmtShare.missed, hash: location.hash})")
+    if check(win and "body" in win[0], label + ": no /api/window embedded for device %d" % device):
+        w = win[0]["body"]
+        cats = w["categories"] or {"at_peak": {}, "at_end": {}}
+        check(shown["stacks"] == len(w["diff"]["stacks"]) and
+              shown["sites"] == [x["stack_id"] for x in w["sites"]["listed"]] and
+              shown["cats"] == [k for k in cats["at_peak"] if cats["at_peak"][k] or
+                                cats["at_end"][k]] and
+              shown["steps"] == [r["step"] for r in w["steps"]["steps"]] and
+              shown["ooms"] == [o["verdict"] or "" for o in w["ooms"]["oom_events"]] and
+              (shown["head"] == "no OOM") == (w["ooms"]["count"] == 0) and
+              shown["missed"] == missed and "summary=1" in shown["hash"],
+              label + ": the share file's summary %r, the embedded window's %d stacks, sites %r, "
+              "steps %r, %d OOMs" % (shown, len(w["diff"]["stacks"]),
+                                     [x["stack_id"] for x in w["sites"]["listed"]],
+                                     [r["step"] for r in w["steps"]["steps"]], w["ooms"]["count"]))
+        print("%s: the share file's summary: %d diff sites, %d top sites, %d categories, %d steps, "
+              "%d OOMs" % (label, shown["stacks"], len(shown["sites"]), len(shown["cats"]),
+                           len(shown["steps"]), len(shown["ooms"])))
+    page.screenshot(os.path.join(os.path.dirname(out), label + "-share-summary.png"))
     bb = canvas_box(page, "blocks")
     rects = page.eval("gmtView.rects.filter(r => r.w >= 3 && r.h >= 3)")
     inside = [r for r in rects if r["id"] in embedded]

@@ -1,6 +1,7 @@
 // viewer.js — memanalyze view's page logic (compiled into memanalyze, served at /viewer.js): the
-// window summary (/api/window: `diff` from the window's start to its end, by site; the steps
-// and OOMs in it from /api/marks), for a brushed window or on asking; the tables of the devices
+// window summary (/api/window: `diff` from the window's start to its end, by site; the top
+// sites allocated in it, the categories at its peak and end, its steps as `steps` prints them,
+// its OOMs with report's verdicts), for a brushed window or on asking; the tables of the devices
 // and the steps (/api/steps); the input (wheel to zoom around the cursor, drag to pan,
 // shift-drag to select a window, click for the cursor, the controls); and the start (main: the
 // summary, the device with the highest peak unless the URL names one, the state read back).
@@ -30,10 +31,7 @@ async function summarize() {
   const seq = ++summarySeq, device = S.device, lo = S.lo, hi = S.hi;
   S.summaryOn = true;
   writeHash();
-  const [win, marks] = await Promise.all([
-    api("/api/window", { device, from: whenAt(lo), to: whenAt(hi - 1) }),
-    api("/api/marks", { device, lo, hi }),
-  ]);
+  const win = await api("/api/window", { device, from: whenAt(lo), to: whenAt(hi - 1) });
   const doc = win.diff; // `diff --json`'s document; win also has sites, categories, steps, OOMs
   if (seq !== summarySeq) return;
   S.summary_ = Object.assign(doc, { lo, hi });
@@ -58,15 +56,97 @@ async function summarize() {
     cell(tr, st.site || "(no stack)");
     body.appendChild(tr);
   }
-  const steps = marks.steps_total ? marks.steps_total + " step" + (marks.steps_total === 1 ?
-    "" : "s") + " in it (" + marks.steps[0][0] + " – " + marks.steps[marks.steps.length - 1][0] +
-    ")" : "no step in it";
-  const ooms = marks.ooms.length ? marks.ooms.length + " OOM" + (marks.ooms.length === 1 ? "" :
-    "s") + " or failed driver allocation" + (marks.ooms.length === 1 ? "" : "s") +
-    " (first: event " + marks.ooms[0].event_id + ", " + bytes(marks.ooms[0].size) + " asked)" :
-    "no OOM";
-  document.getElementById("summary-marks").textContent = steps + "; " + ooms + ".";
+  summarySites(win.sites);
+  summaryCategories(win);
+  summarySteps(win);
+  summaryOoms(win.ooms);
   document.getElementById("summary").hidden = false;
+}
+
+// The top sites: bytes allocated in the window per allocation stack (view_window.h's).
+function summarySites(sites) {
+  const body = document.querySelector("#summary-sites tbody");
+  body.textContent = "";
+  for (const s of sites.listed) {
+    const tr = document.createElement("tr");
+    tr.dataset.stackId = s.stack_id;
+    tr.dataset.bytes = s.bytes;
+    cell(tr, bytes(s.bytes), true);
+    cell(tr, String(s.blocks), true);
+    cell(tr, s.site || "(no stack)");
+    body.appendChild(tr);
+  }
+  document.getElementById("summary-sites-note").textContent = sites.sites_total ?
+    "(" + bytes(sites.bytes) + " in " + sites.blocks + " block" + (sites.blocks === 1 ? "" : "s") +
+    " from " + sites.sites_total + " site" + (sites.sites_total === 1 ? "" : "s") +
+    (sites.listed.length < sites.sites_total ? "; the " + sites.listed.length + " largest" : "") +
+    ")" : "(nothing allocated in the window)";
+}
+
+// The categories at the window's peak and at its end (those with bytes at either).
+function summaryCategories(win) {
+  const body = document.querySelector("#summary-categories tbody");
+  body.textContent = "";
+  const c = win.categories, note = document.getElementById("summary-categories-note");
+  if (!c) {
+    note.textContent = "(" + (win.categories_error || "no categories") + ")";
+    return;
+  }
+  let shown = 0;
+  for (const name of Object.keys(c.at_peak)) {
+    if (!c.at_peak[name] && !c.at_end[name]) continue;
+    const tr = document.createElement("tr");
+    tr.dataset.category = name;
+    cell(tr, name.replace(/_/g, " "));
+    cell(tr, bytes(c.at_peak[name]), true);
+    cell(tr, bytes(c.at_end[name]), true);
+    body.appendChild(tr);
+    shown++;
+  }
+  note.textContent = shown ? "(at the window's peak, " + bytes(win.peak_allocated_bytes) +
+    " allocated, and at its end)" : "(nothing allocated)";
+}
+
+// The steps that overlap the window, as `steps` prints them.
+function summarySteps(win) {
+  const body = document.querySelector("#summary-steps tbody");
+  body.textContent = "";
+  for (const s of win.steps.steps) body.appendChild(stepRow(s));
+  const n = win.steps_in_window, listed = win.steps_listed;
+  document.getElementById("summary-steps").hidden = n === 0;
+  document.getElementById("summary-steps-note").textContent = n === 0 ? "(no step in it)" :
+    "(" + (listed < n ? listed + " of " + n + " listed" : n + " step" + (n === 1 ? "" : "s")) +
+    " of the run's " + win.steps.step_count + ")";
+}
+
+// An OOM as `report` says it: what was asked, what was reserved and free, and its verdict.
+function oomText(o) {
+  let t = "OOM at " + o.when + " asking " + bytes(o.size_bytes) + " while " +
+    bytes(o.reserved_unallocated_bytes) + " is reserved but unallocated";
+  if (o.verdict === "outside_allocator")
+    t += " (" + bytes(o.releasable_bytes) + " of it releasable): the allocator's retry frees " +
+      "its cache and should have found room, so look for memory outside this allocator";
+  else if (o.verdict === "fragmentation")
+    t += " (largest free block " + bytes(o.largest_free_bytes) + (o.trapped_bytes === null ? "" :
+      ", trapped " + bytes(o.trapped_bytes)) + "): fragmentation";
+  else if (o.verdict === "device_full")
+    t += "; the driver had " + bytes(o.driver_free_bytes) + " free: the device is full";
+  return t + (o.verdict ? " [" + o.verdict + "]" : " [no verdict]");
+}
+
+function summaryOoms(ooms) {
+  const list = document.getElementById("summary-ooms");
+  list.textContent = "";
+  for (const o of ooms.oom_events) {
+    const li = document.createElement("li");
+    li.dataset.eventId = o.event_id;
+    li.dataset.verdict = o.verdict || "";
+    li.textContent = oomText(o);
+    list.appendChild(li);
+  }
+  document.getElementById("summary-ooms-note").textContent = ooms.count === 0 ? "no OOM" :
+    ooms.count + " OOM" + (ooms.count === 1 ? "" : "s") + (ooms.listed < ooms.count ?
+      " (" + ooms.listed + " of " + ooms.count + " listed)" : "");
 }
 
 // ---- the tables (the devices, the steps) -------------------------------------------------------
@@ -96,22 +176,26 @@ function fillSteps(doc) {
   const body = document.querySelector("#steps tbody");
   body.textContent = "";
   document.getElementById("steps-none").hidden = doc.steps.length > 0;
-  for (const s of doc.steps) {
-    const tr = document.createElement("tr");
-    if (s.anomaly) tr.className = "anomaly";
-    cell(tr, String(s.step), true);
-    cell(tr, bytes(s.peak_allocated_bytes), true);
-    cell(tr, s.peak_phase || "");
-    cell(tr, bytes(s.allocated_at_end_bytes), true);
-    cell(tr, bytes(s.reserved_at_end_bytes), true);
-    cell(tr, s.fragmentation_at_end.toFixed(2), true);
-    cell(tr, String(s.segments_at_end), true);
-    cell(tr, String(s.allocs), true);
-    cell(tr, String(s.frees), true);
-    cell(tr, s.growth_bytes === null ? "?" : bytes(s.growth_bytes), true);
-    cell(tr, s.anomaly || "");
-    body.appendChild(tr);
-  }
+  for (const s of doc.steps) body.appendChild(stepRow(s));
+}
+
+// A row of `steps`: the Steps table's and the window summary's.
+function stepRow(s) {
+  const tr = document.createElement("tr");
+  tr.dataset.step = s.step;
+  if (s.anomaly) tr.className = "anomaly";
+  cell(tr, String(s.step), true);
+  cell(tr, bytes(s.peak_allocated_bytes), true);
+  cell(tr, s.peak_phase || "");
+  cell(tr, bytes(s.allocated_at_end_bytes), true);
+  cell(tr, bytes(s.reserved_at_end_bytes), true);
+  cell(tr, s.fragmentation_at_end.toFixed(2), true);
+  cell(tr, String(s.segments_at_end), true);
+  cell(tr, String(s.allocs), true);
+  cell(tr, String(s.frees), true);
+  cell(tr, s.growth_bytes === null ? "?" : bytes(s.growth_bytes), true);
+  cell(tr, s.anomaly || "");
+  return tr;
 }
 
 // ---- input --------------------------------------------------------------------------------------
