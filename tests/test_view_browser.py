@@ -321,8 +321,8 @@ def check_summary(b, page, view, inp, env, label, device):
                       "[Number(li.dataset.eventId), li.dataset.verdict, li.textContent])")
     head = page.eval("document.getElementById('summary-ooms-note').textContent")
     check(len(lines) == len(ooms["oom_events"]) and
-          all(l[0] == o["event_id"] and l[1] == (o["verdict"] or "") and o["when"] in l[2] and
-              "[%s]" % (o["verdict"] or "no verdict") in l[2]
+          all(l[0] == o["event_id"] and l[1] == (o["verdict"] or "") and
+              l[2] == "%s [%s]" % (o["text"], o["verdict"] or "no verdict")
               for l, o in zip(lines, ooms["oom_events"])) and
           (head == "no OOM" if not ooms["count"] else head.startswith("%d OOM" % ooms["count"])),
           label + ": the OOM lines %r (%r), /api/window's %r" % (lines[:2], head,
@@ -348,6 +348,14 @@ def check_oom_summary(b, inp, env, label):
         win = check_summary(b, page, view, inp, env, label, page.eval("gmtView.device"))
         check(win["ooms"]["count"] > 0 and all(o["verdict"] for o in win["ooms"]["oom_events"]),
               label + ": no OOM with a verdict in the whole run: a weak check")
+        # the words are report's own: each line the page shows is a line `report` prints
+        said = subprocess.run([MEM, "report", inp], env=env, capture_output=True, text=True,
+                              timeout=120).stdout.splitlines()
+        said = {l.strip() for l in said if l.strip().startswith("OOM at ")}
+        shown = page.eval("[...document.querySelectorAll('#summary-ooms li')].map(li => "
+                          "li.textContent.replace(/ \\[[a-z_ ]+\\]$/, ''))")
+        check(shown and all(t in said for t in shown),
+              label + ": OOM lines %r not among report's %r" % (shown[:1], sorted(said)[:1]))
         check(win["steps_listed"] < win["steps_in_window"],
               label + ": all %d steps listed: the \"N of M listed\" note not checked" %
               win["steps_in_window"])

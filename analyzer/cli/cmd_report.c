@@ -70,24 +70,10 @@ static void print_header(const report_run *r) {
 }
 
 static void print_ooms(const report_device *r) {
-    char b1[32], b2[32], b3[32];
+    char line[1024];
     for (size_t k = 0; k < r->nooms; k++) {
-        const report_oom *o = &r->ooms[k];
-        printf("    OOM at %s asking %s while %s is reserved but unallocated", o->when,
-               units_bytes_i64(o->size, b1), units_bytes_i64(o->unallocated, b2));
-        if (o->verdict == OOM_VERDICT_OUTSIDE)
-            printf(" (%s of it releasable: whole free segments or pages): the allocator's "
-                   "retry frees its cache and should have found room, so look for memory "
-                   "outside this allocator (untracked below, another process)",
-                   units_bytes_i64(o->releasable, b3));
-        else if (o->verdict == OOM_VERDICT_FRAGMENTATION)
-            printf(" (largest free block %s%s%s): fragmentation",
-                   units_bytes_i64(o->largest_free, b3), o->have_split ? ", trapped " : "",
-                   o->have_split ? units_bytes_i64(o->trapped, b2) : "");
-        else if (o->verdict == OOM_VERDICT_DEVICE_FULL)
-            printf("; the driver had %s free: the device is full",
-                   units_bytes_i64(o->driver_free, b3));
-        printf("\n");
+        report_oom_describe(&r->ooms[k], line, sizeof line);
+        printf("    %s\n", line);
     }
 }
 

@@ -260,5 +260,9 @@ void report_oom_json_write(FILE *out, const report_oom *o) {
     known_i64(out, ", \"driver_free_bytes\": ", o->driver_free, o->driver_free >= 0);
     fputs(", \"verdict\": ", out);
     json_string(out, report_oom_verdict_name(o->verdict));
+    char text[1024];
+    report_oom_describe(o, text, sizeof text);
+    fputs(", \"text\": ", out);
+    json_string(out, text);
     fputc('}', out);
 }

@@ -112,6 +112,11 @@ int report_window_ooms(sqlite3 *db, int device, int64_t from, int64_t to, int64_
 /* "outside_allocator", "fragmentation", "device_full", or NULL (none). */
 const char *report_oom_verdict_name(report_oom_verdict v);
 
+/* The OOM as people read it, one line without its newline: "OOM at step 3 asking 2.0 GiB while
+ * 512 MiB is reserved but unallocated (largest free block ...): fragmentation". `report` prints
+ * it, its --json and the viewer's window summary carry it as "text": one wording. */
+void report_oom_describe(const report_oom *o, char *buf, size_t len);
+
 typedef struct report_allocation {
     int64_t event_id, bytes, stack_id;
     char site[256], when[96]; /* site: the list's label (stack_labels_distinct) */

@@ -29,6 +29,26 @@ const char *report_oom_verdict_name(report_oom_verdict v) {
     return NULL;
 }
 
+void report_oom_describe(const report_oom *o, char *buf, size_t len) {
+    char b1[32], b2[32], b3[32];
+    int n = snprintf(buf, len, "OOM at %s asking %s while %s is reserved but unallocated", o->when,
+                     units_bytes_i64(o->size, b1), units_bytes_i64(o->unallocated, b2));
+    size_t at = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len;
+    if (o->verdict == OOM_VERDICT_OUTSIDE)
+        snprintf(buf + at, len - at,
+                 " (%s of it releasable: whole free segments or pages): the allocator's retry "
+                 "frees its cache and should have found room, so look for memory outside this "
+                 "allocator (untracked below, another process)",
+                 units_bytes_i64(o->releasable, b3));
+    else if (o->verdict == OOM_VERDICT_FRAGMENTATION)
+        snprintf(buf + at, len - at, " (largest free block %s%s%s): fragmentation",
+                 units_bytes_i64(o->largest_free, b3), o->have_split ? ", trapped " : "",
+                 o->have_split ? units_bytes_i64(o->trapped, b2) : "");
+    else if (o->verdict == OOM_VERDICT_DEVICE_FULL)
+        snprintf(buf + at, len - at, "; the driver had %s free: the device is full",
+                 units_bytes_i64(o->driver_free, b3));
+}
+
 void report_ooms_read(sqlite3 *db, int64_t from, int64_t to, report_device *d) {
     if (d->s.ooms <= 0)
         return; /* the summary counted none: no scan of the events for them */

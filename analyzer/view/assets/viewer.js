@@ -119,21 +119,6 @@ function summarySteps(win) {
     " of the run's " + win.steps.step_count + ")";
 }
 
-// An OOM as `report` says it: what was asked, what was reserved and free, and its verdict.
-function oomText(o) {
-  let t = "OOM at " + o.when + " asking " + bytes(o.size_bytes) + " while " +
-    bytes(o.reserved_unallocated_bytes) + " is reserved but unallocated";
-  if (o.verdict === "outside_allocator")
-    t += " (" + bytes(o.releasable_bytes) + " of it releasable): the allocator's retry frees " +
-      "its cache and should have found room, so look for memory outside this allocator";
-  else if (o.verdict === "fragmentation")
-    t += " (largest free block " + bytes(o.largest_free_bytes) + (o.trapped_bytes === null ? "" :
-      ", trapped " + bytes(o.trapped_bytes)) + "): fragmentation";
-  else if (o.verdict === "device_full")
-    t += "; the driver had " + bytes(o.driver_free_bytes) + " free: the device is full";
-  return t + (o.verdict ? " [" + o.verdict + "]" : " [no verdict]");
-}
-
 function summaryOoms(ooms) {
   const list = document.getElementById("summary-ooms");
   list.textContent = "";
@@ -141,7 +126,7 @@ function summaryOoms(ooms) {
     const li = document.createElement("li");
     li.dataset.eventId = o.event_id;
     li.dataset.verdict = o.verdict || "";
-    li.textContent = oomText(o);
+    li.textContent = o.text + (o.verdict ? " [" + o.verdict + "]" : " [no verdict]");
     list.appendChild(li);
   }
   document.getElementById("summary-ooms-note").textContent = ooms.count === 0 ? "no OOM" :
