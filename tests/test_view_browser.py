@@ -22,9 +22,16 @@ trace (two devices, named tensors) and for a real PyTorch snapshot without times
     over allocations and stack_frames for that alloc_id;
   - a click on the timeline puts the cursor: the segment count shown equals
     `memanalyze segments --at event:N --json` for the event the page says it resolved to;
+  - the allocations' stacked layout: a rectangle per block of /api/allocations, no two
+    overlapping, the layout in location.hash (kept through a reload), a click on a block opening
+    the same detail as in the address layout;
   - "stack by" category: /api/stacks drawn under the allocated line, the drawn top of the stack
     (the page's state) equal to the timeline's max allocated at every bucket, the series' labels
     in the legend, the choice in location.hash;
+  - the segment map coloured by the stack-by series (category, site): each live block in its
+    series' colour in the timeline's legend, the grey of the rest for the others, the series
+    coloured exactly the drawn ones among the blocks' series in /api/segment_series (a key per
+    live block of /api/segments, by site each block's allocation stack as `sql` has it);
   - the search (search.js): a frame text typed into the search field (and Enter): the sites
     listed equal /api/search's (fetched by the test itself), their totals `memanalyze sql`'s LIKE
     over stack_frames joined to allocations; the marks drawn along the timeline are the
@@ -371,6 +378,134 @@ def X_of(box, t, lo, hi):
     return box["x"] + left + (t - lo) / (hi - lo) * (box["w"] - left - right)
 
 
+# The page's colours as the browser normalizes them (hex, hsl, rgb alike), the stack legend's
+# keys (the timeline's series, in the answer's order) and the segment map's live blocks.
+SEG_COLOURS = """(() => {
+  const norm = (c) => { const e = document.createElement('i'); e.style.color = c;
+    document.body.appendChild(e); const v = getComputedStyle(e).color; e.remove(); return v; };
+  const st = gmtView.stacks;
+  const legend = [...document.querySelectorAll('#stack-legend .key')]
+    .map((k) => getComputedStyle(k).backgroundColor);
+  return {by: st.by, keys: st.series.map((s) => s.key), legend,
+          rest: norm('#9aa0a8'), event: gmtView.seg.event_id, at: gmtView.at,
+          series: gmtView.segSeries, drawnBy: document.getElementById('segments').dataset.by,
+          blocks: gmtView.segRects.filter((r) => r.block).map((r) => ({
+            key: r.series, colour: norm(r.color), state: r.block.state,
+            addr: r.block.address}))};
+})()"""
+
+
+def check_segment_colours(page, view, env, inp, label, device, by):
+    """The segment map's blocks coloured as the timeline's series of `by` (issue 31, A)."""
+    page.eval("(() => { const s = document.getElementById('stackby'); s.value = %r;"
+              " s.dispatchEvent(new Event('change')); return true; })()" % by)
+    page.wait_for("gmtView.pending === 0 && gmtView.stacks && gmtView.stacks.by === %r && "
+                  "gmtView.segSeries && gmtView.segSeries.by === %r" % (by, by), timeout=20)
+    got = page.eval(SEG_COLOURS)
+    check(len(got["legend"]) == len(got["keys"]) and got["blocks"] and got["drawnBy"] == by,
+          label + ": by %s: %d legend keys for %d series, %d blocks drawn" % (
+              by, len(got["legend"]), len(got["keys"]), len(got["blocks"])))
+    colour_of = dict((k, c) for k, c in zip(got["keys"], got["legend"]) if k != -1)
+    bad = [x for x in got["blocks"] if x["colour"] != (colour_of[x["key"]] if x["key"] is not None
+                                                        else got["rest"])]
+    check(not bad, label + ": by %s: blocks not in their series' colour: %r" % (by, bad[:3]))
+    # the series the blocks have, from the endpoints themselves: a key per live block
+    at = {"device": device, "at": "event:%d" % got["event"], "count": 400}
+    doc = view.api("/api/segments", at)
+    keys = view.api("/api/segment_series", dict(at, by=by))
+    live = [[bl for bl in sg["blocks"] if bl["state"].startswith("active")]
+            for sg in doc["segments"]]
+    check([len(k) for k in keys["keys"]] == [len(x) for x in live] and
+          keys["event_id"] == doc["event_id"] and keys["by"] == by,
+          label + ": by %s: /api/segment_series' keys are not one per live block" % by)
+    flat = [k for ks in keys["keys"] for k in ks]
+    check(len(flat) == len(got["blocks"]),
+          label + ": by %s: %d live blocks answered, %d drawn" % (by, len(flat),
+                                                                  len(got["blocks"])))
+    if by == "site":  # a block's key is its allocation's stack (0: none), as /api/stacks' series
+        blocks = [bl for x in live for bl in x]
+        ids = [bl.get("alloc_event_id") for bl in blocks]
+        rows = cli_json(env, "sql", inp, "SELECT alloc_id, alloc_stack_id FROM allocations WHERE "
+                        "alloc_id IN (%s)" % ",".join(str(i) for i in ids if i), "--json")
+        stack_of = dict((r["alloc_id"], r["alloc_stack_id"] or 0) for r in rows)
+        bad = [(i, k, stack_of[i]) for i, k in zip(ids, flat) if i in stack_of and
+               k != stack_of[i]]
+        check(rows and not bad, label + ": by site: keys not the blocks' stacks: %r" % bad[:3])
+    want = set(flat) & set(colour_of)
+    shown = set(x["key"] for x in got["blocks"] if x["key"] is not None)
+    check(shown == want == set(got["series"]["keys"]) and
+          len(set(colour_of[k] for k in want)) == len(want),
+          label + ": by %s: series coloured %r, the blocks' series drawn %r" % (by, shown, want))
+    check([x["key"] for x in got["blocks"]] == [k if k in colour_of else None for k in flat],
+          label + ": by %s: the blocks drawn not in their keys' series" % by)
+    rest = sum(1 for x in got["blocks"] if x["key"] is None)
+    print("%s: segments by %s: %d blocks, %d series coloured, %d of the rest" % (
+        label, by, len(got["blocks"]), len(want), rest))
+
+
+RECTS = "gmtView.rects.map((r) => [r.id, r.x, r.y, r.w, r.h])"
+
+
+def click_rect(page, rid):
+    """Clicks the block rect `rid` drawn in the blocks canvas; waits for its detail."""
+    r = page.eval("gmtView.rects.find((r) => r.id === %d)" % rid)
+    bb = canvas_box(page, "blocks")
+    page.click(bb["x"] + r["x"] + r["w"] / 2, bb["y"] + r["y"] + r["h"] / 2)
+    page.wait_for("gmtView.detail && gmtView.detail.alloc_id === %d && "
+                  "!document.getElementById('detail').hidden" % rid)
+
+
+def set_layout(page, layout):
+    page.eval("(() => { const s = document.getElementById('blocks-layout'); s.value = %r;"
+              " s.dispatchEvent(new Event('change')); return true; })()" % layout)
+    page.wait_for("document.getElementById('blocks').dataset.layout === %r" % layout)
+
+
+def check_stacked(b, page, label):
+    """The allocations' stacked layout (issue 31, B): every block drawn, no two overlapping, the
+    layout in the URL, a click opening the same block as in the address layout."""
+    scroll_to(page, "blocks")
+    address = dict((r[0], r) for r in page.eval(RECTS))
+    set_layout(page, "stacked")
+    rects = page.eval(RECTS)
+    n = page.eval("gmtView.allocs.blocks.length")
+    check(len(rects) == n and n > 0 and len(set(r[0] for r in rects)) == n,
+          label + ": stacked: %d rectangles for %d blocks" % (len(rects), n))
+    eps = 1e-6
+    over = [(p[0], q[0]) for i, p in enumerate(rects) for q in rects[i + 1:]
+            if p[1] < q[1] + q[3] - eps and q[1] < p[1] + p[3] - eps and
+            p[2] < q[2] + q[4] - eps and q[2] < p[2] + p[4] - eps]
+    check(not over, label + ": stacked: %d pairs overlap, e.g. %r" % (len(over), over[:3]))
+    check(hash_state(page).get("layout") == "stacked", label + ": the layout not in the URL")
+    page.screenshot(os.path.join(SHOTS, label + "-3b-stacked-blocks.png"))
+    # one block big enough to click in both layouts: its detail the same from either
+    both = [r for r in rects if r[3] > 6 and r[4] >= 2.5 and r[0] in address and
+            address[r[0]][3] > 6 and address[r[0]][4] >= 2.5]
+    check(both, label + ": stacked: no block big enough to click in both layouts")
+    if both:
+        rid = max(both, key=lambda r: r[3] * r[4])[0]
+        page.eval("gmtView.detail = null; selectBlock(null); true")
+        click_rect(page, rid)
+        check(hash_state(page).get("block") == str(rid), label + ": stacked: block not in URL")
+        again = b.open(page.eval("location.href"))
+        again.wait_for("document.body.dataset.ready && gmtView.pending === 0 && gmtView.allocs "
+                       "&& gmtView.detail")
+        got = again.eval("[gmtView.blocksLayout, document.getElementById('blocks-layout').value, "
+                         "gmtView.rects.length, gmtView.detail.alloc_id]")
+        check(got == ["stacked", "stacked", n, rid],
+              label + ": stacked after a reload: %r, wanted %r" % (got, ["stacked", "stacked",
+                                                                         n, rid]))
+        page.call("Page.bringToFront")  # the first page again (a background one draws nothing)
+        page.eval("gmtView.detail = null; selectBlock(null); true")
+        set_layout(page, "address")
+        click_rect(page, rid)
+        check(hash_state(page).get("layout") is None, label + ": the address layout in the URL")
+        print("%s: stacked: %d blocks, none overlapping, block %d the same in both" % (
+            label, n, rid))
+    else:
+        set_layout(page, "address")
+
+
 def check_page(b, inp, env, label, untimed, text):
     view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
     url = view.url
@@ -496,6 +631,7 @@ def check_page(b, inp, env, label, untimed, text):
                       label + ": block %d %s frames: %d shown, sql %d" % (
                           r["id"], which, len(got), len(want)))
             page.screenshot(os.path.join(SHOTS, label + "-3-block.png"))
+            check_stacked(b, page, label)
 
         # the cursor: a click on the timeline at 55%; the segment count against the CLI
         scroll_to(page, "timeline")
@@ -548,6 +684,13 @@ def check_page(b, inp, env, label, untimed, text):
         print("%s: stacked by category, %d buckets, series %r" % (label, got["known"],
                                                                   got["labels"]))
         page.screenshot(os.path.join(SHOTS, label + "-4b-stacked.png"))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
+
+        # the segment map coloured as the timeline's series: by site, then category again
+        for by in ("category", "site", "category"):
+            check_segment_colours(page, view, env, inp, label, device, by)
+        scroll_to(page, "segments")
+        page.screenshot(os.path.join(SHOTS, label + "-4c-segments-by-category.png"))
         check(b.errors == [], label + ": errors: %r" % b.errors)
 
         # the search: by frame text, then the deep link below carries it

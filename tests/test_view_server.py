@@ -175,7 +175,9 @@ def check_errors(v, label):
     for path, want in (("/api/segments?at=bogus", 400), ("/api/segments?device=x", 400),
                        ("/api/segments?device=77", 404), ("/api/steps?device=-1", 400),
                        ("/api/block", 400), ("/api/block?id=abc", 400),
-                       ("/api/block?id=999999999", 404), ("/api/segments?count=-1", 400)):
+                       ("/api/block?id=999999999", 404), ("/api/segments?count=-1", 400),
+                       ("/api/segment_series?by=bogus", 400), ("/api/segment_series", 400),
+                       ("/api/segment_series?by=site&at=bogus", 400)):
         status, h, data = v.get(path)
         doc = json.loads(data) if h.get("content-type") == "application/json" else {}
         check(status == want and isinstance(doc.get("error"), str) and doc["error"],

@@ -292,6 +292,8 @@ sqlite3_stmt *category_stored_statement(sqlite3 *db) {
     return db_statement(db, "SELECT category FROM block_categories WHERE alloc_id = ?");
 }
 
+void category_stored_done(sqlite3_stmt *st) { sqlite3_finalize(st); }
+
 int category_stored_of(sqlite3_stmt *st, int64_t alloc_id) {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, alloc_id);

@@ -43,5 +43,7 @@ int category_blocks_stored(sqlite3 *db);
  * below BLOCK_CATEGORY_COUNT, -1 when none is stored, -2 on a read error. */
 sqlite3_stmt *category_stored_statement(sqlite3 *db);
 int category_stored_of(sqlite3_stmt *st, int64_t alloc_id);
+/* The statement finalized (NULL: nothing), for a caller with no sqlite3_ call of its own. */
+void category_stored_done(sqlite3_stmt *st);
 
 #endif

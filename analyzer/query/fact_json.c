@@ -3,7 +3,9 @@
  * viewer's endpoints print them. */
 #include "fact_json.h"
 
+#include "category_store.h"
 #include "json_out.h"
+#include "view_stacks.h"
 
 #include <assert.h>
 
@@ -107,6 +109,54 @@ void layout_json_write(FILE *out, const layout *l, const char *when, const char 
         print_json_block(out, &l->outside[i], frames);
     }
     fprintf(out, "],\n \"rows_left_out\": %zu}\n", l->conflicts);
+}
+
+/* A live block's key in the series `by` (view_stacks.h's series_key and seed_block). */
+static long long block_series_key(const layout_block *b, gmt_stack_by by,
+                                  sqlite3_stmt *categories) {
+    switch (by) {
+    case STACK_BY_SITE:
+        return b->stack_id;
+    case STACK_BY_STREAM:
+        return (long long)b->stream;
+    case STACK_BY_SIZE:
+        return gmt_size_class_of((int64_t)b->size);
+    case STACK_BY_CATEGORY: {
+        int c = categories && b->alloc_event_id > 0
+                    ? category_stored_of(categories, b->alloc_event_id)
+                    : -1;
+        return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
+    }
+    case STACK_BY_COUNT:
+        break;
+    }
+    return 0;
+}
+
+void layout_series_json_write(FILE *out, const layout *l, gmt_stack_by by, sqlite3_stmt *categories,
+                              const json_slice *slice) {
+    size_t first = slice ? slice->first : 0, end = l->segment_count;
+    if (first > end)
+        first = end;
+    if (slice && slice->count < end - first)
+        end = first + slice->count;
+    fprintf(out,
+            "{\"device\": %d, \"event_id\": %lld, \"by\": \"%s\", \"segment_count\": %zu, "
+            "\"first_segment\": %zu,\n \"keys\": [",
+            l->device, (long long)l->event_id, view_stack_by_name(by), l->segment_count, first);
+    for (size_t i = first; i < end; i++) {
+        const layout_segment *s = &l->segments[i];
+        fputs(i > first ? ",\n  [" : "\n  [", out);
+        int any = 0;
+        for (size_t k = 0; k < s->block_count; k++) {
+            const layout_block *b = &l->blocks[s->first_block + k];
+            if (b->state == LAYOUT_INACTIVE)
+                continue;
+            fprintf(out, "%s%lld", any++ ? "," : "", block_series_key(b, by, categories));
+        }
+        fputc(']', out);
+    }
+    fputs(end > first ? "\n ]}\n" : "]}\n", out);
 }
 
 void step_table_json_write(FILE *out, int device, const step_row *r, size_t n,

@@ -14,6 +14,9 @@
 #include "stack_names.h"
 #include "step_table.h"
 
+#include "gmt_vocab.h"
+
+#include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -35,6 +38,16 @@ typedef struct layout_json_options {
  * outside every segment, the rows left out. Frames come from `stacks`. */
 void layout_json_write(FILE *out, const layout *l, const char *when, const char *described,
                        stack_names *stacks, const layout_json_options *o);
+
+/* The series of the live blocks of l's segments [first, first + count) of `slice` (NULL: all),
+ * as /api/stacks keys them by `by` (view_stacks.h: the stack id, 0 for none; the stream; the
+ * gmt_size_class; the gmt_category, unknown where `categories`, category_stored_statement's,
+ * has none or is NULL): "keys", one list per segment of its live blocks' keys in address order
+ * (layout_json_write's blocks whose state is active_*), with "segment_count" and
+ * "first_segment". The viewer's segment map coloured as the timeline's stacks, apart from the
+ * layout's own answer (which is near the response cap at the page's 400 segments). */
+void layout_series_json_write(FILE *out, const layout *l, gmt_stack_by by, sqlite3_stmt *categories,
+                              const json_slice *slice);
 
 /* The step table of `device` (step_table.h): where its history begins, then a row per step;
  * with a slice (NULL: every row) its rows only, "step_count" (all of them) and "first_row"

@@ -7,6 +7,7 @@
 
 #include "analysis.h"
 #include "block_detail.h"
+#include "category_store.h"
 #include "diff.h"
 #include "fact_json.h"
 #include "json_out.h"
@@ -235,6 +236,45 @@ int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err,
     when_describe(db, at, described, sizeof described);
     layout_json_write(out, l, when, described, stacks, &o);
     stack_names_free(stacks);
+    layout_free(l);
+    return 200;
+}
+
+int view_api_segment_series(sqlite3 *db, const view_request *rq, FILE *out, char *err,
+                            size_t errlen) {
+    int device, rc = device_arg(db, rq, &device, err, errlen);
+    if (rc)
+        return rc;
+    const char *when = view_request_arg(rq, "at");
+    if (!when || !*when)
+        when = "end";
+    int64_t at;
+    if (when_resolve(db, when, device, &at, err, errlen) != 0)
+        return 400;
+    const char *word = view_request_arg(rq, "by");
+    view_stack_by by;
+    if (!word || view_stack_by_parse(word, &by) != 0) {
+        snprintf(err, errlen, "bad by '%.32s': site, category, stream or size", word ? word : "");
+        return 400;
+    }
+    int64_t first = 0, count = INT64_MAX;
+    if ((rc = int_arg(rq, "first", 0, INT64_MAX, &first, err, errlen)) ||
+        (rc = int_arg(rq, "count", 0, INT64_MAX, &count, err, errlen)))
+        return rc;
+    json_slice part = {.first = (size_t)first, .count = (size_t)count};
+    sqlite3_stmt *categories = NULL;
+    if (by == STACK_BY_CATEGORY && category_blocks_stored(db) &&
+        !(categories = category_stored_statement(db))) {
+        snprintf(err, errlen, "the block categories could not be read");
+        return 500;
+    }
+    layout *l = NULL;
+    if (layout_build(db, device, at, &l, err, errlen) != 0) {
+        category_stored_done(categories);
+        return 500;
+    }
+    layout_series_json_write(out, l, by, categories, &part);
+    category_stored_done(categories);
     layout_free(l);
     return 200;
 }

@@ -52,6 +52,12 @@ int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
  * document (fact_json.h), without the frames unless asked (they make most of its bytes), with
  * "segment_count" and "first_segment", the segments [K, K + N) only when asked. */
 int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
+/* /api/segment_series?device=D&at=WHEN&by=site|category|stream|size[&first=K&count=N]: the keys
+ * of the series (as /api/stacks names them) of the live blocks of /api/segments' segments
+ * [K, K + N) at the same moment, one list per segment in its blocks' order
+ * (layout_series_json_write): the page's segment map coloured as the timeline's stacks. */
+int view_api_segment_series(sqlite3 *db, const view_request *rq, FILE *out, char *err,
+                            size_t errlen);
 /* /api/timeline?device=D[&lo=A&hi=B][&n=N]: view_timeline.h's buckets of [lo, hi) (absent: the
  * whole run, view_timeline_axis), at most n + 1 (n at most 2000; default 1000), as parallel arrays.
  */

@@ -59,6 +59,7 @@ static const route routes[] = {
     {"/api/summary", NULL, "application/json", view_api_summary},
     {"/api/steps", NULL, "application/json", view_api_steps},
     {"/api/segments", NULL, "application/json", view_api_segments},
+    {"/api/segment_series", NULL, "application/json", view_api_segment_series},
     {"/api/block", NULL, "application/json", view_api_block},
     {"/api/timeline", NULL, "application/json", view_api_timeline},
     {"/api/stacks", NULL, "application/json", view_api_stacks},

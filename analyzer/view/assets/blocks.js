@@ -1,9 +1,12 @@
 // blocks.js — memanalyze view's blocks (compiled into memanalyze, served at /blocks.js):
 //   - the allocations in view: the K largest blocks live in the window (/api/allocations, asked
 //     by timeline.js's fetchWindow) as rectangles, x their lifetime, y their address (address
-//     ranges packed, gaps cut), coloured by allocation stack; click one for its detail
-//     (/api/block);
-//   - the segments at the cursor (/api/segments): one row per segment, its blocks, free gaps
+//     ranges packed, gaps cut) or, in the stacked layout, the bytes of the blocks beneath them
+//     (MemoryViz's active-memory timeline), coloured by allocation stack; click one for its
+//     detail (/api/block);
+//   - the segments at the cursor (/api/segments): one row per segment, its blocks coloured by
+//     the timeline's stack-by series (their keys from /api/segment_series; the same colour as
+//     on the timeline; grey: the rest), free gaps
 //     trapped (in a segment that holds blocks) or releasable (a segment wholly free), and a
 //     tooltip over them (the block's allocation stack from /api/block, cached).
 // Only declarations here (state.js's S and helpers used when called); viewer.js binds the clicks
@@ -24,6 +27,39 @@ function addressClusters(blocks) {
   return out;
 }
 
+// A block's x extent in the plot: its lifetime in the window, at least 1.5 px wide.
+function blockXs(t0, t1, w) {
+  const x0 = Math.max(X(t0), M.left - 1);
+  const x1 = Math.min(X(t1 === null ? S.end : t1), w - M.right + 1);
+  return [x0, x0 + Math.max(1.5, x1 - x0)];
+}
+
+// The stacked layout (PyTorch MemoryViz's active-memory timeline): the blocks in alloc order,
+// each placed at the lowest offset (bytes) where it overlaps no block already placed whose
+// drawn x extent overlaps its own (first fit), so a band's y is the bytes stacked beneath it.
+// Returns each block's offset and the highest top.
+function stackedOffsets(blocks, w) {
+  const order = blocks.map((b, i) => i).sort((i, j) => blocks[i][4] - blocks[j][4] ||
+    blocks[i][0] - blocks[j][0]);
+  const xs = blocks.map((b) => blockXs(b[4], b[5], w));
+  const off = new Array(blocks.length).fill(0), placed = [];
+  let high = 0;
+  for (const i of order) {
+    const [x0, x1] = xs[i], size = blocks[i][2];
+    const under = placed.filter((j) => xs[j][0] < x1 && x0 < xs[j][1])
+      .map((j) => [off[j], off[j] + blocks[j][2]]).sort((p, q) => p[0] - q[0]);
+    let y = 0;
+    for (const [a, e] of under) {
+      if (a >= y + size) break; // the gap below this one holds it
+      y = Math.max(y, e);
+    }
+    off[i] = y;
+    high = Math.max(high, y + size);
+    placed.push(i);
+  }
+  return { off, high };
+}
+
 function drawBlocks() {
   const canvas = document.getElementById("blocks");
   const { g, w, h, pw } = context(canvas);
@@ -33,10 +69,68 @@ function drawBlocks() {
   g.strokeRect(M.left, top, pw, bottom - top);
   const note = document.getElementById("blocks-note");
   const a = S.allocs;
+  canvas.dataset.layout = S.blocksLayout;
   if (!a) return;
   note.textContent = a.share || "(the " + a.blocks.length + " largest of " + a.window_blocks +
     " blocks live in the window, " + bytes(a.window_bytes) + "; " + a.rest_blocks +
     " smaller ones not drawn, " + bytes(a.rest_bytes) + ")";
+  if (S.blocksLayout === "stacked") drawStackedBlocks(g, w, top, bottom);
+  else drawAddressBlocks(g, w, pw, top, bottom);
+}
+
+// A drawn block and, when it is big enough, its light edge; kept in S.rects for blockAt.
+function blockRect(g, r) {
+  g.fillStyle = stackColor(r.stack);
+  g.fillRect(r.x, r.y, r.w, Math.max(1, r.h));
+  if (r.h > 4 && r.w > 4) {
+    g.strokeStyle = "rgba(255,255,255,0.6)";
+    g.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+  }
+  S.rects.push(r);
+}
+
+// The selected block outlined, the search's site outlined (search.js).
+function blockMarks(g) {
+  searchDrawBlocks(g);
+  const sel = S.rects.find((r) => r.id === S.block);
+  if (sel) {
+    g.strokeStyle = "#000";
+    g.lineWidth = 2.5;
+    g.strokeRect(sel.x, sel.y, sel.w, Math.max(1, sel.h));
+    g.lineWidth = 1;
+  }
+}
+
+// Stacked: x the lifetime, y the bytes stacked beneath (stackedOffsets), from the bottom up.
+// The rectangles kept are the exact bands (no two overlap); a band under 1 px is drawn 1 px.
+function drawStackedBlocks(g, w, top, bottom) {
+  const a = S.allocs;
+  const { off, high } = stackedOffsets(a.blocks, w);
+  const ymax = Math.max(1, high) * 1.04, scale = (bottom - top) / ymax;
+  g.save();
+  g.beginPath(); g.rect(M.left, top, w - M.left - M.right, bottom - top); g.clip();
+  a.blocks.forEach((b, i) => {
+    const [id, , size, , t0, t1, , , stack] = b;
+    const [x0, x1] = blockXs(t0, t1, w);
+    blockRect(g, { id, stack, x: x0, y: bottom - (off[i] + size) * scale, w: x1 - x0,
+                   h: size * scale });
+  });
+  blockMarks(g);
+  g.restore();
+  // the byte axis
+  const unit = ymax >= 2 ** 30 ? 2 ** 30 : ymax >= 2 ** 20 ? 2 ** 20 :
+    ymax >= 2 ** 10 ? 2 ** 10 : 1;
+  const step = niceStep(ymax / unit, 4) * unit;
+  g.fillStyle = COLORS.text;
+  g.textAlign = "right";
+  g.textBaseline = "middle";
+  for (let v = step; v <= ymax; v += step) g.fillText(bytes(v), M.left - 6, bottom - v * scale);
+  g.textBaseline = "bottom";
+  g.fillText("stacked", M.left - 6, bottom);
+}
+
+function drawAddressBlocks(g, w, pw, top, bottom) {
+  const a = S.allocs;
   const clusters = addressClusters(a.blocks);
   // gaps of 4 px, less when there are many ranges (at most a quarter of the height in all)
   const gap = Math.min(4, (bottom - top) * 0.25 / Math.max(1, clusters.length - 1));
@@ -60,26 +154,11 @@ function drawBlocks() {
   for (const b of a.blocks) {
     const [id, addr, size, , t0, t1, , , stack] = b;
     const c = clusterOf(addr);
-    const x0 = Math.max(X(t0), M.left - 1);
-    const x1 = Math.min(X(t1 === null ? S.end : t1), w - M.right + 1);
-    const r = { id, stack, x: x0, y: c.y + (addr - c.start) * scale, w: Math.max(1.5, x1 - x0),
-                h: Math.max(1.5, size * scale) };
-    g.fillStyle = stackColor(stack);
-    g.fillRect(r.x, r.y, r.w, r.h);
-    if (r.h > 4 && r.w > 4) {
-      g.strokeStyle = "rgba(255,255,255,0.6)";
-      g.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
-    }
-    S.rects.push(r);
+    const [x0, x1] = blockXs(t0, t1, w);
+    blockRect(g, { id, stack, x: x0, y: c.y + (addr - c.start) * scale, w: x1 - x0,
+                   h: Math.max(1.5, size * scale) });
   }
-  searchDrawBlocks(g);
-  const sel = S.rects.find((r) => r.id === S.block);
-  if (sel) {
-    g.strokeStyle = "#000";
-    g.lineWidth = 2.5;
-    g.strokeRect(sel.x, sel.y, sel.w, sel.h);
-    g.lineWidth = 1;
-  }
+  blockMarks(g);
   g.restore();
   // each address range's start, inside the plot (addresses are wider than the margin)
   g.textAlign = "left";
@@ -99,12 +178,18 @@ function drawBlocks() {
   g.fillText("address", M.left - 6, top + 2);
 }
 
-// The block under (x, y) in the blocks canvas: the smallest holding the point.
+// The block under (x, y) in the blocks canvas: the smallest holding the point, else the
+// smallest within a pixel of it (thin bands stacked edge to edge: the one under the pointer).
 function blockAt(x, y) {
-  let best = null;
+  let best = null, bestIn = false;
   for (const r of S.rects) {
-    if (x >= r.x - 1 && x <= r.x + r.w + 1 && y >= r.y - 1 && y <= r.y + r.h + 1 &&
-        (!best || r.w * r.h < best.w * best.h)) best = r;
+    if (!(x >= r.x - 1 && x <= r.x + r.w + 1 && y >= r.y - 1 && y <= r.y + r.h + 1)) continue;
+    const inside = x >= r.x && x <= r.x + r.w && y >= r.y && y <= r.y + r.h;
+    if (!best || (inside && !bestIn) ||
+        (inside === bestIn && r.w * r.h < best.w * best.h)) {
+      best = r;
+      bestIn = inside;
+    }
   }
   return best;
 }
@@ -187,6 +272,32 @@ async function fetchSegments() {
   S.seg = doc;
   S.fetched.segments++;
   drawSegments();
+  await fetchSegmentSeries();
+}
+
+// The series keys of the segments' live blocks by the timeline's stack-by (/api/segment_series:
+// apart from /api/segments, whose answer is near the response cap), then the map redrawn in
+// their colours. Not in a share file (it has no such answer: the map is drawn plain there).
+let keysSeq = 0;
+async function fetchSegmentSeries() {
+  const seq = ++keysSeq, doc = S.seg, by = S.stackBy;
+  if (!doc || !by || window.gmtShare) return;
+  if (S.segKeys && S.segKeys.by === by && S.segKeys.event_id === doc.event_id &&
+      S.segKeys.device === doc.device) return;
+  const keys = await api("/api/segment_series", { device: doc.device, at: "event:" + doc.event_id,
+                                                   by, count: 400 });
+  if (seq !== keysSeq || S.seg !== doc || S.stackBy !== by) return;
+  S.segKeys = keys;
+  drawSegments();
+}
+
+// The segment map's colour of a live block whose series key is `key` (/api/segment_series):
+// its series' on the timeline (timeline.js's seriesColor), "the rest"'s grey when its series is
+// not among those drawn. Also the key of the series it is coloured as (null: the rest).
+function segmentBlockColor(key, st) {
+  const k = st.series.findIndex((s) => s.key === key && s.key !== -1);
+  if (k < 0) return { color: seriesColor({ key: -1 }, 0), key: null };
+  return { color: seriesColor(st.series[k], k), key };
 }
 
 function drawSegments() {
@@ -211,9 +322,17 @@ function drawSegments() {
     bytes(doc.free_bytes) + ": releasable " + bytes(doc.releasable_bytes) + ", trapped " +
     bytes(doc.trapped_bytes) + (n < doc.segment_count ? " (the first " + n + " drawn)" : "")));
   const legend = document.createElement("span");
-  for (const [color, text] of [[COLORS.allocated, "allocated block"],
-    [COLORS.pending, "freed, stream still using it"], [COLORS.trapped, "free, trapped"],
-    [COLORS.releasable, "free, releasable (empty_cache)"]]) {
+  // coloured by series once the timeline's stacks and the blocks' keys of the same by are in
+  const sk = S.segKeys;
+  const st = S.stackBy && S.stacks && S.stacks.by === S.stackBy && !S.stacks.error &&
+    !S.stacks.refused && sk && sk.by === S.stackBy && sk.event_id === doc.event_id &&
+    sk.device === doc.device && sk.first_segment === doc.first_segment ? S.stacks : null;
+  const items = st ? [[seriesColor({ key: -1 }, 0), "blocks coloured by " +
+    (st.by === "size" ? "size class" : st.by) + " as the timeline (grey: the rest)"],
+  [COLORS.pending, "outline: freed, stream still using it"]] :
+    [[COLORS.allocated, "allocated block"], [COLORS.pending, "freed, stream still using it"]];
+  for (const [color, text] of items.concat([[COLORS.trapped, "free, trapped"],
+    [COLORS.releasable, "free, releasable (empty_cache)"]])) {
     const k = document.createElement("span");
     k.className = "key";
     k.style.background = color;
@@ -225,10 +344,13 @@ function drawSegments() {
   const largest = doc.segments.reduce((m, s) => Math.max(m, s.total_size), 1);
   const scale = pw / largest;
   S.segRects = [];
+  const coloured = new Set(); // the drawn series' keys the blocks are coloured by (for the tests)
   g.textBaseline = "middle";
   g.textAlign = "right";
   doc.segments.forEach((s, i) => {
     const y = 8 + i * row, hgt = Math.max(2, row - (row > 5 ? 2 : 1));
+    const keys = st ? sk.keys[i] || [] : null;
+    let live = 0;
     const sw = Math.max(2, s.total_size * scale);
     g.fillStyle = s.allocated_size === 0 ? COLORS.releasable : COLORS.trapped;
     g.fillRect(M.left, y, sw, hgt);
@@ -236,15 +358,30 @@ function drawSegments() {
     for (const b of s.blocks || []) {
       if (!b.state.startsWith("active")) continue;
       const bx = M.left + (b.address - s.address) * scale;
-      g.fillStyle = b.state === "active_pending_free" ? COLORS.pending : COLORS.allocated;
-      g.fillRect(bx, y, Math.max(1, b.size * scale - (b.size * scale > 3 ? 1 : 0)), hgt);
-      S.segRects.push({ seg: s, block: b, x: bx, y, w: Math.max(1, b.size * scale), h: hgt });
+      const pending = b.state === "active_pending_free";
+      const { color, key } = st ? segmentBlockColor(keys[live++], st) :
+        { color: pending ? COLORS.pending : COLORS.allocated, key: null };
+      const bw = Math.max(1, b.size * scale - (b.size * scale > 3 ? 1 : 0));
+      g.fillStyle = color;
+      g.fillRect(bx, y, bw, hgt);
+      if (st && pending) { // the series' colour kept, the pending state outlined
+        g.strokeStyle = COLORS.pending;
+        g.lineWidth = 1.5;
+        g.strokeRect(bx + 0.75, y + 0.75, Math.max(0.5, bw - 1.5), Math.max(0.5, hgt - 1.5));
+        g.lineWidth = 1;
+      }
+      if (key !== null) coloured.add(key);
+      S.segRects.push({ seg: s, block: b, x: bx, y, w: Math.max(1, b.size * scale), h: hgt,
+                        color, series: key });
     }
     if (row >= 12) {
       g.fillStyle = COLORS.text;
       g.fillText(bytes(s.total_size), M.left - 6, y + hgt / 2);
     }
   });
+  S.segSeries = { by: st ? st.by : null, keys: [...coloured] };
+  canvas.dataset.by = st ? st.by : "";
+  canvas.dataset.series = S.segSeries.keys.length;
 }
 
 let tipSeq = 0;

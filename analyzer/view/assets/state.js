@@ -1,6 +1,7 @@
 // state.js — memanalyze view's shared ground (compiled into memanalyze, served at /state.js),
 // what every view of the page uses:
-//   - the state S (input, device, window, cursor, block, summary, stack by, search), kept in
+//   - the state S (input, device, window, cursor, block, summary, stack by, the allocations'
+//     layout, search), kept in
 //     location.hash and read back on load (writeHash, readHash); window.gmtView exposes it for
 //     the tests;
 //   - api(): the server's JSON endpoints (the token from the page's URL in an X-Token header; the
@@ -23,6 +24,7 @@ const COLORS = {
 const M = { left: 78, right: 14, top: 24, bottom: 30 }; // the timeline's and blocks' margins
 const PAGE_STEPS = 200; // the steps table's rows (the server keeps this answer ready)
 const STACK_BY = ["site", "category", "stream", "size"];
+const BLOCK_LAYOUTS = ["address", "stacked"]; // the allocations in view (blocks.js)
 const SERIES_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
   "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295"];
 
@@ -31,6 +33,8 @@ const S = {
   cursor: null, at: null, block: null,
   tl: null, allocs: null, marks: null, seg: null, detail: null,
   stepMarks: null, rects: [], segRects: [], brush: null, drag: null,
+  segKeys: null, segSeries: null, // the segment map's blocks' series keys; those coloured
+  blocksLayout: "address", // the allocations' layout: "address" or "stacked" (blocks.js)
   fetched: { timeline: 0, allocations: 0, segments: 0, block: 0, window: 0, stacks: 0, search: 0 },
   summary_: null, summaryOn: false,
   stackBy: "", stacks: null, stackTop: null, // stackTop: the drawn top of each bucket's stack
@@ -152,6 +156,7 @@ function writeHash() {
   if (S.block !== null) p.set("block", S.block);
   if (S.summaryOn) p.set("summary", 1);
   if (S.stackBy) p.set("stack", S.stackBy);
+  if (S.blocksLayout !== "address") p.set("layout", S.blocksLayout);
   searchHash(p);
   history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
 }
@@ -162,6 +167,7 @@ function readHash() {
   return { device: num("device"), lo: num("lo"), hi: num("hi"), at: p.get("at"),
            block: num("block"), summary: p.get("summary") === "1",
            stack: STACK_BY.includes(p.get("stack")) ? p.get("stack") : "",
+           layout: BLOCK_LAYOUTS.includes(p.get("layout")) ? p.get("layout") : "address",
            q: p.get("q") || "", site: num("site") };
 }
 

@@ -82,6 +82,7 @@ async function fetchStacks(seq, device, lo, hi, n) {
   S.stacks = st;
   if (!st.error) S.fetched.stacks++;
   drawTimeline();
+  drawSegments(); // its blocks coloured by the same series
 }
 
 function deviceSummary() {

@@ -248,7 +248,14 @@ function bindInput() {
     S.stacks = null;
     writeHash();
     drawTimeline();
+    drawSegments(); // plain until the new series come
+    fetchSegmentSeries().catch(showError);
     scheduleFetch();
+  });
+  document.getElementById("blocks-layout").addEventListener("change", (e) => {
+    S.blocksLayout = BLOCK_LAYOUTS.includes(e.target.value) ? e.target.value : "address";
+    writeHash();
+    drawBlocks();
   });
   document.getElementById("device").addEventListener("change", (e) => {
     switchDevice(Number(e.target.value), null).catch(showError);
@@ -323,6 +330,8 @@ async function main() {
   const state = readHash();
   S.stackBy = state.stack;
   document.getElementById("stackby").value = state.stack;
+  S.blocksLayout = state.layout;
+  document.getElementById("blocks-layout").value = state.layout;
   let device = summary.devices.length ? summary.devices[0].device : 0;
   if (summary.devices.length > 1) { // the device with the highest peak, as the commands pick it
     device = summary.devices.reduce((a, b) => (b.peak_allocated_bytes > a.peak_allocated_bytes ? b : a)).device;
