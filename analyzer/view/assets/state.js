@@ -31,6 +31,7 @@ const S = {
   cursor: null, at: null, block: null,
   tl: null, allocs: null, marks: null, seg: null, detail: null,
   stepMarks: null, rects: [], segRects: [], brush: null, drag: null,
+  rangeMarks: null, rangeBars: [], // the window's NVTX ranges (/api/marks) and the bars drawn
   fetched: { timeline: 0, allocations: 0, segments: 0, block: 0, window: 0, stacks: 0, search: 0 },
   summary_: null, summaryOn: false,
   stackBy: "", stacks: null, stackTop: null, // stackTop: the drawn top of each bucket's stack
