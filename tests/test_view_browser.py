@@ -7,6 +7,10 @@ trace (two devices, named tensors) and for a real PyTorch snapshot without times
     uncaught exception (browser.errors stays empty through every step below), in how long from
     starting `view` (printed; at most 5 s asserted, the issue asks 1 s);
   - the axis: time, or "event order (no timestamps in this input)" for the untimed snapshot;
+  - the NVTX ranges along the top: a bar per range of /api/marks' answer for the window shown
+    (of the rows drawn), on the whole run and zoomed; a hover over one titles it with its name,
+    domain and duration; for a snapshot with more ranges than one answer holds, the window's
+    asked again and drawn;
   - a wheel zoom over the timeline: the window in location.hash narrows around the cursor, and
     the page fetched and drew /api/timeline and /api/allocations for exactly that window;
   - a drag pans (the span kept, the window moved); shift-drag selects a window, and its summary
@@ -506,6 +510,51 @@ def check_stacked(b, page, label):
         set_layout(page, "address")
 
 
+def check_ranges(page, view, label, device, untimed):
+    """The NVTX range bars drawn along the top: /api/marks' ranges of the window shown (those
+    of the rows drawn, depth < 3), one bar each; a hover over one titles it."""
+    lo, hi = page.eval("gmtView.lo"), page.eval("gmtView.hi")
+    marks = view.api("/api/marks?device=%d&lo=%d&hi=%d&ooms=0" % (device, lo, hi))
+    c = marks["range_columns"]
+    want = sorted([r[c.index("begin")], r[c.index("end")], r[c.index("name")]]
+                  for r in marks["ranges"] if r[c.index("depth")] < 3)
+    drawn = sorted(page.eval("gmtView.rangeBars.map(b => [b.r.begin, b.r.end, b.r.name])"))
+    check(drawn == want, label + ": %d range bars drawn in [%d, %d), /api/marks %d: %r != %r" % (
+        len(drawn), lo, hi, len(want), drawn[:3], want[:3]))
+    check(untimed or marks["ranges_total"] > 0, label + ": no NVTX range in [%d, %d)" % (lo, hi))
+    if not drawn:
+        return 0
+    bar = page.eval("(() => { const b = gmtView.rangeBars.reduce((a, b) => "
+                    "b.x1 - b.x0 > a.x1 - a.x0 ? b : a); return [(b.x0 + b.x1) / 2, "
+                    "(b.y0 + b.y1) / 2, b.r.name]; })()")
+    box = canvas_box(page, "timeline")
+    page.mouse("mouseMoved", box["x"] + bar[0], box["y"] + bar[1])
+    title = page.eval("document.getElementById('timeline').title")
+    check(title.startswith(bar[2] or "(no name)") and "duration: " in title and
+          "NVTX domain: " in title, label + ": the hover title of range %r: %r" % (bar[2], title))
+    return len(drawn)
+
+
+def check_many_ranges(b, inp, env, label):
+    """An input with more NVTX ranges than one answer holds (a snapshot's record_function
+    annotations): the page asks /api/marks again for the window and draws its ranges."""
+    view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
+    try:
+        page = b.open(view.url)
+        page.wait_for("document.body.dataset.ready", timeout=30)
+        settled(page)
+        device = page.eval("gmtView.device")
+        whole = view.api("/api/marks?device=%d" % device)
+        check(whole["ranges_total"] > len(whole["ranges"]),
+              label + ": %d ranges, all in one answer" % whole["ranges_total"])
+        n = check_ranges(page, view, label, device, False)
+        page.screenshot(os.path.join(SHOTS, label + "-ranges.png"))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
+        print("%s: %d NVTX ranges, %d bars drawn" % (label, whole["ranges_total"], n))
+    finally:
+        view.stop()
+
+
 def check_page(b, inp, env, label, untimed, text):
     view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
     url = view.url
@@ -525,6 +574,7 @@ def check_page(b, inp, env, label, untimed, text):
         note = page.eval("document.getElementById('axis-note').textContent")
         check(("no timestamps" in note) == untimed, label + ": axis note %r" % note)
         device = page.eval("gmtView.device")
+        bars = check_ranges(page, view, label, device, untimed)
 
         # wheel zoom around a point 40% across the plot
         box = canvas_box(page, "timeline")
@@ -546,6 +596,8 @@ def check_page(b, inp, env, label, untimed, text):
               page.eval("[gmtView.lastTimeline.lo, gmtView.lastTimeline.hi]") == [lo, hi],
               label + ": no timeline fetched for the zoomed window")
         page.screenshot(os.path.join(SHOTS, label + "-2-zoomed.png"))
+        print("%s: %d NVTX range bars on the whole run, %d zoomed" % (
+            label, bars, check_ranges(page, view, label + " zoomed", device, True)))
 
         # drag pans: the span kept
         y = box["y"] + box["h"] / 2
@@ -743,6 +795,9 @@ def main():
         snap = os.path.join(SHARED, "pt21-no-timestamps.pickle") if SHARED else ""
         if snap and os.path.exists(snap):
             check_page(b, snap, env, "pt21", True, "linear")
+            lm = os.path.join(SHARED, "lm-small-forward.pickle")
+            if os.path.exists(lm):
+                check_many_ranges(b, lm, env, "lm-small")
         else:
             print("note: ../shared/data/pytorch is absent: the real snapshot is not viewed")
     subprocess.run(["rm", "-rf", tmp])

@@ -26,7 +26,9 @@ parsed; then:
     `sql`'s event_rows (an event placed at the running max of its device's ts_ns, or event id
     on an untimed input); /api/allocations: the K largest blocks live in a window and the
     window's count and bytes equal to a brute force over `sql`'s allocations;
-  - /api/marks: the steps overlapping a window equal to `sql`'s steps on the axis; the OOMs
+  - /api/marks: the steps overlapping a window equal to `sql`'s steps on the axis; its NVTX
+    ranges `sql`'s ranges view's overlapping the window, with their depth (a synth trace with
+    --stages: nested ranges, more than the 300 one answer holds, the outermost kept); the OOMs
     and failed driver allocations of a synth device too small equal to `sql`'s events;
   - /api/window?from=WHEN&to=WHEN's diff equal to `diff --from --to --top 10 --json` (no frames);
   - the blocks index (the one file view writes) in the cache folder, for a database the user
@@ -383,6 +385,69 @@ def check_marks(v, inp, env, device, axis_end, event_axis, label):
           label + ": the whole run's marks")
 
 
+def cut_name(s, most=96):
+    """view_marks.h's VIEW_MARKS_NAME_MAX: a name over it cut at a UTF-8 boundary, "..." after."""
+    if s is None:
+        return None
+    b = s.encode()
+    if len(b) <= most:
+        return s
+    keep = most
+    while keep > 0 and (b[keep] & 0xC0) == 0x80:
+        keep -= 1
+    return b[:keep].decode() + "..."
+
+
+def ranges_by_sql(inp, env, lo, hi):
+    """The NVTX ranges overlapping [lo, hi) (or an instant in it) by `sql` over the ranges
+    view, each [begin, end, depth, name, domain, tid, open] as /api/marks writes them: an open one
+    ends at the run's end (meta last_ts_ns), its depth the lowest row free at its begin."""
+    last = cli_json(["sql", inp, "SELECT value FROM meta WHERE key = 'last_ts_ns'", "--json"],
+                    env)
+    last = int(last[0]["value"]) if last else 0
+    rows = cli_json(["sql", inp, "SELECT marker_id, tid, name, domain, begin_ts_ns, end_ts_ns "
+                     "FROM ranges WHERE begin_ts_ns < %d" % hi, "--json"], env)
+    out = []
+    for r in rows:
+        b, e = r["begin_ts_ns"], r["end_ts_ns"]
+        e = max(last if e is None else e, b)
+        if e > lo or b >= lo:
+            out.append([b, e, 0, cut_name(r["name"]), cut_name(r["domain"]), r["tid"],
+                        1 if r["end_ts_ns"] is None else 0, r["marker_id"]])
+    out.sort(key=lambda r: (r[0], -r[1], r[7]))
+    row_end = []
+    for r in out:
+        d = next((k for k, end in enumerate(row_end) if end <= r[0]), len(row_end))
+        if d == len(row_end):
+            row_end.append(r[1])
+        row_end[d] = r[1]
+        r[2] = d
+    return [r[:7] for r in out]
+
+
+def check_ranges(v, inp, env, device, axis_end, event_axis, label):
+    """/api/marks' NVTX ranges: those of `sql`'s ranges view overlapping the window, on the
+    axis (none on the event axis); at most 300, the outermost then the longest kept."""
+    for lo, hi in ((0, axis_end), (axis_end // 3, axis_end // 2), (-10 ** 15, 10 ** 15)):
+        got = api(v, "/api/marks?device=%d&lo=%d&hi=%d&ooms=0" % (device, lo, hi))
+        check(got["range_columns"] == ["begin", "end", "depth", "name", "domain", "tid", "open"],
+              label + ": range_columns %r" % got["range_columns"])
+        want = [] if event_axis else ranges_by_sql(inp, env, lo, hi)
+        if len(want) > 300:
+            keep = sorted(want, key=lambda r: (r[2], -(r[1] - r[0])))[:300]
+            check(len(got["ranges"]) == 300 and all(r in want for r in got["ranges"]) and
+                  sorted(r[2] for r in got["ranges"]) == sorted(r[2] for r in keep),
+                  label + ": ranges in [%d, %d): the outermost 300 of %d" % (lo, hi, len(want)))
+        else:
+            check(got["ranges"] == want, label + ": ranges in [%d, %d): %r != sql's %r" % (
+                lo, hi, got["ranges"][:3], want[:3]))
+        check(got["ranges_total"] == len(want) and
+              got["ranges_depth"] == (max(r[2] for r in want) + 1 if want else 0),
+              label + ": ranges in [%d, %d): total %d depth %d, sql %d" % (
+                  lo, hi, got["ranges_total"], got["ranges_depth"], len(want)))
+    return got["ranges_total"]
+
+
 def check_window(v, inp, env, device, label, whens):
     """/api/window's diff: diff --from --to --top 10 --json, without the frames (the rest of
     its answer: tests/test_view_window.py)."""
@@ -446,6 +511,7 @@ def serve_and_check(inp, env, tmp, label, whens, timed):
             axis_end, event_axis = check_timeline(v, inp, env, dev, label)
             check_allocations(v, inp, env, dev, axis_end, event_axis, label)
             check_marks(v, inp, env, dev, axis_end, event_axis, label)
+            check_ranges(v, inp, env, dev, axis_end, event_axis, label)
             check_window(v, inp, env, dev, label, ["start"] + whens)
         check_concurrent(v, label)
         if timed:
@@ -545,6 +611,18 @@ def main():
     check([o["event_id"] for o in part["ooms"]] ==
           [r["event_id"] for r in want if r["ts_ns"] == mid], "marks: the OOMs of a window")
     check(api(v, "/api/marks?device=0&ooms=0")["ooms"] == [], "marks: ooms=0")
+    v.stop()
+
+    # NVTX ranges nested in the steps' (synth --stages), more than one answer holds
+    staged = os.path.join(tmp, "stages.zst")
+    subprocess.run([SYNTH, "-o", staged, "--steps", "70", "--stages"], check=True,
+                   capture_output=True)
+    v = start(staged, env, tmp)
+    whole = api(v, "/api/marks?device=0")
+    n = check_ranges(v, staged, env, 0, whole["hi"], False, "stages")
+    check(n > 300 and whole["ranges_depth"] == 2 and len(whole["ranges"]) == 300,
+          "stages: %d ranges, %d rows, %d in the answer" % (n, whole["ranges_depth"],
+                                                            len(whole["ranges"])))
     v.stop()
 
     # a port in use: the one line and exit 2

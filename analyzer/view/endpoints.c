@@ -284,8 +284,10 @@ int view_api_segment_series(sqlite3 *db, const view_request *rq, FILE *out, char
 /* The most blocks one /api/allocations answers (~80 bytes each) and buckets one /api/timeline
  * answers (~80 bytes each): well under the response cap. */
 enum { VIEW_API_MAX_BLOCKS = 2000, VIEW_API_MAX_BUCKETS = 2000 };
-/* The most steps one /api/marks answers (~30 bytes each; every k-th beyond). */
-enum { VIEW_API_MAX_STEP_MARKS = 2000 };
+/* The most steps one /api/marks answers (~30 bytes each; every k-th beyond) and NVTX ranges
+ * (at most ~260 bytes each, names cut: the outermost, then the longest kept): with 1000 OOMs
+ * (~80 bytes each) well under the response cap. */
+enum { VIEW_API_MAX_STEP_MARKS = 2000, VIEW_API_MAX_RANGE_MARKS = 300 };
 
 int view_devices(sqlite3 *db, int *devices, int max) { return analysis_devices(db, devices, max); }
 
@@ -523,8 +525,8 @@ int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
         return 400;
     }
     view_marks_result m;
-    if (view_marks(db, device, event_axis, lo, hi, VIEW_API_MAX_STEP_MARKS, (int)ooms, &m, err,
-                   errlen) != 0)
+    if (view_marks(db, device, event_axis, lo, hi, VIEW_API_MAX_STEP_MARKS,
+                   VIEW_API_MAX_RANGE_MARKS, (int)ooms, &m, err, errlen) != 0)
         return 500;
     fprintf(out,
             "{\"device\": %d, \"axis\": \"%s\", \"lo\": %" PRId64 ", \"hi\": %" PRId64
@@ -537,6 +539,20 @@ int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
         fprintf(out, "%s[%" PRId64 ",%" PRId64 ",", i ? "," : "", s->step, s->begin);
         ji64(out, "", s->end, s->end >= 0);
         fputc(']', out);
+    }
+    fprintf(out,
+            "],\n \"ranges_total\": %" PRId64 ", \"ranges_depth\": %d, \"range_columns\": "
+            "[\"begin\", \"end\", \"depth\", \"name\", \"domain\", \"tid\", \"open\"],\n "
+            "\"ranges\": [",
+            m.ranges_total, m.ranges_depth);
+    for (size_t i = 0; i < m.nranges; i++) {
+        const view_range_mark *r = &m.ranges[i];
+        fprintf(out, "%s[%" PRId64 ",%" PRId64 ",%d,", i ? "," : "", r->begin, r->end, r->depth);
+        json_string(out, r->name);
+        fputc(',', out);
+        json_string(out, r->domain);
+        ji64(out, ",", r->tid, r->tid >= 0);
+        fprintf(out, ",%d]", r->open);
     }
     fputs("],\n \"ooms\": [", out);
     for (size_t i = 0; i < m.nooms; i++) {

@@ -76,7 +76,10 @@ int view_api_stacks(sqlite3 *db, const view_request *rq, FILE *out, char *err, s
 int view_api_allocations(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/marks?device=D[&lo=A&hi=B][&ooms=0]: the steps overlapping the window (the whole run when
  * absent) as [step, begin, end] on the timeline's axis, at most 2000 (every k-th beyond:
- * "step_stride"), and the device's OOMs in it (ooms=0: none, and no pass over the events)
+ * "step_stride"), the NVTX ranges overlapping it ("ranges": [begin, end, depth, name, domain,
+ * tid, open] as "range_columns" says; an open one ends at the run's end; at most 300, the
+ * outermost then the longest kept, of "ranges_total"; "ranges_depth": the rows they take; none
+ * on the event axis), and the device's OOMs in it (ooms=0: none, and no pass over the events)
  * (view_marks.h). */
 int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen);
 /* /api/inputs: every input's facts (view_inputs.h) in the order given: its label, rank and

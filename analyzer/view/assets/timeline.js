@@ -1,11 +1,13 @@
 // timeline.js — memanalyze view's timeline (compiled into memanalyze, served at /timeline.js):
 //   - the window: setWindow (zoom, pan; the window summary dropped when it was of another
 //     window), its fetch 30 ms after the last change (/api/timeline, one bucket per pixel, and
-//     /api/allocations for blocks.js; a window's steps asked again from /api/marks when there are
-//     too many to send at once);
+//     /api/allocations for blocks.js; a window's steps and ranges asked again from /api/marks
+//     when there are too many to send at once);
 //   - the drawing, on a canvas: allocated and reserved of one device over the window, each
-//     bucket's min–max as a band and its last value as a line, the steps along the top and the
-//     OOMs (/api/marks), the peak and the device limit (/api/summary), the cursor and the brush;
+//     bucket's min–max as a band and its last value as a line, the steps along the top, under
+//     them the NVTX ranges as bars (a row per nesting depth, at most RANGE_ROWS; a hover title
+//     with the name, domain and duration) and the OOMs (/api/marks), the peak and the device
+//     limit (/api/summary), the cursor and the brush;
 //   - "stack by" (site, category, stream, size class): the allocated bytes at each bucket's max
 //     stacked by series under the allocated line (/api/stacks, the timeline's own grid: the
 //     stack's top is the bucket's max allocated exactly), a legend of the series.
@@ -49,10 +51,13 @@ async function fetchWindow() {
     api("/api/timeline", { device, lo, hi, n }),
     api("/api/allocations", { device, t0: lo, t1: hi, k: 300 }) // share_file.c embeds k=300
       .catch((e) => (e.status === 503 ? null : Promise.reject(e))), // the index is being built
-    whole.step_stride > 1 ? api("/api/marks", { device, lo, hi, ooms: 0 }) : whole,
+    whole.step_stride > 1 || whole.ranges.length < whole.ranges_total ?
+      api("/api/marks", { device, lo, hi, ooms: 0 }) // a share file has the whole run's alone
+        .catch((e) => (e.status === 404 ? whole : Promise.reject(e))) : whole,
   ]);
   if (seq !== fetchSeq) return; // a newer window was asked for
   S.stepMarks = { steps: marks.steps, stride: marks.step_stride };
+  S.rangeMarks = rangeMarksOf(marks);
   S.tl = tl;
   S.fetched.timeline++;
   S.lastTimeline = { lo: tl.lo, hi: tl.hi, n: tl.n, width: tl.width };
@@ -85,6 +90,81 @@ async function fetchStacks(seq, device, lo, hi, n) {
   drawSegments(); // its blocks coloured by the same series
 }
 
+// ---- the NVTX ranges ------------------------------------------------------------------------
+
+const RANGE_ROWS = 3, RANGE_ROW_H = 12; // the rows drawn (deeper ranges are not) and their height
+const RANGE_COLORS = ["rgba(118, 183, 178, 0.60)", "rgba(237, 201, 72, 0.55)",
+  "rgba(176, 122, 161, 0.50)"];
+
+function rangeMarksOf(marks) {
+  const c = marks.range_columns || [];
+  const at = (k) => c.indexOf(k);
+  const [b, e, d, n, dom, tid, open] = ["begin", "end", "depth", "name", "domain", "tid", "open"]
+    .map(at);
+  return {
+    total: marks.ranges_total || 0, depth: marks.ranges_depth || 0,
+    ranges: (marks.ranges || []).map((r) => ({ begin: r[b], end: r[e], depth: r[d], name: r[n],
+      domain: r[dom], tid: r[tid], open: r[open] })),
+  };
+}
+
+// The rows the window's ranges take (0: none, and no band).
+function rangeRows() {
+  const rm = S.rangeMarks;
+  if (!rm || !rm.ranges.length) return 0;
+  let rows = 0;
+  for (const r of rm.ranges) if (inWindow(r)) rows = Math.max(rows, r.depth + 1);
+  return Math.min(rows, RANGE_ROWS);
+}
+
+// /api/marks' rule: overlapping [lo, hi), or an instant in it.
+function inWindow(r) { return r.begin < S.hi && (r.end > S.lo || r.begin >= S.lo); }
+
+// The bars of the window's ranges from y0 down, a row per depth; each drawn bar kept in
+// S.rangeBars (its box and range) for the hover title and the tests.
+function drawRanges(g, y0, w) {
+  S.rangeBars = [];
+  const rm = S.rangeMarks;
+  if (!rm) return;
+  g.save();
+  g.font = "10px system-ui, sans-serif";
+  g.textAlign = "left";
+  g.textBaseline = "middle";
+  for (const r of rm.ranges) {
+    if (r.depth >= RANGE_ROWS || !inWindow(r)) continue;
+    const x0 = Math.max(X(r.begin), M.left - 1), x1 = Math.min(X(r.end), w - M.right + 1);
+    const y = y0 + r.depth * RANGE_ROW_H, bw = Math.max(x1 - x0, 1);
+    g.fillStyle = RANGE_COLORS[r.depth % RANGE_COLORS.length];
+    g.fillRect(x0, y, bw, RANGE_ROW_H - 2);
+    g.fillStyle = "rgba(0, 0, 0, 0.25)";
+    g.fillRect(x0, y, 1, RANGE_ROW_H - 2); // where it begins, when bars touch
+    const label = r.name === null ? "(no name)" : r.name;
+    if (bw > 24) {
+      g.save();
+      g.beginPath(); g.rect(x0 + 1, y, bw - 2, RANGE_ROW_H - 2); g.clip();
+      g.fillStyle = "#333";
+      g.fillText(label, x0 + 3, y + (RANGE_ROW_H - 2) / 2);
+      g.restore();
+    }
+    S.rangeBars.push({ x0, x1: x0 + bw, y0: y, y1: y + RANGE_ROW_H - 2, r });
+  }
+  g.restore();
+}
+
+// The hover title of the range bar at (x, y), innermost first; "" where there is none.
+function rangeTitle(x, y) {
+  let hit = null;
+  for (const b of S.rangeBars)
+    if (x >= b.x0 && x < b.x1 + 1 && y >= b.y0 && y < b.y1 && (!hit || b.r.depth > hit.r.depth))
+      hit = b;
+  if (!hit) return "";
+  const r = hit.r;
+  return (r.name === null ? "(no name)" : r.name) + "\nNVTX domain: " +
+    (r.domain === null ? "(default)" : r.domain) + "\nduration: " + place(r.end - r.begin) +
+    (r.open ? " (still open at the end of the trace)" : "") + "\nfrom " + place(r.begin) +
+    " to " + place(r.end) + (r.tid !== null ? "\nthread " + r.tid : "");
+}
+
 function deviceSummary() {
   return S.summary.devices.find((d) => d.device === S.device) || null;
 }
@@ -94,7 +174,8 @@ function deviceSummary() {
 function drawTimeline() {
   const canvas = document.getElementById("timeline");
   const { g, w, h, pw } = context(canvas);
-  const top = M.top, bottom = h - M.bottom, ph = bottom - top;
+  const rows = rangeRows(); // the NVTX ranges' band under the steps' (none: no band)
+  const top = M.top + rows * RANGE_ROW_H, bottom = h - M.bottom, ph = bottom - top;
   const tl = S.tl, d = S.summary ? deviceSummary() : null;
   let ymax = 1;
   if (tl) for (let i = tl.first_known; i < tl.n; i++) ymax = Math.max(ymax, tl.max_reserved[i]);
@@ -154,6 +235,7 @@ function drawTimeline() {
       }
     }
   }
+  drawRanges(g, M.top - 1, w);
   searchDrawTimeline(g, top);
   drawStacks(g, X, Y);
   // reserved and allocated: each bucket's min–max band, the last value as a line
@@ -252,6 +334,14 @@ function drawLegend(d) {
   if (d && d.total_bytes) key(COLORS.limit, "device limit " + bytes(d.total_bytes));
   const ooms = S.marks ? S.marks.ooms_total : 0;
   key(COLORS.oom, ooms + " OOM" + (ooms === 1 ? "" : "s"));
+  const rm = S.rangeMarks;
+  // all of the answer's ranges: those in view counted; a part (the window's, asked for): its total
+  const inView = !rm ? 0 : rm.ranges.length < rm.total ? rm.total : rm.ranges.filter(inWindow).length;
+  if (inView) {
+    const deeper = rm.depth > RANGE_ROWS ? " (the " + RANGE_ROWS + " outermost rows drawn)" : "";
+    key(RANGE_COLORS[0], inView + " NVTX range" + (inView === 1 ? "" : "s") + " in view" +
+      deeper + ": hover for name, domain, duration");
+  }
   searchLegend(key);
   if (S.tl) {
     p.appendChild(document.createTextNode(" · buckets of " + (S.axis === "event" ?

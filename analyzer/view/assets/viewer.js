@@ -208,7 +208,7 @@ function bindInput() {
   });
   tl.addEventListener("pointermove", (e) => {
     const d = S.drag;
-    if (!d) return;
+    if (!d) { tl.title = rangeTitle(e.offsetX, e.offsetY); return; }
     const dx = e.offsetX - d.x0;
     if (Math.abs(dx) > 3) d.moved = true;
     if (!d.moved) return;
@@ -280,6 +280,7 @@ async function switchDevice(device, state) {
   S.end = Math.max(whole.axis_end, 2);
   S.marks = marks;
   S.stepMarks = { steps: marks.steps, stride: marks.step_stride };
+  S.rangeMarks = rangeMarksOf(marks);
   fillSteps(steps);
   document.getElementById("axis-note").textContent = S.axis === "event" ?
     "(event order: no timestamps in this input)" : "(time since the first event)";
