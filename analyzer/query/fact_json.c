@@ -122,9 +122,9 @@ static long long block_series_key(const layout_block *b, gmt_stack_by by,
     case STACK_BY_SIZE:
         return gmt_size_class_of((int64_t)b->size);
     case STACK_BY_CATEGORY: {
-        int c = categories && b->alloc_event_id > 0
-                    ? category_stored_of(categories, b->alloc_event_id)
-                    : -1;
+        /* the seed's blocks too (ids <= 0: a snapshot's blocks from before its history), as
+         * view_stacks.c's seed_block asks for them */
+        int c = categories ? category_stored_of(categories, b->alloc_event_id) : -1;
         return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
     }
     case STACK_BY_COUNT:
