@@ -401,19 +401,19 @@ def cut_name(s, most=96):
 def ranges_by_sql(inp, env, lo, hi):
     """The NVTX ranges overlapping [lo, hi) (or an instant in it) by `sql` over the ranges
     view, each [begin, end, depth, name, domain, tid, open] as /api/marks writes them: an open one
-    ends at the run's end (meta last_ts_ns), its depth the lowest row free at its begin."""
+    ends at the run's end (meta last_ts_ns), its depth the lowest row free at its begin among
+    all the run's ranges (a range keeps its row at every zoom)."""
     last = cli_json(["sql", inp, "SELECT value FROM meta WHERE key = 'last_ts_ns'", "--json"],
                     env)
     last = int(last[0]["value"]) if last else 0
     rows = cli_json(["sql", inp, "SELECT marker_id, tid, name, domain, begin_ts_ns, end_ts_ns "
-                     "FROM ranges WHERE begin_ts_ns < %d" % hi, "--json"], env)
+                     "FROM ranges", "--json"], env)
     out = []
     for r in rows:
         b, e = r["begin_ts_ns"], r["end_ts_ns"]
         e = max(last if e is None else e, b)
-        if e > lo or b >= lo:
-            out.append([b, e, 0, cut_name(r["name"]), cut_name(r["domain"]), r["tid"],
-                        1 if r["end_ts_ns"] is None else 0, r["marker_id"]])
+        out.append([b, e, 0, cut_name(r["name"]), cut_name(r["domain"]), r["tid"],
+                    1 if r["end_ts_ns"] is None else 0, r["marker_id"]])
     out.sort(key=lambda r: (r[0], -r[1], r[7]))
     row_end = []
     for r in out:
@@ -422,7 +422,7 @@ def ranges_by_sql(inp, env, lo, hi):
             row_end.append(r[1])
         row_end[d] = r[1]
         r[2] = d
-    return [r[:7] for r in out]
+    return [r[:7] for r in out if r[0] < hi and (r[1] > lo or r[0] >= lo)]
 
 
 def check_ranges(v, inp, env, device, axis_end, event_axis, label):

@@ -1,7 +1,8 @@
 /* view_marks.c — the steps, NVTX ranges and OOMs `view` marks on its timeline (view_marks.h),
- * from the steps table (one scan of it: ~9 ms per 30 k steps), the ranges view over the markers
- * (those begun before the window's end, by markers_ts; their ends by markers_begin) and, when the
- * devices table counts OOMs, the events that are OOMs. */
+ * from the steps table (one scan of it: ~9 ms per 30 k steps), an index of the ranges in rows
+ * (one pass over the ranges view, kept by the caller; a window's are a slice of each row, their
+ * names then read by marker_id) and, when the devices table counts OOMs, the events that are
+ * OOMs. */
 #include "view_marks.h"
 
 #include "db_query.h"
@@ -98,8 +99,8 @@ static char *cut_name(const unsigned char *s, int *oom) {
 }
 
 /* Begin order, the longer (the outer) first of one begin, then marker order. */
-static int by_begin(const void *a, const void *b) {
-    const view_range_mark *x = a, *y = b;
+static int entry_by_begin(const void *a, const void *b) {
+    const view_range_entry *x = a, *y = b;
     if (x->begin != y->begin)
         return x->begin < y->begin ? -1 : 1;
     if (x->end != y->end)
@@ -107,74 +108,69 @@ static int by_begin(const void *a, const void *b) {
     return (x->marker_id > y->marker_id) - (x->marker_id < y->marker_id);
 }
 
-/* What is kept first: the least depth, the longest, the earliest. */
-static int by_keep(const void *a, const void *b) {
+static int mark_by_begin(const void *a, const void *b) {
     const view_range_mark *x = a, *y = b;
-    if (x->depth != y->depth)
-        return x->depth - y->depth;
-    int64_t lx = x->end - x->begin, ly = y->end - y->begin;
-    if (lx != ly)
-        return lx > ly ? -1 : 1;
-    return by_begin(a, b);
+    view_range_entry ex = {.begin = x->begin, .end = x->end, .marker_id = x->marker_id};
+    view_range_entry ey = {.begin = y->begin, .end = y->end, .marker_id = y->marker_id};
+    return entry_by_begin(&ex, &ey);
 }
 
-/* The most depths told apart; deeper ranges share the last (a window of thousands of ranges
- * open at once is not drawn row by row anyway). */
-#define RANGE_ROWS_MAX 64
+/* What is kept first of one row: the longest, then the earliest. */
+static int keeps_before(const view_range_entry *x, const view_range_entry *y) {
+    int64_t lx = x->end - x->begin, ly = y->end - y->begin;
+    if (lx != ly)
+        return lx > ly;
+    return entry_by_begin(x, y) < 0;
+}
 
-static int read_ranges(sqlite3 *db, int event_axis, int64_t lo, int64_t hi, size_t max_ranges,
-                       view_marks_result *out) {
+int view_ranges_index_build(sqlite3 *db, int event_axis, view_ranges_index *out, char *err,
+                            size_t errlen) {
+    memset(out, 0, sizeof *out);
     if (event_axis)
         return 0; /* markers have times only, and the input none: no place among the events */
     int64_t last_ts = db_query_i64(db, "SELECT value FROM meta WHERE key = 'last_ts_ns'", 0, 0, 0);
     sqlite3_stmt *st;
-    if (db_prepare(db,
-                   "SELECT marker_id, tid, name, domain, begin_ts_ns, end_ts_ns FROM ranges "
-                   "WHERE begin_ts_ns < ?1",
-                   &st) != SQLITE_OK)
+    if (db_prepare(db, "SELECT marker_id, tid, begin_ts_ns, end_ts_ns FROM ranges", &st) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "view ranges: %s", sqlite3_errmsg(db));
         return -1;
-    sqlite3_bind_int64(st, 1, hi);
-    size_t cap = 0;
+    }
+    view_range_entry *all = NULL;
+    size_t n = 0, cap = 0;
     int rc, oom = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t begin = sqlite3_column_int64(st, 4);
-        int open = sqlite3_column_type(st, 5) == SQLITE_NULL;
-        int64_t end = open ? last_ts : sqlite3_column_int64(st, 5);
-        if (end < begin)
-            end = begin;
-        if (!(end > lo || begin >= lo)) /* overlapping [lo, hi), or an instant in it */
-            continue;
-        if (grow((void **)&out->ranges, out->nranges, &cap, sizeof *out->ranges) != 0) {
+        if (grow((void **)&all, n, &cap, sizeof *all) != 0) {
             oom = 1;
             break;
         }
-        view_range_mark *m = &out->ranges[out->nranges++];
-        memset(m, 0, sizeof *m);
-        m->marker_id = sqlite3_column_int64(st, 0);
-        m->tid = db_column_i64(st, 1, -1);
-        m->begin = begin;
-        m->end = end;
-        m->open = open;
-        m->name = cut_name(sqlite3_column_text(st, 2), &oom);
-        m->domain = cut_name(sqlite3_column_text(st, 3), &oom);
-        if (oom)
-            break;
+        view_range_entry *r = &all[n++];
+        r->marker_id = sqlite3_column_int64(st, 0);
+        r->tid = db_column_i64(st, 1, -1);
+        r->begin = sqlite3_column_int64(st, 2);
+        r->open = sqlite3_column_type(st, 3) == SQLITE_NULL;
+        r->end = r->open ? last_ts : sqlite3_column_int64(st, 3);
+        if (r->end < r->begin)
+            r->end = r->begin;
+        r->depth = 0;
     }
+    if (!oom && rc != SQLITE_DONE)
+        snprintf(err, errlen, "view ranges: %s", sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    if (oom || rc != SQLITE_DONE)
+    if (oom || rc != SQLITE_DONE) {
+        if (oom)
+            snprintf(err, errlen, "view ranges: out of memory");
+        free(all);
         return -1;
-    out->ranges_total = (int64_t)out->nranges;
-    if (!out->nranges)
-        return 0;
-    /* rows: each range in the lowest whose ranges so far end by its begin (for nested ranges,
-     * as NVTX's pushes of one thread are, that is the nesting depth) */
-    qsort(out->ranges, out->nranges, sizeof *out->ranges, by_begin);
-    int64_t row_end[RANGE_ROWS_MAX];
+    }
+    /* rows: each range in the lowest whose ranges so far end by its begin */
+    qsort(all, n, sizeof *all, entry_by_begin);
+    int64_t row_end[VIEW_RANGE_ROWS_MAX];
+    size_t count[VIEW_RANGE_ROWS_MAX] = {0};
     int rows = 0;
-    for (size_t i = 0; i < out->nranges; i++) {
-        view_range_mark *m = &out->ranges[i];
+    for (size_t i = 0; i < n; i++) {
+        view_range_entry *m = &all[i];
         int r = 0;
-        while (r < rows && row_end[r] > m->begin && r < RANGE_ROWS_MAX - 1)
+        while (r < rows && row_end[r] > m->begin && r < VIEW_RANGE_ROWS_MAX - 1)
             r++;
         if (r == rows) {
             rows++;
@@ -183,19 +179,174 @@ static int read_ranges(sqlite3 *db, int event_axis, int64_t lo, int64_t hi, size
             row_end[r] = m->end; /* a free row; or the last, busy: the later end */
         }
         m->depth = r;
-        if (r + 1 > out->ranges_depth)
+        count[r]++;
+    }
+    /* by row, begin order kept within each (a counting sort) */
+    view_range_entry *by_row = malloc((n ? n : 1) * sizeof *by_row);
+    if (!by_row) {
+        free(all);
+        snprintf(err, errlen, "view ranges: out of memory");
+        return -1;
+    }
+    size_t at[VIEW_RANGE_ROWS_MAX];
+    out->row_start[0] = 0;
+    for (int r = 0; r < VIEW_RANGE_ROWS_MAX; r++) {
+        at[r] = out->row_start[r];
+        out->row_start[r + 1] = out->row_start[r] + count[r];
+    }
+    for (size_t i = 0; i < n; i++)
+        by_row[at[all[i].depth]++] = all[i];
+    free(all);
+    out->ranges = by_row;
+    out->n = n;
+    out->rows = rows;
+    return 0;
+}
+
+void view_ranges_index_free(view_ranges_index *x) {
+    free(x->ranges);
+    memset(x, 0, sizeof *x);
+}
+
+/* In [lo, hi), or an instant in it. */
+static int overlaps(const view_range_entry *r, int64_t lo, int64_t hi) {
+    return r->begin < hi && (r->end > lo || r->begin >= lo);
+}
+
+/* Row r's ranges overlapping [lo, hi): [*first, *end) of x->ranges, a slice in every row but
+ * the last (there ranges may overlap: those that do not are skipped by the caller). */
+static void row_slice(const view_ranges_index *x, int r, int64_t lo, int64_t hi, size_t *first,
+                      size_t *end) {
+    size_t a = x->row_start[r], b = x->row_start[r + 1];
+    size_t top = b;
+    { /* the first that begins at or after hi */
+        size_t l = a, h = b;
+        while (l < h) {
+            size_t mid = l + (h - l) / 2;
+            if (x->ranges[mid].begin < hi)
+                l = mid + 1;
+            else
+                h = mid;
+        }
+        top = l;
+    }
+    if (r == VIEW_RANGE_ROWS_MAX - 1) { /* not ordered by end: every one begun before hi */
+        *first = a, *end = top;
+        return;
+    }
+    size_t l = a, h = top; /* the first that ends after lo (or an instant at or after it) */
+    while (l < h) {
+        size_t mid = l + (h - l) / 2;
+        const view_range_entry *m = &x->ranges[mid];
+        if (m->end > lo || m->begin >= lo)
+            h = mid;
+        else
+            l = mid + 1;
+    }
+    *first = l, *end = top;
+}
+
+/* Keeps in heap[0 .. k) the k ranges of a row kept first (keeps_before); heap[0] the one kept
+ * last, replaced when a better comes. */
+static void heap_offer(const view_range_entry **heap, size_t *n, size_t k,
+                       const view_range_entry *r) {
+    if (*n < k) {
+        size_t i = (*n)++;
+        heap[i] = r;
+        while (i > 0 && keeps_before(heap[(i - 1) / 2], heap[i])) { /* worst at the root */
+            const view_range_entry *t = heap[i];
+            heap[i] = heap[(i - 1) / 2];
+            heap[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+        return;
+    }
+    if (!k || !keeps_before(r, heap[0]))
+        return;
+    heap[0] = r;
+    for (size_t i = 0;;) {
+        size_t c = 2 * i + 1, w = i;
+        if (c < k && keeps_before(heap[w], heap[c]))
+            w = c;
+        if (c + 1 < k && keeps_before(heap[w], heap[c + 1]))
+            w = c + 1;
+        if (w == i)
+            break;
+        const view_range_entry *t = heap[i];
+        heap[i] = heap[w];
+        heap[w] = t;
+        i = w;
+    }
+}
+
+/* The chosen ranges with their names, read by marker_id. */
+static int name_ranges(sqlite3 *db, view_marks_result *out) {
+    sqlite3_stmt *st;
+    if (!out->nranges)
+        return 0;
+    if (db_prepare(db, "SELECT name, domain FROM markers WHERE marker_id = ?1", &st) != SQLITE_OK)
+        return -1;
+    int oom = 0, rc = SQLITE_DONE;
+    for (size_t i = 0; i < out->nranges && !oom; i++) {
+        view_range_mark *m = &out->ranges[i];
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, m->marker_id);
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            m->name = cut_name(sqlite3_column_text(st, 0), &oom);
+            m->domain = cut_name(sqlite3_column_text(st, 1), &oom);
+        } else if (rc != SQLITE_DONE) {
+            break;
+        }
+        rc = SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    return oom || rc != SQLITE_DONE ? -1 : 0;
+}
+
+static int read_ranges(sqlite3 *db, const view_ranges_index *x, int64_t lo, int64_t hi,
+                       size_t max_ranges, view_marks_result *out) {
+    if (!x || !x->n)
+        return 0;
+    size_t first[VIEW_RANGE_ROWS_MAX], end[VIEW_RANGE_ROWS_MAX];
+    int64_t total = 0;
+    for (int r = 0; r < x->rows; r++) {
+        row_slice(x, r, lo, hi, &first[r], &end[r]);
+        size_t in_row = 0;
+        for (size_t i = first[r]; r == VIEW_RANGE_ROWS_MAX - 1 && i < end[r]; i++)
+            in_row += overlaps(&x->ranges[i], lo, hi);
+        in_row = r == VIEW_RANGE_ROWS_MAX - 1 ? in_row : end[r] - first[r];
+        total += (int64_t)in_row;
+        if (in_row)
             out->ranges_depth = r + 1;
     }
-    if (out->nranges > max_ranges) {
-        qsort(out->ranges, out->nranges, sizeof *out->ranges, by_keep);
-        for (size_t i = max_ranges; i < out->nranges; i++) {
-            free(out->ranges[i].name);
-            free(out->ranges[i].domain);
+    out->ranges_total = total;
+    size_t want = (size_t)total < max_ranges ? (size_t)total : max_ranges;
+    if (!want)
+        return 0;
+    if (!(out->ranges = calloc(want, sizeof *out->ranges)))
+        return -1;
+    const view_range_entry **heap = malloc(want * sizeof *heap);
+    if (!heap)
+        return -1;
+    /* the outermost rows whole while they fit; of the row that does not, its longest */
+    for (int r = 0; r < x->rows && out->nranges < want; r++) {
+        size_t room = want - out->nranges, kept = 0;
+        for (size_t i = first[r]; i < end[r]; i++)
+            if (overlaps(&x->ranges[i], lo, hi))
+                heap_offer(heap, &kept, room, &x->ranges[i]);
+        for (size_t i = 0; i < kept; i++) {
+            const view_range_entry *e = heap[i];
+            out->ranges[out->nranges++] = (view_range_mark){.marker_id = e->marker_id,
+                                                            .begin = e->begin,
+                                                            .end = e->end,
+                                                            .open = e->open,
+                                                            .depth = e->depth,
+                                                            .tid = e->tid};
         }
-        out->nranges = max_ranges;
-        qsort(out->ranges, out->nranges, sizeof *out->ranges, by_begin);
     }
-    return 0;
+    free(heap);
+    qsort(out->ranges, out->nranges, sizeof *out->ranges, mark_by_begin);
+    return name_ranges(db, out);
 }
 
 static int read_ooms(sqlite3 *db, int device, int event_axis, int64_t lo, int64_t hi,
@@ -234,10 +385,11 @@ static int read_ooms(sqlite3 *db, int device, int event_axis, int64_t lo, int64_
 }
 
 int view_marks(sqlite3 *db, int device, int event_axis, int64_t lo, int64_t hi, size_t max_steps,
-               size_t max_ranges, int with_ooms, view_marks_result *out, char *err, size_t errlen) {
+               const view_ranges_index *ranges, size_t max_ranges, int with_ooms,
+               view_marks_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (read_steps(db, event_axis, lo, hi, max_steps ? max_steps : 1, out) != 0 ||
-        read_ranges(db, event_axis, lo, hi, max_ranges, out) != 0 ||
+        read_ranges(db, event_axis ? NULL : ranges, lo, hi, max_ranges, out) != 0 ||
         (with_ooms && read_ooms(db, device, event_axis, lo, hi, out) != 0))
         return fail(db, out, err, errlen);
     return 0;

@@ -35,6 +35,38 @@ typedef struct view_range_mark {
     char *domain;       /* NULL: the default domain */
 } view_range_mark;
 
+/* The most rows (depths) told apart; deeper ranges share the last. */
+#define VIEW_RANGE_ROWS_MAX 64
+
+/* One NVTX range of the run in its row. */
+typedef struct view_range_entry {
+    int64_t begin, end; /* on the axis; an open range ends at the run's end */
+    int64_t marker_id, tid;
+    int32_t depth, open;
+} view_range_entry;
+
+/* Every NVTX range of the input, each in its row over the whole run (a range keeps its row at
+ * every zoom): the lowest whose ranges so far (in begin order, the longer first) end by its
+ * begin, at most VIEW_RANGE_ROWS_MAX - 1 (for nested ranges, as one thread's pushes are, the
+ * nesting depth; ranges of other threads that overlap take rows of their own). In a row but
+ * the last, ranges do not overlap, so their begins and ends both ascend and any window's ranges
+ * of the row are a slice found by two binary searches: view_marks answers a window without a
+ * pass over the ranges (one was 130-350 ms per /api/marks at 158 k ranges, 10 M events).
+ * Made once by a pass over the ranges view (view_ranges_index_build), kept by the caller (the
+ * server keeps one per database: ~40 bytes a range). */
+typedef struct view_ranges_index {
+    view_range_entry *ranges; /* by row, then begin (then the longer, then marker order) */
+    size_t n;
+    size_t row_start[VIEW_RANGE_ROWS_MAX + 1]; /* row r: ranges[row_start[r], row_start[r+1]) */
+    int rows;
+} view_ranges_index;
+
+/* The index of db's ranges; none on the event axis (markers have times only). 0, or -1 with
+ * a message. */
+int view_ranges_index_build(sqlite3 *db, int event_axis, view_ranges_index *out, char *err,
+                            size_t errlen);
+void view_ranges_index_free(view_ranges_index *x);
+
 typedef struct view_oom_mark {
     int64_t event_id;
     int64_t at;   /* on the axis */
@@ -57,18 +89,15 @@ typedef struct view_marks_result {
 } view_marks_result;
 
 /* The steps in [lo, hi) on the axis (those that overlap it), at most max_steps of them (every
- * k-th beyond), the NVTX ranges overlapping it, at most max_ranges (those of the least depth
- * kept, then the longest, then the earliest), and, when with_ooms, `device`'s OOMs in the
- * window; event_axis as view_timeline_axis says. A range's depth: its row, the lowest whose
- * ranges so far (in begin order, the longer first) end by its begin, at most 63 (for nested
- * ranges, as one thread's pushes are, the nesting depth; ranges of other threads that overlap
- * take rows of their own). Ranges are process-wide, on every device; on the event axis (an input
- * without times) none, as markers then have no place among the events. The ranges are read
- * from the markers alone (markers_ts, markers_begin), never the events; the events are read
- * only when the device has OOMs (devices.ooms, devices.alloc_failed). 0, or -1 with a
- * message. */
+ * k-th beyond), the NVTX ranges of `ranges` overlapping it (or an instant in it), at most
+ * max_ranges (those of the least depth kept, then the longest, then the earliest; their names
+ * read for those alone), and, when with_ooms, `device`'s OOMs in the window; event_axis as
+ * view_timeline_axis says. Ranges are process-wide, on every device; on the event axis (an
+ * input without times) none. The events are read only when the device has OOMs
+ * (devices.ooms, devices.alloc_failed). 0, or -1 with a message. */
 int view_marks(sqlite3 *db, int device, int event_axis, int64_t lo, int64_t hi, size_t max_steps,
-               size_t max_ranges, int with_ooms, view_marks_result *out, char *err, size_t errlen);
+               const view_ranges_index *ranges, size_t max_ranges, int with_ooms,
+               view_marks_result *out, char *err, size_t errlen);
 
 void view_marks_free(view_marks_result *out);
 

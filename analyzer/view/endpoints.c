@@ -205,16 +205,26 @@ int view_api_steps(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
     return 200;
 }
 
-int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen) {
-    int device, rc = device_arg(db, rq, &device, err, errlen);
+/* The device and the moment `at` (a WHEN, default the end) a segment map is asked for: 0, or
+ * the status with the message in err. */
+static int device_and_moment(sqlite3 *db, const view_request *rq, int *device, const char **when,
+                             int64_t *at, char *err, size_t errlen) {
+    int rc = device_arg(db, rq, device, err, errlen);
     if (rc)
         return rc;
-    const char *when = view_request_arg(rq, "at");
-    if (!when || !*when)
-        when = "end";
+    *when = view_request_arg(rq, "at");
+    if (!*when || !**when)
+        *when = "end";
+    return when_resolve(db, *when, *device, at, err, errlen) != 0 ? 400 : 0;
+}
+
+int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err, size_t errlen) {
+    int device;
+    const char *when;
     int64_t at;
-    if (when_resolve(db, when, device, &at, err, errlen) != 0)
-        return 400;
+    int rc = device_and_moment(db, rq, &device, &when, &at, err, errlen);
+    if (rc)
+        return rc;
     /* frames=1 for the blocks' frames too; first/count: a slice of the segments */
     int64_t frames = 0, first = 0, count = INT64_MAX;
     if ((rc = int_arg(rq, "frames", 0, 1, &frames, err, errlen)) ||
@@ -242,15 +252,12 @@ int view_api_segments(sqlite3 *db, const view_request *rq, FILE *out, char *err,
 
 int view_api_segment_series(sqlite3 *db, const view_request *rq, FILE *out, char *err,
                             size_t errlen) {
-    int device, rc = device_arg(db, rq, &device, err, errlen);
+    int device;
+    const char *when;
+    int64_t at;
+    int rc = device_and_moment(db, rq, &device, &when, &at, err, errlen);
     if (rc)
         return rc;
-    const char *when = view_request_arg(rq, "at");
-    if (!when || !*when)
-        when = "end";
-    int64_t at;
-    if (when_resolve(db, when, device, &at, err, errlen) != 0)
-        return 400;
     const char *word = view_request_arg(rq, "by");
     view_stack_by by;
     if (!word || view_stack_by_parse(word, &by) != 0) {
@@ -524,8 +531,11 @@ int view_api_marks(sqlite3 *db, const view_request *rq, FILE *out, char *err, si
         snprintf(err, errlen, "the window is empty: hi (%" PRId64 ") <= lo (%" PRId64 ")", hi, lo);
         return 400;
     }
+    const view_ranges_index *ranges;
+    if ((rc = view_ranges(db, event_axis, &ranges, err, errlen)) != 0)
+        return rc;
     view_marks_result m;
-    if (view_marks(db, device, event_axis, lo, hi, VIEW_API_MAX_STEP_MARKS,
+    if (view_marks(db, device, event_axis, lo, hi, VIEW_API_MAX_STEP_MARKS, ranges,
                    VIEW_API_MAX_RANGE_MARKS, (int)ooms, &m, err, errlen) != 0)
         return 500;
     fprintf(out,

@@ -5,6 +5,7 @@
 #define GMT_VIEW_ENDPOINTS_H
 
 #include "step_table.h"
+#include "view_marks.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -124,8 +125,13 @@ int view_step_order(sqlite3 *db, int device, step_order *o, char *err, size_t er
 /* What a part learnt of the order (the first reserved jump, step_table_part), kept for the next
  * ones. */
 void view_step_order_keep(sqlite3 *db, int device, const step_order *o);
-/* Frees every kept table and order: only while no thread may still read one (before the workers
- * start, after they and the builder are joined). */
+/* The NVTX ranges' index (view_marks.h) of db's file, made by the first thread that asks (a
+ * pass over the ranges) and kept for all: every /api/marks then reads only the window's
+ * ranges. 0, or 500 with the message. */
+int view_ranges(sqlite3 *db, int event_axis, const view_ranges_index **out, char *err,
+                size_t errlen);
+/* Frees every kept table, order and ranges' index: only while no thread may still read one
+ * (before the workers start, after they and the builder are joined). */
 void view_step_table_drop(void);
 
 #endif

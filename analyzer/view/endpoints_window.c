@@ -15,6 +15,7 @@
 #include "json_out.h"
 #include "stack_names.h"
 #include "step_table.h"
+#include "view_marks.h"
 #include "view_search.h"
 #include "view_window.h"
 #include "when.h"
@@ -253,8 +254,65 @@ void view_step_order_keep(sqlite3 *db, int device, const step_order *o) {
     pthread_mutex_unlock(&steps_lock);
 }
 
+/* The ranges' indexes (view_marks.h), one per database file, kept as the tables are (under
+ * steps_lock, until view_step_table_drop): made by whichever thread asks first (two at once both
+ * make it, the second's dropped), read by every thread after, never changed. */
+typedef struct shared_ranges {
+    char *path;
+    view_ranges_index index;
+} shared_ranges;
+
+static shared_ranges *kept_ranges;
+static size_t nkept_ranges, kept_ranges_cap;
+
+static const view_ranges_index *ranges_of(sqlite3 *db) {
+    char key[64];
+    const char *path = table_key(db, key);
+    for (size_t i = 0; i < nkept_ranges; i++)
+        if (strcmp(kept_ranges[i].path, path) == 0)
+            return &kept_ranges[i].index;
+    return NULL;
+}
+
+int view_ranges(sqlite3 *db, int event_axis, const view_ranges_index **out, char *err,
+                size_t errlen) {
+    pthread_mutex_lock(&steps_lock);
+    *out = ranges_of(db);
+    pthread_mutex_unlock(&steps_lock);
+    if (*out)
+        return 0;
+    view_ranges_index made;
+    if (view_ranges_index_build(db, event_axis, &made, err, errlen) != 0)
+        return 500;
+    char key[64];
+    char *path = strdup(table_key(db, key));
+    pthread_mutex_lock(&steps_lock);
+    if (!(*out = ranges_of(db)) && path &&
+        gmt_grow((void **)&kept_ranges, &kept_ranges_cap, nkept_ranges, sizeof *kept_ranges) == 0) {
+        kept_ranges[nkept_ranges] = (shared_ranges){.path = path, .index = made};
+        *out = &kept_ranges[nkept_ranges++].index;
+        path = NULL;
+        made = (view_ranges_index){0};
+    }
+    pthread_mutex_unlock(&steps_lock);
+    free(path);
+    view_ranges_index_free(&made); /* another thread's is kept, or none could be */
+    if (!*out) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    return 0;
+}
+
 void view_step_table_drop(void) {
     pthread_mutex_lock(&steps_lock);
+    for (size_t i = 0; i < nkept_ranges; i++) {
+        free(kept_ranges[i].path);
+        view_ranges_index_free(&kept_ranges[i].index);
+    }
+    free(kept_ranges);
+    kept_ranges = NULL;
+    nkept_ranges = kept_ranges_cap = 0;
     for (size_t i = 0; i < ntables; i++)
         entry_free(tables[i]);
     free(tables);

@@ -211,6 +211,7 @@ static int make_token(char *hex, char *err, size_t errlen) {
 }
 
 static void server_free(view_server *s) {
+    view_step_table_drop(); /* what the memos kept, on a start that failed after them */
     for (size_t i = 0; i < s->nmemos; i++)
         free(s->memos[i].body);
     for (size_t i = 0; s->src && i < s->nsrc; i++) {
@@ -318,7 +319,8 @@ static int prepare(view_server *s, char *err, size_t errlen) {
                 rc = copy_memo(s, view_api_marks, whole, whole + 2, err, errlen);
         }
     }
-    view_step_table_drop(); /* the memos made none: nothing is kept from here */
+    /* what the memos kept (the ranges' index of the whole run's marks) is keyed by the file,
+     * not this connection: the workers read it, and server_stop drops it */
     db_close(db);
     return rc;
 }
