@@ -367,6 +367,20 @@ def check_oom_summary(b, inp, env, label):
                           "li.textContent.replace(/ \\[[a-z_ ]+\\]$/, ''))")
         check(shown and all(t in said for t in shown),
               label + ": OOM lines %r not among report's %r" % (shown[:1], sorted(said)[:1]))
+        # the marks the timeline drew (the whole run): report's device limit, peak and OOMs
+        rdev = next(d for d in cli_json(env, "report", inp, "--json")["devices"]
+                    if d["device"] == page.eval("gmtView.device"))
+        drawn = page.eval("gmtView.drawnMarks")
+        total = rdev["ooms"] + rdev["alloc_failed"]
+        firsts = [o["event_id"] for o in rdev["oom_events"]]
+        check(drawn["limit"] == rdev["total_bytes"] and rdev["total_bytes"] == 2500000000 and
+              drawn["peak"] == rdev["peak_allocated_ts_ns"] and
+              len(drawn["ooms"]) == min(total, 1000) and
+              [e for e, op in drawn["ooms"] if op == "oom"][:len(firsts)] == firsts and
+              {op for _, op in drawn["ooms"]} == {"oom", "alloc_failed"},
+              label + ": drawn limit %r peak %r, %d OOM marks; report's %r %r, %d OOMs %r" % (
+                  drawn["limit"], drawn["peak"], len(drawn["ooms"]), rdev["total_bytes"],
+                  rdev["peak_allocated_ts_ns"], total, firsts[:3]) + " drawn %r" % drawn["ooms"][:3])
         check(win["steps_listed"] < win["steps_in_window"],
               label + ": all %d steps listed: the \"N of M listed\" note not checked" %
               win["steps_in_window"])
@@ -680,6 +694,17 @@ def check_page(b, inp, env, label, untimed, text):
                     r["id"], k, shown[k], want))
             check(page.eval("document.getElementById('d-size').textContent")
                   .endswith("(%d bytes)" % row["size"]), label + ": the size's text")
+            # its lifetime's end and its category, as sql has them
+            more = cli_json(env, "sql", inp, "SELECT a.free_event_id, c.category FROM allocations"
+                            " a LEFT JOIN block_categories c ON c.alloc_id = a.alloc_id WHERE "
+                            "a.alloc_id = %d" % r["id"], "--json")[0]
+            got = page.eval("['lifetime', 'category'].map(k => [document.getElementById('d-' + k)"
+                            ".dataset.value, document.getElementById('d-' + k).textContent])")
+            check(got[0][0] == ("" if more["free_event_id"] is None else
+                                str(more["free_event_id"])) and
+                  (("live at the end" in got[0][1]) == (more["free_event_id"] is None)) and
+                  got[1][0] == (more["category"] or "") and more["category"],
+                  label + ": block %d lifetime/category shown %r, sql %r" % (r["id"], got, more))
             for which in ("alloc", "free"):
                 got = page.eval("[...document.querySelectorAll('#d-%s_frames li.frame')]"
                                 ".map(li => [li.dataset.name, Number(li.dataset.line)])" % which)

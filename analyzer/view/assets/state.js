@@ -36,6 +36,7 @@ const S = {
   segKeys: null, segSeries: null, // the segment map's blocks' series keys; those coloured
   blocksLayout: "address", // the allocations' layout: "address" or "stacked" (blocks.js)
   rangeMarks: null, rangeBars: [], // the window's NVTX ranges (/api/marks) and the bars drawn
+  drawnMarks: null, // the device limit, the peak and the OOMs the timeline drew last (timeline.js)
   fetched: { timeline: 0, allocations: 0, segments: 0, block: 0, window: 0, stacks: 0, search: 0 },
   summary_: null, summaryOn: false,
   stackBy: "", stacks: null, stackTop: null, // stackTop: the drawn top of each bucket's stack

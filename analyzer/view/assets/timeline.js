@@ -261,9 +261,13 @@ function drawTimeline() {
       g.lineWidth = 1;
     }
   }
-  // the device limit, the peak, the OOMs, the cursor, the brush
+  // the device limit, the peak, the OOMs, the cursor, the brush (what was drawn kept in
+  // S.drawnMarks, for the tests to hold against the CLI)
+  const drawn = { limit: null, peak: null, peakX: null, ooms: [] };
+  S.drawnMarks = drawn;
   g.setLineDash([5, 4]);
   if (limit && Y(limit) > top) {
+    drawn.limit = limit;
     g.strokeStyle = COLORS.limit;
     g.beginPath(); g.moveTo(M.left, Y(limit)); g.lineTo(w - M.right, Y(limit)); g.stroke();
     g.fillStyle = COLORS.limit; g.textAlign = "left"; g.textBaseline = "bottom";
@@ -272,6 +276,8 @@ function drawTimeline() {
   if (d && d.peak_allocated_bytes > 0) {
     const t = S.axis === "event" ? d.peak_allocated_event_id : d.peak_allocated_ts_ns;
     const x = X(t);
+    drawn.peak = t;
+    drawn.peakX = x;
     g.strokeStyle = COLORS.peak;
     g.beginPath(); g.moveTo(x, top); g.lineTo(x, bottom); g.stroke();
     g.fillStyle = COLORS.peak; g.textBaseline = "top";
@@ -284,6 +290,7 @@ function drawTimeline() {
     g.fillStyle = COLORS.oom;
     for (const o of S.marks.ooms) {
       const x = X(o.at);
+      drawn.ooms.push([o.event_id, o.op]);
       g.fillRect(x - 0.5, top, 1.5, ph);
       g.beginPath(); g.moveTo(x - 5, top); g.lineTo(x + 5, top); g.lineTo(x, top + 8);
       g.fill();
