@@ -20,10 +20,12 @@ trace (two devices, named tensors) and for a real PyTorch snapshot without times
     the categories (report's at the window's peak), the steps listed and their count (`steps
     --json`'s that overlap the window), the OOM lines (report's, with their verdicts; a synth
     trace that OOMs and has more steps than the summary lists, opened with summary=1 in the URL,
-    the whole run summarized);
+    the whole run summarized), and on that trace the marks drawn: the device limit and the
+    peak at report's, the OOM marks report's ooms + alloc_failed (the first 1000);
   - a click on a block rectangle (its place from the page's own state): the detail panel's size,
-    requested size, stream, tensor name and the alloc and free stack frames equal `memanalyze sql`
-    over allocations and stack_frames for that alloc_id;
+    requested size, stream, tensor name, lifetime's end, category and the alloc and free stack
+    frames equal `memanalyze sql` over allocations, block_categories and stack_frames for that
+    alloc_id;
   - a click on the timeline puts the cursor: the segment count shown equals
     `memanalyze segments --at event:N --json` for the event the page says it resolved to;
   - the allocations' stacked layout: a rectangle per block of /api/allocations, no two
@@ -44,7 +46,8 @@ trace (two devices, named tensors) and for a real PyTorch snapshot without times
     listed equal `sql` over allocations with addr <= A < addr + size, and a click on the drawn one
     opens its detail and puts the cursor at its alloc;
   - the URL (the state in its hash) opened in a new page shows the same window, block, stack
-    choice, segment count and search (a deep link);
+    choice, segment count and search (a deep link); #device=N of the device that is not the
+    default opens its timeline (its peak report's) with the select showing it;
   - screenshots of each state in the test's build folder (view_screens/), looked at by people.
 Skips (77) without chromium, or with a memanalyze built without libmicrohttpd, saying why.
 
@@ -386,6 +389,34 @@ def check_oom_summary(b, inp, env, label):
               win["steps_in_window"])
         scroll_to(page, "summary")
         page.screenshot(os.path.join(SHOTS, label + "-summary.png"))
+    finally:
+        rc = view.stop()[0]
+    check(rc == 0, label + ": view exit %r" % rc)
+
+
+def check_device_link(b, inp, env, label):
+    """A deep link naming the device that is not the default one: that device's timeline, with
+    its own peak and limit (report's), and the device select showing it."""
+    devices = cli_json(env, "report", inp, "--json")["devices"]
+    view = view_client.ViewServer(MEM, [inp], env, url_wait_s=60, wait_built=False)
+    try:
+        first = b.open(view.url)
+        first.wait_for("document.body.dataset.ready", timeout=30)
+        default = first.eval("gmtView.device")
+        other = next(d for d in devices if d["device"] != default)
+        page = b.open(view.url + "#device=%d" % other["device"])
+        page.wait_for("document.body.dataset.ready", timeout=30)
+        settled(page)
+        drawn = page.eval("gmtView.drawnMarks")
+        check(page.eval("gmtView.device") == other["device"] and
+              drawn["peak"] == other["peak_allocated_ts_ns"] and
+              drawn["limit"] in (None, other["total_bytes"]) and  # drawn when near the data
+              page.eval("document.getElementById('device').value") == str(other["device"]),
+              label + ": #device=%d opened device %r, peak %r limit %r select %r (report's %r "
+              "%r)" % (other["device"], page.eval("gmtView.device"), drawn["peak"],
+                       drawn["limit"], page.eval("document.getElementById('device').value"),
+                       other["peak_allocated_ts_ns"], other["total_bytes"]))
+        check(b.errors == [], label + ": errors: %r" % b.errors)
     finally:
         rc = view.stop()[0]
     check(rc == 0, label + ": view exit %r" % rc)
@@ -819,6 +850,7 @@ def main():
     os.makedirs(SHOTS, exist_ok=True)
     with browser.Browser() as b:
         check_page(b, trace, env, "synth", False, "model.py")
+        check_device_link(b, trace, env, "synth-device")
         oom = os.path.join(tmp, "oom.zst")
         subprocess.run([SYNTH, "-o", oom, "--steps", "210", "--device-memory", "2500000000"],
                        check=True, capture_output=True)
