@@ -3,11 +3,11 @@
  * viewer's endpoints print them. */
 #include "fact_json.h"
 
-#include "category_store.h"
 #include "json_out.h"
 #include "view_stacks.h"
 
 #include <assert.h>
+#include <inttypes.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -111,28 +111,6 @@ void layout_json_write(FILE *out, const layout *l, const char *when, const char 
     fprintf(out, "],\n \"rows_left_out\": %zu}\n", l->conflicts);
 }
 
-/* A live block's key in the series `by` (view_stacks.h's series_key and seed_block). */
-static long long block_series_key(const layout_block *b, gmt_stack_by by,
-                                  sqlite3_stmt *categories) {
-    switch (by) {
-    case STACK_BY_SITE:
-        return b->stack_id;
-    case STACK_BY_STREAM:
-        return (long long)b->stream;
-    case STACK_BY_SIZE:
-        return gmt_size_class_of((int64_t)b->size);
-    case STACK_BY_CATEGORY: {
-        /* the seed's blocks too (ids <= 0: a snapshot's blocks from before its history), as
-         * view_stacks.c's seed_block asks for them */
-        int c = categories ? category_stored_of(categories, b->alloc_event_id) : -1;
-        return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
-    }
-    case STACK_BY_COUNT:
-        break;
-    }
-    return 0;
-}
-
 void layout_series_json_write(FILE *out, const layout *l, gmt_stack_by by, sqlite3_stmt *categories,
                               const json_slice *slice) {
     size_t first = slice ? slice->first : 0, end = l->segment_count;
@@ -152,7 +130,10 @@ void layout_series_json_write(FILE *out, const layout *l, gmt_stack_by by, sqlit
             const layout_block *b = &l->blocks[s->first_block + k];
             if (b->state == LAYOUT_INACTIVE)
                 continue;
-            fprintf(out, "%s%lld", any++ ? "," : "", block_series_key(b, by, categories));
+            int failed = 0; /* a category that cannot be read: unknown, as a stack says it */
+            fprintf(out, "%s%" PRId64, any++ ? "," : "",
+                    view_stack_block_key(by, b->stack_id, (int64_t)b->stream, (int64_t)b->size,
+                                         categories, b->alloc_event_id, &failed));
         }
         fputc(']', out);
     }

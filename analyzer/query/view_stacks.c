@@ -362,10 +362,17 @@ int view_stacks_choose(sqlite3 *db, sweep *s, size_t max_series, view_stacks_res
 
 /* ---- a start from the layouts' checkpoint ---- */
 
-/* The category of one block, by a point lookup (the seed's blocks: old ones among them, which
- * the cursor above would reach only by stepping through every block before them). */
-static int64_t category_at(sqlite3_stmt *st, int64_t id, int *failed) {
-    int c = category_stored_of(st, id);
+/* A block's category by a point lookup (the seed's blocks: old ones among them, which the
+ * cursor above would reach only by stepping through every block before them). */
+int64_t view_stack_block_key(view_stack_by by, int64_t stack_id, int64_t stream, int64_t size,
+                             sqlite3_stmt *categories, int64_t alloc_id, int *failed) {
+    if (by == STACK_BY_SITE)
+        return stack_id;
+    if (by == STACK_BY_STREAM)
+        return stream;
+    if (by == STACK_BY_SIZE)
+        return gmt_size_class_of(size);
+    int c = categories ? category_stored_of(categories, alloc_id) : -1;
     *failed |= c == -2;
     return c < 0 ? BLOCK_CATEGORY_UNKNOWN : c;
 }
@@ -373,10 +380,7 @@ static int64_t category_at(sqlite3_stmt *st, int64_t id, int *failed) {
 /* One block live at the seed joins its series, as its alloc row would have. */
 static int seed_block(sweep *s, sqlite3_stmt *cat, int64_t id, int64_t size, int64_t stack,
                       int64_t stream, int *failed) {
-    int64_t key = s->by == STACK_BY_SITE     ? stack
-                  : s->by == STACK_BY_STREAM ? stream
-                  : s->by == STACK_BY_SIZE   ? gmt_size_class_of(size)
-                                             : category_at(cat, id, failed);
+    int64_t key = view_stack_block_key(s->by, stack, stream, size, cat, id, failed);
     uint32_t idx;
     int64_t slot = gmt_slot_take(&s->blocks);
     if (slot < 0 || view_stacks_series_index(s, key, &idx) != 0)

@@ -61,6 +61,14 @@ typedef gmt_stack_by view_stack_by;
 int view_stack_by_parse(const char *word, view_stack_by *by);
 const char *view_stack_by_name(view_stack_by by);
 
+/* The series key of one block, as a stack answers it: its allocation stack id, its stream, its
+ * size class, or its category stored in block_categories by its alloc id (a point lookup on
+ * `categories`, category_stored_statement's; a snapshot's blocks from before its history, ids
+ * <= 0, too), unknown when none is stored or `categories` is NULL; *failed set on a read
+ * error. The seed of a stack's sweep and the segment map's colours (fact_json.h) both. */
+int64_t view_stack_block_key(view_stack_by by, int64_t stack_id, int64_t stream, int64_t size,
+                             sqlite3_stmt *categories, int64_t alloc_id, int *failed);
+
 typedef struct view_stack_series {
     int64_t key; /* the stack id, gmt_category, stream or size class; -1: "other" */
     char label[192];
