@@ -311,10 +311,10 @@ static int read_ranges(sqlite3 *db, const view_ranges_index *x, int64_t lo, int6
     int64_t total = 0;
     for (int r = 0; r < x->rows; r++) {
         row_slice(x, r, lo, hi, &first[r], &end[r]);
-        size_t in_row = 0;
-        for (size_t i = first[r]; r == VIEW_RANGE_ROWS_MAX - 1 && i < end[r]; i++)
-            in_row += overlaps(&x->ranges[i], lo, hi);
-        in_row = r == VIEW_RANGE_ROWS_MAX - 1 ? in_row : end[r] - first[r];
+        size_t in_row = end[r] - first[r];
+        if (r == VIEW_RANGE_ROWS_MAX - 1) /* the last row's slice: those begun before hi */
+            for (size_t i = first[r]; i < end[r]; i++)
+                in_row -= !overlaps(&x->ranges[i], lo, hi);
         total += (int64_t)in_row;
         if (in_row)
             out->ranges_depth = r + 1;

@@ -211,7 +211,7 @@ static int make_token(char *hex, char *err, size_t errlen) {
 }
 
 static void server_free(view_server *s) {
-    view_step_table_drop(); /* what the memos kept, on a start that failed after them */
+    view_step_table_drop(); /* what the memos and the workers kept: no thread reads it now */
     for (size_t i = 0; i < s->nmemos; i++)
         free(s->memos[i].body);
     for (size_t i = 0; s->src && i < s->nsrc; i++) {
@@ -426,7 +426,6 @@ int view_server_stop(view_server *s) {
     MHD_stop_daemon(s->daemon); /* joins the workers: each closes its database on exit */
     if (s->have_builder)
         pthread_join(s->builder, NULL);
-    view_step_table_drop(); /* no thread reads one now */
     pthread_key_delete(s->conns_key);
     int given_up = s->given_up;
     server_free(s);

@@ -263,7 +263,7 @@ function drawTimeline() {
   }
   // the device limit, the peak, the OOMs, the cursor, the brush (what was drawn kept in
   // S.drawnMarks, for the tests to hold against the CLI)
-  const drawn = { limit: null, peak: null, peakX: null, ooms: [] };
+  const drawn = { limit: null, peak: null, ooms: [] };
   S.drawnMarks = drawn;
   g.setLineDash([5, 4]);
   if (limit && Y(limit) > top) {
@@ -277,7 +277,6 @@ function drawTimeline() {
     const t = S.axis === "event" ? d.peak_allocated_event_id : d.peak_allocated_ts_ns;
     const x = X(t);
     drawn.peak = t;
-    drawn.peakX = x;
     g.strokeStyle = COLORS.peak;
     g.beginPath(); g.moveTo(x, top); g.lineTo(x, bottom); g.stroke();
     g.fillStyle = COLORS.peak; g.textBaseline = "top";
