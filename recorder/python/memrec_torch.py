@@ -10,7 +10,8 @@ sitecustomize, turns that on and drains the new entries into the trace:
   - when: `import torch` is watched (a one-shot meta-path finder), and the
     history is enabled when CUDA initializes (torch.cuda._lazy_call), so a
     program that imports torch without using CUDA is left as it was;
-  - drains: from Python threads only, never inside a CUDA callback: a
+  - drains: from Python threads only, never inside a CUDA callback, and
+    never importing a module of torch's the program has not (LazyImportGuard): a
     daemon thread every MEMREC_TORCH_DRAIN_MS (default 1000), at every step
     boundary (torch.cuda.nvtx range_push/range_pop/mark/range_start/
     range_end of a name with "step" and a number: the drain runs before the
@@ -824,7 +825,9 @@ class Drainer:
                 # Everything before this instant is in the snapshot: once it
                 # is emitted the writer may write up to here (late lane).
                 taken_us = time.time_ns() // 1000
-                self.drain_snapshot(self.torch.cuda.memory._snapshot(), taken_us)
+                with _lazy_guard:
+                    snapshot = self.torch.cuda.memory._snapshot()
+                self.drain_snapshot(snapshot, taken_us)
                 self.floor_us = taken_us
                 self.lib.memrec_torch_drained(taken_us)
             except Exception as e:  # noqa: BLE001
@@ -1185,6 +1188,54 @@ def drainer():
     return _drainer
 
 
+class LazyImportGuard:
+    """Keeps PyTorch's snapshot from importing torch's lazy modules.
+
+    _snapshot() turns the history's Python frames into dicts in C++, and looks for
+    torch._inductor there (py::hasattr(torch, "_inductor"), then its codecache: the frames
+    of inductor-generated code; torch/csrc/profiler/python/combined_traceback.cpp,
+    appendSymbolized). torch's module __getattr__ imports its lazy modules (_dynamo,
+    _inductor, ...: torch/__init__.py's _lazy_modules) at such a lookup. So a drain
+    imported torch._inductor, and with it torch._dynamo, into programs that never import
+    them, on the drain's thread, and while the program's own thread was importing
+    torch._dynamo (AdamW's first call does) the two imports met in the middle: CPython's
+    import locks handed the program a torch._inductor.utils that the drain's import had
+    given up, and the program died ("cannot import name 'IndentedBuffer' from
+    'torch._inductor.utils'"; every torch run on the H200 machine of 2026-12-04, torch
+    2.11, with the first drain taking 3.3 s).
+
+    While a drain takes its snapshot (`with guard:`), torch's __getattr__ imports nothing
+    on that thread: it raises AttributeError, as for a name torch lacks. A module that is
+    not imported yet has run no code, so no frame of its could be missed; once imported it
+    is an attribute of torch and __getattr__ is not asked. Other threads are unaffected."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def install(self, torch):
+        """Wraps torch's module __getattr__ (where it has one: PyTorch >= 2.0)."""
+        original = getattr(torch, "__dict__", {}).get("__getattr__")
+        if not callable(original) or getattr(original, "__wrapped__", None) is not None:
+            return
+        local = self.local
+
+        @functools.wraps(original)
+        def __getattr__(name):
+            if getattr(local, "active", False):
+                raise AttributeError("module 'torch' has no attribute %r" % (name,))
+            return original(name)
+        torch.__getattr__ = __getattr__
+
+    def __enter__(self):
+        self.local.active = True
+
+    def __exit__(self, *exc):
+        self.local.active = False
+
+
+_lazy_guard = LazyImportGuard()
+
+
 def compiling(torch):
     """Whether torch.compile (Dynamo) is tracing the code that calls us. torch.compiler
     .is_compiling (2.3+), else torch._dynamo's, only if Dynamo was ever imported (touching
@@ -1318,6 +1369,7 @@ def torch_imported(torch):
     if _drainer is not None:
         return
     d = _drainer = Drainer(torch, None)  # the library comes with CUDA (enable)
+    _lazy_guard.install(torch)
     cuda = torch.cuda
     d.patch_nvtx(cuda.nvtx)
     d.watch_history_switch(cuda.memory)

@@ -39,6 +39,8 @@
 #      cuMem* reached through cuGetProcAddress/cudaGetDriverEntryPoint are still seen by CUPTI
 #        (the vmm sample; expandable segments: CUPTI's mapped bytes = PyTorch's segment_map);
 #      PyTorch's snapshot has the keys the recorder reads and its time_us is wall-clock time;
+#      its _snapshot() imports torch._inductor (what fake_torch claims), and memrec's drains
+#        import none of torch's lazy modules into a program that does not;
 #      the optimizer step hook fires (torch.optim's global post-step hook, AdamW as train.py),
 #        and makes exactly the steps of the run without NVTX (N steps, N begin and N-1 end marks);
 #      on two GPUs, no rank's trace holds memory on the other rank's device.
@@ -445,13 +447,19 @@ pack
 
 # The beliefs about PyTorch itself, asked of PyTorch directly.
 tmo 120 "$py" - >"$out/logs/torch_beliefs.txt" 2>&1 <<'EOF'
-import time, torch
+import sys, time, torch
+lazy = lambda: sorted(m for m in sys.modules if m.startswith(("torch._inductor", "torch._dynamo")))
+imported_before = lazy()
 torch.cuda.memory._record_memory_history(max_entries=1000)
 before = time.time() * 1e6
 x = torch.empty(1 << 20, device="cuda")
 del x
 s = torch.cuda.memory._snapshot()
 after = time.time() * 1e6
+# what fake_torch's _snapshot claims (cuda/memory.py): with frames recorded it looks for
+# torch._inductor, which torch's lazy __getattr__ imports
+print("LAZY", "ok" if not imported_before and "torch._inductor" in lazy() else
+      "lazy modules before %s, after _snapshot() %s" % (imported_before[:3], lazy()[:3]))
 keys = {"segments", "device_traces"} - set(s)
 seg = s["segments"][0] if s["segments"] else {}
 seg_keys = {"address", "total_size", "device", "stream", "segment_type", "blocks"} - set(seg)
@@ -466,7 +474,9 @@ else:
     print("CLOCK", "ok" if before - 5e6 <= min(times) and max(times) <= after + 5e6 else
           "time_us %d..%d outside wall clock %d..%d" % (min(times), max(times), before, after))
 fired = []
-h = torch.optim.optimizer.register_optimizer_step_post_hook(lambda opt, a, k: fired.append(1))
+# torch/optim/__init__.py ends with `del optimizer`: the module is only in sys.modules
+from torch.optim.optimizer import register_optimizer_step_post_hook
+h = register_optimizer_step_post_hook(lambda opt, a, k: fired.append(1))
 p = torch.nn.Parameter(torch.randn(16, device="cuda"))
 opt = torch.optim.AdamW([p], lr=1e-3)
 for _ in range(2):
@@ -478,7 +488,8 @@ print("TORCH", torch.__version__)
 EOF
 rc=$?
 for b in KEYS:"PyTorch's snapshot has the keys the recorder reads" \
-    CLOCK:"PyTorch's time_us is wall-clock time" HOOK:"the optimizer step hook fires"; do
+    CLOCK:"PyTorch's time_us is wall-clock time" HOOK:"the optimizer step hook fires" \
+    LAZY:"PyTorch's _snapshot() imports torch._inductor (as fake_torch's does)"; do
     tag=${b%%:*}
     line=$(sed -n "s/^$tag //p" "$out/logs/torch_beliefs.txt")
     if [ "$line" = ok ]; then
@@ -489,6 +500,29 @@ for b in KEYS:"PyTorch's snapshot has the keys the recorder reads" \
         verdict FAIL "${b#*:}" "${line:-see logs/torch_beliefs.txt}"
     fi
 done
+
+# memrec's drains take PyTorch's snapshot: they must import none of torch's lazy modules
+# (memrec_torch.py, LazyImportGuard), here after three drains at 0.2 s
+cat >"$out/logs/lazy_modules.py" <<'EOF'
+import sys, time, torch
+x = torch.empty(1 << 20, device="cuda")
+time.sleep(0.7)
+print("LAZY", sorted(m for m in sys.modules if m.startswith(("torch._inductor", "torch._dynamo"))))
+EOF
+tmo 120 env MEMREC_TORCH_DRAIN_MS=200 MEMREC_TORCH_DRAIN_PERCENT=100 "$memrec" \
+    -o "$out/traces/lazy_modules.zst" -- "$py" "$out/logs/lazy_modules.py" \
+    >"$out/logs/lazy_modules.txt" 2>&1
+rc=$?
+line=$(sed -n 's/^LAZY //p' "$out/logs/lazy_modules.txt")
+drains=$(sed -n 's/.*PyTorch history: \([0-9]*\) drains.*/\1/p' "$out/logs/lazy_modules.txt")
+if [ $rc -eq 0 ] && [ "$line" = "[]" ] && [ "${drains:-0}" -ge 2 ]; then
+    verdict PASS "memrec's drains import none of torch's lazy modules" "$drains drains"
+elif [ $rc -eq 0 ]; then
+    verdict FAIL "memrec's drains import none of torch's lazy modules" \
+        "imported ${line:-?} after ${drains:-?} drains"
+else
+    verdict_rc $rc "memrec's drains import none of torch's lazy modules" "$out/logs/lazy_modules.txt"
+fi
 
 torch_test leak
 pack

@@ -22,7 +22,11 @@ the traces back.
      the gradients (new tensors: at the same addresses at the second step,
      at new ones at the third), each name bound to the block at its
      address, inside the step it was taken in; MEMREC_TENSOR_NAMES=0 names
-     nothing; a walk that raises warns once and the program goes on.
+     nothing; a walk that raises warns once and the program goes on;
+  6. PyTorch's lazy modules: drains (whose _snapshot looks for
+     torch._inductor, as PyTorch's C++ does) import nothing into a program
+     that never imports torch._inductor, and a program importing
+     torch._dynamo while drains run imports it unharmed.
 
 Usage: test_rec_torch.py MEMREC MEMANALYZE (exit 77: skip).
 """
@@ -79,6 +83,41 @@ ONE_OF_FOUR = """\
 import torch
 torch.cuda.memory.fake_devices, torch.cuda.memory.fake_device = 4, 2
 torch.cuda.fake_free(torch.cuda.fake_alloc(512))
+"""
+
+# Case 6: PyTorch's snapshot looks for torch._inductor (fake_torch/torch/cuda/memory.py), and
+# torch's lazy __getattr__ would import it on memrec's drain thread. LAZY: a program that
+# never imports it must not find it imported after drains; RACE: a program importing
+# torch._dynamo (which imports torch._inductor.utils, which imports torch._dynamo) while
+# memrec drains, as AdamW's first step does, must import it as without memrec.
+WAIT_FOR_DRAINS = """\
+import sys
+import time
+import torch
+import memrec_torch
+
+
+def drained(n, timeout=30):
+    d, end = memrec_torch.drainer(), time.monotonic() + timeout
+    first = d.drains if d else 0
+    while time.monotonic() < end and memrec_torch.drainer().drains < first + n:
+        time.sleep(0.005)
+    return memrec_torch.drainer().drains - first
+
+
+"""
+LAZY = WAIT_FOR_DRAINS + """\
+keep = torch.cuda.fake_alloc(4096)  # CUDA starts: the drains begin
+print("drains", drained(2))
+print("lazy modules imported", sorted(m for m in sys.modules
+                                     if m.startswith(("torch._inductor", "torch._dynamo"))))
+"""
+RACE = WAIT_FOR_DRAINS + """\
+# (5 s: a drain that imports torch._inductor waits for this import, which waits for it)
+DURING_DYNAMO_IMPORT = lambda: print("drains during the import", drained(2, timeout=5))
+keep = torch.cuda.fake_alloc(4096)
+import torch._dynamo  # noqa: E402
+print("dynamo imported")
 """
 
 # A steady loop (issue 26): the caching allocator hands out the same addresses every step,
@@ -561,6 +600,19 @@ def main():
 
         # ---- 5. tensor names ------------------------------------------------
         names_case(check, record, sql)
+
+        # ---- 6. PyTorch's lazy modules stay the program's to import ----------------
+        fast = {"MEMREC_TORCH_DRAIN_MS": "10", "MEMREC_TORCH_DRAIN_PERCENT": "100"}
+        out, _, _ = record("lazy", LAZY, extra=fast)
+        check(out.returncode == 0 and "drains 2" in out.stdout,
+              "lazy.py ran and drained: %r %r" % (out.stdout, out.stderr))
+        check("lazy modules imported []" in out.stdout,
+              "drains import no module of torch's: %r" % out.stdout)
+        out, _, _ = record("race", RACE, extra=fast)
+        check(out.returncode == 0 and "dynamo imported" in out.stdout,
+              "torch._dynamo imported while memrec drains: %r" % out.stderr[-2000:])
+        check("drains during the import 2" in out.stdout,
+              "drains ran during that import: %r" % out.stdout)
 
     return check.finish()
 

@@ -35,6 +35,10 @@ matter to it:
   - the clock re-fit: each _snapshot re-fits PyTorch's TSC->wall clock, so
     every time_us of a snapshot moves by a few microseconds (a cycle here);
   - a second _record_memory_history call clears the ring (older PyTorch);
+  - lazy modules: torch._dynamo and torch._inductor are imported by torch's module
+    __getattr__ at their first lookup (torch/__init__.py's _lazy_modules, PyTorch 2.x), and
+    import each other (_dynamo/__init__.py); _snapshot() looks for torch._inductor as
+    PyTorch's C++ does (cuda/memory.py says where seen);
   - torch.profiler.profile / torch.autograd.profiler.profile: with
     with_stack=True they fail while another profile hook is attached, as
     PyTorch's Python tracer does (autograd/profiler.py says where seen).
@@ -46,3 +50,15 @@ from ._tensor import (Tensor, UntypedStorage, arange, bfloat16, contiguous_forma
                       ones_like, preserve_format, randn, randn_like, tensor, zeros,
                       zeros_like)
 from . import autograd, nn, optim, profiler  # noqa: F401,E402
+
+import importlib as _importlib  # noqa: E402
+
+# As torch/__init__.py does (PyTorch 2.x): these submodules are imported at their first
+# lookup as attributes of torch, `hasattr(torch, "_inductor")` included.
+_lazy_modules = {"_dynamo", "_inductor"}
+
+
+def __getattr__(name):
+    if name in _lazy_modules:
+        return _importlib.import_module("." + name, __name__)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

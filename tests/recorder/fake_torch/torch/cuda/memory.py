@@ -14,6 +14,7 @@ import time
 
 _enabled = False
 _max_entries = 1
+_context = None  # what _record_memory_history's context was: None records no frames
 
 
 class _RingBuffer:
@@ -60,10 +61,11 @@ _snapshots = 0
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=1 << 62,
                            device=None, clear_history=False, compile_context=False,
                            global_record_annotations=False, skip_actions=None):
-    global _enabled, _max_entries, _record_annotations, _annotations
+    global _enabled, _max_entries, _record_annotations, _annotations, _context
     settings.append((enabled, context, stacks, max_entries))
     _enabled = enabled is not None and enabled is not False
     _record_annotations = bool(global_record_annotations)
+    _context = context
     _max_entries = max(1, max_entries)
     _rings.clear()  # older PyTorch: a new call starts a new history
     _annotations = _RingBuffer()  # every PyTorch: annotation_buffer.clear()
@@ -183,8 +185,29 @@ def _allocator_settings():
             "roundup_power2_divisions": {str(1 << i): d for i, d in enumerate(_config["roundup"])}}
 
 
+def _symbolize_python_frames():
+    """What PyTorch's C++ does before it turns the history's Python frames into dicts
+    (torch/csrc/profiler/python/combined_traceback.cpp, PythonTraceback::appendSymbolized,
+    read in PyTorch 2.x's source): py::hasattr(torch, "_inductor"), then
+    hasattr(torch._inductor, "codecache"), to add the frames of inductor-generated code.
+    torch's lazy __getattr__ imports torch._inductor on that lookup, on the thread that
+    takes the snapshot (the H200 run of 2026-12-04, torch 2.11: memrec's drain thread
+    imported it while the program imported torch._dynamo, and the program's import
+    failed). py::hasattr is PyObject_HasAttr: any error is taken for False."""
+    import torch
+    try:
+        inductor = torch._inductor if hasattr(torch, "_inductor") else None
+        if inductor is not None and hasattr(inductor, "codecache"):
+            inductor.codecache.PyCodeCache.stack_frames_for_code("", 0)
+    except Exception:  # noqa: BLE001 - as PyObject_HasAttr
+        pass
+
+
 def _snapshot(device=None):
     global _snapshots
+    if _context is not None and any(e.get("frames") for r in _rings.values()
+                                    for e in r.entries()):
+        _symbolize_python_frames()
     shift = _refits[_snapshots % len(_refits)]
     _snapshots += 1
     traces = [[] for _ in range(max([fake_devices, fake_device + 1] + [d + 1 for d in _rings]))]
