@@ -38,6 +38,7 @@
 #define KNOWN_MAX 4096
 static struct {
     uint64_t addr, pool; /* allocations seen: their pool (0 = none) */
+    int managed;         /* made by cuMemAllocManaged */
 } known_ptrs[KNOWN_MAX];
 static struct {
     uint64_t handle;
@@ -83,6 +84,11 @@ static CUresult fake_pointer_attribute(void *data, CUpointer_attribute attr, CUd
             continue;
         if (attr == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
             *(int *)data = 0;
+        else if (attr == CU_POINTER_ATTRIBUTE_IS_MANAGED)
+            /* as the real driver answers for any pointer it gave out (an unsigned int): the
+             * handler asks at cuMemFree, which frees managed memory too (H200,
+             * nvidia_h200_cuda_managed.log: without this the free replayed as device memory) */
+            *(unsigned int *)data = (unsigned int)known_ptrs[i].managed;
         else if (attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
             *(CUmemoryPool *)data = (CUmemoryPool)(uintptr_t)known_ptrs[i].pool;
         else
@@ -122,6 +128,7 @@ static void fake_driver_observe(const rec_cupti_call *call) {
     if (ci.cls == REC_CALL_ALLOC && n_known_ptrs < KNOWN_MAX) {
         uint64_t pool = ci.async ? (uint64_t)(uintptr_t)(ci.pool ? ci.pool : DEFAULT_POOL) : 0;
         known_ptrs[n_known_ptrs].addr = ci.addr;
+        known_ptrs[n_known_ptrs].managed = ci.kind == TRACE_KIND_MANAGED;
         known_ptrs[n_known_ptrs++].pool = pool;
     } else if (ci.cls == REC_CALL_PHYS_CREATE && ci.alloc_prop && n_known_handles < KNOWN_MAX) {
         known_handles[n_known_handles].handle = ci.addr;
