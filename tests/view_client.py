@@ -65,8 +65,15 @@ class ViewServer:
         line = self.process.stdout.readline() if ready else ""
         self.took = time.monotonic() - t0
         if not line.startswith(PREFIX):
+            # An empty line at once is the end of its stdout: view is exiting, but may not be
+            # reaped yet (poll() says None for a moment), so it is waited for, to read why.
+            try:
+                self.process.wait(timeout=10 if ready and not line else 0.1)
+            except subprocess.TimeoutExpired:
+                pass
             exited = self.process.poll() is not None
-            err = self.process.stderr.read() if exited else "(no line in %g s)" % url_wait_s
+            err = ("exit %s: %s" % (self.process.returncode, self.process.stderr.read())
+                   if exited else "(no line in %g s)" % url_wait_s)
             self.process.kill()
             self.process.wait()
             self.process.stdout.close()
