@@ -213,7 +213,7 @@ void rec_get_stats(rec_stats *out);
  * names it by, the same at every count of a slot. Lock-free and
  * allocation-free (a CUDA callback counts); nothing while no session
  * records. A session starts with every count at zero. */
-#define REC_COUNT_SLOTS 32
+#define REC_COUNT_SLOTS 48
 void rec_count_call(unsigned slot, uint32_t call_id, const char *name, uint64_t bytes);
 
 /* The session's counts so far into out[0 .. max), in slot order, slots not

@@ -242,6 +242,13 @@ static void record_alloc_like(rec_call_info *ci, CUresult result, uint32_t ctx_d
     if (result != CUDA_SUCCESS) {
         if (ci->cls != REC_CALL_ALLOC && ci->cls != REC_CALL_PHYS_CREATE)
             return; /* a failed reserve or map is no memory asked for */
+        const char *name;
+        int slot;
+        if (result != CUDA_ERROR_OUT_OF_MEMORY &&
+            (slot = rec_call_refused_slot(ci->cbid, &name)) >= 0) {
+            rec_count_call((unsigned)slot, ci->cbid, name, ci->requested);
+            return; /* refused, not short of memory (rec_cupti_calls.c) */
+        }
         ci->size = ci->requested;
         rec_cupti_sample_driver(ctx_device, ts, 1);
         emit(TRACE_OP_ALLOC_FAILED, ci, device, (uint64_t)(uintptr_t)pool, stack, ts);

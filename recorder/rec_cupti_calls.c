@@ -120,16 +120,49 @@ static const struct counted_call {
 #endif
 };
 #undef COUNTED
-_Static_assert(sizeof counted_calls / sizeof counted_calls[0] <= REC_COUNT_SLOTS,
-               "each counted call has a count slot (rec_core.h)");
 
-int rec_call_count_slot(CUpti_CallbackId cbid, const char **name) {
-    for (size_t i = 0; i < sizeof counted_calls / sizeof counted_calls[0]; i++)
-        if (counted_calls[i].cbid == cbid) {
-            *name = counted_calls[i].name;
-            return (int)i;
+/* Allocation calls that failed with an error other than out of memory: refused, not short
+ * of memory (an unsupported handle type, flags, a size of 0), so no alloc_failed event,
+ * which says a device could not give memory (the analyzer's OOM story); counted, with the
+ * bytes they asked for, under "<call> refused". Seen: PyTorch 2.11's expandable segments
+ * begin with a cuMemCreate that fails with CUDA_ERROR_NOT_PERMITTED, then one that succeeds
+ * (tests/fixtures/cupti/nvidia_h200_torch_expandable.log). */
+#define REFUSED(name)                                                                              \
+    { CUPTI_DRIVER_TRACE_CBID_##name, #name " refused" }
+static const struct counted_call refused_calls[] = {
+    REFUSED(cuMemAlloc_v2),
+    REFUSED(cuMemAllocPitch_v2),
+    REFUSED(cuMemAllocManaged),
+    REFUSED(cuMemHostAlloc),
+    REFUSED(cuMemAllocHost_v2),
+    REFUSED(cuMemAllocAsync),
+    REFUSED(cuMemAllocAsync_ptsz),
+    REFUSED(cuMemAllocFromPoolAsync),
+    REFUSED(cuMemAllocFromPoolAsync_ptsz),
+    REFUSED(cuMemCreate),
+};
+#undef REFUSED
+#define N_COUNTED (sizeof counted_calls / sizeof counted_calls[0])
+#define N_REFUSED (sizeof refused_calls / sizeof refused_calls[0])
+_Static_assert(N_COUNTED + N_REFUSED <= REC_COUNT_SLOTS,
+               "each counted call and each refusal has a count slot (rec_core.h)");
+
+static int slot_in(const struct counted_call *table, size_t n, size_t first, CUpti_CallbackId cbid,
+                   const char **name) {
+    for (size_t i = 0; i < n; i++)
+        if (table[i].cbid == cbid) {
+            *name = table[i].name;
+            return (int)(first + i);
         }
     return -1;
+}
+
+int rec_call_count_slot(CUpti_CallbackId cbid, const char **name) {
+    return slot_in(counted_calls, N_COUNTED, 0, cbid, name);
+}
+
+int rec_call_refused_slot(CUpti_CallbackId cbid, const char **name) {
+    return slot_in(refused_calls, N_REFUSED, N_COUNTED, cbid, name);
 }
 
 size_t rec_call_cbids(const CUpti_CallbackId **out) {

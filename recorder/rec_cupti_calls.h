@@ -107,4 +107,9 @@ size_t rec_call_cbids(const CUpti_CallbackId **out);
  * for a cbid it never counts. */
 int rec_call_count_slot(CUpti_CallbackId cbid, const char **name);
 
+/* The count slot of an allocation call (REC_CALL_ALLOC, cuMemCreate) that failed with an
+ * error other than CUDA_ERROR_OUT_OF_MEMORY, named "<call> refused"; -1 for any other cbid.
+ * Such a failure is counted, not recorded as alloc_failed (which means out of memory). */
+int rec_call_refused_slot(CUpti_CallbackId cbid, const char **name);
+
 #endif

@@ -57,8 +57,8 @@
       "cuMemPoolTrimTo on pool `pool`; size = the minBytesToKeep argument, addr NULL; what it "    \
       "released shows in the next pool counters")                                                  \
     X(ALLOC_FAILED, 6, "alloc_failed",                                                             \
-      "a driver allocation returned an error (not yet an OOM: PyTorch frees its cache and "        \
-      "retries); size = bytes asked for, addr NULL")                                               \
+      "a driver allocation failed for want of memory (CUDA_ERROR_OUT_OF_MEMORY; not yet an OOM: "  \
+      "PyTorch frees its cache and retries); size = bytes asked for, addr NULL")                   \
     X(OOM, 7, "oom",                                                                               \
       "the allocator gave up (PyTorch's oom entry); size = bytes asked for, addr NULL")            \
     X(PHYS_CREATE, 8, "phys_create",                                                               \

@@ -146,7 +146,7 @@ INSERT INTO ops (op, name, description) VALUES
   (3,  'map',            'cuMemMap: a VMM address range becomes a mapped segment; addr/size = the range'),
   (4,  'unmap',          'cuMemUnmap: the mapped range ends'),
   (5,  'pool_trim',      'cuMemPoolTrimTo on pool `pool`; size = the minBytesToKeep argument, addr NULL; what it released shows in the next pool counters'),
-  (6,  'alloc_failed',   'a driver allocation returned an error (not yet an OOM: PyTorch frees its cache and retries); size = bytes asked for, addr NULL'),
+  (6,  'alloc_failed',   'a driver allocation failed for want of memory (CUDA_ERROR_OUT_OF_MEMORY; not yet an OOM: PyTorch frees its cache and retries); size = bytes asked for, addr NULL'),
   (7,  'oom',            'the allocator gave up (PyTorch''s oom entry); size = bytes asked for, addr NULL'),
   (8,  'phys_create',    'cuMemCreate: physical memory reserved; size = its bytes, addr NULL'),
   (9,  'phys_release',   'cuMemRelease: that physical memory is released'),

@@ -290,10 +290,12 @@ static void print_device(const report_device *r, size_t top) {
         printf("  %lld OOM%s:\n", (long long)s->ooms, s->ooms == 1 ? "" : "s");
         print_ooms(r);
     }
-    if (s->alloc_failed)
-        printf("  %lld failed driver allocation%s%s\n", (long long)s->alloc_failed,
+    if (s->alloc_failed) /* out of memory, the driver said (TRACE_FORMAT.md: alloc_failed) */
+        printf("  %lld failed driver allocation%s (out of memory)%s\n", (long long)s->alloc_failed,
                s->alloc_failed == 1 ? "" : "s",
-               s->ooms ? "" : ", all survived: the allocator freed its cache and retried");
+               s->ooms ? ""
+                       : ", none became an OOM: the program went on (PyTorch's allocator frees "
+                         "its cache and retries such a call)");
     if (s->untracked_at_peak >= 0)
         printf("  untracked (driver's used - reserved: context, libraries, other processes): "
                "%s near the peak, at most %s\n",

@@ -473,15 +473,27 @@ static void counted_addr_forget(uint64_t addr) {
         counted_addrs[i] = counted_addrs[--n_counted_addrs];
 }
 
-static void expect_count(replay_result *rr, CUpti_CallbackId cbid, uint64_t bytes) {
-    const char *name;
-    int slot = rec_call_count_slot(cbid, &name);
+static void expect_in_slot(replay_result *rr, int slot, CUpti_CallbackId cbid, const char *name,
+                           uint64_t bytes) {
     if (slot < 0)
         return;
     rr->counts[slot].cbid = cbid;
     rr->counts[slot].name = name;
     rr->counts[slot].calls++;
     rr->counts[slot].bytes += bytes;
+}
+
+static void expect_count(replay_result *rr, CUpti_CallbackId cbid, uint64_t bytes) {
+    const char *name = NULL;
+    int slot = rec_call_count_slot(cbid, &name); /* before name is read */
+    expect_in_slot(rr, slot, cbid, name, bytes);
+}
+
+/* An allocation call that failed with another error than out of memory: its count. */
+static void expect_refused(replay_result *rr, CUpti_CallbackId cbid, uint64_t bytes) {
+    const char *name = NULL;
+    int slot = rec_call_refused_slot(cbid, &name);
+    expect_in_slot(rr, slot, cbid, name, bytes);
 }
 
 /* A successful REC_CALL_COUNT call: its count, and the memory it names. */
@@ -522,6 +534,10 @@ static void expect_event(const rec_cupti_call *call, replay_result *rr) {
     switch (ci.cls) {
     case REC_CALL_ALLOC:
     case REC_CALL_PHYS_CREATE:
+        if (!ok && call->result != CUDA_ERROR_OUT_OF_MEMORY) {
+            expect_refused(rr, ci.cbid, ci.requested); /* refused, not short of memory */
+            return;
+        }
         if (ok && ci.cls == REC_CALL_ALLOC)
             counted_addr_forget(ci.addr); /* the address is memory now */
         if (ok && ci.cls == REC_CALL_PHYS_CREATE)

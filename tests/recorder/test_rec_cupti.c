@@ -1009,6 +1009,63 @@ static void test_attach_without_driver(void) {
     unlink(log);
 }
 
+/* Allocation calls that fail with an error other than out of memory were refused, not short
+ * of memory: no alloc_failed (which the analyzer reads as the device running out), but a count
+ * "<call> refused" in the END record with the bytes asked for. As PyTorch 2.11's expandable
+ * segments begin (nvidia_h200_torch_expandable.log): a cuMemCreate that fails with
+ * CUDA_ERROR_NOT_PERMITTED, then the same that succeeds. Out of memory is still alloc_failed. */
+static void test_refused_allocations(void) {
+    char path[300];
+    start_session(path, sizeof path);
+    CUmemGenericAllocationHandle handle = GARBAGE;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &prop, 0}, put_handle,
+         CUDA_ERROR_NOT_PERMITTED);
+    out_addr = HANDLE_DEV0;
+    call(CBID(cuMemCreate), &(cuMemCreate_params){&handle, 2 * MiB, &prop, 0}, put_handle,
+         CUDA_SUCCESS);
+    CUdeviceptr d = GARBAGE;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 0}, put_dptr, CUDA_ERROR_INVALID_VALUE);
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 3 * MiB}, put_dptr,
+         CUDA_ERROR_NOT_SUPPORTED);
+    fake_free = 1 * GiB;
+    call(CBID(cuMemAlloc_v2), &(cuMemAlloc_v2_params){&d, 80 * GiB}, put_dptr,
+         CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(rec_session_stop() == 0);
+    readback rb;
+    CHECK(rb_read(path, &rb) == 0);
+    static const want events[] = {
+        {TRACE_OP_PHYS_CREATE, TRACE_KIND_DEVICE, 0, HANDLE_DEV0, 2 * MiB, 2 * MiB, 0, 0},
+        {TRACE_OP_ALLOC_FAILED, TRACE_KIND_DEVICE, 0, 0, 80 * GiB, 80 * GiB, 0, 0},
+    };
+    check_events(&rb, events, sizeof events / sizeof events[0]);
+    static const want_count counts[] = {
+        {"cuMemCreate refused", CBID(cuMemCreate), 1, 2 * MiB},
+        {"cuMemAlloc_v2 refused", CBID(cuMemAlloc_v2), 2, 3 * MiB},
+    };
+    check_counts(&rb, counts, sizeof counts / sizeof counts[0]);
+    rb_free(&rb);
+    const char *const queries[] = {"SELECT count(*) FROM warnings",
+                                   "SELECT count(*) FROM events WHERE op = 'alloc_failed'"};
+    const int64_t expected[] = {0, 1};
+    check_replay_queries(path, "refused.db", queries, expected, 2);
+    /* a refusal's slot is its own: no refusable call is also one counted instead of recorded
+     * (the END record names each call_id once) */
+    const CUpti_CallbackId *ids;
+    size_t n = rec_call_cbids(&ids), refusable = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *a = NULL, *b = NULL;
+        if (rec_call_refused_slot(ids[i], &a) < 0)
+            continue;
+        refusable++;
+        CHECK(rec_call_count_slot(ids[i], &b) < 0);
+        rec_call_class cls = rec_call_class_of(ids[i]);
+        CHECK(cls == REC_CALL_ALLOC || cls == REC_CALL_PHYS_CREATE);
+    }
+    CHECK_EQ_U64(refusable, 10); /* the nine REC_CALL_ALLOC cbids and cuMemCreate */
+}
+
 int main(void) {
     rb_tmpdir("test_rec_cupti");
     test_attach_without_driver(); /* first: before a quiet session silences warnings */
@@ -1020,6 +1077,7 @@ int main(void) {
     test_nccl_cumem();
     test_many_mappings();
     test_counted_calls();
+    test_refused_allocations();
     rec_cupti_set_driver_for_test(NULL);
     return rb_finish("test_rec_cupti");
 }
