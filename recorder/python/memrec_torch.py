@@ -1215,7 +1215,7 @@ class LazyImportGuard:
     def install(self, torch):
         """Wraps torch's module __getattr__ (where it has one: PyTorch >= 2.0)."""
         original = getattr(torch, "__dict__", {}).get("__getattr__")
-        if not callable(original) or getattr(original, "__wrapped__", None) is not None:
+        if not callable(original) or getattr(original, "_memrec_lazy_guard", False):
             return
         local = self.local
 
@@ -1224,6 +1224,7 @@ class LazyImportGuard:
             if getattr(local, "active", False):
                 raise AttributeError("module 'torch' has no attribute %r" % (name,))
             return original(name)
+        __getattr__._memrec_lazy_guard = True
         torch.__getattr__ = __getattr__
 
     def __enter__(self):

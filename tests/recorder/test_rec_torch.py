@@ -111,6 +111,7 @@ keep = torch.cuda.fake_alloc(4096)  # CUDA starts: the drains begin
 print("drains", drained(2))
 print("lazy modules imported", sorted(m for m in sys.modules
                                      if m.startswith(("torch._inductor", "torch._dynamo"))))
+print("the program's lookup", torch._dynamo.__name__)  # torch's __getattr__ still imports
 """
 RACE = WAIT_FOR_DRAINS + """\
 # (5 s: a drain that imports torch._inductor waits for this import, which waits for it)
@@ -608,6 +609,8 @@ def main():
               "lazy.py ran and drained: %r %r" % (out.stdout, out.stderr))
         check("lazy modules imported []" in out.stdout,
               "drains import no module of torch's: %r" % out.stdout)
+        check("the program's lookup torch._dynamo" in out.stdout,
+              "the program's own lookup still imports: %r" % out.stderr[-2000:])
         out, _, _ = record("race", RACE, extra=fast)
         check(out.returncode == 0 and "dynamo imported" in out.stdout,
               "torch._dynamo imported while memrec drains: %r" % out.stderr[-2000:])
