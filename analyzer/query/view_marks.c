@@ -162,8 +162,10 @@ int view_ranges_index_build(sqlite3 *db, int event_axis, view_ranges_index *out,
         free(all);
         return -1;
     }
-    /* rows: each range in the lowest whose ranges so far end by its begin */
-    qsort(all, n, sizeof *all, entry_by_begin);
+    /* rows: each range in the lowest whose ranges so far end by its begin (no sort of none:
+     * `all` is NULL then, which qsort may not be given) */
+    if (n > 1)
+        qsort(all, n, sizeof *all, entry_by_begin);
     int64_t row_end[VIEW_RANGE_ROWS_MAX];
     size_t count[VIEW_RANGE_ROWS_MAX] = {0};
     int rows = 0;
@@ -345,7 +347,8 @@ static int read_ranges(sqlite3 *db, const view_ranges_index *x, int64_t lo, int6
         }
     }
     free(heap);
-    qsort(out->ranges, out->nranges, sizeof *out->ranges, mark_by_begin);
+    if (out->nranges > 1)
+        qsort(out->ranges, out->nranges, sizeof *out->ranges, mark_by_begin);
     return name_ranges(db, out);
 }
 
