@@ -400,12 +400,13 @@ CREATE TABLE counters (
 -- recording as memory (the trace's END record, format version 2 on; TRACE_FORMAT.md "Calls
 -- counted, not recorded"): memory of other processes mapped here (CUDA IPC, imported pool
 -- pointers and VMM handles, and the maps of those), CUDA graph memory nodes (allocated when the
--- graph runs, which no callback reports), multicast objects and their binds. None of it is in
+-- graph runs, which no callback reports), multicast objects and their binds, and allocation
+-- calls refused with an error other than out of memory ('cuMemCreate refused'). None of it is in
 -- events, segments or any sum. Empty for traces without such calls, older traces and snapshots.
 CREATE TABLE unrecorded_calls (
   call_id INTEGER PRIMARY KEY, -- the CUPTI driver-API callback id (CUpti_driver_api_trace_cbid), e.g. 638
-  name    TEXT NOT NULL,       -- the call as CUPTI names it, e.g. 'cuGraphAddMemAllocNode'
-  calls   INTEGER NOT NULL,    -- successful calls of it during the recording
+  name    TEXT NOT NULL,       -- the call as CUPTI names it, e.g. 'cuGraphAddMemAllocNode'; a refusal's: 'cuMemCreate refused'
+  calls   INTEGER NOT NULL,    -- successful calls of it during the recording (refused ones for a refusal's row)
   bytes   INTEGER NOT NULL     -- the bytes those calls named (an alloc node's size, a mapped range); 0 when the call names none (cuIpcOpenMemHandle)
 );
 

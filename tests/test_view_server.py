@@ -24,7 +24,8 @@ parsed; then:
   - /api/timeline (the whole run, and windows down to below the finest level of detail): each
     bucket's events, min, max and last of allocated and reserved equal to a brute force over
     `sql`'s event_rows (an event placed at the running max of its device's ts_ns, or event id
-    on an untimed input); /api/allocations: the K largest blocks live in a window and the
+    on an untimed input); /api/allocations: with building=1 (the page's) a 200 saying the blocks
+    index is being built, never a 503; the K largest blocks live in a window and the
     window's count and bytes equal to a brute force over `sql`'s allocations;
   - /api/marks: the steps overlapping a window equal to `sql`'s steps on the axis; its NVTX
     ranges `sql`'s ranges view's overlapping the window, with their depth (a synth trace with
@@ -498,9 +499,29 @@ def time_requests(v, paths, n=200):
     return times[len(times) // 2], times[int(len(times) * 0.95)], times[-1]
 
 
+def check_building(v, label):
+    """Right after the start, as the page asks (building=1): while the blocks index is built,
+    a 200 saying so (a browser logs every 503 as an error), then the blocks; never a 503."""
+    building, answer = 0, None
+    for _ in range(600):
+        status, _, data = v.get("/api/allocations", {"k": 5, "building": 1})
+        check(status == 200, label + ": allocations with building=1: %d %s" % (status, data[:100]))
+        doc = json.loads(data) if status == 200 else {}
+        if not doc.get("building"):
+            answer = doc
+            break
+        check(doc == {"device": 0, "building": True}, label + ": while built: %r" % doc)
+        building += 1
+        time.sleep(0.05)
+    check(answer is not None and "blocks" in answer,
+          label + ": allocations with building=1 once built: %r" % answer)
+    print("%s: %d answers said the blocks index was being built" % (label, building))
+
+
 def serve_and_check(inp, env, tmp, label, whens, timed):
     v = start(inp, env, tmp)
     try:
+        check_building(v, label)
         check_security(v, label)
         check_errors(v, label)
         summary = check_summary(v, inp, env, label)

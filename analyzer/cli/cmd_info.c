@@ -86,8 +86,9 @@ const char info_usage[] =
     "usage: memanalyze info TRACE\n"
     "Prints what a trace holds: record counts by kind, events per device and op,\n"
     "time span, steps, how the recording ended, the calls seen but not recorded\n"
-    "as memory (counted: CUDA graph memory nodes, other processes' memory), and\n"
-    "any damage found.\n";
+    "as memory (counted: CUDA graph memory nodes, other processes' memory,\n"
+    "allocations refused for another reason than out of memory), and any damage\n"
+    "found.\n";
 
 const cli_option info_options[] = {CLI_OPT_END};
 

@@ -290,8 +290,8 @@ static void print_device(const report_device *r, size_t top) {
         printf("  %lld OOM%s:\n", (long long)s->ooms, s->ooms == 1 ? "" : "s");
         print_ooms(r);
     }
-    if (s->alloc_failed) /* out of memory, the driver said (TRACE_FORMAT.md: alloc_failed) */
-        printf("  %lld failed driver allocation%s (out of memory)%s\n", (long long)s->alloc_failed,
+    if (s->alloc_failed) /* out of memory since fe497b9; older traces: any error */
+        printf("  %lld failed driver allocation%s%s\n", (long long)s->alloc_failed,
                s->alloc_failed == 1 ? "" : "s",
                s->ooms ? ""
                        : ", none became an OOM: the program went on (PyTorch's allocator frees "

@@ -201,7 +201,8 @@ static int sweep_into_map(category_stream *s, char *err, size_t errlen) {
             snprintf(err, errlen, "out of memory");
         return -1;
     }
-    qsort(s->keys, s->nkeys, sizeof *s->keys, cmp_key);
+    if (s->nkeys > 1) /* none: keys may be NULL, which qsort may not be given */
+        qsort(s->keys, s->nkeys, sizeof *s->keys, cmp_key);
     return s->swept_known;
 }
 

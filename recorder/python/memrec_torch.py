@@ -1204,10 +1204,15 @@ class LazyImportGuard:
     'torch._inductor.utils'"; every torch run on the H200 machine of 2026-12-04, torch
     2.11, with the first drain taking 3.3 s).
 
-    While a drain takes its snapshot (`with guard:`), torch's __getattr__ imports nothing
-    on that thread: it raises AttributeError, as for a name torch lacks. A module that is
-    not imported yet has run no code, so no frame of its could be missed; once imported it
-    is an attribute of torch and __getattr__ is not asked. Other threads are unaffected."""
+    While a drain takes its snapshot (`with guard:`), torch's __getattr__ refuses that one
+    name on that thread (AttributeError, as for a name torch lacks) and hands every other to
+    torch's own (a finalizer the collector runs meanwhile may look up torch._dynamo). A
+    torch._inductor not imported yet has run no code, so no frame of its could be missed;
+    once imported it is an attribute of torch and __getattr__ is not asked. Other threads,
+    and the drain's thread outside the snapshot, are unaffected. A drain runs on whichever
+    thread asks for it (memrec's, or the program's at a step boundary or an optimizer step)."""
+
+    REFUSED = "_inductor"  # what PyTorch's C++ looks up (appendSymbolized)
 
     def __init__(self):
         self.local = threading.local()
@@ -1219,19 +1224,23 @@ class LazyImportGuard:
             return
         local = self.local
 
+        refused = self.REFUSED
+
         @functools.wraps(original)
         def __getattr__(name):
-            if getattr(local, "active", False):
+            if name == refused and getattr(local, "active", False):
                 raise AttributeError("module 'torch' has no attribute %r" % (name,))
             return original(name)
         __getattr__._memrec_lazy_guard = True
         torch.__getattr__ = __getattr__
 
     def __enter__(self):
+        self.local.depth = getattr(self.local, "depth", 0) + 1
         self.local.active = True
 
     def __exit__(self, *exc):
-        self.local.active = False
+        self.local.depth -= 1
+        self.local.active = self.local.depth > 0
 
 
 _lazy_guard = LazyImportGuard()

@@ -49,8 +49,11 @@ async function fetchWindow() {
   fetchStacks(seq, device, lo, hi, n);
   const [tl, allocs, marks] = await Promise.all([
     api("/api/timeline", { device, lo, hi, n }),
-    api("/api/allocations", { device, t0: lo, t1: hi, k: 300 }) // share_file.c embeds k=300
-      .catch((e) => (e.status === 503 ? null : Promise.reject(e))), // the index is being built
+    // share_file.c embeds k=300; building=1: while the server builds its blocks index it says
+    // so in a 200 (`building`), not a 503, which the browser would log as an error
+    api("/api/allocations", { device, t0: lo, t1: hi, k: 300, building: 1 })
+      .then((a) => (a.building ? null : a))
+      .catch((e) => (e.status === 503 ? null : Promise.reject(e))),
     whole.step_stride > 1 || whole.ranges.length < whole.ranges_total ?
       api("/api/marks", { device, lo, hi, ooms: 0 }) // a share file has the whole run's alone
         .catch((e) => (e.status === 404 ? whole : Promise.reject(e))) : whole,
