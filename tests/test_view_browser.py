@@ -487,6 +487,25 @@ def check_segment_colours(page, view, env, inp, label, device, by):
           label + ": by %s: series coloured %r, the blocks' series drawn %r" % (by, shown, want))
     check([x["key"] for x in got["blocks"]] == [k if k in colour_of else None for k in flat],
           label + ": by %s: the blocks drawn not in their keys' series" % by)
+    # a block's tooltip names its series as the timeline's legend does
+    for want_rest in (False, True):
+        r = page.eval("(() => { const r = gmtView.segRects.find((r) => r.block && (r.series "
+                      "=== null) === %s); if (!r) return null; const s = r.series === null ? "
+                      "null : gmtView.stacks.series.find((x) => x.key === r.series); return "
+                      "{x: r.x + Math.min(r.w, 4) / 2, y: r.y + r.h / 2, label: s ? s.label : "
+                      "null}; })()" % ("true" if want_rest else "false"))
+        if r is None:
+            continue
+        scroll_to(page, "segments")
+        box = canvas_box(page, "segments")
+        page.mouse("mouseMoved", box["x"] + r["x"], box["y"] + r["y"])
+        page.wait_for("!document.getElementById('tip').hidden", timeout=10)
+        tip = page.eval("document.getElementById('tip').textContent")
+        name = "size class" if by == "size" else by
+        line = "%s: %s" % (name, r["label"] if not want_rest else
+                           "the rest (not among the series drawn)")
+        check(line in tip.split("\n"),
+              label + ": by %s: the tooltip %r lacks the line %r" % (by, tip[:200], line))
     rest = sum(1 for x in got["blocks"] if x["key"] is None)
     # a block live at the cursor is live in the window, so its category has bytes there: with
     # fewer categories than the 12 series drawn, none is left for the rest (the seed's blocks,

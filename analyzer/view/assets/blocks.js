@@ -398,6 +398,12 @@ async function segmentTip(e) {
   let text = b ? "block " + bytes(b.size) + " (" + b.state.replace("_", " ") + "), allocated at event " +
     b.alloc_event_id : "free in a segment of " + bytes(s.total_size) + " (" +
     (s.allocated_size ? "trapped" : "releasable") + ")";
+  if (b && S.segSeries && S.segSeries.by) { // coloured by a series: which (timeline.js's label)
+    const sr = hit.series === null || hit.series === undefined ? null :
+      S.stacks.series.find((x) => x.key === hit.series);
+    text += "\n" + (S.segSeries.by === "size" ? "size class" : S.segSeries.by) + ": " +
+      (sr ? sr.label : "the rest (not among the series drawn)");
+  }
   text += "\nsegment 0x" + s.address.toString(16) + ", " + bytes(s.total_size) +
     (s.site ? ", made at " + s.site : "");
   tip.textContent = text;
