@@ -17,10 +17,13 @@ memrec turns into steps. Flags plant what memanalyze must find:
                allocation before it, so a clock fit error of less than that
                cannot move an allocation across its start; nothing allocates
                after the last step.
+  --modules P  writes the sorted names in sys.modules at the end as JSON to P
+               (tests/gpu/check_modules.py: under memrec, the same as without it)
 Prints one line at the end: "steps/s: X" over the steps after the first.
 """
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -41,6 +44,7 @@ def parse():
     p.add_argument("--fragment", action="store_true")
     p.add_argument("--snapshot", default="")
     p.add_argument("--stats", default="")
+    p.add_argument("--modules", default="")
     return p.parse_args()
 
 
@@ -95,6 +99,9 @@ def main():
                 for s in torch.cuda.memory._snapshot()["segments"]]
         with open(args.snapshot, "w") as f:
             json.dump(segs, f)
+    if args.modules:
+        with open(args.modules, "w") as f:
+            json.dump(sorted(list(sys.modules)), f)  # list(): one step, whatever other threads do
     if elapsed > 0 and args.steps > 1:
         print("steps/s: %.2f" % ((args.steps - 1) / elapsed))
     return 0

@@ -17,6 +17,7 @@
 #             info stripped, RUNPATH $ORIGIN. CUDA and NVIDIA libraries come from the GPU
 #             machine: the driver must match its kernel, CUPTI the driver.
 #   tests/gpu/run_all.sh, test_cuda_samples.py, test_torch_train.py, check_torch_window.py,
+#   check_modules.py,
 #   samples/pytorch/train.py, samples/cuda/cuda_sample.c: the scripts, as in the tree
 #   package.txt  where it was made from (commit, build, host), the newest glibc symbol
 #             version any of its ELF files needs (run_all.sh compares it with the machine's),
@@ -97,7 +98,8 @@ else
 fi
 
 # ---- the scripts ------------------------------------------------------------------------------
-for f in run_all.sh test_cuda_samples.py test_torch_train.py check_torch_window.py README.md; do
+for f in run_all.sh test_cuda_samples.py test_torch_train.py check_torch_window.py check_modules.py \
+    README.md; do
     [ -e "$here/$f" ] || continue
     cp "$here/$f" "$tmp/tests/gpu/" && note "tests/gpu/$f" "$here/$f"
 done

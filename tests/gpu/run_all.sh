@@ -40,7 +40,9 @@
 #        (the vmm sample; expandable segments: CUPTI's mapped bytes = PyTorch's segment_map);
 #      PyTorch's snapshot has the keys the recorder reads and its time_us is wall-clock time;
 #      its _snapshot() imports torch._inductor (what fake_torch claims), and memrec's drains
-#        import none of torch's lazy modules into a program that does not;
+#        import none of torch's lazy modules into a program that does not; train.py under
+#        memrec ends with the modules it has without memrec, but memrec's hook's
+#        (check_modules.py);
 #      the optimizer step hook fires (torch.optim's global post-step hook, AdamW as train.py),
 #        and makes exactly the steps of the run without NVTX (N steps, N begin and N-1 end marks);
 #      on two GPUs, no rank's trace holds memory on the other rank's device.
@@ -379,12 +381,14 @@ run_mode() {
     done
     shift
     local trace=$out/traces/torch_$name.zst log=$out/logs/torch_${name}_memrec.txt
-    tmo 150 env "${envs[@]}" "$py" "$@" --steps "$steps" >"$out/logs/torch_${name}_bare.txt" 2>&1
+    local mods=$out/logs/torch_${name}_modules
+    tmo 150 env "${envs[@]}" "$py" "$@" --steps "$steps" --modules "${mods}_bare.json" \
+        >"$out/logs/torch_${name}_bare.txt" 2>&1
     local brc=$?
     [ $brc -eq 0 ] || verdict_rc $brc "torch $name bare" "$out/logs/torch_${name}_bare.txt"
     tmo 240 env "${envs[@]}" MEMREC_CALLBACK_LOG="$out/fixtures/cupti/${gpu_tag}_torch_$name.log" \
         "$memrec" -o "$trace" -- "$py" "$@" --steps "$steps" --stats "$out/logs/torch_${name}_stats.json" \
-        >"$log" 2>&1
+        --modules "${mods}_memrec.json" >"$log" 2>&1
     local rc=$? bare rec over=""
     bare=$(rate "$out/logs/torch_${name}_bare.txt")
     rec=$(rate "$log")
@@ -396,6 +400,16 @@ run_mode() {
         return 1
     fi
     verdict PASS "torch $name under memrec"
+    # what it imported: as without memrec, but for memrec's hook (check_modules.py)
+    if [ -s "${mods}_bare.json" ] && [ -s "${mods}_memrec.json" ]; then
+        local same
+        same=$(tmo 90 "$py" "$scripts/check_modules.py" "${mods}_bare.json" "${mods}_memrec.json" \
+            "$(dirname "$memrec")/python" 2>&1 | tail -1)
+        case $same in
+        PASS:*) verdict PASS "torch $name: the modules imported as without memrec" "${same#PASS: }" ;;
+        *) verdict FAIL "torch $name: the modules imported as without memrec" "${same#FAIL: }" ;;
+        esac
+    fi
     local cupti
     cupti=$(grep -m1 '^memrec: CUPTI ' "$log")
     [ -n "$cupti" ] && verdict PASS "torch $name: memrec subscribed to CUPTI" "${cupti#memrec: }" ||
