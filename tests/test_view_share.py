@@ -13,7 +13,8 @@ On a synth trace (two devices, named tensors) and on real PyTorch snapshots from
     8 MiB with the page;
   - its answers equal the server's (`view --port 0`, as test_view_server.py starts it) for the
     same arguments, field by field: /api/summary, each device's whole-run /api/timeline and
-    /api/allocations, /api/marks, /api/steps, /api/segments at the peak, one /api/block, and a
+    /api/allocations, /api/marks, /api/steps, /api/segments at the peak and its blocks' series
+    keys by each stack-by (/api/segment_series), one /api/block, and a
     tile (a part of the run at the finest depth): /api/timeline and /api/allocations;
   - the tiles: at each depth d, every device's 2^(d+1) - 1 windows of 1/2^d of the run, each
     starting half a window after the last, the last ending at the run's end;
@@ -23,7 +24,8 @@ On a synth trace (two devices, named tensors) and on real PyTorch snapshots from
     --bind or --open: refused, exit 2;
   - in headless Chromium (tests/browser.py; skipped, saying so, without chromium): file://FILE
     opens with no console error, body[data-ready="1"], no fetch() or XMLHttpRequest made (both
-    counted by a script run before the page's); the segments at the peak drawn; a wheel zoom
+    counted by a script run before the page's); the segments at the peak drawn, and coloured
+    by category when stacked by it; a wheel zoom
     answered from a tile (gmtShare.last.depth > 0) and redrawn; a click on a block with embedded
     facts shows them (its size and frames those of the embedded /api/block), one on a block
     without says "not in this share file"; the whole run's window summary drawn from the
@@ -149,6 +151,7 @@ def compare_server(doc, inp, env, label):
                            ("/api/steps", ("device", "first", "count")),
                            ("/api/allocations", ("device", "t0", "t1", "k")),
                            ("/api/segments", ("device", "at", "count")),
+                           ("/api/segment_series", ("device", "at", "by", "count")),
                            ("/api/window", ("device", "from", "to"))):
             whole = [x for x in doc["answers"] if x["path"] == path and x.get("depth", 0) == 0]
             check(whole, label + ": no whole-run %s" % path)
@@ -257,6 +260,24 @@ def check_browser(b, out, doc, label):
         shown = page.eval("document.getElementById('error').textContent")
         check(not seg and peak and shown == "/api/segments: " + peak[0]["error"],
               label + ": no segments, the error shown %r" % shown)
+    # stacked by category: the segments at the peak coloured by the embedded series keys, a
+    # colour per category drawn, as the server's page does
+    series = [e for e in answers(doc, "/api/segment_series") if e["args"]["by"] == "category"]
+    if seg and series and "body" in series[0]:
+        page.eval("(() => { const s = document.getElementById('stackby'); s.value = 'category';"
+                  " s.dispatchEvent(new Event('change')); return true; })()")
+        page.wait_for("gmtView.pending === 0 && gmtView.segSeries && "
+                      "gmtView.segSeries.by === 'category'", timeout=20)
+        got = page.eval("({keys: gmtView.segSeries.keys.length, coloured: "
+                        "gmtView.segRects.filter((r) => r.block && r.series !== null).length, "
+                        "blocks: gmtView.segRects.filter((r) => r.block).length})")
+        check(got["keys"] > 0 and got["coloured"] > 0,
+              label + ": the segments at the peak not coloured by category: %r" % got)
+        print("%s: segments at the peak by category: %d of %d blocks coloured, %d series" % (
+            label, got["coloured"], got["blocks"], got["keys"]))
+        check(b.errors == [], label + ": errors stacked by category: %r" % b.errors)
+        page.eval("(() => { const s = document.getElementById('stackby'); s.value = '';"
+                  " s.dispatchEvent(new Event('change')); return true; })()")
     # a wheel zoom: redrawn from a tile
     box = canvas_box(page, "timeline")
     n0 = page.eval("gmtView.fetched.timeline")

@@ -184,13 +184,14 @@ static void window_extra(char *buf, size_t len, int device, int depth, int64_t l
 
 /* The segments at the peak (share.js answers the page's request for them, whatever its count):
  * the page's first SHARE_SEGMENTS, or fewer when that answer is over the response cap (a
- * quarter, then a sixteenth), else the server's error for it. 0, or -1 out of memory. */
+ * quarter, then a sixteenth), else the server's error for it; and for the same segments their
+ * live blocks' series keys by each stack-by (/api/segment_series: the map coloured as the
+ * timeline). 0, or -1 out of memory. */
 static int peak_segments(share *sh, const char *device) {
-    char *text = NULL;
+    char *text = NULL, c[16] = "";
     size_t len = 0;
     int status = 0;
     for (int count = SHARE_SEGMENTS; count >= SHARE_SEGMENTS / 16; count /= 4) {
-        char c[16];
         snprintf(c, sizeof c, "%d", count);
         const char *const args[] = {"device", device, "at", "peak", "count", c, NULL};
         free(text);
@@ -202,6 +203,12 @@ static int peak_segments(share *sh, const char *device) {
     if (!add(sh, text, len, 1))
         sh->st->left_out++;
     free(text);
+    static const char *const by[] = {"site", "category", "stream", "size"};
+    for (size_t i = 0; status == 200 && i < sizeof by / sizeof by[0]; i++) {
+        const char *const args[] = {"device", device, "at", "peak", "by", by[i], "count", c, NULL};
+        if (one(sh, "/api/segment_series", view_api_segment_series, args, NULL))
+            return -1;
+    }
     return 0;
 }
 

@@ -277,16 +277,17 @@ async function fetchSegments() {
 
 // The series keys of the segments' live blocks by the timeline's stack-by (/api/segment_series:
 // apart from /api/segments, whose answer is near the response cap), then the map redrawn in
-// their colours. Not in a share file (it has no such answer: the map is drawn plain there).
+// their colours. A share file has them at the peak only: elsewhere (or when an answer fails) the
+// map stays drawn plain.
 let keysSeq = 0;
 async function fetchSegmentSeries() {
   const seq = ++keysSeq, doc = S.seg, by = S.stackBy;
-  if (!doc || !by || window.gmtShare) return;
+  if (!doc || !by) return;
   if (S.segKeys && S.segKeys.by === by && S.segKeys.event_id === doc.event_id &&
       S.segKeys.device === doc.device) return;
   const keys = await api("/api/segment_series", { device: doc.device, at: "event:" + doc.event_id,
-                                                   by, count: 400 });
-  if (seq !== keysSeq || S.seg !== doc || S.stackBy !== by) return;
+                                                   by, count: 400 }).catch(() => null);
+  if (!keys || seq !== keysSeq || S.seg !== doc || S.stackBy !== by) return;
   S.segKeys = keys;
   drawSegments();
 }

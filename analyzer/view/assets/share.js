@@ -9,7 +9,8 @@
 //   - /api/stacks: the whole run's, for the whole run's grid only;
 //   - /api/summary, /api/marks (the whole run's), /api/steps (the first rows), /api/segments (at
 //     the peak), /api/window (the whole run), /api/block (the whole run's largest blocks): the
-//     embedded answer for those arguments;
+//     embedded answer for those arguments; /api/segment_series: the peak's for that device and
+//     stack-by, asked for the peak's event;
 //   - anything else (another block, another moment, another window, the search): rejected with
 //     "not in this share file: run memanalyze view on the trace", shown in the page (a note at the
 //     bottom, state.js's showError), never thrown at the page.
@@ -98,6 +99,11 @@
       return body("/api/timeline", e);
     },
     "/api/allocations": allocations,
+    // the blocks' series keys of the segments at the peak (the page asks at "event:N", N the
+    // peak's event, the embedded answer says which)
+    "/api/segment_series": (p) => body("/api/segment_series", list("/api/segment_series").find(
+      (e) => e.args.device === str(p.device) && e.args.by === str(p.by) && e.body &&
+        "event:" + e.body.event_id === str(p.at)) || null),
     "/api/stacks": stacks,
     "/api/marks": (p) => body("/api/marks", exact("/api/marks", p, ["device"])),
     "/api/steps": (p) => body("/api/steps", exact("/api/steps", p, ["device"])),
