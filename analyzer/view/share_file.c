@@ -15,6 +15,7 @@
 #include "request.h"
 #include "server.h"
 #include "view_blocks.h"
+#include "view_stacks.h"
 #include "view_timeline.h"
 #include "when.h"
 
@@ -203,9 +204,9 @@ static int peak_segments(share *sh, const char *device) {
     if (!add(sh, text, len, 1))
         sh->st->left_out++;
     free(text);
-    static const char *const by[] = {"site", "category", "stream", "size"};
-    for (size_t i = 0; status == 200 && i < sizeof by / sizeof by[0]; i++) {
-        const char *const args[] = {"device", device, "at", "peak", "by", by[i], "count", c, NULL};
+    for (int i = 0; status == 200 && i < STACK_BY_COUNT; i++) {
+        const char *by = view_stack_by_name((view_stack_by)i);
+        const char *const args[] = {"device", device, "at", "peak", "by", by, "count", c, NULL};
         if (one(sh, "/api/segment_series", view_api_segment_series, args, NULL))
             return -1;
     }
@@ -239,9 +240,9 @@ static int device_answers(share *sh, int device) {
         one(sh, "/api/allocations", view_api_allocations, allocs, extra) ||
         one(sh, "/api/window", view_api_window, window, NULL) || peak_segments(sh, d))
         return -1;
-    static const char *const by[] = {"site", "category", "stream", "size"};
-    for (size_t i = 0; i < sizeof by / sizeof by[0]; i++) {
-        const char *const stacks[] = {"device", d, "by", by[i], "n", n, NULL};
+    for (int i = 0; i < STACK_BY_COUNT; i++) { /* every stack-by (gmt_vocab.h's STACK_BY_LIST) */
+        const char *by = view_stack_by_name((view_stack_by)i);
+        const char *const stacks[] = {"device", d, "by", by, "n", n, NULL};
         if (one(sh, "/api/stacks", view_api_stacks, stacks, extra))
             return -1;
     }

@@ -1228,7 +1228,7 @@ class LazyImportGuard:
 
         @functools.wraps(original)
         def __getattr__(name):
-            if name == refused and getattr(local, "active", False):
+            if name == refused and getattr(local, "depth", 0) > 0:
                 raise AttributeError("module 'torch' has no attribute %r" % (name,))
             return original(name)
         __getattr__._memrec_lazy_guard = True
@@ -1236,11 +1236,9 @@ class LazyImportGuard:
 
     def __enter__(self):
         self.local.depth = getattr(self.local, "depth", 0) + 1
-        self.local.active = True
 
     def __exit__(self, *exc):
         self.local.depth -= 1
-        self.local.active = self.local.depth > 0
 
 
 _lazy_guard = LazyImportGuard()
